@@ -1,0 +1,40 @@
+# nnvmc_add_module(NAME <name> SOURCES ... [DEPS ...] [TORCH])
+#   Creates the static library nnvmc_<name> with alias nnvmc::<name>.
+#   TORCH: the module uses libtorch; it reuses one precompiled torch header.
+# nnvmc_add_test(NAME <name> SOURCES ... DEPS ... [TORCH])
+#   One GoogleTest executable per module, registered with CTest.
+
+# One precompiled header for every translation unit that includes torch.
+add_library(nnvmc_torch_pch STATIC ${CMAKE_CURRENT_LIST_DIR}/pch_dummy.cpp)
+target_link_libraries(nnvmc_torch_pch PUBLIC nnvmc_torch nnvmc_warnings)
+target_precompile_headers(nnvmc_torch_pch PRIVATE <torch/torch.h>)
+
+function(_nnvmc_use_torch target)
+  target_link_libraries(${target} PUBLIC nnvmc_torch)
+  target_precompile_headers(${target} REUSE_FROM nnvmc_torch_pch)
+  add_dependencies(${target} nnvmc_torch_pch)
+endfunction()
+
+function(nnvmc_add_module)
+  cmake_parse_arguments(M "TORCH" "NAME" "SOURCES;DEPS" ${ARGN})
+  add_library(nnvmc_${M_NAME} STATIC ${M_SOURCES})
+  add_library(nnvmc::${M_NAME} ALIAS nnvmc_${M_NAME})
+  target_include_directories(nnvmc_${M_NAME} PUBLIC ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/src)
+  target_link_libraries(nnvmc_${M_NAME} PUBLIC ${M_DEPS} PRIVATE nnvmc_warnings)
+  if(M_TORCH)
+    _nnvmc_use_torch(nnvmc_${M_NAME})
+  endif()
+endfunction()
+
+function(nnvmc_add_test)
+  cmake_parse_arguments(T "TORCH" "NAME" "SOURCES;DEPS" ${ARGN})
+  add_executable(test_${T_NAME} ${T_SOURCES})
+  target_link_libraries(test_${T_NAME} PRIVATE ${T_DEPS} GTest::gtest GTest::gtest_main nnvmc_warnings)
+  target_compile_definitions(test_${T_NAME} PRIVATE
+    NNVMC_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+    NNVMC_SHARED_DIR="${PROJECT_SOURCE_DIR}/../shared")
+  if(T_TORCH)
+    _nnvmc_use_torch(test_${T_NAME})
+  endif()
+  gtest_discover_tests(test_${T_NAME} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS ${T_NAME})
+endfunction()

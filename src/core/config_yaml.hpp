@@ -1,0 +1,134 @@
+#pragma once
+/// @file config_yaml.hpp
+/// Generic YAML reading/writing of any struct with a `visit(V&)` member (see config.hpp).
+/// Reading rejects unknown keys (suggesting the closest valid one) and wrong types, naming
+/// the full key path and the source line.
+#include <yaml-cpp/yaml.h>
+
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/errors.hpp"
+
+namespace nnvmc::config_yaml {
+
+/// Levenshtein distance (for "did you mean" suggestions).
+int edit_distance(const std::string& a, const std::string& b);
+
+/// " (did you mean 'x'?)" or "" when nothing is close; lists candidates otherwise.
+std::string suggestion(const std::string& key, const std::vector<std::string>& candidates);
+
+/// "file:line" of a node when known.
+std::string location(const YAML::Node& node, const std::string& where);
+
+template <class T, class = void> struct has_visit : std::false_type {};
+template <class T>
+struct has_visit<T, std::void_t<decltype(std::declval<T&>().visit(std::declval<int&>()))>>
+    : std::true_type {};
+
+class Reader;
+
+/// Converts one YAML node into a field of type T.
+template <class T> void read_value(const YAML::Node& node, T& out, const std::string& path,
+                                   const std::string& where);
+
+/// Visitor reading fields of a struct from a YAML mapping.
+class Reader {
+ public:
+  Reader(const YAML::Node& map, std::string path, std::string where)
+      : map_(map), path_(std::move(path)), where_(std::move(where)) {}
+  template <class T> void operator()(const char* key, T& field, const char* /*doc*/) {
+    known_.emplace_back(key);
+    const YAML::Node child = map_[key];
+    if (child && !child.IsNull()) read_value(child, field, join(key), where_);
+  }
+  /// Throws for keys in the mapping that no field claimed.
+  void check_unknown() const;
+
+ private:
+  std::string join(const char* key) const { return path_.empty() ? key : path_ + "." + key; }
+  YAML::Node map_;
+  std::string path_, where_;
+  std::vector<std::string> known_;
+};
+
+template <class T> void read_struct(const YAML::Node& node, T& out, const std::string& path,
+                                    const std::string& where) {
+  if (!node.IsMap())
+    throw ConfigError(location(node, where) + ": '" + path + "' must be a mapping");
+  Reader r(node, path, where);
+  out.visit(r);
+  r.check_unknown();
+}
+
+template <class T>
+void read_value(const YAML::Node& node, T& out, const std::string& path, const std::string& where) {
+  if constexpr (has_visit<T>::value) {
+    read_struct(node, out, path, where);
+  } else if constexpr (std::is_same_v<T, InlineYaml>) {
+    out.yaml = node.IsScalar() ? node.Scalar() : YAML::Dump(node);
+  } else if constexpr (std::is_same_v<T, std::optional<int>>) {
+    int v = 0;
+    read_value(node, v, path, where);
+    out = v;
+  } else {
+    try {
+      if constexpr (std::is_same_v<T, bool> || std::is_arithmetic_v<T>) {
+        if (!node.IsScalar()) throw YAML::Exception(node.Mark(), "not a scalar");
+        if constexpr (std::is_unsigned_v<T>) {
+          if (!node.Scalar().empty() && node.Scalar()[0] == '-')
+            throw YAML::Exception(node.Mark(), "negative");
+        }
+      }
+      out = node.as<T>();
+    } catch (const YAML::Exception&) {
+      std::string want = "a value of the right type";
+      if constexpr (std::is_same_v<T, bool>) want = "true or false";
+      else if constexpr (std::is_integral_v<T>) want = "an integer";
+      else if constexpr (std::is_floating_point_v<T>) want = "a number";
+      else if constexpr (std::is_same_v<T, std::string>) want = "a string";
+      else want = "a list";
+      throw ConfigError(location(node, where) + ": '" + path + "' must be " + want + ", got '" +
+                        (node.IsScalar() ? node.Scalar() : YAML::Dump(node)) + "'");
+    }
+  }
+}
+
+/// Visitor emitting a struct as a commented YAML mapping.
+class Writer {
+ public:
+  explicit Writer(YAML::Emitter& out) : out_(out) {}
+  template <class T> void operator()(const char* key, const T& field, const char* doc) {
+    if constexpr (std::is_same_v<T, std::optional<int>>) {
+      if (!field) return;
+    }
+    out_ << YAML::Key << key << YAML::Value;
+    if constexpr (has_visit<T>::value) {
+      out_ << YAML::BeginMap;
+      const_cast<T&>(field).visit(*this);
+      out_ << YAML::EndMap;
+    } else if constexpr (std::is_same_v<T, InlineYaml>) {
+      out_ << YAML::Load(field.yaml);
+    } else if constexpr (std::is_same_v<T, std::optional<int>>) {
+      out_ << *field;
+    } else if constexpr (std::is_same_v<T, std::vector<std::array<int, 2>>>) {
+      out_ << YAML::Flow << YAML::BeginSeq;
+      for (const auto& p : field) out_ << YAML::Flow << YAML::BeginSeq << p[0] << p[1] << YAML::EndSeq;
+      out_ << YAML::EndSeq;
+    } else {
+      out_ << field;
+    }
+    if constexpr (!has_visit<T>::value) out_ << YAML::Comment(doc);
+  }
+
+ private:
+  YAML::Emitter& out_;
+};
+
+/// Applies `a.b.c=value` overrides to a YAML tree (value parsed as YAML).
+void apply_override(YAML::Node& root, const std::string& assignment);
+
+}  // namespace nnvmc::config_yaml

@@ -1,0 +1,18 @@
+#pragma once
+/// @file elements.hpp
+/// Periodic table lookups (H–Kr).
+#include <string>
+
+namespace nnvmc {
+
+/// Atomic number of an element symbol (case-insensitive, e.g. "li", "Li").
+/// @throws InputError for an unknown symbol.
+int atomic_number(const std::string& symbol);
+
+/// Canonical symbol ("Li") of atomic number Z (1..36). @throws InputError otherwise.
+const std::string& element_symbol(int Z);
+
+/// Highest atomic number in the table.
+constexpr int kMaxAtomicNumber = 36;
+
+}  // namespace nnvmc

@@ -1,0 +1,184 @@
+#include "core/system.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/elements.hpp"
+#include "core/errors.hpp"
+
+#ifndef NNVMC_SOURCE_DIR_DEFAULT
+#define NNVMC_SOURCE_DIR_DEFAULT "."
+#endif
+
+namespace nnvmc {
+namespace fs = std::filesystem;
+
+int System::n_electrons() const {
+  int z = 0;
+  for (const auto& a : atoms) z += a.Z;
+  return z - charge;
+}
+int System::n_up() const { return (n_electrons() + spin) / 2; }
+int System::n_down() const { return (n_electrons() - spin) / 2; }
+
+double System::nuclear_repulsion() const {
+  double e = 0;
+  for (size_t i = 0; i < atoms.size(); ++i)
+    for (size_t j = i + 1; j < atoms.size(); ++j) {
+      double d2 = 0;
+      for (int k = 0; k < 3; ++k) {
+        const double d = atoms[i].position[k] - atoms[j].position[k];
+        d2 += d * d;
+      }
+      e += atoms[i].Z * atoms[j].Z / std::sqrt(d2);
+    }
+  return e;
+}
+
+void System::validate() const {
+  const std::string who = name.empty() ? "molecule" : "molecule '" + name + "'";
+  if (atoms.empty()) throw InputError(who + ": no atoms");
+  const int n = n_electrons();
+  if (n <= 0)
+    throw InputError(who + ": charge " + std::to_string(charge) + " leaves " + std::to_string(n) +
+                     " electrons");
+  if (std::abs(spin) > n)
+    throw InputError(who + ": spin " + std::to_string(spin) + " exceeds the number of electrons (" +
+                     std::to_string(n) + ")");
+  if ((n + spin) % 2 != 0)
+    throw InputError(who + ": spin " + std::to_string(spin) + " has the wrong parity for " +
+                     std::to_string(n) + " electrons (n_up - n_down must have the parity of n)");
+  if (spin < 0) throw InputError(who + ": spin must be >= 0 (electrons are ordered spin-up first)");
+  for (size_t i = 0; i < atoms.size(); ++i)
+    for (size_t j = i + 1; j < atoms.size(); ++j) {
+      double d2 = 0;
+      for (int k = 0; k < 3; ++k) d2 += std::pow(atoms[i].position[k] - atoms[j].position[k], 2);
+      if (d2 < 1e-12)
+        throw InputError(who + ": atoms " + std::to_string(i) + " and " + std::to_string(j) +
+                         " coincide");
+    }
+}
+
+namespace {
+std::string mark(const YAML::Node& n, const std::string& where) {
+  if (n.Mark().is_null()) return where;
+  return where + ":" + std::to_string(n.Mark().line + 1);
+}
+
+Atom parse_atom(const YAML::Node& a, double scale, const std::string& where) {
+  if (!a.IsSequence() || a.size() != 4)
+    throw InputError(mark(a, where) + ": an atom is [symbol, x, y, z]");
+  Atom atom;
+  try {
+    atom.Z = atomic_number(a[0].as<std::string>());
+    for (int k = 0; k < 3; ++k) atom.position[k] = a[k + 1].as<double>() * scale;
+  } catch (const YAML::Exception&) {
+    throw InputError(mark(a, where) + ": an atom is [symbol, x, y, z] with numeric coordinates");
+  } catch (const InputError& e) {
+    throw InputError(mark(a, where) + ": " + e.what());
+  }
+  return atom;
+}
+}  // namespace
+
+System parse_molecule_yaml(const std::string& yaml_text, const std::string& where) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    throw InputError(where + ":" + std::to_string(e.mark.line + 1) + ": malformed YAML: " + e.msg);
+  }
+  System sys;
+  double scale = 1.0;
+  YAML::Node atoms = root;
+  if (root.IsMap()) {
+    static const std::vector<std::string> known = {"units", "charge", "spin", "atoms",
+                                                   "e_ref", "e_ref_source", "name"};
+    for (const auto& kv : root) {
+      const auto key = kv.first.as<std::string>();
+      if (std::find(known.begin(), known.end(), key) == known.end())
+        throw InputError(mark(kv.first, where) + ": unknown molecule key '" + key +
+                         "' (known: units, charge, spin, atoms)");
+    }
+    try {
+      const auto units = root["units"] ? root["units"].as<std::string>() : std::string("bohr");
+      if (units == "angstrom")
+        scale = kBohrPerAngstrom;
+      else if (units != "bohr")
+        throw InputError(mark(root["units"], where) + ": units must be bohr or angstrom, not '" +
+                         units + "'");
+      if (root["charge"]) sys.charge = root["charge"].as<int>();
+      if (root["spin"]) sys.spin = root["spin"].as<int>();
+      if (root["name"]) sys.name = root["name"].as<std::string>();
+    } catch (const YAML::Exception& e) {
+      throw InputError(where + ":" + std::to_string(e.mark.line + 1) +
+                       ": charge and spin must be integers");
+    }
+    atoms = root["atoms"];
+    if (!atoms) throw InputError(where + ": missing 'atoms'");
+  }
+  if (!atoms.IsSequence()) throw InputError(mark(atoms, where) + ": 'atoms' must be a list");
+  for (const auto& a : atoms) sys.atoms.push_back(parse_atom(a, scale, where));
+  return sys;
+}
+
+System read_xyz(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path + ": cannot open");
+  std::string line;
+  int n = 0;
+  if (!std::getline(in, line) || !(std::istringstream(line) >> n) || n <= 0)
+    throw InputError(path + ":1: expected the number of atoms");
+  std::getline(in, line);  // comment
+  System sys;
+  for (int i = 0; i < n; ++i) {
+    if (!std::getline(in, line)) throw InputError(path + ": expected " + std::to_string(n) + " atoms");
+    std::istringstream ls(line);
+    std::string sym;
+    Atom a;
+    if (!(ls >> sym >> a.position[0] >> a.position[1] >> a.position[2]))
+      throw InputError(path + ":" + std::to_string(i + 3) + ": expected 'symbol x y z'");
+    try {
+      a.Z = atomic_number(sym);
+    } catch (const InputError& e) {
+      throw InputError(path + ":" + std::to_string(i + 3) + ": " + e.what());
+    }
+    for (auto& x : a.position) x *= kBohrPerAngstrom;
+    sys.atoms.push_back(a);
+  }
+  return sys;
+}
+
+std::string default_molecules_dir() {
+  if (const char* env = std::getenv("NNVMC_MOLECULES")) return env;
+  return std::string(NNVMC_SOURCE_DIR_DEFAULT) + "/configs/molecules";
+}
+
+System load_molecule(const std::string& spec, const std::string& molecules_dir) {
+  fs::path p(spec);
+  const bool looks_like_path = spec.find('/') != std::string::npos || p.has_extension();
+  if (!looks_like_path) p = fs::path(molecules_dir) / (spec + ".yaml");
+  if (!fs::exists(p)) {
+    if (looks_like_path) throw InputError(spec + ": no such molecule file");
+    throw InputError("unknown molecule '" + spec + "' (no " + p.string() +
+                     "; give a name in configs/molecules/, a .yaml/.xyz path, or inline atoms)");
+  }
+  System sys;
+  if (p.extension() == ".xyz") {
+    sys = read_xyz(p.string());
+  } else {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    sys = parse_molecule_yaml(ss.str(), p.string());
+  }
+  if (sys.name.empty()) sys.name = p.stem().string();
+  return sys;
+}
+
+}  // namespace nnvmc

@@ -1,0 +1,51 @@
+#pragma once
+/// @file system.hpp
+/// Molecules: nuclei (bohr), charge and spin, and the electron counts they imply.
+#include <array>
+#include <string>
+#include <vector>
+
+namespace nnvmc {
+
+/// Bohr per ångström (CODATA 2018, as in ../shared/reference/molecules.yaml).
+constexpr double kBohrPerAngstrom = 1.8897261254578281;
+
+/// One nucleus.
+struct Atom {
+  int Z = 1;                                ///< nuclear charge (atomic number)
+  std::array<double, 3> position{0, 0, 0};  ///< bohr
+};
+
+/// A molecule with its electrons: electrons are ordered spin-up first.
+struct System {
+  std::string name;         ///< e.g. "lih" (informational)
+  std::vector<Atom> atoms;  ///< nuclei
+  int charge = 0;           ///< total charge; electrons = ΣZ − charge
+  int spin = 0;             ///< n_up − n_down
+
+  int n_electrons() const;  ///< ΣZ − charge
+  int n_up() const;         ///< (n_electrons + spin) / 2
+  int n_down() const;       ///< (n_electrons − spin) / 2
+  double nuclear_repulsion() const;  ///< Σ_{I<J} Z_I Z_J / |R_I − R_J| (hartree)
+
+  /// Checks charge/spin consistency. @throws InputError naming what is wrong.
+  void validate() const;
+};
+
+/// Loads a molecule: a name of a file in `molecules_dir` (e.g. "lih"), or a path to a
+/// .yaml (project format) or .xyz (ångström) file. @throws InputError.
+System load_molecule(const std::string& name_or_path, const std::string& molecules_dir);
+
+/// Parses a molecule from YAML text in the project format (mapping with units, charge,
+/// spin, atoms) or a bare list of atoms [[symbol, x, y, z], ...] in bohr.
+/// `where` prefixes error messages (file name or config key). @throws InputError.
+System parse_molecule_yaml(const std::string& yaml_text, const std::string& where);
+
+/// Reads the first frame of an XYZ file (ångström). @throws InputError.
+System read_xyz(const std::string& path);
+
+/// Directory of the shipped molecule files (configs/molecules of the source tree, or
+/// $NNVMC_MOLECULES when set).
+std::string default_molecules_dir();
+
+}  // namespace nnvmc
