@@ -1,0 +1,99 @@
+#include "models/ferminet/ferminet.hpp"
+
+#include "core/errors.hpp"
+
+namespace nnvmc {
+
+FermiNetLayerImpl::FermiNetLayerImpl(int in1, int in2, int out1, int out2, int n_spins,
+                                     bool has_two)
+    : residual1(in1 == out1), residual2(has_two && in2 == out2) {
+  one = register_module("one", torch::nn::Linear(in1 + n_spins * in2, out1));
+  mean = register_module("mean", torch::nn::Linear(torch::nn::LinearOptions(n_spins * in1, out1).bias(false)));
+  if (has_two) two = register_module("two", torch::nn::Linear(in2, out2));
+}
+
+std::pair<torch::Tensor, torch::Tensor> FermiNetLayerImpl::forward(
+    const torch::Tensor& h1, const torch::Tensor& h2,
+    const std::vector<std::array<int64_t, 2>>& spins) {
+  std::vector<torch::Tensor> per_electron{h1}, means;
+  for (const auto& s : spins) {
+    per_electron.push_back(h2.slice(2, s[0], s[1]).mean(2));  // [B, N, in2]
+    means.push_back(h1.slice(1, s[0], s[1]).mean(1));          // [B, in1]
+  }
+  auto pre = one(torch::cat(per_electron, -1)) + mean(torch::cat(means, -1)).unsqueeze(1);
+  auto out1 = torch::tanh(pre);
+  if (residual1) out1 = out1 + h1;
+  torch::Tensor out2;
+  if (two) {
+    out2 = torch::tanh(two(h2));
+    if (residual2) out2 = out2 + h2;
+  }
+  return {out1, out2};
+}
+
+FermiNet::FermiNet(const FermiNetOptions& options, const System& system)
+    : options_(options),
+      n_up_(system.n_up()),
+      n_down_(system.n_down()),
+      n_atoms_(static_cast<int64_t>(system.atoms.size())) {
+  if (options.envelope != "isotropic")
+    throw ConfigError("'model.ferminet.envelope': unknown envelope '" + options.envelope + "'");
+  if (n_up_ > 0) spins_.push_back({0, n_up_});
+  if (n_down_ > 0) spins_.push_back({n_up_, n_up_ + n_down_});
+  const int n_spins = static_cast<int>(spins_.size());
+  const auto opts = torch::TensorOptions().dtype(torch::kFloat64);
+  nuclei_ = register_buffer("nuclei", nuclei_tensors(system, opts).positions);
+
+  int in1 = 4 * static_cast<int>(n_atoms_), in2 = 4;
+  const auto& dims = options.hidden_dims;
+  for (size_t l = 0; l < dims.size(); ++l) {
+    const bool last = l + 1 == dims.size();
+    layers_.push_back(register_module("layer" + std::to_string(l),
+                                      FermiNetLayer(in1, in2, dims[l][0], dims[l][1], n_spins, !last)));
+    in1 = dims[l][0];
+    in2 = dims[l][1];
+  }
+  const int64_t n = n_up_ + n_down_, k = options.determinants;
+  for (int s = 0; s < n_spins; ++s) {
+    const std::string tag = std::to_string(s);
+    projections_.push_back(register_module("orbital" + tag, torch::nn::Linear(in1, k * n)));
+    env_pi_.push_back(register_parameter("envelope_pi" + tag, torch::ones({k * n, n_atoms_}, opts)));
+    env_sigma_.push_back(
+        register_parameter("envelope_sigma" + tag, torch::ones({k * n, n_atoms_}, opts)));
+  }
+  this->to(torch::kFloat64);
+}
+
+torch::Tensor FermiNet::orbitals(const torch::Tensor& r) {
+  const int64_t b = r.size(0), n = r.size(1), k = options_.determinants;
+  if (n != n_up_ + n_down_)
+    throw InputError("FermiNet built for " + std::to_string(n_up_ + n_down_) +
+                     " electrons got positions for " + std::to_string(n));
+  const auto ae = r.unsqueeze(2) - nuclei_;               // [B, N, M, 3]
+  const auto r_ae = ae.norm(2, -1, /*keepdim=*/true);     // [B, N, M, 1]
+  auto eye = torch::eye(n, r.options()).unsqueeze(-1);    // [N, N, 1]
+  const auto ee = r.unsqueeze(2) - r.unsqueeze(1);        // [B, N, N, 3]
+  // |r_ij| with a zero-safe diagonal: shift the diagonal before the norm, then mask it.
+  const auto r_ee = (ee + eye).norm(2, -1, true) * (1 - eye);  // [B, N, N, 1]
+  auto h1 = torch::cat({ae, r_ae}, -1).reshape({b, n, 4 * n_atoms_});
+  auto h2 = torch::cat({ee, r_ee}, -1);
+  for (auto& layer : layers_) std::tie(h1, h2) = layer->forward(h1, h2, spins_);
+
+  std::vector<torch::Tensor> rows;
+  const auto dist = r_ae.squeeze(-1);  // [B, N, M]
+  for (size_t s = 0; s < spins_.size(); ++s) {
+    const auto [lo, hi] = spins_[s];
+    const auto phi = projections_[s]->forward(h1.slice(1, lo, hi));  // [B, n_s, K·N]
+    const auto d = dist.slice(1, lo, hi).unsqueeze(2);               // [B, n_s, 1, M]
+    const auto env = (env_pi_[s] * torch::exp(-d * torch::abs(env_sigma_[s]))).sum(-1);
+    rows.push_back((phi * env).reshape({b, hi - lo, k, n}));
+  }
+  return torch::cat(rows, 1).permute({0, 2, 1, 3});  // [B, K, N, N]
+}
+
+LogPsi FermiNet::forward(const torch::Tensor& r) {
+  const auto [sign, logabs] = torch::linalg_slogdet(orbitals(r));  // [B, K]
+  return signed_logsumexp(sign, logabs);
+}
+
+}  // namespace nnvmc

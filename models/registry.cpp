@@ -1,0 +1,51 @@
+#include "models/registry.hpp"
+
+#include "core/errors.hpp"
+#include "models/ferminet/ferminet.hpp"
+
+namespace nnvmc {
+
+void ModelRegistry::add(const std::string& name, ModelFactory factory) {
+  factories_[name] = std::move(factory);
+}
+
+std::shared_ptr<WaveFunction> ModelRegistry::create(const ModelConfig& config,
+                                                    const System& system) const {
+  const auto it = factories_.find(config.type);
+  if (it == factories_.end()) {
+    std::string all;
+    for (const auto& n : names()) all += (all.empty() ? "" : ", ") + n;
+    throw ConfigError("'model.type': unknown ansatz '" + config.type + "' (known: " + all + ")");
+  }
+  return it->second(config, system);
+}
+
+std::vector<std::string> ModelRegistry::names() const {
+  std::vector<std::string> out;
+  for (const auto& kv : factories_) out.push_back(kv.first);
+  return out;
+}
+
+void register_builtin_models(ModelRegistry& registry) {
+  registry.add("ferminet", [](const ModelConfig& c, const System& s) {
+    return std::make_shared<FermiNet>(c.ferminet, s);
+  });
+}
+
+const ModelRegistry& model_registry() {
+  static const ModelRegistry registry = [] {
+    ModelRegistry r;
+    register_builtin_models(r);
+    return r;
+  }();
+  return registry;
+}
+
+std::shared_ptr<WaveFunction> make_model(const ModelConfig& config, const System& system,
+                                         torch::Dtype dtype, torch::Device device) {
+  auto model = model_registry().create(config, system);
+  model->to(device, dtype);
+  return model;
+}
+
+}  // namespace nnvmc

@@ -1,0 +1,43 @@
+#pragma once
+/// @file wavefunction.hpp
+/// The WaveFunction contract shared by every ansatz (see docs/design.md).
+#include <torch/torch.h>
+
+#include <string>
+
+#include "core/system.hpp"
+
+namespace nnvmc {
+
+/// sign(ψ) and log|ψ| per walker.
+struct LogPsi {
+  torch::Tensor sign;    ///< [B], ±1
+  torch::Tensor logabs;  ///< [B], log|ψ|
+};
+
+/// A many-electron wavefunction ψ(r). Positions r are [B, N, 3] (bohr), electrons ordered
+/// spin-up first. Must be differentiable by libtorch autograd in r (twice) and in parameters.
+class WaveFunction : public torch::nn::Module {
+ public:
+  ~WaveFunction() override = default;
+  /// @param r [B, N, 3] @return sign [B], log|ψ| [B]
+  virtual LogPsi forward(const torch::Tensor& r) = 0;
+  /// Orbital matrices for HF pretraining: [B, K, N, N] (K determinants), element (i, j) =
+  /// orbital j at electron i. @throws Error if the ansatz has no orbitals.
+  virtual torch::Tensor orbitals(const torch::Tensor& r);
+  /// Registry key of the ansatz, e.g. "ferminet".
+  virtual std::string type() const = 0;
+};
+
+/// Nuclear positions [M, 3] and charges [M] of a system as tensors.
+struct NucleiTensors {
+  torch::Tensor positions;  ///< [M, 3]
+  torch::Tensor charges;    ///< [M]
+};
+NucleiTensors nuclei_tensors(const System& system, torch::TensorOptions options);
+
+/// Stable log|Σ_k s_k exp(l_k)| and its sign over the last axis.
+/// @param sign [..., K] @param logabs [..., K] @return sign [...], logabs [...]
+LogPsi signed_logsumexp(const torch::Tensor& sign, const torch::Tensor& logabs);
+
+}  // namespace nnvmc

@@ -1,0 +1,225 @@
+#include "io/hdf5_file.hpp"
+
+#include <hdf5.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+
+#include "core/errors.hpp"
+
+namespace nnvmc::io {
+namespace {
+
+hid_t h5type(DType t) {
+  switch (t) {
+    case DType::f64: return H5T_NATIVE_DOUBLE;
+    case DType::f32: return H5T_NATIVE_FLOAT;
+    case DType::i64: return H5T_NATIVE_INT64;
+    case DType::u8: return H5T_NATIVE_UINT8;
+  }
+  return H5T_NATIVE_DOUBLE;
+}
+size_t elem_size(DType t) {
+  switch (t) {
+    case DType::f64: case DType::i64: return 8;
+    case DType::f32: return 4;
+    case DType::u8: return 1;
+  }
+  return 8;
+}
+
+/// Silences HDF5's own error printing; we report through exceptions.
+struct QuietHdf5 {
+  QuietHdf5() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+};
+const QuietHdf5 quiet_hdf5;
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw CheckpointError(path + ": " + what);
+}
+
+/// Closes an HDF5 handle at scope exit.
+struct Handle {
+  hid_t id;
+  herr_t (*close)(hid_t);
+  ~Handle() {
+    if (id >= 0) close(id);
+  }
+};
+
+void ensure_groups(hid_t file, const std::string& name) {
+  size_t pos = 0;
+  while ((pos = name.find('/', pos + 1)) != std::string::npos) {
+    const std::string g = name.substr(0, pos);
+    if (H5Lexists(file, g.c_str(), H5P_DEFAULT) <= 0) {
+      Handle h{H5Gcreate2(file, g.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose};
+    }
+  }
+}
+
+bool link_exists(hid_t file, const std::string& name) {
+  // H5Lexists needs every intermediate group to exist.
+  size_t pos = 0;
+  while ((pos = name.find('/', pos + 1)) != std::string::npos)
+    if (H5Lexists(file, name.substr(0, pos).c_str(), H5P_DEFAULT) <= 0) return false;
+  return H5Lexists(file, name.c_str(), H5P_DEFAULT) > 0;
+}
+}  // namespace
+
+std::int64_t Array::numel() const {
+  std::int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+Array make_array(DType dtype, std::vector<std::int64_t> shape, const void* data) {
+  Array a;
+  a.dtype = dtype;
+  a.shape = std::move(shape);
+  a.bytes.resize(a.numel() * elem_size(dtype));
+  if (!a.bytes.empty()) std::memcpy(a.bytes.data(), data, a.bytes.size());
+  return a;
+}
+
+H5File::H5File(const std::string& path, Mode mode) : path_(path) {
+  if (mode == Mode::read) {
+    if (!std::filesystem::exists(path)) fail(path, "no such file");
+    if (H5Fis_hdf5(path.c_str()) <= 0) fail(path, "not an HDF5 file (corrupt or truncated?)");
+    id_ = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  } else if (mode == Mode::append && std::filesystem::exists(path)) {
+    id_ = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  } else {
+    id_ = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  }
+  if (id_ < 0) fail(path, "cannot open HDF5 file");
+}
+
+H5File::~H5File() {
+  if (id_ >= 0) H5Fclose(id_);
+}
+
+void H5File::write(const std::string& name, const Array& a) {
+  ensure_groups(id_, name);
+  if (link_exists(id_, name)) H5Ldelete(id_, name.c_str(), H5P_DEFAULT);
+  std::vector<hsize_t> dims(a.shape.begin(), a.shape.end());
+  Handle space{a.shape.empty() ? H5Screate(H5S_SCALAR)
+                               : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+               H5Sclose};
+  Handle ds{H5Dcreate2(id_, name.c_str(), h5type(a.dtype), space.id, H5P_DEFAULT, H5P_DEFAULT,
+                       H5P_DEFAULT),
+            H5Dclose};
+  if (ds.id < 0) fail(path_, "cannot create dataset '" + name + "'");
+  if (a.numel() > 0 &&
+      H5Dwrite(ds.id, h5type(a.dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, a.bytes.data()) < 0)
+    fail(path_, "cannot write dataset '" + name + "'");
+}
+
+Array H5File::read(const std::string& name) const {
+  if (!link_exists(id_, name)) fail(path_, "missing dataset '" + name + "'");
+  Handle ds{H5Dopen2(id_, name.c_str(), H5P_DEFAULT), H5Dclose};
+  if (ds.id < 0) fail(path_, "cannot open dataset '" + name + "'");
+  Handle space{H5Dget_space(ds.id), H5Sclose};
+  Handle type{H5Dget_type(ds.id), H5Tclose};
+  const int rank = H5Sget_simple_extent_ndims(space.id);
+  if (rank < 0) fail(path_, "corrupt dataset '" + name + "'");
+  std::vector<hsize_t> dims(rank);
+  H5Sget_simple_extent_dims(space.id, dims.data(), nullptr);
+  Array a;
+  const auto cls = H5Tget_class(type.id);
+  const size_t size = H5Tget_size(type.id);
+  if (cls == H5T_FLOAT) a.dtype = size == 4 ? DType::f32 : DType::f64;
+  else if (cls == H5T_INTEGER) a.dtype = size == 1 ? DType::u8 : DType::i64;
+  else fail(path_, "dataset '" + name + "' has an unsupported type");
+  a.shape.assign(dims.begin(), dims.end());
+  a.bytes.resize(a.numel() * elem_size(a.dtype));
+  if (a.numel() > 0 &&
+      H5Dread(ds.id, h5type(a.dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, a.bytes.data()) < 0)
+    fail(path_, "cannot read dataset '" + name + "' (corrupt file?)");
+  return a;
+}
+
+bool H5File::exists(const std::string& name) const { return link_exists(id_, name); }
+
+std::vector<std::string> H5File::list(const std::string& group) const {
+  std::vector<std::string> names;
+  if (!link_exists(id_, group)) return names;
+  struct Ctx {
+    std::vector<std::string>* out;
+  } ctx{&names};
+  auto cb = [](hid_t, const char* name, const H5O_info_t* info, void* data) -> herr_t {
+    if (info->type == H5O_TYPE_DATASET) static_cast<Ctx*>(data)->out->emplace_back(name);
+    return 0;
+  };
+  Handle g{H5Gopen2(id_, group.c_str(), H5P_DEFAULT), H5Gclose};
+  H5Ovisit(g.id, H5_INDEX_NAME, H5_ITER_INC, cb, &ctx);
+  return names;
+}
+
+void H5File::set_attr(const std::string& key, const std::string& value) {
+  if (H5Aexists(id_, key.c_str()) > 0) H5Adelete(id_, key.c_str());
+  Handle type{H5Tcopy(H5T_C_S1), H5Tclose};
+  H5Tset_size(type.id, value.size() + 1);
+  Handle space{H5Screate(H5S_SCALAR), H5Sclose};
+  Handle attr{H5Acreate2(id_, key.c_str(), type.id, space.id, H5P_DEFAULT, H5P_DEFAULT), H5Aclose};
+  if (attr.id < 0 || H5Awrite(attr.id, type.id, value.c_str()) < 0)
+    fail(path_, "cannot write attribute '" + key + "'");
+}
+
+bool H5File::has_attr(const std::string& key) const { return H5Aexists(id_, key.c_str()) > 0; }
+
+std::string H5File::attr(const std::string& key) const {
+  if (!has_attr(key)) fail(path_, "missing attribute '" + key + "'");
+  Handle attr{H5Aopen(id_, key.c_str(), H5P_DEFAULT), H5Aclose};
+  Handle type{H5Aget_type(attr.id), H5Tclose};
+  const size_t size = H5Tget_size(type.id);
+  std::string value(size, '\0');
+  Handle mem{H5Tcopy(H5T_C_S1), H5Tclose};
+  H5Tset_size(mem.id, size);
+  if (H5Aread(attr.id, mem.id, value.data()) < 0) fail(path_, "cannot read attribute '" + key + "'");
+  value.resize(std::strlen(value.c_str()));
+  return value;
+}
+
+void H5File::append(const std::string& column, double value) {
+  if (!link_exists(id_, column)) {
+    ensure_groups(id_, column);
+    hsize_t dims = 0, maxdims = H5S_UNLIMITED, chunk = 256;
+    Handle space{H5Screate_simple(1, &dims, &maxdims), H5Sclose};
+    Handle plist{H5Pcreate(H5P_DATASET_CREATE), H5Pclose};
+    H5Pset_chunk(plist.id, 1, &chunk);
+    Handle ds{H5Dcreate2(id_, column.c_str(), H5T_NATIVE_DOUBLE, space.id, H5P_DEFAULT, plist.id,
+                         H5P_DEFAULT),
+              H5Dclose};
+    if (ds.id < 0) fail(path_, "cannot create column '" + column + "'");
+  }
+  Handle ds{H5Dopen2(id_, column.c_str(), H5P_DEFAULT), H5Dclose};
+  hsize_t n = 0;
+  {
+    Handle space{H5Dget_space(ds.id), H5Sclose};
+    H5Sget_simple_extent_dims(space.id, &n, nullptr);
+  }
+  hsize_t new_size = n + 1, one = 1;
+  H5Dset_extent(ds.id, &new_size);
+  Handle fspace{H5Dget_space(ds.id), H5Sclose};
+  H5Sselect_hyperslab(fspace.id, H5S_SELECT_SET, &n, nullptr, &one, nullptr);
+  Handle mspace{H5Screate_simple(1, &one, nullptr), H5Sclose};
+  if (H5Dwrite(ds.id, H5T_NATIVE_DOUBLE, mspace.id, fspace.id, H5P_DEFAULT, &value) < 0)
+    fail(path_, "cannot append to column '" + column + "'");
+}
+
+void H5File::flush() { H5Fflush(id_, H5F_SCOPE_GLOBAL); }
+
+void rename_into_place(const std::string& tmp, const std::string& path) {
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw CheckpointError(path + ": cannot rename " + tmp + " into place: " + ec.message());
+}
+
+void remove_quietly(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::remove(path, ec);
+}
+
+}  // namespace nnvmc::io

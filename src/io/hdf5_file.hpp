@@ -1,0 +1,77 @@
+#pragma once
+/// @file hdf5_file.hpp
+/// Minimal RAII access to HDF5 files (C API): named n-d arrays of double/float/int64/uint8,
+/// string attributes, and growable 1-d columns for per-iteration results. Torch-free.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace nnvmc::io {
+
+/// Element type of a stored array.
+enum class DType { f64, f32, i64, u8 };
+
+/// An n-d array in memory (row-major), as read from or written to HDF5.
+struct Array {
+  DType dtype = DType::f64;        ///< element type
+  std::vector<std::int64_t> shape;  ///< dimensions (empty = scalar)
+  std::vector<unsigned char> bytes;  ///< raw row-major data
+  std::int64_t numel() const;       ///< product of shape
+  template <class T> const T* as() const { return reinterpret_cast<const T*>(bytes.data()); }
+};
+
+/// Builds an Array from typed data.
+Array make_array(DType dtype, std::vector<std::int64_t> shape, const void* data);
+
+/// An open HDF5 file. Errors throw nnvmc::CheckpointError naming the file and object.
+class H5File {
+ public:
+  enum class Mode { read, truncate, append };
+  H5File(const std::string& path, Mode mode);
+  ~H5File();
+  H5File(const H5File&) = delete;
+  H5File& operator=(const H5File&) = delete;
+
+  /// Writes an array at `name` ("group/sub/name": groups are created).
+  void write(const std::string& name, const Array& a);
+  /// Reads the array at `name`. @throws CheckpointError if missing.
+  Array read(const std::string& name) const;
+  bool exists(const std::string& name) const;
+  /// Names of all datasets below `group` (recursive, relative to the group).
+  std::vector<std::string> list(const std::string& group) const;
+
+  void set_attr(const std::string& key, const std::string& value);  ///< root string attribute
+  std::string attr(const std::string& key) const;                   ///< @throws if missing
+  bool has_attr(const std::string& key) const;
+
+  /// Appends one value to a growable 1-d float64 column (created on first use).
+  void append(const std::string& column, double value);
+  void flush();
+  const std::string& path() const { return path_; }
+
+ private:
+  long long id_ = -1;
+  std::string path_;
+};
+
+/// Writes a file atomically: `fill` writes into `path`.tmp, which is then renamed to `path`.
+/// On any exception the temporary is removed and `path` is untouched.
+template <class F> void write_atomically(const std::string& path, F&& fill);
+void rename_into_place(const std::string& tmp, const std::string& path);
+void remove_quietly(const std::string& path);
+
+template <class F> void write_atomically(const std::string& path, F&& fill) {
+  const std::string tmp = path + ".tmp";
+  try {
+    {
+      H5File f(tmp, H5File::Mode::truncate);
+      fill(f);
+    }
+    rename_into_place(tmp, path);
+  } catch (...) {
+    remove_quietly(tmp);
+    throw;
+  }
+}
+
+}  // namespace nnvmc::io

@@ -1,0 +1,28 @@
+#pragma once
+/// Helpers shared by the torch-based test executables.
+#include <torch/torch.h>
+
+#include <string>
+
+#include "core/config.hpp"
+#include "core/system.hpp"
+
+namespace nnvmc::test {
+
+inline std::string molecules_dir() { return std::string(NNVMC_SOURCE_DIR) + "/configs/molecules"; }
+
+/// A small FermiNet configuration (fast in tests).
+inline FermiNetOptions small_ferminet(int width1 = 16, int width2 = 4, int layers = 2, int dets = 2) {
+  FermiNetOptions o;
+  o.hidden_dims.assign(layers, {width1, width2});
+  o.determinants = dets;
+  return o;
+}
+
+/// Random electron positions around the nuclei: [B, N, 3] float64.
+inline torch::Tensor random_positions(const System& s, int64_t b, std::uint64_t seed = 1) {
+  torch::manual_seed(seed);
+  return torch::randn({b, s.n_electrons(), 3}, torch::kFloat64) * 1.5;
+}
+
+}  // namespace nnvmc::test

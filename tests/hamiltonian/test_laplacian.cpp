@@ -1,0 +1,99 @@
+#include <gtest/gtest.h>
+
+#include "common/test_util.hpp"
+#include "hamiltonian/laplacian.hpp"
+#include "models/analytic/hydrogenic.hpp"
+#include "models/ferminet/ferminet.hpp"
+
+using namespace nnvmc;
+
+namespace {
+
+KineticTerms run(const std::string& method, WaveFunction& wf, const torch::Tensor& r, int probes = 1) {
+  HamiltonianOptions o;
+  o.laplacian = method;
+  o.hutchinson.probes = probes;
+  return make_laplacian(o, 3)->compute(wf, r);
+}
+
+/// Fourth-order central finite differences of log|ψ|: ∇² and |∇|² per walker.
+KineticTerms finite_differences(WaveFunction& wf, const torch::Tensor& r, double h = 1e-3) {
+  torch::NoGradGuard ng;
+  const int64_t b = r.size(0), d = 3 * r.size(1);
+  const auto x = r.reshape({b, d});
+  const auto f0 = wf.forward(r).logabs;
+  auto lap = torch::zeros({b}, r.options()), gsq = torch::zeros({b}, r.options());
+  auto at = [&](int64_t k, double step) {
+    auto xs = x.clone();
+    xs.select(1, k) += step;
+    return wf.forward(xs.view(r.sizes())).logabs;
+  };
+  for (int64_t k = 0; k < d; ++k) {
+    const auto f1 = at(k, h), fm1 = at(k, -h), f2 = at(k, 2 * h), fm2 = at(k, -2 * h);
+    lap += (-f2 + 16 * f1 - 30 * f0 + 16 * fm1 - fm2) / (12 * h * h);
+    gsq += ((-f2 + 8 * f1 - 8 * fm1 + fm2) / (12 * h)).square();
+  }
+  return {lap, gsq};
+}
+
+void expect_close(const torch::Tensor& a, const torch::Tensor& b, double rel, double abs_tol) {
+  const auto err = (a - b).abs().max().item<double>();
+  const auto scale = b.abs().max().item<double>();
+  EXPECT_LE(err, rel * scale + abs_tol) << "max error " << err << " scale " << scale;
+}
+
+System lih() { return load_molecule("lih", test::molecules_dir()); }
+
+}  // namespace
+
+TEST(Laplacian, JvpAndReverseAgreeOnFermiNetTo1e10) {
+  const System s = lih();
+  FermiNet net(test::small_ferminet(), s);
+  const auto r = test::random_positions(s, 8);
+  const auto a = run("jvp", net, r), b = run("reverse", net, r);
+  expect_close(a.laplacian, b.laplacian, 1e-10, 0);
+  expect_close(a.grad_sq, b.grad_sq, 1e-12, 0);
+}
+
+TEST(Laplacian, ExactMethodsMatchFiniteDifferencesOnFermiNet) {
+  const System s = lih();
+  FermiNet net(test::small_ferminet(), s);
+  const auto r = test::random_positions(s, 6);
+  const auto fd = finite_differences(net, r);
+  for (const auto* m : {"jvp", "reverse"}) {
+    const auto t = run(m, net, r);
+    expect_close(t.laplacian, fd.laplacian, 1e-5, 1e-5);
+    expect_close(t.grad_sq, fd.grad_sq, 1e-6, 1e-6);
+  }
+}
+
+TEST(Laplacian, ExactMethodsMatchFiniteDifferencesOnGaussianDeterminant) {
+  const System s = lih();
+  auto centres = torch::tensor({{0.0, 0.0, 0.0}, {0.3, -0.2, 0.5}, {0.0, 0.0, 3.0}, {0.1, 0.4, 2.5}},
+                               torch::kFloat64);
+  GaussianDeterminant wf(s, centres, torch::tensor({0.7, 0.4, 1.1, 0.5}, torch::kFloat64));
+  const auto r = test::random_positions(s, 6);
+  const auto fd = finite_differences(wf, r);
+  const auto a = run("jvp", wf, r), b = run("reverse", wf, r);
+  expect_close(a.laplacian, b.laplacian, 1e-10, 1e-12);
+  expect_close(a.laplacian, fd.laplacian, 1e-5, 1e-5);
+}
+
+TEST(Laplacian, HutchinsonIsUnbiasedWithinThreeStandardErrors) {
+  const System s = lih();
+  FermiNet net(test::small_ferminet(), s);
+  const auto r = test::random_positions(s, 4);
+  const auto exact = run("reverse", net, r).laplacian;
+  // Many independent single-probe estimates on the same walkers.
+  const int draws = 400;
+  HamiltonianOptions o;
+  o.laplacian = "hutchinson";
+  auto method = make_laplacian(o, 11);
+  std::vector<torch::Tensor> est;
+  for (int i = 0; i < draws; ++i) est.push_back(method->compute(net, r).laplacian);
+  const auto all = torch::stack(est);  // [draws, B]
+  const auto mean = all.mean(0), se = all.std(0) / std::sqrt(double(draws));
+  EXPECT_TRUE(((mean - exact).abs() <= 3 * se + 1e-12).all().item<bool>())
+      << "mean " << mean << "\nexact " << exact << "\nse " << se;
+  EXPECT_GT(se.min().item<double>(), 0.0);  // it is stochastic
+}

@@ -1,0 +1,70 @@
+#include <gtest/gtest.h>
+
+#include "common/test_util.hpp"
+#include "core/errors.hpp"
+#include "models/ferminet/ferminet.hpp"
+#include "models/registry.hpp"
+
+using namespace nnvmc;
+
+namespace {
+/// Swaps electrons i and j in every walker.
+torch::Tensor swap(const torch::Tensor& r, int64_t i, int64_t j) {
+  auto out = r.clone();
+  out.select(1, i).copy_(r.select(1, j));
+  out.select(1, j).copy_(r.select(1, i));
+  return out;
+}
+}  // namespace
+
+TEST(FermiNet, ExchangeOfSameSpinElectronsFlipsSignAndKeepsModulus) {
+  const System s = load_molecule("lih", test::molecules_dir());  // 2 up, 2 down
+  FermiNet net(test::small_ferminet(), s);
+  const auto r = test::random_positions(s, 16);
+  torch::NoGradGuard ng;
+  const auto a = net.forward(r);
+  for (auto [i, j] : std::vector<std::pair<int, int>>{{0, 1}, {2, 3}}) {
+    const auto b = net.forward(swap(r, i, j));
+    EXPECT_TRUE(torch::allclose(a.logabs, b.logabs, 1e-12, 1e-12));
+    EXPECT_TRUE(torch::equal(a.sign, -b.sign));
+  }
+}
+
+TEST(FermiNet, OrbitalsHaveShapeBKNN) {
+  const System s = load_molecule("lih", test::molecules_dir());
+  FermiNet net(test::small_ferminet(8, 4, 1, 3), s);
+  const auto phi = net.orbitals(test::random_positions(s, 5));
+  EXPECT_EQ(phi.sizes(), (std::vector<int64_t>{5, 3, 4, 4}));
+}
+
+TEST(FermiNet, LogAbsEqualsLogOfSummedDeterminants) {
+  const System s = load_molecule("he", test::molecules_dir());
+  FermiNet net(test::small_ferminet(8, 4, 2, 3), s);
+  const auto r = test::random_positions(s, 7);
+  torch::NoGradGuard ng;
+  const auto psi = torch::linalg_det(net.orbitals(r)).sum(1);
+  const auto out = net.forward(r);
+  EXPECT_TRUE(torch::allclose(out.logabs, psi.abs().log(), 1e-10, 1e-12));
+  EXPECT_TRUE(torch::equal(out.sign, psi.sign()));
+}
+
+TEST(FermiNet, WorksForOneSpinOnlyAndFloat32) {
+  const System h = load_molecule("h", test::molecules_dir());
+  FermiNet net(test::small_ferminet(), h);
+  net.to(torch::kFloat32);
+  const auto out = net.forward(test::random_positions(h, 4).to(torch::kFloat32));
+  EXPECT_EQ(out.logabs.scalar_type(), torch::kFloat32);
+  EXPECT_TRUE(torch::isfinite(out.logabs).all().item<bool>());
+}
+
+TEST(ModelRegistry, UnknownAnsatzNamesTheKey) {
+  ModelConfig c;
+  c.type = "nosuchnet";
+  const System s = load_molecule("he", test::molecules_dir());
+  try {
+    model_registry().create(c, s);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("model.type"), std::string::npos);
+  }
+}
