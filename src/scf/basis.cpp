@@ -1,0 +1,101 @@
+/// @file basis.cpp
+/// Basis lookup and placement on atoms.
+#include "scf/basis.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <mutex>
+
+#include "core/elements.hpp"
+#include "core/errors.hpp"
+#include "scf/basis_file.hpp"
+
+namespace nnvmc::scf {
+namespace fs = std::filesystem;
+
+BasisSet::BasisSet(std::string name, std::vector<libint2::Shell> shells,
+                   std::vector<int> shell_atoms)
+    : name_(std::move(name)), shells_(std::move(shells)), shell_atoms_(std::move(shell_atoms)) {
+  if (shell_atoms_.size() != shells_.size())
+    throw InputError("BasisSet: one atom index per shell is required");
+  for (const auto& s : shells_) {
+    n_functions_ += s.size();
+    offsets_.push_back(n_functions_);
+    max_l_ = std::max(max_l_, s.contr.front().l);
+    max_nprim_ = std::max(max_nprim_, s.nprim());
+  }
+}
+
+std::string default_basis_dir() {
+  if (const char* env = std::getenv("NNVMC_BASIS_DIR")) return env;
+  return std::string(NNVMC_SOURCE_DIR_DEFAULT) + "/data/basis";
+}
+
+std::string basis_file_name(const std::string& basis_name) {
+  std::string s;
+  for (unsigned char c : basis_name) s += c == '*' ? 's' : static_cast<char>(std::tolower(c));
+  return s + ".nw";
+}
+
+std::vector<std::string> available_bases(const std::string& directory) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(directory, ec))
+    if (e.path().extension() == ".nw") names.push_back(e.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+namespace {
+
+/// Parsed basis files, cached by path (reading cc-pVTZ once per process is enough).
+const BasisLibrary& cached_library(const std::string& path) {
+  static std::mutex mutex;
+  static std::map<std::string, BasisLibrary> cache;
+  std::lock_guard lock(mutex);
+  auto it = cache.find(path);
+  if (it == cache.end()) it = cache.emplace(path, read_nwchem_basis(path)).first;
+  return it->second;
+}
+
+}  // namespace
+
+BasisSet make_basis(const std::string& basis_name, const System& system,
+                    const BasisOptions& options) {
+  const std::string dir = options.directory.empty() ? default_basis_dir() : options.directory;
+  const fs::path path = fs::path(dir) / basis_file_name(basis_name);
+  if (!fs::exists(path)) {
+    std::string list;
+    for (const auto& n : available_bases(dir)) list += (list.empty() ? "" : ", ") + n;
+    throw InputError("unknown basis '" + basis_name + "' (no file " + path.string() +
+                     "; available: " + (list.empty() ? "none" : list) + ")");
+  }
+  const BasisLibrary& lib = cached_library(path.string());
+  const bool pure = options.spherical.value_or(lib.spherical);
+
+  std::vector<libint2::Shell> shells;
+  std::vector<int> atoms;
+  for (std::size_t a = 0; a < system.atoms.size(); ++a) {
+    const Atom& atom = system.atoms[a];
+    const auto it = lib.elements.find(atom.Z);
+    if (it == lib.elements.end())
+      throw InputError("basis '" + basis_name + "' has no functions for element " +
+                       element_symbol(atom.Z) + " (atom " + std::to_string(a + 1) + " of " +
+                       (system.name.empty() ? "the molecule" : system.name) + ")");
+    for (const ShellTemplate& t : it->second) {
+      libint2::svector<double> alpha(t.exponents.begin(), t.exponents.end());
+      libint2::svector<double> coeff(t.coefficients.begin(), t.coefficients.end());
+      // s and p shells are the same either way; libint2 treats l ≤ 1 "pure" as Cartesian-ordered.
+      shells.emplace_back(std::move(alpha),
+                          libint2::svector<libint2::Shell::Contraction>{{t.l, pure && t.l >= 2, coeff}},
+                          atom.position);
+      atoms.push_back(static_cast<int>(a));
+    }
+  }
+  return BasisSet(basis_name, std::move(shells), std::move(atoms));
+}
+
+}  // namespace nnvmc::scf

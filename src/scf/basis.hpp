@@ -1,0 +1,67 @@
+#pragma once
+/// @file basis.hpp
+/// A Gaussian basis placed on the atoms of a molecule: libint2 shells plus the
+/// bookkeeping (shell → first function, shell → atom) that integral and orbital code need.
+#include <libint2/shell.h>
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/system.hpp"
+
+namespace nnvmc::scf {
+
+/// How to look up and build a basis.
+struct BasisOptions {
+  std::string directory;            ///< folder of basis files; empty = default_basis_dir()
+  std::optional<bool> spherical;    ///< force pure (true) or Cartesian (false) shells; unset = as the file says
+};
+
+/// Shells on atoms, in atom order and, per atom, in basis-file order. Functions are numbered
+/// shell by shell; within a shell libint2's standard order (Cartesian: xx, xy, xz, yy, yz, zz;
+/// spherical: m = −l … l).
+class BasisSet {
+ public:
+  BasisSet() = default;
+  /// Takes shells (with normalisation already embedded) and the atom index of each.
+  BasisSet(std::string name, std::vector<libint2::Shell> shells, std::vector<int> shell_atoms);
+
+  const std::string& name() const { return name_; }                     ///< e.g. "cc-pvdz"
+  const std::vector<libint2::Shell>& shells() const { return shells_; } ///< libint2 shells
+  std::size_t n_shells() const { return shells_.size(); }               ///< number of shells
+  std::size_t n_functions() const { return n_functions_; }              ///< number of basis functions
+  /// First function index of each shell; size n_shells() + 1 (the last entry is n_functions()).
+  const std::vector<std::size_t>& shell_offsets() const { return offsets_; }
+  const std::vector<int>& shell_atoms() const { return shell_atoms_; }   ///< atom index of each shell
+  int max_l() const { return max_l_; }                                  ///< highest angular momentum
+  std::size_t max_nprim() const { return max_nprim_; }                  ///< most primitives in one shell
+
+ private:
+  std::string name_;
+  std::vector<libint2::Shell> shells_;
+  std::vector<int> shell_atoms_;
+  std::vector<std::size_t> offsets_{0};
+  std::size_t n_functions_ = 0;
+  int max_l_ = 0;
+  std::size_t max_nprim_ = 0;
+};
+
+/// Folder of the shipped basis files: $NNVMC_BASIS_DIR when set, else data/basis of the
+/// source tree.
+std::string default_basis_dir();
+
+/// File name of a basis: lower case, '*' spelled 's' ("6-31G*" → "6-31gs.nw").
+std::string basis_file_name(const std::string& basis_name);
+
+/// Builds the basis `basis_name` (e.g. "cc-pVDZ", "6-31G*") on the atoms of `system`.
+/// @throws InputError for an unknown basis (naming the file looked for and the available
+/// ones) or an element the basis does not cover.
+BasisSet make_basis(const std::string& basis_name, const System& system,
+                    const BasisOptions& options = {});
+
+/// Names of the basis files available in `directory` (without extension), sorted.
+std::vector<std::string> available_bases(const std::string& directory);
+
+}  // namespace nnvmc::scf

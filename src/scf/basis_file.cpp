@@ -1,0 +1,150 @@
+/// @file basis_file.cpp
+/// NWChem basis format reader.
+#include "scf/basis_file.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <sstream>
+
+#include "core/elements.hpp"
+#include "core/errors.hpp"
+
+namespace nnvmc::scf {
+namespace {
+
+std::string upper(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
+  return s;
+}
+
+std::vector<std::string> split_words(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  return words;
+}
+
+/// Angular momentum of a shell label letter ("S", "P", ...); -1 if not one.
+int l_of_label(const std::string& label) {
+  static const std::string letters = "SPDFGHIK";
+  if (label.size() != 1) return -1;
+  const auto pos = letters.find(label[0]);
+  return pos == std::string::npos ? -1 : static_cast<int>(pos);
+}
+
+/// Parses a number written in Fortran or C style (1.0D+01 or 1.0E+01).
+bool parse_number(std::string w, double& value) {
+  std::replace(w.begin(), w.end(), 'D', 'E');
+  std::replace(w.begin(), w.end(), 'd', 'e');
+  try {
+    std::size_t used = 0;
+    value = std::stod(w, &used);
+    return used == w.size();
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+/// A shell block being read: element, labels per column, primitive rows.
+struct Block {
+  int Z = 0;
+  std::vector<int> column_l;                 // l of each coefficient column
+  std::vector<std::vector<double>> rows;     // exponent, c_1, ..., c_n
+  int first_line = 0;
+};
+
+void flush(Block& b, BasisLibrary& lib, const std::string& where) {
+  if (b.Z == 0) return;
+  if (b.rows.empty())
+    throw InputError(where + ":" + std::to_string(b.first_line) + ": shell without primitives");
+  // One column per contraction: an SP block has exactly two columns (s, p); otherwise all
+  // columns share the block's l.
+  const std::size_t n_cols = b.rows.front().size() - 1;
+  for (std::size_t c = 0; c < n_cols; ++c) {
+    ShellTemplate sh;
+    sh.l = b.column_l.size() == 2 ? b.column_l[c] : b.column_l.front();
+    for (const auto& row : b.rows) {
+      if (row[1 + c] == 0.0) continue;
+      sh.exponents.push_back(row[0]);
+      sh.coefficients.push_back(row[1 + c]);
+    }
+    if (!sh.exponents.empty()) lib.elements[b.Z].push_back(std::move(sh));
+  }
+  b = Block{};
+}
+
+}  // namespace
+
+BasisLibrary parse_nwchem_basis(const std::string& text, const std::string& where) {
+  BasisLibrary lib;
+  lib.source = where;
+  std::istringstream in(text);
+  Block block;
+  bool in_basis = false;
+  int line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (const auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
+    const auto words = split_words(line);
+    if (words.empty()) continue;
+    const std::string head = upper(words.front());
+    const std::string here = where + ":" + std::to_string(line_no) + ": ";
+    if (head == "BASIS") {
+      in_basis = true;
+      for (const auto& w : words) {
+        if (upper(w) == "CARTESIAN") lib.spherical = false;
+        if (upper(w) == "SPHERICAL") lib.spherical = true;
+      }
+      continue;
+    }
+    if (head == "END") {
+      flush(block, lib, where);
+      in_basis = false;
+      continue;
+    }
+    if (!in_basis) throw InputError(here + "expected a BASIS line, got '" + words.front() + "'");
+    double value = 0;
+    if (!parse_number(words.front(), value)) {
+      // A new shell header: "<Symbol> <label>".
+      flush(block, lib, where);
+      if (words.size() != 2) throw InputError(here + "expected '<element> <shell type>'");
+      block.Z = atomic_number(words[0]);  // throws InputError for unknown symbols
+      block.first_line = line_no;
+      const std::string label = upper(words[1]);
+      if (label == "SP" || label == "L") {
+        block.column_l = {0, 1};
+      } else if (const int l = l_of_label(label); l >= 0) {
+        block.column_l = {l};
+      } else {
+        throw InputError(here + "unknown shell type '" + words[1] + "'");
+      }
+      continue;
+    }
+    if (block.Z == 0) throw InputError(here + "primitive line before any shell header");
+    std::vector<double> row;
+    for (const auto& w : words) {
+      if (!parse_number(w, value)) throw InputError(here + "not a number: '" + w + "'");
+      row.push_back(value);
+    }
+    const std::size_t want = block.column_l.size() == 2 ? 3 : 0;
+    if (row.size() < 2 || (want && row.size() != want) ||
+        (!block.rows.empty() && row.size() != block.rows.front().size()))
+      throw InputError(here + "wrong number of columns in primitive line");
+    if (row[0] <= 0) throw InputError(here + "exponent must be positive");
+    block.rows.push_back(std::move(row));
+  }
+  flush(block, lib, where);
+  if (lib.elements.empty()) throw InputError(where + ": no basis functions found");
+  return lib;
+}
+
+BasisLibrary read_nwchem_basis(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw InputError(path + ": cannot read basis file");
+  std::ostringstream text;
+  text << f.rdbuf();
+  return parse_nwchem_basis(text.str(), path);
+}
+
+}  // namespace nnvmc::scf

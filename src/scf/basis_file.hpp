@@ -1,0 +1,35 @@
+#pragma once
+/// @file basis_file.hpp
+/// Reading Gaussian basis set files in NWChem format (as exported by the Basis Set
+/// Exchange) into per-element shell lists, before the shells are placed on atoms.
+#include <map>
+#include <string>
+#include <vector>
+
+namespace nnvmc::scf {
+
+/// One segmented contracted shell as written in a basis file: φ(r) = Σ_k c_k r^l e^{-α_k r²}
+/// (coefficients refer to normalised primitives, as in the file).
+struct ShellTemplate {
+  int l = 0;                          ///< angular momentum (0 = s, 1 = p, ...)
+  std::vector<double> exponents;      ///< α_k (bohr⁻²)
+  std::vector<double> coefficients;   ///< c_k, same length as exponents
+};
+
+/// The contents of one basis set file.
+struct BasisLibrary {
+  std::string source;                                  ///< file path (for messages)
+  bool spherical = true;                               ///< pure d/f/... shells (SPHERICAL) or Cartesian
+  std::map<int, std::vector<ShellTemplate>> elements;  ///< shells per atomic number, in file order
+};
+
+/// Parses NWChem-format basis text. General contractions (several coefficient columns)
+/// are split into one segmented shell per column, keeping only primitives with a nonzero
+/// coefficient; "SP"/"L" shells become an s and a p shell. `where` names the source in
+/// messages. @throws InputError naming the line for malformed input.
+BasisLibrary parse_nwchem_basis(const std::string& text, const std::string& where);
+
+/// Reads and parses an NWChem-format basis file. @throws InputError if it cannot be read.
+BasisLibrary read_nwchem_basis(const std::string& path);
+
+}  // namespace nnvmc::scf

@@ -1,0 +1,221 @@
+/// @file integrals.cpp
+/// One-electron integrals, Schwarz bounds and ERI extraction through libint2.
+#include "scf/integrals.hpp"
+
+#include <libint2.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+
+#include "core/errors.hpp"
+#include "scf/parallel.hpp"
+
+namespace nnvmc::scf {
+
+void ensure_libint_initialized() {
+  static std::once_flag once;
+  std::call_once(once, [] { libint2::initialize(); });
+}
+
+namespace {
+
+using libint2::Engine;
+using libint2::Operator;
+
+/// One engine per thread, copies of a prototype.
+std::vector<Engine> engines(const Engine& prototype, int n) { return std::vector<Engine>(n, prototype); }
+
+/// Fills a symmetric one-electron matrix from engine(s) computing shell-pair blocks.
+Eigen::MatrixXd one_body(const BasisSet& basis, Engine prototype, const IntegralOptions& o) {
+  const int threads = resolve_threads(o.threads);
+  auto pool = engines(prototype, threads);
+  const auto& shells = basis.shells();
+  const auto& off = basis.shell_offsets();
+  const std::size_t ns = shells.size();
+  Eigen::MatrixXd M(basis.n_functions(), basis.n_functions());
+  parallel_for(ns * (ns + 1) / 2, threads, [&](std::size_t task, int t) {
+    // task → (s1 ≥ s2) in packed lower-triangular order
+    std::size_t s1 = static_cast<std::size_t>((std::sqrt(8.0 * task + 1) - 1) / 2);
+    while (s1 * (s1 + 1) / 2 > task) --s1;
+    while ((s1 + 1) * (s1 + 2) / 2 <= task) ++s1;
+    const std::size_t s2 = task - s1 * (s1 + 1) / 2;
+    const auto& buf = pool[t].results();
+    pool[t].compute(shells[s1], shells[s2]);
+    const std::size_t n1 = shells[s1].size(), n2 = shells[s2].size();
+    for (std::size_t a = 0; a < n1; ++a)
+      for (std::size_t b = 0; b < n2; ++b) {
+        const double v = buf[0] ? buf[0][a * n2 + b] : 0.0;
+        M(off[s1] + a, off[s2] + b) = v;
+        M(off[s2] + b, off[s1] + a) = v;
+      }
+  });
+  return M;
+}
+
+Engine eri_engine(const BasisSet& basis, const IntegralOptions& o) {
+  ensure_libint_initialized();
+  return Engine(Operator::coulomb, basis.max_nprim(), basis.max_l(), 0, o.engine_precision);
+}
+
+}  // namespace
+
+Eigen::MatrixXd overlap_matrix(const BasisSet& basis, const IntegralOptions& options) {
+  ensure_libint_initialized();
+  return one_body(basis, Engine(Operator::overlap, basis.max_nprim(), basis.max_l()), options);
+}
+
+Eigen::MatrixXd kinetic_matrix(const BasisSet& basis, const IntegralOptions& options) {
+  ensure_libint_initialized();
+  return one_body(basis, Engine(Operator::kinetic, basis.max_nprim(), basis.max_l()), options);
+}
+
+Eigen::MatrixXd nuclear_attraction_matrix(const BasisSet& basis, const System& system,
+                                          const IntegralOptions& options) {
+  ensure_libint_initialized();
+  Engine e(Operator::nuclear, basis.max_nprim(), basis.max_l());
+  std::vector<std::pair<double, std::array<double, 3>>> charges;
+  for (const Atom& a : system.atoms) charges.push_back({static_cast<double>(a.Z), a.position});
+  e.set_params(charges);
+  return one_body(basis, std::move(e), options);
+}
+
+Eigen::MatrixXd core_hamiltonian(const BasisSet& basis, const System& system,
+                                 const IntegralOptions& options) {
+  return kinetic_matrix(basis, options) + nuclear_attraction_matrix(basis, system, options);
+}
+
+Eigen::MatrixXd schwarz_bounds(const BasisSet& basis, const IntegralOptions& options) {
+  const int threads = resolve_threads(options.threads);
+  auto pool = engines(eri_engine(basis, options), threads);
+  const auto& shells = basis.shells();
+  const std::size_t ns = shells.size();
+  Eigen::MatrixXd Q = Eigen::MatrixXd::Zero(ns, ns);
+  parallel_for(ns, threads, [&](std::size_t s1, int t) {
+    const auto& buf = pool[t].results();
+    for (std::size_t s2 = 0; s2 <= s1; ++s2) {
+      pool[t].compute(shells[s1], shells[s2], shells[s1], shells[s2]);
+      const std::size_t n1 = shells[s1].size(), n2 = shells[s2].size(), n12 = n1 * n2;
+      double m = 0;
+      if (buf[0])
+        for (std::size_t ab = 0; ab < n12; ++ab) m = std::max(m, std::abs(buf[0][ab * n12 + ab]));
+      Q(s1, s2) = Q(s2, s1) = std::sqrt(m);
+    }
+  });
+  return Q;
+}
+
+std::vector<double> eri_diagonal(const BasisSet& basis, const IntegralOptions& options) {
+  const int threads = resolve_threads(options.threads);
+  auto pool = engines(eri_engine(basis, options), threads);
+  const auto& shells = basis.shells();
+  const auto& off = basis.shell_offsets();
+  const std::size_t ns = shells.size(), n = basis.n_functions();
+  std::vector<double> diag(n * n, 0.0);
+  parallel_for(ns, threads, [&](std::size_t s1, int t) {
+    const auto& buf = pool[t].results();
+    for (std::size_t s2 = 0; s2 < ns; ++s2) {
+      pool[t].compute(shells[s1], shells[s2], shells[s1], shells[s2]);
+      if (!buf[0]) continue;
+      const std::size_t n1 = shells[s1].size(), n2 = shells[s2].size(), n12 = n1 * n2;
+      for (std::size_t a = 0; a < n1; ++a)
+        for (std::size_t b = 0; b < n2; ++b)
+          diag[(off[s1] + a) * n + off[s2] + b] = buf[0][(a * n2 + b) * n12 + a * n2 + b];
+    }
+  });
+  return diag;
+}
+
+Eigen::MatrixXd eri_columns(const BasisSet& basis, const std::vector<std::pair<int, int>>& shell_pairs,
+                            const IntegralOptions& options) {
+  const auto& shells = basis.shells();
+  const auto& off = basis.shell_offsets();
+  const std::size_t ns = shells.size(), n = basis.n_functions();
+  std::vector<std::size_t> col0{0};
+  for (const auto& [r, s] : shell_pairs) {
+    if (r < 0 || s < 0 || static_cast<std::size_t>(r) >= ns || static_cast<std::size_t>(s) >= ns)
+      throw InputError("eri_columns: shell pair (" + std::to_string(r) + ", " + std::to_string(s) +
+                       ") out of range (basis has " + std::to_string(ns) + " shells)");
+    col0.push_back(col0.back() + shells[r].size() * shells[s].size());
+  }
+  Eigen::MatrixXd out = Eigen::MatrixXd::Zero(n * n, col0.back());
+  const int threads = resolve_threads(options.threads);
+  auto pool = engines(eri_engine(basis, options), threads);
+  // One task per (pair k, bra shell P); Q runs over P ≥ Q and fills both (pq) and (qp) rows.
+  parallel_for(shell_pairs.size() * ns, threads, [&](std::size_t task, int t) {
+    const std::size_t k = task / ns, P = task % ns;
+    const auto [R, S] = shell_pairs[k];
+    const std::size_t nr = shells[R].size(), ns_ = shells[S].size(), nrs = nr * ns_;
+    const auto& buf = pool[t].results();
+    for (std::size_t Q = 0; Q <= P; ++Q) {
+      pool[t].compute(shells[P], shells[Q], shells[R], shells[S]);
+      if (!buf[0]) continue;
+      const std::size_t np = shells[P].size(), nq = shells[Q].size();
+      for (std::size_t a = 0; a < np; ++a)
+        for (std::size_t b = 0; b < nq; ++b) {
+          const double* row = buf[0] + (a * nq + b) * nrs;
+          const std::size_t p = off[P] + a, q = off[Q] + b;
+          for (std::size_t rs = 0; rs < nrs; ++rs) {
+            out(p * n + q, col0[k] + rs) = row[rs];
+            out(q * n + p, col0[k] + rs) = row[rs];
+          }
+        }
+    }
+  });
+  return out;
+}
+
+std::vector<double> eri_full(const BasisSet& basis, const IntegralOptions& options,
+                             std::size_t max_bytes) {
+  const std::size_t n = basis.n_functions(), ns = basis.n_shells();
+  const double bytes = 8.0 * static_cast<double>(n) * n * n * n;
+  if (bytes > static_cast<double>(max_bytes))
+    throw BudgetError("eri_full: n = " + std::to_string(n) + " needs " +
+                      std::to_string(bytes / 1e9) + " GB, above the limit of " +
+                      std::to_string(max_bytes / 1e9) + " GB; use eri_columns instead");
+  std::vector<double> eri(n * n * n * n, 0.0);
+  const auto& shells = basis.shells();
+  const auto& off = basis.shell_offsets();
+  const int threads = resolve_threads(options.threads);
+  auto pool = engines(eri_engine(basis, options), threads);
+  const Eigen::MatrixXd Q = schwarz_bounds(basis, options);
+  // Tasks: bra pairs P ≥ Q; ket pairs R ≥ S with (RS) ≤ (PQ); all 8 images written.
+  parallel_for(ns * (ns + 1) / 2, threads, [&](std::size_t task, int t) {
+    std::size_t P = 0;
+    while ((P + 1) * (P + 2) / 2 <= task) ++P;
+    const std::size_t Qs = task - P * (P + 1) / 2;
+    const auto& buf = pool[t].results();
+    for (std::size_t R = 0; R <= P; ++R)
+      for (std::size_t S = 0; S <= (R == P ? Qs : R); ++S) {
+        if (Q(P, Qs) * Q(R, S) < options.schwarz_threshold) continue;
+        pool[t].compute(shells[P], shells[Qs], shells[R], shells[S]);
+        if (!buf[0]) continue;
+        const std::size_t n1 = shells[P].size(), n2 = shells[Qs].size(), n3 = shells[R].size(),
+                          n4 = shells[S].size();
+        for (std::size_t a = 0; a < n1; ++a)
+          for (std::size_t b = 0; b < n2; ++b)
+            for (std::size_t c = 0; c < n3; ++c)
+              for (std::size_t d = 0; d < n4; ++d) {
+                const double v = buf[0][((a * n2 + b) * n3 + c) * n4 + d];
+                const std::size_t p = off[P] + a, q = off[Qs] + b, r = off[R] + c, s = off[S] + d;
+                for (const auto& [i, j, k, l] : {std::array{p, q, r, s}, std::array{q, p, r, s},
+                                                 std::array{p, q, s, r}, std::array{q, p, s, r},
+                                                 std::array{r, s, p, q}, std::array{s, r, p, q},
+                                                 std::array{r, s, q, p}, std::array{s, r, q, p}})
+                  eri[((i * n + j) * n + k) * n + l] = v;
+              }
+      }
+  });
+  return eri;
+}
+
+std::pair<int, int> function_to_shell(const BasisSet& basis, std::size_t p) {
+  const auto& off = basis.shell_offsets();
+  if (p >= basis.n_functions())
+    throw InputError("function index " + std::to_string(p) + " out of range (n = " +
+                     std::to_string(basis.n_functions()) + ")");
+  const auto it = std::upper_bound(off.begin(), off.end(), p) - 1;
+  return {static_cast<int>(it - off.begin()), static_cast<int>(p - *it)};
+}
+
+}  // namespace nnvmc::scf

@@ -1,0 +1,80 @@
+#pragma once
+/// @file integrals.hpp
+/// Gaussian integrals over a BasisSet through libint2: one-electron matrices, Schwarz
+/// bounds, and electron-repulsion integrals (ERIs) in the forms post-HF code needs.
+///
+/// Conventions (all functions here):
+///  - n = basis.n_functions(); functions numbered as in BasisSet (shell by shell,
+///    libint2 order inside a shell, offsets from BasisSet::shell_offsets()).
+///  - ERIs are in chemists' notation (pq|rs) = ∫∫ φ_p(1) φ_q(1) r₁₂⁻¹ φ_r(2) φ_s(2), real
+///    functions, so (pq|rs) = (qp|rs) = (pq|sr) = (rs|pq).
+///  - Matrices are Eigen::MatrixXd (column-major); flat vectors are row-major
+///    (the last index runs fastest).
+///  - `threads` ≤ 0 means all hardware threads.
+#include <Eigen/Dense>
+
+#include <array>
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+#include "core/system.hpp"
+#include "scf/basis.hpp"
+
+namespace nnvmc::scf {
+
+/// Accuracy and parallelism of integral evaluation.
+struct IntegralOptions {
+  int threads = 0;                   ///< worker threads; ≤ 0 = all hardware threads
+  double schwarz_threshold = 1e-14;  ///< skip ERI shell quartets with Q_PQ·Q_RS below this (hartree)
+  double engine_precision = 1e-15;   ///< libint2 primitive-level screening precision
+};
+
+/// Initialises libint2 once per process (thread-safe, idempotent). Every function in this
+/// header calls it; call it yourself only before using libint2 engines directly.
+void ensure_libint_initialized();
+
+/// Overlap S_pq = ⟨p|q⟩, [n, n]. Spherical and s/p functions have unit diagonal; Cartesian
+/// d+ components follow libint2 (only the x^l, y^l, z^l components are unit-normalised).
+Eigen::MatrixXd overlap_matrix(const BasisSet& basis, const IntegralOptions& options = {});
+
+/// Kinetic energy T_pq = ⟨p|−½∇²|q⟩, [n, n].
+Eigen::MatrixXd kinetic_matrix(const BasisSet& basis, const IntegralOptions& options = {});
+
+/// Nuclear attraction V_pq = ⟨p| −Σ_I Z_I/|r − R_I| |q⟩, [n, n] (negative definite).
+Eigen::MatrixXd nuclear_attraction_matrix(const BasisSet& basis, const System& system,
+                                          const IntegralOptions& options = {});
+
+/// Core Hamiltonian H = T + V, [n, n].
+Eigen::MatrixXd core_hamiltonian(const BasisSet& basis, const System& system,
+                                 const IntegralOptions& options = {});
+
+/// Schwarz bounds per shell pair: Q_PQ = max_{p∈P,q∈Q} sqrt|(pq|pq)|, [n_shells, n_shells];
+/// |(pq|rs)| ≤ Q_PQ·Q_RS.
+Eigen::MatrixXd schwarz_bounds(const BasisSet& basis, const IntegralOptions& options = {});
+
+/// Full AO ERI tensor, flat row-major [n, n, n, n]: element (pq|rs) at ((p·n + q)·n + r)·n + s.
+/// Needs 8·n⁴ bytes (n = 100 → 800 MB): for small bases and tests only.
+/// @throws BudgetError if n⁴ doubles exceed `max_bytes`.
+std::vector<double> eri_full(const BasisSet& basis, const IntegralOptions& options = {},
+                             std::size_t max_bytes = std::size_t{4} << 30);
+
+/// ERI diagonal (pq|pq), flat row-major [n, n] (element p·n + q). This is the starting
+/// diagonal of a pivoted Cholesky decomposition of the ERI matrix (pq)×(rs).
+std::vector<double> eri_diagonal(const BasisSet& basis, const IntegralOptions& options = {});
+
+/// ERI columns for a list of shell pairs: for each pair (R, S) (shell indices, any order)
+/// all (pq|rs) with p, q over every function and r ∈ R, s ∈ S.
+/// Result: [n·n, m] column-major matrix, row p·n + q, with m = Σ_k size(R_k)·size(S_k);
+/// the columns of pair k start at Σ_{j<k} size(R_j)·size(S_j) and run over (r, s) in
+/// row-major order (column offset + r_local·size(S_k) + s_local).
+/// Rows are not Schwarz-screened (exact up to engine_precision).
+/// @throws InputError for a shell index out of range.
+Eigen::MatrixXd eri_columns(const BasisSet& basis,
+                            const std::vector<std::pair<int, int>>& shell_pairs,
+                            const IntegralOptions& options = {});
+
+/// Shell containing function p, and its index inside the shell (binary search in offsets).
+std::pair<int, int> function_to_shell(const BasisSet& basis, std::size_t p);
+
+}  // namespace nnvmc::scf

@@ -1,0 +1,170 @@
+/// @file jk_builder.cpp
+/// In-core / direct J and K builds over unique, Schwarz-screened shell quartets.
+#include "scf/jk_builder.hpp"
+
+#include <libint2.hpp>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "scf/parallel.hpp"
+
+namespace nnvmc::scf {
+
+namespace {
+
+/// One unique shell quartet (P ≥ Q, R ≥ S, (PQ) ≥ (RS)) with its degeneracy.
+struct Quartet {
+  std::uint32_t s[4];
+  double degeneracy;      // number of distinct shell-level images under 8-fold symmetry
+  std::size_t offset;     // start of its block in the in-core buffer
+};
+
+constexpr std::size_t kChunk = 128;  // quartets per parallel task
+
+}  // namespace
+
+struct JKBuilder::Impl {
+  BasisSet basis;
+  JKOptions options;
+  int threads = 1;
+  std::vector<Quartet> quartets;
+  std::vector<double> eri;   // in-core blocks (empty when direct)
+  bool in_core = false;
+  std::vector<libint2::Engine> engines;
+
+  /// Adds the contributions of one quartet block (values v) to per-thread accumulators.
+  void digest(const Quartet& qt, const double* v, const double* dc,
+              const std::vector<const double*>& dx, double* A, const std::vector<double*>& B) const {
+    const auto& sh = basis.shells();
+    const auto& off = basis.shell_offsets();
+    const std::size_t n = basis.n_functions();
+    const std::size_t n1 = sh[qt.s[0]].size(), n2 = sh[qt.s[1]].size(), n3 = sh[qt.s[2]].size(),
+                      n4 = sh[qt.s[3]].size();
+    const std::size_t o1 = off[qt.s[0]], o2 = off[qt.s[1]], o3 = off[qt.s[2]], o4 = off[qt.s[3]];
+    const std::size_t nx = dx.size();
+    for (std::size_t a = 0, i = 0; a < n1; ++a) {
+      const std::size_t p = o1 + a;
+      for (std::size_t b = 0; b < n2; ++b) {
+        const std::size_t q = o2 + b;
+        for (std::size_t c = 0; c < n3; ++c) {
+          const std::size_t r = o3 + c;
+          for (std::size_t d = 0; d < n4; ++d, ++i) {
+            const std::size_t s = o4 + d;
+            const double w = v[i] * qt.degeneracy;
+            A[p + q * n] += dc[r + s * n] * w;
+            A[r + s * n] += dc[p + q * n] * w;
+            for (std::size_t k = 0; k < nx; ++k) {
+              const double* D = dx[k];
+              double* Bk = B[k];
+              Bk[p + r * n] += D[q + s * n] * w;
+              Bk[q + r * n] += D[p + s * n] * w;
+              Bk[p + s * n] += D[q + r * n] * w;
+              Bk[q + s * n] += D[p + r * n] * w;
+            }
+          }
+        }
+      }
+    }
+  }
+
+  std::size_t block_size(const Quartet& q) const {
+    const auto& sh = basis.shells();
+    return sh[q.s[0]].size() * sh[q.s[1]].size() * sh[q.s[2]].size() * sh[q.s[3]].size();
+  }
+};
+
+JKBuilder::JKBuilder(const BasisSet& basis, const JKOptions& options) : impl_(new Impl) {
+  auto& m = *impl_;
+  m.basis = basis;
+  m.options = options;
+  m.threads = resolve_threads(options.integrals.threads);
+  ensure_libint_initialized();
+  libint2::Engine proto(libint2::Operator::coulomb, basis.max_nprim(), basis.max_l(), 0,
+                        options.integrals.engine_precision);
+  m.engines.assign(m.threads, proto);
+
+  // Shell pairs that can contribute at all, then unique pair-of-pairs quartets.
+  const Eigen::MatrixXd Q = schwarz_bounds(basis, options.integrals);
+  const double q_max = Q.size() ? Q.maxCoeff() : 0.0;
+  const double thr = options.integrals.schwarz_threshold;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;
+  for (std::uint32_t P = 0; P < basis.n_shells(); ++P)
+    for (std::uint32_t R = 0; R <= P; ++R)
+      if (Q(P, R) * q_max >= thr) pairs.push_back({P, R});
+  std::size_t offset = 0;
+  for (std::size_t i = 0; i < pairs.size(); ++i)
+    for (std::size_t j = 0; j <= i; ++j) {
+      const auto [P, R] = pairs[i];
+      const auto [S, T] = pairs[j];
+      if (Q(P, R) * Q(S, T) < thr) continue;
+      const double deg = (P == R ? 1.0 : 2.0) * (S == T ? 1.0 : 2.0) * (i == j ? 1.0 : 2.0);
+      m.quartets.push_back({{P, R, S, T}, deg, offset});
+      offset += m.block_size(m.quartets.back());
+    }
+
+  m.in_core = offset * sizeof(double) <= options.max_incore_mb * (std::size_t{1} << 20);
+  if (!m.in_core) return;
+  m.eri.assign(offset, 0.0);
+  const auto& sh = basis.shells();
+  const std::size_t n_chunks = (m.quartets.size() + kChunk - 1) / kChunk;
+  parallel_for(n_chunks, m.threads, [&](std::size_t chunk, int t) {
+    auto& engine = m.engines[t];
+    const auto& buf = engine.results();
+    const std::size_t end = std::min(m.quartets.size(), (chunk + 1) * kChunk);
+    for (std::size_t i = chunk * kChunk; i < end; ++i) {
+      const Quartet& q = m.quartets[i];
+      engine.compute(sh[q.s[0]], sh[q.s[1]], sh[q.s[2]], sh[q.s[3]]);
+      if (buf[0]) std::copy_n(buf[0], m.block_size(q), m.eri.begin() + q.offset);
+    }
+  });
+}
+
+JKBuilder::~JKBuilder() = default;
+
+bool JKBuilder::in_core() const { return impl_->in_core; }
+std::size_t JKBuilder::n_quartets() const { return impl_->quartets.size(); }
+std::size_t JKBuilder::stored_doubles() const { return impl_->eri.size(); }
+
+void JKBuilder::build(const Eigen::MatrixXd& d_coulomb, const std::vector<Eigen::MatrixXd>& d_exchange,
+                      Eigen::MatrixXd& J, std::vector<Eigen::MatrixXd>& K) const {
+  auto& m = *impl_;
+  const std::size_t n = m.basis.n_functions(), nx = d_exchange.size();
+  // Per-thread accumulators: A for J, B[k] for K[k].
+  std::vector<Eigen::MatrixXd> A(m.threads, Eigen::MatrixXd::Zero(n, n));
+  std::vector<std::vector<Eigen::MatrixXd>> B(m.threads,
+                                              std::vector<Eigen::MatrixXd>(nx, Eigen::MatrixXd::Zero(n, n)));
+  std::vector<const double*> dx;
+  for (const auto& D : d_exchange) dx.push_back(D.data());
+  const auto& sh = m.basis.shells();
+  const std::size_t n_chunks = (m.quartets.size() + kChunk - 1) / kChunk;
+  parallel_for(n_chunks, m.threads, [&](std::size_t chunk, int t) {
+    std::vector<double*> b;
+    for (auto& Bk : B[t]) b.push_back(Bk.data());
+    const std::size_t end = std::min(m.quartets.size(), (chunk + 1) * kChunk);
+    for (std::size_t i = chunk * kChunk; i < end; ++i) {
+      const Quartet& q = m.quartets[i];
+      const double* v = nullptr;
+      if (m.in_core) {
+        v = m.eri.data() + q.offset;
+      } else {
+        auto& engine = m.engines[t];
+        engine.compute(sh[q.s[0]], sh[q.s[1]], sh[q.s[2]], sh[q.s[3]]);
+        v = engine.results()[0];
+        if (!v) continue;
+      }
+      m.digest(q, v, d_coulomb.data(), dx, A[t].data(), b);
+    }
+  });
+  Eigen::MatrixXd a_sum = Eigen::MatrixXd::Zero(n, n);
+  for (const auto& a : A) a_sum += a;
+  J = 0.25 * (a_sum + a_sum.transpose());
+  K.assign(nx, Eigen::MatrixXd::Zero(n, n));
+  for (std::size_t k = 0; k < nx; ++k) {
+    Eigen::MatrixXd b_sum = Eigen::MatrixXd::Zero(n, n);
+    for (const auto& bt : B) b_sum += bt[k];
+    K[k] = 0.125 * (b_sum + b_sum.transpose());
+  }
+}
+
+}  // namespace nnvmc::scf

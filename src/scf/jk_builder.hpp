@@ -1,0 +1,47 @@
+#pragma once
+/// @file jk_builder.hpp
+/// Coulomb and exchange matrices J[D], K[D] from ERIs, for the SCF Fock build.
+/// Unique shell quartets (8-fold symmetry) that survive Schwarz screening are computed
+/// once and kept in memory when they fit in the budget (in-core); otherwise they are
+/// recomputed on every build (direct). Both paths run multithreaded.
+#include <Eigen/Dense>
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "scf/basis.hpp"
+#include "scf/integrals.hpp"
+
+namespace nnvmc::scf {
+
+/// Options of the J/K builder.
+struct JKOptions {
+  IntegralOptions integrals;          ///< threads and screening thresholds
+  std::size_t max_incore_mb = 2048;   ///< in-core ERI storage limit (MB); above it the build is direct
+};
+
+/// Builds J_pq = Σ_rs (pq|rs) D_rs and K_pq = Σ_rs (pr|qs) D_rs for symmetric densities.
+class JKBuilder {
+ public:
+  /// Screens shell pairs and, when they fit in memory, computes and stores the ERIs.
+  JKBuilder(const BasisSet& basis, const JKOptions& options = {});
+  ~JKBuilder();
+  JKBuilder(const JKBuilder&) = delete;
+  JKBuilder& operator=(const JKBuilder&) = delete;
+
+  /// J for `d_coulomb` and one K per matrix of `d_exchange` (all [n, n], symmetric).
+  /// RHF: d_coulomb = D_total, d_exchange = {D_total}; UHF: {D_α + D_β}, {D_α, D_β}.
+  void build(const Eigen::MatrixXd& d_coulomb, const std::vector<Eigen::MatrixXd>& d_exchange,
+             Eigen::MatrixXd& J, std::vector<Eigen::MatrixXd>& K) const;
+
+  bool in_core() const;                 ///< true when ERIs are stored
+  std::size_t n_quartets() const;       ///< unique shell quartets kept after screening
+  std::size_t stored_doubles() const;   ///< ERIs held in memory (0 when direct)
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace nnvmc::scf

@@ -1,0 +1,49 @@
+#pragma once
+/// @file parallel.hpp
+/// A minimal thread pool-free parallel loop (std::thread) used by the integral code.
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace nnvmc::scf {
+
+/// Number of threads to use: `requested` if positive, else the hardware concurrency (≥ 1).
+inline int resolve_threads(int requested) {
+  if (requested > 0) return requested;
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+/// Calls fn(task, thread_index) for task = 0 … n_tasks−1 on `threads` threads, handing out
+/// tasks dynamically. The first exception thrown by any call is rethrown after all threads
+/// have stopped.
+template <class Fn>
+void parallel_for(std::size_t n_tasks, int threads, Fn&& fn) {
+  const int n_threads = static_cast<int>(std::min<std::size_t>(std::max(threads, 1), std::max<std::size_t>(n_tasks, 1)));
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  auto worker = [&](int thread_index) {
+    try {
+      for (std::size_t t = next++; t < n_tasks; t = next++) fn(t, thread_index);
+    } catch (...) {
+      std::lock_guard lock(error_mutex);
+      if (!error) error = std::current_exception();
+      next = n_tasks;  // stop handing out work
+    }
+  };
+  if (n_threads == 1) {
+    worker(0);
+  } else {
+    std::vector<std::thread> pool;
+    for (int i = 1; i < n_threads; ++i) pool.emplace_back(worker, i);
+    worker(0);
+    for (auto& t : pool) t.join();
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace nnvmc::scf

@@ -1,0 +1,133 @@
+/// @file scf.cpp
+/// RHF/UHF drivers: integrals, guess, SCF loop, result.
+#include "scf/scf.hpp"
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "core/errors.hpp"
+#include "core/log.hpp"
+#include "scf/guess.hpp"
+#include "scf/integrals.hpp"
+#include "scf/scf_loop.hpp"
+
+namespace nnvmc::scf {
+
+double ScfResult::homo() const {
+  double h = -std::numeric_limits<double>::infinity();
+  if (n_alpha > 0) h = std::max(h, eps_alpha(n_alpha - 1));
+  if (n_beta > 0) h = std::max(h, eps_beta(n_beta - 1));
+  return h;
+}
+
+double ScfResult::lumo() const {
+  double l = std::numeric_limits<double>::infinity();
+  if (n_alpha < n_mo) l = std::min(l, eps_alpha(n_alpha));
+  if (n_beta < n_mo) l = std::min(l, eps_beta(n_beta));
+  return std::isfinite(l) ? l : std::numeric_limits<double>::quiet_NaN();
+}
+
+namespace {
+
+void check_options(const ScfOptions& o) {
+  if (o.max_iterations < 1) throw InputError("scf.max_iterations must be ≥ 1");
+  if (!(o.damping >= 0 && o.damping < 1)) throw InputError("scf.damping must be in [0, 1)");
+  if (o.level_shift < 0) throw InputError("scf.level_shift must be ≥ 0");
+  if (o.diis_size < 0) throw InputError("scf.diis_size must be ≥ 0");
+}
+
+ScfResult solve(const System& system, const BasisSet& basis, const ScfOptions& o, bool unrestricted) {
+  check_options(o);
+  system.validate();
+  const int n_alpha = system.n_up(), n_beta = system.n_down();
+  const int n = static_cast<int>(basis.n_functions());
+  if (n_alpha > n || n_beta > n)
+    throw InputError("basis '" + basis.name() + "' has " + std::to_string(n) +
+                     " functions, too few for " + std::to_string(n_alpha) + " α electrons");
+
+  ScfResult r;
+  r.unrestricted = unrestricted;
+  r.basis = basis.name();
+  r.n_basis = n;
+  r.n_alpha = n_alpha;
+  r.n_beta = n_beta;
+  r.e_nuc = system.nuclear_repulsion();
+  r.overlap = overlap_matrix(basis, o.jk.integrals);
+  r.h_core = core_hamiltonian(basis, system, o.jk.integrals);
+  const JKBuilder jk(basis, o.jk);
+  spdlog::debug("scf: {} functions, {} shell quartets, {}", n, jk.n_quartets(),
+                jk.in_core() ? "in-core ERIs" : "direct ERIs");
+
+  const Eigen::MatrixXd d_guess =
+      o.guess == ScfGuess::sad ? sad_density(system, basis, o)
+                               : core_density(r.h_core, r.overlap, system.n_electrons(), o.lindep_threshold);
+  detail::ScfProblem pb{r.overlap, r.h_core, jk, r.e_nuc, {}, false};
+  std::vector<Eigen::MatrixXd> d0;
+  if (unrestricted) {
+    pb.electrons = {static_cast<double>(n_alpha), static_cast<double>(n_beta)};
+    // Split the guess by spin fraction so each channel starts with its own electron count.
+    const double guess_e = d_guess.cwiseProduct(r.overlap).sum();
+    const double scale = guess_e > 0 ? 1.0 / guess_e : 0.0;
+    d0 = {d_guess * (n_alpha * scale), d_guess * (n_beta * scale)};
+  } else {
+    pb.electrons = {static_cast<double>(n_alpha + n_beta)};
+    const double guess_e = d_guess.cwiseProduct(r.overlap).sum();
+    d0 = {guess_e > 0 ? Eigen::MatrixXd(d_guess * ((n_alpha + n_beta) / guess_e)) : d_guess};
+  }
+
+  const detail::ScfState st = detail::solve_scf(pb, std::move(d0), o);
+  r.converged = st.converged;
+  r.iterations = st.iterations;
+  r.energy = st.energy;
+  r.delta_energy = st.delta_energy;
+  r.commutator = st.commutator;
+  r.n_mo = static_cast<int>(st.eps[0].size());
+  const std::size_t b = unrestricted ? 1 : 0;
+  r.eps_alpha = st.eps[0];
+  r.eps_beta = st.eps[b];
+  r.c_alpha = st.C[0];
+  r.c_beta = st.C[b];
+  r.f_alpha = st.F[0];
+  r.f_beta = st.F[b];
+  r.d_alpha = r.c_alpha.leftCols(n_alpha) * r.c_alpha.leftCols(n_alpha).transpose();
+  r.d_beta = r.c_beta.leftCols(n_beta) * r.c_beta.leftCols(n_beta).transpose();
+  spdlog::debug("scf: E = {:.12f} after {} iterations (ΔE {:.1e}, [F,D] {:.1e})", r.energy,
+                r.iterations, r.delta_energy, r.commutator);
+  if (!r.converged && o.throw_on_failure) {
+    std::ostringstream msg;
+    msg.precision(3);
+    msg << (unrestricted ? "UHF" : "RHF") << " did not converge in " << o.max_iterations
+        << " iterations (last |ΔE| = " << std::scientific << r.delta_energy
+        << " Eh, max|[F,D]| = " << r.commutator
+        << "); raise max_iterations, or try damping / level_shift";
+    throw NumericalError(msg.str());
+  }
+  return r;
+}
+
+}  // namespace
+
+ScfResult run_rhf(const System& system, const BasisSet& basis, ScfOptions options) {
+  const int ne = system.n_electrons();
+  if (ne % 2 != 0 || system.spin != 0)
+    throw InputError("RHF needs a closed-shell molecule, but " +
+                     (system.name.empty() ? std::string("the molecule") : system.name) + " has " +
+                     std::to_string(ne) + " electrons and spin " + std::to_string(system.spin) +
+                     "; use UHF (--uhf) instead");
+  return solve(system, basis, options, false);
+}
+
+ScfResult run_uhf(const System& system, const BasisSet& basis, ScfOptions options) {
+  return solve(system, basis, options, true);
+}
+
+ScfResult run_scf(const System& system, const BasisSet& basis, const ScfOptions& options) {
+  return options.unrestricted ? run_uhf(system, basis, options) : run_rhf(system, basis, options);
+}
+
+ScfResult run_scf(const System& system, const std::string& basis_name, const ScfOptions& options) {
+  return run_scf(system, make_basis(basis_name, system), options);
+}
+
+}  // namespace nnvmc::scf

@@ -1,0 +1,124 @@
+/// @file scf_loop.cpp
+/// SCF iterations: Fock build, DIIS, damping, level shift, diagonalisation.
+#include "scf/scf_loop.hpp"
+
+#include <cmath>
+
+#include "core/errors.hpp"
+#include "scf/diis.hpp"
+
+namespace nnvmc::scf::detail {
+
+Eigen::MatrixXd orthogonalizer(const Eigen::MatrixXd& S, double threshold) {
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(S);
+  const Eigen::VectorXd& s = es.eigenvalues();
+  int first = 0;
+  while (first < s.size() && s(first) < threshold) ++first;
+  const int m = static_cast<int>(s.size()) - first;
+  if (m == 0) throw NumericalError("SCF: the overlap matrix has no eigenvalue above the linear-dependency threshold");
+  return es.eigenvectors().rightCols(m) * s.tail(m).cwiseSqrt().cwiseInverse().asDiagonal();
+}
+
+Eigen::VectorXd aufbau_occupations(const Eigen::VectorXd& eps, double electrons, double max_occ,
+                                   bool fractional) {
+  Eigen::VectorXd occ = Eigen::VectorXd::Zero(eps.size());
+  double left = electrons;
+  int i = 0;
+  for (; i < eps.size() && left > 1e-12; ++i) {
+    occ(i) = std::min(max_occ, left);
+    left -= occ(i);
+  }
+  if (left > 1e-12)
+    throw NumericalError("SCF: " + std::to_string(electrons) + " electrons do not fit in " +
+                         std::to_string(eps.size()) + " orbitals");
+  if (fractional && i > 0) {
+    const int homo = i - 1;
+    int lo = homo, hi = homo;
+    while (lo > 0 && std::abs(eps(lo - 1) - eps(homo)) < 1e-4) --lo;
+    while (hi + 1 < eps.size() && std::abs(eps(hi + 1) - eps(homo)) < 1e-4) ++hi;
+    const double shared = occ.segment(lo, hi - lo + 1).sum();
+    occ.segment(lo, hi - lo + 1).setConstant(shared / (hi - lo + 1));
+  }
+  return occ;
+}
+
+namespace {
+
+/// Diagonalises F in the orthonormal basis X: returns C = X V and ascending energies.
+void diagonalize(const Eigen::MatrixXd& F, const Eigen::MatrixXd& X, Eigen::MatrixXd& C,
+                 Eigen::VectorXd& eps) {
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(X.transpose() * F * X);
+  eps = es.eigenvalues();
+  C = X * es.eigenvectors();
+}
+
+}  // namespace
+
+ScfState solve_scf(const ScfProblem& pb, std::vector<Eigen::MatrixXd> density, const ScfOptions& o) {
+  const std::size_t nch = pb.electrons.size();
+  const bool restricted = nch == 1;
+  const double max_occ = restricted ? 2.0 : 1.0;
+  const double k_factor = restricted ? 0.5 : 1.0;
+  const Eigen::MatrixXd X = orthogonalizer(pb.S, o.lindep_threshold);
+
+  ScfState st;
+  st.D = std::move(density);
+  st.C.resize(nch);
+  st.eps.resize(nch);
+  st.F.resize(nch);
+  std::vector<Eigen::VectorXd> occ(nch);
+  std::vector<Eigen::MatrixXd> f_prev;
+  Diis diis(std::max(o.diis_size, 1));
+  double e_old = 0;
+  Eigen::MatrixXd J;
+  std::vector<Eigen::MatrixXd> K;
+
+  for (int it = 1; it <= o.max_iterations; ++it) {
+    st.iterations = it;
+    Eigen::MatrixXd d_total = st.D[0];
+    for (std::size_t c = 1; c < nch; ++c) d_total += st.D[c];
+    pb.jk.build(d_total, st.D, J, K);
+    std::vector<Eigen::MatrixXd> err(nch);
+    double energy = pb.e_nuc, comm = 0;
+    for (std::size_t c = 0; c < nch; ++c) {
+      st.F[c] = pb.H + J - k_factor * K[c];
+      energy += 0.5 * st.D[c].cwiseProduct(pb.H + st.F[c]).sum();
+      const Eigen::MatrixXd FDS = st.F[c] * st.D[c] * pb.S;
+      err[c] = X.transpose() * (FDS - FDS.transpose()) * X;
+      comm = std::max(comm, err[c].cwiseAbs().maxCoeff());
+    }
+    if (!std::isfinite(energy) || !std::isfinite(comm))
+      throw NumericalError("SCF: non-finite energy or Fock matrix at iteration " + std::to_string(it));
+    st.energy = energy;
+    st.delta_energy = std::abs(energy - e_old);
+    st.commutator = comm;
+    e_old = energy;
+    if (it > 1 && st.delta_energy < o.energy_tolerance && comm < o.commutator_tolerance) {
+      st.converged = true;
+      break;
+    }
+    // Extrapolate (DIIS) or damp, then shift virtuals and diagonalise.
+    std::vector<Eigen::MatrixXd> f_use = st.F;
+    if (o.diis_size > 0 && it >= o.diis_start) {
+      f_use = diis.extrapolate(st.F, err);
+    } else if (o.damping > 0 && !f_prev.empty()) {
+      for (std::size_t c = 0; c < nch; ++c) f_use[c] = (1 - o.damping) * st.F[c] + o.damping * f_prev[c];
+    }
+    f_prev = f_use;
+    for (std::size_t c = 0; c < nch; ++c) {
+      if (o.level_shift > 0 && it > 1) {
+        // F + μ (S − S P S), P the projector on occupied orbitals: virtuals move up by μ.
+        const Eigen::MatrixXd SP = pb.S * (st.D[c] / max_occ);
+        f_use[c] += o.level_shift * (pb.S - SP * pb.S);
+      }
+      diagonalize(f_use[c], X, st.C[c], st.eps[c]);
+      occ[c] = aufbau_occupations(st.eps[c], pb.electrons[c], max_occ, pb.fractional);
+      st.D[c] = st.C[c] * occ[c].asDiagonal() * st.C[c].transpose();
+    }
+  }
+  // Canonical orbitals of the final (unshifted, unextrapolated) Fock matrices.
+  for (std::size_t c = 0; c < nch; ++c) diagonalize(st.F[c], X, st.C[c], st.eps[c]);
+  return st;
+}
+
+}  // namespace nnvmc::scf::detail

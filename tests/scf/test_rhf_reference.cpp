@@ -1,0 +1,81 @@
+/// RHF energies against Psi4 (../shared/reference/ccsd.csv), one test per row.
+#include <gtest/gtest.h>
+
+#include "core/system.hpp"
+#include "scf/basis.hpp"
+#include "scf/scf.hpp"
+#include "test_helpers.hpp"
+
+using namespace nnvmc;
+using namespace nnvmc::scf;
+
+namespace {
+
+struct RhfCase {
+  std::string molecule, basis;
+  int n_basis;
+  double e_nuc, e_rhf;
+};
+
+std::vector<RhfCase> rhf_cases() {
+  std::vector<RhfCase> cases;
+  for (const auto& r : scftest::read_csv_rows(scftest::kReference + "/ccsd.csv"))
+    cases.push_back({r.at(0), r.at(1), std::stoi(r.at(2)), std::stod(r.at(3)), std::stod(r.at(4))});
+  return cases;
+}
+
+std::string case_name(const ::testing::TestParamInfo<RhfCase>& info) {
+  std::string s = info.param.molecule + "_" + info.param.basis;
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return s;
+}
+
+class RhfReference : public ::testing::TestWithParam<RhfCase> {};
+
+}  // namespace
+
+TEST_P(RhfReference, EnergyMatchesPsi4To1e8) {
+  const RhfCase& c = GetParam();
+  const System s = load_molecule(c.molecule, scftest::kMolecules);
+  const BasisSet b = make_basis(c.basis, s);
+  const ScfResult r = run_rhf(s, b);
+  EXPECT_TRUE(r.converged);
+  EXPECT_EQ(r.n_basis, c.n_basis);
+  EXPECT_NEAR(r.e_nuc, c.e_nuc, 1e-9);
+  EXPECT_NEAR(r.energy, c.e_rhf, 1e-8);
+  // The orbitals are orthonormal in the S metric and the density holds n/2 electrons per spin.
+  const Eigen::MatrixXd CtSC = r.c_alpha.transpose() * r.overlap * r.c_alpha;
+  EXPECT_LT((CtSC - Eigen::MatrixXd::Identity(r.n_mo, r.n_mo)).cwiseAbs().maxCoeff(), 1e-10);
+  EXPECT_NEAR(r.d_alpha.cwiseProduct(r.overlap).sum(), r.n_alpha, 1e-10);
+  EXPECT_LT(r.homo(), r.lumo());
+}
+
+INSTANTIATE_TEST_SUITE_P(Psi4, RhfReference, ::testing::ValuesIn(rhf_cases()), case_name);
+
+TEST(Rhf, H2Sto3gTotalEnergyMatchesSzaboOstlund) {
+  const ScfResult r = run_scf(load_molecule("h2", scftest::kMolecules), "sto-3g");
+  EXPECT_NEAR(r.energy, -1.1167, 1e-4);  // Szabo & Ostlund §3.5.2
+  EXPECT_NEAR(r.eps_alpha(0), -0.578, 1e-3);
+  EXPECT_NEAR(r.eps_alpha(1), 0.670, 1e-3);
+}
+
+TEST(Rhf, GuessDirectBuildAndUhfDoNotChangeTheClosedShellEnergy) {
+  const System s = load_molecule("h2o", scftest::kMolecules);
+  const BasisSet b = make_basis("6-31g*", s);
+  const double e_sad = run_rhf(s, b).energy;
+  ScfOptions core;
+  core.guess = ScfGuess::core;
+  EXPECT_NEAR(run_rhf(s, b, core).energy, e_sad, 1e-9);
+  ScfOptions direct;
+  direct.jk.max_incore_mb = 0;
+  direct.jk.integrals.threads = 1;
+  EXPECT_NEAR(run_rhf(s, b, direct).energy, e_sad, 1e-9);
+  const ScfResult u = run_uhf(s, b);
+  EXPECT_NEAR(u.energy, e_sad, 1e-9);
+  ScfOptions shifted;
+  shifted.level_shift = 0.5;
+  shifted.diis_size = 0;
+  shifted.max_iterations = 300;
+  EXPECT_NEAR(run_rhf(s, b, shifted).energy, e_sad, 1e-9);
+}
