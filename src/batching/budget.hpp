@@ -1,0 +1,56 @@
+#pragma once
+/// @file budget.hpp
+/// A working-memory budget in bytes, shared by the contraction planner (CCSD) and the
+/// VMC side (walker chunk sizes). Torch-free.
+#include <cstdint>
+#include <string>
+
+namespace nnvmc::batching {
+
+/// A byte budget for working memory (buffers a computation allocates, not its inputs).
+class MemoryBudget {
+ public:
+  /// Fraction of the free memory that "auto" takes.
+  static constexpr double kAutoFraction = 0.6;
+
+  /// A budget of `bytes` (> 0). @throws BudgetError when bytes <= 0.
+  explicit MemoryBudget(std::int64_t bytes);
+
+  /// An unlimited budget (max_batch returns the number of items asked for).
+  static MemoryBudget unlimited();
+
+  /// Parses "auto" (kAutoFraction of free memory on `device`: /proc/meminfo MemAvailable
+  /// for "cpu", CUDA free memory for "cuda[:N]") or a byte count like "2GiB" / "500MB".
+  /// `key` names the option in error messages. @throws ConfigError, BudgetError.
+  static MemoryBudget parse(const std::string& text, const std::string& device = "cpu",
+                            const std::string& key = "memory");
+
+  /// Bytes of free memory on `device` ("cpu": MemAvailable; "cuda[:N]": cudaMemGetInfo,
+  /// needs NNVMC_WITH_CUDA). @throws BudgetError when it cannot be determined.
+  static std::int64_t free_bytes(const std::string& device);
+
+  std::int64_t bytes() const { return bytes_; }        ///< the budget (INT64_MAX when unlimited)
+  bool is_unlimited() const;                          ///< true for unlimited()
+
+  /// Largest number of items whose working memory fits: floor((bytes − fixed_bytes) /
+  /// bytes_per_item), at least 1. Use it to size walker chunks:
+  /// `chunk = budget.max_batch(bytes_per_walker, model_bytes)`.
+  /// @throws BudgetError (stating both numbers) when even one item does not fit.
+  std::int64_t max_batch(std::int64_t bytes_per_item, std::int64_t fixed_bytes = 0) const;
+
+  /// Number of chunks of at most max_batch(bytes_per_item, fixed_bytes) items that cover
+  /// n_items. @throws BudgetError as max_batch.
+  std::int64_t chunks(std::int64_t n_items, std::int64_t bytes_per_item,
+                      std::int64_t fixed_bytes = 0) const;
+
+  /// A budget of `fraction` of this one (at least 1 byte).
+  MemoryBudget scaled(double fraction) const;
+
+ private:
+  std::int64_t bytes_;
+};
+
+/// "1.50 GiB"-style text for a byte count.
+std::string format_bytes(double bytes);
+
+}  // namespace nnvmc::batching

@@ -1,0 +1,21 @@
+#pragma once
+/// @file cost_model.hpp
+/// Rates the planner uses to compare plans: time = FLOPs / GEMM rate + transfers / link
+/// rate + copies / memory bandwidth + batches × per-batch overhead. Torch-free header.
+#include <string>
+
+namespace nnvmc::batching {
+
+/// Machine rates for the cost model (measure() fills them from short benchmarks).
+struct CostModel {
+  double gemm_flops_per_s = 2e10;     ///< sustained double-precision GEMM rate
+  double transfer_bytes_per_s = 1e10; ///< host↔device copy rate (unused when all is resident)
+  double copy_bytes_per_s = 5e9;      ///< on-device transposition/copy bandwidth
+  double batch_overhead_s = 2e-5;     ///< fixed cost per batch (launches, slicing)
+
+  /// Measures the rates on `device` ("cpu" or "cuda[:N]") with ~0.1 s of micro-benchmarks;
+  /// cached per device for the process.
+  static CostModel measure(const std::string& device);
+};
+
+}  // namespace nnvmc::batching

@@ -1,0 +1,20 @@
+/// CUDA queries of a build without NNVMC_WITH_CUDA.
+#include <memory>
+
+#include "batching/backend.hpp"
+#include "batching/cuda_runtime.hpp"
+#include "core/errors.hpp"
+
+namespace nnvmc::batching {
+
+std::int64_t cuda_free_bytes(int) {
+  throw BudgetError("memory budget 'auto' on cuda: this build has no CUDA (configure with -DNNVMC_WITH_CUDA=ON)");
+}
+
+bool built_with_cuda() { return false; }
+
+std::unique_ptr<GemmBackend> make_cublas_backend(int) {
+  throw InputError("backend 'cublas' needs a build with -DNNVMC_WITH_CUDA=ON");
+}
+
+}  // namespace nnvmc::batching

@@ -1,0 +1,55 @@
+#pragma once
+/// @file plan_detail.hpp
+/// Planner internals shared by the planner and the executor (one place decides which
+/// buffers a batch allocates, so the executor's accounting equals the planner's estimate).
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "batching/plan.hpp"
+
+namespace nnvmc::batching::detail {
+
+using Extents = std::map<char, std::int64_t>;
+
+/// Product of the extents of `labels`.
+std::int64_t volume(const std::string& labels, const Extents& ext);
+
+/// Block extent of every label for the largest batch of `plan` (split labels → block size).
+Extents batch_extents(const Plan& plan);
+
+/// Pairwise path (ids: operands 0..n−1, step s creates id n+s): exhaustive search by FLOPs
+/// for up to 5 operands (preferring paths whose largest intermediate fits `budget_bytes`),
+/// greedy (cheapest step first) beyond.
+std::vector<std::pair<int, int>> search_path(const EinsumSpec& spec, const Extents& ext,
+                                             std::int64_t budget_bytes, std::int64_t elem_bytes);
+
+/// Steps (label groups, GEMM orders, FLOPs) for `path`. @throws InputError on a bad path.
+std::vector<Step> build_steps(const EinsumSpec& spec, const Extents& ext,
+                              const std::vector<std::pair<int, int>>& path);
+
+/// Whether the view of a contiguous tensor with memory order `labels`, restricted to a box
+/// with extents `box` (full extents `full`), is itself contiguous.
+bool box_is_contiguous(const std::string& labels, const Extents& full, const Extents& box);
+
+/// Fills the copy/transpose decisions of every step and plan.out_direct for plan.blocks.
+void assign_layouts(Plan& plan);
+
+/// Memory and traffic of one (largest) batch, as the executor will account them.
+struct BatchCost {
+  std::int64_t peak_bytes = 0;      ///< peak of executor-owned buffers (incl. resident operands)
+  std::int64_t copy_bytes = 0;      ///< bytes of reduction/transposition copies per batch
+  std::int64_t resident_bytes = 0;  ///< operands copied to the device once
+};
+BatchCost simulate_batch(const Plan& plan);
+
+/// Fills the plan's totals (flops, transfers, copies, peak, batches, modelled time).
+void evaluate(Plan& plan);
+
+/// Tries splits of `strategy` and stores the cheapest fitting one in plan (blocks, layouts,
+/// totals). Returns false when none fits.
+bool choose_split(Plan& plan, SplitStrategy strategy, const std::string& protected_labels);
+
+}  // namespace nnvmc::batching::detail

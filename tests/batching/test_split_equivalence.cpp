@@ -1,0 +1,135 @@
+/// Every split strategy, under budgets from ample down to the smallest feasible batch,
+/// gives the unsplit (torch::einsum) result and stays within its budget.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "batching/contract.hpp"
+#include "core/errors.hpp"
+
+namespace b = nnvmc::batching;
+
+namespace {
+
+struct Case {
+  std::string spec;
+  std::vector<std::vector<std::int64_t>> shapes;
+  bool down_to_smallest = true;  ///< also run at the smallest feasible budget (many batches)
+};
+
+std::vector<Case> cases() {
+  return {
+      {"ik,kj->ij", {{17, 23}, {23, 11}}},
+      {"bik,bkj->bij", {{4, 7, 9}, {4, 9, 5}}},
+      {"xac,xbd,icjd->iajb", {{6, 4, 4}, {6, 4, 4}, {2, 4, 2, 4}}},  // Cholesky ladder
+      {"xac,xbd,icjd->iajb", {{30, 9, 9}, {30, 9, 9}, {3, 9, 3, 9}}, false},
+      {"ijab,abcd->ijcd", {{3, 4, 6, 6}, {6, 6, 7, 5}}},
+      {"kica,kjcb->iajb", {{2, 3, 4, 5}, {2, 3, 4, 5}}},  // transposed layouts
+      {"abc,cd->a", {{5, 6, 7}, {7, 4}}},                // summed-out label
+      {"ai,bj,ijkl,kc->abcl", {{4, 3}, {5, 2}, {3, 2, 4, 2}, {4, 3}}},
+      {"xij,xkl->ikjl", {{10, 3, 4}, {10, 4, 3}}},
+  };
+}
+
+b::PlanOptions options(std::int64_t budget, b::SplitStrategy s) {
+  b::PlanOptions o;
+  o.budget_bytes = budget;
+  o.split = s;
+  o.cost = b::CostModel{};
+  return o;
+}
+
+std::vector<torch::Tensor> random_operands(const Case& c, std::uint64_t seed) {
+  torch::manual_seed(seed);
+  std::vector<torch::Tensor> ops;
+  for (const auto& sh : c.shapes) ops.push_back(torch::randn(sh, torch::kFloat64));
+  return ops;
+}
+
+double rel_error(const torch::Tensor& x, const torch::Tensor& ref) {
+  return (x - ref).abs().max().item<double>() / ref.abs().max().item<double>();
+}
+
+/// Smallest batch any strategy can reach: every splittable label at block 1.
+std::int64_t smallest_batch(const Case& c, const std::vector<torch::Tensor>& ops, const torch::Tensor& out,
+                            b::SplitStrategy s) {
+  auto plan = b::plan_contraction(c.spec, ops, out, options(0, s));
+  std::int64_t lo = 1, hi = std::max<std::int64_t>(plan.peak_bytes, 1);
+  // binary search for the least budget that still plans
+  while (lo < hi) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    try {
+      b::plan_contraction(c.spec, ops, out, options(mid, s));
+      hi = mid;
+    } catch (const nnvmc::BudgetError&) {
+      lo = mid + 1;
+    }
+  }
+  return lo;
+}
+
+/// Thousands of tiny batches: one intra-op thread avoids OpenMP barrier costs on a busy machine.
+class SplitEquivalence : public ::testing::Test {
+ protected:
+  void SetUp() override { torch::set_num_threads(1); }
+};
+
+}  // namespace
+
+TEST_F(SplitEquivalence, EveryStrategyMatchesEinsumFromAmpleToTinyBudgets) {
+  std::uint64_t seed = 1;
+  for (const auto& c : cases()) {
+    const auto ops = random_operands(c, seed++);
+    const torch::Tensor ref = torch::einsum(c.spec, ops);
+    const torch::Tensor out = torch::empty_like(ref);
+    const std::int64_t need = b::plan_contraction(c.spec, ops, out, options(0, b::SplitStrategy::none)).peak_bytes;
+    for (auto s : {b::SplitStrategy::x, b::SplitStrategy::c, b::SplitStrategy::automatic}) {
+      const std::int64_t tiny = smallest_batch(c, ops, out, s);
+      std::vector<std::int64_t> budgets{0, need, need / 2, need / 8, need / 32};
+      if (c.down_to_smallest) budgets.push_back(tiny);
+      for (std::int64_t budget : budgets) {
+        if (budget != 0 && budget < tiny) continue;  // below the smallest batch: see ImpossibleBudget
+        SCOPED_TRACE(c.spec + " split=" + b::to_string(s) + " budget=" + std::to_string(budget));
+        const auto plan = b::plan_contraction(c.spec, ops, out, options(budget, s));
+        out.fill_(std::nan(""));
+        const auto rep = b::execute(plan, ops, out, options(budget, s));
+        EXPECT_LE(rel_error(out, ref), 1e-12) << plan.explain();
+        if (budget > 0) {
+          EXPECT_LE(rep.peak_bytes, budget) << plan.explain();
+        }
+        EXPECT_EQ(rep.peak_bytes, plan.peak_bytes) << plan.explain();
+        EXPECT_EQ(rep.batches, plan.batches);
+        EXPECT_DOUBLE_EQ(rep.flops, plan.flops);
+      }
+    }
+  }
+}
+
+TEST_F(SplitEquivalence, TinyBudgetsReallySplit) {
+  const Case c{"xac,xbd,icjd->iajb", {{30, 9, 9}, {30, 9, 9}, {3, 9, 3, 9}}};
+  const auto ops = random_operands(c, 7);  // planned only
+  const torch::Tensor out = torch::empty({3, 9, 3, 9}, torch::kFloat64);
+  for (auto s : {b::SplitStrategy::x, b::SplitStrategy::c}) {
+    const auto plan = b::plan_contraction(c.spec, ops, out, options(smallest_batch(c, ops, out, s), s));
+    EXPECT_GT(plan.batches, 10) << plan.explain();
+  }
+}
+
+TEST_F(SplitEquivalence, ImpossibleBudgetThrowsBudgetError) {
+  const Case c{"xac,xbd,icjd->iajb", {{30, 9, 9}, {30, 9, 9}, {3, 9, 3, 9}}};
+  const auto ops = random_operands(c, 3);
+  const torch::Tensor out = torch::empty({3, 9, 3, 9}, torch::kFloat64);
+  for (auto s : {b::SplitStrategy::x, b::SplitStrategy::c, b::SplitStrategy::automatic}) {
+    const std::int64_t tiny = smallest_batch(c, ops, out, s);
+    EXPECT_THROW(b::contract(c.spec, ops, out, options(tiny - 1, s)), nnvmc::BudgetError);
+  }
+}
+
+TEST_F(SplitEquivalence, AllocatingFrontEndAndFloat32Work) {
+  torch::manual_seed(11);
+  const auto a = torch::randn({6, 5}, torch::kFloat32), bb = torch::randn({5, 4}, torch::kFloat32);
+  b::ExecReport rep;
+  const auto r = b::contract("ik,kj->ij", {a, bb}, options(0, b::SplitStrategy::automatic), &rep);
+  EXPECT_LE(rel_error(r, torch::matmul(a, bb)), 1e-6);
+  EXPECT_DOUBLE_EQ(rep.flops, 2.0 * 6 * 5 * 4);
+  EXPECT_EQ(rep.batches, 1);
+}
