@@ -1,0 +1,102 @@
+/// nnvmc scf MOLECULE [--basis B] [--uhf] [--json] [--guess core|sad] [--max-iter N]
+///                    [--level-shift MU] [--damping D] [--threads T]
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <map>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "app/commands.hpp"
+#include "core/errors.hpp"
+#include "core/log.hpp"
+#include "core/system.hpp"
+#include "scf/basis.hpp"
+#include "scf/scf.hpp"
+
+namespace nnvmc::app {
+
+namespace {
+struct ScfArgs {
+  std::string molecule;
+  std::string basis = "cc-pvdz";
+  std::string guess = "sad";
+  bool uhf = false, json = false;
+  scf::ScfOptions options;
+};
+
+/// Orbital energies as a JSON array (finite values only).
+nlohmann::json to_json(const Eigen::VectorXd& v) {
+  return nlohmann::json(std::vector<double>(v.data(), v.data() + v.size()));
+}
+
+void print_orbitals(const char* label, const Eigen::VectorXd& eps, int n_occ) {
+  // Occupied orbitals and up to five virtuals.
+  const int shown = std::min<int>(eps.size(), n_occ + 5);
+  std::cout << label;
+  for (int i = 0; i < shown; ++i)
+    std::cout << strfmt(" %.6f%s", eps(i), i + 1 == n_occ ? " |" : "");
+  if (shown < eps.size()) std::cout << " ...";
+  std::cout << "\n";
+}
+
+void run_scf_command(ScfArgs& a) {
+  const System system = load_molecule(a.molecule, default_molecules_dir());
+  const std::map<std::string, scf::ScfGuess> guesses{{"sad", scf::ScfGuess::sad}, {"core", scf::ScfGuess::core}};
+  const auto g = guesses.find(a.guess);
+  if (g == guesses.end()) throw InputError("scf: --guess must be 'sad' or 'core', got '" + a.guess + "'");
+  a.options.guess = g->second;
+  a.options.unrestricted = a.uhf;
+  const auto t0 = std::chrono::steady_clock::now();
+  const scf::BasisSet basis = scf::make_basis(a.basis, system);
+  const scf::ScfResult r = scf::run_scf(system, basis, a.options);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  const std::string method = r.unrestricted ? "UHF" : "RHF";
+  if (a.json) {
+    nlohmann::json j{{"molecule", a.molecule}, {"basis", a.basis}, {"method", method},
+                     {"e_hf", r.energy}, {"e_nuc", r.e_nuc}, {"n_basis", r.n_basis},
+                     {"n_alpha", r.n_alpha}, {"n_beta", r.n_beta}, {"converged", r.converged},
+                     {"iterations", r.iterations}, {"homo", r.homo()}, {"seconds", seconds},
+                     {"eps_alpha", to_json(r.eps_alpha)}};
+    if (std::isfinite(r.lumo())) j["lumo"] = r.lumo();
+    if (r.unrestricted) j["eps_beta"] = to_json(r.eps_beta);
+    std::cout << j.dump() << std::endl;
+    return;
+  }
+  std::cout << strfmt("%s %s/%s: %d basis functions, %d α + %d β electrons\n", method.c_str(),
+                      a.molecule.c_str(), a.basis.c_str(), static_cast<int>(r.n_basis),
+                      static_cast<int>(r.n_alpha), static_cast<int>(r.n_beta))
+            << strfmt("E_HF       %.10f Eh\n", r.energy)
+            << strfmt("E_nuc      %.10f Eh\n", r.e_nuc)
+            << strfmt("iterations %d (|ΔE| %.1e, max|[F,D]| %.1e), %.2f s\n",
+                      static_cast<int>(r.iterations), r.delta_energy, r.commutator, seconds)
+            << strfmt("HOMO       %.6f Eh\n", r.homo());
+  if (std::isfinite(r.lumo())) std::cout << strfmt("LUMO       %.6f Eh\n", r.lumo());
+  print_orbitals(r.unrestricted ? "ε_α (Eh):" : "ε (Eh):", r.eps_alpha, r.n_alpha);
+  if (r.unrestricted) print_orbitals("ε_β (Eh):", r.eps_beta, r.n_beta);
+}
+}  // namespace
+
+void add_scf_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("scf", "Hartree–Fock (RHF, or UHF with --uhf) for a molecule");
+  auto a = std::make_shared<ScfArgs>();
+  cmd->add_option("molecule", a->molecule, "name in configs/molecules (e.g. h2o) or a .yaml/.xyz file")
+      ->required();
+  cmd->add_option("--basis", a->basis, "basis set (sto-3g, sto-6g, 6-31g, 6-31g*, cc-pvdz, cc-pvtz)")
+      ->capture_default_str();
+  cmd->add_flag("--uhf", a->uhf, "unrestricted Hartree–Fock (needed for open shells)");
+  cmd->add_flag("--json", a->json, "print one JSON object (e_hf, e_nuc, n_basis, converged, ...)");
+  cmd->add_option("--guess", a->guess, "initial guess: sad | core")->capture_default_str();
+  cmd->add_option("--max-iter", a->options.max_iterations, "maximum SCF iterations")->capture_default_str();
+  cmd->add_option("--level-shift", a->options.level_shift, "virtual level shift (Eh)")->capture_default_str();
+  cmd->add_option("--damping", a->options.damping, "Fock damping before DIIS starts, in [0, 1)")
+      ->capture_default_str();
+  cmd->add_option("--diis-start", a->options.diis_start, "first DIIS iteration")->capture_default_str();
+  cmd->add_option("--threads", a->options.jk.integrals.threads, "integral threads (0 = all cores)")
+      ->capture_default_str();
+  cmd->callback([a] { run_scf_command(*a); });
+}
+
+}  // namespace nnvmc::app
