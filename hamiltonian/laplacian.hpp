@@ -28,6 +28,9 @@ class LaplacianMethod {
   virtual KineticTerms compute(WaveFunction& wf, const torch::Tensor& r) = 0;
   /// True when the result is exact (not a stochastic estimate).
   virtual bool exact() const = 0;
+  /// RNG state of a stochastic method (undefined tensor for exact ones), for checkpoints.
+  virtual torch::Tensor rng_state() const { return {}; }
+  virtual void set_rng_state(const torch::Tensor& /*state*/) {}
 };
 
 /// Factory of Laplacian methods by name; `seed` seeds stochastic methods.

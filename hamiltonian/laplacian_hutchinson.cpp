@@ -29,6 +29,10 @@ class HutchinsonLaplacian final : public LaplacianMethod {
     return {lap / options_.probes, g.detach().square().sum(1)};
   }
   bool exact() const override { return false; }
+  torch::Tensor rng_state() const override { return gen_.get_state(); }
+  void set_rng_state(const torch::Tensor& state) override {
+    if (state.defined()) gen_.set_state(state);
+  }
 
  private:
   HutchinsonOptions options_;

@@ -52,6 +52,15 @@ void MetropolisSampler::initialize(const LogAbsFn& logabs) {
   refresh(logabs);
 }
 
+void MetropolisSampler::initialize_from(const torch::Tensor& r, const LogAbsFn& logabs) {
+  if (r.dim() != 3 || r.size(1) != system_.n_electrons())
+    throw InputError("initial positions do not match the molecule's electron count");
+  const int64_t b = options_.walkers, have = r.size(0);
+  const int64_t reps = (b + have - 1) / have;
+  r_ = r.repeat({reps, 1, 1}).slice(0, 0, b).to(tensor_).contiguous();
+  refresh(logabs);
+}
+
 void MetropolisSampler::refresh(const LogAbsFn& logabs) {
   torch::NoGradGuard no_grad;
   logabs_ = logabs(r_);

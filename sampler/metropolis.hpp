@@ -31,6 +31,9 @@ class MetropolisSampler {
   /// Places electrons around nuclei (spin-balanced, neutral-atom counts adjusted by charge),
   /// Gaussian width 1 bohr, and evaluates log|ψ|.
   void initialize(const LogAbsFn& logabs);
+  /// Starts from given positions (tiled or truncated to the configured walker count),
+  /// keeping this sampler's own generator. @param r [B', N, 3]
+  void initialize_from(const torch::Tensor& r, const LogAbsFn& logabs);
   /// Runs `n` MH steps. @return acceptance fraction over those steps.
   double run(const LogAbsFn& logabs, int n);
   /// Multiplies the step size toward the target acceptance (after `run`).

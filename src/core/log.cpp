@@ -1,6 +1,10 @@
 #include "core/log.hpp"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdarg>
+#include <cstdio>
 
 namespace nnvmc {
 
@@ -12,6 +16,26 @@ void setup_logging(const std::string& level) {
   }
   spdlog::set_pattern("[%H:%M:%S] %^%l%$ %v");
   spdlog::set_level(spdlog::level::from_str(level));
+}
+
+namespace log {
+void debug(const std::string& m) { spdlog::debug(m); }
+void info(const std::string& m) { spdlog::info(m); }
+void warn(const std::string& m) { spdlog::warn(m); }
+void error(const std::string& m) { spdlog::error(m); }
+}  // namespace log
+
+std::string strfmt(const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  va_list copy;
+  va_copy(copy, args);
+  const int n = std::vsnprintf(nullptr, 0, format, copy);
+  va_end(copy);
+  std::string out(n > 0 ? n : 0, '\0');
+  if (n > 0) std::vsnprintf(out.data(), out.size() + 1, format, args);
+  va_end(args);
+  return out;
 }
 
 }  // namespace nnvmc

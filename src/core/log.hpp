@@ -1,11 +1,23 @@
 #pragma once
 /// @file log.hpp
-/// Logging through spdlog: one logger ("nnvmc") writing to stderr.
-#include <spdlog/spdlog.h>
+/// Logging facade (spdlog behind it, to stderr). Deliberately free of spdlog/fmt includes:
+/// the torch wheel ships its own fmt, which clashes with the system fmt that spdlog uses,
+/// so translation units that include torch must log through these functions only.
+#include <string>
 
 namespace nnvmc {
 
 /// Sets the global log level ("debug", "info", "warn", "error") and pattern.
 void setup_logging(const std::string& level = "info");
+
+namespace log {
+void debug(const std::string& message);
+void info(const std::string& message);
+void warn(const std::string& message);
+void error(const std::string& message);
+}  // namespace log
+
+/// printf-style formatting into a std::string, e.g. strfmt("%.6f", e).
+std::string strfmt(const char* format, ...) __attribute__((format(printf, 1, 2)));
 
 }  // namespace nnvmc

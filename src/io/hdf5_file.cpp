@@ -209,6 +209,19 @@ void H5File::append(const std::string& column, double value) {
     fail(path_, "cannot append to column '" + column + "'");
 }
 
+void H5File::truncate(const std::string& column, std::int64_t n) {
+  if (!link_exists(id_, column)) return;
+  Handle ds{H5Dopen2(id_, column.c_str(), H5P_DEFAULT), H5Dclose};
+  hsize_t cur = 0;
+  {
+    Handle space{H5Dget_space(ds.id), H5Sclose};
+    H5Sget_simple_extent_dims(space.id, &cur, nullptr);
+  }
+  hsize_t target = static_cast<hsize_t>(n);
+  if (target < cur && H5Dset_extent(ds.id, &target) < 0)
+    fail(path_, "cannot truncate column '" + column + "'");
+}
+
 void H5File::flush() { H5Fflush(id_, H5F_SCOPE_GLOBAL); }
 
 void rename_into_place(const std::string& tmp, const std::string& path) {

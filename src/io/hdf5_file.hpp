@@ -46,6 +46,8 @@ class H5File {
 
   /// Appends one value to a growable 1-d float64 column (created on first use).
   void append(const std::string& column, double value);
+  /// Shrinks a growable column to its first `n` values (no-op if it is shorter).
+  void truncate(const std::string& column, std::int64_t n);
   void flush();
   const std::string& path() const { return path_; }
 

@@ -1,0 +1,68 @@
+/// nnvmc eval CHECKPOINT [--steps N] [--walkers W] [--seed S] [key=value ...] [--json]
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "app/commands.hpp"
+#include "app/run_args.hpp"
+#include "core/errors.hpp"
+#include "core/log.hpp"
+#include "train/checkpoint.hpp"
+#include "train/evaluate.hpp"
+#include "train/summary.hpp"
+
+namespace nnvmc::app {
+
+namespace {
+struct EvalArgs {
+  std::vector<std::string> args;
+  int steps = -1, walkers = -1;
+  long long seed = -1;
+  bool json = false;
+};
+
+void run_eval(const EvalArgs& a) {
+  RunArgs ra = split_run_args(a.args);
+  if (ra.file.empty()) throw InputError("eval: give a CHECKPOINT file");
+  const Checkpoint c = load_checkpoint(ra.file);
+  if (a.steps >= 0) ra.overrides.push_back("eval.steps=" + std::to_string(a.steps));
+  if (a.walkers >= 0) ra.overrides.push_back("sampler.walkers=" + std::to_string(a.walkers));
+  if (a.seed >= 0) ra.overrides.push_back("run.seed=" + std::to_string(a.seed));
+  const Config config = parse_config(c.config_yaml, ra.overrides, ra.file + ":config");
+  VmcSetup setup = make_setup(config);
+  load_module_state(*setup.wf, c.parameters);
+  // Walkers start where training left them; the chain is re-seeded from run.seed.
+  setup.sampler->initialize_from(c.sampler.r, setup.logabs_fn());
+  StageTimers timers;
+  const int every = std::max(1, config.eval.steps / 10);
+  const EvalResult r = evaluate(setup, config.eval, timers, [&](int done, int total) {
+    if (!a.json && done % every == 0) log::info(strfmt("eval %d/%d", done, total));
+  });
+  nlohmann::json j = eval_json(r);
+  j["checkpoint"] = ra.file;
+  j["laplacian"] = config.hamiltonian.laplacian;
+  j["seconds"] = timers_json(timers);
+  if (a.json) {
+    std::cout << j.dump() << std::endl;
+  } else {
+    std::cout << strfmt("energy   %.6f ± %.6f Eh\n", r.stats.mean, r.stats.error)
+              << strfmt("variance %.5f\n", r.variance)
+              << strfmt("autocorrelation time %.2f iterations, acceptance %.2f\n",
+                        r.stats.autocorr_time, r.acceptance)
+              << r.steps << " steps x " << r.walkers << " walkers\n";
+  }
+}
+}  // namespace
+
+void add_eval_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("eval", "Evaluate the energy of a checkpoint with an error bar");
+  auto a = std::make_shared<EvalArgs>();
+  cmd->add_option("args", a->args, "CHECKPOINT followed by key.path=value overrides");
+  cmd->add_option("--steps", a->steps, "measurement iterations (default: eval.steps)");
+  cmd->add_option("--walkers", a->walkers, "walkers (default: as trained)");
+  cmd->add_option("--seed", a->seed, "random seed of the evaluation chain");
+  cmd->add_flag("--json", a->json, "print one JSON object");
+  cmd->callback([a] { run_eval(*a); });
+}
+
+}  // namespace nnvmc::app

@@ -1,0 +1,14 @@
+#pragma once
+/// @file commands.hpp
+/// One function per subcommand (one file each): adds the subcommand to the CLI.
+/// Each callback runs the command; library errors propagate to main(), which maps
+/// InputError → exit 2 and other errors → exit 1.
+#include <CLI/CLI.hpp>
+
+namespace nnvmc::app {
+
+void add_train_command(CLI::App& app);  ///< nnvmc train CONFIG [key=value ...] [--resume DIR]
+void add_eval_command(CLI::App& app);   ///< nnvmc eval CHECKPOINT [--steps N] ... [--json]
+void add_scf_command(CLI::App& app);    ///< nnvmc scf MOLECULE [--basis B] [--uhf] [--json]
+
+}  // namespace nnvmc::app

@@ -1,0 +1,41 @@
+#pragma once
+/// @file checkpoint.hpp
+/// Training checkpoints: one HDF5 file with parameters (by name), optimizer state, sampler
+/// state, iteration, resolved config and a format version. Written atomically (temp file +
+/// rename) and never with NaN/Inf.
+#include <torch/torch.h>
+
+#include <string>
+
+#include "sampler/metropolis.hpp"
+#include "train/optimizer.hpp"
+
+namespace nnvmc {
+
+/// Format version written to and required from checkpoint files.
+constexpr int kCheckpointVersion = 1;
+
+/// Everything needed to continue a run.
+struct Checkpoint {
+  std::int64_t iteration = 0;   ///< completed iterations
+  std::string config_yaml;      ///< the fully resolved config
+  TensorMap parameters;         ///< model parameters and buffers by name
+  TensorMap optimizer;          ///< optimizer state by name
+  SamplerState sampler;         ///< walkers, log|ψ|, step size, RNG
+  torch::Tensor laplacian_rng;  ///< RNG state of a stochastic Laplacian (may be undefined)
+};
+
+/// Writes `ckpt` to `path` atomically. @throws NumericalError if any tensor is non-finite
+/// (the existing file is kept), CheckpointError on I/O failure.
+void save_checkpoint(const std::string& path, const Checkpoint& ckpt);
+
+/// Reads a checkpoint. @throws CheckpointError for missing/corrupt files or a wrong version.
+Checkpoint load_checkpoint(const std::string& path);
+
+/// Parameters and buffers of a module by name (detached).
+TensorMap module_state(const torch::nn::Module& module);
+/// Copies named tensors into the module's parameters/buffers.
+/// @throws CheckpointError for missing names or shape mismatches.
+void load_module_state(torch::nn::Module& module, const TensorMap& state);
+
+}  // namespace nnvmc

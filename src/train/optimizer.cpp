@@ -1,0 +1,94 @@
+#include "train/optimizer.hpp"
+
+#include "core/errors.hpp"
+
+namespace nnvmc {
+
+torch::Tensor clip_local_energies(const torch::Tensor& e, double width) {
+  const auto median = e.median();
+  const auto mad = (e - median).abs().mean();
+  return torch::clamp(e, median - width * mad, median + width * mad);
+}
+
+namespace {
+
+/// Adam with learning rate lr / (1 + t / lr_delay).
+class AdamOptimizer final : public Optimizer {
+ public:
+  AdamOptimizer(const OptimOptions& o, WaveFunction& wf)
+      : options_(o),
+        adam_(wf.parameters(), torch::optim::AdamOptions(o.lr)
+                                   .betas({o.beta1, o.beta2})
+                                   .eps(o.epsilon)) {
+    for (const auto& p : wf.named_parameters()) names_.push_back(p.key());
+  }
+
+  bool step(WaveFunction& wf, const torch::Tensor& r, const torch::Tensor& e_loc, std::int64_t t,
+            StageTimers& timers) override {
+    {
+      auto scope = timers.scope("gradient");
+      adam_.zero_grad();
+      const auto e = clip_local_energies(e_loc.detach(), options_.clip_width);
+      const auto centred = e - e.mean();
+      const auto logabs = wf.forward(r.detach()).logabs;
+      const auto loss = 2.0 * (centred * logabs).mean();
+      loss.backward();
+    }
+    auto scope = timers.scope("optimizer");
+    for (const auto& p : wf.parameters())
+      if (p.grad().defined() && !torch::isfinite(p.grad()).all().item<bool>()) return false;
+    for (auto& group : adam_.param_groups())
+      static_cast<torch::optim::AdamOptions&>(group.options()).lr(learning_rate(t));
+    adam_.step();
+    return true;
+  }
+
+  double learning_rate(std::int64_t t) const override {
+    return options_.lr / (1.0 + static_cast<double>(t) / options_.lr_delay);
+  }
+
+  TensorMap state() const override {
+    TensorMap out;
+    const auto& params = adam_.param_groups().at(0).params();
+    for (size_t i = 0; i < params.size(); ++i) {
+      const auto it = adam_.state().find(params[i].unsafeGetTensorImpl());
+      if (it == adam_.state().end()) continue;
+      const auto& s = static_cast<const torch::optim::AdamParamState&>(*it->second);
+      out["adam/exp_avg/" + names_[i]] = s.exp_avg();
+      out["adam/exp_avg_sq/" + names_[i]] = s.exp_avg_sq();
+      out["adam/step/" + names_[i]] = torch::tensor(static_cast<double>(s.step()), torch::kFloat64);
+    }
+    return out;
+  }
+
+  void load_state(const TensorMap& state) override {
+    auto& params = adam_.param_groups().at(0).params();
+    for (size_t i = 0; i < params.size(); ++i) {
+      const auto a = state.find("adam/exp_avg/" + names_[i]);
+      if (a == state.end()) continue;  // parameter never updated
+      const auto b = state.find("adam/exp_avg_sq/" + names_[i]);
+      const auto c = state.find("adam/step/" + names_[i]);
+      if (b == state.end() || c == state.end())
+        throw CheckpointError("optimizer state of '" + names_[i] + "' is incomplete");
+      auto s = std::make_unique<torch::optim::AdamParamState>();
+      s->exp_avg(a->second.to(params[i].options()).clone());
+      s->exp_avg_sq(b->second.to(params[i].options()).clone());
+      s->step(static_cast<int64_t>(c->second.item<double>()));
+      adam_.state()[params[i].unsafeGetTensorImpl()] = std::move(s);
+    }
+  }
+
+ private:
+  OptimOptions options_;
+  torch::optim::Adam adam_;
+  std::vector<std::string> names_;
+};
+
+}  // namespace
+
+std::unique_ptr<Optimizer> make_optimizer(const OptimOptions& options, WaveFunction& wf) {
+  if (options.type == "adam") return std::make_unique<AdamOptimizer>(options, wf);
+  throw ConfigError("'optim.type': unknown optimizer '" + options.type + "'");
+}
+
+}  // namespace nnvmc

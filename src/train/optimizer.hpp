@@ -1,0 +1,42 @@
+#pragma once
+/// @file optimizer.hpp
+/// Optimizer interface of the trainer and the VMC gradient estimator.
+#include <torch/torch.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "core/config.hpp"
+#include "core/timer.hpp"
+#include "models/wavefunction.hpp"
+
+namespace nnvmc {
+
+/// Local energies clipped to median ± width·(mean absolute deviation from the median).
+/// @param e [B] @return [B]
+torch::Tensor clip_local_energies(const torch::Tensor& e, double width);
+
+/// Named tensors (optimizer state for checkpoints).
+using TensorMap = std::map<std::string, torch::Tensor>;
+
+/// One optimisation step from a batch of walkers.
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  /// Computes the VMC gradient 2·E[(E_L − Ē)·∇θ log|ψ|] (with clipped E_L) and updates
+  /// the parameters of `wf`. Non-finite gradients are not applied.
+  /// @param r [B, N, 3] walkers @param e_loc [B] local energies @param t iteration (0-based)
+  /// @return true when the update was applied
+  virtual bool step(WaveFunction& wf, const torch::Tensor& r, const torch::Tensor& e_loc,
+                    std::int64_t t, StageTimers& timers) = 0;
+  /// Learning rate at iteration t.
+  virtual double learning_rate(std::int64_t t) const = 0;
+  virtual TensorMap state() const = 0;                 ///< for checkpoints
+  virtual void load_state(const TensorMap& state) = 0;  ///< @throws CheckpointError
+};
+
+/// Builds the optimizer named by options.type for the parameters of `wf`.
+std::unique_ptr<Optimizer> make_optimizer(const OptimOptions& options, WaveFunction& wf);
+
+}  // namespace nnvmc

@@ -1,0 +1,65 @@
+#pragma once
+/// @file trainer.hpp
+/// The VMC training loop: sample, local energies, gradient, optimizer step; progress lines,
+/// per-iteration results in result.h5, atomic checkpoints (periodic, at the end and on
+/// SIGINT/SIGTERM), restart from a checkpoint, recovery from non-finite steps.
+#include <memory>
+#include <string>
+
+#include "core/timer.hpp"
+#include "train/checkpoint.hpp"
+#include "train/evaluate.hpp"
+#include "train/optimizer.hpp"
+#include "train/setup.hpp"
+
+namespace nnvmc {
+
+/// Outcome of Trainer::run.
+struct TrainOutcome {
+  bool interrupted = false;   ///< stopped by SIGINT/SIGTERM (checkpoint written)
+  std::int64_t iterations = 0;  ///< completed iterations
+  EvalResult final_eval;      ///< evaluation after training (when not interrupted)
+};
+
+class Trainer {
+ public:
+  /// A new run (output directory from run.output).
+  explicit Trainer(const Config& config);
+  /// Continues the run whose checkpoint is `checkpoint_path`; `config` is the checkpoint's
+  /// config with the user's overrides applied.
+  Trainer(const Config& config, const std::string& checkpoint_path);
+
+  /// Trains until optim.iterations, then evaluates and writes summary.json.
+  /// @param final_eval run the final evaluation (and summary.json) after training
+  TrainOutcome run(bool final_eval = true);
+
+  const std::string& output_dir() const { return output_; }
+  VmcSetup& setup() { return setup_; }
+  const StageTimers& timers() const { return timers_; }
+  /// The current state as a checkpoint.
+  Checkpoint checkpoint() const;
+
+  /// Installs SIGINT/SIGTERM handlers that make a running trainer checkpoint and stop.
+  static void install_signal_handlers();
+  /// Requests a stop as a signal would (for tests).
+  static void request_stop(bool stop = true);
+
+ private:
+  void init_output(bool resume);
+  void write_checkpoint();
+  void log_progress(std::int64_t t, double energy, double err, double var, double acc);
+
+  VmcSetup setup_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::string output_;
+  std::int64_t iteration_ = 0;
+  bool resumed_ = false;
+  StageTimers timers_;
+  double start_time_ = 0;
+  std::int64_t first_iteration_ = 0;  ///< iteration this process started at (for it/s)
+};
+
+/// Replaces "<name>" in run.output with run.name.
+std::string resolve_output_dir(const Config& config);
+
+}  // namespace nnvmc
