@@ -11,6 +11,7 @@
 int main(int argc, char** argv) {
   CLI::App app{"nnvmc: neural-network variational Monte Carlo for molecules"};
   app.require_subcommand(1);
+  app.fallthrough();  // global options (--log-level) may follow the subcommand
   std::string level = "info";
   app.add_option("--log-level", level, "debug | info | warn | error");
   app.parse_complete_callback([&] { nnvmc::setup_logging(level); });

@@ -1,0 +1,78 @@
+#include <gtest/gtest.h>
+
+#include "common/test_util.hpp"
+#include "models/analytic/hydrogenic.hpp"
+#include "sampler/metropolis.hpp"
+#include "train/blocking.hpp"
+
+using namespace nnvmc;
+
+namespace {
+SamplerOptions options(int walkers) {
+  SamplerOptions o;
+  o.walkers = walkers;
+  o.step_size = 0.5;
+  return o;
+}
+}  // namespace
+
+TEST(Metropolis, ReproducesMomentsOfTheHydrogenGroundStateDensity) {
+  // |ψ|² ∝ exp(−2r): <r> = 3/2, <r²> = 3 (bohr).
+  const System h = load_molecule("h", test::molecules_dir());
+  Hydrogenic wf(h, 1.0);
+  const LogAbsFn logabs = [&](const torch::Tensor& r) { return wf.forward(r).logabs; };
+  MetropolisSampler sampler(options(2000), h, torch::TensorOptions().dtype(torch::kFloat64), 42);
+  sampler.initialize(logabs);
+  for (int i = 0; i < 20; ++i) sampler.adapt(sampler.run(logabs, 10));
+  std::vector<double> r1, r2;
+  for (int i = 0; i < 100; ++i) {
+    sampler.run(logabs, 5);
+    const auto d = sampler.positions().norm(2, -1).squeeze(1);
+    r1.push_back(d.mean().item<double>());
+    r2.push_back(d.square().mean().item<double>());
+  }
+  const auto m1 = blocking_analysis(r1), m2 = blocking_analysis(r2);
+  EXPECT_NEAR(m1.mean, 1.5, 4 * m1.error + 1e-3) << "±" << m1.error;
+  EXPECT_NEAR(m2.mean, 3.0, 4 * m2.error + 2e-3) << "±" << m2.error;
+  EXPECT_LT(m1.error, 0.01);
+}
+
+TEST(Metropolis, StepSizeAdaptsTowardTargetAcceptance) {
+  const System h = load_molecule("h", test::molecules_dir());
+  Hydrogenic wf(h, 1.0);
+  const LogAbsFn logabs = [&](const torch::Tensor& r) { return wf.forward(r).logabs; };
+  auto o = options(500);
+  o.step_size = 0.01;  // far too small: acceptance ≈ 1
+  MetropolisSampler sampler(o, h, torch::TensorOptions().dtype(torch::kFloat64), 1);
+  sampler.initialize(logabs);
+  double acc = 0;
+  for (int i = 0; i < 60; ++i) sampler.adapt(acc = sampler.run(logabs, 5));
+  EXPECT_NEAR(acc, 0.5, 0.1);
+  EXPECT_GT(sampler.step_size(), 0.3);
+}
+
+TEST(Metropolis, RestoredStateContinuesTheSameChain) {
+  const System s = load_molecule("lih", test::molecules_dir());
+  Hydrogenic wf(s, 1.0);
+  const LogAbsFn logabs = [&](const torch::Tensor& r) { return wf.forward(r).logabs; };
+  MetropolisSampler a(options(32), s, torch::TensorOptions().dtype(torch::kFloat64), 5);
+  a.initialize(logabs);
+  a.run(logabs, 3);
+  const SamplerState saved = a.state();
+  a.run(logabs, 4);
+  MetropolisSampler b(options(32), s, torch::TensorOptions().dtype(torch::kFloat64), 999);
+  b.set_state(saved);
+  b.run(logabs, 4);
+  EXPECT_TRUE(torch::equal(a.positions(), b.positions()));
+}
+
+TEST(Metropolis, InitialElectronsAreSpinBalancedOnEachAtom) {
+  const System s = load_molecule("lih", test::molecules_dir());  // Li (3) + H (1), 2 up 2 down
+  const auto assign = MetropolisSampler::initial_assignment(s);
+  ASSERT_EQ(assign.size(), 4u);
+  EXPECT_EQ(std::count(assign.begin(), assign.end(), 0), 3);  // Li keeps 3 electrons
+  EXPECT_EQ(std::count(assign.begin(), assign.end(), 1), 1);
+  // one up and one down electron on Li at least
+  EXPECT_EQ(assign[0], 0);
+  EXPECT_EQ(assign[2], 0);
+}

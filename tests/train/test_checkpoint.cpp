@@ -1,0 +1,92 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/test_util.hpp"
+#include "core/errors.hpp"
+#include "io/hdf5_file.hpp"
+#include "train/checkpoint.hpp"
+
+using namespace nnvmc;
+namespace fs = std::filesystem;
+
+namespace {
+Checkpoint sample_checkpoint() {
+  torch::manual_seed(3);
+  Checkpoint c;
+  c.iteration = 17;
+  c.config_yaml = "optim: {iterations: 5}\n";
+  c.parameters["layer0.one.weight"] = torch::randn({4, 3}, torch::kFloat64);
+  c.parameters["envelope_pi0"] = torch::randn({2}, torch::kFloat32);
+  c.optimizer["adam/exp_avg/layer0.one.weight"] = torch::randn({4, 3}, torch::kFloat64);
+  c.sampler.r = torch::randn({8, 2, 3}, torch::kFloat64);
+  c.sampler.logabs = torch::randn({8}, torch::kFloat64);
+  c.sampler.step_size = 0.123456789;
+  c.sampler.rng_state = at::detail::getDefaultCPUGenerator().get_state();
+  return c;
+}
+std::string tmp(const std::string& name) { return (fs::temp_directory_path() / name).string(); }
+}  // namespace
+
+TEST(Checkpoint, RoundTripIsBitIdentical) {
+  const auto c = sample_checkpoint();
+  const auto path = tmp("nnvmc_ckpt_roundtrip.h5");
+  save_checkpoint(path, c);
+  const auto d = load_checkpoint(path);
+  EXPECT_EQ(d.iteration, c.iteration);
+  EXPECT_EQ(d.config_yaml, c.config_yaml);
+  ASSERT_EQ(d.parameters.size(), c.parameters.size());
+  for (const auto& [k, v] : c.parameters) {
+    EXPECT_EQ(d.parameters.at(k).scalar_type(), v.scalar_type()) << k;
+    EXPECT_TRUE(torch::equal(d.parameters.at(k), v)) << k;
+  }
+  EXPECT_TRUE(torch::equal(d.optimizer.at("adam/exp_avg/layer0.one.weight"),
+                           c.optimizer.at("adam/exp_avg/layer0.one.weight")));
+  EXPECT_TRUE(torch::equal(d.sampler.r, c.sampler.r));
+  EXPECT_TRUE(torch::equal(d.sampler.logabs, c.sampler.logabs));
+  EXPECT_EQ(d.sampler.step_size, c.sampler.step_size);
+  EXPECT_TRUE(torch::equal(d.sampler.rng_state, c.sampler.rng_state));
+  fs::remove(path);
+}
+
+TEST(Checkpoint, NonFiniteValuesAreRefusedAndTheOldFileIsKept) {
+  const auto path = tmp("nnvmc_ckpt_nan.h5");
+  auto c = sample_checkpoint();
+  save_checkpoint(path, c);
+  c.parameters["layer0.one.weight"][0][0] = std::nan("");
+  c.iteration = 99;
+  EXPECT_THROW(save_checkpoint(path, c), NumericalError);
+  EXPECT_EQ(load_checkpoint(path).iteration, 17);
+  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  fs::remove(path);
+}
+
+TEST(Checkpoint, CorruptOrMissingFilesGiveCheckpointErrors) {
+  const auto path = tmp("nnvmc_ckpt_corrupt.h5");
+  std::ofstream(path) << "this is not HDF5";
+  EXPECT_THROW(load_checkpoint(path), CheckpointError);
+  EXPECT_THROW(load_checkpoint(tmp("nnvmc_no_such_file.h5")), CheckpointError);
+  // Truncated copy of a real checkpoint.
+  save_checkpoint(path, sample_checkpoint());
+  const auto size = fs::file_size(path);
+  fs::resize_file(path, size / 2);
+  EXPECT_THROW(load_checkpoint(path), CheckpointError);
+  fs::remove(path);
+}
+
+TEST(Checkpoint, WrongFormatVersionIsRejected) {
+  const auto path = tmp("nnvmc_ckpt_version.h5");
+  save_checkpoint(path, sample_checkpoint());
+  {
+    io::H5File f(path, io::H5File::Mode::append);
+    f.set_attr("version", "999");
+  }
+  try {
+    load_checkpoint(path);
+    FAIL();
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("version 999"), std::string::npos) << e.what();
+  }
+  fs::remove(path);
+}

@@ -1,0 +1,90 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "common/test_util.hpp"
+#include "io/hdf5_file.hpp"
+#include "train/trainer.hpp"
+
+using namespace nnvmc;
+namespace fs = std::filesystem;
+
+namespace {
+/// A tiny He run that takes well under a second per iteration.
+Config tiny_config(const std::string& out, int iterations) {
+  Config c = parse_config(
+      "system: {molecule: he}\n"
+      "model: {ferminet: {hidden_dims: [[8, 4], [8, 4]], determinants: 2}}\n"
+      "sampler: {walkers: 16, steps_per_iteration: 2, burn_in: 5, step_size: 0.3}\n"
+      "optim: {iterations: 1, log_every: 1000}\n"
+      "eval: {steps: 3, burn_in: 2}\n"
+      "run: {seed: 11, checkpoint_every: 2}\n",
+      {}, "tiny.yaml");
+  c.optim.iterations = iterations;
+  c.run.output = out;
+  c.run.threads = 1;
+  return c;
+}
+std::vector<double> column(const std::string& file, const std::string& name) {
+  io::H5File f(file, io::H5File::Mode::read);
+  const auto a = f.read(name);
+  return std::vector<double>(a.as<double>(), a.as<double>() + a.numel());
+}
+std::string fresh_dir(const std::string& name) {
+  const auto d = fs::temp_directory_path() / name;
+  fs::remove_all(d);
+  return d.string();
+}
+}  // namespace
+
+TEST(Trainer, ResumedRunEqualsUninterruptedRun) {
+  const auto dir_a = fresh_dir("nnvmc_resume_a"), dir_b = fresh_dir("nnvmc_resume_b");
+  Trainer a(tiny_config(dir_a, 6));
+  a.run(false);
+  {
+    Trainer b(tiny_config(dir_b, 3));  // "interrupted" after 3 iterations
+    b.run(false);
+  }
+  Trainer resumed(tiny_config(dir_b, 6), dir_b + "/checkpoint.h5");
+  resumed.run(false);
+  const auto pa = module_state(*a.setup().wf), pb = module_state(*resumed.setup().wf);
+  for (const auto& [k, v] : pa) EXPECT_TRUE(torch::equal(v, pb.at(k))) << k;
+  EXPECT_TRUE(torch::equal(a.setup().sampler->positions(), resumed.setup().sampler->positions()));
+  const auto ea = column(dir_a + "/result.h5", "train/energy");
+  const auto eb = column(dir_b + "/result.h5", "train/energy");
+  ASSERT_EQ(ea.size(), 6u);
+  EXPECT_EQ(ea, eb);  // bit-identical energies, no duplicated rows
+}
+
+TEST(Trainer, TinyTrainingStaysFiniteAndWritesResults) {
+  const auto dir = fresh_dir("nnvmc_tiny");
+  Trainer t(tiny_config(dir, 4));
+  const auto out = t.run(true);
+  EXPECT_FALSE(out.interrupted);
+  for (double e : column(dir + "/result.h5", "train/energy")) EXPECT_TRUE(std::isfinite(e));
+  EXPECT_TRUE(std::isfinite(out.final_eval.stats.mean));
+  EXPECT_TRUE(fs::exists(dir + "/summary.json"));
+  EXPECT_TRUE(fs::exists(dir + "/config.yaml"));
+  EXPECT_TRUE(fs::exists(dir + "/checkpoint.h5"));
+  EXPECT_FALSE(fs::exists(dir + "/checkpoint.h5.tmp"));
+}
+
+TEST(Trainer, StopRequestWritesACheckpointAndStops) {
+  const auto dir = fresh_dir("nnvmc_stop");
+  Trainer t(tiny_config(dir, 50));
+  Trainer::request_stop(true);
+  const auto out = t.run(true);
+  Trainer::request_stop(false);
+  EXPECT_TRUE(out.interrupted);
+  EXPECT_EQ(load_checkpoint(dir + "/checkpoint.h5").iteration, 0);
+}
+
+TEST(Trainer, ClippingKeepsValuesWithinWidthOfTheMedian) {
+  auto e = torch::tensor({-1.0, -1.1, -0.9, -1.0, 50.0, -80.0}, torch::kFloat64);
+  const auto c = clip_local_energies(e, 2.0);
+  const double median = e.median().item<double>();
+  const double mad = (e - median).abs().mean().item<double>();
+  EXPECT_LE(c.max().item<double>(), median + 2 * mad + 1e-12);
+  EXPECT_GE(c.min().item<double>(), median - 2 * mad - 1e-12);
+  EXPECT_EQ(c[0].item<double>(), -1.0);
+}
