@@ -5,6 +5,7 @@
 #include <libint2.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "scf/parallel.hpp"
@@ -16,6 +17,7 @@ namespace {
 /// One unique shell quartet (P ≥ Q, R ≥ S, (PQ) ≥ (RS)) with its degeneracy.
 struct Quartet {
   std::uint32_t s[4];
+  std::uint32_t bra, ket;  // indices of (s0 s1) and (s2 s3) in the shell-pair list
   double degeneracy;      // number of distinct shell-level images under 8-fold symmetry
   std::size_t offset;     // start of its block in the in-core buffer
 };
@@ -29,6 +31,7 @@ struct JKBuilder::Impl {
   JKOptions options;
   int threads = 1;
   std::vector<Quartet> quartets;
+  std::vector<libint2::ShellPair> pair_data;  // primitive-pair data of each kept shell pair
   std::vector<double> eri;   // in-core blocks (empty when direct)
   bool in_core = false;
   std::vector<libint2::Engine> engines;
@@ -68,6 +71,13 @@ struct JKBuilder::Impl {
     }
   }
 
+  /// Computes one quartet on `engine`; returns its block or nullptr if libint2 screened it out.
+  const double* compute(libint2::Engine& engine, const Quartet& q) const {
+    const auto& sh = basis.shells();
+    return engine.compute2<libint2::Operator::coulomb, libint2::BraKet::xx_xx, 0>(
+        sh[q.s[0]], sh[q.s[1]], sh[q.s[2]], sh[q.s[3]], &pair_data[q.bra], &pair_data[q.ket])[0];
+  }
+
   std::size_t block_size(const Quartet& q) const {
     const auto& sh = basis.shells();
     return sh[q.s[0]].size() * sh[q.s[1]].size() * sh[q.s[2]].size() * sh[q.s[3]].size();
@@ -92,6 +102,8 @@ JKBuilder::JKBuilder(const BasisSet& basis, const JKOptions& options) : impl_(ne
   for (std::uint32_t P = 0; P < basis.n_shells(); ++P)
     for (std::uint32_t R = 0; R <= P; ++R)
       if (Q(P, R) * q_max >= thr) pairs.push_back({P, R});
+  const double ln_prec = std::log(options.integrals.engine_precision);
+  for (const auto& [P, R] : pairs) m.pair_data.emplace_back(basis.shells()[P], basis.shells()[R], ln_prec);
   std::size_t offset = 0;
   for (std::size_t i = 0; i < pairs.size(); ++i)
     for (std::size_t j = 0; j <= i; ++j) {
@@ -99,23 +111,19 @@ JKBuilder::JKBuilder(const BasisSet& basis, const JKOptions& options) : impl_(ne
       const auto [S, T] = pairs[j];
       if (Q(P, R) * Q(S, T) < thr) continue;
       const double deg = (P == R ? 1.0 : 2.0) * (S == T ? 1.0 : 2.0) * (i == j ? 1.0 : 2.0);
-      m.quartets.push_back({{P, R, S, T}, deg, offset});
+      m.quartets.push_back({{P, R, S, T}, static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j), deg, offset});
       offset += m.block_size(m.quartets.back());
     }
 
   m.in_core = offset * sizeof(double) <= options.max_incore_mb * (std::size_t{1} << 20);
   if (!m.in_core) return;
   m.eri.assign(offset, 0.0);
-  const auto& sh = basis.shells();
   const std::size_t n_chunks = (m.quartets.size() + kChunk - 1) / kChunk;
   parallel_for(n_chunks, m.threads, [&](std::size_t chunk, int t) {
-    auto& engine = m.engines[t];
-    const auto& buf = engine.results();
     const std::size_t end = std::min(m.quartets.size(), (chunk + 1) * kChunk);
     for (std::size_t i = chunk * kChunk; i < end; ++i) {
       const Quartet& q = m.quartets[i];
-      engine.compute(sh[q.s[0]], sh[q.s[1]], sh[q.s[2]], sh[q.s[3]]);
-      if (buf[0]) std::copy_n(buf[0], m.block_size(q), m.eri.begin() + q.offset);
+      if (const double* v = m.compute(m.engines[t], q)) std::copy_n(v, m.block_size(q), m.eri.begin() + q.offset);
     }
   });
 }
@@ -136,7 +144,6 @@ void JKBuilder::build(const Eigen::MatrixXd& d_coulomb, const std::vector<Eigen:
                                               std::vector<Eigen::MatrixXd>(nx, Eigen::MatrixXd::Zero(n, n)));
   std::vector<const double*> dx;
   for (const auto& D : d_exchange) dx.push_back(D.data());
-  const auto& sh = m.basis.shells();
   const std::size_t n_chunks = (m.quartets.size() + kChunk - 1) / kChunk;
   parallel_for(n_chunks, m.threads, [&](std::size_t chunk, int t) {
     std::vector<double*> b;
@@ -148,9 +155,7 @@ void JKBuilder::build(const Eigen::MatrixXd& d_coulomb, const std::vector<Eigen:
       if (m.in_core) {
         v = m.eri.data() + q.offset;
       } else {
-        auto& engine = m.engines[t];
-        engine.compute(sh[q.s[0]], sh[q.s[1]], sh[q.s[2]], sh[q.s[3]]);
-        v = engine.results()[0];
+        v = m.compute(m.engines[t], q);
         if (!v) continue;
       }
       m.digest(q, v, d_coulomb.data(), dx, A[t].data(), b);

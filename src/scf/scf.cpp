@@ -2,11 +2,14 @@
 /// RHF/UHF drivers: integrals, guess, SCF loop, result.
 #include "scf/scf.hpp"
 
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <sstream>
 
 #include "core/errors.hpp"
+#include <spdlog/spdlog.h>  // torch-free TU: spdlog directly (see core/log.hpp)
+
 #include "core/log.hpp"
 #include "scf/guess.hpp"
 #include "scf/integrals.hpp"
@@ -53,15 +56,21 @@ ScfResult solve(const System& system, const BasisSet& basis, const ScfOptions& o
   r.n_alpha = n_alpha;
   r.n_beta = n_beta;
   r.e_nuc = system.nuclear_repulsion();
+  using clock = std::chrono::steady_clock;
+  auto since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
+  auto t0 = clock::now();
   r.overlap = overlap_matrix(basis, o.jk.integrals);
   r.h_core = core_hamiltonian(basis, system, o.jk.integrals);
   const JKBuilder jk(basis, o.jk);
-  spdlog::debug("scf: {} functions, {} shell quartets, {}", n, jk.n_quartets(),
-                jk.in_core() ? "in-core ERIs" : "direct ERIs");
+  spdlog::debug("scf: {} functions, {} shell quartets, {}; integrals {:.3f} s", n, jk.n_quartets(),
+                jk.in_core() ? "in-core ERIs" : "direct ERIs", since(t0));
+  t0 = clock::now();
 
   const Eigen::MatrixXd d_guess =
       o.guess == ScfGuess::sad ? sad_density(system, basis, o)
                                : core_density(r.h_core, r.overlap, system.n_electrons(), o.lindep_threshold);
+  spdlog::debug("scf: initial guess {:.3f} s", since(t0));
+  t0 = clock::now();
   detail::ScfProblem pb{r.overlap, r.h_core, jk, r.e_nuc, {}, false};
   std::vector<Eigen::MatrixXd> d0;
   if (unrestricted) {
@@ -92,8 +101,8 @@ ScfResult solve(const System& system, const BasisSet& basis, const ScfOptions& o
   r.f_beta = st.F[b];
   r.d_alpha = r.c_alpha.leftCols(n_alpha) * r.c_alpha.leftCols(n_alpha).transpose();
   r.d_beta = r.c_beta.leftCols(n_beta) * r.c_beta.leftCols(n_beta).transpose();
-  spdlog::debug("scf: E = {:.12f} after {} iterations (ΔE {:.1e}, [F,D] {:.1e})", r.energy,
-                r.iterations, r.delta_energy, r.commutator);
+  spdlog::debug("scf: E = {:.12f} after {} iterations (ΔE {:.1e}, [F,D] {:.1e}), {:.3f} s", r.energy,
+                r.iterations, r.delta_energy, r.commutator, since(t0));
   if (!r.converged && o.throw_on_failure) {
     std::ostringstream msg;
     msg.precision(3);

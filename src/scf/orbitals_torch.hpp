@@ -1,0 +1,88 @@
+#pragma once
+/// @file orbitals_torch.hpp
+/// Gaussian basis functions and Hartree–Fock molecular orbitals evaluated on electron
+/// positions with differentiable libtorch ops (autograd gives gradients and Laplacians).
+/// Target nnvmc::scf_torch; the plain SCF (nnvmc::scf) stays torch-free.
+///
+/// Numerics: every function is a polynomial times exp(−α|r − R|²) built from |r − R|²
+/// (never |r − R|), so values and all derivatives are finite everywhere, including at the
+/// nuclei (Gaussians have no cusp; a cusp-correcting ansatz such as PauliNet adds it on top).
+#include <torch/torch.h>
+
+#include <Eigen/Dense>
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "scf/basis.hpp"
+#include "scf/scf.hpp"
+
+namespace nnvmc::scf {
+
+/// Linear combinations φ_j(r) = Σ_p C(p, j) χ_p(r) of the functions χ_p of a BasisSet
+/// (same functions, order and normalisation as the integrals in integrals.hpp).
+class GaussianOrbitals {
+ public:
+  GaussianOrbitals() = default;
+  /// @param basis the AO basis (copied into tensors) @param coefficients [n_basis, n_orb]
+  /// @param options dtype (float64 or float32) and device of every tensor produced.
+  /// @throws InputError if coefficients has the wrong number of rows.
+  GaussianOrbitals(const BasisSet& basis, const Eigen::MatrixXd& coefficients,
+                   torch::TensorOptions options = torch::kFloat64);
+
+  /// AO values. @param r [B, N, 3] (bohr) @return χ_p(r_i) [B, N, n_basis], BasisSet order.
+  torch::Tensor basis_values(const torch::Tensor& r) const;
+  /// Orbital values. @param r [B, N, 3] @return φ_j(r_i) [B, N, n_orb].
+  torch::Tensor forward(const torch::Tensor& r) const;
+  torch::Tensor operator()(const torch::Tensor& r) const { return forward(r); }
+
+  int64_t n_basis() const { return n_basis_; }    ///< AO functions
+  int64_t n_orbitals() const { return n_orb_; }   ///< columns of the coefficient matrix
+
+ private:
+  /// Shells of one (l, pure) kind, evaluated together.
+  struct Group {
+    int l = 0;
+    bool pure = false;
+    torch::Tensor atoms;      ///< [S_g] centre index of each shell (int64)
+    torch::Tensor shells;     ///< [S_g] shell index into the radial table (int64)
+    torch::Tensor powers;     ///< [3, n_cart] Cartesian exponents (a, b, c) per component (int64)
+    torch::Tensor to_pure;    ///< [n_cart, 2l+1] Cartesian → solid harmonic (pure only)
+  };
+  int64_t n_basis_ = 0, n_orb_ = 0;
+  int max_l_ = 0;
+  torch::Tensor centres_;       ///< [M, 3]
+  torch::Tensor prim_exp_;      ///< [P] exponents α_k
+  torch::Tensor prim_atom_;     ///< [P] centre of each primitive (int64)
+  torch::Tensor contraction_;   ///< [P, S] coefficient of primitive k in shell s
+  std::vector<Group> groups_;
+  torch::Tensor ao_order_;      ///< [n_basis] BasisSet index of each function in group order (int64)
+  torch::Tensor inverse_order_; ///< [n_basis] position of each BasisSet function in group order
+  torch::Tensor coefficients_;  ///< [n_basis, n_orb] rows in group order
+
+  /// AO values in group order. @param r [B, N, 3] @return [B, N, n_basis]
+  torch::Tensor grouped_values(const torch::Tensor& r) const;
+};
+
+/// Occupied HF orbitals of both spins, and the HF Slater determinant.
+struct HartreeFockOrbitals {
+  GaussianOrbitals alpha;  ///< the n_alpha occupied α orbitals
+  GaussianOrbitals beta;   ///< the n_beta occupied β orbitals (RHF: the same as α)
+  int n_alpha = 0;         ///< spin-up electrons (first in r)
+  int n_beta = 0;          ///< spin-down electrons
+
+  /// Slater matrices, element (i, j) = orbital j at electron i.
+  /// @param r [B, n_alpha + n_beta, 3] @return {[B, n_alpha, n_alpha], [B, n_beta, n_beta]}
+  std::pair<torch::Tensor, torch::Tensor> matrices(const torch::Tensor& r) const;
+  /// sign and log|det Φ_α · det Φ_β| of the HF wavefunction. @param r [B, N, 3]
+  /// @return {sign [B], logabs [B]} (an empty spin channel contributes 1)
+  std::pair<torch::Tensor, torch::Tensor> log_slater(const torch::Tensor& r) const;
+};
+
+/// The occupied orbitals of an SCF result on `basis` (the basis it was computed with).
+/// @throws InputError if the basis size does not match the result.
+HartreeFockOrbitals occupied_orbitals(const ScfResult& result, const BasisSet& basis,
+                                      torch::TensorOptions options = torch::kFloat64);
+
+}  // namespace nnvmc::scf
