@@ -1,0 +1,38 @@
+#include "ccsd/contractor.hpp"
+
+#include <torch/torch.h>
+
+#include "batching/contract.hpp"
+
+namespace nnvmc::ccsd {
+
+Contractor::Contractor(batching::PlanOptions options, bool explain)
+    : options_(std::move(options)), explain_(explain) {
+  if (!options_.cost) options_.cost = batching::CostModel::measure(options_.device);
+}
+
+torch::Tensor Contractor::operator()(const std::string& term, const std::string& spec,
+                                     const std::vector<torch::Tensor>& ops) {
+  const auto es = batching::parse_einsum(spec);
+  const auto ext = batching::label_extents(es, [&] {
+    std::vector<std::vector<std::int64_t>> s;
+    for (const auto& t : ops) s.emplace_back(t.sizes().begin(), t.sizes().end());
+    return s;
+  }());
+  std::vector<std::int64_t> shape;
+  for (char l : es.output) shape.push_back(ext.at(l));
+  torch::Tensor out = torch::empty(shape, ops[0].options());
+  const auto plan = batching::plan_contraction(spec, ops, out, options_);
+  const auto rep = batching::execute(plan, ops, out, options_);
+  auto& s = stats_[term];
+  if (explain_ && s.calls == 0) plans_.push_back(term + ": " + plan.explain());
+  s.seconds += rep.seconds;
+  s.flops += rep.flops;
+  s.batches += rep.batches;
+  s.peak_bytes = std::max(s.peak_bytes, rep.peak_bytes);
+  s.calls += 1;
+  s.strategy = rep.strategy;
+  return out;
+}
+
+}  // namespace nnvmc::ccsd

@@ -1,0 +1,44 @@
+#pragma once
+/// @file dressed.hpp
+/// The T1-similarity-transformed (dressed) Hamiltonian e^{−T1} H e^{T1} of closed-shell
+/// CCSD: with T[a,i] = t1[i,a], X = 1 − T and Y = 1 + T,
+///   ĥ_pq = Σ X_pp' h_p'q' Y_q'q,   ĝ_pqrs = Σ X_pp' Y_q'q X_rr' Y_s's g_p'q'r's'.
+/// Blocks are named by four letters: o = active occupied, v = virtual (e.g. "vvov").
+#include <torch/types.h>
+
+#include <string>
+
+#include "ccsd/contractor.hpp"
+#include "ccsd/mo_integrals.hpp"
+
+namespace nnvmc::ccsd {
+
+/// Dressed integrals for the current t1 (conventional: full ĝ; Cholesky: dressed vectors).
+class DressedHamiltonian {
+ public:
+  DressedHamiltonian(const MoIntegrals& mo, Contractor& contract);
+
+  /// Dresses with t1 [o, v] (zeros: the bare Hamiltonian).
+  void dress(const torch::Tensor& t1);
+
+  /// Dressed Fock matrix F̂_pq = ĥ_pq + Σ_k∈occ (2ĝ_pqkk − ĝ_pkkq), [n_mo, n_mo].
+  torch::Tensor fock() const;
+
+  /// Dressed block ĝ in chemists' order, e.g. block("vvov") → [v, v, o, v].
+  torch::Tensor block(const std::string& spaces) const;
+
+  /// Particle–particle ladder Σ_cd ĝ_acbd t2[i,c,j,d] → [o, v, o, v]; with Cholesky
+  /// vectors the planned three-operand contraction "xac,xbd,icjd->iajb".
+  torch::Tensor ladder(const torch::Tensor& t2) const;
+
+ private:
+  torch::Tensor range(char space, int dim, const torch::Tensor& t) const;
+
+  const MoIntegrals& mo_;
+  Contractor& c_;
+  torch::Tensor h_;     // dressed core Hamiltonian [n, n]
+  torch::Tensor g_;     // dressed ERIs [n, n, n, n] (conventional)
+  torch::Tensor l_;     // dressed Cholesky vectors [naux, n, n]
+};
+
+}  // namespace nnvmc::ccsd

@@ -1,0 +1,80 @@
+/// AO → MO transformation of the RHF integrals (conventional or Cholesky).
+#include "ccsd/mo_integrals.hpp"
+
+#include <torch/torch.h>
+
+#include "batching/contract.hpp"
+#include "ccsd/cholesky.hpp"
+#include "core/errors.hpp"
+#include "scf/integrals.hpp"
+
+namespace nnvmc::ccsd {
+
+namespace {
+
+torch::Tensor to_torch(const Eigen::MatrixXd& m) {
+  // Eigen is column-major: its buffer is the row-major transpose.
+  return torch::from_blob(const_cast<double*>(m.data()), {m.cols(), m.rows()}, torch::kFloat64)
+      .t()
+      .contiguous();
+}
+
+MoIntegrals common(const scf::ScfResult& rhf, int n_frozen) {
+  if (rhf.unrestricted) throw InputError("CCSD needs an RHF reference");
+  MoIntegrals mo;
+  mo.space.n_mo = rhf.n_mo;
+  mo.space.n_occ = rhf.n_alpha;
+  mo.space.n_frozen = n_frozen;
+  if (n_frozen < 0 || n_frozen >= rhf.n_alpha)
+    throw InputError("frozen core of " + std::to_string(n_frozen) + " orbitals leaves no active occupied orbital");
+  const torch::Tensor c = to_torch(rhf.c_alpha);
+  mo.h = c.t().matmul(to_torch(rhf.h_core)).matmul(c).contiguous();
+  mo.eps = torch::from_blob(const_cast<double*>(rhf.eps_alpha.data()), {rhf.eps_alpha.size()}, torch::kFloat64).clone();
+  mo.e_hf = rhf.energy;
+  mo.e_nuc = rhf.e_nuc;
+  return mo;
+}
+
+}  // namespace
+
+int frozen_core_orbitals(const System& system) {
+  int n = 0;
+  for (const auto& a : system.atoms) n += a.Z > 54 ? 27 : a.Z > 36 ? 18 : a.Z > 18 ? 9 : a.Z > 10 ? 5 : a.Z > 2 ? 1 : 0;
+  return n;
+}
+
+MoIntegrals conventional_integrals(const scf::ScfResult& rhf, const scf::BasisSet& basis, int n_frozen) {
+  MoIntegrals mo = common(rhf, n_frozen);
+  const std::int64_t n = std::int64_t(basis.n_functions());
+  std::vector<double> ao = scf::eri_full(basis);
+  const torch::Tensor g = torch::from_blob(ao.data(), {n, n, n, n}, torch::kFloat64);
+  const torch::Tensor c = to_torch(rhf.c_alpha);
+  mo.eri = batching::contract("pP,qQ,rR,sS,pqrs->PQRS", {c, c, c, c, g});
+  return mo;
+}
+
+MoIntegrals cholesky_integrals(const scf::ScfResult& rhf, const scf::BasisSet& basis, int n_frozen, double tau) {
+  MoIntegrals mo = common(rhf, n_frozen);
+  const std::int64_t n = std::int64_t(basis.n_functions());
+  const Eigen::MatrixXd l_ao = cholesky_ao_eri(basis, tau);
+  const torch::Tensor l = torch::from_blob(const_cast<double*>(l_ao.data()), {l_ao.cols(), n, n}, torch::kFloat64);
+  const torch::Tensor c = to_torch(rhf.c_alpha);
+  mo.chol = batching::contract("xpq,pP,qQ->xPQ", {l, c, c});
+  return mo;
+}
+
+MoIntegrals integrals_from_tensors(torch::Tensor h, torch::Tensor eps, torch::Tensor eri, int n_occ,
+                                   int n_frozen, double e_hf, double e_nuc) {
+  MoIntegrals mo;
+  mo.space.n_mo = int(h.size(0));
+  mo.space.n_occ = n_occ;
+  mo.space.n_frozen = n_frozen;
+  mo.h = h.contiguous();
+  mo.eps = eps.contiguous();
+  mo.eri = eri.contiguous();
+  mo.e_hf = e_hf;
+  mo.e_nuc = e_nuc;
+  return mo;
+}
+
+}  // namespace nnvmc::ccsd

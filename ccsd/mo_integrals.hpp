@@ -1,0 +1,49 @@
+#pragma once
+/// @file mo_integrals.hpp
+/// Molecular-orbital integrals of an RHF reference for CCSD: either the full MO ERI
+/// tensor (conventional, small systems) or MO Cholesky vectors (large systems).
+#include <torch/types.h>
+
+#include "scf/basis.hpp"
+#include "scf/scf.hpp"
+
+namespace nnvmc::ccsd {
+
+/// Orbital spaces: [0, n_frozen) frozen core, [n_frozen, n_occ) active occupied,
+/// [n_occ, n_mo) virtual (all virtuals are active).
+struct OrbitalSpace {
+  int n_mo = 0;      ///< molecular orbitals
+  int n_occ = 0;     ///< doubly occupied orbitals (frozen + active)
+  int n_frozen = 0;  ///< frozen core orbitals
+  int n_act_occ() const { return n_occ - n_frozen; }  ///< active occupied o
+  int n_vir() const { return n_mo - n_occ; }          ///< virtuals v
+};
+
+/// MO integrals; exactly one of `eri` and `chol` is defined.
+struct MoIntegrals {
+  OrbitalSpace space;     ///< orbital partitioning
+  torch::Tensor h;        ///< core Hamiltonian [n_mo, n_mo]
+  torch::Tensor eps;      ///< orbital energies [n_mo]
+  torch::Tensor eri;      ///< (pq|rs) [n_mo, n_mo, n_mo, n_mo] (conventional) or undefined
+  torch::Tensor chol;     ///< L[x, p, q] with (pq|rs) ≈ Σ_x L[x,p,q] L[x,r,s], or undefined
+  double e_hf = 0;        ///< RHF total energy (with e_nuc)
+  double e_nuc = 0;       ///< nuclear repulsion
+  bool cholesky() const { return chol.defined(); }  ///< Cholesky-factorised integrals
+};
+
+/// Number of core orbitals frozen by convention (He–Ne: 1, Na–Ar: 5, K–Kr: 9 per atom).
+int frozen_core_orbitals(const System& system);
+
+/// Conventional MO integrals from the full AO ERI tensor (n_basis ≤ ~150).
+MoIntegrals conventional_integrals(const scf::ScfResult& rhf, const scf::BasisSet& basis, int n_frozen);
+
+/// Cholesky MO integrals: pivoted Cholesky of the AO ERIs with threshold `tau`
+/// (see cholesky.hpp), transformed to MO vectors L[x, p, q].
+MoIntegrals cholesky_integrals(const scf::ScfResult& rhf, const scf::BasisSet& basis, int n_frozen,
+                               double tau);
+
+/// Wraps given MO quantities (tests, other SCF codes): h [n,n], eps [n], eri [n,n,n,n].
+MoIntegrals integrals_from_tensors(torch::Tensor h, torch::Tensor eps, torch::Tensor eri, int n_occ,
+                                   int n_frozen, double e_hf, double e_nuc);
+
+}  // namespace nnvmc::ccsd

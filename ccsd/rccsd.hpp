@@ -1,0 +1,53 @@
+#pragma once
+/// @file rccsd.hpp
+/// Closed-shell CCSD and CCSD(T) on MO integrals (conventional or Cholesky).
+#include <torch/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "batching/plan.hpp"
+#include "ccsd/contractor.hpp"
+#include "ccsd/mo_integrals.hpp"
+
+namespace nnvmc::ccsd {
+
+/// Solver settings.
+struct CcsdOptions {
+  int max_iterations = 100;          ///< give up (NumericalError) after this many iterations
+  double energy_tolerance = 1e-10;   ///< converged when |ΔE| < this (hartree) ...
+  double residual_tolerance = 1e-8;  ///< ... and the amplitude update norm |Δt| < this
+  int diis_size = 8;                 ///< stored DIIS vectors (0: plain Jacobi)
+  bool triples = false;              ///< also compute the (T) correction
+  batching::PlanOptions plan;        ///< budget, split, backend and device of every heavy contraction
+  bool explain = false;              ///< keep the plan of each term (CcsdResult::plans)
+  bool verbose = false;              ///< log one line per iteration
+};
+
+/// Energies and timings.
+struct CcsdResult {
+  double e_hf = 0;                    ///< reference energy (hartree)
+  double e_corr = 0;                  ///< CCSD correlation energy
+  double e_ccsd = 0;                  ///< e_hf + e_corr
+  double e_t = 0;                     ///< (T) correction (0 unless computed)
+  double e_ccsd_t = 0;                ///< e_ccsd + e_t
+  int iterations = 0;                 ///< CCSD iterations
+  bool converged = false;             ///< tolerances met
+  double seconds_per_iteration = 0;   ///< mean wall time of one iteration
+  double seconds_triples = 0;         ///< wall time of (T)
+  std::map<std::string, TermStats> terms;  ///< per contraction term, over all iterations
+  std::vector<std::string> plans;     ///< plans of every term (options.explain)
+  torch::Tensor t1;                   ///< converged singles [o, v]
+  torch::Tensor t2;                   ///< converged doubles [o, v, o, v]
+};
+
+/// Runs CCSD (and (T) when asked). @throws NumericalError when it does not converge,
+/// BudgetError when a contraction cannot fit the budget.
+CcsdResult run_rccsd(const MoIntegrals& mo, const CcsdOptions& options = {});
+
+/// (T) correction for converged amplitudes t1 [o, v], t2 [o, v, o, v] (bare integrals).
+double triples_correction(const MoIntegrals& mo, const torch::Tensor& t1, const torch::Tensor& t2,
+                          Contractor& contract);
+
+}  // namespace nnvmc::ccsd

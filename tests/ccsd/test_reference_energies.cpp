@@ -1,0 +1,46 @@
+/// Conventional CCSD and CCSD(T) against Psi4 (../shared/reference/ccsd.csv), all-electron.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "ccsd/driver.hpp"
+#include "reference.hpp"
+
+namespace {
+
+nnvmc::ccsd::CcsdRun run(const std::string& mol, const std::string& basis, bool triples, bool frozen = false) {
+  nnvmc::ccsd::CcsdRunOptions o;
+  o.basis = basis;
+  o.frozen_core = frozen;
+  o.ccsd.triples = triples;
+  o.ccsd.plan.cost = nnvmc::batching::CostModel{};
+  return nnvmc::ccsd::run_ccsd(nnvmc::load_molecule(mol, nnvmc::default_molecules_dir()), o);
+}
+
+void expect_reference(const std::string& mol, const std::string& basis, bool triples) {
+  SCOPED_TRACE(mol + "/" + basis);
+  const auto ref = nnvmc::test::ccsd_reference(mol, basis);
+  const auto r = run(mol, basis, triples);
+  EXPECT_NEAR(r.rhf.energy, ref.e_rhf, 1e-7);
+  EXPECT_NEAR(r.cc.e_ccsd, ref.e_ccsd, 1e-7);
+  if (triples) EXPECT_NEAR(r.cc.e_ccsd_t, ref.e_ccsd_t, 1e-7);
+}
+
+}  // namespace
+
+TEST(ReferenceEnergies, WaterSto3gCcsdAndTriplesMatchPsi4) { expect_reference("h2o", "sto-3g", true); }
+TEST(ReferenceEnergies, Water631gCcsdAndTriplesMatchPsi4) { expect_reference("h2o", "6-31g", true); }
+TEST(ReferenceEnergies, WaterCcpvdzCcsdAndTriplesMatchPsi4) { expect_reference("h2o", "cc-pvdz", true); }
+TEST(ReferenceEnergies, HydrogenMoleculeIsExactWithoutTriples) { expect_reference("h2", "cc-pvdz", true); }
+TEST(ReferenceEnergies, LithiumHydrideCcpvdzMatchesPsi4) { expect_reference("lih", "cc-pvdz", true); }
+TEST(ReferenceEnergies, MethaneCcpvdzCcsdMatchesPsi4) { expect_reference("ch4", "cc-pvdz", false); }
+
+TEST(ReferenceEnergies, FrozenCoreRaisesTheEnergySlightly) {
+  const auto all = run("h2o", "cc-pvdz", true);
+  const auto fc = run("h2o", "cc-pvdz", true, true);
+  EXPECT_EQ(fc.n_frozen, 1);
+  // the O 1s pair contributes a small negative correlation energy (a few mEh in cc-pVDZ)
+  EXPECT_GT(fc.cc.e_ccsd, all.cc.e_ccsd);
+  EXPECT_LT(fc.cc.e_ccsd - all.cc.e_ccsd, 5e-3);
+  EXPECT_GT(fc.cc.e_ccsd_t, all.cc.e_ccsd_t);
+  EXPECT_NEAR(fc.rhf.energy, all.rhf.energy, 1e-10);
+}

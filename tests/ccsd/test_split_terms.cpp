@@ -1,0 +1,98 @@
+/// The real CCSD terms under every split strategy and tiny budgets equal the unsplit result.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "ccsd/dressed.hpp"
+#include "ccsd/mo_integrals.hpp"
+#include "ccsd/rccsd.hpp"
+#include "ccsd/residual.hpp"
+#include "core/errors.hpp"
+
+namespace {
+
+namespace b = nnvmc::batching;
+
+/// Water/6-31G with Cholesky vectors and the amplitudes after two iterations.
+struct Setup {
+  nnvmc::System system = nnvmc::load_molecule("h2o", nnvmc::default_molecules_dir());
+  nnvmc::scf::BasisSet basis = nnvmc::scf::make_basis("6-31g", system);
+  nnvmc::scf::ScfResult rhf = nnvmc::scf::run_rhf(system, basis);
+  nnvmc::ccsd::MoIntegrals mo = nnvmc::ccsd::cholesky_integrals(rhf, basis, 0, 1e-6);
+  torch::Tensor t1, t2;
+  Setup() {
+    nnvmc::ccsd::CcsdOptions o;
+    o.plan.cost = b::CostModel{};
+    o.max_iterations = 200;
+    const auto r = nnvmc::ccsd::run_rccsd(mo, o);
+    t1 = r.t1;
+    t2 = r.t2;
+  }
+};
+
+Setup& setup() {
+  static Setup s;
+  return s;
+}
+
+b::PlanOptions plan(std::int64_t budget, b::SplitStrategy split) {
+  b::PlanOptions p;
+  p.budget_bytes = budget;
+  p.split = split;
+  p.cost = b::CostModel{};
+  return p;
+}
+
+double rel(const torch::Tensor& x, const torch::Tensor& ref) {
+  return (x - ref).abs().max().item<double>() / ref.abs().max().item<double>();
+}
+
+}  // namespace
+
+TEST(SplitTerms, LadderUnderEverySplitAndTinyBudgetsEqualsUnsplit) {
+  torch::set_num_threads(1);
+  auto& s = setup();
+  nnvmc::ccsd::Contractor ample(plan(0, b::SplitStrategy::none));
+  nnvmc::ccsd::DressedHamiltonian h0(s.mo, ample);
+  h0.dress(s.t1);
+  const torch::Tensor ref = h0.ladder(s.t2);
+  const std::int64_t need = ample.stats().at("ladder").peak_bytes;
+  ASSERT_GT(need, 0);
+  for (auto split : {b::SplitStrategy::x, b::SplitStrategy::c, b::SplitStrategy::automatic})
+    for (std::int64_t div : {2, 8, 32, 128}) {
+      SCOPED_TRACE(b::to_string(split) + " budget need/" + std::to_string(div));
+      nnvmc::ccsd::Contractor c(plan(need / div, split));
+      nnvmc::ccsd::DressedHamiltonian h(s.mo, c);
+      h.dress(s.t1);
+      const torch::Tensor r = h.ladder(s.t2);
+      EXPECT_LE(rel(r, ref), 1e-12);
+      EXPECT_LE(c.stats().at("ladder").peak_bytes, need / div);
+      EXPECT_GT(c.stats().at("ladder").batches, 1);
+    }
+}
+
+TEST(SplitTerms, FullResidualUnderTinyBudgetsEqualsUnsplit) {
+  torch::set_num_threads(1);
+  auto& s = setup();
+  nnvmc::ccsd::Contractor ample(plan(0, b::SplitStrategy::none));
+  nnvmc::ccsd::DressedHamiltonian h0(s.mo, ample);
+  h0.dress(s.t1);
+  const auto ref = nnvmc::ccsd::ccsd_residual(h0, ample, s.t1, s.t2);
+  for (auto split : {b::SplitStrategy::x, b::SplitStrategy::c, b::SplitStrategy::automatic}) {
+    SCOPED_TRACE(b::to_string(split));
+    const std::int64_t budget = 64 * 1024;  // far below the ladder's and the dressing's need
+    nnvmc::ccsd::Contractor c(plan(budget, split));
+    nnvmc::ccsd::DressedHamiltonian h(s.mo, c);
+    h.dress(s.t1);
+    const auto r = nnvmc::ccsd::ccsd_residual(h, c, s.t1, s.t2);
+    EXPECT_LE(rel(r.r1, ref.r1), 1e-12);
+    EXPECT_LE(rel(r.r2, ref.r2), 1e-12);
+    for (const auto& [term, st] : c.stats()) EXPECT_LE(st.peak_bytes, budget) << term;
+  }
+}
+
+TEST(SplitTerms, ImpossibleBudgetForTheLadderIsABudgetError) {
+  auto& s = setup();
+  nnvmc::ccsd::Contractor c(plan(16, b::SplitStrategy::c));
+  nnvmc::ccsd::DressedHamiltonian h(s.mo, c);
+  EXPECT_THROW(h.dress(s.t1), nnvmc::BudgetError);
+}
