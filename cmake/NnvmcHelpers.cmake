@@ -36,5 +36,8 @@ function(nnvmc_add_test)
   if(T_TORCH)
     _nnvmc_use_torch(test_${T_NAME})
   endif()
-  gtest_discover_tests(test_${T_NAME} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS ${T_NAME})
+  # ctest runs test executables in parallel on few cores: one intra-op thread each avoids
+  # oversubscription (OpenMP spin-waiting makes small tensor ops 10-30x slower).
+  gtest_discover_tests(test_${T_NAME} DISCOVERY_TIMEOUT 60
+    PROPERTIES LABELS ${T_NAME} ENVIRONMENT "OMP_NUM_THREADS=1")
 endfunction()
