@@ -40,9 +40,10 @@ void add_train_command(CLI::App& app) {
                      s.config.model.type.c_str(), static_cast<long>(n_params), s.config.sampler.walkers,
                      trainer->output_dir().c_str()));
     const TrainOutcome out = trainer->run();
-    if (out.interrupted) throw Error("interrupted; resume with: nnvmc train --resume " + trainer->output_dir());
+    log::info("time per stage:");
     for (const auto& [stage, e] : trainer->timers().stages())
-      log::info(strfmt("  %-13s %8.2f s", stage.c_str(), e.seconds));
+      log::info(strfmt("  %-13s %8.2f s  (%ld calls)", stage.c_str(), e.seconds, e.calls));
+    if (out.interrupted) throw Error("interrupted; resume with: nnvmc train --resume " + trainer->output_dir());
   });
 }
 
