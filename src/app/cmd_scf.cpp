@@ -94,6 +94,9 @@ void add_scf_command(CLI::App& app) {
   cmd->add_option("--damping", a->options.damping, "Fock damping before DIIS starts, in [0, 1)")
       ->capture_default_str();
   cmd->add_option("--diis-start", a->options.diis_start, "first DIIS iteration")->capture_default_str();
+  cmd->add_option("--schwarz", a->options.jk.integrals.schwarz_threshold,
+                  "skip ERI shell quartets with Schwarz bound below this (Eh)")
+      ->capture_default_str();
   cmd->add_option("--threads", a->options.jk.integrals.threads, "integral threads (0 = all cores)")
       ->capture_default_str();
   cmd->callback([a] { run_scf_command(*a); });

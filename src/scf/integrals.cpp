@@ -53,9 +53,9 @@ Eigen::MatrixXd one_body(const BasisSet& basis, Engine prototype, const Integral
   return M;
 }
 
-Engine eri_engine(const BasisSet& basis, const IntegralOptions& o) {
+Engine eri_engine(const BasisSet& basis, double precision) {
   ensure_libint_initialized();
-  return Engine(Operator::coulomb, basis.max_nprim(), basis.max_l(), 0, o.engine_precision);
+  return Engine(Operator::coulomb, basis.max_nprim(), basis.max_l(), 0, precision);
 }
 
 }  // namespace
@@ -87,7 +87,9 @@ Eigen::MatrixXd core_hamiltonian(const BasisSet& basis, const System& system,
 
 Eigen::MatrixXd schwarz_bounds(const BasisSet& basis, const IntegralOptions& options) {
   const int threads = resolve_threads(options.threads);
-  auto pool = engines(eri_engine(basis, options), threads);
+  // No primitive screening here: (ab|ab) ~ S_ab² may be below the engine precision while
+  // (ab|cd) ~ S_ab is not, and a bound screened to zero would drop real integrals.
+  auto pool = engines(eri_engine(basis, 0.0), threads);
   const auto& shells = basis.shells();
   const std::size_t ns = shells.size();
   Eigen::MatrixXd Q = Eigen::MatrixXd::Zero(ns, ns);
@@ -107,7 +109,7 @@ Eigen::MatrixXd schwarz_bounds(const BasisSet& basis, const IntegralOptions& opt
 
 std::vector<double> eri_diagonal(const BasisSet& basis, const IntegralOptions& options) {
   const int threads = resolve_threads(options.threads);
-  auto pool = engines(eri_engine(basis, options), threads);
+  auto pool = engines(eri_engine(basis, options.engine_precision), threads);  // as eri_columns
   const auto& shells = basis.shells();
   const auto& off = basis.shell_offsets();
   const std::size_t ns = shells.size(), n = basis.n_functions();
@@ -140,7 +142,7 @@ Eigen::MatrixXd eri_columns(const BasisSet& basis, const std::vector<std::pair<i
   }
   Eigen::MatrixXd out = Eigen::MatrixXd::Zero(n * n, col0.back());
   const int threads = resolve_threads(options.threads);
-  auto pool = engines(eri_engine(basis, options), threads);
+  auto pool = engines(eri_engine(basis, options.engine_precision), threads);
   // One task per (pair k, bra shell P); Q runs over P ≥ Q and fills both (pq) and (qp) rows.
   parallel_for(shell_pairs.size() * ns, threads, [&](std::size_t task, int t) {
     const std::size_t k = task / ns, P = task % ns;
@@ -177,7 +179,7 @@ std::vector<double> eri_full(const BasisSet& basis, const IntegralOptions& optio
   const auto& shells = basis.shells();
   const auto& off = basis.shell_offsets();
   const int threads = resolve_threads(options.threads);
-  auto pool = engines(eri_engine(basis, options), threads);
+  auto pool = engines(eri_engine(basis, options.engine_precision), threads);
   const Eigen::MatrixXd Q = schwarz_bounds(basis, options);
   // Tasks: bra pairs P ≥ Q; ket pairs R ≥ S with (RS) ≤ (PQ); all 8 images written.
   parallel_for(ns * (ns + 1) / 2, threads, [&](std::size_t task, int t) {

@@ -50,7 +50,8 @@ Eigen::MatrixXd core_hamiltonian(const BasisSet& basis, const System& system,
                                  const IntegralOptions& options = {});
 
 /// Schwarz bounds per shell pair: Q_PQ = max_{p∈P,q∈Q} sqrt|(pq|pq)|, [n_shells, n_shells];
-/// |(pq|rs)| ≤ Q_PQ·Q_RS.
+/// |(pq|rs)| ≤ Q_PQ·Q_RS. Computed without primitive screening (engine_precision is not
+/// used): (pq|pq) ~ S_pq² can be far below it while (pq|rs) ~ S_pq is not.
 Eigen::MatrixXd schwarz_bounds(const BasisSet& basis, const IntegralOptions& options = {});
 
 /// Full AO ERI tensor, flat row-major [n, n, n, n]: element (pq|rs) at ((p·n + q)·n + r)·n + s.
@@ -60,7 +61,8 @@ std::vector<double> eri_full(const BasisSet& basis, const IntegralOptions& optio
                              std::size_t max_bytes = std::size_t{4} << 30);
 
 /// ERI diagonal (pq|pq), flat row-major [n, n] (element p·n + q). This is the starting
-/// diagonal of a pivoted Cholesky decomposition of the ERI matrix (pq)×(rs).
+/// diagonal of a pivoted Cholesky decomposition of the ERI matrix (pq)×(rs); computed with
+/// the same engine_precision as eri_columns, so the two agree to rounding.
 std::vector<double> eri_diagonal(const BasisSet& basis, const IntegralOptions& options = {});
 
 /// ERI columns for a list of shell pairs: for each pair (R, S) (shell indices, any order)

@@ -1,9 +1,14 @@
 #pragma once
 /// Shared helpers of the scf tests: locating files and reading the reference CSVs.
+#include <gtest/gtest.h>
+
 #include <fstream>
+#include <stdexcept>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "core/system.hpp"
 
 namespace nnvmc::scf::scftest {
 
@@ -27,6 +32,24 @@ inline std::vector<std::vector<std::string>> read_csv_rows(const std::string& pa
     rows.push_back(cells);
   }
   return rows;
+}
+
+/// Frame `k` (1-based) of ../shared/reference/water_clusters.xyz, loaded through a
+/// single-frame temporary XYZ file (ångström → bohr by read_xyz).
+inline System water_cluster(int k) {
+  std::ifstream in(scftest::kReference + "/water_clusters.xyz");
+  std::string line;
+  for (int frame = 1;; ++frame) {
+    if (!std::getline(in, line)) throw std::runtime_error("water_clusters.xyz: no frame " + std::to_string(k));
+    const int n = std::stoi(line);
+    std::string body = line + "\n";
+    for (int i = 0; i <= n && std::getline(in, line); ++i) body += line + "\n";
+    if (frame == k) {
+      const std::string path = ::testing::TempDir() + "/nnvmc_water_" + std::to_string(k) + ".xyz";
+      std::ofstream(path) << body;
+      return read_xyz(path);
+    }
+  }
 }
 
 }  // namespace nnvmc::scf::scftest

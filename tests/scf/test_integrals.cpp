@@ -99,6 +99,28 @@ TEST(Integrals, FullEriHasEightfoldSymmetryAndMatchesColumnsAndDiagonal) {
   EXPECT_EQ(col, static_cast<std::size_t>(cols.cols()));
 }
 
+TEST(Integrals, SchwarzBoundsHoldForEveryQuartetOfASpreadOutMolecule) {
+  // A water dimer has shell pairs with tiny overlap, where (ab|ab) ~ S_ab² is far below
+  // (ab|cd) ~ S_ab: the bound must not be screened to zero.
+  const BasisSet b = make_basis("cc-pvdz", scftest::water_cluster(2));
+  const std::size_t n = b.n_functions();
+  const auto Q = schwarz_bounds(b);
+  const auto eri = eri_full(b);
+  const auto& off = b.shell_offsets();
+  double worst = 0;
+  for (std::size_t P = 0; P < b.n_shells(); ++P)
+    for (std::size_t R = 0; R < b.n_shells(); ++R)
+      for (std::size_t p = off[P]; p < off[P + 1]; ++p)
+        for (std::size_t q = off[R]; q < off[R + 1]; ++q)
+          for (std::size_t r = 0; r < n; ++r) {
+            const std::size_t S = function_to_shell(b, r).first;
+            for (std::size_t T = 0; T < b.n_shells(); ++T)
+              for (std::size_t s = off[T]; s < off[T + 1]; ++s)
+                worst = std::max(worst, std::abs(eri[((p * n + q) * n + r) * n + s]) - Q(P, R) * Q(S, T));
+          }
+  EXPECT_LT(worst, 1e-12);
+}
+
 TEST(Integrals, FunctionToShellInvertsOffsets) {
   const BasisSet b = make_basis("cc-pvdz", h2o());
   for (std::size_t p = 0; p < b.n_functions(); ++p) {

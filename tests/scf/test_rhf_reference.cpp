@@ -1,6 +1,7 @@
 /// RHF energies against Psi4 (../shared/reference/ccsd.csv), one test per row.
 #include <gtest/gtest.h>
 
+
 #include "core/system.hpp"
 #include "scf/basis.hpp"
 #include "scf/scf.hpp"
@@ -52,6 +53,25 @@ TEST_P(RhfReference, EnergyMatchesPsi4To1e8) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Psi4, RhfReference, ::testing::ValuesIn(rhf_cases()), case_name);
+
+namespace {
+
+class WaterClusterReference : public ::testing::TestWithParam<std::vector<std::string>> {};
+
+}  // namespace
+
+// Spread-out clusters exercise Schwarz screening: bounds must not be screened to zero.
+TEST_P(WaterClusterReference, EnergyMatchesPsi4To1e8) {
+  const auto& row = GetParam();  // n, basis, n_basis, e_rhf, e_ccsd
+  const System s = scftest::water_cluster(std::stoi(row.at(0)));
+  const BasisSet b = make_basis(row.at(1), s);
+  EXPECT_EQ(b.n_functions(), std::stoul(row.at(2)));
+  EXPECT_NEAR(run_rhf(s, b).energy, std::stod(row.at(3)), 1e-8);
+}
+
+INSTANTIATE_TEST_SUITE_P(Psi4, WaterClusterReference,
+                         ::testing::ValuesIn(scftest::read_csv_rows(scftest::kReference + "/water_clusters.csv")),
+                         [](const auto& info) { return "h2o_x" + info.param.at(0); });
 
 TEST(Rhf, H2Sto3gTotalEnergyMatchesSzaboOstlund) {
   const ScfResult r = run_scf(load_molecule("h2", scftest::kMolecules), "sto-3g");
