@@ -48,6 +48,9 @@ BatchCost simulate_batch(const Plan& plan);
 /// Fills the plan's totals (flops, transfers, copies, peak, batches, modelled time).
 void evaluate(Plan& plan);
 
+/// Labels the C-split never splits: `protected_labels`, or else the longest contracted label.
+std::string c_split_protected(const Plan& plan, const std::string& protected_labels);
+
 /// Tries splits of `strategy` and stores the cheapest fitting one in plan (blocks, layouts,
 /// totals). Returns false when none fits.
 bool choose_split(Plan& plan, SplitStrategy strategy, const std::string& protected_labels);

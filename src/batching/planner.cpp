@@ -79,9 +79,10 @@ Plan make_plan(const EinsumSpec& spec, const std::vector<std::vector<std::int64_
     // smallest possible batch: every label the strategy may split at block size 1
     Plan tiny = plan;
     tiny.blocks.clear();
+    const std::string keep =
+        options.split == SplitStrategy::c ? detail::c_split_protected(plan, options.protected_labels) : "";
     for (auto [l, e] : plan.extents)
-      if (e > 1 && (options.split != SplitStrategy::c || options.protected_labels.find(l) == std::string::npos))
-        tiny.blocks[l] = 1;
+      if (e > 1 && keep.find(l) == std::string::npos) tiny.blocks[l] = 1;
     detail::assign_layouts(tiny);
     detail::evaluate(tiny);
     throw BudgetError("einsum '" + spec.text() + "' with split=" + to_string(options.split) +

@@ -104,6 +104,15 @@ bool c_split_order(Plan& plan, const std::string& priority, const std::string& p
 
 }  // namespace
 
+std::string c_split_protected(const Plan& plan, const std::string& protected_labels) {
+  if (!protected_labels.empty()) return protected_labels;
+  char longest = 0;  // the longest contracted axis (the Cholesky index)
+  std::int64_t e_max = 1;
+  for (auto [l, e] : plan.extents)
+    if (!has(plan.spec.output, l) && e > e_max) e_max = e, longest = l;
+  return longest ? std::string(1, longest) : std::string();
+}
+
 bool choose_split(Plan& plan, SplitStrategy strategy, const std::string& protected_labels) {
   Plan best;
   bool found = false;
@@ -123,14 +132,7 @@ bool choose_split(Plan& plan, SplitStrategy strategy, const std::string& protect
     if (x_split(p)) consider(p);
   }
   if (strategy == SplitStrategy::c || strategy == SplitStrategy::automatic) {
-    std::string protect = protected_labels;
-    if (protect.empty()) {  // the longest contracted axis (the Cholesky index)
-      char longest = 0;
-      std::int64_t e_max = 1;
-      for (auto [l, e] : plan.extents)
-        if (!has(plan.spec.output, l) && e > e_max) e_max = e, longest = l;
-      if (longest) protect = std::string(1, longest);
-    }
+    const std::string protect = c_split_protected(plan, protected_labels);
     std::vector<std::pair<std::int64_t, char>> outs;
     for (char l : plan.spec.output)
       if (plan.extents.at(l) > 1) outs.emplace_back(plan.extents.at(l), l);

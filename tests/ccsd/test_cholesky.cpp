@@ -49,7 +49,9 @@ TEST(Cholesky, EnergyErrorShrinksWithThresholdAndMatchesConventionalAtTightTau) 
     SCOPED_TRACE("tau " + std::to_string(tau));
     EXPECT_LT(err, previous);
     previous = err;
-    if (tau == 1e-8) EXPECT_LT(err, 1e-7);
+    if (tau == 1e-8) {
+      EXPECT_LT(err, 1e-7);
+    }
   }
 }
 

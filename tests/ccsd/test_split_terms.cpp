@@ -12,7 +12,8 @@ namespace {
 
 namespace b = nnvmc::batching;
 
-/// Water/6-31G with Cholesky vectors and the amplitudes after two iterations.
+/// Water/6-31G with Cholesky vectors; converged amplitudes plus noise, so that the
+/// residual is far from zero (at convergence it is pure round-off).
 struct Setup {
   nnvmc::System system = nnvmc::load_molecule("h2o", nnvmc::default_molecules_dir());
   nnvmc::scf::BasisSet basis = nnvmc::scf::make_basis("6-31g", system);
@@ -24,8 +25,10 @@ struct Setup {
     o.plan.cost = b::CostModel{};
     o.max_iterations = 200;
     const auto r = nnvmc::ccsd::run_rccsd(mo, o);
-    t1 = r.t1;
-    t2 = r.t2;
+    torch::manual_seed(5);
+    t1 = r.t1 + 0.01 * torch::randn_like(r.t1);
+    const torch::Tensor noise = 0.01 * torch::randn_like(r.t2);
+    t2 = r.t2 + noise + noise.permute({2, 3, 0, 1});
   }
 };
 
@@ -59,6 +62,7 @@ TEST(SplitTerms, LadderUnderEverySplitAndTinyBudgetsEqualsUnsplit) {
   ASSERT_GT(need, 0);
   for (auto split : {b::SplitStrategy::x, b::SplitStrategy::c, b::SplitStrategy::automatic})
     for (std::int64_t div : {2, 8, 32, 128}) {
+      if (split == b::SplitStrategy::c && div == 128) continue;  // below one Cholesky column block
       SCOPED_TRACE(b::to_string(split) + " budget need/" + std::to_string(div));
       nnvmc::ccsd::Contractor c(plan(need / div, split));
       nnvmc::ccsd::DressedHamiltonian h(s.mo, c);
