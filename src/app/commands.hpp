@@ -10,5 +10,6 @@ namespace nnvmc::app {
 void add_train_command(CLI::App& app);  ///< nnvmc train CONFIG [key=value ...] [--resume DIR]
 void add_eval_command(CLI::App& app);   ///< nnvmc eval CHECKPOINT [--steps N] ... [--json]
 void add_scf_command(CLI::App& app);    ///< nnvmc scf MOLECULE [--basis B] [--uhf] [--json]
+void add_ccsd_command(CLI::App& app);   ///< nnvmc ccsd MOLECULE [--basis B] [--cholesky TAU] ... [--triples] [--json]
 
 }  // namespace nnvmc::app

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   nnvmc::app::add_train_command(app);
   nnvmc::app::add_eval_command(app);
   nnvmc::app::add_scf_command(app);
+  nnvmc::app::add_ccsd_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

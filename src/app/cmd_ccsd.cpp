@@ -1,0 +1,107 @@
+/// nnvmc ccsd MOLECULE [--basis B] [--cholesky TAU] [--memory BYTES] [--split c|x|auto]
+///                     [--backend torch|cublas] [--device cpu|cuda] [--frozen-core] [--triples]
+///                     [--json] [--explain]
+#include <cstdio>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "app/commands.hpp"
+#include "batching/budget.hpp"
+#include "ccsd/driver.hpp"
+#include "core/errors.hpp"
+#include "core/log.hpp"
+
+namespace nnvmc::app {
+
+namespace {
+
+struct CcsdArgs {
+  std::string molecule;
+  std::string basis = "cc-pvdz";
+  double cholesky = 0;
+  std::string memory = "auto";
+  std::string split = "auto";
+  std::string backend = "torch";
+  std::string device = "cpu";
+  bool frozen_core = false, triples = false, json = false, explain = false;
+};
+
+void print_summary(const ccsd::CcsdRun& run, const CcsdArgs& a) {
+  const auto& cc = run.cc;
+  std::printf("molecule %s  basis %s  n_basis %d  frozen %d  %s\n", a.molecule.c_str(), a.basis.c_str(),
+              run.rhf.n_basis, run.n_frozen,
+              run.n_cholesky ? strfmt("Cholesky tau %.1e (%d vectors)", a.cholesky, run.n_cholesky).c_str()
+                             : "conventional integrals");
+  std::printf("E(HF)       %18.10f\n", cc.e_hf);
+  std::printf("E(CCSD)     %18.10f   (correlation %.10f)\n", cc.e_ccsd, cc.e_corr);
+  if (a.triples) std::printf("E(CCSD(T))  %18.10f   ((T) %.10f, %.2f s)\n", cc.e_ccsd_t, cc.e_t, cc.seconds_triples);
+  std::printf("iterations %d, %.3f s per iteration (SCF %.2f s, integrals %.2f s)\n", cc.iterations,
+              cc.seconds_per_iteration, run.seconds_scf, run.seconds_integrals);
+  std::printf("%-14s %10s %10s %8s %12s %s\n", "term", "s/iter", "GFLOP/s", "batches", "peak", "split");
+  for (const auto& [term, st] : cc.terms)
+    std::printf("%-14s %10.4f %10.2f %8lld %12s %s\n", term.c_str(), st.seconds / std::max(cc.iterations, 1),
+                st.seconds > 0 ? st.flops / st.seconds * 1e-9 : 0.0, static_cast<long long>(st.batches),
+                batching::format_bytes(double(st.peak_bytes)).c_str(), st.strategy.c_str());
+  if (a.explain)
+    for (const auto& p : cc.plans) std::printf("%s", p.c_str());
+}
+
+void run_ccsd_command(const CcsdArgs& a) {
+  ccsd::CcsdRunOptions o;
+  o.basis = a.basis;
+  o.cholesky_tau = a.cholesky;
+  o.frozen_core = a.frozen_core;
+  o.ccsd.triples = a.triples;
+  o.ccsd.explain = a.explain;
+  o.ccsd.verbose = !a.json;
+  o.ccsd.plan.budget_bytes = batching::MemoryBudget::parse(a.memory, a.device, "--memory").bytes();
+  o.ccsd.plan.split = batching::parse_split(a.split);
+  o.ccsd.plan.backend = batching::parse_backend(a.backend);
+  o.ccsd.plan.device = a.device;
+  const System system = load_molecule(a.molecule, default_molecules_dir());
+  const ccsd::CcsdRun run = ccsd::run_ccsd(system, o);
+  if (!a.json) return print_summary(run, a);
+  nlohmann::json j;
+  j["molecule"] = a.molecule;
+  j["basis"] = a.basis;
+  j["n_basis"] = run.rhf.n_basis;
+  j["n_frozen"] = run.n_frozen;
+  j["n_cholesky"] = run.n_cholesky;
+  j["e_hf"] = run.cc.e_hf;
+  j["e_ccsd"] = run.cc.e_ccsd;
+  if (a.triples) {
+    j["e_t"] = run.cc.e_t;
+    j["e_ccsd_t"] = run.cc.e_ccsd_t;
+    j["seconds_triples"] = run.cc.seconds_triples;
+  }
+  j["iterations"] = run.cc.iterations;
+  j["seconds_per_iteration"] = run.cc.seconds_per_iteration;
+  j["seconds_scf"] = run.seconds_scf;
+  j["seconds_integrals"] = run.seconds_integrals;
+  for (const auto& [term, st] : run.cc.terms)
+    j["terms"][term] = {{"seconds", st.seconds}, {"flops", st.flops}, {"batches", st.batches},
+                        {"peak_bytes", st.peak_bytes}, {"split", st.strategy}};
+  std::cout << j.dump(2) << std::endl;
+}
+
+}  // namespace
+
+void add_ccsd_command(CLI::App& app) {
+  auto a = std::make_shared<CcsdArgs>();
+  CLI::App* cmd = app.add_subcommand("ccsd", "closed-shell CCSD / CCSD(T) from an RHF reference");
+  cmd->add_option("molecule", a->molecule, "molecule name in configs/molecules, or a .yaml/.xyz file")->required();
+  cmd->add_option("--basis", a->basis, "basis set (default cc-pvdz)");
+  cmd->add_option("--cholesky", a->cholesky, "Cholesky threshold tau of the AO ERIs (default: conventional)");
+  cmd->add_option("--memory", a->memory, "working-memory budget, e.g. 2GiB, or auto (default)");
+  cmd->add_option("--split", a->split, "split of over-budget contractions: c | x | auto | none");
+  cmd->add_option("--backend", a->backend, "GEMM backend: torch | cublas");
+  cmd->add_option("--device", a->device, "execution device: cpu | cuda | cuda:N");
+  cmd->add_flag("--frozen-core", a->frozen_core, "freeze core orbitals");
+  cmd->add_flag("--triples", a->triples, "add the (T) correction");
+  cmd->add_flag("--json", a->json, "print a JSON summary");
+  cmd->add_flag("--explain", a->explain, "print the contraction plan of every term");
+  cmd->callback([a] { run_ccsd_command(*a); });
+}
+
+}  // namespace nnvmc::app
