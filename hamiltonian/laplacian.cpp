@@ -1,6 +1,7 @@
 #include "hamiltonian/laplacian.hpp"
 
 #include "core/errors.hpp"
+#include "hamiltonian/forward_laplacian/forward_method.hpp"
 #include "hamiltonian/laplacian_methods.hpp"
 
 namespace nnvmc {
@@ -19,6 +20,7 @@ const std::map<std::string, LaplacianFactory>& laplacian_methods() {
   static const std::map<std::string, LaplacianFactory> methods = {
       {"reverse", [](const HamiltonianOptions&, std::uint64_t) { return make_reverse_laplacian(); }},
       {"jvp", [](const HamiltonianOptions&, std::uint64_t) { return make_jvp_laplacian(); }},
+      {"forward", [](const HamiltonianOptions&, std::uint64_t) { return make_forward_laplacian(); }},
       {"hutchinson",
        [](const HamiltonianOptions& o, std::uint64_t seed) {
          return make_hutchinson_laplacian(o.hutchinson, seed);

@@ -29,6 +29,14 @@ class WaveFunction : public torch::nn::Module {
   virtual std::string type() const = 0;
 };
 
+/// Building-block hook. An ansatz written once as a template over a tensor-like type T calls
+/// only `Blocks<T>::op(...)` (linear, tanh, means over electrons, envelope, log-determinant,
+/// ...). `Blocks<torch::Tensor>` (models/ferminet/tensor_blocks.hpp) evaluates with autograd;
+/// `Blocks<FwdLap>` (hamiltonian/forward_laplacian/) carries value, Jacobian and Laplacian
+/// in one forward pass. Specialisations define every op the ansätze use.
+template <class T>
+struct Blocks;
+
 /// Nuclear positions [M, 3] and charges [M] of a system as tensors.
 struct NucleiTensors {
   torch::Tensor positions;  ///< [M, 3]

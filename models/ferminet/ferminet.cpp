@@ -1,6 +1,7 @@
 #include "models/ferminet/ferminet.hpp"
 
 #include "core/errors.hpp"
+#include "models/ferminet/ferminet_body.hpp"
 
 namespace nnvmc {
 
@@ -15,20 +16,7 @@ FermiNetLayerImpl::FermiNetLayerImpl(int in1, int in2, int out1, int out2, int n
 std::pair<torch::Tensor, torch::Tensor> FermiNetLayerImpl::forward(
     const torch::Tensor& h1, const torch::Tensor& h2,
     const std::vector<std::array<int64_t, 2>>& spins) {
-  std::vector<torch::Tensor> per_electron{h1}, means;
-  for (const auto& s : spins) {
-    per_electron.push_back(h2.slice(2, s[0], s[1]).mean(2));  // [B, N, in2]
-    means.push_back(h1.slice(1, s[0], s[1]).mean(1));          // [B, in1]
-  }
-  auto pre = one(torch::cat(per_electron, -1)) + mean(torch::cat(means, -1)).unsqueeze(1);
-  auto out1 = torch::tanh(pre);
-  if (residual1) out1 = out1 + h1;
-  torch::Tensor out2;
-  if (two) {
-    out2 = torch::tanh(two(h2));
-    if (residual2) out2 = out2 + h2;
-  }
-  return {out1, out2};
+  return apply<torch::Tensor>(h1, h2, spins);
 }
 
 FermiNet::FermiNet(const FermiNetOptions& options, const System& system)
@@ -65,30 +53,11 @@ FermiNet::FermiNet(const FermiNetOptions& options, const System& system)
 }
 
 torch::Tensor FermiNet::orbitals(const torch::Tensor& r) {
-  const int64_t b = r.size(0), n = r.size(1), k = options_.determinants;
+  const int64_t n = r.size(1);
   if (n != n_up_ + n_down_)
     throw InputError("FermiNet built for " + std::to_string(n_up_ + n_down_) +
                      " electrons got positions for " + std::to_string(n));
-  const auto ae = r.unsqueeze(2) - nuclei_;               // [B, N, M, 3]
-  const auto r_ae = ae.norm(2, -1, /*keepdim=*/true);     // [B, N, M, 1]
-  auto eye = torch::eye(n, r.options()).unsqueeze(-1);    // [N, N, 1]
-  const auto ee = r.unsqueeze(2) - r.unsqueeze(1);        // [B, N, N, 3]
-  // |r_ij| with a zero-safe diagonal: shift the diagonal before the norm, then mask it.
-  const auto r_ee = (ee + eye).norm(2, -1, true) * (1 - eye);  // [B, N, N, 1]
-  auto h1 = torch::cat({ae, r_ae}, -1).reshape({b, n, 4 * n_atoms_});
-  auto h2 = torch::cat({ee, r_ee}, -1);
-  for (auto& layer : layers_) std::tie(h1, h2) = layer->forward(h1, h2, spins_);
-
-  std::vector<torch::Tensor> rows;
-  const auto dist = r_ae.squeeze(-1);  // [B, N, M]
-  for (size_t s = 0; s < spins_.size(); ++s) {
-    const auto [lo, hi] = spins_[s];
-    const auto phi = projections_[s]->forward(h1.slice(1, lo, hi));  // [B, n_s, K·N]
-    const auto d = dist.slice(1, lo, hi).unsqueeze(2);               // [B, n_s, 1, M]
-    const auto env = (env_pi_[s] * torch::exp(-d * torch::abs(env_sigma_[s]))).sum(-1);
-    rows.push_back((phi * env).reshape({b, hi - lo, k, n}));
-  }
-  return torch::cat(rows, 1).permute({0, 2, 1, 3});  // [B, K, N, N]
+  return orbitals_electron_major<torch::Tensor>(r).permute({0, 2, 1, 3});  // [B, K, N, N]
 }
 
 LogPsi FermiNet::forward(const torch::Tensor& r) {

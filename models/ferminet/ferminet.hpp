@@ -7,6 +7,7 @@
 
 #include "core/config.hpp"
 #include "core/system.hpp"
+#include "models/ferminet/tensor_blocks.hpp"
 #include "models/wavefunction.hpp"
 
 namespace nnvmc {
@@ -22,6 +23,9 @@ struct FermiNetLayerImpl : torch::nn::Module {
   /// @return h1 [B, N, out1], h2 [B, N, N, out2] (undefined for the last layer)
   std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& h1, const torch::Tensor& h2,
                                                   const std::vector<std::array<int64_t, 2>>& spins);
+  /// The same layer on any tensor-like type with `Blocks<T>` (ferminet_body.hpp).
+  template <class T>
+  std::pair<T, T> apply(const T& h1, const T& h2, const std::vector<std::array<int64_t, 2>>& spins);
   torch::nn::Linear one{nullptr}, mean{nullptr}, two{nullptr};
   bool residual1, residual2;
 };
@@ -34,6 +38,15 @@ class FermiNet : public WaveFunction {
   LogPsi forward(const torch::Tensor& r) override;           ///< r [B, N, 3]
   torch::Tensor orbitals(const torch::Tensor& r) override;   ///< [B, K, N, N]
   std::string type() const override { return "ferminet"; }
+
+  /// The ansatz written once over a tensor-like T (torch::Tensor, FwdLap); defined in
+  /// ferminet_body.hpp. @param r positions `Blocks<T>::positions([B, N, 3])`
+  /// @return orbitals electron-major [B, N, K, N] (row i = electron i)
+  template <class T>
+  T orbitals_electron_major(const T& r);
+  /// sign(ψ) [B] and log|ψ| [B] over T (K determinants combined by signed log-sum-exp).
+  template <class T>
+  typename Blocks<T>::Signed log_psi(const T& r);
 
  private:
   FermiNetOptions options_;

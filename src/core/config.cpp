@@ -130,7 +130,7 @@ void validate(const Config& c) {
   require(c.sampler.step_size > 0, "sampler.step_size", "must be > 0");
   require(c.sampler.target_acceptance > 0 && c.sampler.target_acceptance < 1,
           "sampler.target_acceptance", "must be in (0, 1)");
-  require_one_of(c.hamiltonian.laplacian, {"jvp", "reverse", "hutchinson"}, "hamiltonian.laplacian");
+  require_one_of(c.hamiltonian.laplacian, {"jvp", "reverse", "hutchinson", "forward"}, "hamiltonian.laplacian");
   require(c.hamiltonian.hutchinson.probes > 0, "hamiltonian.hutchinson.probes", "must be > 0");
   require_one_of(c.hamiltonian.hutchinson.distribution, {"rademacher", "gaussian"},
                  "hamiltonian.hutchinson.distribution");

@@ -78,11 +78,11 @@ struct HutchinsonOptions {
 
 /// `hamiltonian:` — how the local energy is computed.
 struct HamiltonianOptions {
-  std::string laplacian = "jvp";  ///< jvp | reverse | hutchinson
+  std::string laplacian = "jvp";  ///< jvp | reverse | hutchinson | forward
   HutchinsonOptions hutchinson;   ///< options of the hutchinson method
   int chunk_walkers = 0;          ///< walkers per chunk; 0 = sized by run.memory_budget
   template <class V> void visit(V& v) {
-    v("laplacian", laplacian, "Laplacian method: jvp | reverse | hutchinson");
+    v("laplacian", laplacian, "Laplacian method: jvp | reverse | hutchinson | forward");
     v("hutchinson", hutchinson, "Hutchinson estimator options");
     v("chunk_walkers", chunk_walkers, "walkers per local-energy chunk (0: from memory budget)");
   }

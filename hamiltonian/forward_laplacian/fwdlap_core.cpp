@@ -1,0 +1,202 @@
+/// @file fwdlap_core.cpp
+/// Layout helpers and the layout-generic ops of FwdLap: sums, products, affine maps,
+/// elementwise functions, concatenation, reshapes and slices.
+#include <algorithm>
+
+#include "core/errors.hpp"
+#include "hamiltonian/forward_laplacian/fwdlap.hpp"
+#include "hamiltonian/forward_laplacian/fwdlap_detail.hpp"
+
+namespace nnvmc {
+
+namespace fwdlap_detail {
+
+torch::Tensor own_view(torch::Tensor& dense_jac, int64_t offset, int64_t electrons) {
+  auto s = dense_jac.sizes().vec();  // [B, E, 3N, *F]
+  std::vector<int64_t> split{s[0], s[1], s[2] / 3, 3};
+  split.insert(split.end(), s.begin() + 3, s.end());
+  return dense_jac.view(split).narrow(2, offset, electrons).diagonal(0, 1, 2);  // [B, 3, *F, E]
+}
+
+FwdLap like(const FwdLap& x, torch::Tensor value, torch::Tensor jac, torch::Tensor lap) {
+  FwdLap out = x;
+  out.value = std::move(value);
+  out.jac = std::move(jac);
+  out.lap = std::move(lap);
+  return out;
+}
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw Error("forward Laplacian: " + what);
+}
+
+}  // namespace fwdlap_detail
+
+using namespace fwdlap_detail;
+
+torch::Tensor FwdLap::coord_dot(const FwdLap& a, const FwdLap& b) {
+  require(a.kind == b.kind, "coord_dot needs equal layouts");
+  auto s = (a.jac * b.jac).sum(a.coord_axis());
+  return a.kind == Sparsity::pair ? 2 * s : s;
+}
+
+torch::Tensor FwdLap::own_jac() const {
+  if (kind == Sparsity::local) return jac;
+  require(kind == Sparsity::dense, "own_jac needs a local or dense value");
+  auto j = jac;
+  return own_view(j, offset, value.size(1)).movedim(-1, 1);
+}
+
+FwdLap FwdLap::to_dense() const {
+  if (kind == Sparsity::dense) return *this;
+  require(kind == Sparsity::local, "only local values can be made dense");
+  auto s = jac.sizes().vec();  // [B, E, 3, *F]
+  s[2] = n_coords;
+  auto dense = torch::zeros(s, jac.options());
+  own_view(dense, offset, value.size(1)).copy_(jac.movedim(1, -1));
+  FwdLap out = like(*this, value, dense, lap);
+  out.kind = Sparsity::dense;
+  return out;
+}
+
+using Op = Blocks<FwdLap>;
+
+FwdLap Op::add(const FwdLap& a, const FwdLap& b) {
+  if (a.kind == b.kind) {
+    require(a.offset == b.offset && a.offset2 == b.offset2, "add of different electron ranges");
+    return like(a, a.value + b.value, a.jac + b.jac, a.lap + b.lap);
+  }
+  if (a.kind == Sparsity::local && b.kind == Sparsity::dense) return add(b, a);
+  require(a.kind == Sparsity::dense && b.kind == Sparsity::local, "add of incompatible layouts");
+  require(a.offset == b.offset, "add of different electron ranges");
+  auto jac = a.jac.clone();
+  own_view(jac, a.offset, a.value.size(1)).add_(b.jac.movedim(1, -1));
+  return like(a, a.value + b.value, jac, a.lap + b.lap);
+}
+
+FwdLap Op::mul(const FwdLap& a, const FwdLap& b) {
+  const int64_t c = a.coord_axis();
+  if (a.kind == b.kind) {
+    require(a.offset == b.offset && a.offset2 == b.offset2, "mul of different electron ranges");
+    return like(a, a.value * b.value,
+                a.jac * b.value.unsqueeze(c) + b.jac * a.value.unsqueeze(c),
+                a.lap * b.value + a.value * b.lap + 2 * FwdLap::coord_dot(a, b));
+  }
+  if (a.kind == Sparsity::local && b.kind == Sparsity::dense) return mul(b, a);
+  require(a.kind == Sparsity::dense && b.kind == Sparsity::local, "mul of incompatible layouts");
+  require(a.offset == b.offset, "mul of different electron ranges");
+  auto jac = a.jac * b.value.unsqueeze(c);
+  own_view(jac, a.offset, a.value.size(1)).add_((b.jac * a.value.unsqueeze(c)).movedim(1, -1));
+  const auto cross = (a.own_jac() * b.jac).sum(2);  // Σ over own coordinates
+  return like(a, a.value * b.value, jac, a.lap * b.value + a.value * b.lap + 2 * cross);
+}
+
+FwdLap Op::mul_const(const FwdLap& x, const torch::Tensor& c) {
+  return like(x, x.value * c, x.jac * c, x.lap * c);
+}
+
+FwdLap Op::affine(const FwdLap& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+  return like(x, torch::nn::functional::linear(x.value, weight, bias),
+              torch::matmul(x.jac, weight.t()), torch::matmul(x.lap, weight.t()));
+}
+
+FwdLap Op::linear(const torch::nn::Linear& lin, const FwdLap& x) {
+  return affine(x, lin->weight, lin->bias);
+}
+
+FwdLap Op::linear_cat(const torch::nn::Linear& lin, const std::vector<FwdLap>& parts) {
+  // W·cat(parts) = Σ_p W_p·part_p: each column block acts on its part in that part's layout.
+  std::vector<FwdLap> terms;
+  int64_t col = 0;
+  for (const auto& p : parts) {
+    const int64_t w = p.value.size(-1);
+    terms.push_back(affine(p, lin->weight.narrow(1, col, w), {}));
+    col += w;
+  }
+  require(col == lin->weight.size(1), "linear_cat: input widths do not match the layer");
+  // Local terms first (cheap), then the dense ones.
+  std::stable_sort(terms.begin(), terms.end(),
+                   [](const FwdLap& a, const FwdLap& b) { return a.kind == Sparsity::local && b.kind != Sparsity::local; });
+  FwdLap out = terms[0];
+  for (size_t i = 1; i < terms.size(); ++i) out = add(out, terms[i]);
+  if (lin->bias.defined()) out.value = out.value + lin->bias;
+  return out;
+}
+
+FwdLap Op::elementwise(const FwdLap& x, torch::Tensor f, const torch::Tensor& df,
+                       const torch::Tensor& d2f) {
+  return like(x, std::move(f), x.jac * df.unsqueeze(x.coord_axis()), df * x.lap + d2f * x.coord_sq());
+}
+
+FwdLap Op::tanh(const FwdLap& x) {
+  auto t = torch::tanh(x.value);
+  auto d1 = 1 - t.square();
+  auto d2 = -2 * t * d1;
+  return elementwise(x, t, d1, d2);
+}
+
+FwdLap Op::exp(const FwdLap& x) {
+  auto e = torch::exp(x.value);
+  return elementwise(x, e, e, e);
+}
+
+FwdLap Op::log(const FwdLap& x) {
+  auto inv = x.value.reciprocal();
+  return elementwise(x, torch::log(x.value), inv, -inv.square());
+}
+
+FwdLap Op::square(const FwdLap& x) {
+  return elementwise(x, x.value.square(), 2 * x.value, torch::full_like(x.value, 2.0));
+}
+
+FwdLap Op::cat(const std::vector<FwdLap>& parts) {
+  std::vector<torch::Tensor> v, j, l;
+  for (const auto& p : parts) {
+    require(p.kind == parts[0].kind && p.offset == parts[0].offset && p.offset2 == parts[0].offset2,
+            "cat of different layouts");
+    v.push_back(p.value), j.push_back(p.jac), l.push_back(p.lap);
+  }
+  return like(parts[0], torch::cat(v, -1), torch::cat(j, -1), torch::cat(l, -1));
+}
+
+FwdLap Op::cat_electrons(const std::vector<FwdLap>& parts) {
+  std::vector<torch::Tensor> v, j, l;
+  int64_t next = -1;
+  FwdLap first;
+  for (const auto& part : parts) {
+    const auto p = part.to_dense();
+    require(next < 0 || p.offset == next, "cat_electrons needs consecutive electron ranges");
+    if (next < 0) first = p;
+    next = p.offset + p.value.size(1);
+    v.push_back(p.value), j.push_back(p.jac), l.push_back(p.lap);
+  }
+  return like(first, torch::cat(v, 1), torch::cat(j, 1), torch::cat(l, 1));
+}
+
+FwdLap Op::reshape_features(const FwdLap& x, int64_t electron_axes, std::vector<int64_t> shape) {
+  require(electron_axes == x.electron_axes(), "reshape_features: wrong number of electron axes");
+  auto lead = [&](const torch::Tensor& t, int64_t keep) {
+    std::vector<int64_t> s(t.sizes().begin(), t.sizes().begin() + keep);
+    s.insert(s.end(), shape.begin(), shape.end());
+    return t.reshape(s);
+  };
+  const int64_t k = 1 + electron_axes;
+  return like(x, lead(x.value, k), lead(x.jac, k + 1), lead(x.lap, k));
+}
+
+FwdLap Op::slice_electrons(const FwdLap& x, int64_t axis, int64_t lo, int64_t hi) {
+  require(axis >= 1 && axis <= x.electron_axes(), "slice_electrons: not an electron axis");
+  FwdLap out = like(x, x.value.slice(axis, lo, hi), x.jac.slice(axis, lo, hi), x.lap.slice(axis, lo, hi));
+  (axis == 1 ? out.offset : out.offset2) += lo;
+  return out;
+}
+
+FwdLap Op::slice_features(const FwdLap& x, int64_t lo, int64_t hi) {
+  return like(x, x.value.slice(-1, lo, hi), x.jac.slice(-1, lo, hi), x.lap.slice(-1, lo, hi));
+}
+
+FwdLap Op::sum_features(const FwdLap& x) {
+  return like(x, x.value.sum(-1), x.jac.sum(-1), x.lap.sum(-1));
+}
+
+}  // namespace nnvmc

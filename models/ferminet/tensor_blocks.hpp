@@ -1,0 +1,86 @@
+#pragma once
+/// @file tensor_blocks.hpp
+/// `Blocks<torch::Tensor>`: the building blocks of ansätze evaluated on plain tensors (the
+/// autograd path of WaveFunction::forward). `Blocks<FwdLap>` in
+/// hamiltonian/forward_laplacian/ implements the same ops for the forward Laplacian, so an
+/// ansatz written against `Blocks<T>` gets both. Shapes: electron features [B, E, *F],
+/// pair features [B, E, E', *F], global features [B, *F]; "features" are trailing axes.
+#include <torch/torch.h>
+
+#include <array>
+#include <vector>
+
+#include "models/wavefunction.hpp"
+
+namespace nnvmc {
+
+template <>
+struct Blocks<torch::Tensor> {
+  using T = torch::Tensor;
+  using Signed = LogPsi;  ///< sign [B] and log|ψ| [B]
+
+  /// Electron positions as the input of an ansatz. @param r [B, N, 3]
+  static T positions(const torch::Tensor& r) { return r; }
+  /// r_i − R_m. @param r [B, N, 3] @param centres [M, 3] @return [B, N, M, 3]
+  static T sub_centres(const T& r, const torch::Tensor& centres) { return r.unsqueeze(2) - centres; }
+  /// r_i − r_j. @param r [B, N, 3] @return [B, N, N, 3]
+  static T pair_vectors(const T& r) { return r.unsqueeze(2) - r.unsqueeze(1); }
+  /// |r_i − r_j| with a zero (and differentiable) diagonal. @param ee [B, N, N, 3] @return [B, N, N, 1]
+  static T pair_norm(const T& ee) {
+    const auto eye = torch::eye(ee.size(1), ee.options()).unsqueeze(-1);  // [N, N, 1]
+    return (ee + eye).norm(2, -1, /*keepdim=*/true) * (1 - eye);
+  }
+  /// Euclidean norm over the last axis, kept as size 1.
+  static T norm(const T& x) { return x.norm(2, -1, /*keepdim=*/true); }
+  static T tanh(const T& x) { return torch::tanh(x); }
+  static T exp(const T& x) { return torch::exp(x); }
+  static T log(const T& x) { return torch::log(x); }
+  static T square(const T& x) { return x.square(); }
+  static T add(const T& a, const T& b) { return a + b; }
+  static T mul(const T& a, const T& b) { return a * b; }
+  /// x · c with a constant c broadcast over the trailing (feature) axes.
+  static T mul_const(const T& x, const torch::Tensor& c) { return x * c; }
+  static T linear(const torch::nn::Linear& lin, const T& x) { return lin.ptr()->forward(x); }
+  /// lin(cat(parts, -1)); the concatenation is a detail of this implementation.
+  static T linear_cat(const torch::nn::Linear& lin, const std::vector<T>& parts) {
+    return lin.ptr()->forward(torch::cat(parts, -1));
+  }
+  /// Concatenation over the last (feature) axis.
+  static T cat(const std::vector<T>& parts) { return torch::cat(parts, -1); }
+  /// Concatenation over the electron axis 1 (contiguous electron ranges in order).
+  static T cat_electrons(const std::vector<T>& parts) { return torch::cat(parts, 1); }
+  /// Reshapes the feature axes that follow `electron_axes` electron axes.
+  static T reshape_features(const T& x, int64_t electron_axes, std::vector<int64_t> shape) {
+    std::vector<int64_t> s(x.sizes().begin(), x.sizes().begin() + 1 + electron_axes);
+    s.insert(s.end(), shape.begin(), shape.end());
+    return x.reshape(s);
+  }
+  /// Electrons [lo, hi) along electron axis `axis` (1 or 2).
+  static T slice_electrons(const T& x, int64_t axis, int64_t lo, int64_t hi) {
+    return x.slice(axis, lo, hi);
+  }
+  /// Features [lo, hi) of the last axis.
+  static T slice_features(const T& x, int64_t lo, int64_t hi) { return x.slice(-1, lo, hi); }
+  static T mean_electrons(const T& x, int64_t axis) { return x.mean(axis); }
+  static T sum_electrons(const T& x, int64_t axis) { return x.sum(axis); }
+  /// Sum over the last (feature) axis, dropped.
+  static T sum_features(const T& x) { return x.sum(-1); }
+  /// x[b, i, ...] + g[b, ...] (global features broadcast over electrons).
+  static T add_global(const T& x, const T& g) { return x + g.unsqueeze(1); }
+  /// Σ_m π_om exp(−|σ_om| d_im). @param d [B, E, M] @param pi,sigma [O, M] @return [B, E, O]
+  static T envelope(const T& d, const torch::Tensor& pi, const torch::Tensor& sigma) {
+    return (pi * torch::exp(-d.unsqueeze(2) * torch::abs(sigma))).sum(-1);
+  }
+  /// sign and log|det| of K matrices given electron-major. @param x [B, E, K, E] (row i =
+  /// electron i) @return sign [B, K], log|det| [B, K]
+  static Signed log_det(const T& x) {
+    const auto [sign, logabs] = torch::linalg_slogdet(x.permute({0, 2, 1, 3}));
+    return {sign, logabs};
+  }
+  /// log|Σ_k s_k exp(l_k)| over the last axis. @param s, l [B, K] @return [B]
+  static Signed signed_logsumexp(const torch::Tensor& s, const T& l) {
+    return nnvmc::signed_logsumexp(s, l);
+  }
+};
+
+}  // namespace nnvmc
