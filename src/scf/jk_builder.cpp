@@ -37,6 +37,9 @@ struct JKBuilder::Impl {
   std::vector<libint2::Engine> engines;
 
   /// Adds the contributions of one quartet block (values v) to per-thread accumulators.
+  /// Since J = (A + Aᵀ)/4 and K = (B + Bᵀ)/8, each contribution may go to (i, j) or (j, i):
+  /// the innermost loop over s uses the orientation that makes memory access contiguous
+  /// (columns of the column-major matrices; D is symmetric).
   void digest(const Quartet& qt, const double* v, const double* dc,
               const std::vector<const double*>& dx, double* A, const std::vector<double*>& B) const {
     const auto& sh = basis.shells();
@@ -46,27 +49,46 @@ struct JKBuilder::Impl {
                       n4 = sh[qt.s[3]].size();
     const std::size_t o1 = off[qt.s[0]], o2 = off[qt.s[1]], o3 = off[qt.s[2]], o4 = off[qt.s[3]];
     const std::size_t nx = dx.size();
-    for (std::size_t a = 0, i = 0; a < n1; ++a) {
+    const double deg = qt.degeneracy;
+    double w[32];  // one row of the block (n4 ≤ 2l+1 or (l+1)(l+2)/2 ≤ 21 for l ≤ 5)
+    for (std::size_t a = 0; a < n1; ++a) {
       const std::size_t p = o1 + a;
       for (std::size_t b = 0; b < n2; ++b) {
         const std::size_t q = o2 + b;
+        const double dc_pq = dc[p + q * n];
+        double j_pq = 0;
         for (std::size_t c = 0; c < n3; ++c) {
           const std::size_t r = o3 + c;
-          for (std::size_t d = 0; d < n4; ++d, ++i) {
-            const std::size_t s = o4 + d;
-            const double w = v[i] * qt.degeneracy;
-            A[p + q * n] += dc[r + s * n] * w;
-            A[r + s * n] += dc[p + q * n] * w;
-            for (std::size_t k = 0; k < nx; ++k) {
-              const double* D = dx[k];
-              double* Bk = B[k];
-              Bk[p + r * n] += D[q + s * n] * w;
-              Bk[q + r * n] += D[p + s * n] * w;
-              Bk[p + s * n] += D[q + r * n] * w;
-              Bk[q + s * n] += D[p + r * n] * w;
+          const double* row = v + ((a * n2 + b) * n3 + c) * n4;
+          for (std::size_t d = 0; d < n4; ++d) w[d] = row[d] * deg;
+          // J: A(p,q) += Σ_s D(r,s) w_s and A(s,r) += D(p,q) w_s.
+          const double* dc_r = dc + r * n + o4;
+          double* A_r = A + r * n + o4;
+          for (std::size_t d = 0; d < n4; ++d) {
+            j_pq += dc_r[d] * w[d];
+            A_r[d] += dc_pq * w[d];
+          }
+          // K: B(p,r) += D(q,s) w, B(q,r) += D(p,s) w, B(s,p) += D(q,r) w, B(s,q) += D(p,r) w.
+          for (std::size_t k = 0; k < nx; ++k) {
+            const double* D = dx[k];
+            double* Bk = B[k];
+            const double* D_q = D + q * n + o4;
+            const double* D_p = D + p * n + o4;
+            double* B_p = Bk + p * n + o4;
+            double* B_q = Bk + q * n + o4;
+            const double d_qr = D[q + r * n], d_pr = D[p + r * n];
+            double k_pr = 0, k_qr = 0;
+            for (std::size_t d = 0; d < n4; ++d) {
+              k_pr += D_q[d] * w[d];
+              k_qr += D_p[d] * w[d];
+              B_p[d] += d_qr * w[d];
+              B_q[d] += d_pr * w[d];
             }
+            Bk[p + r * n] += k_pr;
+            Bk[q + r * n] += k_qr;
           }
         }
+        A[p + q * n] += j_pq;
       }
     }
   }
