@@ -18,6 +18,8 @@ namespace {
 struct Quartet {
   std::uint32_t s[4];
   std::uint32_t bra, ket;  // indices of (s0 s1) and (s2 s3) in the shell-pair list
+  std::uint32_t size[4];   // functions per shell
+  std::uint32_t first[4];  // first function of each shell
   double degeneracy;      // number of distinct shell-level images under 8-fold symmetry
   std::size_t offset;     // start of its block in the in-core buffer
 };
@@ -42,12 +44,9 @@ struct JKBuilder::Impl {
   /// (columns of the column-major matrices; D is symmetric).
   void digest(const Quartet& qt, const double* v, const double* dc,
               const std::vector<const double*>& dx, double* A, const std::vector<double*>& B) const {
-    const auto& sh = basis.shells();
-    const auto& off = basis.shell_offsets();
     const std::size_t n = basis.n_functions();
-    const std::size_t n1 = sh[qt.s[0]].size(), n2 = sh[qt.s[1]].size(), n3 = sh[qt.s[2]].size(),
-                      n4 = sh[qt.s[3]].size();
-    const std::size_t o1 = off[qt.s[0]], o2 = off[qt.s[1]], o3 = off[qt.s[2]], o4 = off[qt.s[3]];
+    const std::size_t n1 = qt.size[0], n2 = qt.size[1], n3 = qt.size[2], n4 = qt.size[3];
+    const std::size_t o1 = qt.first[0], o2 = qt.first[1], o3 = qt.first[2], o4 = qt.first[3];
     const std::size_t nx = dx.size();
     const double deg = qt.degeneracy;
     double w[32];  // one row of the block (n4 ≤ 2l+1 or (l+1)(l+2)/2 ≤ 21 for l ≤ 5)
@@ -100,9 +99,8 @@ struct JKBuilder::Impl {
         sh[q.s[0]], sh[q.s[1]], sh[q.s[2]], sh[q.s[3]], &pair_data[q.bra], &pair_data[q.ket])[0];
   }
 
-  std::size_t block_size(const Quartet& q) const {
-    const auto& sh = basis.shells();
-    return sh[q.s[0]].size() * sh[q.s[1]].size() * sh[q.s[2]].size() * sh[q.s[3]].size();
+  static std::size_t block_size(const Quartet& q) {
+    return std::size_t{q.size[0]} * q.size[1] * q.size[2] * q.size[3];
   }
 };
 
@@ -133,7 +131,12 @@ JKBuilder::JKBuilder(const BasisSet& basis, const JKOptions& options) : impl_(ne
       const auto [S, T] = pairs[j];
       if (Q(P, R) * Q(S, T) < thr) continue;
       const double deg = (P == R ? 1.0 : 2.0) * (S == T ? 1.0 : 2.0) * (i == j ? 1.0 : 2.0);
-      m.quartets.push_back({{P, R, S, T}, static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j), deg, offset});
+      Quartet q{{P, R, S, T}, static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j), {}, {}, deg, offset};
+      for (int k = 0; k < 4; ++k) {
+        q.size[k] = static_cast<std::uint32_t>(basis.shells()[q.s[k]].size());
+        q.first[k] = static_cast<std::uint32_t>(basis.shell_offsets()[q.s[k]]);
+      }
+      m.quartets.push_back(q);
       offset += m.block_size(m.quartets.back());
     }
 
