@@ -42,7 +42,10 @@ struct FwdLap {
   /// Σ_c ∂_c a ∂_c b over all 3N coordinates, same layout; shape of value.
   static torch::Tensor coord_dot(const FwdLap& a, const FwdLap& b);
   /// Σ_c (∂_c x)² over all 3N coordinates; shape of value.
-  torch::Tensor coord_sq() const { return coord_dot(*this, *this); }
+  torch::Tensor coord_sq() const;
+  /// True when value, jac and lap are held only by this object (no views, no other
+  /// handles), so ops on an rvalue may update them in place.
+  bool exclusive() const;
   /// The same quantity in the dense layout (from local or dense).
   FwdLap to_dense() const;
   /// The Jacobian block with respect to each electron's own coordinates:
@@ -69,10 +72,12 @@ struct Blocks<FwdLap> {
   static T pair_norm(const T& ee);
   static T norm(const T& x);
   static T tanh(const T& x);
+  static T tanh(T&& x);  ///< in place when x is exclusive
   static T exp(const T& x);
   static T log(const T& x);
   static T square(const T& x);
   static T add(const T& a, const T& b);
+  static T add(T&& a, const T& b);  ///< in place when a is exclusive and has b's layout
   static T mul(const T& a, const T& b);
   static T mul_const(const T& x, const torch::Tensor& c);
   static T linear(const torch::nn::Linear& lin, const T& x);
@@ -86,6 +91,7 @@ struct Blocks<FwdLap> {
   static T sum_electrons(const T& x, int64_t axis);
   static T sum_features(const T& x);
   static T add_global(const T& x, const T& g);
+  static T add_global(T&& x, const T& g);  ///< in place when x is exclusive and dense
   static T envelope(const T& d, const torch::Tensor& pi, const torch::Tensor& sigma);
   static Signed log_det(const T& x);
   static Signed signed_logsumexp(const torch::Tensor& s, const T& l);

@@ -40,6 +40,20 @@ torch::Tensor FwdLap::coord_dot(const FwdLap& a, const FwdLap& b) {
   return a.kind == Sparsity::pair ? 2 * s : s;
 }
 
+torch::Tensor FwdLap::coord_sq() const {
+  // One fused reduction, no [.., 3N, ..]-sized temporary.
+  auto s = torch::linalg_vector_norm(jac, 2, {coord_axis()}, false, c10::nullopt).square();
+  return kind == Sparsity::pair ? 2 * s : s;
+}
+
+namespace {
+bool sole_owner(const torch::Tensor& t) {
+  return t.defined() && t.use_count() == 1 && t.unsafeGetTensorImpl()->storage().use_count() == 1;
+}
+}  // namespace
+
+bool FwdLap::exclusive() const { return sole_owner(value) && sole_owner(jac) && sole_owner(lap); }
+
 torch::Tensor FwdLap::own_jac() const {
   if (kind == Sparsity::local) return jac;
   require(kind == Sparsity::dense, "own_jac needs a local or dense value");
@@ -72,6 +86,20 @@ FwdLap Op::add(const FwdLap& a, const FwdLap& b) {
   auto jac = a.jac.clone();
   own_view(jac, a.offset, a.value.size(1)).add_(b.jac.movedim(1, -1));
   return like(a, a.value + b.value, jac, a.lap + b.lap);
+}
+
+FwdLap Op::add(FwdLap&& a, const FwdLap& b) {
+  const bool dense_local = a.kind == Sparsity::dense && b.kind == Sparsity::local;
+  if (!a.exclusive() || (a.kind != b.kind && !dense_local) || a.offset != b.offset ||
+      a.offset2 != b.offset2 || a.value.sizes() != b.value.sizes())
+    return add(static_cast<const FwdLap&>(a), b);
+  a.value.add_(b.value);
+  if (dense_local)
+    own_view(a.jac, a.offset, a.value.size(1)).add_(b.jac.movedim(1, -1));
+  else
+    a.jac.add_(b.jac);
+  a.lap.add_(b.lap);
+  return std::move(a);
 }
 
 FwdLap Op::mul(const FwdLap& a, const FwdLap& b) {
@@ -114,12 +142,13 @@ FwdLap Op::linear_cat(const torch::nn::Linear& lin, const std::vector<FwdLap>& p
     col += w;
   }
   require(col == lin->weight.size(1), "linear_cat: input widths do not match the layer");
-  // Local terms first (cheap), then the dense ones.
-  std::stable_sort(terms.begin(), terms.end(),
-                   [](const FwdLap& a, const FwdLap& b) { return a.kind == Sparsity::local && b.kind != Sparsity::local; });
-  FwdLap out = terms[0];
-  for (size_t i = 1; i < terms.size(); ++i) out = add(out, terms[i]);
-  if (lin->bias.defined()) out.value = out.value + lin->bias;
+  // Accumulate in place into the first dense term (all terms are fresh tensors); local
+  // terms only touch the own-electron blocks.
+  std::stable_partition(terms.begin(), terms.end(),
+                        [](const FwdLap& t) { return t.kind != Sparsity::local; });
+  FwdLap out = std::move(terms[0]);
+  for (size_t i = 1; i < terms.size(); ++i) out = add(std::move(out), terms[i]);
+  if (lin->bias.defined()) out.value.add_(lin->bias);
   return out;
 }
 
@@ -133,6 +162,16 @@ FwdLap Op::tanh(const FwdLap& x) {
   auto d1 = 1 - t.square();
   auto d2 = -2 * t * d1;
   return elementwise(x, t, d1, d2);
+}
+
+FwdLap Op::tanh(FwdLap&& x) {
+  if (!x.exclusive()) return tanh(static_cast<const FwdLap&>(x));
+  const auto sq = x.coord_sq();
+  x.value.tanh_();
+  auto d1 = 1 - x.value.square();
+  x.jac.mul_(d1.unsqueeze(x.coord_axis()));
+  x.lap.mul_(d1).addcmul_(-2 * x.value * d1, sq);
+  return std::move(x);
 }
 
 FwdLap Op::exp(const FwdLap& x) {

@@ -110,6 +110,15 @@ FwdLap Op::add_global(const FwdLap& x, const FwdLap& g) {
   return like(d, d.value + g.value.unsqueeze(1), d.jac + g.jac.unsqueeze(1), d.lap + g.lap.unsqueeze(1));
 }
 
+FwdLap Op::add_global(FwdLap&& x, const FwdLap& g) {
+  if (x.kind != Sparsity::dense || !x.exclusive()) return add_global(static_cast<const FwdLap&>(x), g);
+  require(g.kind == Sparsity::global, "add_global needs a global value");
+  x.value.add_(g.value.unsqueeze(1));
+  x.jac.add_(g.jac.unsqueeze(1));
+  x.lap.add_(g.lap.unsqueeze(1));
+  return std::move(x);
+}
+
 FwdLap Op::envelope(const FwdLap& d, const torch::Tensor& pi, const torch::Tensor& sigma) {
   require(d.electron_axes() == 1, "envelope needs distances [B, E, M]");
   const auto s = torch::abs(sigma);                                  // [O, M]

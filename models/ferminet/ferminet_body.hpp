@@ -18,11 +18,11 @@ std::pair<T, T> FermiNetLayerImpl::apply(const T& h1, const T& h2,
   }
   // The mean weights act on [B, in1] before broadcasting over electrons.
   auto out1 = Op::tanh(Op::add_global(Op::linear_cat(one, per_electron), Op::linear_cat(mean, means)));
-  if (residual1) out1 = Op::add(out1, h1);
+  if (residual1) out1 = Op::add(std::move(out1), h1);
   T out2;
   if (two) {
     out2 = Op::tanh(Op::linear(two, h2));
-    if (residual2) out2 = Op::add(out2, h2);
+    if (residual2) out2 = Op::add(std::move(out2), h2);
   }
   return {out1, out2};
 }
