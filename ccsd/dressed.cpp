@@ -59,3 +59,14 @@ torch::Tensor DressedHamiltonian::ladder(const torch::Tensor& t2) const {
 }
 
 }  // namespace nnvmc::ccsd
+
+namespace nnvmc::ccsd {
+
+torch::Tensor DressedHamiltonian::singles_a1(const torch::Tensor& u) const {
+  if (!mo_.cholesky()) return c_("A1", "kcid,adkc->ia", {u, block("vvov")});
+  const auto lov = range('v', 2, range('o', 1, l_)).contiguous();
+  const auto lvv = range('v', 2, range('v', 1, l_)).contiguous();
+  return c_("A1", "kcid,xkc,xad->ia", {u, lov, lvv});
+}
+
+}  // namespace nnvmc::ccsd

@@ -31,6 +31,10 @@ class DressedHamiltonian {
   /// vectors the planned three-operand contraction "xac,xbd,icjd->iajb".
   torch::Tensor ladder(const torch::Tensor& t2) const;
 
+  /// Singles term A1: Σ_ckd u[k,c,i,d] ĝ_adkc → [o, v]; with Cholesky vectors the
+  /// three-operand "kcid,xkc,xad->ia" (never forms the [v, v, o, v] block).
+  torch::Tensor singles_a1(const torch::Tensor& u) const;
+
  private:
   torch::Tensor range(char space, int dim, const torch::Tensor& t) const;
 

@@ -26,7 +26,7 @@ Residual ccsd_residual(const DressedHamiltonian& h, Contractor& c, const torch::
 
   Residual r;
   // singles
-  r.r1 = c("A1", "kcid,adkc->ia", {u, h.block("vvov")}) - c("B1", "kalc,kilc->ia", {u, h.block("ooov")}) +
+  r.r1 = h.singles_a1(u) - c("B1", "kalc,kilc->ia", {u, h.block("ooov")}) +
          c("C1", "iakc,kc->ia", {u, Fov}) + Fvo.t();
 
   // doubles: A2 (integral + particle–particle ladder)

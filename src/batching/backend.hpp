@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "batching/plan.hpp"
 
@@ -29,6 +30,11 @@ std::unique_ptr<GemmBackend> make_torch_backend();
 /// through pinned buffers with asynchronous copies on a stream.
 /// @throws InputError when built without NNVMC_WITH_CUDA.
 std::unique_ptr<GemmBackend> make_cublas_backend(int device_index);
+
+/// Makes libtorch's CUDA runtime available for `device` "cuda[:N]" (the build links only
+/// libtorch_cpu; libtorch_cuda.so of the same wheel is loaded on first use). No-op for "cpu".
+/// @throws InputError when it cannot be loaded.
+void ensure_device_runtime(const std::string& device);
 
 /// The backend of `kind` for `device` ("cpu", "cuda", "cuda:N").
 std::unique_ptr<GemmBackend> make_backend(BackendKind kind, const std::string& device);

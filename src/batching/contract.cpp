@@ -3,6 +3,7 @@
 
 #include <ATen/ATen.h>
 
+#include "batching/backend.hpp"
 #include "core/errors.hpp"
 
 namespace nnvmc::batching {
@@ -18,6 +19,7 @@ std::vector<std::vector<std::int64_t>> shapes_of(const std::vector<at::Tensor>& 
 Plan plan_contraction(const std::string& spec, const std::vector<at::Tensor>& operands,
                       const at::Tensor& out, const PlanOptions& options) {
   const EinsumSpec es = parse_einsum(spec);
+  ensure_device_runtime(options.device);
   const c10::Device device(options.device);
   bool on_device = true;
   for (const auto& t : operands) {

@@ -7,6 +7,8 @@
 #include <map>
 #include <mutex>
 
+#include "batching/backend.hpp"
+
 namespace nnvmc::batching {
 
 namespace {
@@ -27,6 +29,7 @@ CostModel CostModel::measure(const std::string& device) {
   static std::map<std::string, CostModel> cache;
   std::lock_guard<std::mutex> lock(mu);
   if (auto it = cache.find(device); it != cache.end()) return it->second;
+  ensure_device_runtime(device);
   CostModel m;
   const auto opts = at::TensorOptions().dtype(at::kDouble).device(c10::Device(device));
   const bool cuda = device != "cpu";

@@ -136,7 +136,16 @@ void evaluate(Plan& plan) {
     return r;
   };
   plan.flops = 0;
-  for (const auto& st : plan.steps) plan.flops += st.flops * repeats(st.batch + st.m + st.n + st.k);
+  double gemm_seconds = 0;
+  const Extents box = batch_extents(plan);
+  for (const auto& st : plan.steps) {
+    const double f = st.flops * repeats(st.batch + st.m + st.n + st.k);
+    plan.flops += f;
+    // thin GEMMs run below the peak rate: efficiency min(1, d/32) per matrix dimension
+    double eff = 1;
+    for (const std::string& g : {st.m, st.n, st.k}) eff *= std::min(1.0, double(volume(g, box)) / 32.0);
+    gemm_seconds += f / (plan.cost.gemm_flops_per_s * std::max(eff, 1e-3));
+  }
   plan.transfer_bytes = 0;
   for (std::size_t i = 0; i < plan.spec.inputs.size(); ++i) {
     if (plan.operands_on_device) break;
@@ -147,7 +156,7 @@ void evaluate(Plan& plan) {
     plan.transfer_bytes += double(volume(plan.spec.output, plan.extents) * plan.elem_bytes);
   plan.copy_bytes = double(c.copy_bytes) * double(plan.batches);
   plan.peak_bytes = c.peak_bytes;
-  plan.modelled_seconds = plan.flops / plan.cost.gemm_flops_per_s +
+  plan.modelled_seconds = gemm_seconds +
                           plan.transfer_bytes / plan.cost.transfer_bytes_per_s +
                           plan.copy_bytes / plan.cost.copy_bytes_per_s +
                           double(plan.batches) * plan.cost.batch_overhead_s;

@@ -82,8 +82,13 @@ bool x_split(Plan& plan) {
 }
 
 /// C-split along one priority order of the output axes; contracted axes (but never the
-/// protected ones) afterwards, largest first.
-bool c_split_order(Plan& plan, const std::string& priority, const std::string& protect) {
+/// protected ones) afterwards, largest first. The first axis that must shrink gets the
+/// largest block that fits; in addition, halved blocks of it combined with the largest
+/// fitting block of the next axis (squarer GEMMs) are offered to `consider`.
+template <class Consider>
+void c_split_order(const Plan& base, const std::string& priority, const std::string& protect,
+                   Consider&& consider) {
+  Plan plan = base;
   Extents blocks;
   std::string order = priority;
   std::vector<std::pair<std::int64_t, char>> summed;
@@ -91,15 +96,28 @@ bool c_split_order(Plan& plan, const std::string& priority, const std::string& p
     if (!has(plan.spec.output, l) && !has(protect, l) && e > 1) summed.emplace_back(e, l);
   std::sort(summed.rbegin(), summed.rend());
   for (auto [e, l] : summed) order += l;
-  for (char l : order) {
+  for (std::size_t p = 0; p < order.size(); ++p) {
+    const char l = order[p];
     const std::int64_t b = largest_fitting(plan, blocks, l);
     if (b > 0) {
-      blocks[l] = b;
-      return apply_blocks(plan, blocks);
+      Extents fill = blocks;
+      fill[l] = b;
+      if (apply_blocks(plan, fill)) consider(plan);
+      if (p + 1 < order.size()) {
+        const char next = order[p + 1];
+        for (std::int64_t half = plan.extents.at(l) / 2; half > b; half /= 2) {
+          Extents two = blocks;
+          two[l] = half;
+          const std::int64_t b2 = largest_fitting(plan, two, next);
+          if (b2 == 0) break;
+          two[next] = b2;
+          if (apply_blocks(plan, two)) consider(plan);
+        }
+      }
+      return;
     }
     blocks[l] = 1;
   }
-  return false;
 }
 
 }  // namespace
@@ -143,7 +161,7 @@ bool choose_split(Plan& plan, SplitStrategy strategy, const std::string& protect
     do {
       Plan p = plan;
       p.strategy = SplitStrategy::c;
-      if (c_split_order(p, head + tail, protect)) consider(p);
+      c_split_order(p, head + tail, protect, consider);
     } while (std::next_permutation(head.begin(), head.end()));
   }
   if (!found) return false;

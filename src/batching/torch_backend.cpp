@@ -1,6 +1,10 @@
 /// The libtorch GEMM backend and backend selection.
 #include <ATen/ATen.h>
 
+#include <dlfcn.h>
+
+#include <mutex>
+
 #include "batching/backend.hpp"
 #include "core/errors.hpp"
 
@@ -21,10 +25,24 @@ class TorchBackend final : public GemmBackend {
 };
 }  // namespace
 
+void ensure_device_runtime(const std::string& device) {
+  if (device.rfind("cuda", 0) != 0) return;
+  static std::once_flag once;
+  static std::string error;
+  std::call_once(once, [] {
+    const std::string path = std::string(NNVMC_TORCH_LIB_DIR) + "/libtorch_cuda.so";
+    if (!dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL)) error = dlerror();
+  });
+  if (!error.empty()) throw InputError("device '" + device + "': cannot load libtorch_cuda.so (" + error + ")");
+}
+
 std::unique_ptr<GemmBackend> make_torch_backend() { return std::make_unique<TorchBackend>(); }
 
 std::unique_ptr<GemmBackend> make_backend(BackendKind kind, const std::string& device) {
-  if (kind == BackendKind::torch) return make_torch_backend();
+  if (kind == BackendKind::torch) {
+    ensure_device_runtime(device);
+    return make_torch_backend();
+  }
   if (device != "cpu")
     throw InputError("backend 'cublas' stages host tensors itself: use it with device 'cpu' "
                      "(the host side), got device '" + device + "'");
