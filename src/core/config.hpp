@@ -40,13 +40,21 @@ struct FermiNetOptions {
   }
 };
 
+/// The bare Hartree–Fock determinant (no network parameters).
+struct HartreeFockOptions {
+  std::string basis = "sto-6g";  ///< Gaussian basis of the UHF orbitals
+  template <class V> void visit(V& v) { v("basis", basis, "basis set (data/basis/)"); }
+};
+
 /// `model:` — ansatz type and per-type options under the type's name.
 struct ModelConfig {
   std::string type = "ferminet";  ///< registry key of the ansatz
   FermiNetOptions ferminet;       ///< options when type == ferminet
+  HartreeFockOptions hf;          ///< options when type == hf
   template <class V> void visit(V& v) {
-    v("type", type, "ansatz: ferminet");
+    v("type", type, "ansatz: ferminet | hf");
     v("ferminet", ferminet, "FermiNet options");
+    v("hf", hf, "Hartree-Fock determinant options");
   }
 };
 
@@ -88,9 +96,29 @@ struct HamiltonianOptions {
   }
 };
 
+/// `optim.sr:` — stochastic-reconfiguration family (sr, minsr, spring): the update δ solves
+/// (S + λ)δ = Ōᵀε with S = ŌᵀŌ, Ō the centred per-walker ∇θ log|ψ| / √B, ε the centred
+/// clipped local energies / √B; θ ← θ − lr(t)·δ.
+struct SrOptions {
+  double damping = 1e-3;          ///< λ added to the diagonal of S (sr) or of ŌŌᵀ (minsr, spring)
+  double norm_constraint = 1e-3;  ///< bound on lr²·|Ōδ|² (squared Fisher norm of a step); 0: none
+  int chunk_walkers = 16;         ///< walkers per batched backward pass for per-walker gradients
+  template <class V> void visit(V& v) {
+    v("damping", damping, "diagonal shift of S (sr) or of the sample-space kernel (minsr, spring)");
+    v("norm_constraint", norm_constraint, "max lr^2 |O delta|^2 per step (0: no constraint)");
+    v("chunk_walkers", chunk_walkers, "walkers per batched backward pass of the Jacobian");
+  }
+};
+
+/// `optim.spring:` — SPRING (Goldshlager et al. 2024): minSR with momentum on the previous update.
+struct SpringOptions {
+  double momentum = 0.99;  ///< μ: weight of the previous update δ_{t−1}
+  template <class V> void visit(V& v) { v("momentum", momentum, "mu, weight of the previous update"); }
+};
+
 /// `optim:` — optimiser and gradient estimator.
 struct OptimOptions {
-  std::string type = "adam";  ///< adam
+  std::string type = "adam";  ///< adam | sr | minsr | spring
   double lr = 3e-3;           ///< base learning rate; schedule lr / (1 + t / lr_delay)
   double lr_delay = 1000;     ///< iterations until the learning rate has halved
   int iterations = 1000;      ///< optimisation iterations
@@ -98,9 +126,11 @@ struct OptimOptions {
   double beta1 = 0.9;         ///< Adam first-moment decay
   double beta2 = 0.999;       ///< Adam second-moment decay
   double epsilon = 1e-8;      ///< Adam denominator offset
+  SrOptions sr;               ///< options of sr, minsr and spring
+  SpringOptions spring;       ///< extra options of spring
   int log_every = 10;         ///< one progress line every this many iterations
   template <class V> void visit(V& v) {
-    v("type", type, "optimizer: adam");
+    v("type", type, "optimizer: adam | sr | minsr | spring");
     v("lr", lr, "learning rate");
     v("lr_delay", lr_delay, "lr(t) = lr / (1 + t / lr_delay)");
     v("iterations", iterations, "training iterations");
@@ -108,6 +138,8 @@ struct OptimOptions {
     v("beta1", beta1, "Adam beta1");
     v("beta2", beta2, "Adam beta2");
     v("epsilon", epsilon, "Adam epsilon");
+    v("sr", sr, "stochastic reconfiguration options (sr, minsr, spring)");
+    v("spring", spring, "SPRING options");
     v("log_every", log_every, "progress line every N iterations");
   }
 };

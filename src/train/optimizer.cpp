@@ -1,6 +1,9 @@
 #include "train/optimizer.hpp"
 
+#include <functional>
+
 #include "core/errors.hpp"
+#include "train/natural_gradient.hpp"
 
 namespace nnvmc {
 
@@ -84,11 +87,30 @@ class AdamOptimizer final : public Optimizer {
   std::vector<std::string> names_;
 };
 
+using OptimizerFactory =
+    std::function<std::unique_ptr<Optimizer>(const OptimOptions&, WaveFunction&)>;
+
+/// Optimizers by `optim.type` name.
+const std::map<std::string, OptimizerFactory>& optimizer_registry() {
+  static const std::map<std::string, OptimizerFactory> registry = [] {
+    std::map<std::string, OptimizerFactory> r;
+    r["adam"] = [](const OptimOptions& o, WaveFunction& wf) -> std::unique_ptr<Optimizer> {
+      return std::make_unique<AdamOptimizer>(o, wf);
+    };
+    for (const char* name : {"sr", "minsr", "spring"}) r[name] = make_natural_gradient;
+    return r;
+  }();
+  return registry;
+}
+
 }  // namespace
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimOptions& options, WaveFunction& wf) {
-  if (options.type == "adam") return std::make_unique<AdamOptimizer>(options, wf);
-  throw ConfigError("'optim.type': unknown optimizer '" + options.type + "'");
+  const auto& registry = optimizer_registry();
+  const auto it = registry.find(options.type);
+  if (it == registry.end())
+    throw ConfigError("'optim.type': unknown optimizer '" + options.type + "'");
+  return it->second(options, wf);
 }
 
 }  // namespace nnvmc

@@ -1,0 +1,141 @@
+#include "train/natural_gradient.hpp"
+
+#include <cmath>
+
+#include "core/errors.hpp"
+#include "train/per_sample_gradients.hpp"
+
+namespace nnvmc {
+
+SrProblem make_sr_problem(const torch::Tensor& jacobian, const torch::Tensor& e) {
+  const auto j = jacobian.to(torch::kFloat64);
+  const auto e64 = e.detach().to(torch::kFloat64).to(j.device());
+  const double scale = 1.0 / std::sqrt(static_cast<double>(j.size(0)));
+  return {(j - j.mean(0, true)) * scale, (e64 - e64.mean()) * scale};
+}
+
+torch::Tensor spd_solve(const torch::Tensor& a, const torch::Tensor& b) {
+  const auto n = a.size(0);
+  const auto eye = torch::eye(n, a.options());
+  const double base = std::max(a.diagonal().abs().mean().item<double>(), 1e-300);
+  const bool vector = b.dim() == 1;
+  const auto rhs = vector ? b.unsqueeze(1) : b;
+  double jitter = 0;
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    const auto [l, info] = torch::linalg_cholesky_ex(jitter > 0 ? a + jitter * eye : a);
+    if (info.item<int64_t>() == 0) {
+      const auto x = torch::cholesky_solve(rhs, l);
+      if (torch::isfinite(x).all().item<bool>()) return vector ? x.squeeze(1) : x;
+    }
+    jitter = jitter > 0 ? jitter * 100 : base * 1e-12;
+  }
+  throw NumericalError("spd_solve: Cholesky failed even with diagonal jitter " +
+                       std::to_string(jitter / 100));
+}
+
+torch::Tensor sr_direction(const SrProblem& p, double damping) {
+  const auto s = p.o.t().matmul(p.o);
+  const auto eye = torch::eye(s.size(0), s.options());
+  return spd_solve(s + damping * eye, p.o.t().mv(p.eps));
+}
+
+torch::Tensor minsr_direction(const SrProblem& p, double damping) {
+  const auto t = p.o.matmul(p.o.t());
+  const auto eye = torch::eye(t.size(0), t.options());
+  return p.o.t().mv(spd_solve(t + damping * eye, p.eps));
+}
+
+torch::Tensor spring_direction(const SrProblem& p, double damping, double momentum,
+                               const torch::Tensor& previous) {
+  const auto b = p.o.size(0);
+  // The rows of Ō and ε are centred, so the 11ᵀ/B term does not change the solution; it
+  // lifts the kernel's zero mode along 1 for a better-conditioned Cholesky.
+  const auto t = p.o.matmul(p.o.t()) + damping * torch::eye(b, p.o.options()) +
+                 torch::full({b, b}, 1.0 / static_cast<double>(b), p.o.options());
+  if (!previous.defined() || momentum == 0) return p.o.t().mv(spd_solve(t, p.eps));
+  const auto prev = previous.to(p.o.options());
+  const auto rhs = p.eps - momentum * p.o.mv(prev);
+  return momentum * prev + p.o.t().mv(spd_solve(t, rhs));
+}
+
+namespace {
+
+/// sr, minsr and spring share everything but the direction.
+class NaturalGradientOptimizer final : public Optimizer {
+ public:
+  NaturalGradientOptimizer(const OptimOptions& o, WaveFunction& wf)
+      : options_(o), parameters_(parameter_count(trainable_parameters(wf))) {
+    if (o.type != "sr" && o.type != "minsr" && o.type != "spring")
+      throw ConfigError("'optim.type': '" + o.type + "' is not a natural-gradient optimizer");
+  }
+
+  bool step(WaveFunction& wf, const torch::Tensor& r, const torch::Tensor& e_loc, std::int64_t t,
+            StageTimers& timers) override {
+    const auto params = trainable_parameters(wf);
+    torch::Tensor jac;
+    {
+      auto scope = timers.scope("gradient");
+      jac = per_sample_log_gradients(wf, r, options_.sr.chunk_walkers);
+    }
+    auto scope = timers.scope("optimizer");
+    if (!torch::isfinite(jac).all().item<bool>()) return false;
+    const auto e = clip_local_energies(e_loc.detach(), options_.clip_width);
+    const auto problem = make_sr_problem(jac, e);
+    torch::Tensor delta;
+    try {
+      if (options_.type == "sr") {
+        // Same update as minsr; solve in the smaller of the two spaces.
+        delta = problem.o.size(1) <= problem.o.size(0) ? sr_direction(problem, options_.sr.damping)
+                                                       : minsr_direction(problem, options_.sr.damping);
+      } else if (options_.type == "minsr") {
+        delta = minsr_direction(problem, options_.sr.damping);
+      } else {
+        delta = spring_direction(problem, options_.sr.damping, options_.spring.momentum, previous_);
+      }
+    } catch (const NumericalError&) {
+      return false;
+    }
+    if (!torch::isfinite(delta).all().item<bool>()) return false;
+    double lr = learning_rate(t);
+    if (options_.sr.norm_constraint > 0) {
+      const double fisher = problem.o.mv(delta).square().sum().item<double>();  // |Ōδ|²
+      if (lr * lr * fisher > options_.sr.norm_constraint)
+        lr = std::sqrt(options_.sr.norm_constraint / fisher);
+    }
+    add_to_parameters(params, delta, -lr);
+    if (options_.type == "spring") previous_ = delta.detach().clone();
+    return true;
+  }
+
+  double learning_rate(std::int64_t t) const override {
+    return options_.lr / (1.0 + static_cast<double>(t) / options_.lr_delay);
+  }
+
+  TensorMap state() const override {
+    TensorMap out;
+    if (previous_.defined()) out["spring/previous_update"] = previous_;
+    return out;
+  }
+
+  void load_state(const TensorMap& state) override {
+    const auto it = state.find("spring/previous_update");
+    previous_ = it == state.end() ? torch::Tensor() : it->second.to(torch::kFloat64).clone();
+    if (previous_.defined() && previous_.numel() != parameters_)
+      throw CheckpointError("optimizer state 'spring/previous_update' has " +
+                            std::to_string(previous_.numel()) + " entries, the model has " +
+                            std::to_string(parameters_) + " parameters");
+  }
+
+ private:
+  OptimOptions options_;
+  std::int64_t parameters_;  ///< P
+  torch::Tensor previous_;  ///< SPRING's δ_{t−1} [P] float64 (undefined before the first step)
+};
+
+}  // namespace
+
+std::unique_ptr<Optimizer> make_natural_gradient(const OptimOptions& options, WaveFunction& wf) {
+  return std::make_unique<NaturalGradientOptimizer>(options, wf);
+}
+
+}  // namespace nnvmc

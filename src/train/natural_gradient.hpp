@@ -1,0 +1,48 @@
+#pragma once
+/// @file natural_gradient.hpp
+/// Stochastic reconfiguration (SR), minSR and SPRING.
+///
+/// With Ō [B, P] the centred per-walker ∇θ log|ψ| divided by √B and ε [B] the centred
+/// clipped local energies divided by √B, S = ŌᵀŌ is the Fisher matrix and Ōᵀε half the
+/// energy gradient. The update is θ ← θ − lr(t)·δ with
+///   sr:     δ = (S + λ)⁻¹ Ōᵀε                         (P × P solve)
+///   minsr:  δ = Ōᵀ (ŌŌᵀ + λ)⁻¹ ε                       (B × B solve; equal to sr for λ > 0)
+///   spring: δ = μδ₋ + Ōᵀ (ŌŌᵀ + λ + 11ᵀ/B)⁻¹ (ε − μŌδ₋) (δ₋ the previous update)
+/// then scaled down so that lr²·|Ōδ|² ≤ norm_constraint (when > 0).
+#include <torch/torch.h>
+
+#include <memory>
+
+#include "train/optimizer.hpp"
+
+namespace nnvmc {
+
+/// Centred and scaled per-walker data of one step.
+struct SrProblem {
+  torch::Tensor o;    ///< Ō [B, P] float64
+  torch::Tensor eps;  ///< ε [B] float64
+};
+
+/// Ō and ε from the Jacobian J [B, P] and clipped local energies e [B].
+SrProblem make_sr_problem(const torch::Tensor& jacobian, const torch::Tensor& e);
+
+/// Solves A x = b for symmetric positive (semi)definite A [n, n] and b [n] or [n, k] by
+/// Cholesky; when it fails, retries with a growing diagonal jitter.
+/// @throws NumericalError when no jitter helps or the solution is not finite.
+torch::Tensor spd_solve(const torch::Tensor& a, const torch::Tensor& b);
+
+/// (S + λ)⁻¹ Ōᵀε, solved in parameter space. @return [P]
+torch::Tensor sr_direction(const SrProblem& p, double damping);
+
+/// Ōᵀ (ŌŌᵀ + λ)⁻¹ ε, solved in sample space. @return [P]
+torch::Tensor minsr_direction(const SrProblem& p, double damping);
+
+/// SPRING direction given the previous update `previous` [P] (undefined: none).
+/// @return [P]
+torch::Tensor spring_direction(const SrProblem& p, double damping, double momentum,
+                               const torch::Tensor& previous);
+
+/// The natural-gradient optimizer named by options.type ("sr", "minsr" or "spring").
+std::unique_ptr<Optimizer> make_natural_gradient(const OptimOptions& options, WaveFunction& wf);
+
+}  // namespace nnvmc

@@ -1,0 +1,141 @@
+#include <gtest/gtest.h>
+
+#include "core/timer.hpp"
+#include "train/natural_gradient.hpp"
+#include "train/per_sample_gradients.hpp"
+
+using namespace nnvmc;
+
+namespace {
+
+/// log|ψ(r)| = θ·vec(r): per-walker gradients are the flattened positions, so every
+/// natural-gradient quantity has a closed form.
+class LinearLogPsi final : public WaveFunction {
+ public:
+  explicit LinearLogPsi(int64_t n) { theta = register_parameter("theta", torch::zeros({3 * n}, torch::kFloat64)); }
+  LogPsi forward(const torch::Tensor& r) override {
+    const auto logabs = r.reshape({r.size(0), -1}).mv(theta);
+    return {torch::ones_like(logabs), logabs};
+  }
+  std::string type() const override { return "linear_test"; }
+  torch::Tensor theta;
+};
+
+OptimOptions options(const std::string& type, double damping) {
+  OptimOptions o;
+  o.type = type;
+  o.lr = 1.0;
+  o.clip_width = 1e9;  // no clipping: the toy energies are exact
+  o.sr.damping = damping;
+  o.sr.norm_constraint = 0;
+  o.sr.chunk_walkers = 7;
+  return o;
+}
+
+double rel_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  return ((a - b).abs().max() / (1 + b.abs().max())).item<double>();
+}
+
+/// Quadratic toy: walkers r [B, N, 3], θ₀, θ*; E_i = vec(r_i)·(θ₀ − θ*), so that Ōᵀε = S(θ₀ − θ*)
+/// is the gradient of ½(θ − θ*)ᵀS(θ − θ*) and the natural-gradient step with lr 1 is exact.
+struct Quadratic {
+  int64_t n = 4, b = 50;
+  torch::Tensor r, theta0, target, e;
+  Quadratic() {
+    torch::manual_seed(7);
+    r = torch::randn({b, n, 3}, torch::kFloat64);
+    theta0 = torch::randn({3 * n}, torch::kFloat64);
+    target = torch::randn({3 * n}, torch::kFloat64);
+    e = r.reshape({b, -1}).mv(theta0 - target) - 3.0;
+  }
+  /// S = cov(vec r) with 1/B normalisation. @return [P, P]
+  torch::Tensor fisher() const {
+    const auto x = r.reshape({b, -1});
+    const auto c = x - x.mean(0, true);
+    return c.t().matmul(c) / static_cast<double>(b);
+  }
+  /// θ after one step of `type`.
+  torch::Tensor step(const OptimOptions& o) const {
+    LinearLogPsi wf(n);
+    { torch::NoGradGuard g; wf.theta.copy_(theta0); }
+    auto opt = make_optimizer(o, wf);
+    StageTimers timers;
+    EXPECT_TRUE(opt->step(wf, r, e, 0, timers));
+    return wf.theta.detach().clone();
+  }
+};
+
+}  // namespace
+
+TEST(NaturalGradient, UndampedSrStepLandsOnTheMinimumOfAQuadratic) {
+  const Quadratic q;
+  EXPECT_LT(rel_diff(q.step(options("sr", 0.0)), q.target), 1e-10);
+}
+
+TEST(NaturalGradient, DampedStepsEqualTheAnalyticStepForEveryVariant) {
+  const Quadratic q;
+  const double lambda = 1e-3;
+  const auto s = q.fisher();
+  const auto eye = torch::eye(s.size(0), torch::kFloat64);
+  // δ = (S + λ)⁻¹ S (θ₀ − θ*)
+  const auto delta = torch::linalg_solve(s + lambda * eye, s.mv(q.theta0 - q.target), true);
+  const auto expect = q.theta0 - delta;
+  for (const char* type : {"sr", "minsr", "spring"})
+    EXPECT_LT(rel_diff(q.step(options(type, lambda)), expect), 1e-9) << type;
+}
+
+TEST(NaturalGradient, MinSrEqualsSrWhenWalkersOutnumberParameters) {
+  torch::manual_seed(3);
+  const auto jac = torch::randn({40, 10}, torch::kFloat64) * torch::linspace(0.1, 3.0, 10, torch::kFloat64);
+  const auto p = make_sr_problem(jac, torch::randn({40}, torch::kFloat64));
+  for (double lambda : {1e-4, 1e-2})
+    EXPECT_LT(rel_diff(minsr_direction(p, lambda), sr_direction(p, lambda)), 1e-8) << lambda;
+}
+
+TEST(NaturalGradient, SrAndMinSrOptimizersMakeTheSameUpdateOnATinyModel) {
+  const Quadratic q;  // B = 50 > P = 12
+  EXPECT_LT(rel_diff(q.step(options("minsr", 1e-3)), q.step(options("sr", 1e-3))), 1e-8);
+}
+
+TEST(NaturalGradient, SpringStepSolvesTheProximalLeastSquaresProblem) {
+  // SPRING's δ minimises |Ōδ − ε|² + λ|δ − μδ₋|²: (S + λ)δ = Ōᵀε + λμδ₋.
+  torch::manual_seed(5);
+  const auto p = make_sr_problem(torch::randn({12, 30}, torch::kFloat64), torch::randn({12}, torch::kFloat64));
+  const auto prev = torch::randn({30}, torch::kFloat64);
+  const double lambda = 0.05, mu = 0.9;
+  const auto s = p.o.t().matmul(p.o);
+  const auto expect = torch::linalg_solve(s + lambda * torch::eye(30, torch::kFloat64),
+                                          p.o.t().mv(p.eps) + lambda * mu * prev, true);
+  EXPECT_LT(rel_diff(spring_direction(p, lambda, mu, prev), expect), 1e-9);
+}
+
+TEST(NaturalGradient, NormConstraintBoundsTheFisherNormOfTheStep) {
+  const Quadratic q;
+  auto o = options("minsr", 1e-3);
+  o.sr.norm_constraint = 1e-4;
+  const auto change = q.step(o) - q.theta0;
+  const auto x = q.r.reshape({q.b, -1});
+  const double fisher = (x - x.mean(0, true)).mv(change).square().sum().item<double>() / q.b;
+  EXPECT_NEAR(fisher, 1e-4, 1e-12);  // the unconstrained step is far larger, so the bound is active
+}
+
+TEST(NaturalGradient, NonFiniteJacobianRejectsTheStepAndKeepsParameters) {
+  const Quadratic q;
+  LinearLogPsi wf(q.n);
+  auto o = options("spring", 1e-3);
+  auto opt = make_optimizer(o, wf);
+  StageTimers timers;
+  auto r = q.r.clone();
+  r[3][1][2] = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_FALSE(opt->step(wf, r, q.e, 0, timers));
+  EXPECT_TRUE(torch::equal(wf.theta, torch::zeros_like(wf.theta)));
+  EXPECT_TRUE(opt->state().empty());  // no SPRING history from a rejected step
+}
+
+TEST(NaturalGradient, SpdSolveFallsBackToJitterForASingularMatrix) {
+  const auto v = torch::tensor({1.0, 2.0, 3.0}, torch::kFloat64);
+  const auto a = torch::outer(v, v);  // rank 1
+  const auto x = spd_solve(a, v);
+  EXPECT_TRUE(torch::isfinite(x).all().item<bool>());
+  EXPECT_LT((a.mv(x) - v).abs().max().item<double>(), 1e-6);
+}

@@ -1,0 +1,73 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "core/errors.hpp"
+#include "io/hdf5_file.hpp"
+#include "train/trainer.hpp"
+
+using namespace nnvmc;
+namespace fs = std::filesystem;
+
+namespace {
+/// A tiny He run with a natural-gradient optimizer.
+Config tiny_config(const std::string& type, const std::string& out, int iterations) {
+  Config c = parse_config(
+      "system: {molecule: he}\n"
+      "model: {ferminet: {hidden_dims: [[8, 4], [8, 4]], determinants: 2}}\n"
+      "sampler: {walkers: 16, steps_per_iteration: 2, burn_in: 5, step_size: 0.3}\n"
+      "optim: {lr: 0.05, log_every: 1000, sr: {damping: 0.001, norm_constraint: 0.001, chunk_walkers: 5},"
+      " spring: {momentum: 0.9}}\n"
+      "eval: {steps: 3, burn_in: 2}\n"
+      "run: {seed: 5, checkpoint_every: 2}\n",
+      {"optim.type=" + type}, "tiny_ngd.yaml");
+  c.optim.iterations = iterations;
+  c.run.output = out;
+  c.run.threads = 1;
+  return c;
+}
+std::vector<double> column(const std::string& file, const std::string& name) {
+  io::H5File f(file, io::H5File::Mode::read);
+  const auto a = f.read(name);
+  return std::vector<double>(a.as<double>(), a.as<double>() + a.numel());
+}
+std::string fresh_dir(const std::string& name) {
+  const auto d = fs::temp_directory_path() / name;
+  fs::remove_all(d);
+  return d.string();
+}
+}  // namespace
+
+TEST(SpringResume, ResumedSpringRunEqualsUninterruptedRun) {
+  const auto dir_a = fresh_dir("nnvmc_spring_a"), dir_b = fresh_dir("nnvmc_spring_b");
+  Trainer a(tiny_config("spring", dir_a, 6));
+  a.run(false);
+  {
+    Trainer b(tiny_config("spring", dir_b, 3));  // "interrupted" after 3 iterations
+    b.run(false);
+  }
+  const auto saved = load_checkpoint(dir_b + "/checkpoint.h5");
+  ASSERT_EQ(saved.optimizer.count("spring/previous_update"), 1u);  // momentum is checkpointed
+  Trainer resumed(tiny_config("spring", dir_b, 6), dir_b + "/checkpoint.h5");
+  resumed.run(false);
+  const auto pa = module_state(*a.setup().wf), pb = module_state(*resumed.setup().wf);
+  for (const auto& [k, v] : pa) EXPECT_TRUE(torch::equal(v, pb.at(k))) << k;
+  const auto ea = column(dir_a + "/result.h5", "train/energy");
+  const auto eb = column(dir_b + "/result.h5", "train/energy");
+  ASSERT_EQ(ea.size(), 6u);
+  EXPECT_EQ(ea, eb);
+}
+
+TEST(SpringResume, EveryNaturalGradientTypeTrainsFinitely) {
+  for (const char* type : {"sr", "minsr", "spring"}) {
+    const auto dir = fresh_dir(std::string("nnvmc_ngd_") + type);
+    Trainer t(tiny_config(type, dir, 3));
+    const auto out = t.run(false);
+    EXPECT_EQ(out.iterations, 3) << type;
+    for (double e : column(dir + "/result.h5", "train/energy")) EXPECT_TRUE(std::isfinite(e)) << type;
+  }
+}
+
+TEST(SpringResume, UnknownOptimizerTypeIsAConfigError) {
+  EXPECT_THROW(tiny_config("lbfgs", fresh_dir("nnvmc_ngd_bad"), 1), ConfigError);
+}
