@@ -135,7 +135,7 @@ torch::Tensor GaussianOrbitals::grouped_values(const torch::Tensor& r) const {
                         pg.select(3, 1).index_select(-1, g.powers[1]) *
                         pg.select(3, 2).index_select(-1, g.powers[2]);  // [B, N, S_g, n_cart]
     if (g.pure) ang = torch::matmul(ang, g.to_pure);           // [B, N, S_g, 2l+1]
-    parts.push_back((ang * rg.unsqueeze(-1)).reshape({B, N, -1}));
+    parts.push_back((ang * rg.unsqueeze(-1)).reshape({B, N, g.shells.size(0) * ang.size(-1)}));  // no -1: N may be 0
   }
   return torch::cat(parts, 2);
 }

@@ -194,3 +194,17 @@ TEST(HartreeFockOrbitals, SlaterDeterminantIsAntisymmetricUnderExchangeOfSameSpi
   EXPECT_TRUE(torch::allclose(logabs, logabs2, 1e-12, 1e-12));
   EXPECT_TRUE(torch::equal(sign, -sign2));
 }
+
+TEST(HartreeFockOrbitals, AnEmptySpinChannelContributesOne) {
+  // H atom: one α electron, no β electron; ψ = φ_1s(r) for every basis including d shells.
+  const System h = load_molecule("h", scftest::kMolecules);
+  const BasisSet basis = make_basis("cc-pvtz", h);
+  const auto orbs = occupied_orbitals(run_uhf(h, basis), basis);
+  ASSERT_EQ(orbs.n_beta, 0);
+  const torch::Tensor r = random_positions(3, 1, 1.0, 5);
+  const auto [up, down] = orbs.matrices(r);
+  EXPECT_EQ(down.sizes(), (std::vector<int64_t>{3, 0, 0}));
+  const auto [sign, logabs] = orbs.log_slater(r);
+  EXPECT_TRUE(torch::allclose(logabs, up.reshape({3}).abs().log(), 1e-12, 1e-12));
+  EXPECT_TRUE(torch::equal(sign, up.reshape({3}).sign()));
+}
