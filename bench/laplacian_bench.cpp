@@ -1,12 +1,20 @@
 /// Time and peak memory per local-energy evaluation for each Laplacian method.
 /// usage: bench_laplacian [--molecules lih,ch4] [--walkers 256] [--dtype float64]
-///                        [--methods jvp,reverse,hutchinson] [--width default|small] [--repeats 3]
-/// Prints one row per (molecule, method): median seconds, ratio to jvp in the same run,
-/// and the mean local energy (so methods can be compared on the same walkers).
+///                        [--methods jvp,reverse,hutchinson,forward] [--width default|small]
+///                        [--repeats 3] [--threads 1] [--chunk 0]
+/// Prints one row per (molecule, method): median seconds, ratio to jvp in the same run, peak
+/// RSS during the evaluations (and its increase over the RSS before them), the mean and the
+/// variance of the local energy over walkers (so methods can be compared on the same
+/// walkers; hutchinson's variance increase shows). --chunk sets hamiltonian.chunk_walkers.
+/// Ends with the growth exponent p of time ∝ N^p per method (least squares over molecules).
+#include <malloc.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -30,12 +38,16 @@ long peak_rss_kb() {
     if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
   return -1;
 }
-void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+/// Returns freed heap to the OS, then restarts the peak-RSS counter at the current RSS.
+void reset_peak_rss() {
+  malloc_trim(0);
+  std::ofstream("/proc/self/clear_refs") << "5";
+}
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string molecules = "lih", methods = "jvp,reverse,hutchinson", dtype = "float64", width = "default";
-  int walkers = 256, repeats = 3, threads = 0;
+  int walkers = 256, repeats = 3, threads = 0, chunk = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--molecules") molecules = v;
@@ -45,9 +57,11 @@ int main(int argc, char** argv) {
     else if (k == "--repeats") repeats = std::stoi(v);
     else if (k == "--width") width = v;
     else if (k == "--threads") threads = std::stoi(v);
+    else if (k == "--chunk") chunk = std::stoi(v);
   }
-  std::printf("%-6s %-11s %5s %8s %10s %9s %11s %14s\n", "mol", "method", "N", "walkers",
-              "median_s", "vs_jvp", "peak_MiB", "mean_E_L");
+  std::printf("%-6s %-11s %5s %8s %8s %10s %9s %10s %10s %14s %12s\n", "mol", "method", "N", "walkers",
+              "dtype", "median_s", "vs_jvp", "peak_MiB", "delta_MiB", "mean_E_L", "var_E_L");
+  std::map<std::string, std::vector<std::pair<double, double>>> growth;  // method → (N, s)
   for (const auto& mol : split(molecules)) {
     double t_jvp = 0;
     for (const auto& method : split(methods)) {
@@ -57,28 +71,45 @@ int main(int argc, char** argv) {
       c.run.dtype = dtype;
       c.run.threads = threads;
       c.hamiltonian.laplacian = method;
+      c.hamiltonian.chunk_walkers = chunk;
       if (width == "small") c.model.ferminet.hidden_dims.assign(3, {32, 8}), c.model.ferminet.determinants = 4;
       VmcSetup s = make_setup(c);
       s.sampler->initialize(s.logabs_fn());
       s.sampler->run(s.logabs_fn(), 20);
       const auto r = s.sampler->positions();
       std::vector<double> times;
-      double mean_e = 0;
+      double mean_e = 0, var_e = 0;
       reset_peak_rss();
+      const long rss_before = peak_rss_kb();
       for (int k = 0; k < repeats; ++k) {
         const auto t0 = std::chrono::steady_clock::now();
         const auto e = (*s.local_energy)(*s.wf, r).energy;
         times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         mean_e = e.mean().item<double>();
+        var_e = e.var().item<double>();
       }
       std::sort(times.begin(), times.end());
       const double med = times[times.size() / 2];
       if (method == "jvp") t_jvp = med;
-      std::printf("%-6s %-11s %5d %8d %10.4f %9.2f %11.1f %14.8f\n", mol.c_str(), method.c_str(),
-                  s.system.n_electrons(), walkers, med, t_jvp > 0 ? med / t_jvp : 0.0,
-                  peak_rss_kb() / 1024.0, mean_e);
+      const long peak = peak_rss_kb();
+      growth[method].emplace_back(s.system.n_electrons(), med);
+      std::printf("%-6s %-11s %5d %8d %8s %10.4f %9.2f %10.1f %10.1f %14.8f %12.6g\n", mol.c_str(),
+                  method.c_str(), s.system.n_electrons(), walkers, dtype.c_str(), med,
+                  t_jvp > 0 ? med / t_jvp : 0.0, peak / 1024.0, (peak - rss_before) / 1024.0, mean_e,
+                  var_e);
       std::fflush(stdout);
     }
+  }
+  for (const auto& [method, pts] : growth) {
+    if (pts.size() < 2) continue;
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (const auto& [n, t] : pts) {
+      const double x = std::log(n), y = std::log(t);
+      sx += x, sy += y, sxx += x * x, sxy += x * y;
+    }
+    const double m = static_cast<double>(pts.size());
+    std::printf("growth %-11s time ~ N^%.2f over %zu molecules\n", method.c_str(),
+                (m * sxy - sx * sy) / (m * sxx - sx * sx), pts.size());
   }
   return 0;
 }

@@ -18,12 +18,19 @@ SignedFwdLap Op::log_det(const FwdLap& x_in) {
   const int64_t b = x.value.size(0), e = x.value.size(1), k = x.value.size(2), c = x.n_coords;
   const auto a = x.value.permute({0, 2, 1, 3});  // [B, K, E, E], row = electron
   const auto [lu, pivots] = torch::linalg_lu_factor(a);
-  // All ∂_c A at once as right-hand sides: [B, K, E(row), C·E(col)].
-  const auto da = x.jac.permute({0, 3, 1, 2, 4}).reshape({b, k, e, c * e});
-  const auto m = torch::linalg_lu_solve(lu, pivots, da).view({b, k, e, c, e});  // A⁻¹∂_cA [p, c, q]
-  const auto grad = torch::diagonal(m, 0, 2, 4).sum(-1);                       // [B, K, C]
-  const auto mc = m.permute({0, 1, 3, 2, 4});                                  // [B, K, C, p, q]
-  const auto tr_mm = (mc * mc.transpose(-1, -2)).sum({-1, -2}).sum(-1);        // [B, K]
+  // One determinant at a time (bounds the [B, E, C, E] temporaries); all ∂_c A of it at once
+  // as right-hand sides [B, E(row), C·E(col)].
+  std::vector<torch::Tensor> grads, tr_mms;
+  for (int64_t j = 0; j < k; ++j) {
+    const auto da = x.jac.select(3, j).reshape({b, e, c * e});
+    const auto m = torch::linalg_lu_solve(lu.select(1, j), pivots.select(1, j), da)
+                       .view({b, e, c, e});                        // A⁻¹∂_cA as [p, c, q]
+    grads.push_back(torch::diagonal(m, 0, 1, 3).sum(-1));           // [B, C]
+    const auto mc = m.permute({0, 2, 1, 3});                        // [B, C, p, q]
+    tr_mms.push_back((mc * mc.transpose(-1, -2)).sum({-1, -2, -3}));  // [B]
+  }
+  const auto grad = torch::stack(grads, 1);    // [B, K, C]
+  const auto tr_mm = torch::stack(tr_mms, 1);  // [B, K]
   const auto s = torch::linalg_lu_solve(lu, pivots, x.lap.permute({0, 2, 1, 3}));
   const auto tr_l = torch::diagonal(s, 0, -2, -1).sum(-1);  // [B, K]
   const auto [sign, logabs] = torch::linalg_slogdet(a);
