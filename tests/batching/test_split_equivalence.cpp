@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include "batching/contract.hpp"
+#include "batching/cuda_runtime.hpp"
 #include "core/errors.hpp"
 
 namespace b = nnvmc::batching;
@@ -132,4 +133,15 @@ TEST_F(SplitEquivalence, AllocatingFrontEndAndFloat32Work) {
   EXPECT_LE(rel_error(r, torch::matmul(a, bb)), 1e-6);
   EXPECT_DOUBLE_EQ(rep.flops, 2.0 * 6 * 5 * 4);
   EXPECT_EQ(rep.batches, 1);
+}
+
+TEST_F(SplitEquivalence, CublasBackendNeedsACudaBuild) {
+  const auto a = torch::randn({3, 4}, torch::kFloat64), bb = torch::randn({4, 2}, torch::kFloat64);
+  auto o = options(0, b::SplitStrategy::automatic);
+  o.backend = b::BackendKind::cublas;
+  if (!nnvmc::batching::built_with_cuda()) {
+    EXPECT_THROW(b::contract("ik,kj->ij", {a, bb}, o), nnvmc::InputError);
+  } else {
+    EXPECT_EQ(b::parse_backend("cublas"), b::BackendKind::cublas);  // runs only with a GPU
+  }
 }
