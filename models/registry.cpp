@@ -2,6 +2,7 @@
 
 #include "core/errors.hpp"
 #include "models/ferminet/ferminet.hpp"
+#include "models/hf/hf_determinant.hpp"
 
 namespace nnvmc {
 
@@ -29,6 +30,9 @@ std::vector<std::string> ModelRegistry::names() const {
 void register_builtin_models(ModelRegistry& registry) {
   registry.add("ferminet", [](const ModelConfig& c, const System& s) {
     return std::make_shared<FermiNet>(c.ferminet, s);
+  });
+  registry.add("hf", [](const ModelConfig& c, const System& s) {
+    return std::make_shared<HartreeFockDeterminant>(s, c.hf.basis);
   });
 }
 

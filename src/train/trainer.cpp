@@ -9,6 +9,7 @@
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "io/hdf5_file.hpp"
+#include "train/pretrain.hpp"
 #include "train/summary.hpp"
 
 namespace nnvmc {
@@ -44,7 +45,18 @@ Trainer::Trainer(const Config& config) : setup_(make_setup(config)) {
   optimizer_ = make_optimizer(config.optim, *setup_.wf);
   output_ = resolve_output_dir(config);
   init_output(false);
-  setup_.sampler->initialize(setup_.logabs_fn());
+  if (config.pretrain.steps > 0) {
+    const auto p = pretrain(setup_, config.pretrain, timers_);
+    io::H5File results(output_ + "/result.h5", io::H5File::Mode::append);
+    results.append("pretrain/initial_loss", p.initial_loss);
+    results.append("pretrain/final_loss", p.final_loss);
+    results.append("pretrain/e_hf", p.e_hf);
+  }
+  // Walkers start (or continue from pretraining) on |ψ|²; burn-in happens in run().
+  if (setup_.sampler->positions().defined())
+    setup_.sampler->refresh(setup_.logabs_fn());
+  else
+    setup_.sampler->initialize(setup_.logabs_fn());
 }
 
 Trainer::Trainer(const Config& config, const std::string& checkpoint_path)
