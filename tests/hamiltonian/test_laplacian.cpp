@@ -2,10 +2,13 @@
 
 #include "common/test_util.hpp"
 #include "hamiltonian/laplacian.hpp"
+#include "laplacian_checks.hpp"
 #include "models/analytic/hydrogenic.hpp"
 #include "models/ferminet/ferminet.hpp"
 
 using namespace nnvmc;
+using test::expect_close;
+using test::finite_differences;
 
 namespace {
 
@@ -14,32 +17,6 @@ KineticTerms run(const std::string& method, WaveFunction& wf, const torch::Tenso
   o.laplacian = method;
   o.hutchinson.probes = probes;
   return make_laplacian(o, 3)->compute(wf, r);
-}
-
-/// Fourth-order central finite differences of log|ψ|: ∇² and |∇|² per walker.
-KineticTerms finite_differences(WaveFunction& wf, const torch::Tensor& r, double h = 1e-3) {
-  torch::NoGradGuard ng;
-  const int64_t b = r.size(0), d = 3 * r.size(1);
-  const auto x = r.reshape({b, d});
-  const auto f0 = wf.forward(r).logabs;
-  auto lap = torch::zeros({b}, r.options()), gsq = torch::zeros({b}, r.options());
-  auto at = [&](int64_t k, double step) {
-    auto xs = x.clone();
-    xs.select(1, k) += step;
-    return wf.forward(xs.view(r.sizes())).logabs;
-  };
-  for (int64_t k = 0; k < d; ++k) {
-    const auto f1 = at(k, h), fm1 = at(k, -h), f2 = at(k, 2 * h), fm2 = at(k, -2 * h);
-    lap += (-f2 + 16 * f1 - 30 * f0 + 16 * fm1 - fm2) / (12 * h * h);
-    gsq += ((-f2 + 8 * f1 - 8 * fm1 + fm2) / (12 * h)).square();
-  }
-  return {lap, gsq};
-}
-
-void expect_close(const torch::Tensor& a, const torch::Tensor& b, double rel, double abs_tol) {
-  const auto err = (a - b).abs().max().item<double>();
-  const auto scale = b.abs().max().item<double>();
-  EXPECT_LE(err, rel * scale + abs_tol) << "max error " << err << " scale " << scale;
 }
 
 System lih() { return load_molecule("lih", test::molecules_dir()); }
@@ -59,7 +36,7 @@ TEST(Laplacian, ExactMethodsMatchFiniteDifferencesOnFermiNet) {
   const System s = lih();
   FermiNet net(test::small_ferminet(), s);
   const auto r = test::random_positions(s, 6);
-  const auto fd = finite_differences(net, r);
+  const auto fd = finite_differences(net, r, 1e-3);
   for (const auto* m : {"jvp", "reverse"}) {
     const auto t = run(m, net, r);
     expect_close(t.laplacian, fd.laplacian, 1e-5, 1e-5);
@@ -73,7 +50,7 @@ TEST(Laplacian, ExactMethodsMatchFiniteDifferencesOnGaussianDeterminant) {
                                torch::kFloat64);
   GaussianDeterminant wf(s, centres, torch::tensor({0.7, 0.4, 1.1, 0.5}, torch::kFloat64));
   const auto r = test::random_positions(s, 6);
-  const auto fd = finite_differences(wf, r);
+  const auto fd = finite_differences(wf, r, 1e-3);
   const auto a = run("jvp", wf, r), b = run("reverse", wf, r);
   expect_close(a.laplacian, b.laplacian, 1e-10, 1e-12);
   expect_close(a.laplacian, fd.laplacian, 1e-5, 1e-5);
