@@ -11,8 +11,10 @@ namespace nnvmc::test {
 
 inline std::string molecules_dir() { return std::string(NNVMC_SOURCE_DIR) + "/configs/molecules"; }
 
-/// A small FermiNet configuration (fast in tests).
+/// A small FermiNet configuration (fast in tests). Also seeds the global RNG: libtorch seeds
+/// its default generator nondeterministically, and the network built next draws from it.
 inline FermiNetOptions small_ferminet(int width1 = 16, int width2 = 4, int layers = 2, int dets = 2) {
+  torch::manual_seed(0);
   FermiNetOptions o;
   o.hidden_dims.assign(layers, {width1, width2});
   o.determinants = dets;
