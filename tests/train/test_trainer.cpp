@@ -2,11 +2,14 @@
 
 #include <filesystem>
 
+#include "common/run_files.hpp"
 #include "common/test_util.hpp"
 #include "io/hdf5_file.hpp"
 #include "train/trainer.hpp"
 
 using namespace nnvmc;
+using test::column;
+using test::fresh_dir;
 namespace fs = std::filesystem;
 
 namespace {
@@ -24,16 +27,6 @@ Config tiny_config(const std::string& out, int iterations) {
   c.run.output = out;
   c.run.threads = 1;
   return c;
-}
-std::vector<double> column(const std::string& file, const std::string& name) {
-  io::H5File f(file, io::H5File::Mode::read);
-  const auto a = f.read(name);
-  return std::vector<double>(a.as<double>(), a.as<double>() + a.numel());
-}
-std::string fresh_dir(const std::string& name) {
-  const auto d = fs::temp_directory_path() / name;
-  fs::remove_all(d);
-  return d.string();
 }
 }  // namespace
 
