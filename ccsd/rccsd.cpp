@@ -58,14 +58,14 @@ CcsdResult run_rccsd(const MoIntegrals& mo, const CcsdOptions& options) {
     }
   }
   res.seconds_per_iteration = seconds_since(t_start) / std::max(res.iterations, 1);
-  if (!res.converged)
+  if (!res.converged && options.require_convergence)
     throw NumericalError("CCSD did not converge in " + std::to_string(options.max_iterations) + " iterations");
   // energy of the final amplitudes with the bare ovov block (equal to the dressed one)
   res.e_corr = e_old;
   res.e_ccsd = res.e_hf + res.e_corr;
   res.t1 = t1;
   res.t2 = t2;
-  if (options.triples) {
+  if (options.triples && res.converged) {
     const auto t0 = std::chrono::steady_clock::now();
     res.e_t = triples_correction(mo, t1, t2, c);
     res.seconds_triples = seconds_since(t0);

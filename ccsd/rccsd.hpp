@@ -15,7 +15,9 @@ namespace nnvmc::ccsd {
 
 /// Solver settings.
 struct CcsdOptions {
-  int max_iterations = 100;          ///< give up (NumericalError) after this many iterations
+  int max_iterations = 100;          ///< stop after this many iterations ...
+  bool require_convergence = true;   ///< ... and throw NumericalError if not converged by then
+                                     ///< (false: return the unconverged result, e.g. for timing)
   double energy_tolerance = 1e-10;   ///< converged when |ΔE| < this (hartree) ...
   double residual_tolerance = 1e-8;  ///< ... and the amplitude update norm |Δt| < this
   int diis_size = 8;                 ///< stored DIIS vectors (0: plain Jacobi)

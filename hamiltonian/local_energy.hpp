@@ -1,10 +1,13 @@
 #pragma once
 /// @file local_energy.hpp
-/// E_L = −½(∇²log|ψ| + |∇log|ψ||²) + V_ee + V_en + V_nn, evaluated in walker chunks.
+/// E_L = −½(∇²log|ψ| + |∇log|ψ||²) + V_ee + V_en + V_nn, evaluated in walker chunks whose
+/// size is either fixed or derived from a memory budget (run.memory_budget).
 #include <torch/torch.h>
 
 #include <memory>
+#include <string>
 
+#include "batching/budget.hpp"
 #include "core/system.hpp"
 #include "hamiltonian/laplacian.hpp"
 
@@ -17,23 +20,51 @@ struct LocalEnergyTerms {
   torch::Tensor potential;  ///< [B] V
 };
 
+/// How walkers are split into chunks.
+struct ChunkPolicy {
+  std::int64_t walkers = 0;  ///< fixed walkers per chunk; 0: size chunks from `budget`
+  batching::MemoryBudget budget = batching::MemoryBudget::unlimited();  ///< working memory
+  double margin = 0.85;      ///< fraction of the budget the fitted chunk may use (model error)
+  std::string budget_key = "run.memory_budget";  ///< names the budget in error messages
+};
+
+/// What the chunk calibration measured (CPU tensor memory of one evaluation).
+struct ChunkCalibration {
+  std::int64_t fixed_bytes = 0;       ///< working memory independent of the chunk size
+  std::int64_t bytes_per_walker = 0;  ///< working memory per walker in a chunk
+  std::int64_t chunk = 0;             ///< walkers per chunk chosen for the budget
+};
+
 /// Evaluates local energies of a molecule with a chosen Laplacian method.
+///
+/// With ChunkPolicy::walkers = 0 and a finite budget, the first evaluation measures the peak
+/// working memory of one walker and of a few walkers (CPU allocator high-water mark), fits
+/// peak(c) = fixed + c·per_walker, and uses the largest chunk with peak ≤ margin·budget. The
+/// stochastic method's RNG is restored after the measurement, so results do not depend on it.
 class LocalEnergy {
  public:
-  /// @param chunk walkers per evaluation chunk (0: all at once)
   LocalEnergy(const System& system, std::unique_ptr<LaplacianMethod> method,
-              torch::TensorOptions options, int64_t chunk = 0);
+              torch::TensorOptions options, ChunkPolicy policy = {});
   /// @param r [B, N, 3] @return terms per walker
+  /// @throws BudgetError when one walker does not fit the budget.
   LocalEnergyTerms operator()(WaveFunction& wf, const torch::Tensor& r);
-  void set_chunk(int64_t chunk) { chunk_ = chunk; }
-  int64_t chunk() const { return chunk_; }
+  /// Walkers per chunk (0: all; before the first evaluation also when still to be measured).
+  std::int64_t chunk() const { return chunk_; }
+  /// The calibration (zeros unless the chunk came from the budget).
+  const ChunkCalibration& calibration() const { return calibration_; }
   LaplacianMethod& method() { return *method_; }
 
  private:
+  LocalEnergyTerms evaluate(WaveFunction& wf, const torch::Tensor& r, std::int64_t chunk);
+  void calibrate(WaveFunction& wf, const torch::Tensor& r);
+
   std::unique_ptr<LaplacianMethod> method_;
   torch::Tensor nuclei_, charges_;
   double e_nn_;
-  int64_t chunk_;
+  ChunkPolicy policy_;
+  std::int64_t chunk_;
+  ChunkCalibration calibration_;
+  bool warned_device_ = false;
 };
 
 }  // namespace nnvmc

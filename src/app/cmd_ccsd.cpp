@@ -1,6 +1,6 @@
 /// nnvmc ccsd MOLECULE [--basis B] [--cholesky TAU] [--memory BYTES] [--split c|x|auto]
 ///                     [--backend torch|cublas] [--device cpu|cuda] [--frozen-core] [--triples]
-///                     [--json] [--explain]
+///                     [--max-iterations N] [--allow-unconverged] [--json] [--explain]
 #include <cstdio>
 #include <iostream>
 
@@ -24,7 +24,8 @@ struct CcsdArgs {
   std::string split = "auto";
   std::string backend = "torch";
   std::string device = "cpu";
-  bool frozen_core = false, triples = false, json = false, explain = false;
+  int max_iterations = 100;
+  bool frozen_core = false, triples = false, json = false, explain = false, allow_unconverged = false;
 };
 
 void print_summary(const ccsd::CcsdRun& run, const CcsdArgs& a) {
@@ -53,6 +54,8 @@ void run_ccsd_command(const CcsdArgs& a) {
   o.cholesky_tau = a.cholesky;
   o.frozen_core = a.frozen_core;
   o.ccsd.triples = a.triples;
+  o.ccsd.max_iterations = a.max_iterations;
+  o.ccsd.require_convergence = !a.allow_unconverged;
   o.ccsd.explain = a.explain;
   o.ccsd.verbose = !a.json;
   o.ccsd.plan.budget_bytes = batching::MemoryBudget::parse(a.memory, a.device, "--memory").bytes();
@@ -61,6 +64,9 @@ void run_ccsd_command(const CcsdArgs& a) {
   o.ccsd.plan.device = a.device;
   const System system = load_molecule(a.molecule, default_molecules_dir());
   const ccsd::CcsdRun run = ccsd::run_ccsd(system, o);
+  if (!run.cc.converged)
+    log::warn(strfmt("CCSD not converged after %d iterations (--allow-unconverged): energies are not final",
+                     run.cc.iterations));
   if (!a.json) return print_summary(run, a);
   nlohmann::json j;
   j["molecule"] = a.molecule;
@@ -76,6 +82,7 @@ void run_ccsd_command(const CcsdArgs& a) {
     j["seconds_triples"] = run.cc.seconds_triples;
   }
   j["iterations"] = run.cc.iterations;
+  j["converged"] = run.cc.converged;
   j["seconds_per_iteration"] = run.cc.seconds_per_iteration;
   j["seconds_scf"] = run.seconds_scf;
   j["seconds_integrals"] = run.seconds_integrals;
@@ -97,6 +104,10 @@ void add_ccsd_command(CLI::App& app) {
   cmd->add_option("--split", a->split, "split of over-budget contractions: c | x | auto | none");
   cmd->add_option("--backend", a->backend, "GEMM backend: torch | cublas");
   cmd->add_option("--device", a->device, "execution device: cpu | cuda | cuda:N");
+  cmd->add_option("--max-iterations", a->max_iterations, "CCSD iterations before giving up (default 100)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--allow-unconverged", a->allow_unconverged,
+                "report the last iterate instead of failing when not converged (timing runs)");
   cmd->add_flag("--frozen-core", a->frozen_core, "freeze core orbitals");
   cmd->add_flag("--triples", a->triples, "add the (T) correction");
   cmd->add_flag("--json", a->json, "print a JSON summary");

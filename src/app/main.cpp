@@ -28,6 +28,9 @@ int main(int argc, char** argv) {
   } catch (const nnvmc::InputError& e) {
     std::fprintf(stderr, "nnvmc: error: %s\n", e.what());
     return 2;
+  } catch (const nnvmc::BudgetError& e) {  // the memory budget the user set cannot be met
+    std::fprintf(stderr, "nnvmc: error: %s\n", e.what());
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "nnvmc: error: %s\n", e.what());
     return 1;

@@ -138,6 +138,7 @@ void validate(const Config& c) {
   require_one_of(c.optim.type, {"adam", "sr", "minsr", "spring"}, "optim.type");
   require(c.optim.sr.damping >= 0, "optim.sr.damping", "must be >= 0");
   require(c.optim.sr.norm_constraint >= 0, "optim.sr.norm_constraint", "must be >= 0");
+  require_one_of(c.optim.sr.norm, {"fisher", "euclidean"}, "optim.sr.norm");
   require(c.optim.sr.chunk_walkers > 0, "optim.sr.chunk_walkers", "must be > 0");
   require(c.optim.spring.momentum >= 0 && c.optim.spring.momentum < 1, "optim.spring.momentum",
           "must be in [0, 1)");

@@ -101,11 +101,13 @@ struct HamiltonianOptions {
 /// clipped local energies / √B; θ ← θ − lr(t)·δ.
 struct SrOptions {
   double damping = 1e-3;          ///< λ added to the diagonal of S (sr) or of ŌŌᵀ (minsr, spring)
-  double norm_constraint = 1e-3;  ///< bound on lr²·|Ōδ|² (squared Fisher norm of a step); 0: none
+  double norm_constraint = 1e-3;  ///< bound on the squared size of a step (see `norm`); 0: none
+  std::string norm = "fisher";    ///< fisher: lr²·|Ōδ|² ≤ C; euclidean: lr²·|δ|² ≤ C (SPRING paper)
   int chunk_walkers = 16;         ///< walkers per batched backward pass for per-walker gradients
   template <class V> void visit(V& v) {
     v("damping", damping, "diagonal shift of S (sr) or of the sample-space kernel (minsr, spring)");
-    v("norm_constraint", norm_constraint, "max lr^2 |O delta|^2 per step (0: no constraint)");
+    v("norm_constraint", norm_constraint, "max squared step size, measured by `norm` (0: no constraint)");
+    v("norm", norm, "step size measure of the constraint: fisher (lr^2 |O delta|^2) | euclidean (lr^2 |delta|^2)");
     v("chunk_walkers", chunk_walkers, "walkers per batched backward pass of the Jacobian");
   }
 };

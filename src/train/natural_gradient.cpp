@@ -98,9 +98,12 @@ class NaturalGradientOptimizer final : public Optimizer {
     if (!torch::isfinite(delta).all().item<bool>()) return false;
     double lr = learning_rate(t);
     if (options_.sr.norm_constraint > 0) {
-      const double fisher = problem.o.mv(delta).square().sum().item<double>();  // |Ōδ|²
-      if (lr * lr * fisher > options_.sr.norm_constraint)
-        lr = std::sqrt(options_.sr.norm_constraint / fisher);
+      // |Ōδ|² (Fisher) or |δ|²: the Euclidean norm also bounds the part of SPRING's momentum
+      // that lies outside the span of the current samples' gradients, which |Ōδ| cannot see.
+      const double size = options_.sr.norm == "euclidean"
+                              ? delta.square().sum().item<double>()
+                              : problem.o.mv(delta).square().sum().item<double>();
+      if (lr * lr * size > options_.sr.norm_constraint) lr = std::sqrt(options_.sr.norm_constraint / size);
     }
     add_to_parameters(params, delta, -lr);
     if (options_.type == "spring") previous_ = delta.detach().clone();

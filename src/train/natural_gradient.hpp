@@ -8,7 +8,8 @@
 ///   sr:     δ = (S + λ)⁻¹ Ōᵀε                         (P × P solve)
 ///   minsr:  δ = Ōᵀ (ŌŌᵀ + λ)⁻¹ ε                       (B × B solve; equal to sr for λ > 0)
 ///   spring: δ = μδ₋ + Ōᵀ (ŌŌᵀ + λ + 11ᵀ/B)⁻¹ (ε − μŌδ₋) (δ₋ the previous update)
-/// then scaled down so that lr²·|Ōδ|² ≤ norm_constraint (when > 0).
+/// then lr is scaled down so that lr²·|Ōδ|² (sr.norm = fisher) or lr²·|δ|² (euclidean)
+/// stays ≤ norm_constraint (when > 0).
 #include <torch/torch.h>
 
 #include <memory>

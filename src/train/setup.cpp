@@ -54,7 +54,8 @@ VmcSetup make_setup(const Config& config) {
                                                   config.run.seed + 1);
   s.local_energy = std::make_unique<LocalEnergy>(
       s.system, make_laplacian(config.hamiltonian, config.run.seed + 2), s.options,
-      config.hamiltonian.chunk_walkers);
+      ChunkPolicy{config.hamiltonian.chunk_walkers,
+                  batching::MemoryBudget::parse(config.run.memory_budget, config.run.device, "run.memory_budget")});
   return s;
 }
 

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include "common/test_util.hpp"
+#include "batching/peak_memory.hpp"
+#include "core/errors.hpp"
 #include "hamiltonian/local_energy.hpp"
 #include "hamiltonian/potential.hpp"
 #include "models/analytic/hydrogenic.hpp"
@@ -12,7 +14,8 @@ namespace {
 LocalEnergy make(const System& s, const std::string& method, int64_t chunk = 0) {
   HamiltonianOptions o;
   o.laplacian = method;
-  return LocalEnergy(s, make_laplacian(o, 0), torch::TensorOptions().dtype(torch::kFloat64), chunk);
+  return LocalEnergy(s, make_laplacian(o, 0), torch::TensorOptions().dtype(torch::kFloat64),
+                     ChunkPolicy{chunk});
 }
 }  // namespace
 
@@ -58,5 +61,68 @@ TEST(LocalEnergy, ResultDoesNotDependOnChunkSize) {
     // differently (alignment-dependent SIMD paths), so bitwise equality is not promised.
     const double diff = (e - all).abs().max().item<double>() / all.abs().max().item<double>();
     EXPECT_LT(diff, 1e-11) << "chunk " << chunk;
+  }
+}
+
+namespace {
+/// Peak working memory of one local-energy evaluation of all walkers, in bytes.
+std::int64_t peak_of(LocalEnergy& le, WaveFunction& wf, const torch::Tensor& r, torch::Tensor* e = nullptr) {
+  batching::PeakMemoryScope scope;
+  const auto out = le(wf, r).energy;
+  if (e) *e = out;
+  return scope.peak_bytes();
+}
+
+LocalEnergy budgeted(const System& s, const std::string& method, std::int64_t bytes) {
+  HamiltonianOptions o;
+  o.laplacian = method;
+  ChunkPolicy p;
+  p.budget = batching::MemoryBudget(bytes);
+  return LocalEnergy(s, make_laplacian(o, 0), torch::TensorOptions().dtype(torch::kFloat64), p);
+}
+}  // namespace
+
+TEST(LocalEnergy, BudgetSizedChunksKeepPeakMemoryWithinTheBudget) {
+  const System s = load_molecule("lih", test::molecules_dir());
+  FermiNet net(test::small_ferminet(), s);
+  const auto r = test::random_positions(s, 64);
+  for (const auto* m : {"jvp", "reverse", "forward", "hutchinson"}) {
+    auto whole = make(s, m, 0);
+    torch::Tensor e_all, e;
+    const std::int64_t unchunked = peak_of(whole, net, r, &e_all);
+    const std::int64_t budget = unchunked / 4;
+    auto le = budgeted(s, m, budget);
+    const std::int64_t first = peak_of(le, net, r, &e);   // includes the calibration
+    const std::int64_t second = peak_of(le, net, r);
+    EXPECT_GT(le.chunk(), 0) << m;
+    EXPECT_LT(le.chunk(), 64) << m << ": a quarter of the unchunked peak must force chunks";
+    EXPECT_LE(first, budget) << m << " chunk " << le.chunk();
+    EXPECT_LE(second, budget) << m << " chunk " << le.chunk();
+    if (std::string(m) != "hutchinson") {  // fresh probes per call; exact methods must agree
+      EXPECT_LT((e - e_all).abs().max().item<double>() / e_all.abs().max().item<double>(), 1e-11) << m;
+    }
+  }
+}
+
+TEST(LocalEnergy, CalibrationDoesNotConsumeHutchinsonProbes) {
+  const System s = load_molecule("lih", test::molecules_dir());
+  FermiNet net(test::small_ferminet(), s);
+  const auto r = test::random_positions(s, 16);
+  auto fixed = make(s, "hutchinson", 16);
+  auto measured = budgeted(s, "hutchinson", std::int64_t{1} << 34);
+  EXPECT_TRUE(torch::equal(fixed(net, r).energy, measured(net, r).energy));
+}
+
+TEST(LocalEnergy, BudgetTooSmallForOneWalkerIsAClearError) {
+  const System s = load_molecule("lih", test::molecules_dir());
+  FermiNet net(test::small_ferminet(), s);
+  auto le = budgeted(s, "jvp", 4096);
+  try {
+    le(net, test::random_positions(s, 8));
+    FAIL() << "expected BudgetError";
+  } catch (const BudgetError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("run.memory_budget"), std::string::npos) << what;
+    EXPECT_NE(what.find("one walker"), std::string::npos) << what;
   }
 }

@@ -86,9 +86,15 @@ TEST(Cli, TrainThenEvalPrintsJsonWithEnergyAndErrorBar) {
     EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_EQ(j["steps"], 6);
   EXPECT_LT(j["energy"].get<double>(), 0.0);
-  // Same seed, same samples: the exact Laplacian methods agree.
-  const auto r = run("eval " + out + "/checkpoint.h5 --steps 6 --seed 3 --json --log-level warn "
-                     "hamiltonian.laplacian=reverse");
-  const auto jr = nlohmann::json::parse(r.out.substr(r.out.find('{')));
-  EXPECT_NEAR(jr["energy"].get<double>(), j["energy"].get<double>(), 1e-8);
+  // Same seed, same samples: the exact Laplacian methods agree (the checkpoint's is jvp), also
+  // when the walker chunks come from a small memory budget.
+  for (const std::string extra : {"hamiltonian.laplacian=reverse", "hamiltonian.laplacian=forward",
+                                  "hamiltonian.laplacian=forward run.memory_budget=24KiB"}) {
+    const auto r = run("eval " + out + "/checkpoint.h5 --steps 6 --seed 3 --json --log-level warn " + extra);
+    ASSERT_EQ(r.code, 0) << extra << "\n" << r.out;
+    const auto jr = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+    EXPECT_NEAR(jr["energy"].get<double>(), j["energy"].get<double>(), 1e-8) << extra;
+  }
+  // A budget below one walker's working memory is a clear error.
+  expect_input_error("eval " + out + "/checkpoint.h5 --steps 2 run.memory_budget=1KiB", "one walker");
 }

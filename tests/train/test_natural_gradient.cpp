@@ -119,6 +119,15 @@ TEST(NaturalGradient, NormConstraintBoundsTheFisherNormOfTheStep) {
   EXPECT_NEAR(fisher, 1e-4, 1e-12);  // the unconstrained step is far larger, so the bound is active
 }
 
+TEST(NaturalGradient, EuclideanNormConstraintBoundsTheParameterStep) {
+  const Quadratic q;
+  auto o = options("spring", 1e-3);
+  o.sr.norm_constraint = 1e-6;
+  o.sr.norm = "euclidean";
+  const auto change = q.step(o) - q.theta0;
+  EXPECT_NEAR(change.square().sum().item<double>(), 1e-6, 1e-14);
+}
+
 TEST(NaturalGradient, NonFiniteJacobianRejectsTheStepAndKeepsParameters) {
   const Quadratic q;
   LinearLogPsi wf(q.n);

@@ -1,0 +1,39 @@
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "batching/peak_memory.hpp"
+
+using nnvmc::batching::PeakMemoryScope;
+
+TEST(PeakMemory, CountsTheHighWaterMarkOfTensorsMadeInsideTheScope) {
+  const auto before = torch::ones({1 << 20}, torch::kFloat64);  // 8 MiB made earlier: not counted
+  PeakMemoryScope scope;
+  {
+    const auto a = torch::empty({1 << 18}, torch::kFloat64);  // 2 MiB
+    const auto b = torch::empty({1 << 17}, torch::kFloat64);  // 1 MiB, both alive
+  }
+  const auto c = torch::empty({1 << 16}, torch::kFloat64);  // 0.5 MiB after they are freed
+  EXPECT_GE(scope.peak_bytes(), 3 << 20);
+  EXPECT_LT(scope.peak_bytes(), (3 << 20) + (1 << 16));
+}
+
+TEST(PeakMemory, CountsAllocationsOfWorkerThreads) {
+  PeakMemoryScope scope;
+  at::parallel_for(0, 4, 1, [](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) (void)torch::empty({1 << 15}, torch::kFloat64);
+  });
+  EXPECT_GE(scope.peak_bytes(), 1 << 18);
+}
+
+TEST(PeakMemory, EnclosingScopeSeesThePeakOfANestedOne) {
+  PeakMemoryScope outer;
+  { const auto a = torch::empty({1 << 18}, torch::kFloat64); }  // 2 MiB, freed
+  {
+    PeakMemoryScope inner;
+    const auto b = torch::empty({1 << 17}, torch::kFloat64);  // 1 MiB
+    EXPECT_GE(inner.peak_bytes(), 1 << 20);
+    EXPECT_LT(inner.peak_bytes(), 2 << 20);  // the outer region's 2 MiB are not the inner's
+  }
+  { PeakMemoryScope inner; const auto c = torch::empty({1 << 19}, torch::kFloat64); }  // 4 MiB
+  EXPECT_GE(outer.peak_bytes(), 4 << 20);
+}
