@@ -6,6 +6,7 @@
 /// Blocks are named by four letters: o = active occupied, v = virtual (e.g. "vvov").
 #include <torch/types.h>
 
+#include <map>
 #include <string>
 
 #include "ccsd/contractor.hpp"
@@ -24,7 +25,8 @@ class DressedHamiltonian {
   /// Dressed Fock matrix F̂_pq = ĥ_pq + Σ_k∈occ (2ĝ_pqkk − ĝ_pkkq), [n_mo, n_mo].
   torch::Tensor fock() const;
 
-  /// Dressed block ĝ in chemists' order, e.g. block("vvov") → [v, v, o, v].
+  /// Dressed block ĝ in chemists' order, e.g. block("vvov") → [v, v, o, v] (letters o, v;
+  /// conventional integrals also O = all occupied and * = all orbitals). Cached until dress().
   torch::Tensor block(const std::string& spaces) const;
 
   /// Particle–particle ladder Σ_cd ĝ_acbd t2[i,c,j,d] → [o, v, o, v]; with Cholesky
@@ -37,11 +39,16 @@ class DressedHamiltonian {
 
  private:
   torch::Tensor range(char space, int dim, const torch::Tensor& t) const;
+  /// Conventional integrals: the dressed block of `spaces` (o, O = all occupied, v, * = all),
+  /// made from the bare ERIs with only the t1 quarters that touch it.
+  torch::Tensor dressed_eri_block(const std::string& spaces) const;
 
   const MoIntegrals& mo_;
   Contractor& c_;
   torch::Tensor h_;     // dressed core Hamiltonian [n, n]
-  torch::Tensor g_;     // dressed ERIs [n, n, n, n] (conventional)
+  torch::Tensor t1_;    // singles of the last dress() (conventional)
+  torch::Tensor x_, yt_;  // X = 1 − T and Yᵀ = (1 + T)ᵀ of the last dress() [n, n] (conventional)
+  mutable std::map<std::string, torch::Tensor> blocks_;  // dressed ERI blocks made since then
   torch::Tensor l_;     // dressed Cholesky vectors [naux, n, n]
 };
 
