@@ -1,11 +1,16 @@
 /// Time and peak memory per local-energy evaluation for each Laplacian method.
 /// usage: bench_laplacian [--molecules lih,ch4] [--walkers 256] [--dtype float64]
 ///                        [--methods jvp,reverse,hutchinson,forward] [--width default|small]
-///                        [--repeats 3] [--threads 1] [--chunk 0]
-/// Prints one row per (molecule, method): median seconds, ratio to jvp in the same run, peak
-/// RSS during the evaluations (and its increase over the RSS before them), the mean and the
-/// variance of the local energy over walkers (so methods can be compared on the same
-/// walkers; hutchinson's variance increase shows). --chunk sets hamiltonian.chunk_walkers.
+///                        [--repeats 3] [--threads 1] [--chunk 0] [--budget auto]
+///                        [--timed-walkers W]
+/// Prints one row per (molecule, method): median seconds per evaluation of all walkers, ratio
+/// to jvp in the same run, walkers per chunk, peak working tensor memory of an evaluation
+/// (counting CPU allocator) and peak RSS, the mean and the variance of the local energy over
+/// walkers (so methods can be compared on the same walkers; hutchinson's variance increase
+/// shows). --chunk sets hamiltonian.chunk_walkers, --budget run.memory_budget (chunks then come
+/// from the measured memory per walker). --timed-walkers W times only the first W walkers
+/// (rounded up to whole chunks) and scales the time to all walkers: chunks are independent and
+/// identical work, so this is a linear extrapolation, marked by timed < walkers in the output.
 /// Ends with the growth exponent p of time ∝ N^p per method (least squares over molecules).
 #include <malloc.h>
 
@@ -19,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "batching/peak_memory.hpp"
 #include "core/log.hpp"
 #include "train/setup.hpp"
 
@@ -47,7 +53,8 @@ void reset_peak_rss() {
 
 int main(int argc, char** argv) {
   std::string molecules = "lih", methods = "jvp,reverse,hutchinson", dtype = "float64", width = "default";
-  int walkers = 256, repeats = 3, threads = 0, chunk = 0;
+  std::string budget = "auto";
+  int walkers = 256, repeats = 3, threads = 0, chunk = 0, timed_walkers = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--molecules") molecules = v;
@@ -58,9 +65,11 @@ int main(int argc, char** argv) {
     else if (k == "--width") width = v;
     else if (k == "--threads") threads = std::stoi(v);
     else if (k == "--chunk") chunk = std::stoi(v);
+    else if (k == "--budget") budget = v;
+    else if (k == "--timed-walkers") timed_walkers = std::stoi(v);
   }
-  std::printf("%-6s %-11s %5s %8s %8s %10s %9s %10s %10s %14s %12s\n", "mol", "method", "N", "walkers",
-              "dtype", "median_s", "vs_jvp", "peak_MiB", "delta_MiB", "mean_E_L", "var_E_L");
+  std::printf("%-6s %-11s %4s %7s %6s %6s %8s %10s %8s %9s %9s %14s %12s\n", "mol", "method", "N", "walkers",
+              "timed", "chunk", "dtype", "median_s", "vs_jvp", "work_MiB", "rss_MiB", "mean_E_L", "var_E_L");
   std::map<std::string, std::vector<std::pair<double, double>>> growth;  // method → (N, s)
   for (const auto& mol : split(molecules)) {
     double t_jvp = 0;
@@ -72,19 +81,28 @@ int main(int argc, char** argv) {
       c.run.threads = threads;
       c.hamiltonian.laplacian = method;
       c.hamiltonian.chunk_walkers = chunk;
+      c.run.memory_budget = budget;
       if (width == "small") c.model.ferminet.hidden_dims.assign(3, {32, 8}), c.model.ferminet.determinants = 4;
       VmcSetup s = make_setup(c);
       s.sampler->initialize(s.logabs_fn());
       s.sampler->run(s.logabs_fn(), 20);
-      const auto r = s.sampler->positions();
+      auto r = s.sampler->positions();
+      (*s.local_energy)(*s.wf, r.slice(0, 0, 1));  // warm-up; sizes the chunks from the budget
+      const std::int64_t ch = s.local_energy->chunk() > 0 ? std::min<std::int64_t>(s.local_energy->chunk(), walkers) : walkers;
+      std::int64_t timed = walkers;
+      if (timed_walkers > 0) timed = std::min<std::int64_t>(walkers, (timed_walkers + ch - 1) / ch * ch);
+      r = r.slice(0, 0, timed);
       std::vector<double> times;
       double mean_e = 0, var_e = 0;
+      std::int64_t work = 0;
       reset_peak_rss();
-      const long rss_before = peak_rss_kb();
       for (int k = 0; k < repeats; ++k) {
+        batching::PeakMemoryScope scope;
         const auto t0 = std::chrono::steady_clock::now();
         const auto e = (*s.local_energy)(*s.wf, r).energy;
-        times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() *
+                        double(walkers) / double(timed));
+        work = std::max(work, scope.peak_bytes());
         mean_e = e.mean().item<double>();
         var_e = e.var().item<double>();
       }
@@ -93,10 +111,10 @@ int main(int argc, char** argv) {
       if (method == "jvp") t_jvp = med;
       const long peak = peak_rss_kb();
       growth[method].emplace_back(s.system.n_electrons(), med);
-      std::printf("%-6s %-11s %5d %8d %8s %10.4f %9.2f %10.1f %10.1f %14.8f %12.6g\n", mol.c_str(),
-                  method.c_str(), s.system.n_electrons(), walkers, dtype.c_str(), med,
-                  t_jvp > 0 ? med / t_jvp : 0.0, peak / 1024.0, (peak - rss_before) / 1024.0, mean_e,
-                  var_e);
+      std::printf("%-6s %-11s %4d %7d %6lld %6lld %8s %10.4f %8.3f %9.1f %9.1f %14.8f %12.6g\n", mol.c_str(),
+                  method.c_str(), s.system.n_electrons(), walkers, static_cast<long long>(timed),
+                  static_cast<long long>(ch), dtype.c_str(), med, t_jvp > 0 ? med / t_jvp : 0.0,
+                  double(work) / (1 << 20), peak / 1024.0, mean_e, var_e);
       std::fflush(stdout);
     }
   }

@@ -61,9 +61,9 @@ void LocalEnergy::calibrate(WaveFunction& wf, const torch::Tensor& r) {
                       " with the safety margin); raise the budget");
   c.chunk = usable.max_batch(c.bytes_per_walker, c.fixed_bytes);  // may exceed b; evaluate caps it
   chunk_ = c.chunk;
-  log::info(strfmt("local energy: %s per walker + %s fixed (measured) -> chunks of %lld walkers for %s = %s",
+  log::info(strfmt("local energy: %s per walker + %s fixed (measured) -> up to %lld walkers per chunk for %s = %s",
                    batching::format_bytes(double(c.bytes_per_walker)).c_str(),
-                   batching::format_bytes(double(c.fixed_bytes)).c_str(), static_cast<long long>(std::min(c.chunk, b)),
+                   batching::format_bytes(double(c.fixed_bytes)).c_str(), static_cast<long long>(c.chunk),
                    policy_.budget_key.c_str(), batching::format_bytes(double(policy_.budget.bytes())).c_str()));
 }
 
