@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# CCSD time per iteration of nnvmc vs Psi4 (conventional CCSD) on (H2O)n, cc-pVDZ, same threads.
-# usage: bench/ccsd_water_clusters.sh NMAX [NNVMC] [extra nnvmc ccsd args, e.g. --cholesky 1e-5]
-# Psi4 reports only its whole wall time; its per-iteration time is bounded above by wall / iterations.
+# Time per CCSD iteration, nnvmc vs Psi4 1.3.2 (conventional RHF-CCSD, ccenergy), cc-pVDZ,
+# all-electron, same thread count, on (H2O)n from ../shared/reference/water_clusters.xyz and
+# on any molecule of configs/molecules (e.g. c4h4).
+# usage: bench/ccsd_water_clusters.sh "4 5 6 c4h4" [NNVMC] [THREADS] [CHOLESKY_TAU]
+# nnvmc: mean wall time of the first ITERS iterations (--max-iterations, --allow-unconverged),
+# conventional integrals and Cholesky (tau). Psi4: bench/psi4_ccsd_periter.py (two runs with
+# different convergence thresholds; the wall-time difference over the iteration difference).
 set -euo pipefail
-NMAX=${1:-3}; NNVMC=${2:-build-cc/src/app/nnvmc}; shift $(( $# > 2 ? 2 : $# )) || true
+SYSTEMS=${1:-"1 2 3"}; NNVMC=${2:-build/src/app/nnvmc}; THREADS=${3:-2}; TAU=${4:-1e-5}; ITERS=${ITERS:-4}
 XYZ=../shared/reference/water_clusters.xyz
 TMP=$(mktemp -d)
-printf "%-3s %-8s %-12s %-6s %-10s %-10s %-6s %-14s %s\n" n n_basis nnvmc_s/it it nnvmc_wall psi4_wall it psi4_wall/it ratio
-for n in $(seq 1 "$NMAX"); do
-  python3 - "$XYZ" "$n" "$TMP/w$n.xyz" <<'PY'
+printf "%-6s %5s %12s %12s %12s %12s %12s\n" system n_bf nnvmc_conv nnvmc_chol psi4 psi4/conv psi4/chol
+for sys in $SYSTEMS; do
+  if [[ $sys =~ ^[0-9]+$ ]]; then
+    python3 - "$XYZ" "$sys" "$TMP/mol.xyz" <<'PY'
 import sys
 lines = open(sys.argv[1]).read().splitlines(); i = k = 0
 while i < len(lines):
@@ -16,17 +21,21 @@ while i < len(lines):
     if k + 1 == int(sys.argv[2]): open(sys.argv[3], "w").write("\n".join(lines[i:i + 2 + m]) + "\n"); break
     i += 2 + m; k += 1
 PY
-  t0=$(date +%s.%N)
-  "$NNVMC" ccsd "$TMP/w$n.xyz" --basis cc-pvdz --json "$@" > "$TMP/nn$n.json"
-  t1=$(date +%s.%N)
-  python3 /work/shared/tools/psi4_reference.py "$XYZ" cc-pvdz --frame "$n" --method ccsd --threads 2 > "$TMP/psi$n.json"
-  python3 - "$n" "$TMP/nn$n.json" "$TMP/psi$n.json" "$t0" "$t1" <<'PY'
+    mol="$TMP/mol.xyz"; psi_args=("$XYZ" cc-pvdz --frame "$sys"); name="(H2O)$sys"
+  else
+    mol="$sys"; psi_args=("configs/molecules/$sys.yaml" cc-pvdz); name="$sys"
+  fi
+  cc=(ccsd "$mol" --basis cc-pvdz --json --max-iterations "$ITERS" --allow-unconverged)
+  OMP_NUM_THREADS=$THREADS "$NNVMC" "${cc[@]}" > "$TMP/conv.json" 2> /dev/null
+  OMP_NUM_THREADS=$THREADS "$NNVMC" "${cc[@]}" --cholesky "$TAU" > "$TMP/chol.json" 2> /dev/null
+  python3 bench/psi4_ccsd_periter.py "${psi_args[@]}" --threads "$THREADS" > "$TMP/psi.json"
+  python3 - "$name" "$TMP/conv.json" "$TMP/chol.json" "$TMP/psi.json" <<'PY'
 import json, sys
-n, a, b = sys.argv[1], json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
-wall = float(sys.argv[5]) - float(sys.argv[4]); psi_it = b["wall_seconds"] / b["cc_iterations"]
-print(f"{n:<3} {a['n_basis']:<8} {a['seconds_per_iteration']:<12.3f} {a['iterations']:<6} {wall:<10.1f} "
-      f"{b['wall_seconds']:<10.1f} {b['cc_iterations']:<6} {psi_it:<14.3f} {psi_it / a['seconds_per_iteration']:.2f}x"
-      f"   dE(CCSD) {a['e_ccsd'] - b['e_ccsd']:+.1e}")
+name, a, b, p = sys.argv[1], *(json.load(open(f)) for f in sys.argv[2:5])
+nbf = a["n_basis"]; t = p["seconds_per_iteration"]
+print(f"{name:<6} {nbf:>5} {a['seconds_per_iteration']:>12.3f} {b['seconds_per_iteration']:>12.3f} "
+      f"{t:>12.3f} {t / a['seconds_per_iteration']:>11.2f}x {t / b['seconds_per_iteration']:>11.2f}x"
+      f"   (psi4 runs {p['wall_seconds']} s, iterations {p['iterations']})", flush=True)
 PY
 done
 rm -rf "$TMP"
