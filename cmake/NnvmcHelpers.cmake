@@ -4,15 +4,25 @@
 # nnvmc_add_test(NAME <name> SOURCES ... DEPS ... [TORCH])
 #   One GoogleTest executable per module, registered with CTest.
 
-# One precompiled header for every translation unit that includes torch.
+# One precompiled torch header for libraries (compiled -fPIC) and one for executables
+# (-fPIE): GCC refuses a PCH built with the other setting (-Winvalid-pch) and then compiles
+# the whole torch header tree again in every test and tool source.
 add_library(nnvmc_torch_pch STATIC ${CMAKE_CURRENT_LIST_DIR}/pch_dummy.cpp)
 target_link_libraries(nnvmc_torch_pch PUBLIC nnvmc_torch nnvmc_warnings)
 target_precompile_headers(nnvmc_torch_pch PRIVATE <torch/torch.h>)
+add_executable(nnvmc_torch_pch_exe ${CMAKE_CURRENT_LIST_DIR}/pch_main.cpp)
+target_link_libraries(nnvmc_torch_pch_exe PRIVATE nnvmc_torch nnvmc_warnings)
+target_precompile_headers(nnvmc_torch_pch_exe PRIVATE <torch/torch.h>)
 
 function(_nnvmc_use_torch target)
   target_link_libraries(${target} PUBLIC nnvmc_torch)
-  target_precompile_headers(${target} REUSE_FROM nnvmc_torch_pch)
-  add_dependencies(${target} nnvmc_torch_pch)
+  get_target_property(_type ${target} TYPE)
+  set(_pch nnvmc_torch_pch)
+  if(_type STREQUAL "EXECUTABLE")
+    set(_pch nnvmc_torch_pch_exe)
+  endif()
+  target_precompile_headers(${target} REUSE_FROM ${_pch})
+  add_dependencies(${target} ${_pch})
 endfunction()
 
 function(nnvmc_add_module)

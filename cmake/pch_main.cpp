@@ -1,0 +1,2 @@
+// Carrier of the precompiled torch header for executables (see NnvmcHelpers.cmake).
+int main() { return 0; }
