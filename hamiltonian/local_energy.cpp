@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "batching/peak_memory.hpp"
+#include "batching/chunk_fit.hpp"
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "hamiltonian/potential.hpp"
@@ -40,30 +40,20 @@ LocalEnergyTerms LocalEnergy::evaluate(WaveFunction& wf, const torch::Tensor& r,
 }
 
 void LocalEnergy::calibrate(WaveFunction& wf, const torch::Tensor& r) {
-  const std::int64_t b = r.size(0), k = std::min(b, kCalibrationWalkers);
   const auto rng = method_->rng_state();
-  const auto peak_of = [&](std::int64_t walkers) {
-    batching::PeakMemoryScope scope;
-    evaluate(wf, r.slice(0, 0, walkers), walkers);
-    return scope.peak_bytes();
-  };
-  const std::int64_t p1 = peak_of(1), pk = k > 1 ? peak_of(k) : p1;
+  batching::ChunkFitOptions o;
+  o.margin = policy_.margin;
+  o.probe_items = kCalibrationWalkers;
+  o.key = policy_.budget_key;
+  o.what = "walker (local-energy evaluation)";
+  const auto fit = batching::fit_chunk([&](std::int64_t k) { evaluate(wf, r.slice(0, 0, k), k); }, r.size(0),
+                                       policy_.budget, o);
   if (rng.defined()) method_->set_rng_state(rng);
-  auto& c = calibration_;
-  c.bytes_per_walker = k > 1 ? std::max<std::int64_t>((pk - p1) / (k - 1), 1) : std::max<std::int64_t>(p1, 1);
-  c.fixed_bytes = std::max<std::int64_t>(p1 - c.bytes_per_walker, 0);
-  const auto usable = policy_.budget.scaled(policy_.margin);
-  if (std::max(p1, c.fixed_bytes + c.bytes_per_walker) > usable.bytes())
-    throw BudgetError(policy_.budget_key + " = " + batching::format_bytes(double(policy_.budget.bytes())) +
-                      " is too small for one walker: a local-energy evaluation of one walker needs " +
-                      batching::format_bytes(double(p1)) + " of working memory (" +
-                      batching::format_bytes(double(p1) / policy_.margin) +
-                      " with the safety margin); raise the budget");
-  c.chunk = usable.max_batch(c.bytes_per_walker, c.fixed_bytes);  // may exceed b; evaluate caps it
-  chunk_ = c.chunk;
+  calibration_ = {fit.fixed_bytes, fit.bytes_per_item, fit.chunk};  // chunk may exceed B; evaluate caps it
+  chunk_ = fit.chunk;
   log::info(strfmt("local energy: %s per walker + %s fixed (measured) -> up to %lld walkers per chunk for %s = %s",
-                   batching::format_bytes(double(c.bytes_per_walker)).c_str(),
-                   batching::format_bytes(double(c.fixed_bytes)).c_str(), static_cast<long long>(c.chunk),
+                   batching::format_bytes(double(fit.bytes_per_item)).c_str(),
+                   batching::format_bytes(double(fit.fixed_bytes)).c_str(), static_cast<long long>(fit.chunk),
                    policy_.budget_key.c_str(), batching::format_bytes(double(policy_.budget.bytes())).c_str()));
 }
 

@@ -37,6 +37,9 @@ class WaveFunction : public torch::nn::Module {
 template <class T>
 struct Blocks;
 
+/// ε of the layer normalisation of every Blocks<T> implementation.
+inline constexpr double kLayerNormEps = 1e-5;
+
 /// Nuclear positions [M, 3] and charges [M] of a system as tensors.
 struct NucleiTensors {
   torch::Tensor positions;  ///< [M, 3]

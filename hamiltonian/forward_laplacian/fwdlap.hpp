@@ -93,6 +93,10 @@ struct Blocks<FwdLap> {
   static T add_global(const T& x, const T& g);
   static T add_global(T&& x, const T& g);  ///< in place when x is exclusive and dense
   static T envelope(const T& d, const torch::Tensor& pi, const torch::Tensor& sigma);
+  static T layer_norm(const T& x);
+  static T electron_dot(const T& q, const T& k, double scale);  ///< local/dense inputs → dense
+  static T softmax(const T& x);                                 ///< local, dense or global
+  static T electron_mix(const T& a, const T& v);                ///< dense a, local/dense v → dense
   static Signed log_det(const T& x);
   static Signed signed_logsumexp(const torch::Tensor& s, const T& l);
 

@@ -65,6 +65,25 @@ struct Blocks<torch::Tensor> {
   static T sum_electrons(const T& x, int64_t axis) { return x.sum(axis); }
   /// Sum over the last (feature) axis, dropped.
   static T sum_features(const T& x) { return x.sum(-1); }
+  /// Layer normalisation over the last (feature) axis, without affine parameters:
+  /// (x − mean) / sqrt(var + 1e-5) with the biased variance (as torch::layer_norm).
+  /// Written in elementary ops: libtorch's fused layer_norm has no forward-mode derivative of
+  /// its backward, which the jvp Laplacian (forward over reverse) needs.
+  static T layer_norm(const T& x) {
+    const auto c = x - x.mean(-1, true);
+    return c * torch::rsqrt(c.square().mean(-1, true) + kLayerNormEps);
+  }
+  /// Attention scores s[b, i, j] = scale · Σ_f q[b, i, f] k[b, j, f].
+  /// @param q [B, E, F] @param k [B, E', F] @return [B, E, E'] (electron j as the feature axis)
+  static T electron_dot(const T& q, const T& k, double scale) { return torch::matmul(q, k.transpose(1, 2)) * scale; }
+  /// Softmax over the last (feature) axis, in elementary ops (libtorch's fused softmax backward
+  /// has no forward-mode derivative either); the max shift is a constant for the derivatives.
+  static T softmax(const T& x) {
+    const auto e = torch::exp(x - std::get<0>(x.detach().max(-1, true)));
+    return e / e.sum(-1, true);
+  }
+  /// out[b, i, f] = Σ_j a[b, i, j] v[b, j, f]. @param a [B, E, E'] @param v [B, E', F] @return [B, E, F]
+  static T electron_mix(const T& a, const T& v) { return torch::matmul(a, v); }
   /// x[b, i, ...] + g[b, ...] (global features broadcast over electrons).
   static T add_global(const T& x, const T& g) { return x + g.unsqueeze(1); }
   /// Σ_m π_om exp(−|σ_om| d_im). @param d [B, E, M] @param pi,sigma [O, M] @return [B, E, O]

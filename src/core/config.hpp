@@ -104,6 +104,7 @@ struct SrOptions {
   double norm_constraint = 1e-3;  ///< bound on the squared size of a step (see `norm`); 0: none
   std::string norm = "fisher";    ///< fisher: lr²·|Ōδ|² ≤ C; euclidean: lr²·|δ|² ≤ C (SPRING paper)
   int chunk_walkers = 16;         ///< walkers per batched backward pass for per-walker gradients
+                                  ///< (at most; fewer when run.memory_budget requires it)
   template <class V> void visit(V& v) {
     v("damping", damping, "diagonal shift of S (sr) or of the sample-space kernel (minsr, spring)");
     v("norm_constraint", norm_constraint, "max squared step size, measured by `norm` (0: no constraint)");

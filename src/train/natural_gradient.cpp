@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "batching/chunk_fit.hpp"
 #include "core/errors.hpp"
 #include "train/per_sample_gradients.hpp"
 
@@ -63,8 +64,8 @@ namespace {
 /// sr, minsr and spring share everything but the direction.
 class NaturalGradientOptimizer final : public Optimizer {
  public:
-  NaturalGradientOptimizer(const OptimOptions& o, WaveFunction& wf)
-      : options_(o), parameters_(parameter_count(trainable_parameters(wf))) {
+  NaturalGradientOptimizer(const OptimOptions& o, WaveFunction& wf, const batching::MemoryBudget& budget)
+      : options_(o), parameters_(parameter_count(trainable_parameters(wf))), budget_(budget) {
     if (o.type != "sr" && o.type != "minsr" && o.type != "spring")
       throw ConfigError("'optim.type': '" + o.type + "' is not a natural-gradient optimizer");
   }
@@ -75,7 +76,8 @@ class NaturalGradientOptimizer final : public Optimizer {
     torch::Tensor jac;
     {
       auto scope = timers.scope("gradient");
-      jac = per_sample_log_gradients(wf, r, options_.sr.chunk_walkers);
+      if (chunk_ == 0) chunk_ = fit_chunk(wf, r);
+      jac = per_sample_log_gradients(wf, r, chunk_);
     }
     auto scope = timers.scope("optimizer");
     if (!torch::isfinite(jac).all().item<bool>()) return false;
@@ -130,15 +132,32 @@ class NaturalGradientOptimizer final : public Optimizer {
   }
 
  private:
+  /// optim.sr.chunk_walkers, reduced if the measured memory per walker says it does not fit.
+  std::int64_t fit_chunk(WaveFunction& wf, const torch::Tensor& r) const {
+    const std::int64_t want = options_.sr.chunk_walkers, b = r.size(0);
+    if (budget_.is_unlimited()) return want;
+    batching::ChunkFitOptions o;
+    o.key = "run.memory_budget";
+    o.what = "walker (per-sample gradients)";
+    o.probe_items = std::min<std::int64_t>(want, 8);
+    o.reserved_bytes = (b * parameters_ + 3 * b * b) * 8;  // Jacobian, kernel and its factor (float64)
+    const auto fit = batching::fit_chunk([&](std::int64_t k) { per_sample_log_gradients(wf, r.slice(0, 0, k), k); },
+                                         b, budget_, o);
+    return std::max<std::int64_t>(1, std::min(want, fit.chunk));
+  }
+
   OptimOptions options_;
   std::int64_t parameters_;  ///< P
+  batching::MemoryBudget budget_;
+  std::int64_t chunk_ = 0;   ///< walkers per Jacobian pass (0: not yet sized)
   torch::Tensor previous_;  ///< SPRING's δ_{t−1} [P] float64 (undefined before the first step)
 };
 
 }  // namespace
 
-std::unique_ptr<Optimizer> make_natural_gradient(const OptimOptions& options, WaveFunction& wf) {
-  return std::make_unique<NaturalGradientOptimizer>(options, wf);
+std::unique_ptr<Optimizer> make_natural_gradient(const OptimOptions& options, WaveFunction& wf,
+                                                 const batching::MemoryBudget& budget) {
+  return std::make_unique<NaturalGradientOptimizer>(options, wf, budget);
 }
 
 }  // namespace nnvmc

@@ -43,7 +43,10 @@ torch::Tensor minsr_direction(const SrProblem& p, double damping);
 torch::Tensor spring_direction(const SrProblem& p, double damping, double momentum,
                                const torch::Tensor& previous);
 
-/// The natural-gradient optimizer named by options.type ("sr", "minsr" or "spring").
-std::unique_ptr<Optimizer> make_natural_gradient(const OptimOptions& options, WaveFunction& wf);
+/// The natural-gradient optimizer named by options.type ("sr", "minsr" or "spring"). Jacobian
+/// chunks are optim.sr.chunk_walkers walkers, fewer if a measurement says that many would not
+/// fit `budget` next to the B × P Jacobian and the B × B kernel.
+std::unique_ptr<Optimizer> make_natural_gradient(const OptimOptions& options, WaveFunction& wf,
+                                                 const batching::MemoryBudget& budget);
 
 }  // namespace nnvmc

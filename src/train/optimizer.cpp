@@ -88,13 +88,13 @@ class AdamOptimizer final : public Optimizer {
 };
 
 using OptimizerFactory =
-    std::function<std::unique_ptr<Optimizer>(const OptimOptions&, WaveFunction&)>;
+    std::function<std::unique_ptr<Optimizer>(const OptimOptions&, WaveFunction&, const batching::MemoryBudget&)>;
 
 /// Optimizers by `optim.type` name.
 const std::map<std::string, OptimizerFactory>& optimizer_registry() {
   static const std::map<std::string, OptimizerFactory> registry = [] {
     std::map<std::string, OptimizerFactory> r;
-    r["adam"] = [](const OptimOptions& o, WaveFunction& wf) -> std::unique_ptr<Optimizer> {
+    r["adam"] = [](const OptimOptions& o, WaveFunction& wf, const batching::MemoryBudget&) -> std::unique_ptr<Optimizer> {
       return std::make_unique<AdamOptimizer>(o, wf);
     };
     for (const char* name : {"sr", "minsr", "spring"}) r[name] = make_natural_gradient;
@@ -105,12 +105,13 @@ const std::map<std::string, OptimizerFactory>& optimizer_registry() {
 
 }  // namespace
 
-std::unique_ptr<Optimizer> make_optimizer(const OptimOptions& options, WaveFunction& wf) {
+std::unique_ptr<Optimizer> make_optimizer(const OptimOptions& options, WaveFunction& wf,
+                                          const batching::MemoryBudget& budget) {
   const auto& registry = optimizer_registry();
   const auto it = registry.find(options.type);
   if (it == registry.end())
     throw ConfigError("'optim.type': unknown optimizer '" + options.type + "'");
-  return it->second(options, wf);
+  return it->second(options, wf, budget);
 }
 
 }  // namespace nnvmc

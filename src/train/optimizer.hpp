@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "batching/budget.hpp"
 #include "core/config.hpp"
 #include "core/timer.hpp"
 #include "models/wavefunction.hpp"
@@ -36,7 +37,9 @@ class Optimizer {
   virtual void load_state(const TensorMap& state) = 0;  ///< @throws CheckpointError
 };
 
-/// Builds the optimizer named by options.type for the parameters of `wf`.
-std::unique_ptr<Optimizer> make_optimizer(const OptimOptions& options, WaveFunction& wf);
+/// Builds the optimizer named by options.type for the parameters of `wf`; `budget` bounds the
+/// working memory of its per-walker passes (natural-gradient Jacobians).
+std::unique_ptr<Optimizer> make_optimizer(const OptimOptions& options, WaveFunction& wf,
+                                          const batching::MemoryBudget& budget = batching::MemoryBudget::unlimited());
 
 }  // namespace nnvmc

@@ -52,10 +52,10 @@ VmcSetup make_setup(const Config& config) {
   s.wf->to(s.options.device(), s.options.dtype().toScalarType());
   s.sampler = std::make_unique<MetropolisSampler>(config.sampler, s.system, s.options,
                                                   config.run.seed + 1);
+  s.budget = batching::MemoryBudget::parse(config.run.memory_budget, config.run.device, "run.memory_budget");
   s.local_energy = std::make_unique<LocalEnergy>(
       s.system, make_laplacian(config.hamiltonian, config.run.seed + 2), s.options,
-      ChunkPolicy{config.hamiltonian.chunk_walkers,
-                  batching::MemoryBudget::parse(config.run.memory_budget, config.run.device, "run.memory_budget")});
+      ChunkPolicy{config.hamiltonian.chunk_walkers, s.budget});
   return s;
 }
 

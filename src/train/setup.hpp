@@ -28,6 +28,8 @@ struct VmcSetup {
   std::shared_ptr<WaveFunction> wf;
   std::unique_ptr<MetropolisSampler> sampler;
   std::unique_ptr<LocalEnergy> local_energy;
+  /// run.memory_budget, parsed: sizes local-energy and per-sample-gradient chunks.
+  batching::MemoryBudget budget = batching::MemoryBudget::unlimited();
   /// log|ψ| without gradients, for the sampler.
   LogAbsFn logabs_fn() const;
 };

@@ -42,7 +42,7 @@ void Trainer::install_signal_handlers() {
 void Trainer::request_stop(bool stop) { g_stop = stop; }
 
 Trainer::Trainer(const Config& config) : setup_(make_setup(config)) {
-  optimizer_ = make_optimizer(config.optim, *setup_.wf);
+  optimizer_ = make_optimizer(config.optim, *setup_.wf, setup_.budget);
   output_ = resolve_output_dir(config);
   init_output(false);
   if (config.pretrain.steps > 0) {
@@ -63,7 +63,7 @@ Trainer::Trainer(const Config& config, const std::string& checkpoint_path)
     : setup_(make_setup(config)), resumed_(true) {
   const Checkpoint c = load_checkpoint(checkpoint_path);
   load_module_state(*setup_.wf, c.parameters);
-  optimizer_ = make_optimizer(config.optim, *setup_.wf);
+  optimizer_ = make_optimizer(config.optim, *setup_.wf, setup_.budget);
   optimizer_->load_state(c.optimizer);
   setup_.sampler->set_state(c.sampler);
   setup_.local_energy->method().set_rng_state(c.laplacian_rng);

@@ -85,3 +85,59 @@ TEST(FwdLapOps, InPlaceFastPathsLeaveSharedValuesUntouched) {
 }
 
 }  // namespace
+
+namespace {
+
+/// A one-layer self-attention toy (the ops of Psiformer-like ansätze):
+/// h = tanh(W_in·[r_i − c, |r_i − c|]), ĥ = LayerNorm(h), A = softmax(q kᵀ/√d) over electrons,
+/// o = A v, log|ψ| = Σ_i Σ_f tanh(o)_f · w_f + Σ_i Σ_f LayerNorm(o)²_f / 10.
+class AttentionToy : public WaveFunction {
+ public:
+  AttentionToy() {
+    torch::manual_seed(31);
+    in_ = register_module("in", torch::nn::Linear(4, 6));
+    q_ = register_module("q", torch::nn::Linear(6, 4));
+    k_ = register_module("k", torch::nn::Linear(6, 4));
+    v_ = register_module("v", torch::nn::Linear(6, 5));
+    to(torch::kFloat64);
+    w_ = register_buffer("w", torch::randn({5}, torch::kFloat64));
+    centre_ = register_buffer("centre", torch::tensor({{0.1, 0.2, -0.3}}, torch::kFloat64));
+  }
+  template <class T>
+  typename Blocks<T>::Signed log_psi(const T& r) {
+    using Op = Blocks<T>;
+    const auto d = Op::reshape_features(Op::sub_centres(r, centre_), 1, {3});  // [B, N, 3]
+    const auto h = Op::layer_norm(Op::tanh(Op::linear(in_, Op::cat({d, Op::norm(d)}))));
+    const auto a = Op::softmax(Op::electron_dot(Op::linear(q_, h), Op::linear(k_, h), 0.5));
+    const auto o = Op::electron_mix(a, Op::linear(v_, h));                    // [B, N, 5]
+    const auto ln = Op::layer_norm(o);
+    const auto per = Op::add(Op::sum_features(Op::mul_const(Op::tanh(o), w_)),
+                             Op::sum_features(Op::mul_const(Op::square(ln), torch::full({1}, 0.1, w_.options()))));
+    const auto l = Op::sum_electrons(Op::reshape_features(per, 1, {1}), 1);  // [B, 1]
+    return Op::signed_logsumexp(torch::ones({l_batch(r), 1}, w_.options()), l);
+  }
+  LogPsi forward(const torch::Tensor& r) override { return log_psi<torch::Tensor>(r); }
+  std::string type() const override { return "test_attention_toy"; }
+
+ private:
+  static int64_t l_batch(const torch::Tensor& r) { return r.size(0); }
+  static int64_t l_batch(const FwdLap& r) { return r.value.size(0); }
+  torch::nn::Linear in_{nullptr}, q_{nullptr}, k_{nullptr}, v_{nullptr};
+  torch::Tensor w_, centre_;
+};
+
+}  // namespace
+
+TEST(FwdLapOps, LayerNormSoftmaxAttentionAgreeWithJvpReverseAndFiniteDifferences) {
+  register_forward_laplacian_program("test_attention_toy", [](WaveFunction& wf, const FwdLap& r) {
+    return static_cast<AttentionToy&>(wf).log_psi<FwdLap>(r);
+  });
+  AttentionToy wf;
+  torch::manual_seed(32);
+  const auto r = torch::randn({4, 5, 3}, torch::kFloat64);
+  const auto f = kinetic("forward", wf, r), j = kinetic("jvp", wf, r), b = kinetic("reverse", wf, r);
+  expect_close(f.laplacian, j.laplacian, 1e-10, 0, "laplacian vs jvp");
+  expect_close(f.grad_sq, j.grad_sq, 1e-10, 0, "grad_sq vs jvp");
+  expect_close(f.laplacian, b.laplacian, 1e-10, 0, "laplacian vs reverse");
+  test::expect_matches_finite_differences(f, wf, r, 1e-3);
+}

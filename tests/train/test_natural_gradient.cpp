@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "core/errors.hpp"
+
 #include "core/timer.hpp"
 #include "train/natural_gradient.hpp"
 #include "train/per_sample_gradients.hpp"
@@ -126,6 +128,30 @@ TEST(NaturalGradient, EuclideanNormConstraintBoundsTheParameterStep) {
   o.sr.norm = "euclidean";
   const auto change = q.step(o) - q.theta0;
   EXPECT_NEAR(change.square().sum().item<double>(), 1e-6, 1e-14);
+}
+
+TEST(NaturalGradient, BudgetBelowOneWalkersJacobianIsAClearError) {
+  const Quadratic q;
+  LinearLogPsi wf(q.n);
+  auto opt = make_optimizer(options("spring", 1e-3), wf, batching::MemoryBudget(1024));
+  StageTimers timers;
+  try {
+    opt->step(wf, q.r, q.e, 0, timers);
+    FAIL() << "expected BudgetError";
+  } catch (const BudgetError& e) {
+    EXPECT_NE(std::string(e.what()).find("per-sample gradients"), std::string::npos) << e.what();
+  }
+}
+
+TEST(NaturalGradient, AmpleBudgetGivesTheSameStep) {
+  const Quadratic q;
+  const auto o = options("spring", 1e-3);
+  LinearLogPsi a(q.n), b(q.n);
+  { torch::NoGradGuard g; a.theta.copy_(q.theta0); b.theta.copy_(q.theta0); }
+  StageTimers timers;
+  EXPECT_TRUE(make_optimizer(o, a)->step(a, q.r, q.e, 0, timers));
+  EXPECT_TRUE(make_optimizer(o, b, batching::MemoryBudget(std::int64_t{1} << 30))->step(b, q.r, q.e, 0, timers));
+  EXPECT_TRUE(torch::allclose(a.theta, b.theta, 1e-12, 0));
 }
 
 TEST(NaturalGradient, NonFiniteJacobianRejectsTheStepAndKeepsParameters) {
