@@ -44,13 +44,8 @@ void DressedHamiltonian::dress(const torch::Tensor& t1) {
 }
 
 torch::Tensor DressedHamiltonian::range(char space, int dim, const torch::Tensor& t) const {
-  const auto& s = mo_.space;
-  switch (space) {
-    case 'o': return t.narrow(dim, s.n_frozen, s.n_act_occ());
-    case 'O': return t.narrow(dim, 0, s.n_occ);
-    case 'v': return t.narrow(dim, s.n_occ, s.n_vir());
-    default: return t;
-  }
+  const Span r = span_of(space, mo_.space);
+  return t.narrow(dim, r.lo, r.size());
 }
 
 torch::Tensor DressedHamiltonian::dressed_eri_block(const std::string& sp) const {

@@ -49,8 +49,8 @@ void LocalEnergy::calibrate(WaveFunction& wf, const torch::Tensor& r) {
   const auto fit = batching::fit_chunk([&](std::int64_t k) { evaluate(wf, r.slice(0, 0, k), k); }, r.size(0),
                                        policy_.budget, o);
   if (rng.defined()) method_->set_rng_state(rng);
-  calibration_ = {fit.fixed_bytes, fit.bytes_per_item, fit.chunk};  // chunk may exceed B; evaluate caps it
-  chunk_ = fit.chunk;
+  calibration_ = fit;
+  chunk_ = fit.chunk;  // may exceed B; evaluate caps it
   log::info(strfmt("local energy: %s per walker + %s fixed (measured) -> up to %lld walkers per chunk for %s = %s",
                    batching::format_bytes(double(fit.bytes_per_item)).c_str(),
                    batching::format_bytes(double(fit.fixed_bytes)).c_str(), static_cast<long long>(fit.chunk),

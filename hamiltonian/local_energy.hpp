@@ -8,6 +8,7 @@
 #include <string>
 
 #include "batching/budget.hpp"
+#include "batching/chunk_fit.hpp"
 #include "core/system.hpp"
 #include "hamiltonian/laplacian.hpp"
 
@@ -28,13 +29,6 @@ struct ChunkPolicy {
   std::string budget_key = "run.memory_budget";  ///< names the budget in error messages
 };
 
-/// What the chunk calibration measured (CPU tensor memory of one evaluation).
-struct ChunkCalibration {
-  std::int64_t fixed_bytes = 0;       ///< working memory independent of the chunk size
-  std::int64_t bytes_per_walker = 0;  ///< working memory per walker in a chunk
-  std::int64_t chunk = 0;             ///< walkers per chunk chosen for the budget
-};
-
 /// Evaluates local energies of a molecule with a chosen Laplacian method.
 ///
 /// With ChunkPolicy::walkers = 0 and a finite budget, the first evaluation measures the peak
@@ -51,7 +45,7 @@ class LocalEnergy {
   /// Walkers per chunk (0: all; before the first evaluation also when still to be measured).
   std::int64_t chunk() const { return chunk_; }
   /// The calibration (zeros unless the chunk came from the budget).
-  const ChunkCalibration& calibration() const { return calibration_; }
+  const batching::ChunkFit& calibration() const { return calibration_; }
   LaplacianMethod& method() { return *method_; }
 
  private:
@@ -63,7 +57,7 @@ class LocalEnergy {
   double e_nn_;
   ChunkPolicy policy_;
   std::int64_t chunk_;
-  ChunkCalibration calibration_;
+  batching::ChunkFit calibration_;
   bool warned_device_ = false;
 };
 
