@@ -2,12 +2,13 @@
 # Issue-3 table: time and working memory per local-energy evaluation, FermiNet default width
 # ([[256,32]]x4, 16 determinants), 256 walkers, LiH/CH4/C2H6/C4H4, float64 and float32, one
 # thread. Chunks come from a 4 GiB budget (run.memory_budget). LiH and CH4 time all 256
-# walkers; C2H6 and C4H4 time the first TIMED walkers (whole chunks) and scale to 256 (jvp
-# would take ~15-40 min per evaluation here), which bench_laplacian marks in its 'timed' column.
+# walkers; C2H6 and C4H4 time the first TIMED walkers (whole chunks) and scale to 256, which
+# bench_laplacian marks in its 'timed' column; TIMED=0 (the default) times all 256 (jvp then
+# takes ~10 min per evaluation on C4H4 here; the whole table ~40 min).
 # Ends with the growth exponent of time with electron count per (method, dtype) over the four.
 # usage: bench/laplacian_table.sh BUILD_DIR [TIMED]
 set -eu
-B=${1:?build dir}/bench/bench_laplacian; TIMED=${2:-32}
+B=${1:?build dir}/bench/bench_laplacian; TIMED=${2:-0}
 OUT=$(mktemp)
 for dt in float64 float32; do
   "$B" --molecules lih,ch4 --walkers 256 --dtype $dt --threads 1 --repeats 3 --budget 4GiB \

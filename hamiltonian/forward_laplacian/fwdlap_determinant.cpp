@@ -33,7 +33,7 @@ SignedFwdLap Op::log_det(const FwdLap& x_in) {
   const auto tr_mm = torch::stack(tr_mms, 1);  // [B, K]
   const auto s = torch::linalg_lu_solve(lu, pivots, x.lap.permute({0, 2, 1, 3}));
   const auto tr_l = torch::diagonal(s, 0, -2, -1).sum(-1);  // [B, K]
-  const auto [sign, logabs] = torch::linalg_slogdet(a);
+  const auto [sign, logabs] = slogdet_from_lu(lu, pivots);
   FwdLap out;
   out.kind = Sparsity::global;
   out.n_coords = c;

@@ -61,7 +61,7 @@ torch::Tensor FermiNet::orbitals(const torch::Tensor& r) {
 }
 
 LogPsi FermiNet::forward(const torch::Tensor& r) {
-  const auto [sign, logabs] = torch::linalg_slogdet(orbitals(r));  // [B, K]
+  const auto [sign, logabs] = lu_slogdet(orbitals(r));  // [B, K]
   return signed_logsumexp(sign, logabs);
 }
 

@@ -93,8 +93,7 @@ struct Blocks<torch::Tensor> {
   /// sign and log|det| of K matrices given electron-major. @param x [B, E, K, E] (row i =
   /// electron i) @return sign [B, K], log|det| [B, K]
   static Signed log_det(const T& x) {
-    const auto [sign, logabs] = torch::linalg_slogdet(x.permute({0, 2, 1, 3}));
-    return {sign, logabs};
+    return lu_slogdet(x.permute({0, 2, 1, 3}));
   }
   /// log|Σ_k s_k exp(l_k)| over the last axis. @param s, l [B, K] @return [B]
   static Signed signed_logsumexp(const torch::Tensor& s, const T& l) {

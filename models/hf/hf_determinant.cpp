@@ -39,7 +39,7 @@ torch::Tensor HartreeFockDeterminant::orbitals(const torch::Tensor& r) {
 }
 
 LogPsi HartreeFockDeterminant::forward(const torch::Tensor& r) {
-  const auto [sign, logabs] = torch::linalg_slogdet(orbitals(r).squeeze(1));
+  const auto [sign, logabs] = lu_slogdet(orbitals(r).squeeze(1));
   return {sign.detach(), logabs};
 }
 

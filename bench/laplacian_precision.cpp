@@ -1,0 +1,134 @@
+/// float32 accuracy of each Laplacian method against float64, on the same walkers and the same
+/// network parameters (the float64 model cast to float32), and what the inaccurate walkers have
+/// in common (size of |∇log|ψ||², conditioning of the orbital matrices).
+/// usage: bench_laplacian_precision [--molecule ch4] [--walkers 256] [--methods jvp,reverse,forward]
+///                                  [--threads 1] [--worst 8]
+/// Prints per method: mean and variance of the kinetic energy −½(∇²log|ψ| + |∇log|ψ||²) in
+/// float64 and float32, the median and maximum relative error of ∇²log|ψ| per walker, the number
+/// of walkers whose kinetic energy is off by more than 1 %, and for the worst walkers the
+/// float64/float32 values with log10 of the condition number of their dominant orbital matrix.
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/log.hpp"
+#include "hamiltonian/laplacian.hpp"
+#include "train/setup.hpp"
+
+using namespace nnvmc;
+
+namespace {
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string x; std::getline(ss, x, ',');) out.push_back(x);
+  return out;
+}
+torch::Tensor r32_of(const torch::Tensor& r) { return r.to(torch::kFloat); }
+torch::Tensor kinetic(const KineticTerms& k) { return -0.5 * (k.laplacian + k.grad_sq); }
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string molecule = "ch4", methods = "jvp,reverse,forward";
+  int walkers = 256, threads = 1, worst = 8, hessian = -1;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--molecule") molecule = v;
+    else if (k == "--methods") methods = v;
+    else if (k == "--walkers") walkers = std::stoi(v);
+    else if (k == "--threads") threads = std::stoi(v);
+    else if (k == "--worst") worst = std::stoi(v);
+    else if (k == "--hessian") hessian = std::stoi(v);
+  }
+  Config c = parse_config("", {}, "bench");
+  c.system.molecule.yaml = molecule;
+  c.sampler.walkers = walkers;
+  c.run.dtype = "float64";
+  c.run.threads = threads;
+  VmcSetup s = make_setup(c);
+  s.sampler->initialize(s.logabs_fn());
+  s.sampler->run(s.logabs_fn(), 20);
+  const auto r64 = s.sampler->positions();
+
+  // Conditioning of each walker's dominant determinant (largest log|det|), float64.
+  torch::Tensor log10_cond, cancel, log10_det;
+  {
+    torch::NoGradGuard ng;
+    const auto phi = s.wf->orbitals(r64);                          // [B, K, N, N] (spin blocks: per-spin K)
+    const auto [sign, logabs] = torch::linalg_slogdet(phi);       // [B, K]
+    const auto k = logabs.argmax(1);                               // [B]
+    // How much the signed sum over determinants cancels: max_k log|det_k| − log|ψ| (≥ 0 up to
+    // the weights; large = the determinants nearly cancel).
+    cancel = (std::get<0>(logabs.max(1)) - s.wf->forward(r64).logabs) / std::log(10.0);
+    const auto dom = phi.index({torch::arange(phi.size(0)), k});   // [B, N, N]
+    log10_cond = torch::log10(torch::linalg_cond(dom));
+    log10_det = std::get<0>(logabs.max(1)) / std::log(10.0);
+  }
+  // Closest electron–nucleus and electron–electron distances per walker.
+  const auto nuc = nuclei_tensors(s.system, r64.options()).positions;          // [M, 3]
+  const auto d_en = std::get<0>((r64.unsqueeze(2) - nuc).norm(2, -1).flatten(1).min(1));  // [B]
+  const auto n = r64.size(1);
+  const auto d_ee = std::get<0>(((r64.unsqueeze(2) - r64.unsqueeze(1)).norm(2, -1) +
+                                 1e9 * torch::eye(n, r64.options())).flatten(1).min(1));  // [B]
+  std::vector<std::pair<std::string, KineticTerms>> ref;
+  for (const auto& m : split(methods)) {
+    c.hamiltonian.laplacian = m;
+    ref.emplace_back(m, make_laplacian(c.hamiltonian, 1)->compute(*s.wf, r64));
+  }
+  // Hessian diagonal of log|ψ| of one walker, reverse over reverse (float64 here, float32 below).
+  const auto hess_diag = [&](const torch::Tensor& r) {
+    auto [x, g] = gradient_with_graph(*s.wf, r.slice(0, hessian, hessian + 1));
+    std::vector<double> h;
+    for (int64_t k = 0; k < x.size(1); ++k)
+      h.push_back(torch::autograd::grad({g.select(1, k).sum()}, {x}, {}, true)[0][0][k].item<double>());
+    return h;
+  };
+  std::vector<double> h64;
+  if (hessian >= 0) h64 = hess_diag(r64);
+  s.wf->to(torch::kFloat);
+  if (hessian >= 0) {
+    const auto h32 = hess_diag(r32_of(r64));
+    std::printf("walker %d: coordinate, d2 log|psi| float64, float32, difference\n", hessian);
+    for (std::size_t k = 0; k < h64.size(); ++k)
+      std::printf("  x%-3zu %14.6f %14.6f %12.4g\n", k, h64[k], h32[k], h32[k] - h64[k]);
+  }
+  const auto r32 = r64.to(torch::kFloat);
+  std::printf("%-8s %3s %8s %14s %14s %12s %12s %12s %12s %12s %6s\n", "method", "N", "walkers", "mean_T64",
+              "mean_T32", "var_T64", "var_T32", "med_rel_lap", "max_rel_lap", "max_rel_g2", ">1%");
+  std::vector<std::pair<std::string, torch::Tensor>> t32s;
+  for (auto& [m, k64] : ref) {
+    c.hamiltonian.laplacian = m;
+    const auto k32 = make_laplacian(c.hamiltonian, 1)->compute(*s.wf, r32);
+    const auto t64 = kinetic(k64), t32 = kinetic(k32).to(torch::kDouble);
+    const auto rel = ((k32.laplacian.to(torch::kDouble) - k64.laplacian) / k64.laplacian.abs()).abs();
+    const auto rel_g2 = ((k32.grad_sq.to(torch::kDouble) - k64.grad_sq) / k64.grad_sq.abs()).abs();
+    const auto bad = ((t32 - t64).abs() > 0.01 * t64.abs()).sum().item<std::int64_t>();
+    std::printf("%-8s %3d %8d %14.6f %14.6f %12.5g %12.5g %12.3g %12.3g %12.3g %6lld\n", m.c_str(),
+                s.system.n_electrons(), walkers, t64.mean().item<double>(), t32.mean().item<double>(),
+                t64.var().item<double>(), t32.var().item<double>(), rel.median().item<double>(),
+                rel.max().item<double>(), rel_g2.max().item<double>(), static_cast<long long>(bad));
+    std::fflush(stdout);
+    t32s.emplace_back(m, t32);
+  }
+  // Worst walkers of the first method, with every method's float32 kinetic energy beside it.
+  const auto& k64 = ref.front().second;
+  const auto t64 = kinetic(k64);
+  const auto err = (t32s.front().second - t64).abs();
+  const auto order = err.argsort(0, /*descending=*/true);
+  std::printf("\nworst walkers of %s: T64, |grad|^2 (f64), log10 |det| and cond of the dominant det, log10 cancellation over dets, closest e-n and e-e "
+              "distance (bohr), T32 per method\n",
+              ref.front().first.c_str());
+  for (int i = 0; i < std::min<int>(worst, walkers); ++i) {
+    const auto w = order[i].item<std::int64_t>();
+    std::printf("walker %4lld  T64 %12.4f  grad2 %10.4g  log10det %7.2f  log10cond %5.2f  cancel %5.2f  d_en %8.2e  d_ee %8.2e",
+                static_cast<long long>(w), t64[w].item<double>(), k64.grad_sq[w].item<double>(),
+                log10_det[w].item<double>(), log10_cond[w].item<double>(), cancel[w].item<double>(), d_en[w].item<double>(), d_ee[w].item<double>());
+    for (const auto& [m, t32] : t32s) std::printf("  %s %12.4f", m.c_str(), t32[w].item<double>());
+    std::printf("\n");
+  }
+  std::printf("median over walkers: log10 cond %.2f, log10 |det| %.2f\n", log10_cond.median().item<double>(),
+              log10_det.median().item<double>());
+  return 0;
+}
