@@ -46,6 +46,7 @@ void LocalEnergy::calibrate(WaveFunction& wf, const torch::Tensor& r) {
   o.probe_items = kCalibrationWalkers;
   o.key = policy_.budget_key;
   o.what = "walker (local-energy evaluation)";
+  o.cuda_device = static_cast<int>(r.get_device());  // −1 on the CPU: counted by the CPU allocator
   const auto fit = batching::fit_chunk([&](std::int64_t k) { evaluate(wf, r.slice(0, 0, k), k); }, r.size(0),
                                        policy_.budget, o);
   if (rng.defined()) method_->set_rng_state(rng);
@@ -59,14 +60,7 @@ void LocalEnergy::calibrate(WaveFunction& wf, const torch::Tensor& r) {
 
 LocalEnergyTerms LocalEnergy::operator()(WaveFunction& wf, const torch::Tensor& r) {
   if (chunk_ == 0 && policy_.walkers == 0 && !policy_.budget.is_unlimited()) {
-    if (r.device().is_cpu()) {
-      calibrate(wf, r);
-    } else if (!warned_device_) {
-      // The peak is measured with the CPU allocator; CUDA runs need hamiltonian.chunk_walkers.
-      log::warn("walker chunks are sized from the memory budget on the CPU only; on " + r.device().str() +
-                " all walkers are evaluated at once unless hamiltonian.chunk_walkers is set");
-      warned_device_ = true;
-    }
+    calibrate(wf, r);
   }
   return evaluate(wf, r, chunk_);
 }

@@ -32,7 +32,8 @@ struct ChunkPolicy {
 /// Evaluates local energies of a molecule with a chosen Laplacian method.
 ///
 /// With ChunkPolicy::walkers = 0 and a finite budget, the first evaluation measures the peak
-/// working memory of one walker and of a few walkers (CPU allocator high-water mark), fits
+/// working memory of one walker and of a few walkers (high-water mark of the CPU allocator, or
+/// of libtorch's CUDA caching allocator for walkers on a CUDA device), fits
 /// peak(c) = fixed + c·per_walker, and uses the largest chunk with peak ≤ margin·budget. The
 /// stochastic method's RNG is restored after the measurement, so results do not depend on it.
 class LocalEnergy {
@@ -58,7 +59,6 @@ class LocalEnergy {
   ChunkPolicy policy_;
   std::int64_t chunk_;
   batching::ChunkFit calibration_;
-  bool warned_device_ = false;
 };
 
 }  // namespace nnvmc

@@ -11,13 +11,25 @@
 
 namespace nnvmc::batching {
 
+class DeviceOps;
+
 /// Batched GEMM c[β] (=|+=) a[β]·b[β] with a [B, M, K], b [B, K, N], c [B, M, N]
 /// (strided views whose last two dims are row- or column-major).
 class GemmBackend {
  public:
   virtual ~GemmBackend() = default;
-  /// c = a·b (accumulate=false) or c += a·b (accumulate=true); c is contiguous.
+  /// c = a·b (accumulate=false) or c += a·b (accumulate=true); c is contiguous. A backend may
+  /// finish asynchronously: c holds the result only after synchronize(), and the host must not
+  /// change a, b or c before then. `stable_a`/`stable_b` promise that the operand's memory
+  /// stays alive and unchanged until the backend is destroyed (slices of the contraction's
+  /// operands), so a backend may keep a device copy of it for later calls.
+  virtual void bmm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, bool accumulate,
+                   bool stable_a, bool stable_b) {
+    bmm(a, b, c, accumulate);
+  }
   virtual void bmm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, bool accumulate) = 0;
+  /// Completes every outstanding bmm (results written to their host tensors).
+  virtual void synchronize() {}
   /// Bytes this backend copied host → device / device → host so far.
   virtual std::int64_t bytes_h2d() const { return 0; }
   virtual std::int64_t bytes_d2h() const { return 0; }
@@ -26,8 +38,22 @@ class GemmBackend {
 /// libtorch bmm on the tensors' own device.
 std::unique_ptr<GemmBackend> make_torch_backend();
 
-/// cuBLAS dgemm/sgemm (strided batched) on raw device buffers: host operands are staged
-/// through pinned buffers with asynchronous copies on a stream.
+/// Options of the staged (host operands, device GEMMs) backend.
+struct StagedGemmOptions {
+  /// Device bytes for operands kept resident across calls (recurring operand blocks are
+  /// uploaded once); < 0: half of the free device memory when the backend is made; 0: none.
+  std::int64_t resident_bytes = -1;
+};
+
+/// GEMMs of host tensors on a device reached through `ops`: operands are packed into pinned
+/// buffers and uploaded asynchronously, copies overlap the GEMMs of neighbouring calls (two
+/// staging slots, separate copy-in / compute / copy-out streams), recurring stable operands stay
+/// resident, and an output accumulated by consecutive calls stays on the device until the next
+/// output block starts (staged_gemm.cpp).
+std::unique_ptr<GemmBackend> make_staged_backend(std::unique_ptr<DeviceOps> ops, StagedGemmOptions options = {});
+
+/// The staged backend on CUDA device `device_index`: cuBLAS dgemm/sgemm (strided batched) on
+/// raw device buffers, CUDA streams and events, cudaMallocHost buffers.
 /// @throws InputError when built without NNVMC_WITH_CUDA.
 std::unique_ptr<GemmBackend> make_cublas_backend(int device_index);
 

@@ -11,7 +11,7 @@ ChunkFit fit_chunk(const std::function<void(std::int64_t)>& probe, std::int64_t 
                    const MemoryBudget& budget, const ChunkFitOptions& o) {
   const std::int64_t k = std::max<std::int64_t>(1, std::min(n_items, o.probe_items));
   const auto peak_of = [&](std::int64_t items) {
-    PeakMemoryScope scope;
+    PeakMemoryScope scope(o.cuda_device);
     probe(items);
     return scope.peak_bytes();
   };

@@ -19,6 +19,7 @@ struct ChunkFitOptions {
   std::int64_t probe_items = 8;     ///< items of the second measurement (the first is one item)
   std::string key = "memory budget";  ///< names the budget in error messages
   std::string what = "item";          ///< names one item in error messages
+  int cuda_device = -1;  ///< measure on this CUDA device's caching allocator (−1: the CPU)
 };
 
 /// The measurement and the chunk chosen from it.

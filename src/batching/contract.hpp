@@ -23,6 +23,14 @@ Plan plan_contraction(const std::string& spec, const std::vector<at::Tensor>& op
 ExecReport execute(const Plan& plan, const std::vector<at::Tensor>& operands, const at::Tensor& out,
                    const PlanOptions& options = {});
 
+class GemmBackend;
+
+/// As execute(), with the GEMMs run by `backend` instead of one made from options.backend
+/// (e.g. the staged backend on a simulated device in tests). options.device still says where
+/// the operands and the output live.
+ExecReport execute(const Plan& plan, const std::vector<at::Tensor>& operands, const at::Tensor& out,
+                   const PlanOptions& options, GemmBackend& backend);
+
 /// plan_contraction + execute.
 ExecReport contract(const std::string& spec, const std::vector<at::Tensor>& operands,
                     const at::Tensor& out, const PlanOptions& options = {});

@@ -1,13 +1,15 @@
-/// cuBLAS backend: batched GEMMs on raw device buffers. Host operands are packed into
-/// pinned staging buffers, copied asynchronously on one stream, multiplied with
-/// cublas{D,S}gemmStridedBatched and copied back. Built only with NNVMC_WITH_CUDA.
-#include <ATen/ATen.h>
+/// DeviceOps on CUDA: cudaMalloc / cudaMallocHost buffers, cudaMemcpyAsync on three streams,
+/// cudaEvent dependencies, cublas{D,S}gemmStridedBatched. The staged backend
+/// (staged_gemm.cpp) drives them. Built only with NNVMC_WITH_CUDA.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include <cstring>
+#include <array>
+#include <string>
+#include <vector>
 
 #include "batching/backend.hpp"
+#include "batching/device_ops.hpp"
 #include "core/errors.hpp"
 
 namespace nnvmc::batching {
@@ -18,115 +20,101 @@ void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw Error(std::string("CUDA ") + what + ": " + cudaGetErrorString(e));
 }
 void check(cublasStatus_t s, const char* what) {
-  if (s != CUBLAS_STATUS_SUCCESS) throw Error(std::string("cuBLAS ") + what + " failed (status " + std::to_string(int(s)) + ")");
+  if (s != CUBLAS_STATUS_SUCCESS)
+    throw Error(std::string("cuBLAS ") + what + " failed (status " + std::to_string(int(s)) + ")");
 }
 
-/// A growable device buffer and its pinned host twin.
-struct Buffer {
-  void* dev = nullptr;
-  void* host = nullptr;
-  std::size_t bytes = 0;
-  void reserve(std::size_t b) {
-    if (b <= bytes) return;
-    release();
-    check(cudaMalloc(&dev, b), "cudaMalloc");
-    check(cudaMallocHost(&host, b), "cudaMallocHost");
-    bytes = b;
-  }
-  void release() {
-    if (dev) cudaFree(dev);
-    if (host) cudaFreeHost(host);
-    dev = host = nullptr;
-    bytes = 0;
-  }
-};
-
-class CublasBackend final : public GemmBackend {
+class CudaDeviceOps final : public DeviceOps {
  public:
-  explicit CublasBackend(int device) {
+  explicit CudaDeviceOps(int device) : device_(device) {
     check(cudaSetDevice(device), "cudaSetDevice");
-    check(cudaStreamCreate(&stream_), "cudaStreamCreate");
+    for (auto& s : streams_) check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
     check(cublasCreate(&handle_), "cublasCreate");
-    check(cublasSetStream(handle_, stream_), "cublasSetStream");
+    check(cublasSetStream(handle_, stream(Stream::compute)), "cublasSetStream");
   }
-  ~CublasBackend() override {
-    for (auto* b : {&a_, &b_, &c_}) b->release();
+  ~CudaDeviceOps() override {
+    cudaSetDevice(device_);
+    for (auto& s : streams_) cudaStreamSynchronize(s);
+    for (auto e : events_) cudaEventDestroy(e);
     cublasDestroy(handle_);
-    cudaStreamDestroy(stream_);
+    for (auto& s : streams_) cudaStreamDestroy(s);
   }
 
-  void bmm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, bool accumulate) override {
-    if (!a.device().is_cpu() || !c.is_contiguous())
-      throw InputError("cublas backend: expects host tensors and a contiguous output");
-    const std::int64_t B = a.size(0), M = a.size(1), K = a.size(2), N = b.size(2);
-    // Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ; a row-major [R, C] buffer is a
-    // column-major C×R matrix, a transposed view of one is its transpose.
-    bool ta = false, tb = false;
-    at::Tensor ha = host_layout(a, ta), hb = host_layout(b, tb);
-    const std::size_t es = a.element_size();
-    stage(a_, ha);
-    stage(b_, hb);
-    c_.reserve(std::size_t(c.nbytes()));
-    if (accumulate) {
-      std::memcpy(c_.host, c.data_ptr(), c.nbytes());
-      copy_h2d(c_, c.nbytes());
-    }
-    const int lda = int(ta ? M : K), ldb = int(tb ? K : N);
-    const auto opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-    if (a.scalar_type() == at::kDouble) {
-      const double one = 1.0, beta = accumulate ? 1.0 : 0.0;
-      check(cublasDgemmStridedBatched(handle_, opb, opa, int(N), int(M), int(K), &one,
-                                      static_cast<const double*>(b_.dev), ldb, K * N,
-                                      static_cast<const double*>(a_.dev), lda, M * K, &beta,
-                                      static_cast<double*>(c_.dev), int(N), M * N, int(B)),
-            "DgemmStridedBatched");
-    } else if (a.scalar_type() == at::kFloat) {
-      const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-      check(cublasSgemmStridedBatched(handle_, opb, opa, int(N), int(M), int(K), &one,
-                                      static_cast<const float*>(b_.dev), ldb, K * N,
-                                      static_cast<const float*>(a_.dev), lda, M * K, &beta,
-                                      static_cast<float*>(c_.dev), int(N), M * N, int(B)),
-            "SgemmStridedBatched");
-    } else {
-      throw InputError("cublas backend: only float64 and float32");
-    }
-    check(cudaMemcpyAsync(c_.host, c_.dev, c.nbytes(), cudaMemcpyDeviceToHost, stream_), "copy d2h");
-    check(cudaStreamSynchronize(stream_), "synchronize");
-    d2h_ += c.nbytes();
-    std::memcpy(c.data_ptr(), c_.host, c.nbytes());
-    (void)es;
+  void* device_alloc(std::size_t bytes) override {
+    void* p = nullptr;
+    check(cudaMalloc(&p, bytes), "cudaMalloc");
+    return p;
   }
-  std::int64_t bytes_h2d() const override { return h2d_; }
-  std::int64_t bytes_d2h() const override { return d2h_; }
+  void device_free(void* p) override { cudaFree(p); }
+  void* host_alloc(std::size_t bytes) override {
+    void* p = nullptr;
+    check(cudaMallocHost(&p, bytes), "cudaMallocHost");
+    return p;
+  }
+  void host_free(void* p) override { cudaFreeHost(p); }
+
+  void copy_to_device(void* dst, const void* src, std::size_t bytes, Stream s) override {
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream(s)), "copy to device");
+  }
+  void copy_to_host(void* dst, const void* src, std::size_t bytes, Stream s) override {
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream(s)), "copy to host");
+  }
+
+  void gemm(const GemmCall& g, Stream s) override {
+    // Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ: a row-major [R, C] buffer
+    // is a column-major C×R matrix with leading dimension C.
+    const int lda = int(g.trans_a ? g.m : g.k), ldb = int(g.trans_b ? g.k : g.n);
+    const auto opa = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, opb = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    check(cublasSetStream(handle_, stream(s)), "cublasSetStream");
+    const long long sc = g.m * g.n;
+    if (g.f64) {
+      const double one = 1.0, beta = g.accumulate ? 1.0 : 0.0;
+      check(cublasDgemmStridedBatched(handle_, opb, opa, int(g.n), int(g.m), int(g.k), &one,
+                                      static_cast<const double*>(g.b), ldb, g.stride_b,
+                                      static_cast<const double*>(g.a), lda, g.stride_a, &beta,
+                                      static_cast<double*>(g.c), int(g.n), sc, int(g.batch)),
+            "DgemmStridedBatched");
+    } else {
+      const float one = 1.0f, beta = g.accumulate ? 1.0f : 0.0f;
+      check(cublasSgemmStridedBatched(handle_, opb, opa, int(g.n), int(g.m), int(g.k), &one,
+                                      static_cast<const float*>(g.b), ldb, g.stride_b,
+                                      static_cast<const float*>(g.a), lda, g.stride_a, &beta,
+                                      static_cast<float*>(g.c), int(g.n), sc, int(g.batch)),
+            "SgemmStridedBatched");
+    }
+  }
+
+  Event record(Stream s) override {
+    cudaEvent_t e = nullptr;
+    check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
+    check(cudaEventRecord(e, stream(s)), "cudaEventRecord");
+    events_.push_back(e);  // events are not reused: a handle always means this point
+    return Event(events_.size() - 1);
+  }
+  void wait(Stream s, Event e) override { check(cudaStreamWaitEvent(stream(s), events_.at(e), 0), "cudaStreamWaitEvent"); }
+  void synchronize(Event e) override { check(cudaEventSynchronize(events_.at(e)), "cudaEventSynchronize"); }
+  void synchronize_all() override {
+    for (auto& s : streams_) check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  }
+  std::size_t free_device_bytes() override {
+    std::size_t free_b = 0, total = 0;
+    check(cudaMemGetInfo(&free_b, &total), "cudaMemGetInfo");
+    return free_b;
+  }
 
  private:
-  /// A contiguous host buffer holding `x` [B, R, C] row-major (trans=false) or as the
-  /// transpose of a row-major [B, C, R] (trans=true).
-  static at::Tensor host_layout(const at::Tensor& x, bool& trans) {
-    if (x.is_contiguous()) return trans = false, x;
-    if (x.transpose(1, 2).is_contiguous()) return trans = true, x.transpose(1, 2);
-    return trans = false, x.contiguous();
-  }
-  void stage(Buffer& buf, const at::Tensor& x) {
-    buf.reserve(std::size_t(x.nbytes()));
-    std::memcpy(buf.host, x.data_ptr(), x.nbytes());
-    copy_h2d(buf, x.nbytes());
-  }
-  void copy_h2d(Buffer& buf, std::size_t bytes) {
-    check(cudaMemcpyAsync(buf.dev, buf.host, bytes, cudaMemcpyHostToDevice, stream_), "copy h2d");
-    h2d_ += std::int64_t(bytes);
-  }
+  cudaStream_t stream(Stream s) const { return streams_[static_cast<int>(s)]; }
 
+  int device_;
+  std::array<cudaStream_t, 3> streams_{};
   cublasHandle_t handle_ = nullptr;
-  cudaStream_t stream_ = nullptr;
-  Buffer a_, b_, c_;
-  std::int64_t h2d_ = 0, d2h_ = 0;
+  std::vector<cudaEvent_t> events_;
 };
 
 }  // namespace
 
 std::unique_ptr<GemmBackend> make_cublas_backend(int device_index) {
-  return std::make_unique<CublasBackend>(device_index);
+  return make_staged_backend(std::make_unique<CudaDeviceOps>(device_index));
 }
 
 }  // namespace nnvmc::batching

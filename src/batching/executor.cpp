@@ -134,24 +134,32 @@ struct Runner {
       Slot b = prepare(st.b, inter, box, false, st);
       const std::int64_t B = a.t.size(0), M = a.t.size(1), K = a.t.size(2), N = b.t.size(2);
       rep.flops += 2.0 * double(B) * double(M) * double(N) * double(K);
+      // slices of the operands themselves (no copy) stay valid for the whole execution
+      const bool stable_a = stable(st.a, a), stable_b = stable(st.b, b);
       if (!st.final) {
         at::Tensor c = at::empty({B, M, N}, a.t.options());
         tr.alloc(c.nbytes());
-        gemm.bmm(a.t, b.t, c, false);
+        gemm.bmm(a.t, b.t, c, false, stable_a, stable_b);
+        gemm.synchronize();  // the next step reads c
         inter[si] = Slot{c.view(rshape), st.result, std::int64_t(c.nbytes())};
       } else if (plan.out_direct) {
-        gemm.bmm(a.t, b.t, slice(out, plan.spec.output, box).view({B, M, N}), inner);
+        gemm.bmm(a.t, b.t, slice(out, plan.spec.output, box).view({B, M, N}), inner, stable_a, stable_b);
       } else if (inner) {
-        gemm.bmm(a.t, b.t, acc, true);
+        gemm.bmm(a.t, b.t, acc, true, stable_a, stable_b);
       } else {
         at::Tensor c = at::empty({B, M, N}, a.t.options());
         tr.alloc(c.nbytes());
-        gemm.bmm(a.t, b.t, c, false);
+        gemm.bmm(a.t, b.t, c, false, stable_a, stable_b);
+        gemm.synchronize();
         write_out(c.view(rshape), st.result, box);
         tr.free(c.nbytes());
       }
       tr.free(a.owned + b.owned);
     }
+  }
+
+  bool stable(const StepInput& x, const Slot& s) const {
+    return x.id < int(plan.spec.inputs.size()) && s.t.is_alias_of(ops[x.id]);
   }
 
   void write_out(const at::Tensor& r, const std::string& labels, const Box& box) {
@@ -178,7 +186,14 @@ struct Runner {
 
 ExecReport execute(const Plan& plan, const std::vector<at::Tensor>& operands, const at::Tensor& out,
                    const PlanOptions& options) {
+  auto backend = make_backend(options.backend, options.device);
+  return execute(plan, operands, out, options, *backend);
+}
+
+ExecReport execute(const Plan& plan, const std::vector<at::Tensor>& operands, const at::Tensor& out,
+                   const PlanOptions& options, GemmBackend& gemm) {
   const auto t0 = std::chrono::steady_clock::now();
+  GemmBackend* backend = &gemm;
   const c10::Device device(options.device);
   if (operands.size() != plan.spec.inputs.size())
     throw InputError("einsum '" + plan.spec.text() + "': plan is for " +
@@ -193,7 +208,6 @@ ExecReport execute(const Plan& plan, const std::vector<at::Tensor>& operands, co
     if (out.dim() != std::int64_t(plan.spec.output.size()) ||
         out.size(std::int64_t(a)) != plan.extents.at(plan.spec.output[a]))
       throw InputError("einsum '" + plan.spec.text() + "': output does not have the planned shape");
-  auto backend = make_backend(options.backend, options.device);
   std::vector<at::Tensor> ops = operands;
   Runner run{plan, ops, out, device, *backend, Tracker{}, ExecReport{}, false, at::Tensor()};
   for (std::size_t i = 0; i < ops.size(); ++i) {
@@ -234,6 +248,7 @@ ExecReport execute(const Plan& plan, const std::vector<at::Tensor>& operands, co
         run.rep.batches += 1;
       });
       if (acc_bytes) {
+        run.gemm.synchronize();  // acc is complete
         std::vector<std::int64_t> rshape;
         for (char l : last.result) rshape.push_back(box.count(l) ? box.at(l).second : plan.extents.at(l));
         run.write_out(run.acc.view(rshape), last.result, box);
@@ -242,6 +257,7 @@ ExecReport execute(const Plan& plan, const std::vector<at::Tensor>& operands, co
       }
     });
   }
+  backend->synchronize();
   ExecReport rep = run.rep;
   rep.bytes_h2d += backend->bytes_h2d();
   rep.bytes_d2h += backend->bytes_d2h();

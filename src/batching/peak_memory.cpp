@@ -2,8 +2,16 @@
 
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
+#include <c10/core/CachingDeviceAllocator.h>
+#include <torch/cuda.h>
 
+#include <algorithm>
 #include <atomic>
+#include <map>
+#include <string>
+
+#include "batching/backend.hpp"
+#include "core/errors.hpp"
 
 namespace nnvmc::batching {
 
@@ -68,6 +76,26 @@ CountingCpuAllocator& counting_allocator() {
   return *a;
 }
 
+/// libtorch's CUDA caching allocator (loads libtorch_cuda.so on first use).
+c10::DeviceAllocator& cuda_allocator(int device) {
+  const std::string name = "cuda:" + std::to_string(device);
+  ensure_device_runtime(name);
+  const auto n = torch::cuda::device_count();
+  if (device >= static_cast<int>(n))
+    throw InputError("peak memory of " + name + ": this machine has " + std::to_string(n) + " CUDA device(s)");
+  return *c10::getDeviceAllocator(c10::DeviceType::CUDA);
+}
+
+/// Allocated bytes of a CUDA device: {current, peak since the last reset}.
+std::pair<std::int64_t, std::int64_t> cuda_allocated(int device) {
+  const auto stats = cuda_allocator(device).getDeviceStats(static_cast<c10::DeviceIndex>(device));
+  const auto& s = stats.allocated_bytes[static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE)];
+  return {s.current, s.peak};
+}
+
+/// Innermost open CUDA scope per device (scopes open and close on one thread).
+thread_local std::map<int, PeakMemoryScope*> innermost_cuda_scope;
+
 }  // namespace
 
 PeakMemoryScope::PeakMemoryScope() {
@@ -76,11 +104,41 @@ PeakMemoryScope::PeakMemoryScope() {
   base_ = a.current();
 }
 
-PeakMemoryScope::~PeakMemoryScope() { counting_allocator().merge_peak(outer_peak_); }
+PeakMemoryScope::PeakMemoryScope(int cuda_device) : cuda_device_(cuda_device) {
+  if (cuda_device < 0) {
+    auto& a = counting_allocator();
+    outer_peak_ = a.restart_peak();
+    base_ = a.current();
+    return;
+  }
+  const auto [current, peak] = cuda_allocated(cuda_device);
+  auto& top = innermost_cuda_scope[cuda_device];
+  parent_ = top;
+  if (parent_) parent_->seen_peak_ = std::max(parent_->seen_peak_, peak);  // before the reset
+  top = this;
+  cuda_allocator(cuda_device).resetPeakStats(static_cast<c10::DeviceIndex>(cuda_device));
+  base_ = current;
+  seen_peak_ = current;
+}
+
+PeakMemoryScope::~PeakMemoryScope() {
+  if (cuda_device_ < 0) {
+    counting_allocator().merge_peak(outer_peak_);
+    return;
+  }
+  innermost_cuda_scope[cuda_device_] = parent_;
+  if (parent_) {
+    try {
+      parent_->seen_peak_ = std::max(parent_->seen_peak_, cuda_allocated(cuda_device_).second);
+    } catch (...) {  // a destructor must not throw; the parent then misses this scope's peak
+    }
+  }
+}
 
 std::int64_t PeakMemoryScope::peak_bytes() const {
-  const auto p = counting_allocator().peak() - base_;
-  return p > 0 ? p : 0;
+  const std::int64_t peak =
+      cuda_device_ < 0 ? counting_allocator().peak() : std::max(cuda_allocated(cuda_device_).second, seen_peak_);
+  return std::max<std::int64_t>(peak - base_, 0);
 }
 
 std::int64_t PeakMemoryScope::current_bytes() { return counting_allocator().current(); }

@@ -1,18 +1,27 @@
 #pragma once
 /// @file peak_memory.hpp
-/// Peak working memory of a region of code on the CPU, counted by a thin wrapper around
-/// libtorch's CPU allocator (every tensor allocation, on every thread). Torch-free header.
+/// Peak working memory of a region of code: on the CPU counted by a thin wrapper around
+/// libtorch's CPU allocator (every tensor allocation, on every thread); on a CUDA device read
+/// from libtorch's caching allocator (allocated bytes, its peak statistic). Torch-free header.
 #include <cstdint>
 
 namespace nnvmc::batching {
 
-/// Measures the high-water mark of CPU tensor memory between construction and peak_bytes(),
+/// Measures the high-water mark of tensor memory between construction and peak_bytes(),
 /// relative to what was allocated at construction (i.e. the region's working memory; tensors
 /// that existed before are not counted). Scopes nest (an enclosing scope still sees the
 /// peak reached inside an inner one); open and close them on one thread, innermost first.
+/// On CUDA the count is the caching allocator's allocated bytes of that device (blocks handed
+/// to tensors, not the memory it reserved from the driver), so it is the same quantity as on
+/// the CPU; the scope resets the allocator's peak statistic when it opens.
 class PeakMemoryScope {
  public:
+  /// CPU tensor memory.
   PeakMemoryScope();
+  /// Tensor memory of CUDA device `cuda_device` (≥ 0), or of the CPU for −1.
+  /// @throws InputError when that CUDA device does not exist or libtorch's CUDA runtime
+  /// cannot be loaded.
+  explicit PeakMemoryScope(int cuda_device);
   ~PeakMemoryScope();
   PeakMemoryScope(const PeakMemoryScope&) = delete;
   PeakMemoryScope& operator=(const PeakMemoryScope&) = delete;
@@ -24,8 +33,11 @@ class PeakMemoryScope {
   static std::int64_t current_bytes();
 
  private:
-  std::int64_t base_;        ///< bytes allocated when the scope opened
-  std::int64_t outer_peak_;  ///< high-water mark of the enclosing scope when this one opened
+  int cuda_device_ = -1;          ///< −1: CPU
+  std::int64_t base_ = 0;         ///< bytes allocated when the scope opened
+  std::int64_t outer_peak_ = 0;   ///< CPU: high-water mark of the enclosing scope when this one opened
+  std::int64_t seen_peak_ = 0;    ///< CUDA: device peaks folded in by nested scopes (absolute bytes)
+  PeakMemoryScope* parent_ = nullptr;  ///< CUDA: enclosing scope on the same device
 };
 
 }  // namespace nnvmc::batching

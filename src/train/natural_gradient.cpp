@@ -140,6 +140,7 @@ class NaturalGradientOptimizer final : public Optimizer {
     o.key = "run.memory_budget";
     o.what = "walker (per-sample gradients)";
     o.probe_items = std::min<std::int64_t>(want, 8);
+    o.cuda_device = static_cast<int>(r.get_device());  // −1 on the CPU
     o.reserved_bytes = (b * parameters_ + 3 * b * b) * 8;  // Jacobian, kernel and its factor (float64)
     const auto fit = batching::fit_chunk([&](std::int64_t k) { per_sample_log_gradients(wf, r.slice(0, 0, k), k); },
                                          b, budget_, o);

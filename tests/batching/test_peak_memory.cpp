@@ -2,6 +2,7 @@
 #include <torch/torch.h>
 
 #include "batching/peak_memory.hpp"
+#include "core/errors.hpp"
 
 using nnvmc::batching::PeakMemoryScope;
 
@@ -36,4 +37,27 @@ TEST(PeakMemory, EnclosingScopeSeesThePeakOfANestedOne) {
   }
   { PeakMemoryScope inner; const auto c = torch::empty({1 << 19}, torch::kFloat64); }  // 4 MiB
   EXPECT_GE(outer.peak_bytes(), 4 << 20);
+}
+
+// Whichever this machine has: with a CUDA device the scope reads the caching allocator's
+// peak of that device; without one, asking for a CUDA scope is a clear InputError.
+TEST(PeakMemory, CudaScopeReadsTheCachingAllocatorOrSaysThereIsNoDevice) {
+  if (torch::cuda::device_count() > 0) {
+    PeakMemoryScope outer(0);
+    {
+      PeakMemoryScope inner(0);
+      const auto a = torch::empty({1 << 20}, torch::dtype(torch::kFloat64).device(torch::kCUDA, 0));  // 8 MiB
+      EXPECT_GE(inner.peak_bytes(), 8 << 20);
+    }
+    const auto b = torch::empty({1 << 17}, torch::dtype(torch::kFloat64).device(torch::kCUDA, 0));  // 1 MiB
+    EXPECT_GE(outer.peak_bytes(), 8 << 20);  // the nested scope's peak is seen by the outer one
+    EXPECT_LT(PeakMemoryScope(0).peak_bytes(), 1 << 20);
+  } else {
+    try {
+      PeakMemoryScope scope(0);
+      FAIL() << "expected InputError without a CUDA device";
+    } catch (const nnvmc::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("cuda:0"), std::string::npos) << e.what();
+    }
+  }
 }

@@ -1,0 +1,232 @@
+/// The staged GEMM backend: host operands go to the device through pinned buffers with
+/// asynchronous copies, and copies overlap the GEMMs of neighbouring batches.
+///
+/// Pipeline (three streams, two slots of each buffer):
+///  - operand slot s (alternating per call): the host waits until slot s's previous upload
+///    left the pinned buffer, packs the operand into it, and the copy-in stream waits until the
+///    GEMM that last read device slot s finished before uploading; the GEMM waits for the upload.
+///    So batch t+1 is packed and uploaded while batch t multiplies.
+///  - operands that recur (the same host block again, e.g. Cholesky vectors reused by every
+///    output block) are kept resident on the device while they fit `resident_bytes`.
+///  - the output stays on the device while consecutive calls accumulate into the same block
+///    (a split contracted axis); it is copied back on the copy-out stream when the next output
+///    block starts, and unpacked into the host tensor only when its slot is needed again or at
+///    synchronize(). So the download of block t overlaps the GEMMs of block t+1.
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <tuple>
+
+#include "batching/backend.hpp"
+#include "batching/device_ops.hpp"
+#include "core/errors.hpp"
+
+namespace nnvmc::batching {
+
+namespace {
+
+/// A device buffer and its pinned host twin, grown on demand.
+struct Staging {
+  void* dev = nullptr;
+  void* host = nullptr;
+  std::size_t bytes = 0;
+};
+
+class StagedGemmBackend final : public GemmBackend {
+ public:
+  StagedGemmBackend(std::unique_ptr<DeviceOps> ops, StagedGemmOptions options)
+      : ops_(std::move(ops)), options_(options) {
+    if (options_.resident_bytes < 0)
+      options_.resident_bytes = static_cast<std::int64_t>(ops_->free_device_bytes() / 2);
+  }
+  ~StagedGemmBackend() override {
+    try {
+      synchronize();
+      ops_->synchronize_all();
+    } catch (...) {  // destructors must not throw; the results are then incomplete anyway
+    }
+    for (auto& slot : in_)
+      for (auto& s : slot) release(s);
+    for (auto& s : out_) release(s);
+    for (auto& [key, r] : resident_) ops_->device_free(r.dev);
+  }
+
+  void bmm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, bool accumulate) override {
+    bmm(a, b, c, accumulate, false, false);
+  }
+  void bmm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, bool accumulate, bool stable_a,
+           bool stable_b) override {
+    if (!a.device().is_cpu() || !b.device().is_cpu() || !c.device().is_cpu() || !c.is_contiguous())
+      throw InputError("staged GEMM backend: expects host tensors and a contiguous output");
+    if (a.scalar_type() != at::kDouble && a.scalar_type() != at::kFloat)
+      throw InputError("staged GEMM backend: only float64 and float32");
+    GemmCall call;
+    call.f64 = a.scalar_type() == at::kDouble;
+    call.batch = a.size(0), call.m = a.size(1), call.k = a.size(2), call.n = b.size(2);
+    bool copied_a = false, copied_b = false;
+    const at::Tensor ha = host_layout(a, call.trans_a, copied_a), hb = host_layout(b, call.trans_b, copied_b);
+    call.stride_a = call.m * call.k, call.stride_b = call.k * call.n;
+    const int slot = static_cast<int>(calls_++ % 2);
+    std::vector<DeviceOps::Event> uploads;
+    call.a = device_operand(ha, stable_a && !copied_a, slot, 0, uploads);
+    call.b = device_operand(hb, stable_b && !copied_b, slot, 1, uploads);
+    call.c = output_buffer(c, accumulate, uploads);
+    call.accumulate = accumulate;
+    for (auto e : uploads) ops_->wait(Stream::compute, e);
+    ops_->gemm(call, Stream::compute);
+    gemm_done_[slot] = ops_->record(Stream::compute);
+    has_gemm_[slot] = true;
+  }
+
+  void synchronize() override {
+    close_output();
+    for (int s = 0; s < 2; ++s) finish_download(s);
+  }
+
+  std::int64_t bytes_h2d() const override { return h2d_; }
+  std::int64_t bytes_d2h() const override { return d2h_; }
+
+ private:
+  using Key = std::tuple<const void*, std::int64_t, std::int64_t>;  ///< host pointer, bytes, version
+
+  struct Resident {
+    void* dev = nullptr;
+    DeviceOps::Event ready = 0;
+  };
+  struct Download {  ///< a device → pinned copy whose unpacking into `dest` is pending
+    bool pending = false;
+    at::Tensor dest;
+    DeviceOps::Event done = 0;
+  };
+  struct Open {  ///< the output block the GEMMs write now (still on the device)
+    bool active = false;
+    at::Tensor dest;
+    int slot = 0;
+  };
+
+  /// A contiguous host tensor holding `x` [B, R, C] row-major (trans = false) or as the
+  /// transpose of a row-major [B, C, R] (trans = true).
+  static at::Tensor host_layout(const at::Tensor& x, bool& trans, bool& copied) {
+    trans = false;
+    if (x.is_contiguous()) return x;
+    if (x.transpose(1, 2).is_contiguous()) return trans = true, x.transpose(1, 2);
+    copied = true;
+    return x.contiguous();
+  }
+
+  void release(Staging& s) {
+    if (s.dev) ops_->device_free(s.dev);
+    if (s.host) ops_->host_free(s.host);
+    s = Staging{};
+  }
+  /// Grows `s` to `bytes`; in-flight work may still use the old buffers, so drain first.
+  void reserve(Staging& s, std::size_t bytes) {
+    if (bytes <= s.bytes) return;
+    ops_->synchronize_all();
+    release(s);
+    s.dev = ops_->device_alloc(bytes);
+    s.host = ops_->host_alloc(bytes);
+    s.bytes = bytes;
+  }
+
+  /// Device pointer of operand `x` (contiguous host tensor) for this call: resident if it is
+  /// stable and was seen before or fits the residency budget, else staged in `slot`. Appends the
+  /// event the GEMM must wait for.
+  const void* device_operand(const at::Tensor& x, bool stable, int slot, int which,
+                             std::vector<DeviceOps::Event>& waits) {
+    const auto bytes = static_cast<std::size_t>(x.nbytes());
+    const Key key{x.data_ptr(), x.nbytes(), x._version()};
+    if (const auto it = stable ? resident_.find(key) : resident_.end(); it != resident_.end()) {
+      waits.push_back(it->second.ready);
+      return it->second.dev;
+    }
+    const bool keep = stable && resident_used_ + std::int64_t(bytes) <= options_.resident_bytes;
+    Staging& st = in_[slot][which];
+    reserve(st, bytes);
+    if (has_upload_[slot][which]) ops_->synchronize(upload_done_[slot][which]);  // pinned slot free
+    std::memcpy(st.host, x.data_ptr(), bytes);
+    void* dst = st.dev;
+    if (keep) {
+      dst = ops_->device_alloc(bytes);
+      resident_used_ += std::int64_t(bytes);
+    } else if (has_gemm_[slot]) {
+      ops_->wait(Stream::copy_in, gemm_done_[slot]);  // device slot no longer read
+    }
+    ops_->copy_to_device(dst, st.host, bytes, Stream::copy_in);
+    h2d_ += std::int64_t(bytes);
+    const auto done = ops_->record(Stream::copy_in);
+    upload_done_[slot][which] = done;
+    has_upload_[slot][which] = true;
+    if (keep) resident_[key] = Resident{dst, done};
+    waits.push_back(done);
+    return dst;
+  }
+
+  /// The device buffer the GEMM writes for output `c`.
+  void* output_buffer(const at::Tensor& c, bool accumulate, std::vector<DeviceOps::Event>& waits) {
+    if (accumulate && open_.active && open_.dest.data_ptr() == c.data_ptr() && open_.dest.nbytes() == c.nbytes() &&
+        open_.dest.sizes() == c.sizes())
+      return out_[open_.slot].dev;  // keeps accumulating on the device
+    close_output();
+    const int slot = next_out_++ % 2;
+    finish_download(slot);  // the slot's previous block is unpacked and its buffers are free
+    if (accumulate)         // c's host contents may still be arriving from an earlier block
+      for (int s = 0; s < 2; ++s) finish_download(s);
+    Staging& st = out_[slot];
+    reserve(st, static_cast<std::size_t>(c.nbytes()));
+    if (accumulate) {
+      std::memcpy(st.host, c.data_ptr(), c.nbytes());
+      ops_->copy_to_device(st.dev, st.host, c.nbytes(), Stream::copy_in);
+      h2d_ += c.nbytes();
+      waits.push_back(ops_->record(Stream::copy_in));
+    }
+    open_ = Open{true, c, slot};
+    return st.dev;
+  }
+
+  /// Starts the download of the open output block (after its last GEMM).
+  void close_output() {
+    if (!open_.active) return;
+    const int slot = open_.slot;
+    ops_->wait(Stream::copy_out, ops_->record(Stream::compute));
+    ops_->copy_to_host(out_[slot].host, out_[slot].dev, open_.dest.nbytes(), Stream::copy_out);
+    d2h_ += open_.dest.nbytes();
+    downloads_[slot] = Download{true, open_.dest, ops_->record(Stream::copy_out)};
+    open_ = Open{};
+  }
+
+  /// Waits for the download of output slot `s` and unpacks it into its host tensor.
+  void finish_download(int s) {
+    Download& d = downloads_[s];
+    if (!d.pending) return;
+    ops_->synchronize(d.done);
+    std::memcpy(d.dest.data_ptr(), out_[s].host, d.dest.nbytes());
+    d = Download{};
+  }
+
+  std::unique_ptr<DeviceOps> ops_;
+  StagedGemmOptions options_;
+  Staging in_[2][2];  ///< [slot][operand a/b]
+  Staging out_[2];
+  DeviceOps::Event upload_done_[2][2] = {{0, 0}, {0, 0}};
+  bool has_upload_[2][2] = {{false, false}, {false, false}};
+  DeviceOps::Event gemm_done_[2] = {0, 0};
+  bool has_gemm_[2] = {false, false};
+  Download downloads_[2];
+  Open open_;
+  std::map<Key, Resident> resident_;
+  std::int64_t resident_used_ = 0;
+  std::int64_t calls_ = 0;
+  int next_out_ = 0;
+  std::int64_t h2d_ = 0, d2h_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<GemmBackend> make_staged_backend(std::unique_ptr<DeviceOps> ops, StagedGemmOptions options) {
+  return std::make_unique<StagedGemmBackend>(std::move(ops), options);
+}
+
+}  // namespace nnvmc::batching

@@ -1,0 +1,140 @@
+#pragma once
+/// A DeviceOps on the host for testing the staged GEMM pipeline without a GPU. Work enqueued on
+/// a stream is not run when it is enqueued but only when something forces it (an event the
+/// host synchronizes on, a stream wait, synchronize_all), so a missing dependency shows up as
+/// wrong numbers instead of a race that a fast machine hides:
+///  - Order::lazy runs only what is forced (the host overwriting a pinned buffer before the
+///    copy from it ran, or reading a result before its download, is caught);
+///  - Order::run_ahead, whenever anything is forced, first runs every *other* stream as far as
+///    it can (a copy overwriting a device buffer a queued GEMM still has to read, or a
+///    download leaving before its GEMM, is caught).
+/// Fresh buffers are filled with NaN bytes.
+#include <ATen/ATen.h>
+
+#include <array>
+#include <cstring>
+#include <functional>
+#include <set>
+#include <stdexcept>
+#include <vector>
+
+#include "batching/device_ops.hpp"
+
+namespace nnvmc::test {
+
+class HostDeviceOps final : public batching::DeviceOps {
+ public:
+  enum class Order { lazy, run_ahead };
+  explicit HostDeviceOps(Order order, std::size_t device_bytes = std::size_t(1) << 30)
+      : order_(order), free_(device_bytes) {}
+  ~HostDeviceOps() override {
+    for (void* p : device_) std::free(p);
+    for (void* p : host_) std::free(p);
+  }
+
+  void* device_alloc(std::size_t bytes) override { return alloc(bytes, device_); }
+  void device_free(void* p) override { release(p, device_); }
+  void* host_alloc(std::size_t bytes) override { return alloc(bytes, host_); }
+  void host_free(void* p) override { release(p, host_); }
+
+  void copy_to_device(void* dst, const void* src, std::size_t bytes, batching::Stream s) override {
+    enqueue(s, [=] { std::memcpy(dst, src, bytes); });
+  }
+  void copy_to_host(void* dst, const void* src, std::size_t bytes, batching::Stream s) override {
+    enqueue(s, [=] { std::memcpy(dst, src, bytes); });
+  }
+  void gemm(const batching::GemmCall& g, batching::Stream s) override {
+    enqueue(s, [g] {
+      const auto opt = at::TensorOptions().dtype(g.f64 ? at::kDouble : at::kFloat);
+      auto a = at::from_blob(const_cast<void*>(g.a), {g.batch, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k}, opt);
+      auto b = at::from_blob(const_cast<void*>(g.b), {g.batch, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n}, opt);
+      auto c = at::from_blob(g.c, {g.batch, g.m, g.n}, opt);
+      if (g.trans_a) a = a.transpose(1, 2);
+      if (g.trans_b) b = b.transpose(1, 2);
+      const auto r = at::bmm(a, b);
+      g.accumulate ? c.add_(r) : c.copy_(r);
+    });
+  }
+  Event record(batching::Stream s) override {
+    events_.push_back({idx(s), queues_[idx(s)].size()});
+    return Event(events_.size() - 1);
+  }
+  void wait(batching::Stream s, Event e) override {
+    const auto [stream, pos] = events_.at(e);
+    queues_[idx(s)].push_back(Task{nullptr, stream, pos});
+  }
+  void synchronize(Event e) override {
+    const auto [stream, pos] = events_.at(e);
+    force(stream, pos);
+  }
+  void synchronize_all() override {
+    for (int s = 0; s < 3; ++s) force(s, queues_[s].size());
+  }
+  std::size_t free_device_bytes() override { return free_; }
+
+  /// Tasks enqueued so far (copies, GEMMs and waits).
+  std::size_t tasks() const { return queues_[0].size() + queues_[1].size() + queues_[2].size(); }
+
+ private:
+  static int idx(batching::Stream s) { return static_cast<int>(s); }
+  void* alloc(std::size_t bytes, std::set<void*>& pool) {
+    void* p = std::malloc(bytes ? bytes : 1);
+    std::memset(p, 0xFF, bytes);  // NaN in float64 and float32
+    pool.insert(p);
+    return p;
+  }
+  void release(void* p, std::set<void*>& pool) {
+    if (!pool.erase(p)) throw std::logic_error("HostDeviceOps: freeing an unknown buffer");
+    std::free(p);
+  }
+  /// A copy or GEMM (f), or a wait until stream `dep` has done `pos` tasks.
+  struct Task {
+    std::function<void()> f;
+    int dep = -1;
+    std::size_t pos = 0;
+  };
+  void enqueue(batching::Stream s, std::function<void()> f) { queues_[idx(s)].push_back(Task{std::move(f)}); }
+  /// Runs stream s until `pos` of its tasks are done, forcing what its waits depend on.
+  void force(int s, std::size_t pos) {
+    if (order_ == Order::run_ahead) run_others_ahead(s);
+    while (done_[s] < pos) {
+      const Task& t = queues_[s][done_[s]];
+      if (t.dep >= 0) {
+        if (running_[t.dep] && done_[t.dep] < t.pos)
+          throw std::logic_error("HostDeviceOps: streams wait for each other (deadlock)");
+        running_[s] = true;
+        force(t.dep, t.pos);
+        running_[s] = false;
+      } else {
+        t.f();
+      }
+      ++done_[s];
+    }
+  }
+  /// Runs every other stream not blocked in a wait as far as it goes without forcing anything.
+  void run_others_ahead(int s) {
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (int o = 0; o < 3; ++o) {
+        if (o == s || running_[o]) continue;
+        while (done_[o] < queues_[o].size()) {
+          const Task& t = queues_[o][done_[o]];
+          if (t.dep >= 0 && done_[t.dep] < t.pos) break;
+          if (t.dep < 0) t.f();
+          ++done_[o];
+          progress = true;
+        }
+      }
+    }
+  }
+
+  Order order_;
+  std::size_t free_;
+  std::array<std::vector<Task>, 3> queues_;
+  std::array<std::size_t, 3> done_{0, 0, 0};
+  std::array<bool, 3> running_{false, false, false};
+  std::vector<std::pair<int, std::size_t>> events_;
+  std::set<void*> device_, host_;
+};
+
+}  // namespace nnvmc::test
