@@ -3,10 +3,13 @@
 ///   V_abc = W_abc + (bj|ck) t_i^a + (ai|ck) t_j^b + (ai|bj) t_k^c,
 ///   E(T) = Σ (4 W_abc + W_bca + W_cab)(V_abc − V_cba) / (3 D_ijk^abc),
 /// where P sums the six simultaneous permutations of the pairs and
-/// D = ε_i + ε_j + ε_k − ε_a − ε_b − ε_c.
+/// D = ε_i + ε_j + ε_k − ε_a − ε_b − ε_c. Only i ≥ j ≥ k are visited (weighted), and the
+/// GEMMs of the six permutations run as two batched contractions per triple through the
+/// batching layer (term "triples": planned under the memory budget, reported per term).
 #include <torch/torch.h>
 
 #include <array>
+#include <vector>
 
 #include "ccsd/dressed.hpp"
 #include "ccsd/rccsd.hpp"
@@ -28,36 +31,53 @@ double triples_correction(const MoIntegrals& mo, const torch::Tensor& t1, const 
   const torch::Tensor eo = mo.eps.narrow(0, s.n_frozen, o), ev = mo.eps.narrow(0, s.n_occ, v);
   const torch::Tensor ev3 = ev.view({v, 1, 1}) + ev.view({1, v, 1}) + ev.view({1, 1, v});
   const auto e_o = eo.accessor<double, 1>();
-  // X(i,j,k)[a,b,c] = Σ_d (bd|ck) t_ij^ad − Σ_l (lj|ck) t_il^ab
-  auto x = [&](std::int64_t i, std::int64_t j, std::int64_t k) {
-    torch::Tensor r = t2_ij[i][j].matmul(gk[k]).view({v, v, v});
-    // Σ_l t[i, a, l, b] g[l, j, c, k]
-    const torch::Tensor tl = t2[i].permute({0, 2, 1}).reshape({v * v, o});   // [(a b), l]
-    r -= tl.matmul(g_oovo.select(3, k).select(1, j)).view({v, v, v});       // g[l, c]
-    return r;
-  };
+  const torch::Tensor tl_all = t2.permute({0, 1, 3, 2}).reshape({o, v * v, o});  // [i, (a b), l]
   // the six permutations σ of (0,1,2): occupied triple (o_σ0, o_σ1, o_σ2) pairs with
-  // virtual axes in the same order; permute back to (a, b, c)
+  // virtual axes in the same order; the inverse permutation puts them back to (a, b, c)
   static const std::array<std::array<int, 3>, 6> perms{{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}}};
+  // Only i ≥ j ≥ k are visited: the six orderings of a triple share W and V up to a
+  // permutation of the virtual axes; `weight` is how many distinct orderings there are
+  // (6 all different, 3 two equal, 1 all equal).
   double e_t = 0;
   for (std::int64_t i = 0; i < o; ++i)
-    for (std::int64_t j = 0; j < o; ++j)
-      for (std::int64_t k = 0; k < o; ++k) {
+    for (std::int64_t j = 0; j <= i; ++j)
+      for (std::int64_t k = 0; k <= j; ++k) {
         const std::array<std::int64_t, 3> occ{i, j, k};
-        torch::Tensor w = torch::zeros({v, v, v}, torch::kFloat64);
+        const double weight = (i == j && j == k) ? 1.0 : (i == j || j == k) ? 3.0 : 6.0;
+        // X_s[a,b,c] = Σ_d t_pq[a,d] (bd|cr) − Σ_l t_p[a,b,l] (lq|cr) for the six (p,q,r) = σ(i,j,k),
+        // as two batched contractions over s (planned and split like every CCSD term)
+        std::vector<torch::Tensor> tp, gr, th, gh;
         for (const auto& p : perms) {
-          const torch::Tensor xp = x(occ[p[0]], occ[p[1]], occ[p[2]]);
-          // xp axis q carries virtual label p[q]; result axis t needs the q with p[q] == t
+          const std::int64_t a = occ[p[0]], b = occ[p[1]], c = occ[p[2]];
+          tp.push_back(t2_ij[a][b]);
+          gr.push_back(gk[c].view({v, v, v}));
+          th.push_back(tl_all[a].view({v, v, o}));
+          gh.push_back(g_oovo.select(3, c).select(1, b));  // [l, c]
+        }
+        const torch::Tensor xs = contract("triples", "sad,sdbc->sabc", {torch::stack(tp), torch::stack(gr)}) -
+                                 contract("triples", "sabl,slc->sabc", {torch::stack(th), torch::stack(gh)});
+        torch::Tensor w = torch::zeros({v, v, v}, torch::kFloat64);
+        for (std::size_t si = 0; si < perms.size(); ++si) {
+          const auto& p = perms[si];
+          // xs[si] axis q carries virtual label p[q]; result axis t needs the q with p[q] == t
           std::array<std::int64_t, 3> inv{};
           for (int q = 0; q < 3; ++q) inv[p[q]] = q;
-          w += xp.permute({inv[0], inv[1], inv[2]});
+          w += xs[std::int64_t(si)].permute({inv[0], inv[1], inv[2]});
         }
         torch::Tensor vt = w + t1[i].view({v, 1, 1}) * g_vovo.select(3, k).select(1, j).view({1, v, v}) +
                            t1[j].view({1, v, 1}) * g_vovo.select(3, k).select(1, i).view({v, 1, v}) +
                            t1[k].view({1, 1, v}) * g_vovo.select(3, j).select(1, i).view({v, v, 1});
+        // W and V of a reordered triple σ(i, j, k) are W and V with permuted virtual axes
+        // (D is symmetric in a, b, c), so the orderings cost elementwise work only; summing
+        // all six and scaling by weight/6 counts each distinct ordering once.
         const torch::Tensor d = (e_o[i] + e_o[j] + e_o[k]) - ev3;
-        const torch::Tensor z = 4 * w + w.permute({2, 0, 1}) + w.permute({1, 2, 0});
-        e_t += ((z * (vt - vt.permute({2, 1, 0}))) / d).sum().item<double>() / 3.0;
+        torch::Tensor sum = torch::zeros({}, torch::kFloat64);
+        for (const auto& p : perms) {
+          const auto ws = w.permute({p[0], p[1], p[2]}), vs = vt.permute({p[0], p[1], p[2]});
+          const torch::Tensor z = 4 * ws + ws.permute({2, 0, 1}) + ws.permute({1, 2, 0});
+          sum += ((z * (vs - vs.permute({2, 1, 0}))) / d).sum();
+        }
+        e_t += weight / 6.0 * sum.item<double>() / 3.0;
       }
   return e_t;
 }

@@ -23,6 +23,15 @@ std::int64_t cuda_free_bytes(int index) {
   return static_cast<std::int64_t>(free_b);
 }
 
+int cuda_device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no device" error
+    return 0;
+  }
+  return n;
+}
+
 bool built_with_cuda() { return true; }
 
 }  // namespace nnvmc::batching

@@ -9,6 +9,9 @@ namespace nnvmc::batching {
 /// Free memory of CUDA device `index` (cudaMemGetInfo). @throws BudgetError without CUDA.
 std::int64_t cuda_free_bytes(int index);
 
+/// CUDA devices visible to the CUDA runtime (0 without a driver/GPU, or without NNVMC_WITH_CUDA).
+int cuda_device_count();
+
 /// Whether this build has the CUDA backend (NNVMC_WITH_CUDA).
 bool built_with_cuda();
 

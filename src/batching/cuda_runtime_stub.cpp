@@ -11,6 +11,8 @@ std::int64_t cuda_free_bytes(int) {
   throw BudgetError("memory budget 'auto' on cuda: this build has no CUDA (configure with -DNNVMC_WITH_CUDA=ON)");
 }
 
+int cuda_device_count() { return 0; }
+
 bool built_with_cuda() { return false; }
 
 std::unique_ptr<GemmBackend> make_cublas_backend(int) {

@@ -43,6 +43,14 @@ std::int64_t extent_of(const Slot& s, const std::string& labels) {
   return v;
 }
 
+/// A host block on `device`, contiguous. To CUDA it goes through page-locked memory (libtorch's
+/// caching host allocator) with a non-blocking copy on the current stream, so the host packs the
+/// next block while the copy and the GEMMs queued after it run.
+at::Tensor to_device(const at::Tensor& t, const c10::Device& device) {
+  if (!device.is_cuda()) return t.to(device).contiguous();
+  return t.contiguous().pin_memory().to(device, /*non_blocking=*/true);
+}
+
 /// One batch box: start and length of every split label.
 using Box = std::map<char, std::pair<std::int64_t, std::int64_t>>;
 
@@ -90,7 +98,7 @@ struct Runner {
     } else {
       s.t = slice(ops[x.id], x.labels, box);
       if (!plan.operands_on_device && !plan.resident[x.id]) {
-        s.t = s.t.to(device).contiguous();
+        s.t = to_device(s.t, device);
         s.owned = s.t.nbytes();
         rep.bytes_h2d += s.owned;
         tr.alloc(s.owned);
@@ -216,7 +224,7 @@ ExecReport execute(const Plan& plan, const std::vector<at::Tensor>& operands, co
       run.tr.alloc(ops[i].nbytes());
     }
     if (plan.resident[i]) {
-      ops[i] = ops[i].to(device).contiguous();
+      ops[i] = to_device(ops[i], device);
       run.rep.bytes_h2d += ops[i].nbytes();
       run.tr.alloc(ops[i].nbytes());
     }

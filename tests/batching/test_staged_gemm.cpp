@@ -7,6 +7,8 @@
 
 #include "batching/backend.hpp"
 #include "batching/contract.hpp"
+#include "batching/cuda_runtime.hpp"
+#include "core/errors.hpp"
 #include "host_device_ops.hpp"
 
 using namespace nnvmc;
@@ -118,4 +120,30 @@ TEST(StagedGemm, SplitContractionsThroughTheExecutorEqualTheUnsplitResult) {
       }
     }
   }
+}
+
+// The same pipeline on cuBLAS: on a machine with a CUDA device (and a CUDA build) the results
+// must equal torch::bmm; without one, asking for the backend is a clear error, not a crash.
+TEST(StagedGemm, CublasBackendMatchesTorchOnAGpuOrFailsClearlyWithout) {
+  std::unique_ptr<batching::GemmBackend> backend;
+  try {
+    backend = batching::make_cublas_backend(0);
+  } catch (const Error& e) {
+    EXPECT_EQ(batching::cuda_device_count(), 0) << "a CUDA device is present, yet: " << e.what();
+    return;
+  }
+  torch::manual_seed(9);
+  const auto A = torch::randn({4, 33, 17}, torch::kFloat64), B = torch::randn({4, 17, 29}, torch::kFloat64);
+  const auto Bt = torch::randn({4, 29, 17}, torch::kFloat64).transpose(1, 2);
+  auto c = torch::zeros({4, 33, 29}, torch::kFloat64), d = torch::empty({4, 33, 29}, torch::kFloat64);
+  for (int i = 0; i < 3; ++i) backend->bmm(A, B, c, true, true, true);
+  backend->bmm(A, Bt, d, false, true, false);
+  backend->synchronize();
+  EXPECT_TRUE(torch::allclose(c, 3 * torch::bmm(A, B), 1e-12, 1e-12));
+  EXPECT_TRUE(torch::allclose(d, torch::bmm(A, Bt), 1e-12, 1e-12));
+  const auto As = A.to(torch::kFloat32), Bs = B.to(torch::kFloat32);
+  auto cs = torch::empty({4, 33, 29}, torch::kFloat32);
+  backend->bmm(As, Bs, cs, false, false, false);
+  backend->synchronize();
+  EXPECT_TRUE(torch::allclose(cs, torch::bmm(As, Bs), 1e-4, 1e-4));
 }
