@@ -1,12 +1,16 @@
 /// Ladder term Σ_x Σ_cd L[x,a,c] L[x,b,d] t[i,c,j,d] ("xac,xbd,icjd->iajb") at budgets of
 /// 1/2, 1/8 and 1/32 of its unsplit need: C-split vs X-split vs auto, GFLOP/s as a fraction
 /// of the measured DGEMM rate (one run, ratios).
-/// usage: batching_ladder [o v naux] [device]   (defaults 10 90 300 cpu)
+/// usage: batching_ladder [o v naux] [device] [backend]   (defaults 10 90 300 cpu torch)
+/// The operands live on the host; device cuda with backend torch moves each batch to the GPU
+/// (pinned, non-blocking), backend cublas (device cpu) stages them through the staged cuBLAS
+/// pipeline. The DGEMM rate is measured where the GEMMs run.
 #include <torch/torch.h>
 
 #include <cstdio>
 #include <cstdlib>
 
+#include "batching/backend.hpp"
 #include "batching/budget.hpp"
 #include "batching/contract.hpp"
 
@@ -16,9 +20,12 @@ int main(int argc, char** argv) {
   const std::int64_t o = argc > 3 ? std::atol(argv[1]) : 10, v = argc > 3 ? std::atol(argv[2]) : 90,
                      x = argc > 3 ? std::atol(argv[3]) : 300;
   const std::string device = argc > 4 ? argv[4] : "cpu";
-  const b::CostModel rates = b::CostModel::measure(device);
+  const b::BackendKind backend = b::parse_backend(argc > 5 ? argv[5] : "torch");
+  const std::string gemm_device = backend == b::BackendKind::cublas ? "cuda" : device;
+  b::ensure_device_runtime(gemm_device);
+  const b::CostModel rates = b::CostModel::measure(gemm_device);
   // DGEMM rate at a CCSD-like size (n = 2048), for the fraction
-  const auto opts = torch::TensorOptions().dtype(torch::kFloat64).device(torch::Device(device));
+  const auto opts = torch::TensorOptions().dtype(torch::kFloat64).device(torch::Device(gemm_device));
   torch::Tensor A = torch::rand({2048, 2048}, opts), B = torch::rand({2048, 2048}, opts), C = torch::empty({2048, 2048}, opts);
   torch::mm_out(C, A, B);
   double best = 1e30;
@@ -29,19 +36,22 @@ int main(int argc, char** argv) {
     best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   const double dgemm = 2.0 * 2048.0 * 2048.0 * 2048.0 / best;
-  std::printf("o %ld v %ld naux %ld  device %s  DGEMM %.1f GFLOP/s (planner rate %.1f)\n", long(o), long(v),
-              long(x), device.c_str(), dgemm * 1e-9, rates.gemm_flops_per_s * 1e-9);
+  std::printf("o %ld v %ld naux %ld  device %s  backend %s  DGEMM %.1f GFLOP/s (planner rate %.1f)\n", long(o),
+              long(v), long(x), device.c_str(), b::to_string(backend).c_str(), dgemm * 1e-9,
+              rates.gemm_flops_per_s * 1e-9);
   torch::manual_seed(1);
   const torch::Tensor L = torch::randn({x, v, v}, torch::kFloat64), t = torch::randn({o, v, o, v}, torch::kFloat64);
   torch::Tensor out = torch::empty({o, v, o, v}, torch::kFloat64), ref = torch::empty_like(out);
   b::PlanOptions p;
   p.device = device;
+  p.backend = backend;
   p.cost = rates;
   const auto unsplit = b::plan_contraction("xac,xbd,icjd->iajb", {L, L, t}, out, p);
   const auto r0 = b::execute(unsplit, {L, L, t}, ref, p);
   std::printf("unsplit need %s: %.2f s, %.1f GFLOP/s (%.0f%% of DGEMM)\n", b::format_bytes(double(unsplit.peak_bytes)).c_str(),
               r0.seconds, r0.gflops(), 100 * r0.gflops() * 1e9 / dgemm);
-  std::printf("%-8s %-5s %8s %8s %10s %9s %7s %s\n", "budget", "split", "batches", "seconds", "GFLOP/s", "%DGEMM", "ok", "blocks");
+  std::printf("%-8s %-5s %8s %8s %10s %9s %10s %7s %s\n", "budget", "split", "batches", "seconds", "GFLOP/s", "%DGEMM",
+              "h2d_MiB", "ok", "blocks");
   for (int div : {2, 8, 32})
     for (auto s : {b::SplitStrategy::c, b::SplitStrategy::x, b::SplitStrategy::automatic}) {
       p.budget_bytes = unsplit.peak_bytes / div;
@@ -52,8 +62,8 @@ int main(int argc, char** argv) {
         const double err = (out - ref).abs().max().item<double>() / ref.abs().max().item<double>();
         std::string blocks;
         for (auto [l, bs] : plan.blocks) blocks += std::string(1, l) + ":" + std::to_string(bs) + " ";
-        std::printf("1/%-6d %-5s %8ld %8.2f %10.1f %8.0f%% %7s %s(%s)\n", div, b::to_string(plan.strategy).c_str(),
-                    long(r.batches), r.seconds, r.gflops(), 100 * r.gflops() * 1e9 / dgemm,
+        std::printf("1/%-6d %-5s %8ld %8.2f %10.1f %8.0f%% %10.1f %7s %s(%s)\n", div, b::to_string(plan.strategy).c_str(),
+                    long(r.batches), r.seconds, r.gflops(), 100 * r.gflops() * 1e9 / dgemm, double(r.bytes_h2d) / (1 << 20),
                     err < 1e-12 && r.peak_bytes <= p.budget_bytes ? "yes" : "NO", blocks.c_str(),
                     b::to_string(s).c_str());
       } catch (const std::exception& e) {

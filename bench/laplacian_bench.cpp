@@ -2,7 +2,7 @@
 /// usage: bench_laplacian [--molecules lih,ch4] [--walkers 256] [--dtype float64]
 ///                        [--methods jvp,reverse,hutchinson,forward] [--width default|small]
 ///                        [--repeats 3] [--threads 1] [--chunk 0] [--budget auto]
-///                        [--timed-walkers W]
+///                        [--timed-walkers W] [--device cpu|cuda]
 /// Prints one row per (molecule, method): median seconds per evaluation of all walkers, ratio
 /// to jvp in the same run, walkers per chunk, peak working tensor memory of an evaluation
 /// (counting CPU allocator) and peak RSS, the mean and the variance of the local energy over
@@ -53,7 +53,7 @@ void reset_peak_rss() {
 
 int main(int argc, char** argv) {
   std::string molecules = "lih", methods = "jvp,reverse,hutchinson", dtype = "float64", width = "default";
-  std::string budget = "auto";
+  std::string budget = "auto", device = "cpu";
   int walkers = 256, repeats = 3, threads = 0, chunk = 0, timed_walkers = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
     else if (k == "--chunk") chunk = std::stoi(v);
     else if (k == "--budget") budget = v;
     else if (k == "--timed-walkers") timed_walkers = std::stoi(v);
+    else if (k == "--device") device = v;
   }
   std::printf("%-6s %-11s %4s %7s %6s %6s %8s %10s %8s %9s %9s %14s %12s\n", "mol", "method", "N", "walkers",
               "timed", "chunk", "dtype", "median_s", "vs_jvp", "work_MiB", "rss_MiB", "mean_E_L", "var_E_L");
@@ -82,6 +83,7 @@ int main(int argc, char** argv) {
       c.hamiltonian.laplacian = method;
       c.hamiltonian.chunk_walkers = chunk;
       c.run.memory_budget = budget;
+      c.run.device = device;
       if (width == "small") c.model.ferminet.hidden_dims.assign(3, {32, 8}), c.model.ferminet.determinants = 4;
       VmcSetup s = make_setup(c);
       s.sampler->initialize(s.logabs_fn());
@@ -97,7 +99,7 @@ int main(int argc, char** argv) {
       std::int64_t work = 0;
       reset_peak_rss();
       for (int k = 0; k < repeats; ++k) {
-        batching::PeakMemoryScope scope;
+        batching::PeakMemoryScope scope(static_cast<int>(r.get_device()));  // CPU: -1
         const auto t0 = std::chrono::steady_clock::now();
         const auto e = (*s.local_energy)(*s.wf, r).energy;
         times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() *

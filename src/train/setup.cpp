@@ -1,5 +1,6 @@
 #include "train/setup.hpp"
 
+#include "batching/backend.hpp"
 #include "core/errors.hpp"
 #include "models/registry.hpp"
 
@@ -28,6 +29,12 @@ torch::TensorOptions tensor_options(const Config& config) {
   const auto dtype = config.run.dtype == "float32" ? torch::kFloat32 : torch::kFloat64;
   torch::Device device(torch::kCPU);
   if (config.run.device != "cpu") {
+    // The build links libtorch's CPU library only; its CUDA library is loaded on demand.
+    try {
+      batching::ensure_device_runtime(config.run.device);
+    } catch (const InputError& e) {
+      throw InputError(std::string("run.device: ") + e.what());
+    }
     if (!torch::cuda::is_available())
       throw InputError("run.device: '" + config.run.device + "' requested but no CUDA device is available");
     device = torch::Device(config.run.device);

@@ -5,7 +5,10 @@
 #include "common/run_files.hpp"
 #include "common/test_util.hpp"
 #include "io/hdf5_file.hpp"
+#include "train/setup.hpp"
 #include "train/trainer.hpp"
+#include "batching/cuda_runtime.hpp"
+#include "core/errors.hpp"
 
 using namespace nnvmc;
 using test::column;
@@ -80,4 +83,20 @@ TEST(Trainer, ClippingKeepsValuesWithinWidthOfTheMedian) {
   EXPECT_LE(c.max().item<double>(), median + 2 * mad + 1e-12);
   EXPECT_GE(c.min().item<double>(), median - 2 * mad - 1e-12);
   EXPECT_EQ(c[0].item<double>(), -1.0);
+}
+
+// run.device: cuda loads libtorch's CUDA library on demand; on a machine with a GPU the
+// options say cuda, without one the error names run.device.
+TEST(Setup, CudaDeviceLoadsTheCudaRuntimeOrSaysThereIsNone) {
+  Config c = parse_config("", {"run.device=cuda"}, "test");
+  if (batching::cuda_device_count() > 0) {
+    EXPECT_TRUE(tensor_options(c).device().is_cuda());
+  } else {
+    try {
+      (void)tensor_options(c);
+      FAIL() << "expected InputError without a CUDA device";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("run.device"), std::string::npos) << e.what();
+    }
+  }
 }
