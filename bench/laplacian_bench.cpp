@@ -25,18 +25,14 @@
 #include <vector>
 
 #include "batching/peak_memory.hpp"
+#include "bench_args.hpp"
 #include "core/log.hpp"
 #include "train/setup.hpp"
 
 using namespace nnvmc;
 
 namespace {
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string x; std::getline(ss, x, ',');) out.push_back(x);
-  return out;
-}
+using bench::split_list;
 /// Peak resident set size of this process (kB), from /proc/self/status.
 long peak_rss_kb() {
   std::ifstream f("/proc/self/status");
@@ -72,9 +68,9 @@ int main(int argc, char** argv) {
   std::printf("%-6s %-11s %4s %7s %6s %6s %8s %10s %8s %9s %9s %14s %12s\n", "mol", "method", "N", "walkers",
               "timed", "chunk", "dtype", "median_s", "vs_jvp", "work_MiB", "rss_MiB", "mean_E_L", "var_E_L");
   std::map<std::string, std::vector<std::pair<double, double>>> growth;  // method → (N, s)
-  for (const auto& mol : split(molecules)) {
+  for (const auto& mol : split_list(molecules)) {
     double t_jvp = 0;
-    for (const auto& method : split(methods)) {
+    for (const auto& method : split_list(methods)) {
       Config c = parse_config("", {}, "bench");
       c.system.molecule.yaml = mol;
       c.sampler.walkers = walkers;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_args.hpp"
 #include "core/log.hpp"
 #include "hamiltonian/laplacian.hpp"
 #include "train/setup.hpp"
@@ -20,12 +21,7 @@
 using namespace nnvmc;
 
 namespace {
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string x; std::getline(ss, x, ',');) out.push_back(x);
-  return out;
-}
+using bench::split_list;
 torch::Tensor r32_of(const torch::Tensor& r) { return r.to(torch::kFloat); }
 torch::Tensor kinetic(const KineticTerms& k) { return -0.5 * (k.laplacian + k.grad_sq); }
 }  // namespace
@@ -73,7 +69,7 @@ int main(int argc, char** argv) {
   const auto d_ee = std::get<0>(((r64.unsqueeze(2) - r64.unsqueeze(1)).norm(2, -1) +
                                  1e9 * torch::eye(n, r64.options())).flatten(1).min(1));  // [B]
   std::vector<std::pair<std::string, KineticTerms>> ref;
-  for (const auto& m : split(methods)) {
+  for (const auto& m : split_list(methods)) {
     c.hamiltonian.laplacian = m;
     ref.emplace_back(m, make_laplacian(c.hamiltonian, 1)->compute(*s.wf, r64));
   }
