@@ -4,7 +4,9 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <array>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -24,16 +26,35 @@ void check(cublasStatus_t s, const char* what) {
     throw Error(std::string("cuBLAS ") + what + " failed (status " + std::to_string(int(s)) + ")");
 }
 
+/// Makes `device` current for its scope and restores the caller's device (work may be
+/// enqueued from threads whose current device differs).
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    cudaGetDevice(&previous_);
+    if (previous_ != device) check(cudaSetDevice(device), "cudaSetDevice");
+    else previous_ = -1;
+  }
+  ~DeviceGuard() {
+    if (previous_ >= 0) cudaSetDevice(previous_);
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = -1;
+};
+
 class CudaDeviceOps final : public DeviceOps {
  public:
   explicit CudaDeviceOps(int device) : device_(device) {
-    check(cudaSetDevice(device), "cudaSetDevice");
+    const DeviceGuard guard(device);
     for (auto& s : streams_) check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
     check(cublasCreate(&handle_), "cublasCreate");
     check(cublasSetStream(handle_, stream(Stream::compute)), "cublasSetStream");
   }
   ~CudaDeviceOps() override {
-    cudaSetDevice(device_);
+    const DeviceGuard guard(device_);
     for (auto& s : streams_) cudaStreamSynchronize(s);
     for (auto e : events_) cudaEventDestroy(e);
     cublasDestroy(handle_);
@@ -41,12 +62,17 @@ class CudaDeviceOps final : public DeviceOps {
   }
 
   void* device_alloc(std::size_t bytes) override {
+    const DeviceGuard guard(device_);
     void* p = nullptr;
     check(cudaMalloc(&p, bytes), "cudaMalloc");
     return p;
   }
-  void device_free(void* p) override { cudaFree(p); }
+  void device_free(void* p) override {
+    const DeviceGuard guard(device_);
+    cudaFree(p);
+  }
   void* host_alloc(std::size_t bytes) override {
+    const DeviceGuard guard(device_);
     void* p = nullptr;
     check(cudaMallocHost(&p, bytes), "cudaMallocHost");
     return p;
@@ -54,49 +80,74 @@ class CudaDeviceOps final : public DeviceOps {
   void host_free(void* p) override { cudaFreeHost(p); }
 
   void copy_to_device(void* dst, const void* src, std::size_t bytes, Stream s) override {
+    const DeviceGuard guard(device_);
     check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream(s)), "copy to device");
   }
   void copy_to_host(void* dst, const void* src, std::size_t bytes, Stream s) override {
+    const DeviceGuard guard(device_);
     check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream(s)), "copy to host");
   }
 
   void gemm(const GemmCall& g, Stream s) override {
-    // Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ: a row-major [R, C] buffer
-    // is a column-major C×R matrix with leading dimension C.
-    const int lda = int(g.trans_a ? g.m : g.k), ldb = int(g.trans_b ? g.k : g.n);
-    const auto opa = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, opb = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const DeviceGuard guard(device_);
+    const ColumnMajorGemm c = column_major(g);
+    const auto fits = [](std::int64_t x) { return x <= std::numeric_limits<int>::max(); };
+    if (!fits(g.batch) || !fits(c.m) || !fits(c.n) || !fits(c.k) || !fits(c.ld_first) || !fits(c.ld_second))
+      throw Error("cuBLAS GEMM: a dimension exceeds the 32-bit range (" + std::to_string(g.batch) + " x " +
+                  std::to_string(g.m) + " x " + std::to_string(g.n) + " x " + std::to_string(g.k) + ")");
+    const auto op = [](bool t) { return t ? CUBLAS_OP_T : CUBLAS_OP_N; };
+    const int m = int(c.m), n = int(c.n), k = int(c.k), batch = int(g.batch);
+    const int ld1 = std::max(1, int(c.ld_first)), ld2 = std::max(1, int(c.ld_second)), ldc = std::max(1, int(c.ldc));
     check(cublasSetStream(handle_, stream(s)), "cublasSetStream");
-    const long long sc = g.m * g.n;
     if (g.f64) {
       const double one = 1.0, beta = g.accumulate ? 1.0 : 0.0;
-      check(cublasDgemmStridedBatched(handle_, opb, opa, int(g.n), int(g.m), int(g.k), &one,
-                                      static_cast<const double*>(g.b), ldb, g.stride_b,
-                                      static_cast<const double*>(g.a), lda, g.stride_a, &beta,
-                                      static_cast<double*>(g.c), int(g.n), sc, int(g.batch)),
+      check(cublasDgemmStridedBatched(handle_, op(c.trans_first), op(c.trans_second), m, n, k, &one,
+                                      static_cast<const double*>(c.first), ld1, c.stride_first,
+                                      static_cast<const double*>(c.second), ld2, c.stride_second, &beta,
+                                      static_cast<double*>(g.c), ldc, c.stride_c, batch),
             "DgemmStridedBatched");
     } else {
       const float one = 1.0f, beta = g.accumulate ? 1.0f : 0.0f;
-      check(cublasSgemmStridedBatched(handle_, opb, opa, int(g.n), int(g.m), int(g.k), &one,
-                                      static_cast<const float*>(g.b), ldb, g.stride_b,
-                                      static_cast<const float*>(g.a), lda, g.stride_a, &beta,
-                                      static_cast<float*>(g.c), int(g.n), sc, int(g.batch)),
+      check(cublasSgemmStridedBatched(handle_, op(c.trans_first), op(c.trans_second), m, n, k, &one,
+                                      static_cast<const float*>(c.first), ld1, c.stride_first,
+                                      static_cast<const float*>(c.second), ld2, c.stride_second, &beta,
+                                      static_cast<float*>(g.c), ldc, c.stride_c, batch),
             "SgemmStridedBatched");
     }
   }
 
   Event record(Stream s) override {
-    cudaEvent_t e = nullptr;
-    check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
-    check(cudaEventRecord(e, stream(s)), "cudaEventRecord");
-    events_.push_back(e);  // events are not reused: a handle always means this point
-    return Event(events_.size() - 1);
+    const DeviceGuard guard(device_);
+    Event id;
+    if (!free_events_.empty()) {  // recycled (recycle_events: their earlier uses completed)
+      id = free_events_.back();
+      free_events_.pop_back();
+    } else {
+      cudaEvent_t e = nullptr;
+      check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
+      events_.push_back(e);
+      id = Event(events_.size() - 1);
+    }
+    check(cudaEventRecord(events_[std::size_t(id)], stream(s)), "cudaEventRecord");
+    return id;
   }
-  void wait(Stream s, Event e) override { check(cudaStreamWaitEvent(stream(s), events_.at(e), 0), "cudaStreamWaitEvent"); }
-  void synchronize(Event e) override { check(cudaEventSynchronize(events_.at(e)), "cudaEventSynchronize"); }
+  void recycle_events() override {
+    free_events_.clear();
+    for (std::size_t i = 0; i < events_.size(); ++i) free_events_.push_back(Event(i));
+  }
+  void wait(Stream s, Event e) override {
+    const DeviceGuard guard(device_);
+    check(cudaStreamWaitEvent(stream(s), events_.at(std::size_t(e)), 0), "cudaStreamWaitEvent");
+  }
+  void synchronize(Event e) override {
+    check(cudaEventSynchronize(events_.at(std::size_t(e))), "cudaEventSynchronize");
+  }
   void synchronize_all() override {
+    const DeviceGuard guard(device_);
     for (auto& s : streams_) check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
   }
   std::size_t free_device_bytes() override {
+    const DeviceGuard guard(device_);
     std::size_t free_b = 0, total = 0;
     check(cudaMemGetInfo(&free_b, &total), "cudaMemGetInfo");
     return free_b;
@@ -108,7 +159,8 @@ class CudaDeviceOps final : public DeviceOps {
   int device_;
   std::array<cudaStream_t, 3> streams_{};
   cublasHandle_t handle_ = nullptr;
-  std::vector<cudaEvent_t> events_;
+  std::vector<cudaEvent_t> events_;  ///< every event made (handles are indices)
+  std::vector<Event> free_events_;    ///< recycled handles
 };
 
 }  // namespace

@@ -32,6 +32,30 @@ struct GemmCall {
   bool accumulate = false;  ///< C += (else C =)
 };
 
+/// The same GEMM in the column-major terms of BLAS/cuBLAS: a row-major [R, C] buffer is a
+/// column-major C×R matrix, so row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ:
+/// C' (m'×n', leading dimension ldc) = op(first) · op(second) with m' = n, n' = m.
+struct ColumnMajorGemm {
+  bool trans_first = false, trans_second = false;
+  std::int64_t m = 0, n = 0, k = 0;
+  const void* first = nullptr;
+  std::int64_t ld_first = 0, stride_first = 0;
+  const void* second = nullptr;
+  std::int64_t ld_second = 0, stride_second = 0;
+  std::int64_t ldc = 0, stride_c = 0;
+};
+
+/// The column-major arguments of `g` (what cublas{D,S}gemmStridedBatched receives).
+inline ColumnMajorGemm column_major(const GemmCall& g) {
+  ColumnMajorGemm c;
+  c.trans_first = g.trans_b, c.trans_second = g.trans_a;
+  c.m = g.n, c.n = g.m, c.k = g.k;
+  c.first = g.b, c.ld_first = g.trans_b ? g.k : g.n, c.stride_first = g.stride_b;
+  c.second = g.a, c.ld_second = g.trans_a ? g.m : g.k, c.stride_second = g.stride_a;
+  c.ldc = g.n, c.stride_c = g.m * g.n;
+  return c;
+}
+
 /// Device operations; all copies and GEMMs are asynchronous on their stream.
 class DeviceOps {
  public:
@@ -53,6 +77,9 @@ class DeviceOps {
   virtual void synchronize(Event e) = 0;
   /// The host blocks until every stream is idle.
   virtual void synchronize_all() = 0;
+  /// Every event recorded so far has completed and its handle will not be used again: the
+  /// implementation may reuse them (bounds the number of live events of a long contraction).
+  virtual void recycle_events() {}
   /// Free device memory now (bytes).
   virtual std::size_t free_device_bytes() = 0;
 };

@@ -65,6 +65,12 @@ class StagedGemmBackend final : public GemmBackend {
     GemmCall call;
     call.f64 = a.scalar_type() == at::kDouble;
     call.batch = a.size(0), call.m = a.size(1), call.k = a.size(2), call.n = b.size(2);
+    if (call.batch == 0 || call.m == 0 || call.n == 0) return;  // nothing to write
+    if (call.k == 0) {  // an empty sum: c = 0 or unchanged
+      synchronize();
+      if (!accumulate) c.zero_();
+      return;
+    }
     bool copied_a = false, copied_b = false;
     const at::Tensor ha = host_layout(a, call.trans_a, copied_a), hb = host_layout(b, call.trans_b, copied_b);
     call.stride_a = call.m * call.k, call.stride_b = call.k * call.n;
@@ -82,7 +88,14 @@ class StagedGemmBackend final : public GemmBackend {
 
   void synchronize() override {
     close_output();
-    for (int s = 0; s < 2; ++s) finish_download(s);
+    finish_all();
+    // Everything enqueued so far has completed (every upload feeds a GEMM whose output was
+    // downloaded): the events can be reused, and nothing needs to wait for them any more.
+    ops_->synchronize_all();
+    ops_->recycle_events();
+    has_upload_[0][0] = has_upload_[0][1] = has_upload_[1][0] = has_upload_[1][1] = false;
+    has_gemm_[0] = has_gemm_[1] = false;
+    for (auto& [key, r] : resident_) r.ready = kNoEvent;
   }
 
   std::int64_t bytes_h2d() const override { return h2d_; }
@@ -91,14 +104,18 @@ class StagedGemmBackend final : public GemmBackend {
  private:
   using Key = std::tuple<const void*, std::int64_t, std::int64_t>;  ///< host pointer, bytes, version
 
+  static constexpr DeviceOps::Event kNoEvent = -1;
+
   struct Resident {
     void* dev = nullptr;
-    DeviceOps::Event ready = 0;
+    DeviceOps::Event ready = kNoEvent;  ///< its upload (kNoEvent once known complete)
+    at::Tensor host;  ///< held, so no other tensor can reuse the address while cached
   };
   struct Download {  ///< a device → pinned copy whose unpacking into `dest` is pending
     bool pending = false;
     at::Tensor dest;
     DeviceOps::Event done = 0;
+    std::int64_t order = 0;  ///< issue order: older downloads are unpacked first
   };
   struct Open {  ///< the output block the GEMMs write now (still on the device)
     bool active = false;
@@ -139,7 +156,7 @@ class StagedGemmBackend final : public GemmBackend {
     const auto bytes = static_cast<std::size_t>(x.nbytes());
     const Key key{x.data_ptr(), x.nbytes(), x._version()};
     if (const auto it = stable ? resident_.find(key) : resident_.end(); it != resident_.end()) {
-      waits.push_back(it->second.ready);
+      if (it->second.ready != kNoEvent) waits.push_back(it->second.ready);
       return it->second.dev;
     }
     const bool keep = stable && resident_used_ + std::int64_t(bytes) <= options_.resident_bytes;
@@ -159,7 +176,7 @@ class StagedGemmBackend final : public GemmBackend {
     const auto done = ops_->record(Stream::copy_in);
     upload_done_[slot][which] = done;
     has_upload_[slot][which] = true;
-    if (keep) resident_[key] = Resident{dst, done};
+    if (keep) resident_[key] = Resident{dst, done, x};
     waits.push_back(done);
     return dst;
   }
@@ -171,9 +188,10 @@ class StagedGemmBackend final : public GemmBackend {
       return out_[open_.slot].dev;  // keeps accumulating on the device
     close_output();
     const int slot = next_out_++ % 2;
+    // Pending downloads into memory that c covers land first (older ones before newer), so
+    // neither c's host contents (accumulate) nor this block's later unpacking are overtaken.
+    finish_overlapping(c);
     finish_download(slot);  // the slot's previous block is unpacked and its buffers are free
-    if (accumulate)         // c's host contents may still be arriving from an earlier block
-      for (int s = 0; s < 2; ++s) finish_download(s);
     Staging& st = out_[slot];
     reserve(st, static_cast<std::size_t>(c.nbytes()));
     if (accumulate) {
@@ -193,8 +211,26 @@ class StagedGemmBackend final : public GemmBackend {
     ops_->wait(Stream::copy_out, ops_->record(Stream::compute));
     ops_->copy_to_host(out_[slot].host, out_[slot].dev, open_.dest.nbytes(), Stream::copy_out);
     d2h_ += open_.dest.nbytes();
-    downloads_[slot] = Download{true, open_.dest, ops_->record(Stream::copy_out)};
+    downloads_[slot] = Download{true, open_.dest, ops_->record(Stream::copy_out), downloads_issued_++};
     open_ = Open{};
+  }
+
+  /// Unpacks every pending download, oldest first.
+  void finish_all() {
+    const int first = downloads_[0].pending && downloads_[1].pending && downloads_[1].order < downloads_[0].order;
+    finish_download(first);
+    finish_download(1 - first);
+  }
+  /// Unpacks (oldest first) the pending downloads whose host destination overlaps `c`'s memory.
+  void finish_overlapping(const at::Tensor& c) {
+    const auto lo = static_cast<const char*>(c.data_ptr()), hi = lo + c.nbytes();
+    bool overlap = false;
+    for (const auto& d : downloads_) {
+      if (!d.pending) continue;
+      const auto dlo = static_cast<const char*>(d.dest.data_ptr()), dhi = dlo + d.dest.nbytes();
+      overlap = overlap || (dlo < hi && lo < dhi);
+    }
+    if (overlap) finish_all();
   }
 
   /// Waits for the download of output slot `s` and unpacks it into its host tensor.
@@ -220,6 +256,7 @@ class StagedGemmBackend final : public GemmBackend {
   std::int64_t resident_used_ = 0;
   std::int64_t calls_ = 0;
   int next_out_ = 0;
+  std::int64_t downloads_issued_ = 0;
   std::int64_t h2d_ = 0, d2h_ = 0;
 };
 

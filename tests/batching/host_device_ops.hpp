@@ -6,9 +6,11 @@
 ///  - Order::lazy runs only what is forced (the host overwriting a pinned buffer before the
 ///    copy from it ran, or reading a result before its download, is caught);
 ///  - Order::run_ahead, whenever anything is forced, first runs every *other* stream as far as
-///    it can (a copy overwriting a device buffer a queued GEMM still has to read, or a
-///    download leaving before its GEMM, is caught).
-/// Fresh buffers are filled with NaN bytes.
+///    it can (a copy overwriting a device buffer a queued GEMM still has to read is caught;
+///    a download leaving before its GEMM is caught by the lazy order).
+/// Fresh buffers are filled with NaN bytes; freeing a buffer that queued work still uses
+/// throws. GEMMs are computed from the column-major (cuBLAS) arguments of batching::column_major,
+/// so that mapping is checked too.
 #include <ATen/ATen.h>
 
 #include <array>
@@ -34,37 +36,51 @@ class HostDeviceOps final : public batching::DeviceOps {
 
   void* device_alloc(std::size_t bytes) override { return alloc(bytes, device_); }
   void device_free(void* p) override { release(p, device_); }
+  /// Checks the promise of recycle_events (every event complete) and invalidates the old handles.
+  void recycle_events() override {
+    for (const auto& [stream, pos] : events_)
+      if (done_[stream] < pos) throw std::logic_error("HostDeviceOps: recycling an event that has not completed");
+    valid_from_ = events_.size();
+    ++recycles_;
+  }
   void* host_alloc(std::size_t bytes) override { return alloc(bytes, host_); }
   void host_free(void* p) override { release(p, host_); }
 
   void copy_to_device(void* dst, const void* src, std::size_t bytes, batching::Stream s) override {
-    enqueue(s, [=] { std::memcpy(dst, src, bytes); });
+    enqueue(s, [=] { std::memcpy(dst, src, bytes); }, {dst, src});
   }
   void copy_to_host(void* dst, const void* src, std::size_t bytes, batching::Stream s) override {
-    enqueue(s, [=] { std::memcpy(dst, src, bytes); });
+    enqueue(s, [=] { std::memcpy(dst, src, bytes); }, {dst, src});
   }
   void gemm(const batching::GemmCall& g, batching::Stream s) override {
-    enqueue(s, [g] {
+    const auto cm = batching::column_major(g);
+    enqueue(s, [g, cm] {
       const auto opt = at::TensorOptions().dtype(g.f64 ? at::kDouble : at::kFloat);
-      auto a = at::from_blob(const_cast<void*>(g.a), {g.batch, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k}, opt);
-      auto b = at::from_blob(const_cast<void*>(g.b), {g.batch, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n}, opt);
-      auto c = at::from_blob(g.c, {g.batch, g.m, g.n}, opt);
-      if (g.trans_a) a = a.transpose(1, 2);
-      if (g.trans_b) b = b.transpose(1, 2);
-      const auto r = at::bmm(a, b);
+      // a column-major rows×cols matrix with leading dimension ld, `stride` apart per batch
+      const auto view = [&](const void* p, std::int64_t rows, std::int64_t cols, std::int64_t ld, std::int64_t stride) {
+        const std::int64_t n = (g.batch - 1) * stride + (cols - 1) * ld + rows;
+        return at::from_blob(const_cast<void*>(p), {n}, opt).as_strided({g.batch, rows, cols}, {stride, 1, ld});
+      };
+      auto x = view(cm.first, cm.trans_first ? cm.k : cm.m, cm.trans_first ? cm.m : cm.k, cm.ld_first, cm.stride_first);
+      auto y = view(cm.second, cm.trans_second ? cm.n : cm.k, cm.trans_second ? cm.k : cm.n, cm.ld_second,
+                    cm.stride_second);
+      if (cm.trans_first) x = x.transpose(1, 2);
+      if (cm.trans_second) y = y.transpose(1, 2);
+      auto c = view(g.c, cm.m, cm.n, cm.ldc, cm.stride_c);
+      const auto r = at::bmm(x, y);
       g.accumulate ? c.add_(r) : c.copy_(r);
-    });
+    }, {g.a, g.b, g.c});
   }
   Event record(batching::Stream s) override {
     events_.push_back({idx(s), queues_[idx(s)].size()});
     return Event(events_.size() - 1);
   }
   void wait(batching::Stream s, Event e) override {
-    const auto [stream, pos] = events_.at(e);
-    queues_[idx(s)].push_back(Task{nullptr, stream, pos});
+    const auto [stream, pos] = event(e);
+    queues_[idx(s)].push_back(Task{nullptr, stream, pos, {}});
   }
   void synchronize(Event e) override {
-    const auto [stream, pos] = events_.at(e);
+    const auto [stream, pos] = event(e);
     force(stream, pos);
   }
   void synchronize_all() override {
@@ -72,11 +88,17 @@ class HostDeviceOps final : public batching::DeviceOps {
   }
   std::size_t free_device_bytes() override { return free_; }
 
+  /// Times the backend declared all events complete (recycle_events).
+  int recycles() const { return recycles_; }
   /// Tasks enqueued so far (copies, GEMMs and waits).
   std::size_t tasks() const { return queues_[0].size() + queues_[1].size() + queues_[2].size(); }
 
  private:
   static int idx(batching::Stream s) { return static_cast<int>(s); }
+  std::pair<int, std::size_t> event(Event e) const {
+    if (e < 0 || std::size_t(e) < valid_from_) throw std::logic_error("HostDeviceOps: use of a recycled event");
+    return events_.at(std::size_t(e));
+  }
   void* alloc(std::size_t bytes, std::set<void*>& pool) {
     void* p = std::malloc(bytes ? bytes : 1);
     std::memset(p, 0xFF, bytes);  // NaN in float64 and float32
@@ -84,6 +106,10 @@ class HostDeviceOps final : public batching::DeviceOps {
     return p;
   }
   void release(void* p, std::set<void*>& pool) {
+    for (int s = 0; s < 3; ++s)
+      for (std::size_t t = done_[s]; t < queues_[s].size(); ++t)
+        for (const void* u : queues_[s][t].uses)
+          if (u == p) throw std::logic_error("HostDeviceOps: freeing a buffer that queued work still uses");
     if (!pool.erase(p)) throw std::logic_error("HostDeviceOps: freeing an unknown buffer");
     std::free(p);
   }
@@ -92,8 +118,11 @@ class HostDeviceOps final : public batching::DeviceOps {
     std::function<void()> f;
     int dep = -1;
     std::size_t pos = 0;
+    std::vector<const void*> uses;  ///< buffers the task reads or writes
   };
-  void enqueue(batching::Stream s, std::function<void()> f) { queues_[idx(s)].push_back(Task{std::move(f)}); }
+  void enqueue(batching::Stream s, std::function<void()> f, std::vector<const void*> uses) {
+    queues_[idx(s)].push_back(Task{std::move(f), -1, 0, std::move(uses)});
+  }
   /// Runs stream s until `pos` of its tasks are done, forcing what its waits depend on.
   void force(int s, std::size_t pos) {
     if (order_ == Order::run_ahead) run_others_ahead(s);
@@ -134,6 +163,8 @@ class HostDeviceOps final : public batching::DeviceOps {
   std::array<std::size_t, 3> done_{0, 0, 0};
   std::array<bool, 3> running_{false, false, false};
   std::vector<std::pair<int, std::size_t>> events_;
+  int recycles_ = 0;
+  std::size_t valid_from_ = 0;  ///< handles below this were recycled
   std::set<void*> device_, host_;
 };
 

@@ -66,6 +66,27 @@ TEST(StagedGemm, SequencesOfBatchesMatchTorchUnderLazyAndRunAheadStreams) {
   }
 }
 
+TEST(StagedGemm, LaterBlocksIntoTheSameOutputWinOverEarlierOnes) {
+  for (const auto& [order, resident] : kCases) {
+    torch::manual_seed(4);
+    const auto A = torch::randn({2, 6, 3}, torch::kFloat64), B = torch::randn({2, 3, 5}, torch::kFloat64);
+    const auto A2 = torch::randn({2, 6, 3}, torch::kFloat64);
+    auto c = torch::empty({2, 6, 5}, torch::kFloat64), d = torch::empty({2, 6, 5}, torch::kFloat64);
+    auto backend = staged(order, resident);
+    backend->bmm(A, B, c, false, true, true);
+    backend->bmm(A, B, d, false, true, true);
+    backend->bmm(A2, B, c, false, false, true);  // overwrites c: must not be undone by the first
+    backend->bmm(A2, B, d, true, false, true);   // accumulates onto the second block's result
+    backend->synchronize();
+    EXPECT_TRUE(torch::allclose(c, torch::bmm(A2, B), 1e-12, 1e-12)) << "order " << int(order);
+    EXPECT_TRUE(torch::allclose(d, torch::bmm(A, B) + torch::bmm(A2, B), 1e-12, 1e-12)) << "order " << int(order);
+    auto e = torch::full({2, 6, 5}, 7.0, torch::kFloat64);  // an empty contracted axis: e = 0
+    backend->bmm(torch::empty({2, 6, 0}, torch::kFloat64), torch::empty({2, 0, 5}, torch::kFloat64), e, false, false, false);
+    backend->synchronize();
+    EXPECT_EQ(e.abs().max().item<double>(), 0.0);
+  }
+}
+
 TEST(StagedGemm, RecurringStableOperandIsUploadedOnceWhenItFits) {
   const auto A = torch::randn({1, 32, 16}, torch::kFloat64), B = torch::randn({1, 16, 64}, torch::kFloat64);
   const std::int64_t calls = 6;
