@@ -2,7 +2,7 @@
 /// network parameters (the float64 model cast to float32), and what the inaccurate walkers have
 /// in common (size of |∇log|ψ||², conditioning of the orbital matrices).
 /// usage: bench_laplacian_precision [--molecule ch4] [--walkers 256] [--methods jvp,reverse,forward]
-///                                  [--threads 1] [--worst 8]
+///                                  [--threads 1] [--worst 8] [--chunk 4] [--hessian W]
 /// Prints per method: mean and variance of the kinetic energy −½(∇²log|ψ| + |∇log|ψ||²) in
 /// float64 and float32, the median and maximum relative error of ∇²log|ψ| per walker, the number
 /// of walkers whose kinetic energy is off by more than 1 %, and for the worst walkers the
@@ -24,11 +24,21 @@ namespace {
 using bench::split_list;
 torch::Tensor r32_of(const torch::Tensor& r) { return r.to(torch::kFloat); }
 torch::Tensor kinetic(const KineticTerms& k) { return -0.5 * (k.laplacian + k.grad_sq); }
+/// The method on walkers in chunks of `chunk` (jvp needs ~1.3 GiB per C4H4 walker).
+KineticTerms compute_chunked(LaplacianMethod& m, WaveFunction& wf, const torch::Tensor& r, int64_t chunk) {
+  std::vector<torch::Tensor> lap, g2;
+  for (int64_t lo = 0; lo < r.size(0); lo += chunk) {
+    const auto k = m.compute(wf, r.slice(0, lo, std::min(lo + chunk, r.size(0))));
+    lap.push_back(k.laplacian);
+    g2.push_back(k.grad_sq);
+  }
+  return {torch::cat(lap), torch::cat(g2)};
+}
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string molecule = "ch4", methods = "jvp,reverse,forward";
-  int walkers = 256, threads = 1, worst = 8, hessian = -1;
+  int walkers = 256, threads = 1, worst = 8, hessian = -1, chunk = 4;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--molecule") molecule = v;
@@ -37,6 +47,7 @@ int main(int argc, char** argv) {
     else if (k == "--threads") threads = std::stoi(v);
     else if (k == "--worst") worst = std::stoi(v);
     else if (k == "--hessian") hessian = std::stoi(v);
+    else if (k == "--chunk") chunk = std::stoi(v);
   }
   Config c = parse_config("", {}, "bench");
   c.system.molecule.yaml = molecule;
@@ -71,7 +82,7 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, KineticTerms>> ref;
   for (const auto& m : split_list(methods)) {
     c.hamiltonian.laplacian = m;
-    ref.emplace_back(m, make_laplacian(c.hamiltonian, 1)->compute(*s.wf, r64));
+    ref.emplace_back(m, compute_chunked(*make_laplacian(c.hamiltonian, 1), *s.wf, r64, chunk));
   }
   // Hessian diagonal of log|ψ| of one walker, reverse over reverse (float64 here, float32 below).
   const auto hess_diag = [&](const torch::Tensor& r) {
@@ -96,7 +107,7 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, torch::Tensor>> t32s;
   for (auto& [m, k64] : ref) {
     c.hamiltonian.laplacian = m;
-    const auto k32 = make_laplacian(c.hamiltonian, 1)->compute(*s.wf, r32);
+    const auto k32 = compute_chunked(*make_laplacian(c.hamiltonian, 1), *s.wf, r32, chunk);
     const auto t64 = kinetic(k64), t32 = kinetic(k32).to(torch::kDouble);
     const auto rel = ((k32.laplacian.to(torch::kDouble) - k64.laplacian) / k64.laplacian.abs()).abs();
     const auto rel_g2 = ((k32.grad_sq.to(torch::kDouble) - k64.grad_sq) / k64.grad_sq.abs()).abs();
