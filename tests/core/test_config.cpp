@@ -1,5 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <regex>
+
 #include "core/config.hpp"
 #include "core/errors.hpp"
 
@@ -82,4 +87,25 @@ TEST(Config, ByteCountsParse) {
   EXPECT_EQ(parse_bytes("2GiB", "k"), 2ull << 30);
   EXPECT_EQ(parse_bytes("500MB", "k"), 500000000ull);
   EXPECT_THROW(parse_bytes("lots", "k"), ConfigError);
+}
+
+// Every run config the repository ships loads, and each config the quick-start demo names
+// exists (a .gitignore pattern once kept the demo's config out of clean clones).
+TEST(Config, EveryShippedRunConfigAndEveryConfigTheDemoNamesLoad) {
+  namespace fs = std::filesystem;
+  const fs::path root(NNVMC_SOURCE_DIR);
+  int n = 0;
+  for (const auto& f : fs::directory_iterator(root / "configs" / "runs")) {
+    if (f.path().extension() != ".yaml") continue;
+    EXPECT_NO_THROW(load_config(f.path().string())) << f.path();
+    ++n;
+  }
+  EXPECT_GE(n, 5);
+  std::ifstream demo(root / "examples" / "demo.sh");
+  const std::string text((std::istreambuf_iterator<char>(demo)), std::istreambuf_iterator<char>());
+  const std::regex config_ref(R"(configs/runs/[A-Za-z0-9_]+\.yaml)");
+  int named = 0;
+  for (std::sregex_iterator it(text.begin(), text.end(), config_ref), end; it != end; ++it, ++named)
+    EXPECT_NO_THROW(load_config((root / it->str()).string())) << it->str() << " named by examples/demo.sh";
+  EXPECT_GE(named, 1);
 }
