@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   p.cost = rates;
   const auto unsplit = b::plan_contraction("xac,xbd,icjd->iajb", {L, L, t}, out, p);
   const auto r0 = b::execute(unsplit, {L, L, t}, ref, p);
+  if (std::getenv("EXPLAIN")) std::printf("%s\n", unsplit.explain().c_str());
   std::printf("unsplit need %s: %.2f s, %.1f GFLOP/s (%.0f%% of DGEMM)\n", b::format_bytes(double(unsplit.peak_bytes)).c_str(),
               r0.seconds, r0.gflops(), 100 * r0.gflops() * 1e9 / dgemm);
   std::printf("%-8s %-5s %8s %8s %10s %9s %10s %7s %s\n", "budget", "split", "batches", "seconds", "GFLOP/s", "%DGEMM",
