@@ -22,7 +22,6 @@ using namespace nnvmc;
 
 namespace {
 using bench::split_list;
-torch::Tensor r32_of(const torch::Tensor& r) { return r.to(torch::kFloat); }
 torch::Tensor kinetic(const KineticTerms& k) { return -0.5 * (k.laplacian + k.grad_sq); }
 /// The method on walkers in chunks of `chunk` (jvp needs ~1.3 GiB per C4H4 walker).
 KineticTerms compute_chunked(LaplacianMethod& m, WaveFunction& wf, const torch::Tensor& r, int64_t chunk) {
@@ -96,7 +95,7 @@ int main(int argc, char** argv) {
   if (hessian >= 0) h64 = hess_diag(r64);
   s.wf->to(torch::kFloat);
   if (hessian >= 0) {
-    const auto h32 = hess_diag(r32_of(r64));
+    const auto h32 = hess_diag(r64.to(torch::kFloat));
     std::printf("walker %d: coordinate, d2 log|psi| float64, float32, difference\n", hessian);
     for (std::size_t k = 0; k < h64.size(); ++k)
       std::printf("  x%-3zu %14.6f %14.6f %12.4g\n", k, h64[k], h32[k], h32[k] - h64[k]);

@@ -99,21 +99,16 @@ class CudaDeviceOps final : public DeviceOps {
     const int m = int(c.m), n = int(c.n), k = int(c.k), batch = int(g.batch);
     const int ld1 = std::max(1, int(c.ld_first)), ld2 = std::max(1, int(c.ld_second)), ldc = std::max(1, int(c.ldc));
     check(cublasSetStream(handle_, stream(s)), "cublasSetStream");
-    if (g.f64) {
-      const double one = 1.0, beta = g.accumulate ? 1.0 : 0.0;
-      check(cublasDgemmStridedBatched(handle_, op(c.trans_first), op(c.trans_second), m, n, k, &one,
-                                      static_cast<const double*>(c.first), ld1, c.stride_first,
-                                      static_cast<const double*>(c.second), ld2, c.stride_second, &beta,
-                                      static_cast<double*>(g.c), ldc, c.stride_c, batch),
-            "DgemmStridedBatched");
-    } else {
-      const float one = 1.0f, beta = g.accumulate ? 1.0f : 0.0f;
-      check(cublasSgemmStridedBatched(handle_, op(c.trans_first), op(c.trans_second), m, n, k, &one,
-                                      static_cast<const float*>(c.first), ld1, c.stride_first,
-                                      static_cast<const float*>(c.second), ld2, c.stride_second, &beta,
-                                      static_cast<float*>(g.c), ldc, c.stride_c, batch),
-            "SgemmStridedBatched");
-    }
+    const auto run = [&](auto gemm_fn, auto zero) {
+      using T = decltype(zero);
+      const T one = 1, beta = g.accumulate ? 1 : 0;
+      check(gemm_fn(handle_, op(c.trans_first), op(c.trans_second), m, n, k, &one,
+                    static_cast<const T*>(c.first), ld1, c.stride_first, static_cast<const T*>(c.second), ld2,
+                    c.stride_second, &beta, static_cast<T*>(g.c), ldc, c.stride_c, batch),
+            g.f64 ? "DgemmStridedBatched" : "SgemmStridedBatched");
+    };
+    if (g.f64) run(cublasDgemmStridedBatched, 0.0);
+    else run(cublasSgemmStridedBatched, 0.0f);
   }
 
   Event record(Stream s) override {

@@ -201,7 +201,6 @@ ExecReport execute(const Plan& plan, const std::vector<at::Tensor>& operands, co
 ExecReport execute(const Plan& plan, const std::vector<at::Tensor>& operands, const at::Tensor& out,
                    const PlanOptions& options, GemmBackend& gemm) {
   const auto t0 = std::chrono::steady_clock::now();
-  GemmBackend* backend = &gemm;
   const c10::Device device(options.device);
   if (operands.size() != plan.spec.inputs.size())
     throw InputError("einsum '" + plan.spec.text() + "': plan is for " +
@@ -217,7 +216,7 @@ ExecReport execute(const Plan& plan, const std::vector<at::Tensor>& operands, co
         out.size(std::int64_t(a)) != plan.extents.at(plan.spec.output[a]))
       throw InputError("einsum '" + plan.spec.text() + "': output does not have the planned shape");
   std::vector<at::Tensor> ops = operands;
-  Runner run{plan, ops, out, device, *backend, Tracker{}, ExecReport{}, false, at::Tensor()};
+  Runner run{plan, ops, out, device, gemm, Tracker{}, ExecReport{}, false, at::Tensor()};
   for (std::size_t i = 0; i < ops.size(); ++i) {
     if (!ops[i].is_contiguous()) {  // the plan assumes row-major operands
       ops[i] = ops[i].contiguous();
@@ -265,10 +264,10 @@ ExecReport execute(const Plan& plan, const std::vector<at::Tensor>& operands, co
       }
     });
   }
-  backend->synchronize();
+  gemm.synchronize();
   ExecReport rep = run.rep;
-  rep.bytes_h2d += backend->bytes_h2d();
-  rep.bytes_d2h += backend->bytes_d2h();
+  rep.bytes_h2d += gemm.bytes_h2d();
+  rep.bytes_d2h += gemm.bytes_d2h();
   rep.peak_bytes = run.tr.peak;
   rep.strategy = to_string(plan.strategy);
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
