@@ -3,7 +3,11 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <string>
 #include <map>
 #include <mutex>
 
@@ -21,6 +25,21 @@ double best_seconds(F&& f, int reps) {
     best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   return best;
+}
+/// Size of cpu0's largest unified cache from sysfs (virtual machines often misreport it to
+/// sysconf); 32 MiB when unknown.
+std::int64_t last_level_cache_bytes() {
+  std::int64_t best = 0;
+  for (int i = 0; i < 8; ++i) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    std::ifstream type(dir + "type"), size(dir + "size");
+    std::string t, s;
+    if (!(type >> t) || !(size >> s) || t != "Unified" || s.empty()) continue;
+    const char unit = s.back();
+    const std::int64_t v = std::atoll(s.c_str());
+    best = std::max(best, unit == 'K' ? v << 10 : unit == 'M' ? v << 20 : v);
+  }
+  return best > 0 ? best : std::int64_t(32) << 20;
 }
 }  // namespace
 
@@ -51,6 +70,7 @@ CostModel CostModel::measure(const std::string& device) {
         double(host.nbytes()) / best_seconds([&] { big.copy_(host); sync(); }, 3);
   }
   m.batch_overhead_s = cuda ? 3e-5 : 1e-5;
+  if (!cuda) m.tile_bytes = std::clamp(double(last_level_cache_bytes()) / 4, double(1 << 20), double(16 << 20));
   cache[device] = m;
   return m;
 }

@@ -12,6 +12,9 @@ struct CostModel {
   double transfer_bytes_per_s = 1e10; ///< host↔device copy rate (unused when all is resident)
   double copy_bytes_per_s = 5e9;      ///< on-device transposition/copy bandwidth
   double batch_overhead_s = 2e-5;     ///< fixed cost per batch (launches, slicing)
+  /// CPU: a GEMM-layout copy larger than this is made in tiles that stay in cache (measure():
+  /// a quarter of the last-level cache); 0: never tile (GPU, and the deterministic default).
+  double tile_bytes = 0;
 
   /// Measures the rates on `device` ("cpu" or "cuda[:N]") with ~0.1 s of micro-benchmarks;
   /// cached per device for the process.

@@ -9,6 +9,7 @@
 #include "batching/budget.hpp"
 #include "batching/contract.hpp"
 #include "batching/plan_detail.hpp"
+#include "batching/workspace.hpp"
 #include "core/errors.hpp"
 
 namespace nnvmc::batching {
@@ -24,11 +25,13 @@ struct Tracker {
   void free(std::int64_t b) { live -= b; }
 };
 
-/// A tensor with its labels (memory order) and the bytes it owns (0 for views).
+/// A tensor with its labels (memory order) and the bytes it owns (0 for views); `pooled`:
+/// its buffer came from the workspace and goes back there.
 struct Slot {
   at::Tensor t;
   std::string labels;
   std::int64_t owned = 0;
+  bool pooled = false;
 };
 
 std::vector<std::int64_t> permutation(const std::string& from, const std::string& to) {
@@ -81,14 +84,37 @@ struct Runner {
   const at::Tensor& out;
   c10::Device device;
   GemmBackend& gemm;
+  Workspace& ws;
   Tracker tr;
   ExecReport rep;
   bool inner = false;
   at::Tensor acc;  // accumulator [B, M, N] of the final step when contracted labels are split
+  std::map<std::pair<std::size_t, int>, Slot> hoisted;  // (step, side) → copy made once
+
+  detail::Extents largest = detail::batch_extents(plan);  // extents of the largest batch
+
+  /// A counted workspace tensor of `shape` for a tensor with `labels`: its buffer is sized for
+  /// the largest batch, so batches at the edges reuse the same buffers (and count as much).
+  Slot take(at::IntArrayRef shape, const at::TensorOptions& o, const std::string& labels) {
+    return take(shape, o, std::int64_t(detail::volume(labels, largest)));
+  }
+  Slot take(at::IntArrayRef shape, const at::TensorOptions& o, std::int64_t capacity) {
+    Slot s{ws.take(shape, o, capacity), "", 0, true};
+    s.owned = std::max(capacity, s.t.numel()) * std::int64_t(s.t.element_size());
+    tr.alloc(s.owned);
+    return s;
+  }
+  /// Frees what `s` owns.
+  void drop(Slot& s) {
+    tr.free(s.owned);
+    if (s.pooled) ws.give(s.t);
+    s = Slot{};
+  }
 
   /// Brings operand/intermediate `x` into the GEMM layout rows×cols (as [B, R, C]).
-  Slot prepare(const StepInput& x, std::vector<Slot>& inter, const Box& box, bool is_a,
-               const Step& st) {
+  /// Operand/intermediate `x` as it arrives: the intermediate itself, or the operand's slice
+  /// for `box` (uploaded when it lives elsewhere), with x.summed labels summed out.
+  Slot fetch(const StepInput& x, std::vector<Slot>& inter, const Box& box) {
     const int n_ops = int(plan.spec.inputs.size());
     Slot s;
     s.labels = x.labels;
@@ -104,28 +130,89 @@ struct Runner {
         tr.alloc(s.owned);
       }
     }
-    auto replace = [&](at::Tensor t, std::string labels) {
-      tr.alloc(t.nbytes());
-      tr.free(s.owned);
-      s = Slot{std::move(t), std::move(labels), std::int64_t(0)};
-      s.owned = s.t.nbytes();
-    };
     if (!x.summed.empty()) {
-      std::vector<std::int64_t> dims;
+      std::vector<std::int64_t> dims, shape;
       std::string kept;
       for (std::size_t a = 0; a < s.labels.size(); ++a)
-        has(x.summed, s.labels[a]) ? dims.push_back(std::int64_t(a)) : void(kept += s.labels[a]);
-      replace(s.t.sum(dims), kept);
+        has(x.summed, s.labels[a]) ? dims.push_back(std::int64_t(a))
+                                   : (void(kept += s.labels[a]), shape.push_back(s.t.size(std::int64_t(a))));
+      Slot r = take(shape, s.t.options(), kept);
+      r.labels = kept;
+      at::sum_out(r.t, s.t, dims);
+      drop(s);
+      s = std::move(r);
     }
-    const std::string rows = is_a ? st.m : st.k, cols = is_a ? st.k : st.n;
-    const std::string natural = st.batch + rows + cols;
-    const std::string mem = x.trans ? st.batch + cols + rows : natural;
-    if (x.transpose_copy || s.labels != mem || !s.t.is_contiguous())
-      replace(s.t.permute(permutation(s.labels, natural)).contiguous(), natural);
-    const std::int64_t B = extent_of(s, st.batch), R = extent_of(s, rows), C = extent_of(s, cols);
-    if (s.labels == natural) s.t = s.t.view({B, R, C});
-    else s.t = s.t.view({B, C, R}).transpose(1, 2);
     return s;
+  }
+
+  /// GEMM memory order of side `is_a` of `st` (x.trans: the BLAS-transposed one).
+  static std::string gemm_order(const StepInput& x, bool is_a, const Step& st) {
+    const std::string rows = is_a ? st.m : st.k, cols = is_a ? st.k : st.n;
+    return x.trans ? st.batch + cols + rows : st.batch + rows + cols;
+  }
+
+  /// Whether `s` must be copied into the GEMM order of side `is_a`.
+  static bool needs_copy(const StepInput& x, const Slot& s, bool is_a, const Step& st) {
+    return x.transpose_copy || s.labels != gemm_order(x, is_a, st) || (!s.t.is_contiguous() && !x.strided);
+  }
+
+  /// Copies `src` (labels `labels`) into `dst`, a contiguous buffer of at least its size, in
+  /// the GEMM order of side `is_a`; returns the [B, R, C] matrix view of the copy.
+  static at::Tensor copy_to_gemm(const at::Tensor& src, const std::string& labels, const at::Tensor& dst,
+                                 const StepInput& x, bool is_a, const Step& st) {
+    const at::Tensor p = src.permute(permutation(labels, gemm_order(x, is_a, st)));
+    at::Tensor d = dst.reshape({-1}).narrow(0, 0, p.numel()).view(p.sizes());
+    d.copy_(p);
+    return matrix(Slot{d, gemm_order(x, is_a, st)}, is_a, st);
+  }
+
+  /// The [B, R, C] view (rows × cols of side `is_a`) of a slot in either GEMM order.
+  static at::Tensor matrix(const Slot& s, bool is_a, const Step& st) {
+    const std::string rows = is_a ? st.m : st.k, cols = is_a ? st.k : st.n;
+    const std::int64_t B = extent_of(s, st.batch), R = extent_of(s, rows), C = extent_of(s, cols);
+    if (s.labels == st.batch + rows + cols) return s.t.view({B, R, C});
+    return s.t.view({B, C, R}).transpose(1, 2);
+  }
+
+  /// Side `is_a` of step `si` as a [B, R, C] GEMM operand (copied when its layout needs it).
+  Slot prepare(const StepInput& x, std::vector<Slot>& inter, const Box& box, bool is_a,
+               const Step& st, std::size_t si) {
+    if (x.hoisted) {
+      const auto it = hoisted.find({si, is_a ? 0 : 1});
+      if (it != hoisted.end()) return Slot{it->second.t, it->second.labels, 0, false};
+    }
+    Slot s = fetch(x, inter, box);
+    if (needs_copy(x, s, is_a, st)) {
+      std::vector<std::int64_t> shape;
+      for (char l : gemm_order(x, is_a, st)) shape.push_back(s.t.size(std::int64_t(s.labels.find(l))));
+      Slot c = take(shape, s.t.options(), gemm_order(x, is_a, st));
+      c.labels = gemm_order(x, is_a, st);
+      const at::Tensor m = copy_to_gemm(s.t, s.labels, c.t, x, is_a, st);
+      drop(s);
+      s = std::move(c);
+      s.t = m;
+    } else {
+      s.t = matrix(s, is_a, st);
+    }
+    if (x.hoisted) {  // kept (and counted) until the execution ends; the step gets a view
+      hoisted[{si, is_a ? 0 : 1}] = s;
+      return Slot{s.t, s.labels, 0, false};
+    }
+    return s;
+  }
+
+  /// Makes the copies of hoisted operands before the first batch.
+  void prepare_hoisted() {
+    std::vector<Slot> none;
+    for (std::size_t si = 0; si < plan.steps.size(); ++si) {
+      const Step& st = plan.steps[si];
+      if (st.a.hoisted) prepare(st.a, none, {}, true, st, si);
+      if (st.b.hoisted) prepare(st.b, none, {}, false, st, si);
+    }
+  }
+  void drop_hoisted() {
+    for (auto& [k, s] : hoisted) drop(s);
+    hoisted.clear();
   }
 
   void run_batch(const Box& box) {
@@ -138,31 +225,75 @@ struct Runner {
         const auto it = box.find(l);
         rshape.push_back(it != box.end() ? it->second.second : plan.extents.at(l));
       }
-      Slot a = prepare(st.a, inter, box, true, st);
-      Slot b = prepare(st.b, inter, box, false, st);
-      const std::int64_t B = a.t.size(0), M = a.t.size(1), K = a.t.size(2), N = b.t.size(2);
+      // a tiled side arrives uncopied; its tile buffer is taken right away (as simulate_batch counts)
+      const int ts = st.tile_side;
+      Slot a, b, tile;
+      auto side = [&](int which) {
+        const StepInput& x = which == 0 ? st.a : st.b;
+        Slot& s = which == 0 ? a : b;
+        if (ts != which) return void(s = prepare(x, inter, box, which == 0, st, si));
+        s = fetch(x, inter, box);
+        const char l = (which == 0 ? st.m : st.n)[0];
+        const std::int64_t e = s.t.size(std::int64_t(s.labels.find(l)));
+        tile = take({s.t.numel() / e * std::min(st.tile, e)}, s.t.options(),
+                    detail::tile_copy_bytes(plan, st, largest) / plan.elem_bytes);
+      };
+      side(0);
+      side(1);
+      auto rows_cols = [&](const Slot& s, bool is_a, int which) {  // {R, C} of side `is_a`
+        if (ts != which) return std::make_pair(s.t.size(1), s.t.size(2));
+        return std::make_pair(extent_of(s, is_a ? st.m : st.k), extent_of(s, is_a ? st.k : st.n));
+      };
+      const std::int64_t B = ts == 0 ? extent_of(a, st.batch) : a.t.size(0);
+      const auto [M, K] = rows_cols(a, true, 0);
+      const std::int64_t N = rows_cols(b, false, 1).second;
       rep.flops += 2.0 * double(B) * double(M) * double(N) * double(K);
       // slices of the operands themselves (no copy) stay valid for the whole execution
-      const bool stable_a = stable(st.a, a), stable_b = stable(st.b, b);
+      const bool stable_a = ts != 0 && stable(st.a, a), stable_b = ts != 1 && stable(st.b, b);
+      at::Tensor c;  // the GEMM result [B, M, N]
+      bool accumulate = false;
+      Slot tmp;
       if (!st.final) {
-        at::Tensor c = at::empty({B, M, N}, a.t.options());
-        tr.alloc(c.nbytes());
-        gemm.bmm(a.t, b.t, c, false, stable_a, stable_b);
-        gemm.synchronize();  // the next step reads c
-        inter[si] = Slot{c.view(rshape), st.result, std::int64_t(c.nbytes())};
+        tmp = take({B, M, N}, out.options().device(device), st.result);
+        c = tmp.t;
       } else if (plan.out_direct) {
-        gemm.bmm(a.t, b.t, slice(out, plan.spec.output, box).view({B, M, N}), inner, stable_a, stable_b);
+        c = slice(out, plan.spec.output, box).view({B, M, N});
+        accumulate = inner;
       } else if (inner) {
-        gemm.bmm(a.t, b.t, acc, true, stable_a, stable_b);
+        c = acc;
+        accumulate = true;
       } else {
-        at::Tensor c = at::empty({B, M, N}, a.t.options());
-        tr.alloc(c.nbytes());
-        gemm.bmm(a.t, b.t, c, false, stable_a, stable_b);
-        gemm.synchronize();
-        write_out(c.view(rshape), st.result, box);
-        tr.free(c.nbytes());
+        tmp = take({B, M, N}, out.options().device(device), st.result);
+        c = tmp.t;
       }
-      tr.free(a.owned + b.owned);
+      if (ts < 0) {
+        gemm.bmm(a.t, b.t, c, accumulate, stable_a, stable_b);
+      } else {  // copy and multiply one tile of the first m (n) label at a time: its rows (columns) of c
+        const Slot& src = ts == 0 ? a : b;
+        const std::int64_t pos = std::int64_t(src.labels.find((ts == 0 ? st.m : st.n)[0]));
+        const std::int64_t e = src.t.size(pos), per = (ts == 0 ? M : N) / e;
+        for (std::int64_t start = 0; start < e; start += st.tile) {
+          const std::int64_t len = std::min(st.tile, e - start);
+          const at::Tensor m = copy_to_gemm(src.t.narrow(pos, start, len), src.labels, tile.t,
+                                            ts == 0 ? st.a : st.b, ts == 0, st);
+          const at::Tensor cs = c.narrow(ts == 0 ? 1 : 2, start * per, len * per);
+          if (ts == 0) gemm.bmm(m, b.t, cs, accumulate, false, stable_b);
+          else gemm.bmm(a.t, m, cs, accumulate, stable_a, false);
+        }
+      }
+      if (!st.final) {
+        gemm.synchronize();  // the next step reads c
+        inter[si] = std::move(tmp);
+        inter[si].t = c.view(rshape);
+        inter[si].labels = st.result;
+      } else if (tmp.t.defined()) {
+        gemm.synchronize();
+        write_out(tmp.t.view(rshape), st.result, box);
+        drop(tmp);
+      }
+      drop(a);
+      drop(b);
+      drop(tile);
     }
   }
 
@@ -183,10 +314,12 @@ struct Runner {
     std::string kept;
     for (std::size_t a = 0; a < in.size(); ++a)
       has(plan.spec.output, in[a]) ? void(kept += in[a]) : dims.push_back(std::int64_t(a));
-    at::Tensor r = dims.empty() ? t.clone() : t.sum(dims);
-    tr.alloc(r.nbytes());
-    write_out(r, kept, {});
-    tr.free(r.nbytes());
+    std::vector<std::int64_t> shape;
+    for (char l : kept) shape.push_back(plan.extents.at(l));
+    Slot r = take(shape, t.options(), kept);
+    dims.empty() ? void(r.t.copy_(t)) : void(at::sum_out(r.t, t, dims));
+    write_out(r.t, kept, {});
+    drop(r);
   }
 };
 
@@ -216,7 +349,9 @@ ExecReport execute(const Plan& plan, const std::vector<at::Tensor>& operands, co
         out.size(std::int64_t(a)) != plan.extents.at(plan.spec.output[a]))
       throw InputError("einsum '" + plan.spec.text() + "': output does not have the planned shape");
   std::vector<at::Tensor> ops = operands;
-  Runner run{plan, ops, out, device, gemm, Tracker{}, ExecReport{}, false, at::Tensor()};
+  Workspace local;
+  Workspace& ws = options.workspace ? *options.workspace : local;
+  Runner run{plan, ops, out, device, gemm, ws, Tracker{}, ExecReport{}, false, at::Tensor(), {}};
   for (std::size_t i = 0; i < ops.size(); ++i) {
     if (!ops[i].is_contiguous()) {  // the plan assumes row-major operands
       ops[i] = ops[i].contiguous();
@@ -236,6 +371,7 @@ ExecReport execute(const Plan& plan, const std::vector<at::Tensor>& operands, co
     run.rep.batches = 1;
   } else {
     if (run.inner && plan.out_direct) out.zero_();
+    run.prepare_hoisted();
     const Step& last = plan.steps.back();
     Box box;
     for_each_box(plan, outer, box, 0, [&] {
@@ -246,9 +382,10 @@ ExecReport execute(const Plan& plan, const std::vector<at::Tensor>& operands, co
           for (char l : ls) v *= box.count(l) ? box.at(l).second : plan.extents.at(l);
           return v;
         };
-        run.acc = at::zeros({ext(last.batch), ext(last.m), ext(last.n)}, out.options().device(device));
-        acc_bytes = run.acc.nbytes();
-        run.tr.alloc(acc_bytes);
+        Slot a = run.take({ext(last.batch), ext(last.m), ext(last.n)}, out.options().device(device), last.result);
+        run.acc = a.t;
+        run.acc.zero_();
+        acc_bytes = a.owned;
       }
       for_each_box(plan, inner, box, 0, [&] {
         run.run_batch(box);
@@ -259,10 +396,12 @@ ExecReport execute(const Plan& plan, const std::vector<at::Tensor>& operands, co
         std::vector<std::int64_t> rshape;
         for (char l : last.result) rshape.push_back(box.count(l) ? box.at(l).second : plan.extents.at(l));
         run.write_out(run.acc.view(rshape), last.result, box);
+        run.ws.give(run.acc);
         run.acc = at::Tensor();
         run.tr.free(acc_bytes);
       }
     });
+    run.drop_hoisted();
   }
   gemm.synchronize();
   ExecReport rep = run.rep;

@@ -1,6 +1,7 @@
 /// Per-batch buffer accounting: which operands are copied, transposed or reduced, and the
 /// resulting peak bytes, copy bytes and transfers. The executor follows the same rules.
 #include <algorithm>
+#include <tuple>
 
 #include "batching/plan_detail.hpp"
 
@@ -32,35 +33,97 @@ bool box_is_contiguous(const std::string& labels, const Extents& full, const Ext
   return true;
 }
 
+namespace {
+/// Whether the dims of `group` (consecutive in memory) merge into one in a slice with extents
+/// `box`: every label but the first keeps its full extent.
+bool mergeable(const std::string& group, const Extents& full, const Extents& box) {
+  for (std::size_t i = 1; i < group.size(); ++i)
+    if (box.at(group[i]) != full.at(group[i])) return false;
+  return true;
+}
+
+/// Tiles the larger per-batch layout copy of `st` above plan.tile_bytes along the first label
+/// of its free group (see Step::tile_side).
+void choose_tile(const Plan& plan, Step& st, const Extents& box) {
+  st.tile_side = -1;
+  st.tile = 0;
+  if (plan.tile_bytes <= 0) return;
+  std::int64_t best = plan.tile_bytes;
+  for (int side = 0; side < 2; ++side) {
+    const StepInput& x = side == 0 ? st.a : st.b;
+    const std::string& group = side == 0 ? st.m : st.n;
+    if (!x.transpose_copy || x.hoisted || group.empty()) continue;
+    const std::int64_t bytes = volume(without(x.labels, x.summed), box) * plan.elem_bytes;
+    const std::int64_t e = box.at(group[0]);
+    if (bytes <= best || e < 2) continue;
+    const std::int64_t tile = std::max<std::int64_t>(1, plan.tile_bytes / std::max<std::int64_t>(1, bytes / e));
+    if (tile >= e) continue;
+    best = bytes;
+    st.tile_side = side;
+    st.tile = tile;
+  }
+}
+}  // namespace
+
+std::int64_t tile_copy_bytes(const Plan& plan, const Step& st, const Extents& box) {
+  const StepInput& x = st.tile_side == 0 ? st.a : st.b;
+  const char l = (st.tile_side == 0 ? st.m : st.n)[0];
+  return volume(without(x.labels, x.summed), box) / box.at(l) * st.tile * plan.elem_bytes;
+}
+
 void assign_layouts(Plan& plan) {
   const Extents box = batch_extents(plan);
   const int n_ops = int(plan.spec.inputs.size());
   for (auto& st : plan.steps) {
     for (int side = 0; side < 2; ++side) {
       StepInput& x = side == 0 ? st.a : st.b;
+      const std::string mem = without(x.labels, x.summed);
+      const std::string rows = side == 0 ? st.m : st.k, cols = side == 0 ? st.k : st.n;
+      const std::string natural = st.batch + rows + cols, transposed = st.batch + cols + rows;
       bool contiguous = true;
-      if (x.id < n_ops) {
+      x.strided = false;
+      if (x.id < n_ops && x.summed.empty()) {
         const bool view = plan.operands_on_device || plan.resident[x.id];
         contiguous = !view || box_is_contiguous(x.labels, plan.extents, box);
+        // a slice whose batch, row and column groups each merge is a strided matrix batch
+        if (!contiguous && plan.strided_views && (mem == natural || mem == transposed)) {
+          const bool nat = mem == natural;
+          x.strided = mergeable(st.batch, plan.extents, box) && mergeable(nat ? rows : cols, plan.extents, box) &&
+                      mergeable(nat ? cols : rows, plan.extents, box);
+          contiguous = x.strided;
+        }
       }
-      if (!x.summed.empty()) contiguous = true;  // the reduction makes a fresh tensor
-      const std::string mem = without(x.labels, x.summed);
-      const std::string outer = side == 0 ? st.m : st.n;
-      const std::string natural = side == 0 ? st.batch + st.m + st.k : st.batch + st.k + st.n;
-      const std::string transposed = st.batch + (side == 0 ? st.k + st.m : st.n + st.k);
       x.trans = false;
       x.transpose_copy = false;
-      if (contiguous && mem == natural) continue;
-      if (contiguous && mem == transposed) {
+      if (contiguous && mem == transposed && mem != natural) {
         x.trans = true;
-        continue;
+      } else if (!contiguous || mem != natural) {
+        // copy into the GEMM layout that keeps the source's innermost label innermost, so the
+        // copy moves contiguous runs instead of transposing element by element
+        x.transpose_copy = true;
+        x.trans = !mem.empty() && transposed.back() == mem.back() && natural.back() != mem.back();
       }
-      x.transpose_copy = true;
+      // an operand no split label touches is copied/reduced once for all batches
+      bool split = false;
+      for (char l : x.labels) split = split || plan.blocks.count(l);
+      x.hoisted = x.id < n_ops && !plan.blocks.empty() && !split &&
+                  (plan.operands_on_device || plan.resident[x.id]) &&
+                  (x.transpose_copy || !x.summed.empty());
     }
+    choose_tile(plan, st, box);
   }
   plan.out_direct = !plan.steps.empty() && plan.out_on_device &&
                     plan.steps.back().result == plan.spec.output &&
                     box_is_contiguous(plan.spec.output, plan.extents, box);
+  // a tiled step keeps its source alongside the tile buffer: drop tiles that raise the peak
+  for (auto& st : plan.steps) {
+    if (st.tile_side < 0) continue;
+    const std::int64_t tiled = simulate_batch(plan).peak_bytes;
+    const auto keep = std::make_pair(st.tile_side, st.tile);
+    st.tile_side = -1;
+    st.tile = 0;
+    if (simulate_batch(plan).peak_bytes >= tiled) std::tie(st.tile_side, st.tile) = keep;
+  }
 }
 
 BatchCost simulate_batch(const Plan& plan) {
@@ -85,11 +148,19 @@ BatchCost simulate_batch(const Plan& plan) {
   }
   if (inner_split && !plan.out_direct) alloc(bytes(plan.spec.output));  // accumulator
   std::vector<std::int64_t> inter(plan.steps.size(), 0);
+  for (const Step& st : plan.steps)  // hoisted copies are made before the first batch
+    for (const StepInput* x : {&st.a, &st.b})
+      if (x->hoisted) {
+        const std::int64_t b = bytes(without(x->labels, x->summed));
+        alloc(b);
+        c.once_copy_bytes += b;
+      }
   for (std::size_t s = 0; s < plan.steps.size(); ++s) {
     const Step& st = plan.steps[s];
     std::int64_t held[2] = {0, 0};
     for (int side = 0; side < 2; ++side) {
       const StepInput& x = side == 0 ? st.a : st.b;
+      if (x.hoisted) continue;
       std::int64_t cur = 0;
       if (x.id >= n_ops) {
         cur = inter[x.id - n_ops];
@@ -104,7 +175,12 @@ BatchCost simulate_batch(const Plan& plan) {
         cur = bytes(mem);
         c.copy_bytes += cur;
       }
-      if (x.transpose_copy) {
+      if (x.transpose_copy && st.tile_side == side) {  // source kept, one tile buffer
+        const std::int64_t t = tile_copy_bytes(plan, st, box);
+        alloc(t);
+        cur += t;
+        c.copy_bytes += bytes(mem);
+      } else if (x.transpose_copy) {
         alloc(bytes(mem));
         live -= cur;
         cur = bytes(mem);
@@ -154,7 +230,7 @@ void evaluate(Plan& plan) {
   }
   if (!plan.out_on_device)
     plan.transfer_bytes += double(volume(plan.spec.output, plan.extents) * plan.elem_bytes);
-  plan.copy_bytes = double(c.copy_bytes) * double(plan.batches);
+  plan.copy_bytes = double(c.copy_bytes) * double(plan.batches) + double(c.once_copy_bytes);
   plan.peak_bytes = c.peak_bytes;
   plan.modelled_seconds = gemm_seconds +
                           plan.transfer_bytes / plan.cost.transfer_bytes_per_s +

@@ -4,6 +4,7 @@
 /// every batch fit a byte budget. Torch-free; built by make_plan(), run by execute().
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -13,6 +14,8 @@
 #include "batching/einsum.hpp"
 
 namespace nnvmc::batching {
+
+class Workspace;
 
 /// How an over-budget contraction is split into batches.
 enum class SplitStrategy {
@@ -41,6 +44,9 @@ struct PlanOptions {
   std::optional<CostModel> cost;             ///< rates; unset: CostModel::measure(device)
   std::vector<std::pair<int, int>> path;     ///< explicit pairwise order (ids as in Plan::steps); empty: search
   std::string protected_labels;              ///< labels C-split never splits; empty: the longest contracted label
+  /// Buffers reused across executions (e.g. one per CCSD run); null: each execution reuses
+  /// its buffers across its own batches only (workspace.hpp).
+  std::shared_ptr<Workspace> workspace;
 };
 
 /// Where a step's operand comes from and whether it is copied before the GEMM.
@@ -50,6 +56,8 @@ struct StepInput {
   std::string summed;    ///< labels summed out of it before the GEMM (in no other tensor)
   bool transpose_copy = false;  ///< permuted into a contiguous GEMM layout (a counted copy)
   bool trans = false;    ///< used as [batch, inner, outer] (BLAS transpose) rather than [batch, outer, inner]
+  bool hoisted = false;  ///< an operand no split label touches: its copy/reduction is made once, for all batches
+  bool strided = false;  ///< its batch slice is used in place as a strided matrix (leading dimension > width)
 };
 
 /// One pairwise contraction C[batch, m, n] = Σ_k A[batch, m, k] B[batch, k, n].
@@ -59,6 +67,11 @@ struct Step {
   std::string result;    ///< labels of the result = batch + m + n
   bool final = false;    ///< writes the einsum output
   double flops = 0;      ///< 2·|batch|·|m|·|n|·|k| for the full (unsplit) extents
+  /// Tiles: the GEMM-layout copy of operand `tile_side` (0 = a, 1 = b; −1: none) is made
+  /// `tile` entries at a time of the first label of its free group (m or n), each tile's GEMM
+  /// writing its own rows/columns of the result, so the copy stays in cache (Plan::tile_bytes).
+  int tile_side = -1;
+  std::int64_t tile = 0;  ///< tile extent of that label (< its batch extent)
 };
 
 /// A complete plan; `blocks` maps each split label to its block size.
@@ -74,6 +87,8 @@ struct Plan {
   bool out_direct = false;                 ///< final GEMM writes/accumulates straight into `out`
   std::int64_t budget_bytes = 0;           ///< budget the plan was made for (<= 0: unlimited)
   std::int64_t elem_bytes = 8;             ///< bytes per element
+  std::int64_t tile_bytes = 0;             ///< layout copies above this are made in tiles (CPU, torch backend); 0: never
+  bool strided_views = false;              ///< GEMMs take strided operand slices without a copy (torch backend)
   // estimates (totals over all batches)
   double flops = 0;                        ///< incl. recomputation caused by the split
   double transfer_bytes = 0;               ///< host↔device bytes

@@ -37,11 +37,15 @@ bool box_is_contiguous(const std::string& labels, const Extents& full, const Ext
 /// Fills the copy/transpose decisions of every step and plan.out_direct for plan.blocks.
 void assign_layouts(Plan& plan);
 
+/// Bytes of the tile buffer of `st` (tile_side >= 0) for a batch with extents `box`.
+std::int64_t tile_copy_bytes(const Plan& plan, const Step& st, const Extents& box);
+
 /// Memory and traffic of one (largest) batch, as the executor will account them.
 struct BatchCost {
   std::int64_t peak_bytes = 0;      ///< peak of executor-owned buffers (incl. resident operands)
   std::int64_t copy_bytes = 0;      ///< bytes of reduction/transposition copies per batch
   std::int64_t resident_bytes = 0;  ///< operands copied to the device once
+  std::int64_t once_copy_bytes = 0; ///< copies of hoisted operands (made once, not per batch)
 };
 BatchCost simulate_batch(const Plan& plan);
 

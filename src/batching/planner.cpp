@@ -62,6 +62,11 @@ Plan make_plan(const EinsumSpec& spec, const std::vector<std::vector<std::int64_
   plan.out_on_device = out_on_device;
   plan.resident.assign(spec.inputs.size(), false);
   plan.cost = options.cost ? *options.cost : CostModel::measure(options.device);
+  // tiled layout copies write column/row blocks of the GEMM result: the torch backend on the
+  // CPU only (there the copies run at cache speed; GPU copies are bandwidth-bound anyway)
+  plan.strided_views = options.backend == BackendKind::torch;
+  if (options.backend == BackendKind::torch && options.device == "cpu")
+    plan.tile_bytes = std::int64_t(plan.cost.tile_bytes);
   const auto path = options.path.empty()
                         ? detail::search_path(spec, plan.extents, options.budget_bytes, elem_bytes)
                         : options.path;
@@ -115,11 +120,17 @@ std::string Plan::explain() const {
       if (!x.summed.empty()) r += " sum(" + x.summed + ")";
       if (x.transpose_copy) r += " copy";
       if (x.trans) r += " T";
+      if (x.hoisted) r += " once";
+      if (x.strided) r += " strided";
       return r;
     };
     os << "  step " << s << ": " << (st.final ? "out" : name(n_ops + int(s))) << "[" << st.result
        << "] = " << in(st.a) << " * " << in(st.b) << "  (batch '" << st.batch << "' m '" << st.m
-       << "' n '" << st.n << "' k '" << st.k << "', " << st.flops * 1e-9 << " GFLOP unsplit)\n";
+       << "' n '" << st.n << "' k '" << st.k << "', " << st.flops * 1e-9 << " GFLOP unsplit)";
+    if (st.tile_side >= 0)
+      os << "\n          copy of op " << (st.tile_side == 0 ? "a" : "b") << " in tiles of " << st.tile << " along '"
+         << (st.tile_side == 0 ? st.m : st.n)[0] << "'";
+    os << "\n";
   }
   os << "  estimate: " << flops * 1e-9 << " GFLOP, peak " << format_bytes(double(peak_bytes))
      << ", transfers " << format_bytes(transfer_bytes) << ", copies " << format_bytes(copy_bytes)

@@ -31,11 +31,13 @@ std::vector<Case> cases() {
   };
 }
 
-b::PlanOptions options(std::int64_t budget, b::SplitStrategy s) {
+/// Deterministic rates; `tile_bytes` > 0 makes every layout copy above it go in tiles.
+b::PlanOptions options(std::int64_t budget, b::SplitStrategy s, double tile_bytes = 0) {
   b::PlanOptions o;
   o.budget_bytes = budget;
   o.split = s;
   o.cost = b::CostModel{};
+  o.cost->tile_bytes = tile_bytes;
   return o;
 }
 
@@ -76,23 +78,36 @@ class SplitEquivalence : public ::testing::Test {
 
 }  // namespace
 
-TEST_F(SplitEquivalence, EveryStrategyMatchesEinsumFromAmpleToTinyBudgets) {
+/// Runs every case under every strategy and budget with layout-copy tiles of `tile_bytes`
+/// (0: none); counts the plans that used tiles, hoisted copies and strided operand views.
+struct Seen {
+  int tiled = 0, hoisted = 0, strided = 0;
+};
+Seen check_every_strategy_and_budget(double tile_bytes) {
+  Seen seen;
   std::uint64_t seed = 1;
   for (const auto& c : cases()) {
     const auto ops = random_operands(c, seed++);
     const torch::Tensor ref = torch::einsum(c.spec, ops);
     const torch::Tensor out = torch::empty_like(ref);
-    const std::int64_t need = b::plan_contraction(c.spec, ops, out, options(0, b::SplitStrategy::none)).peak_bytes;
+    const std::int64_t need =
+        b::plan_contraction(c.spec, ops, out, options(0, b::SplitStrategy::none, tile_bytes)).peak_bytes;
     for (auto s : {b::SplitStrategy::x, b::SplitStrategy::c, b::SplitStrategy::automatic}) {
-      const std::int64_t tiny = smallest_batch(c, ops, out, s);
+      const std::int64_t tiny = smallest_batch(c, ops, out, s);  // without tiles (never lower with them)
       std::vector<std::int64_t> budgets{0, need, need / 2, need / 8, need / 32};
       if (c.down_to_smallest) budgets.push_back(tiny);
       for (std::int64_t budget : budgets) {
         if (budget != 0 && budget < tiny) continue;  // below the smallest batch: see ImpossibleBudget
-        SCOPED_TRACE(c.spec + " split=" + b::to_string(s) + " budget=" + std::to_string(budget));
-        const auto plan = b::plan_contraction(c.spec, ops, out, options(budget, s));
+        SCOPED_TRACE(c.spec + " split=" + b::to_string(s) + " budget=" + std::to_string(budget) +
+                     " tile_bytes=" + std::to_string(tile_bytes));
+        const auto plan = b::plan_contraction(c.spec, ops, out, options(budget, s, tile_bytes));
+        for (const auto& st : plan.steps) {
+          seen.tiled += st.tile_side >= 0;
+          seen.hoisted += st.a.hoisted + st.b.hoisted;
+          seen.strided += st.a.strided + st.b.strided;
+        }
         out.fill_(std::nan(""));
-        const auto rep = b::execute(plan, ops, out, options(budget, s));
+        const auto rep = b::execute(plan, ops, out, options(budget, s, tile_bytes));
         EXPECT_LE(rel_error(out, ref), 1e-12) << plan.explain();
         if (budget > 0) {
           EXPECT_LE(rep.peak_bytes, budget) << plan.explain();
@@ -103,6 +118,20 @@ TEST_F(SplitEquivalence, EveryStrategyMatchesEinsumFromAmpleToTinyBudgets) {
       }
     }
   }
+  return seen;
+}
+
+TEST_F(SplitEquivalence, EveryStrategyMatchesEinsumFromAmpleToTinyBudgets) {
+  const Seen seen = check_every_strategy_and_budget(0);
+  EXPECT_EQ(seen.tiled, 0);
+  EXPECT_GT(seen.hoisted, 0);  // operands no split touches are copied once
+  EXPECT_GT(seen.strided, 0);  // sliced operands used in place
+}
+
+TEST_F(SplitEquivalence, TiledLayoutCopiesMatchEinsumAndKeepTheAccountedPeak) {
+  // 256-byte tiles: every layout copy of more than 32 doubles goes a few rows at a time
+  const Seen seen = check_every_strategy_and_budget(256);
+  EXPECT_GT(seen.tiled, 20);
 }
 
 TEST_F(SplitEquivalence, TinyBudgetsReallySplit) {
