@@ -4,7 +4,8 @@
 /// usage: batching_ladder [o v naux] [device] [backend]   (defaults 10 90 300 cpu torch)
 /// Each plan runs REPS times (env, default 3) with one workspace kept across the runs, as a
 /// CCSD run keeps it across iterations: "cold" is the first run (fresh buffers, page faults),
-/// "warm" the median of the others. EXPLAIN=1 prints every plan.
+/// "warm" the median of the others. EXPLAIN=1 prints every plan; BUDGETS=2,8,32 and
+/// SPLITS=c,x,auto choose the rows.
 /// The operands live on the host; device cuda with backend torch moves each batch to the GPU
 /// (pinned, non-blocking), backend cublas (device cpu) stages them through the staged cuBLAS
 /// pipeline. The DGEMM rate is measured where the GEMMs run.
@@ -19,6 +20,7 @@
 #include "batching/budget.hpp"
 #include "batching/contract.hpp"
 #include "batching/workspace.hpp"
+#include "bench_args.hpp"
 
 namespace b = nnvmc::batching;
 
@@ -71,8 +73,13 @@ int main(int argc, char** argv) {
               w0.seconds, w0.gflops(), 100 * w0.gflops() * 1e9 / dgemm);
   std::printf("%-8s %-5s %8s %8s %8s %10s %9s %10s %7s %s\n", "budget", "split", "batches", "cold_s", "warm_s",
               "GFLOP/s", "%DGEMM", "h2d_MiB", "ok", "blocks");
-  for (int div : {2, 8, 32})
-    for (auto s : {b::SplitStrategy::c, b::SplitStrategy::x, b::SplitStrategy::automatic}) {
+  // BUDGETS=2,8,32 (divisors of the unsplit need), SPLITS=c,x,auto: what to run
+  const auto divs = nnvmc::bench::split_list(std::getenv("BUDGETS") ? std::getenv("BUDGETS") : "2,8,32");
+  const auto splits = nnvmc::bench::split_list(std::getenv("SPLITS") ? std::getenv("SPLITS") : "c,x,auto");
+  for (const auto& dtext : divs)
+    for (const auto& stext : splits) {
+      const int div = std::atoi(dtext.c_str());
+      const b::SplitStrategy s = b::parse_split(stext);
       p.budget_bytes = unsplit.peak_bytes / div;
       p.split = s;
       try {

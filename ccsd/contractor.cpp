@@ -3,12 +3,15 @@
 #include <torch/torch.h>
 
 #include "batching/contract.hpp"
+#include "batching/workspace.hpp"
 
 namespace nnvmc::ccsd {
 
 Contractor::Contractor(batching::PlanOptions options, bool explain)
     : options_(std::move(options)), explain_(explain) {
   if (!options_.cost) options_.cost = batching::CostModel::measure(options_.device);
+  // buffers are reused from one iteration to the next (held within the budget)
+  if (!options_.workspace) options_.workspace = std::make_shared<batching::Workspace>();
 }
 
 torch::Tensor Contractor::operator()(const std::string& term, const std::string& spec,

@@ -18,7 +18,9 @@ class DeviceOps;
 class GemmBackend {
  public:
   virtual ~GemmBackend() = default;
-  /// c = a·b (accumulate=false) or c += a·b (accumulate=true); c is contiguous. A backend may
+  /// c = a·b (accumulate=false) or c += a·b (accumulate=true); c is contiguous, except that the
+  /// torch backend on the CPU also gets column blocks of a larger row-major c (tiled steps) and
+  /// strided-matrix slices of operands (leading dimension > width). A backend may
   /// finish asynchronously: c holds the result only after synchronize(), and the host must not
   /// change a, b or c before then. `stable_a`/`stable_b` promise that the operand's memory
   /// stays alive and unchanged until the backend is destroyed (slices of the contraction's

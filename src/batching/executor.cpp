@@ -99,7 +99,7 @@ struct Runner {
     return take(shape, o, std::int64_t(detail::volume(labels, largest)));
   }
   Slot take(at::IntArrayRef shape, const at::TensorOptions& o, std::int64_t capacity) {
-    Slot s{ws.take(shape, o, capacity), "", 0, true};
+    Slot s{ws.take(shape, o, capacity, plan.budget_bytes > 0 ? plan.budget_bytes : plan.peak_bytes), "", 0, true};
     s.owned = std::max(capacity, s.t.numel()) * std::int64_t(s.t.element_size());
     tr.alloc(s.owned);
     return s;

@@ -88,7 +88,7 @@ struct Plan {
   std::int64_t budget_bytes = 0;           ///< budget the plan was made for (<= 0: unlimited)
   std::int64_t elem_bytes = 8;             ///< bytes per element
   std::int64_t tile_bytes = 0;             ///< layout copies above this are made in tiles (CPU, torch backend); 0: never
-  bool strided_views = false;              ///< GEMMs take strided operand slices without a copy (torch backend)
+  bool strided_views = false;              ///< GEMMs take strided operand slices without a copy (torch backend, CPU)
   // estimates (totals over all batches)
   double flops = 0;                        ///< incl. recomputation caused by the split
   double transfer_bytes = 0;               ///< host↔device bytes

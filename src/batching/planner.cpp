@@ -64,9 +64,11 @@ Plan make_plan(const EinsumSpec& spec, const std::vector<std::vector<std::int64_
   plan.cost = options.cost ? *options.cost : CostModel::measure(options.device);
   // tiled layout copies write column/row blocks of the GEMM result: the torch backend on the
   // CPU only (there the copies run at cache speed; GPU copies are bandwidth-bound anyway)
-  plan.strided_views = options.backend == BackendKind::torch;
-  if (options.backend == BackendKind::torch && options.device == "cpu")
-    plan.tile_bytes = std::int64_t(plan.cost.tile_bytes);
+  // strided operand slices: libtorch's CPU bmm passes them to BLAS as they are (checked: no
+  // allocation inside bmm); on CUDA this is untested here, so slices are still copied there
+  const bool torch_cpu = options.backend == BackendKind::torch && options.device == "cpu";
+  plan.strided_views = torch_cpu;
+  if (torch_cpu) plan.tile_bytes = std::int64_t(plan.cost.tile_bytes);
   const auto path = options.path.empty()
                         ? detail::search_path(spec, plan.extents, options.budget_bytes, elem_bytes)
                         : options.path;

@@ -10,7 +10,8 @@ Workspace::Key Workspace::key_of(std::int64_t bytes, const at::TensorOptions& op
           int(options.device().index())};
 }
 
-at::Tensor Workspace::take(at::IntArrayRef shape, const at::TensorOptions& options, std::int64_t capacity) {
+at::Tensor Workspace::take(at::IntArrayRef shape, const at::TensorOptions& options, std::int64_t capacity,
+                           std::int64_t limit) {
   std::int64_t numel = 1;
   for (auto s : shape) numel *= s;
   const std::int64_t room = std::max(numel, capacity);
@@ -19,13 +20,18 @@ at::Tensor Workspace::take(at::IntArrayRef shape, const at::TensorOptions& optio
   std::lock_guard<std::mutex> lock(mu_);
   at::Tensor buf;
   if (auto it = idle_.find(key); it != idle_.end()) {
-    buf = std::move(it->second);
+    buf = std::move(it->second.buf);
     idle_.erase(it);
     idle_bytes_ -= bytes;
   } else {
-    idle_.clear();  // nothing idle fits exactly: hold only what is in use, then grow
-    held_ -= idle_bytes_;
-    idle_bytes_ = 0;
+    while (!idle_.empty() && held_ + bytes > limit) {  // least recently used first
+      auto lru = idle_.begin();
+      for (auto i = idle_.begin(); i != idle_.end(); ++i)
+        if (i->second.last_used < lru->second.last_used) lru = i;
+      held_ -= std::get<0>(lru->first);
+      idle_bytes_ -= std::get<0>(lru->first);
+      idle_.erase(lru);
+    }
     buf = at::empty({std::max<std::int64_t>(room, 1)}, options);
     held_ += bytes;
     created_ += 1;
@@ -41,7 +47,7 @@ void Workspace::give(const at::Tensor& t) {
   if (it == busy_.end()) return;
   const Key key = it->second.first;
   idle_bytes_ += std::get<0>(key);
-  idle_.emplace(key, std::move(it->second.second));
+  idle_.emplace(key, Idle{std::move(it->second.second), ++clock_});
   busy_.erase(it);
 }
 

@@ -14,17 +14,19 @@
 
 namespace nnvmc::batching {
 
-/// Exact-size buffer reuse that never holds more than the bytes in use at a creation:
-/// take() hands out an idle buffer of exactly the requested byte size, dtype and device, or
-/// else releases every idle buffer and then makes a new one. So at each creation the memory
-/// held is the bytes in use plus the new buffer, and the executor's accounted peak (which
-/// counts buffers in use) bounds what the workspace ever holds. Thread-safe.
+/// Exact-size buffer reuse under a byte limit: take() hands out an idle buffer of exactly the
+/// requested byte size, dtype and device, or else releases idle buffers (least recently used
+/// first) until the buffers held plus the new one fit `limit`, and makes a new one. So after a
+/// creation the workspace holds at most max(limit, bytes in use + the new buffer): with the
+/// plan's budget as the limit (its accounted peak when unlimited) it never holds more than
+/// the budget, and idle buffers of other plans survive while they fit. Thread-safe.
 class Workspace {
  public:
   /// A contiguous tensor of `shape` with `options` (its contents are undefined), at the start
   /// of a buffer of max(numel, capacity) elements (callers that ask for the same capacity
   /// with smaller shapes share buffers).
-  at::Tensor take(at::IntArrayRef shape, const at::TensorOptions& options, std::int64_t capacity = 0);
+  at::Tensor take(at::IntArrayRef shape, const at::TensorOptions& options, std::int64_t capacity = 0,
+                  std::int64_t limit = 0);
   /// Returns the buffer that `t` (from take(), or a view starting at its first element) uses
   /// to the idle set; `t` must not be used afterwards. Unknown tensors are ignored.
   void give(const at::Tensor& t);
@@ -38,7 +40,12 @@ class Workspace {
   using Key = std::tuple<std::int64_t, int, int, int>;  ///< bytes, dtype, device type, device index
   static Key key_of(std::int64_t bytes, const at::TensorOptions& options);
   mutable std::mutex mu_;
-  std::multimap<Key, at::Tensor> idle_;
+  struct Idle {
+    at::Tensor buf;
+    std::int64_t last_used = 0;
+  };
+  std::multimap<Key, Idle> idle_;
+  std::int64_t clock_ = 0;
   std::map<const void*, std::pair<Key, at::Tensor>> busy_;
   std::int64_t held_ = 0, idle_bytes_ = 0, created_ = 0;
 };
