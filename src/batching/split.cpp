@@ -116,6 +116,20 @@ void c_split_order(const Plan& base, const std::string& priority, const std::str
       }
       return;
     }
+    // `l` does not fit even at 1 with the later axes whole: besides l = 1 (below), offer squarer
+    // blocks, l halved with the next axis as large as fits (GEMMs far thinner in one dimension
+    // than in the other run below the BLAS peak)
+    if (p + 1 < order.size()) {
+      const char next = order[p + 1];
+      for (std::int64_t half = plan.extents.at(l) / 2; half >= 2; half /= 2) {
+        Extents two = blocks;
+        two[l] = half;
+        const std::int64_t b2 = largest_fitting(plan, two, next);
+        if (b2 == 0) continue;
+        two[next] = b2;
+        if (apply_blocks(plan, two)) consider(plan);
+      }
+    }
     blocks[l] = 1;
   }
 }
