@@ -18,11 +18,12 @@ class DeviceOps;
 class GemmBackend {
  public:
   virtual ~GemmBackend() = default;
-  /// c = a·b (accumulate=false) or c += a·b (accumulate=true); c is contiguous, except that the
-  /// torch backend on the CPU also gets column blocks of a larger row-major c (tiled steps) and
-  /// strided-matrix slices of operands (leading dimension > width). A backend may
-  /// finish asynchronously: c holds the result only after synchronize(), and the host must not
-  /// change a, b or c before then. `stable_a`/`stable_b` promise that the operand's memory
+  /// c = a·b (accumulate=false) or c += a·b (accumulate=true); c is contiguous unless
+  /// takes_strided(). A backend may finish asynchronously: c holds the result only after
+  /// synchronize() and the host must not touch c before then; a and b, however, may be reused
+  /// by the host as soon as bmm returns (the executor hands their buffers to the next batch), so
+  /// a backend reads them during the call (the staged backend packs them into pinned memory) or
+  /// in its device's stream order (libtorch on CUDA). `stable_a`/`stable_b` promise that the operand's memory
   /// stays alive and unchanged until the backend is destroyed (slices of the contraction's
   /// operands), so a backend may keep a device copy of it for later calls.
   virtual void bmm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, bool accumulate,
@@ -30,6 +31,9 @@ class GemmBackend {
     bmm(a, b, c, accumulate);
   }
   virtual void bmm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, bool accumulate) = 0;
+  /// Whether bmm takes operand matrices with a leading dimension above their width and a c
+  /// that is a column block of a larger row-major matrix (plans with strided slices or tiles).
+  virtual bool takes_strided() const { return false; }
   /// Completes every outstanding bmm (results written to their host tensors).
   virtual void synchronize() {}
   /// Bytes this backend copied host → device / device → host so far.

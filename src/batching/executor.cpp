@@ -90,6 +90,7 @@ struct Runner {
   bool inner = false;
   at::Tensor acc;  // accumulator [B, M, N] of the final step when contracted labels are split
   std::map<std::pair<std::size_t, int>, Slot> hoisted;  // (step, side) → copy made once
+  std::map<const void*, at::Tensor> taken;  // workspace buffers this execution holds now
 
   detail::Extents largest = detail::batch_extents(plan);  // extents of the largest batch
 
@@ -102,13 +103,24 @@ struct Runner {
     Slot s{ws.take(shape, o, capacity, plan.budget_bytes > 0 ? plan.budget_bytes : plan.peak_bytes), "", 0, true};
     s.owned = std::max(capacity, s.t.numel()) * std::int64_t(s.t.element_size());
     tr.alloc(s.owned);
+    taken[s.t.storage().data()] = s.t;
     return s;
+  }
+  /// Returns a workspace tensor's buffer.
+  void give(const at::Tensor& t) {
+    taken.erase(t.storage().data());
+    ws.give(t);
   }
   /// Frees what `s` owns.
   void drop(Slot& s) {
     tr.free(s.owned);
-    if (s.pooled) ws.give(s.t);
+    if (s.pooled) give(s.t);
     s = Slot{};
+  }
+  /// After an exception: every buffer this execution still holds goes back to the workspace.
+  void give_back_all() {
+    for (auto& [p, t] : taken) ws.give(t);
+    taken.clear();
   }
 
   /// Brings operand/intermediate `x` into the GEMM layout rows×cols (as [B, R, C]).
@@ -348,6 +360,11 @@ ExecReport execute(const Plan& plan, const std::vector<at::Tensor>& operands, co
     if (out.dim() != std::int64_t(plan.spec.output.size()) ||
         out.size(std::int64_t(a)) != plan.extents.at(plan.spec.output[a]))
       throw InputError("einsum '" + plan.spec.text() + "': output does not have the planned shape");
+  for (const auto& st : plan.steps)
+    if ((st.tile_side >= 0 || st.a.strided || st.b.strided) && !gemm.takes_strided())
+      throw InputError("einsum '" + plan.spec.text() +
+                       "': the plan passes strided slices or tiles (planned for the torch backend on the "
+                       "CPU), which this GEMM backend does not take; plan it for the backend that runs it");
   std::vector<at::Tensor> ops = operands;
   Workspace local;
   Workspace& ws = options.workspace ? *options.workspace : local;
@@ -366,44 +383,49 @@ ExecReport execute(const Plan& plan, const std::vector<at::Tensor>& operands, co
   std::string outer, inner;
   for (auto [l, b] : plan.blocks) (has(plan.spec.output, l) ? outer : inner) += l;
   run.inner = !inner.empty();
-  if (plan.steps.empty()) {
-    run.run_single();
-    run.rep.batches = 1;
-  } else {
-    if (run.inner && plan.out_direct) out.zero_();
-    run.prepare_hoisted();
-    const Step& last = plan.steps.back();
-    Box box;
-    for_each_box(plan, outer, box, 0, [&] {
-      std::int64_t acc_bytes = 0;
-      if (run.inner && !plan.out_direct) {
-        auto ext = [&](const std::string& ls) {
-          std::int64_t v = 1;
-          for (char l : ls) v *= box.count(l) ? box.at(l).second : plan.extents.at(l);
-          return v;
-        };
-        Slot a = run.take({ext(last.batch), ext(last.m), ext(last.n)}, out.options().device(device), last.result);
-        run.acc = a.t;
-        run.acc.zero_();
-        acc_bytes = a.owned;
-      }
-      for_each_box(plan, inner, box, 0, [&] {
-        run.run_batch(box);
-        run.rep.batches += 1;
+  try {
+    if (plan.steps.empty()) {
+      run.run_single();
+      run.rep.batches = 1;
+    } else {
+      if (run.inner && plan.out_direct) out.zero_();
+      run.prepare_hoisted();
+      const Step& last = plan.steps.back();
+      Box box;
+      for_each_box(plan, outer, box, 0, [&] {
+        std::int64_t acc_bytes = 0;
+        if (run.inner && !plan.out_direct) {
+          auto ext = [&](const std::string& ls) {
+            std::int64_t v = 1;
+            for (char l : ls) v *= box.count(l) ? box.at(l).second : plan.extents.at(l);
+            return v;
+          };
+          Slot a = run.take({ext(last.batch), ext(last.m), ext(last.n)}, out.options().device(device), last.result);
+          run.acc = a.t;
+          run.acc.zero_();
+          acc_bytes = a.owned;
+        }
+        for_each_box(plan, inner, box, 0, [&] {
+          run.run_batch(box);
+          run.rep.batches += 1;
+        });
+        if (acc_bytes) {
+          run.gemm.synchronize();  // acc is complete
+          std::vector<std::int64_t> rshape;
+          for (char l : last.result) rshape.push_back(box.count(l) ? box.at(l).second : plan.extents.at(l));
+          run.write_out(run.acc.view(rshape), last.result, box);
+          run.give(run.acc);
+          run.acc = at::Tensor();
+          run.tr.free(acc_bytes);
+        }
       });
-      if (acc_bytes) {
-        run.gemm.synchronize();  // acc is complete
-        std::vector<std::int64_t> rshape;
-        for (char l : last.result) rshape.push_back(box.count(l) ? box.at(l).second : plan.extents.at(l));
-        run.write_out(run.acc.view(rshape), last.result, box);
-        run.ws.give(run.acc);
-        run.acc = at::Tensor();
-        run.tr.free(acc_bytes);
-      }
-    });
-    run.drop_hoisted();
+      run.drop_hoisted();
+    }
+    gemm.synchronize();
+  } catch (...) {
+    run.give_back_all();  // a shared workspace keeps no buffers busy for good
+    throw;
   }
-  gemm.synchronize();
   ExecReport rep = run.rep;
   rep.bytes_h2d += gemm.bytes_h2d();
   rep.bytes_d2h += gemm.bytes_d2h();

@@ -146,15 +146,20 @@ BatchCost simulate_batch(const Plan& plan) {
     c.peak_bytes = peak;
     return c;
   }
-  if (inner_split && !plan.out_direct) alloc(bytes(plan.spec.output));  // accumulator
-  std::vector<std::int64_t> inter(plan.steps.size(), 0);
-  for (const Step& st : plan.steps)  // hoisted copies are made before the first batch
-    for (const StepInput* x : {&st.a, &st.b})
-      if (x->hoisted) {
-        const std::int64_t b = bytes(without(x->labels, x->summed));
+  for (const Step& st : plan.steps)  // hoisted operands are prepared before the first batch:
+    for (const StepInput* x : {&st.a, &st.b}) {  // the sum, then the layout copy of it
+      if (!x->hoisted) continue;
+      const std::int64_t b = bytes(without(x->labels, x->summed));
+      const bool summed = !x->summed.empty();
+      if (summed) alloc(b), c.once_copy_bytes += b;
+      if (x->transpose_copy) {
         alloc(b);
         c.once_copy_bytes += b;
+        if (summed) live -= b;
       }
+    }
+  if (inner_split && !plan.out_direct) alloc(bytes(plan.spec.output));  // accumulator
+  std::vector<std::int64_t> inter(plan.steps.size(), 0);
   for (std::size_t s = 0; s < plan.steps.size(); ++s) {
     const Step& st = plan.steps[s];
     std::int64_t held[2] = {0, 0};

@@ -13,6 +13,7 @@ namespace nnvmc::batching {
 namespace {
 class TorchBackend final : public GemmBackend {
  public:
+  bool takes_strided() const override { return true; }
   void bmm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, bool accumulate) override {
     if (accumulate) {
       at::Tensor cc = c;

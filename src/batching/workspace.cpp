@@ -36,14 +36,14 @@ at::Tensor Workspace::take(at::IntArrayRef shape, const at::TensorOptions& optio
     held_ += bytes;
     created_ += 1;
   }
-  busy_[buf.data_ptr()] = {key, buf};
+  busy_[buf.storage().data()] = {key, buf};  // the storage: zero-element views have no data_ptr
   return buf.narrow(0, 0, numel).view(shape);
 }
 
 void Workspace::give(const at::Tensor& t) {
   if (!t.defined()) return;
   std::lock_guard<std::mutex> lock(mu_);
-  const auto it = busy_.find(t.data_ptr());
+  const auto it = busy_.find(t.storage().data());
   if (it == busy_.end()) return;
   const Key key = it->second.first;
   idle_bytes_ += std::get<0>(key);

@@ -27,8 +27,8 @@ class Workspace {
   /// with smaller shapes share buffers).
   at::Tensor take(at::IntArrayRef shape, const at::TensorOptions& options, std::int64_t capacity = 0,
                   std::int64_t limit = 0);
-  /// Returns the buffer that `t` (from take(), or a view starting at its first element) uses
-  /// to the idle set; `t` must not be used afterwards. Unknown tensors are ignored.
+  /// Returns the buffer that `t` (from take(), or any view of it) uses to the idle set; `t`
+  /// must not be used afterwards. Unknown tensors are ignored.
   void give(const at::Tensor& t);
   /// Frees every idle buffer.
   void release();

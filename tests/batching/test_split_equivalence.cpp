@@ -28,6 +28,7 @@ std::vector<Case> cases() {
       {"abc,cd->a", {{5, 6, 7}, {7, 4}}},                // summed-out label
       {"ai,bj,ijkl,kc->abcl", {{4, 3}, {5, 2}, {3, 2, 4, 2}, {4, 3}}},
       {"xij,xkl->ikjl", {{10, 3, 4}, {10, 4, 3}}},
+      {"ij,kjlz->ikl", {{6, 64}, {4, 64, 4, 2}}, false},  // an operand summed, then copied: hoisted under i splits
   };
 }
 

@@ -116,6 +116,21 @@ TEST(StagedGemm, AccumulatedOutputCrossesToTheHostOncePerBlock) {
   EXPECT_EQ(backend->bytes_h2d(), 5 * (A.nbytes() + B.nbytes()) + c.nbytes());
 }
 
+TEST(StagedGemm, PlanWithStridedSlicesOrTilesIsRefusedByABackendThatNeedsContiguousBlocks) {
+  const auto L = torch::randn({40, 6, 9}, torch::kFloat64), t = torch::randn({4, 9, 4, 9}, torch::kFloat64);
+  auto out = torch::empty({4, 6, 4, 6}, torch::kFloat64);
+  batching::PlanOptions o;  // torch on the CPU: strided operand slices under a C-split
+  o.split = batching::SplitStrategy::c;
+  o.cost = batching::CostModel{};
+  o.budget_bytes = 20000;
+  const auto plan = batching::plan_contraction("xac,xbd,icjd->iajb", {L, L, t}, out, o);
+  bool strided = false;
+  for (const auto& st : plan.steps) strided = strided || st.a.strided || st.b.strided;
+  ASSERT_TRUE(strided) << plan.explain();
+  auto backend = staged(HostDeviceOps::Order::lazy, 0);
+  EXPECT_THROW(batching::execute(plan, {L, L, t}, out, o, *backend), nnvmc::InputError);
+}
+
 TEST(StagedGemm, SplitContractionsThroughTheExecutorEqualTheUnsplitResult) {
   torch::manual_seed(5);
   // The ladder-like term with a long contracted axis x, as the CCSD module uses it.
@@ -129,6 +144,7 @@ TEST(StagedGemm, SplitContractionsThroughTheExecutorEqualTheUnsplitResult) {
         batching::PlanOptions o;
         o.split = split;
         o.budget_bytes = budget;
+        o.backend = batching::BackendKind::cublas;  // planned for the staged backend: no strided slices or tiles
         auto out = torch::empty_like(ref);
         const auto plan = batching::plan_contraction(spec, {L, L, t}, out, o);
         auto backend = staged(order, resident);
