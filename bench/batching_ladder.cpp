@@ -5,7 +5,7 @@
 /// Each plan runs REPS times (env, default 3) with one workspace kept across the runs, as a
 /// CCSD run keeps it across iterations: "cold" is the first run (fresh buffers, page faults),
 /// "warm" the median of the others. EXPLAIN=1 prints every plan; BUDGETS=2,8,32 and
-/// SPLITS=c,x,auto choose the rows.
+/// SPLITS=c,x,auto choose the rows; TILE_BYTES overrides the layout-copy tile size (0: none).
 /// The operands live on the host; device cuda with backend torch moves each batch to the GPU
 /// (pinned, non-blocking), backend cublas (device cpu) stages them through the staged cuBLAS
 /// pipeline. The DGEMM rate is measured where the GEMMs run.
@@ -31,7 +31,8 @@ int main(int argc, char** argv) {
   const b::BackendKind backend = b::parse_backend(argc > 5 ? argv[5] : "torch");
   const std::string gemm_device = backend == b::BackendKind::cublas ? "cuda" : device;
   b::ensure_device_runtime(gemm_device);
-  const b::CostModel rates = b::CostModel::measure(gemm_device);
+  b::CostModel rates = b::CostModel::measure(gemm_device);
+  if (std::getenv("TILE_BYTES")) rates.tile_bytes = std::atof(std::getenv("TILE_BYTES"));  // 0: no tiles
   // DGEMM rate at a CCSD-like size (n = 2048), for the fraction
   const auto opts = torch::TensorOptions().dtype(torch::kFloat64).device(torch::Device(gemm_device));
   torch::Tensor A = torch::rand({2048, 2048}, opts), B = torch::rand({2048, 2048}, opts), C = torch::empty({2048, 2048}, opts);
