@@ -15,6 +15,9 @@ struct CostModel {
   /// CPU: a GEMM-layout copy larger than this is made in tiles that stay in cache (measure():
   /// a quarter of the last-level cache); 0: never tile (GPU, and the deterministic default).
   double tile_bytes = 0;
+  /// Narrowest tile GEMM dimension along the tiled group (one-entry tiles of width 95 ran the
+  /// (H2O)5 ladder's second step at 60 % of the BLAS rate).
+  double tile_min_width = 256;
 
   /// Measures the rates on `device` ("cpu" or "cuda[:N]") with ~0.1 s of micro-benchmarks;
   /// cached per device for the process.

@@ -34,8 +34,6 @@ bool box_is_contiguous(const std::string& labels, const Extents& full, const Ext
 }
 
 namespace {
-constexpr std::int64_t kMinTileWidth = 256;  ///< narrowest tile GEMM dimension (columns/rows)
-
 /// Whether the dims of `group` (consecutive in memory) merge into one in a slice with extents
 /// `box`: every label but the first keeps its full extent.
 bool mergeable(const std::string& group, const Extents& full, const Extents& box) {
@@ -58,11 +56,11 @@ void choose_tile(const Plan& plan, Step& st, const Extents& box) {
     const std::int64_t bytes = volume(without(x.labels, x.summed), box) * plan.elem_bytes;
     const std::int64_t e = box.at(group[0]);
     if (bytes <= best || e < 2) continue;
-    // tiles of ~tile_bytes, but never GEMMs narrower than kMinTileWidth along the tiled group
-    // (one-entry tiles of width 95 ran the ladder's second step at 60 % of the BLAS rate)
+    // tiles of ~tile_bytes, but no GEMM narrower than cost.tile_min_width along the tiled group
     const std::int64_t width = volume(group, box) / e;  // per entry of the tiled label
+    const auto min_width = std::int64_t(plan.cost.tile_min_width);
     const std::int64_t tile = std::max({std::int64_t(1), plan.tile_bytes / std::max<std::int64_t>(1, bytes / e),
-                                        (kMinTileWidth + width - 1) / width});
+                                        (min_width + width - 1) / width});
     if (tile >= e) continue;
     best = bytes;
     st.tile_side = side;

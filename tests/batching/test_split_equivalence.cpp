@@ -39,6 +39,7 @@ b::PlanOptions options(std::int64_t budget, b::SplitStrategy s, double tile_byte
   o.split = s;
   o.cost = b::CostModel{};
   o.cost->tile_bytes = tile_bytes;
+  o.cost->tile_min_width = 1;  // these tensors are tiny
   return o;
 }
 

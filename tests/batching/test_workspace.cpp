@@ -53,7 +53,8 @@ TEST(Workspace, SecondExecutionOfAPlanMakesNoNewBuffersAndTheWorkspaceStaysWithi
   torch::Tensor out = torch::empty({3, 9, 3, 9}, torch::kFloat64);
   b::PlanOptions o;
   o.cost = b::CostModel{};
-  o.cost->tile_bytes = 2048;
+  o.cost->tile_bytes = 2048;  // tiles: all distinct buffers of a batch fit the budget (else they are remade rather than exceed it)
+  o.cost->tile_min_width = 1;
   o.split = b::SplitStrategy::c;
   o.workspace = std::make_shared<b::Workspace>();
   const auto need = b::plan_contraction("xac,xbd,icjd->iajb", {L, L, t}, out, o).peak_bytes;
