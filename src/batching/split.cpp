@@ -84,7 +84,8 @@ bool x_split(Plan& plan) {
 /// C-split along one priority order of the output axes; contracted axes (but never the
 /// protected ones) afterwards, largest first. The first axis that must shrink gets the
 /// largest block that fits; in addition, halved blocks of it combined with the largest
-/// fitting block of the next axis (squarer GEMMs) are offered to `consider`.
+/// fitting block of the next axis (squarer GEMMs) are offered to `consider`, also for every
+/// axis that does not fit even at block 1 before the split moves on to the next one.
 template <class Consider>
 void c_split_order(const Plan& base, const std::string& priority, const std::string& protect,
                    Consider&& consider) {
@@ -96,6 +97,23 @@ void c_split_order(const Plan& base, const std::string& priority, const std::str
     if (!has(plan.spec.output, l) && !has(protect, l) && e > 1) summed.emplace_back(e, l);
   std::sort(summed.rbegin(), summed.rend());
   for (auto [e, l] : summed) order += l;
+  // offers axis order[p] halved (extent/2, /4, ... while above `floor`) with the next axis as
+  // large as fits: squarer GEMMs (ones far thinner in one dimension run below the BLAS peak)
+  auto offer_halves = [&](std::size_t p, std::int64_t floor, bool stop_at_first_miss) {
+    if (p + 1 >= order.size()) return;
+    const char l = order[p], next = order[p + 1];
+    for (std::int64_t half = plan.extents.at(l) / 2; half > floor; half /= 2) {
+      Extents two = blocks;
+      two[l] = half;
+      const std::int64_t b2 = largest_fitting(plan, two, next);
+      if (b2 == 0) {
+        if (stop_at_first_miss) break;
+        continue;
+      }
+      two[next] = b2;
+      if (apply_blocks(plan, two)) consider(plan);
+    }
+  };
   for (std::size_t p = 0; p < order.size(); ++p) {
     const char l = order[p];
     const std::int64_t b = largest_fitting(plan, blocks, l);
@@ -103,33 +121,10 @@ void c_split_order(const Plan& base, const std::string& priority, const std::str
       Extents fill = blocks;
       fill[l] = b;
       if (apply_blocks(plan, fill)) consider(plan);
-      if (p + 1 < order.size()) {
-        const char next = order[p + 1];
-        for (std::int64_t half = plan.extents.at(l) / 2; half > b; half /= 2) {
-          Extents two = blocks;
-          two[l] = half;
-          const std::int64_t b2 = largest_fitting(plan, two, next);
-          if (b2 == 0) break;
-          two[next] = b2;
-          if (apply_blocks(plan, two)) consider(plan);
-        }
-      }
+      offer_halves(p, b, true);
       return;
     }
-    // `l` does not fit even at 1 with the later axes whole: besides l = 1 (below), offer squarer
-    // blocks, l halved with the next axis as large as fits (GEMMs far thinner in one dimension
-    // than in the other run below the BLAS peak)
-    if (p + 1 < order.size()) {
-      const char next = order[p + 1];
-      for (std::int64_t half = plan.extents.at(l) / 2; half >= 2; half /= 2) {
-        Extents two = blocks;
-        two[l] = half;
-        const std::int64_t b2 = largest_fitting(plan, two, next);
-        if (b2 == 0) continue;
-        two[next] = b2;
-        if (apply_blocks(plan, two)) consider(plan);
-      }
-    }
+    offer_halves(p, 1, false);  // `l` does not fit even at 1: besides l = 1 (below), squarer blocks
     blocks[l] = 1;
   }
 }
