@@ -88,7 +88,7 @@ struct Runner {
   Tracker tr;
   ExecReport rep;
   bool inner = false;
-  at::Tensor acc;  // accumulator [B, M, N] of the final step when contracted labels are split
+  Slot acc;  // accumulator (labels of the final result) when contracted labels are split
   std::map<std::pair<std::size_t, int>, Slot> hoisted;  // (step, side) → copy made once
   std::map<const void*, at::Tensor> taken;  // workspace buffers this execution holds now
 
@@ -110,6 +110,12 @@ struct Runner {
   void give(const at::Tensor& t) {
     taken.erase(t.storage().data());
     ws.give(t);
+  }
+  /// Extents of `labels` in the batch `box`.
+  std::vector<std::int64_t> box_shape(const std::string& labels, const Box& box) const {
+    std::vector<std::int64_t> shape;
+    for (char l : labels) shape.push_back(box.count(l) ? box.at(l).second : plan.extents.at(l));
+    return shape;
   }
   /// Frees what `s` owns.
   void drop(Slot& s) {
@@ -195,10 +201,11 @@ struct Runner {
     }
     Slot s = fetch(x, inter, box);
     if (needs_copy(x, s, is_a, st)) {
+      const std::string order = gemm_order(x, is_a, st);
       std::vector<std::int64_t> shape;
-      for (char l : gemm_order(x, is_a, st)) shape.push_back(s.t.size(std::int64_t(s.labels.find(l))));
-      Slot c = take(shape, s.t.options(), gemm_order(x, is_a, st));
-      c.labels = gemm_order(x, is_a, st);
+      for (char l : order) shape.push_back(s.t.size(std::int64_t(s.labels.find(l))));
+      Slot c = take(shape, s.t.options(), order);
+      c.labels = order;
       const at::Tensor m = copy_to_gemm(s.t, s.labels, c.t, x, is_a, st);
       drop(s);
       s = std::move(c);
@@ -231,12 +238,7 @@ struct Runner {
     std::vector<Slot> inter(plan.steps.size());
     for (std::size_t si = 0; si < plan.steps.size(); ++si) {
       const Step& st = plan.steps[si];
-      // result shape before the operands are reshaped to matrices
-      std::vector<std::int64_t> rshape;
-      for (char l : st.result) {
-        const auto it = box.find(l);
-        rshape.push_back(it != box.end() ? it->second.second : plan.extents.at(l));
-      }
+      const std::vector<std::int64_t> rshape = box_shape(st.result, box);  // before the matrix views
       // a tiled side arrives uncopied; its tile buffer is taken right away (as simulate_batch counts)
       const int ts = st.tile_side;
       Slot a, b, tile;
@@ -272,7 +274,7 @@ struct Runner {
         c = slice(out, plan.spec.output, box).view({B, M, N});
         accumulate = inner;
       } else if (inner) {
-        c = acc;
+        c = acc.t.view({B, M, N});
         accumulate = true;
       } else {
         tmp = take({B, M, N}, out.options().device(device), st.result);
@@ -326,9 +328,7 @@ struct Runner {
     std::string kept;
     for (std::size_t a = 0; a < in.size(); ++a)
       has(plan.spec.output, in[a]) ? void(kept += in[a]) : dims.push_back(std::int64_t(a));
-    std::vector<std::int64_t> shape;
-    for (char l : kept) shape.push_back(plan.extents.at(l));
-    Slot r = take(shape, t.options(), kept);
+    Slot r = take(box_shape(kept, {}), t.options(), kept);
     dims.empty() ? void(r.t.copy_(t)) : void(at::sum_out(r.t, t, dims));
     write_out(r.t, kept, {});
     drop(r);
@@ -368,7 +368,7 @@ ExecReport execute(const Plan& plan, const std::vector<at::Tensor>& operands, co
   std::vector<at::Tensor> ops = operands;
   Workspace local;
   Workspace& ws = options.workspace ? *options.workspace : local;
-  Runner run{plan, ops, out, device, gemm, ws, Tracker{}, ExecReport{}, false, at::Tensor(), {}};
+  Runner run{plan, ops, out, device, gemm, ws, Tracker{}, ExecReport{}, false, Slot{}, {}};
   for (std::size_t i = 0; i < ops.size(); ++i) {
     if (!ops[i].is_contiguous()) {  // the plan assumes row-major operands
       ops[i] = ops[i].contiguous();
@@ -393,30 +393,18 @@ ExecReport execute(const Plan& plan, const std::vector<at::Tensor>& operands, co
       const Step& last = plan.steps.back();
       Box box;
       for_each_box(plan, outer, box, 0, [&] {
-        std::int64_t acc_bytes = 0;
         if (run.inner && !plan.out_direct) {
-          auto ext = [&](const std::string& ls) {
-            std::int64_t v = 1;
-            for (char l : ls) v *= box.count(l) ? box.at(l).second : plan.extents.at(l);
-            return v;
-          };
-          Slot a = run.take({ext(last.batch), ext(last.m), ext(last.n)}, out.options().device(device), last.result);
-          run.acc = a.t;
-          run.acc.zero_();
-          acc_bytes = a.owned;
+          run.acc = run.take(run.box_shape(last.result, box), out.options().device(device), last.result);
+          run.acc.t.zero_();
         }
         for_each_box(plan, inner, box, 0, [&] {
           run.run_batch(box);
           run.rep.batches += 1;
         });
-        if (acc_bytes) {
+        if (run.acc.t.defined()) {
           run.gemm.synchronize();  // acc is complete
-          std::vector<std::int64_t> rshape;
-          for (char l : last.result) rshape.push_back(box.count(l) ? box.at(l).second : plan.extents.at(l));
-          run.write_out(run.acc.view(rshape), last.result, box);
-          run.give(run.acc);
-          run.acc = at::Tensor();
-          run.tr.free(acc_bytes);
+          run.write_out(run.acc.t, last.result, box);
+          run.drop(run.acc);
         }
       });
       run.drop_hoisted();
