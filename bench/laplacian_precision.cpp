@@ -24,10 +24,12 @@ namespace {
 using bench::split_list;
 torch::Tensor kinetic(const KineticTerms& k) { return -0.5 * (k.laplacian + k.grad_sq); }
 /// The method on walkers in chunks of `chunk` (jvp needs ~1.3 GiB per C4H4 walker).
-KineticTerms compute_chunked(LaplacianMethod& m, WaveFunction& wf, const torch::Tensor& r, int64_t chunk) {
+KineticTerms compute_chunked(LaplacianMethod& m, WaveFunction& wf, const System& system, const torch::Tensor& r,
+                             int64_t chunk) {
+  const auto sys = system_tensors(system, r.options());
   std::vector<torch::Tensor> lap, g2;
   for (int64_t lo = 0; lo < r.size(0); lo += chunk) {
-    const auto k = m.compute(wf, r.slice(0, lo, std::min(lo + chunk, r.size(0))));
+    const auto k = m.compute(wf, sys, r.slice(0, lo, std::min(lo + chunk, r.size(0))));
     lap.push_back(k.laplacian);
     g2.push_back(k.grad_sq);
   }
@@ -62,18 +64,18 @@ int main(int argc, char** argv) {
   torch::Tensor log10_cond, cancel, log10_det;
   {
     torch::NoGradGuard ng;
-    const auto phi = s.wf->orbitals(r64);                          // [B, K, N, N] (spin blocks: per-spin K)
+    const auto phi = s.wf->orbitals(r64, s.tensors);                          // [B, K, N, N] (spin blocks: per-spin K)
     const auto [sign, logabs] = torch::linalg_slogdet(phi);       // [B, K]
     const auto k = logabs.argmax(1);                               // [B]
     // How much the signed sum over determinants cancels: max_k log|det_k| − log|ψ| (≥ 0 up to
     // the weights; large = the determinants nearly cancel).
-    cancel = (std::get<0>(logabs.max(1)) - s.wf->forward(r64).logabs) / std::log(10.0);
+    cancel = (std::get<0>(logabs.max(1)) - s.wf->forward(r64, s.tensors).logabs) / std::log(10.0);
     const auto dom = phi.index({torch::arange(phi.size(0)), k});   // [B, N, N]
     log10_cond = torch::log10(torch::linalg_cond(dom));
     log10_det = std::get<0>(logabs.max(1)) / std::log(10.0);
   }
   // Closest electron–nucleus and electron–electron distances per walker.
-  const auto nuc = nuclei_tensors(s.system, r64.options()).positions;          // [M, 3]
+  const auto nuc = s.tensors.nuclei;          // [M, 3]
   const auto d_en = std::get<0>((r64.unsqueeze(2) - nuc).norm(2, -1).flatten(1).min(1));  // [B]
   const auto n = r64.size(1);
   const auto d_ee = std::get<0>(((r64.unsqueeze(2) - r64.unsqueeze(1)).norm(2, -1) +
@@ -81,11 +83,11 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, KineticTerms>> ref;
   for (const auto& m : split_list(methods)) {
     c.hamiltonian.laplacian = m;
-    ref.emplace_back(m, compute_chunked(*make_laplacian(c.hamiltonian, 1), *s.wf, r64, chunk));
+    ref.emplace_back(m, compute_chunked(*make_laplacian(c.hamiltonian, 1), *s.wf, s.system, r64, chunk));
   }
   // Hessian diagonal of log|ψ| of one walker, reverse over reverse (float64 here, float32 below).
   const auto hess_diag = [&](const torch::Tensor& r) {
-    auto [x, g] = gradient_with_graph(*s.wf, r.slice(0, hessian, hessian + 1));
+    auto [x, g] = gradient_with_graph(*s.wf, system_tensors(s.system, r.options()), r.slice(0, hessian, hessian + 1));
     std::vector<double> h;
     for (int64_t k = 0; k < x.size(1); ++k)
       h.push_back(torch::autograd::grad({g.select(1, k).sum()}, {x}, {}, true)[0][0][k].item<double>());
@@ -106,7 +108,7 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, torch::Tensor>> t32s;
   for (auto& [m, k64] : ref) {
     c.hamiltonian.laplacian = m;
-    const auto k32 = compute_chunked(*make_laplacian(c.hamiltonian, 1), *s.wf, r32, chunk);
+    const auto k32 = compute_chunked(*make_laplacian(c.hamiltonian, 1), *s.wf, s.system, r32, chunk);
     const auto t64 = kinetic(k64), t32 = kinetic(k32).to(torch::kDouble);
     const auto rel = ((k32.laplacian.to(torch::kDouble) - k64.laplacian) / k64.laplacian.abs()).abs();
     const auto rel_g2 = ((k32.grad_sq.to(torch::kDouble) - k64.grad_sq) / k64.grad_sq.abs()).abs();

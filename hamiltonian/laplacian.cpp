@@ -6,11 +6,11 @@
 
 namespace nnvmc {
 
-std::pair<torch::Tensor, torch::Tensor> gradient_with_graph(WaveFunction& wf,
+std::pair<torch::Tensor, torch::Tensor> gradient_with_graph(WaveFunction& wf, const SystemTensors& sys,
                                                             const torch::Tensor& r) {
   const int64_t b = r.size(0), n = r.size(1);
   auto x = r.detach().reshape({b, 3 * n}).clone().requires_grad_(true);
-  const auto logabs = wf.forward(x.view({b, n, 3})).logabs;
+  const auto logabs = wf.forward(x.view({b, n, 3}), sys).logabs;
   auto g = torch::autograd::grad({logabs.sum()}, {x}, {}, /*retain_graph=*/true,
                                  /*create_graph=*/true)[0];
   return {x, g};

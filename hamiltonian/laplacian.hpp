@@ -24,8 +24,8 @@ struct KineticTerms {
 class LaplacianMethod {
  public:
   virtual ~LaplacianMethod() = default;
-  /// @param r [B, N, 3] (no grad required; the method makes its own leaf)
-  virtual KineticTerms compute(WaveFunction& wf, const torch::Tensor& r) = 0;
+  /// @param sys the molecule @param r [B, N, 3] (no grad required; the method makes its own leaf)
+  virtual KineticTerms compute(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r) = 0;
   /// True when the result is exact (not a stochastic estimate).
   virtual bool exact() const = 0;
   /// RNG state of a stochastic method (undefined tensor for exact ones), for checkpoints.
@@ -37,7 +37,7 @@ class LaplacianMethod {
 using LaplacianFactory =
     std::function<std::unique_ptr<LaplacianMethod>(const HamiltonianOptions&, std::uint64_t seed)>;
 
-/// The registry of methods: jvp, reverse, hutchinson.
+/// The registry of methods: forward, jvp, reverse, hutchinson.
 const std::map<std::string, LaplacianFactory>& laplacian_methods();
 
 /// Builds the method named by options.laplacian. @throws ConfigError for unknown names.
@@ -46,6 +46,7 @@ std::unique_ptr<LaplacianMethod> make_laplacian(const HamiltonianOptions& option
 
 /// Gradient of log|ψ| with a graph for second derivatives.
 /// @return {x [B, 3N] leaf requiring grad, g [B, 3N] = ∂log|ψ|/∂x with create_graph}
-std::pair<torch::Tensor, torch::Tensor> gradient_with_graph(WaveFunction& wf, const torch::Tensor& r);
+std::pair<torch::Tensor, torch::Tensor> gradient_with_graph(WaveFunction& wf, const SystemTensors& sys,
+                                                            const torch::Tensor& r);
 
 }  // namespace nnvmc

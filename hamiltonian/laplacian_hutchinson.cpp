@@ -10,8 +10,8 @@ class HutchinsonLaplacian final : public LaplacianMethod {
   HutchinsonLaplacian(const HutchinsonOptions& o, std::uint64_t seed)
       : options_(o), gen_(at::make_generator<at::CPUGeneratorImpl>(seed)) {}
 
-  KineticTerms compute(WaveFunction& wf, const torch::Tensor& r) override {
-    auto [x, g] = gradient_with_graph(wf, r);
+  KineticTerms compute(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r) override {
+    auto [x, g] = gradient_with_graph(wf, sys, r);
     const auto cpu64 = torch::TensorOptions().dtype(torch::kFloat64);
     auto lap = torch::zeros({x.size(0)}, x.options().requires_grad(false));
     for (int p = 0; p < options_.probes; ++p) {

@@ -18,7 +18,7 @@ struct DualLevel {
 /// kernels); memory grows 3N-fold, which the walker chunking of LocalEnergy absorbs.
 class JvpLaplacian final : public LaplacianMethod {
  public:
-  KineticTerms compute(WaveFunction& wf, const torch::Tensor& r) override {
+  KineticTerms compute(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r) override {
     const int64_t b = r.size(0), n = r.size(1), d = 3 * n;
     DualLevel level;
     const auto lvl = static_cast<int64_t>(level.idx);
@@ -27,7 +27,7 @@ class JvpLaplacian final : public LaplacianMethod {
     const auto eye = torch::eye(d, r.options().requires_grad(false));
     const auto tangent = eye.unsqueeze(1).expand({d, b, d}).reshape({d * b, d});
     const auto xd = at::_make_dual(x, tangent, lvl);
-    const auto logabs = wf.forward(xd.view({d * b, n, 3})).logabs;
+    const auto logabs = wf.forward(xd.view({d * b, n, 3}), sys).logabs;
     const auto g = torch::autograd::grad({logabs.sum()}, {x}, {}, false, /*create_graph=*/true)[0];
     const auto [primal, hess] = at::_unpack_dual(g, lvl);  // [3N·B, 3N] each
     if (!hess.defined()) throw std::logic_error("forward AD did not reach the gradient");

@@ -16,12 +16,8 @@ constexpr std::int64_t kCalibrationWalkers = 8;
 
 LocalEnergy::LocalEnergy(const System& system, std::unique_ptr<LaplacianMethod> method,
                          torch::TensorOptions options, ChunkPolicy policy)
-    : method_(std::move(method)), e_nn_(system.nuclear_repulsion()), policy_(std::move(policy)),
-      chunk_(policy_.walkers) {
-  auto nt = nuclei_tensors(system, options);
-  nuclei_ = nt.positions;
-  charges_ = nt.charges;
-}
+    : method_(std::move(method)), sys_(system_tensors(system, options)), e_nn_(system.nuclear_repulsion()),
+      policy_(std::move(policy)), chunk_(policy_.walkers) {}
 
 LocalEnergyTerms LocalEnergy::evaluate(WaveFunction& wf, const torch::Tensor& r, std::int64_t chunk) {
   const int64_t b = r.size(0);
@@ -29,10 +25,10 @@ LocalEnergyTerms LocalEnergy::evaluate(WaveFunction& wf, const torch::Tensor& r,
   std::vector<torch::Tensor> kin, pot;
   for (int64_t lo = 0; lo < b; lo += chunk) {
     const auto rc = r.slice(0, lo, std::min(b, lo + chunk));
-    const auto t = method_->compute(wf, rc);
+    const auto t = method_->compute(wf, sys_, rc);
     kin.push_back(-0.5 * (t.laplacian + t.grad_sq));
     torch::NoGradGuard no_grad;
-    pot.push_back(potential_energy(rc, nuclei_, charges_, e_nn_));
+    pot.push_back(potential_energy(rc, sys_.nuclei, sys_.charges, e_nn_));
   }
   LocalEnergyTerms out{torch::Tensor(), torch::cat(kin), torch::cat(pot)};
   out.energy = out.kinetic + out.potential;

@@ -48,13 +48,15 @@ class LocalEnergy {
   /// The calibration (zeros unless the chunk came from the budget).
   const batching::ChunkFit& calibration() const { return calibration_; }
   LaplacianMethod& method() { return *method_; }
+  /// The molecule the energies are evaluated for (nuclei in the walkers' dtype/device).
+  const SystemTensors& system() const { return sys_; }
 
  private:
   LocalEnergyTerms evaluate(WaveFunction& wf, const torch::Tensor& r, std::int64_t chunk);
   void calibrate(WaveFunction& wf, const torch::Tensor& r);
 
   std::unique_ptr<LaplacianMethod> method_;
-  torch::Tensor nuclei_, charges_;
+  SystemTensors sys_;
   double e_nn_;
   ChunkPolicy policy_;
   std::int64_t chunk_;

@@ -4,40 +4,35 @@
 
 namespace nnvmc {
 
-torch::Tensor WaveFunction::orbitals(const torch::Tensor&) {
+torch::Tensor WaveFunction::orbitals(const torch::Tensor&, const SystemTensors&) {
   throw Error("ansatz '" + type() + "' does not provide orbitals for pretraining");
 }
 
-NucleiTensors nuclei_tensors(const System& system, torch::TensorOptions options) {
-  const auto m = static_cast<int64_t>(system.atoms.size());
-  auto pos = torch::empty({m, 3}, torch::kFloat64);
-  auto z = torch::empty({m}, torch::kFloat64);
-  auto p = pos.accessor<double, 2>();
-  auto q = z.accessor<double, 1>();
-  for (int64_t i = 0; i < m; ++i) {
-    for (int k = 0; k < 3; ++k) p[i][k] = system.atoms[i].position[k];
-    q[i] = system.atoms[i].Z;
-  }
-  return {pos.to(options), z.to(options)};
+SignedFwdLap WaveFunction::forward_laplacian(const FwdLap&, const SystemTensors&) {
+  throw ConfigError("'hamiltonian.laplacian': method 'forward' does not support ansatz '" + type() +
+                    "'; use jvp or reverse");
 }
 
-LogPsi lu_slogdet(const torch::Tensor& a) {
-  const auto [lu, pivots] = torch::linalg_lu_factor(a);
-  return slogdet_from_lu(lu, pivots);
+void WaveFunction::set_built_for(const System& system) {
+  built_z_.clear();
+  for (const auto& a : system.atoms) built_z_.push_back(a.Z);
+  built_up_ = system.n_up();
+  built_down_ = system.n_down();
 }
 
-LogPsi slogdet_from_lu(const torch::Tensor& lu, const torch::Tensor& pivots) {
-  const auto diag = lu.diagonal(0, -2, -1);  // [..., n]
-  // Each pivot p_i ≠ i (1-based) is one row swap.
-  const auto swaps = (pivots != torch::arange(1, lu.size(-1) + 1, pivots.options())).sum(-1);
-  const auto parity = (1 - 2 * (swaps % 2)).to(lu.scalar_type());
-  return {(torch::sign(diag.detach()).prod(-1) * parity), diag.abs().log().sum(-1)};
-}
-
-LogPsi signed_logsumexp(const torch::Tensor& sign, const torch::Tensor& logabs) {
-  const auto shift = std::get<0>(logabs.max(-1, /*keepdim=*/true)).detach();
-  const auto sum = (sign * torch::exp(logabs - shift)).sum(-1);
-  return {torch::sign(sum).detach(), torch::log(torch::abs(sum)) + shift.squeeze(-1)};
+void WaveFunction::check_system(const SystemTensors& sys) const {
+  if (transferable() || built_up_ < 0) return;
+  auto list = [](const std::vector<int>& z) {
+    std::string s;
+    for (int v : z) s += (s.empty() ? "" : ",") + std::to_string(v);
+    return "[" + s + "]";
+  };
+  if (sys.atomic_numbers != built_z_ || sys.n_up != built_up_ || sys.n_down != built_down_)
+    throw InputError("ansatz '" + type() + "' was built for nuclear charges " + list(built_z_) + " with " +
+                     std::to_string(built_up_) + " up / " + std::to_string(built_down_) +
+                     " down electrons; it cannot evaluate a molecule with " + list(sys.atomic_numbers) + ", " +
+                     std::to_string(sys.n_up) + " up / " + std::to_string(sys.n_down) +
+                     " down (only its geometry may change)");
 }
 
 }  // namespace nnvmc

@@ -1,24 +1,15 @@
 #include "hamiltonian/forward_laplacian/forward_method.hpp"
 
-#include "core/errors.hpp"
-#include "hamiltonian/forward_laplacian/programs.hpp"
-
 namespace nnvmc {
 namespace {
 
+/// Runs the ansatz's own Blocks<FwdLap> program (WaveFunction::forward_laplacian): the
+/// Hamiltonian knows no model by name.
 class ForwardLaplacian final : public LaplacianMethod {
  public:
-  KineticTerms compute(WaveFunction& wf, const torch::Tensor& r) override {
-    const auto& programs = forward_laplacian_programs();
-    const auto it = programs.find(wf.type());
-    if (it == programs.end()) {
-      std::string known;
-      for (const auto& [name, _] : programs) known += (known.empty() ? "" : ", ") + name;
-      throw ConfigError("'hamiltonian.laplacian': method 'forward' does not support ansatz '" +
-                        wf.type() + "' (supported: " + known + "); use jvp or reverse");
-    }
+  KineticTerms compute(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r) override {
     torch::NoGradGuard no_grad;
-    const auto out = it->second(wf, Blocks<FwdLap>::positions(r.detach())).logabs;
+    const auto out = wf.forward_laplacian(Blocks<FwdLap>::positions(r.detach()), sys).logabs;
     return {out.lap, out.jac.square().sum(1)};
   }
   bool exact() const override { return true; }

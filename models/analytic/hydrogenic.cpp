@@ -3,15 +3,22 @@
 namespace nnvmc {
 
 Hydrogenic::Hydrogenic(const System& system, double zeta) {
-  const auto& p = system.atoms.at(0).position;
-  centre_ = register_buffer("centre", torch::tensor({p[0], p[1], p[2]}, torch::kFloat64));
+  set_built_for(system);
   zeta_ = register_parameter("zeta", torch::tensor(zeta, torch::kFloat64));
 }
 
-LogPsi Hydrogenic::forward(const torch::Tensor& r) {
-  const auto d = (r - centre_).norm(2, -1);  // [B, N]
+LogPsi Hydrogenic::forward(const torch::Tensor& r, const SystemTensors& sys) {
+  const auto d = (r - sys.nuclei[0]).norm(2, -1);  // [B, N]
   const auto logabs = -(zeta_ * d).sum(1);
   return {torch::ones_like(logabs).detach(), logabs};
+}
+
+SignedFwdLap Hydrogenic::forward_laplacian(const FwdLap& r, const SystemTensors& sys) {
+  using Op = Blocks<FwdLap>;
+  const auto centre = sys.nuclei.slice(0, 0, 1);                                        // [1, 3]
+  const auto d = Op::reshape_features(Op::norm(Op::sub_centres(r, centre)), 1, {1});  // [B, N, 1]
+  const auto l = Op::mul_const(Op::sum_electrons(d, 1), -zeta_);                        // [B, 1]
+  return Op::signed_logsumexp(torch::ones_like(l.value), l);
 }
 
 GaussianDeterminant::GaussianDeterminant(const System& system, torch::Tensor centres,
@@ -21,7 +28,7 @@ GaussianDeterminant::GaussianDeterminant(const System& system, torch::Tensor cen
   alphas_ = register_parameter("alphas", alphas.to(torch::kFloat64));
 }
 
-LogPsi GaussianDeterminant::forward(const torch::Tensor& r) {
+LogPsi GaussianDeterminant::forward(const torch::Tensor& r, const SystemTensors&) {
   // phi[b, i, j] = exp(-alpha_j |r_i - c_j|^2)
   const auto d2 = (r.unsqueeze(2) - centres_).square().sum(-1);  // [B, N, N]
   const auto phi = torch::exp(-alphas_ * d2);

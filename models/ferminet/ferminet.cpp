@@ -30,7 +30,7 @@ FermiNet::FermiNet(const FermiNetOptions& options, const System& system)
   if (n_down_ > 0) spins_.push_back({n_up_, n_up_ + n_down_});
   const int n_spins = static_cast<int>(spins_.size());
   const auto opts = torch::TensorOptions().dtype(torch::kFloat64);
-  nuclei_ = register_buffer("nuclei", nuclei_tensors(system, opts).positions);
+  set_built_for(system);
 
   int in1 = 4 * static_cast<int>(n_atoms_), in2 = 4;
   const auto& dims = options.hidden_dims;
@@ -52,17 +52,22 @@ FermiNet::FermiNet(const FermiNetOptions& options, const System& system)
   this->to(torch::kFloat64);
 }
 
-torch::Tensor FermiNet::orbitals(const torch::Tensor& r) {
+torch::Tensor FermiNet::orbitals(const torch::Tensor& r, const SystemTensors& sys) {
   const int64_t n = r.size(1);
-  if (n != n_up_ + n_down_)
-    throw InputError("FermiNet built for " + std::to_string(n_up_ + n_down_) +
-                     " electrons got positions for " + std::to_string(n));
-  return orbitals_electron_major<torch::Tensor>(r).permute({0, 2, 1, 3});  // [B, K, N, N]
+  if (n != n_up_ + n_down_ || sys.n_atoms() != n_atoms_)
+    throw InputError("FermiNet built for " + std::to_string(n_up_ + n_down_) + " electrons and " +
+                     std::to_string(n_atoms_) + " nuclei got " + std::to_string(n) + " electrons and " +
+                     std::to_string(sys.n_atoms()) + " nuclei");
+  return orbitals_electron_major<torch::Tensor>(r, sys).permute({0, 2, 1, 3});  // [B, K, N, N]
 }
 
-LogPsi FermiNet::forward(const torch::Tensor& r) {
-  const auto [sign, logabs] = lu_slogdet(orbitals(r));  // [B, K]
+LogPsi FermiNet::forward(const torch::Tensor& r, const SystemTensors& sys) {
+  const auto [sign, logabs] = lu_slogdet(orbitals(r, sys));  // [B, K]
   return signed_logsumexp(sign, logabs);
+}
+
+SignedFwdLap FermiNet::forward_laplacian(const FwdLap& r, const SystemTensors& sys) {
+  return log_psi<FwdLap>(r, sys);
 }
 
 }  // namespace nnvmc

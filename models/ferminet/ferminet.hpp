@@ -7,7 +7,8 @@
 
 #include "core/config.hpp"
 #include "core/system.hpp"
-#include "models/ferminet/tensor_blocks.hpp"
+#include "blocks/fwdlap.hpp"
+#include "blocks/tensor_blocks.hpp"
 #include "models/wavefunction.hpp"
 
 namespace nnvmc {
@@ -35,24 +36,24 @@ TORCH_MODULE(FermiNetLayer);
 class FermiNet : public WaveFunction {
  public:
   FermiNet(const FermiNetOptions& options, const System& system);
-  LogPsi forward(const torch::Tensor& r) override;           ///< r [B, N, 3]
-  torch::Tensor orbitals(const torch::Tensor& r) override;   ///< [B, K, N, N]
+  LogPsi forward(const torch::Tensor& r, const SystemTensors& sys) override;          ///< r [B, N, 3]
+  torch::Tensor orbitals(const torch::Tensor& r, const SystemTensors& sys) override;  ///< [B, K, N, N]
+  SignedFwdLap forward_laplacian(const FwdLap& r, const SystemTensors& sys) override;
   std::string type() const override { return "ferminet"; }
 
   /// The ansatz written once over a tensor-like T (torch::Tensor, FwdLap); defined in
   /// ferminet_body.hpp. @param r positions `Blocks<T>::positions([B, N, 3])`
   /// @return orbitals electron-major [B, N, K, N] (row i = electron i)
-  template <class T>
-  T orbitals_electron_major(const T& r);
+  template <BuildingBlocks T>
+  T orbitals_electron_major(const T& r, const SystemTensors& sys);
   /// sign(ψ) [B] and log|ψ| [B] over T (K determinants combined by signed log-sum-exp).
-  template <class T>
-  typename Blocks<T>::Signed log_psi(const T& r);
+  template <BuildingBlocks T>
+  typename Blocks<T>::Signed log_psi(const T& r, const SystemTensors& sys);
 
  private:
   FermiNetOptions options_;
   int64_t n_up_, n_down_, n_atoms_;
   std::vector<std::array<int64_t, 2>> spins_;  ///< [begin, end) of each nonempty spin group
-  torch::Tensor nuclei_;                       ///< buffer [M, 3]
   std::vector<FermiNetLayer> layers_;
   std::vector<torch::nn::Linear> projections_;  ///< per spin: H → K·N orbital values
   std::vector<torch::Tensor> env_pi_, env_sigma_;  ///< per spin: [K·N, M]

@@ -27,11 +27,11 @@ std::pair<T, T> FermiNetLayerImpl::apply(const T& h1, const T& h2,
   return {out1, out2};
 }
 
-template <class T>
-T FermiNet::orbitals_electron_major(const T& r) {
+template <BuildingBlocks T>
+T FermiNet::orbitals_electron_major(const T& r, const SystemTensors& sys) {
   using Op = Blocks<T>;
   const int64_t n = n_up_ + n_down_, k = options_.determinants;
-  const auto ae = Op::sub_centres(r, nuclei_);  // [B, N, M, 3]
+  const auto ae = Op::sub_centres(r, sys.nuclei);  // [B, N, M, 3]
   const auto r_ae = Op::norm(ae);                // [B, N, M, 1]
   const auto ee = Op::pair_vectors(r);           // [B, N, N, 3]
   const auto r_ee = Op::pair_norm(ee);           // [B, N, N, 1]
@@ -50,10 +50,10 @@ T FermiNet::orbitals_electron_major(const T& r) {
   return Op::cat_electrons(rows);  // [B, N, K, N]
 }
 
-template <class T>
-typename Blocks<T>::Signed FermiNet::log_psi(const T& r) {
+template <BuildingBlocks T>
+typename Blocks<T>::Signed FermiNet::log_psi(const T& r, const SystemTensors& sys) {
   using Op = Blocks<T>;
-  const auto det = Op::log_det(orbitals_electron_major(r));  // [B, K]
+  const auto det = Op::log_det(orbitals_electron_major(r, sys));  // [B, K]
   return Op::signed_logsumexp(det.sign, det.logabs);
 }
 

@@ -13,6 +13,7 @@ HartreeFockDeterminant::HartreeFockDeterminant(const System& system, const std::
   c_alpha_ = r.c_alpha.leftCols(n_up_);
   c_beta_ = r.c_beta.leftCols(n_down_);
   set_options(torch::kFloat64);
+  set_built_for(system);
 }
 
 void HartreeFockDeterminant::set_options(torch::TensorOptions options) {
@@ -21,7 +22,7 @@ void HartreeFockDeterminant::set_options(torch::TensorOptions options) {
   beta_ = scf::GaussianOrbitals(basis_, c_beta_, options);
 }
 
-torch::Tensor HartreeFockDeterminant::orbitals(const torch::Tensor& r) {
+torch::Tensor HartreeFockDeterminant::orbitals(const torch::Tensor& r, const SystemTensors&) {
   if (r.scalar_type() != options_.dtype().toScalarType() || r.device() != options_.device())
     set_options(r.options().requires_grad(false));
   const int64_t b = r.size(0), n = n_up_ + n_down_;
@@ -38,8 +39,8 @@ torch::Tensor HartreeFockDeterminant::orbitals(const torch::Tensor& r) {
   return torch::cat(rows, 1).unsqueeze(1);
 }
 
-LogPsi HartreeFockDeterminant::forward(const torch::Tensor& r) {
-  const auto [sign, logabs] = lu_slogdet(orbitals(r).squeeze(1));
+LogPsi HartreeFockDeterminant::forward(const torch::Tensor& r, const SystemTensors& sys) {
+  const auto [sign, logabs] = lu_slogdet(orbitals(r, sys).squeeze(1));
   return {sign.detach(), logabs};
 }
 

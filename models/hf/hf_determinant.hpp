@@ -2,7 +2,8 @@
 /// @file hf_determinant.hpp
 /// The bare Hartree–Fock (UHF) Slater determinant ψ = det Φ↑ · det Φ↓ with Gaussian
 /// orbitals (no network): a baseline ansatz, the pretraining target, and a check of the
-/// orbitals + Laplacian + local energy chain (its VMC energy is E_HF).
+/// orbitals + Laplacian + local energy chain (its VMC energy is E_HF). It has no parameters:
+/// the orbitals belong to the geometry it was built for (rebuilt with the model for another).
 #include <memory>
 
 #include "models/wavefunction.hpp"
@@ -14,10 +15,10 @@ class HartreeFockDeterminant : public WaveFunction {
  public:
   /// Runs UHF for `system` in `basis_name` (RHF-equivalent for closed shells).
   HartreeFockDeterminant(const System& system, const std::string& basis_name);
-  LogPsi forward(const torch::Tensor& r) override;           ///< r [B, N, 3]
+  LogPsi forward(const torch::Tensor& r, const SystemTensors& sys) override;  ///< r [B, N, 3]
   /// Block-diagonal occupied-orbital matrix [B, 1, N, N]: rows electrons, columns the
   /// n↑ α orbitals then the n↓ β orbitals (zero across spin blocks).
-  torch::Tensor orbitals(const torch::Tensor& r) override;
+  torch::Tensor orbitals(const torch::Tensor& r, const SystemTensors& sys) override;
   std::string type() const override { return "hf"; }
   double energy() const { return energy_; }  ///< E_HF of the SCF run (hartree)
   /// Moves the orbital tables to a dtype/device (GaussianOrbitals are not Module buffers).

@@ -30,9 +30,14 @@ void run_eval(const EvalArgs& a) {
   if (a.seed >= 0) ra.overrides.push_back("run.seed=" + std::to_string(a.seed));
   const Config config = parse_config(c.config_yaml, ra.overrides, ra.file + ":config");
   VmcSetup setup = make_setup(config);
+  const bool same_geometry = check_checkpoint_system(c.system, setup.system, *setup.wf);
   load_module_state(*setup.wf, c.parameters);
-  // Walkers start where training left them; the chain is re-seeded from run.seed.
-  setup.sampler->initialize_from(c.sampler.r, setup.logabs_fn());
+  // Walkers start where training left them (around new nuclei at a new geometry); the chain is
+  // re-seeded from run.seed.
+  if (same_geometry)
+    setup.sampler->initialize_from(c.sampler.r, setup.logabs_fn());
+  else
+    setup.sampler->initialize(setup.logabs_fn());
   StageTimers timers;
   const int every = std::max(1, config.eval.steps / 10);
   const EvalResult r = evaluate(setup, config.eval, timers, [&](int done, int total) {

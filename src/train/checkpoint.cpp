@@ -1,6 +1,9 @@
 #include "train/checkpoint.hpp"
 
+#include <cmath>
+
 #include "core/errors.hpp"
+#include "core/log.hpp"
 #include "io/hdf5_file.hpp"
 
 namespace nnvmc {
@@ -47,7 +50,68 @@ TensorMap read_map(const io::H5File& f, const std::string& group) {
   return m;
 }
 
+void write_system(io::H5File& f, const System& s) {
+  const auto m = static_cast<int64_t>(s.atoms.size());
+  auto z = torch::empty({m}, torch::kInt64);
+  auto pos = torch::empty({m, 3}, torch::kFloat64);
+  for (int64_t i = 0; i < m; ++i) {
+    z[i] = s.atoms[i].Z;
+    for (int k = 0; k < 3; ++k) pos[i][k] = s.atoms[i].position[k];
+  }
+  f.set_attr("system_name", s.name);
+  f.write("system/atomic_numbers", to_array(z));
+  f.write("system/positions", to_array(pos));
+  f.write("system/charge_spin", to_array(torch::tensor({int64_t(s.charge), int64_t(s.spin)}, torch::kInt64)));
+}
+
+System read_system(const io::H5File& f, const std::string& path) {
+  if (!f.exists("system/atomic_numbers") || !f.exists("system/positions") || !f.exists("system/charge_spin"))
+    throw CheckpointError(path + ": no system/ group (the molecule it was trained on)");
+  System s;
+  s.name = f.has_attr("system_name") ? f.attr("system_name") : "";
+  const auto z = from_array(f.read("system/atomic_numbers"));
+  const auto pos = from_array(f.read("system/positions"));
+  const auto cs = from_array(f.read("system/charge_spin"));
+  if (z.dim() != 1 || pos.dim() != 2 || pos.size(0) != z.size(0) || pos.size(1) != 3 || cs.numel() != 2 ||
+      z.scalar_type() != torch::kInt64 || pos.scalar_type() != torch::kFloat64 || cs.scalar_type() != torch::kInt64)
+    throw CheckpointError(path + ": malformed system/ group");
+  for (int64_t i = 0; i < z.size(0); ++i)
+    s.atoms.push_back({static_cast<int>(z[i].item<int64_t>()),
+                       {pos[i][0].item<double>(), pos[i][1].item<double>(), pos[i][2].item<double>()}});
+  s.charge = static_cast<int>(cs[0].item<int64_t>());
+  s.spin = static_cast<int>(cs[1].item<int64_t>());
+  return s;
+}
+
 }  // namespace
+
+bool check_checkpoint_system(const System& trained, const System& target, const WaveFunction& wf) {
+  bool same_atoms = trained.atoms.size() == target.atoms.size() && trained.n_up() == target.n_up() &&
+                    trained.n_down() == target.n_down();
+  double shift = 0;
+  for (size_t i = 0; same_atoms && i < trained.atoms.size(); ++i) {
+    same_atoms = trained.atoms[i].Z == target.atoms[i].Z;
+    for (int k = 0; k < 3; ++k)
+      shift = std::max(shift, std::abs(trained.atoms[i].position[k] - target.atoms[i].position[k]));
+  }
+  if (!same_atoms) {
+    if (wf.transferable()) return false;
+    auto describe = [](const System& s) {
+      std::string z;
+      for (const auto& a : s.atoms) z += (z.empty() ? "" : ",") + std::to_string(a.Z);
+      return "'" + s.name + "' (Z = [" + z + "], " + std::to_string(s.n_up()) + " up / " +
+             std::to_string(s.n_down()) + " down electrons)";
+    };
+    throw InputError("system.molecule: the checkpoint's " + wf.type() + " parameters were trained on " +
+                     describe(trained) + " and cannot describe " + describe(target) +
+                     "; only the geometry of the same atoms may change");
+  }
+  if (shift > 1e-12) {
+    log::info(strfmt("evaluating at a new geometry: nuclei moved by up to %.4f bohr from the trained one", shift));
+    return false;
+  }
+  return true;
+}
 
 void save_checkpoint(const std::string& path, const Checkpoint& c) {
   for (const auto& [n, t] : c.parameters) check_finite(n, t);
@@ -59,6 +123,7 @@ void save_checkpoint(const std::string& path, const Checkpoint& c) {
     f.set_attr("version", std::to_string(kCheckpointVersion));
     f.set_attr("config", c.config_yaml);
     f.write("iteration", to_array(torch::tensor(c.iteration, torch::kInt64)));
+    write_system(f, c.system);
     write_map(f, "parameters", c.parameters);
     write_map(f, "optimizer", c.optimizer);
     f.write("sampler/positions", to_array(c.sampler.r));
@@ -80,6 +145,7 @@ Checkpoint load_checkpoint(const std::string& path) {
   Checkpoint c;
   c.config_yaml = f.attr("config");
   c.iteration = from_array(f.read("iteration")).item<int64_t>();
+  c.system = read_system(f, path);
   c.parameters = read_map(f, "parameters");
   c.optimizer = read_map(f, "optimizer");
   c.sampler.r = from_array(f.read("sampler/positions"));
@@ -94,7 +160,6 @@ Checkpoint load_checkpoint(const std::string& path) {
 TensorMap module_state(const torch::nn::Module& module) {
   TensorMap m;
   for (const auto& p : module.named_parameters()) m[p.key()] = p.value().detach().clone();
-  for (const auto& b : module.named_buffers()) m[b.key()] = b.value().detach().clone();
   return m;
 }
 
@@ -110,7 +175,6 @@ void load_module_state(torch::nn::Module& module, const TensorMap& state) {
     dst.copy_(it->second);
   };
   for (auto& p : module.named_parameters()) copy(p.key(), p.value());
-  for (auto& b : module.named_buffers()) copy(b.key(), b.value());
 }
 
 }  // namespace nnvmc

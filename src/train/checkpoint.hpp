@@ -12,14 +12,16 @@
 
 namespace nnvmc {
 
-/// Format version written to and required from checkpoint files.
-constexpr int kCheckpointVersion = 1;
+/// Format version written to and required from checkpoint files. Version 2: parameters only
+/// (no module buffers, so no geometry), the trained molecule under system/.
+constexpr int kCheckpointVersion = 2;
 
 /// Everything needed to continue a run.
 struct Checkpoint {
   std::int64_t iteration = 0;   ///< completed iterations
   std::string config_yaml;      ///< the fully resolved config
-  TensorMap parameters;         ///< model parameters and buffers by name
+  System system;                ///< the molecule trained on (for checking; not used to evaluate)
+  TensorMap parameters;         ///< model parameters by name (never buffers or geometry)
   TensorMap optimizer;          ///< optimizer state by name
   SamplerState sampler;         ///< walkers, log|ψ|, step size, RNG
   torch::Tensor laplacian_rng;  ///< RNG state of a stochastic Laplacian (may be undefined)
@@ -32,10 +34,17 @@ void save_checkpoint(const std::string& path, const Checkpoint& ckpt);
 /// Reads a checkpoint. @throws CheckpointError for missing/corrupt files or a wrong version.
 Checkpoint load_checkpoint(const std::string& path);
 
-/// Parameters and buffers of a module by name (detached).
+/// Parameters of a module by name (detached copies).
 TensorMap module_state(const torch::nn::Module& module);
-/// Copies named tensors into the module's parameters/buffers.
+/// Copies named tensors into the module's parameters.
 /// @throws CheckpointError for missing names or shape mismatches.
 void load_module_state(torch::nn::Module& module, const TensorMap& state);
+
+/// Whether parameters trained on `trained` may evaluate `target` with ansatz `wf`: always when
+/// the nuclear charges (in order) and electron counts agree (another geometry: true is
+/// returned only when it is the same geometry), and for transferable ansätze.
+/// @return true when `target` has the same geometry as `trained` (to 1e-12 bohr)
+/// @throws InputError naming both molecules when the parameters cannot describe `target`
+bool check_checkpoint_system(const System& trained, const System& target, const WaveFunction& wf);
 
 }  // namespace nnvmc

@@ -9,10 +9,21 @@
 namespace nnvmc {
 
 SrProblem make_sr_problem(const torch::Tensor& jacobian, const torch::Tensor& e) {
-  const auto j = jacobian.to(torch::kFloat64);
-  const auto e64 = e.detach().to(torch::kFloat64).to(j.device());
-  const double scale = 1.0 / std::sqrt(static_cast<double>(j.size(0)));
-  return {(j - j.mean(0, true)) * scale, (e64 - e64.mean()) * scale};
+  return make_sr_problem(std::vector<torch::Tensor>{jacobian}, std::vector<torch::Tensor>{e});
+}
+
+SrProblem make_sr_problem(const std::vector<torch::Tensor>& jacobians, const std::vector<torch::Tensor>& e) {
+  std::vector<torch::Tensor> os, eps;
+  const double m = static_cast<double>(jacobians.size());
+  for (size_t i = 0; i < jacobians.size(); ++i) {
+    const auto j = jacobians[i].to(torch::kFloat64);
+    const auto e64 = e[i].detach().to(torch::kFloat64).to(j.device());
+    const double scale = 1.0 / std::sqrt(static_cast<double>(j.size(0)) * m);
+    os.push_back((j - j.mean(0, true)) * scale);
+    eps.push_back((e64 - e64.mean()) * scale);
+  }
+  if (os.size() == 1) return {os[0], eps[0]};
+  return {torch::cat(os, 0), torch::cat(eps, 0)};
 }
 
 torch::Tensor spd_solve(const torch::Tensor& a, const torch::Tensor& b) {
@@ -70,19 +81,23 @@ class NaturalGradientOptimizer final : public Optimizer {
       throw ConfigError("'optim.type': '" + o.type + "' is not a natural-gradient optimizer");
   }
 
-  bool step(WaveFunction& wf, const torch::Tensor& r, const torch::Tensor& e_loc, std::int64_t t,
+  bool step(WaveFunction& wf, const std::vector<WalkerBatch>& batches, std::int64_t t,
             StageTimers& timers) override {
     const auto params = trainable_parameters(wf);
-    torch::Tensor jac;
+    std::vector<torch::Tensor> jacs, energies;
     {
       auto scope = timers.scope("gradient");
-      if (chunk_ == 0) chunk_ = fit_chunk(wf, r);
-      jac = per_sample_log_gradients(wf, r, chunk_);
+      for (const auto& b : batches) {
+        if (chunk_ == 0) chunk_ = fit_chunk(wf, *b.sys, b.r);
+        jacs.push_back(per_sample_log_gradients(wf, *b.sys, b.r, chunk_));
+      }
     }
     auto scope = timers.scope("optimizer");
-    if (!torch::isfinite(jac).all().item<bool>()) return false;
-    const auto e = clip_local_energies(e_loc.detach(), options_.clip_width);
-    const auto problem = make_sr_problem(jac, e);
+    for (size_t i = 0; i < batches.size(); ++i) {
+      if (!torch::isfinite(jacs[i]).all().item<bool>()) return false;
+      energies.push_back(clip_local_energies(batches[i].e_loc.detach(), options_.clip_width));
+    }
+    const auto problem = make_sr_problem(jacs, energies);
     torch::Tensor delta;
     try {
       if (options_.type == "sr") {
@@ -133,7 +148,7 @@ class NaturalGradientOptimizer final : public Optimizer {
 
  private:
   /// optim.sr.chunk_walkers, reduced if the measured memory per walker says it does not fit.
-  std::int64_t fit_chunk(WaveFunction& wf, const torch::Tensor& r) const {
+  std::int64_t fit_chunk(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r) const {
     const std::int64_t want = options_.sr.chunk_walkers, b = r.size(0);
     if (budget_.is_unlimited()) return want;
     batching::ChunkFitOptions o;
@@ -142,7 +157,7 @@ class NaturalGradientOptimizer final : public Optimizer {
     o.probe_items = std::min<std::int64_t>(want, 8);
     o.cuda_device = static_cast<int>(r.get_device());  // −1 on the CPU
     o.reserved_bytes = (b * parameters_ + 3 * b * b) * 8;  // Jacobian, kernel and its factor (float64)
-    const auto fit = batching::fit_chunk([&](std::int64_t k) { per_sample_log_gradients(wf, r.slice(0, 0, k), k); },
+    const auto fit = batching::fit_chunk([&](std::int64_t k) { per_sample_log_gradients(wf, sys, r.slice(0, 0, k), k); },
                                          b, budget_, o);
     return std::max<std::int64_t>(1, std::min(want, fit.chunk));
   }

@@ -27,6 +27,12 @@ struct SrProblem {
 /// Ō and ε from the Jacobian J [B, P] and clipped local energies e [B].
 SrProblem make_sr_problem(const torch::Tensor& jacobian, const torch::Tensor& e);
 
+/// Ō and ε of several molecules: rows of molecule m are centred on that molecule's means and
+/// scaled by 1/√(B_m·M), so Ōᵀε is half the mean of the molecules' energy gradients and ŌᵀŌ
+/// their mean Fisher matrix. @param jacobians [B_m, P] each @param e [B_m] each
+/// @return Ō [ΣB_m, P], ε [ΣB_m]
+SrProblem make_sr_problem(const std::vector<torch::Tensor>& jacobians, const std::vector<torch::Tensor>& e);
+
 /// Solves A x = b for symmetric positive (semi)definite A [n, n] and b [n] or [n, k] by
 /// Cholesky; when it fails, retries with a growing diagonal jitter.
 /// @throws NumericalError when no jitter helps or the solution is not finite.

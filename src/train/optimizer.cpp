@@ -26,16 +26,19 @@ class AdamOptimizer final : public Optimizer {
     for (const auto& p : wf.named_parameters()) names_.push_back(p.key());
   }
 
-  bool step(WaveFunction& wf, const torch::Tensor& r, const torch::Tensor& e_loc, std::int64_t t,
+  bool step(WaveFunction& wf, const std::vector<WalkerBatch>& batches, std::int64_t t,
             StageTimers& timers) override {
     {
       auto scope = timers.scope("gradient");
       adam_.zero_grad();
-      const auto e = clip_local_energies(e_loc.detach(), options_.clip_width);
-      const auto centred = e - e.mean();
-      const auto logabs = wf.forward(r.detach()).logabs;
-      const auto loss = 2.0 * (centred * logabs).mean();
-      loss.backward();
+      const double per_molecule = 1.0 / static_cast<double>(batches.size());
+      for (const auto& b : batches) {  // gradients accumulate over molecules
+        const auto e = clip_local_energies(b.e_loc.detach(), options_.clip_width);
+        const auto centred = e - e.mean();
+        const auto logabs = wf.forward(b.r.detach(), *b.sys).logabs;
+        const auto loss = 2.0 * per_molecule * (centred * logabs).mean();
+        loss.backward();
+      }
     }
     auto scope = timers.scope("optimizer");
     for (const auto& p : wf.parameters())

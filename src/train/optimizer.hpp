@@ -21,16 +21,24 @@ torch::Tensor clip_local_energies(const torch::Tensor& e, double width);
 /// Named tensors (optimizer state for checkpoints).
 using TensorMap = std::map<std::string, torch::Tensor>;
 
-/// One optimisation step from a batch of walkers.
+/// The walkers of one molecule and their local energies, as an optimizer step sees them.
+struct WalkerBatch {
+  const SystemTensors* sys = nullptr;  ///< the molecule (not owned)
+  torch::Tensor r;                     ///< [B, N, 3] walkers
+  torch::Tensor e_loc;                 ///< [B] local energies
+};
+
+/// One optimisation step from a batch of walkers of one or several molecules.
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
-  /// Computes the VMC gradient 2·E[(E_L − Ē)·∇θ log|ψ|] (with clipped E_L) and updates
-  /// the parameters of `wf`. Non-finite gradients are not applied.
-  /// @param r [B, N, 3] walkers @param e_loc [B] local energies @param t iteration (0-based)
+  /// Computes the VMC gradient, the mean over molecules m of 2·E_m[(E_L − Ē_m)·∇θ log|ψ|]
+  /// (with clipped E_L, centred per molecule), and updates the parameters of `wf`.
+  /// Non-finite gradients are not applied.
+  /// @param batches one entry per molecule @param t iteration (0-based)
   /// @return true when the update was applied
-  virtual bool step(WaveFunction& wf, const torch::Tensor& r, const torch::Tensor& e_loc,
-                    std::int64_t t, StageTimers& timers) = 0;
+  virtual bool step(WaveFunction& wf, const std::vector<WalkerBatch>& batches, std::int64_t t,
+                    StageTimers& timers) = 0;
   /// Learning rate at iteration t.
   virtual double learning_rate(std::int64_t t) const = 0;
   virtual TensorMap state() const = 0;                 ///< for checkpoints

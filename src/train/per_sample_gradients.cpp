@@ -52,14 +52,15 @@ torch::Tensor jacobian_rows(const torch::Tensor& out, const std::vector<torch::T
 
 }  // namespace
 
-torch::Tensor per_sample_log_gradients(WaveFunction& wf, const torch::Tensor& r, std::int64_t chunk) {
+torch::Tensor per_sample_log_gradients(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r,
+                                       std::int64_t chunk) {
   if (chunk <= 0) throw InputError("per_sample_log_gradients: chunk must be > 0");
   const auto params = trainable_parameters(wf);
   const std::int64_t b = r.size(0);
   std::vector<torch::Tensor> rows;
   for (std::int64_t s = 0; s < b; s += chunk) {
     const auto rc = r.slice(0, s, std::min(b, s + chunk)).detach();
-    const auto logabs = wf.forward(rc).logabs;
+    const auto logabs = wf.forward(rc, sys).logabs;
     rows.push_back(jacobian_rows(logabs, params));
   }
   return torch::cat(rows, 0);

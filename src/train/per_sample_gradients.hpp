@@ -21,8 +21,9 @@ std::int64_t parameter_count(const std::vector<torch::Tensor>& params);
 /// pass per chunk: the chunk's c one-hot output cotangents travel through the backward
 /// graph together, so the work is c backward passes at the cost of one dispatch).
 /// Exact for every WaveFunction whose walkers do not interact in forward().
-/// @param r [B, N, 3] @return [B, P]
-torch::Tensor per_sample_log_gradients(WaveFunction& wf, const torch::Tensor& r, std::int64_t chunk);
+/// @param sys the molecule @param r [B, N, 3] @return [B, P]
+torch::Tensor per_sample_log_gradients(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r,
+                                       std::int64_t chunk);
 
 /// θ ← θ + alpha·delta, with delta [P] in trainable_parameters() order (converted to each
 /// parameter's dtype and device).

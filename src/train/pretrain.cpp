@@ -16,8 +16,9 @@ PretrainResult pretrain(VmcSetup& s, const PretrainOptions& options, StageTimers
                    options.basis.c_str(), hf.energy()));
   // Walkers follow an equal mixture of the two densities: log|ψ_mix| = ½ log(½|ψ_HF|² + ½|ψ|²).
   auto net = s.wf;
-  const LogAbsFn mixture = [&hf, net](const torch::Tensor& r) {
-    const auto a = 2.0 * hf.forward(r).logabs, b = 2.0 * net->forward(r).logabs;
+  const SystemTensors& sys = s.tensors;
+  const LogAbsFn mixture = [&hf, net, &sys](const torch::Tensor& r) {
+    const auto a = 2.0 * hf.forward(r, sys).logabs, b = 2.0 * net->forward(r, sys).logabs;
     return 0.5 * (torch::logaddexp(a, b) - std::log(2.0));
   };
   if (!s.sampler->positions().defined()) s.sampler->initialize(mixture);
@@ -33,10 +34,10 @@ PretrainResult pretrain(VmcSetup& s, const PretrainOptions& options, StageTimers
     torch::Tensor target;
     {
       torch::NoGradGuard ng;
-      target = hf.orbitals(r);  // [B, 1, N, N], broadcast over the K determinants
+      target = hf.orbitals(r, sys);  // [B, 1, N, N], broadcast over the K determinants
     }
     adam.zero_grad();
-    const auto loss = (s.wf->orbitals(r) - target).square().mean();
+    const auto loss = (s.wf->orbitals(r, sys) - target).square().mean();
     loss.backward();
     adam.step();
     const double l = loss.item<double>();

@@ -44,7 +44,7 @@ torch::TensorOptions tensor_options(const Config& config) {
 
 LogAbsFn VmcSetup::logabs_fn() const {
   auto wf_ptr = wf;
-  return [wf_ptr](const torch::Tensor& r) { return wf_ptr->forward(r).logabs; };
+  return [wf_ptr, sys = tensors](const torch::Tensor& r) { return wf_ptr->forward(r, sys).logabs; };
 }
 
 VmcSetup make_setup(const Config& config) {
@@ -52,6 +52,7 @@ VmcSetup make_setup(const Config& config) {
   s.config = config;
   s.system = resolve_system(config);
   s.options = tensor_options(config);
+  s.tensors = system_tensors(s.system, s.options);
   if (config.run.threads > 0) torch::set_num_threads(config.run.threads);
   torch::manual_seed(config.run.seed);  // parameter initialisation
   auto model_config = config.model;

@@ -25,6 +25,7 @@ struct VmcSetup {
   Config config;
   System system;
   torch::TensorOptions options;
+  SystemTensors tensors;  ///< `system` as tensors in `options` (what the model is evaluated on)
   std::shared_ptr<WaveFunction> wf;
   std::unique_ptr<MetropolisSampler> sampler;
   std::unique_ptr<LocalEnergy> local_energy;

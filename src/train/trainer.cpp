@@ -62,6 +62,10 @@ Trainer::Trainer(const Config& config) : setup_(make_setup(config)) {
 Trainer::Trainer(const Config& config, const std::string& checkpoint_path)
     : setup_(make_setup(config)), resumed_(true) {
   const Checkpoint c = load_checkpoint(checkpoint_path);
+  if (!check_checkpoint_system(c.system, setup_.system, *setup_.wf))
+    throw InputError("--resume: the run continues the same Markov chain, so the molecule must be the one "
+                     "trained on; to start from these parameters at another geometry, evaluate it or start "
+                     "a new run");
   load_module_state(*setup_.wf, c.parameters);
   optimizer_ = make_optimizer(config.optim, *setup_.wf, setup_.budget);
   optimizer_->load_state(c.optimizer);
@@ -90,6 +94,7 @@ Checkpoint Trainer::checkpoint() const {
   Checkpoint c;
   c.iteration = iteration_;
   c.config_yaml = to_yaml(setup_.config);
+  c.system = setup_.system;
   c.parameters = module_state(*setup_.wf);
   c.optimizer = optimizer_->state();
   c.sampler = setup_.sampler->state();
@@ -147,7 +152,7 @@ TrainOutcome Trainer::run(bool final_eval) {
       e = (*setup_.local_energy)(*setup_.wf, sampler.positions()).energy;
     }
     bool ok = torch::isfinite(e).all().item<bool>();
-    if (ok) ok = optimizer_->step(*setup_.wf, sampler.positions(), e, t, timers_);
+    if (ok) ok = optimizer_->step(*setup_.wf, {WalkerBatch{&setup_.tensors, sampler.positions(), e}}, t, timers_);
     if (ok) {
       for (const auto& p : setup_.wf->parameters()) ok = ok && torch::isfinite(p).all().item<bool>();
     }

@@ -6,6 +6,7 @@
 
 #include "core/config.hpp"
 #include "core/system.hpp"
+#include "models/system_tensors.hpp"
 
 namespace nnvmc::test {
 
@@ -25,6 +26,11 @@ inline FermiNetOptions small_ferminet(int width1 = 16, int width2 = 4, int layer
 inline torch::Tensor random_positions(const System& s, int64_t b, std::uint64_t seed = 1) {
   torch::manual_seed(seed);
   return torch::randn({b, s.n_electrons(), 3}, torch::kFloat64) * 1.5;
+}
+
+/// The molecule as tensors (float64 CPU unless given).
+inline SystemTensors tensors(const System& s, torch::Dtype dtype = torch::kFloat64) {
+  return system_tensors(s, torch::TensorOptions().dtype(dtype));
 }
 
 }  // namespace nnvmc::test

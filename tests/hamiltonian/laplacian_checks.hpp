@@ -11,24 +11,30 @@
 
 namespace nnvmc::test {
 
-/// Runs Laplacian method `method` on (wf, r).
-inline KineticTerms kinetic(const std::string& method, WaveFunction& wf, const torch::Tensor& r) {
+/// Runs Laplacian method `method` on (wf, sys, r); test functions without nuclei take the
+/// empty molecule.
+inline KineticTerms kinetic(const std::string& method, WaveFunction& wf, const SystemTensors& sys,
+                            const torch::Tensor& r) {
   HamiltonianOptions o;
   o.laplacian = method;
-  return make_laplacian(o, 3)->compute(wf, r);
+  return make_laplacian(o, 3)->compute(wf, sys, r);
+}
+inline KineticTerms kinetic(const std::string& method, WaveFunction& wf, const torch::Tensor& r) {
+  return kinetic(method, wf, SystemTensors{}, r);
 }
 
 /// Fourth-order central finite differences of log|ψ|: ∇² and |∇|² per walker.
-inline KineticTerms finite_differences(WaveFunction& wf, const torch::Tensor& r, double h) {
+inline KineticTerms finite_differences(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r,
+                                       double h) {
   torch::NoGradGuard ng;
   const int64_t b = r.size(0), d = 3 * r.size(1);
   const auto x = r.reshape({b, d});
-  const auto f0 = wf.forward(r).logabs;
+  const auto f0 = wf.forward(r, sys).logabs;
   auto lap = torch::zeros({b}, r.options()), gsq = torch::zeros({b}, r.options());
   auto at = [&](int64_t k, double step) {
     auto xs = x.clone();
     xs.select(1, k) += step;
-    return wf.forward(xs.view(r.sizes())).logabs;
+    return wf.forward(xs.view(r.sizes()), sys).logabs;
   };
   for (int64_t k = 0; k < d; ++k) {
     const auto f1 = at(k, h), fm1 = at(k, -h), f2 = at(k, 2 * h), fm2 = at(k, -2 * h);
@@ -37,6 +43,9 @@ inline KineticTerms finite_differences(WaveFunction& wf, const torch::Tensor& r,
   }
   return {lap, gsq};
 }
+inline KineticTerms finite_differences(WaveFunction& wf, const torch::Tensor& r, double h) {
+  return finite_differences(wf, SystemTensors{}, r, h);
+}
 
 /// Compares `exact` with finite differences at steps h and h/2, walker by walker, with a
 /// tolerance taken from the finite differences themselves: |exact − fd(h/2)| ≤
@@ -44,9 +53,9 @@ inline KineticTerms finite_differences(WaveFunction& wf, const torch::Tensor& r,
 /// truncation and rounding). Walkers near a node of ψ, where no single h is accurate, thus get
 /// an honest tolerance instead of a failure or a test-wide loose one. To keep the check sharp,
 /// at least half of the walkers must have an FD error estimate below 1e-6 relative.
-inline void expect_matches_finite_differences(const KineticTerms& exact, WaveFunction& wf, const torch::Tensor& r,
-                                              double h, double rel = 1e-7) {
-  const auto a = finite_differences(wf, r, h), b = finite_differences(wf, r, h / 2);
+inline void expect_matches_finite_differences(const KineticTerms& exact, WaveFunction& wf, const SystemTensors& sys,
+                                              const torch::Tensor& r, double h, double rel = 1e-7) {
+  const auto a = finite_differences(wf, sys, r, h), b = finite_differences(wf, sys, r, h / 2);
   const std::pair<const char*, std::array<torch::Tensor, 3>> parts[] = {
       {"laplacian", {exact.laplacian, a.laplacian, b.laplacian}}, {"grad_sq", {exact.grad_sq, a.grad_sq, b.grad_sq}}};
   for (const auto& [name, t] : parts) {

@@ -3,7 +3,6 @@
 
 #include "common/test_util.hpp"
 #include "core/errors.hpp"
-#include "hamiltonian/forward_laplacian/programs.hpp"
 #include "laplacian_checks.hpp"
 #include "models/analytic/hydrogenic.hpp"
 #include "models/ferminet/ferminet.hpp"
@@ -35,7 +34,7 @@ TEST_P(ForwardOnFermiNet, AgreesWithJvpAndReverseTo1e10) {
   FermiNet net(test::small_ferminet(c.width1, c.width2, c.layers, c.dets), s);
   perturb(net, 0.1, 5);
   const auto r = test::random_positions(s, 6, 7);
-  const auto f = kinetic("forward", net, r), j = kinetic("jvp", net, r), b = kinetic("reverse", net, r);
+  const auto f = kinetic("forward", net, test::tensors(s), r), j = kinetic("jvp", net, test::tensors(s), r), b = kinetic("reverse", net, test::tensors(s), r);
   expect_close(f.laplacian, j.laplacian, 1e-10, 0, "laplacian vs jvp");
   expect_close(f.laplacian, b.laplacian, 1e-10, 0, "laplacian vs reverse");
   expect_close(f.grad_sq, j.grad_sq, 1e-10, 0, "grad_sq vs jvp");
@@ -55,7 +54,7 @@ TEST(ForwardLaplacian, MatchesFiniteDifferencesOnFermiNet) {
   FermiNet net(test::small_ferminet(), s);
   perturb(net, 0.1, 6);
   const auto r = test::random_positions(s, 5, 8);
-  const auto f = kinetic("forward", net, r), fd = test::finite_differences(net, r, 1e-3);
+  const auto f = kinetic("forward", net, test::tensors(s), r), fd = test::finite_differences(net, test::tensors(s), r, 1e-3);
   expect_close(f.laplacian, fd.laplacian, 1e-6, 1e-6, "laplacian");
   expect_close(f.grad_sq, fd.grad_sq, 1e-7, 1e-7, "grad_sq");
 }
@@ -66,8 +65,8 @@ TEST(ForwardLaplacian, CarriesTheSameLogPsiAsForward) {
   FermiNet net(test::small_ferminet(), s);
   const auto r = test::random_positions(s, 6, 9);
   torch::NoGradGuard ng;
-  const auto a = net.forward(r);
-  const auto b = net.log_psi<FwdLap>(Blocks<FwdLap>::positions(r));
+  const auto a = net.forward(r, test::tensors(s));
+  const auto b = net.forward_laplacian(Blocks<FwdLap>::positions(r), test::tensors(s));
   expect_close(b.logabs.value, a.logabs, 1e-12, 0, "logabs");
   EXPECT_TRUE(torch::equal(b.sign, a.sign));
 }
@@ -85,9 +84,9 @@ TEST(ForwardLaplacian, SameSpinElectronsNearlyCoincidentMatchFiniteDifferences) 
     auto r = test::random_positions(s, 4, 11);
     r.select(1, 1).copy_(r.select(1, 0) + torch::tensor({0.006, -0.005, 0.0055}, r.options()));
     SCOPED_TRACE("seed " + std::to_string(seed));
-    const auto f = kinetic("forward", net, r), b = kinetic("reverse", net, r);
+    const auto f = kinetic("forward", net, test::tensors(s), r), b = kinetic("reverse", net, test::tensors(s), r);
     EXPECT_GT(f.laplacian.abs().min().item<double>(), 1e3);
-    test::expect_matches_finite_differences(f, net, r, 1e-5);
+    test::expect_matches_finite_differences(f, net, test::tensors(s), r, 1e-5);
     expect_close(f.laplacian, b.laplacian, 1e-9, 0, "laplacian vs reverse");
     expect_close(f.grad_sq, b.grad_sq, 1e-9, 0, "grad_sq vs reverse");
   }
@@ -98,7 +97,7 @@ TEST(ForwardLaplacian, HydrogenicProductMatchesClosedForm) {
   const System s = load_molecule("li", test::molecules_dir());
   Hydrogenic wf(s, 1.7);
   const auto r = test::random_positions(s, 7, 12);
-  const auto f = kinetic("forward", wf, r), j = kinetic("jvp", wf, r);
+  const auto f = kinetic("forward", wf, test::tensors(s), r), j = kinetic("jvp", wf, test::tensors(s), r);
   const auto centre = torch::tensor({s.atoms[0].position[0], s.atoms[0].position[1], s.atoms[0].position[2]},
                                     r.options());
   const auto exact_lap = -2 * 1.7 * (1 / (r - centre).norm(2, -1)).sum(1);
@@ -112,7 +111,7 @@ TEST(ForwardLaplacian, HydrogenAtomLocalKineticEnergyIsExact) {
   const System s = load_molecule("h", test::molecules_dir());
   Hydrogenic wf(s, 1.0);
   const auto r = test::random_positions(s, 9, 13);
-  const auto f = kinetic("forward", wf, r);
+  const auto f = kinetic("forward", wf, test::tensors(s), r);
   const auto dist = (r.squeeze(1) - torch::tensor({s.atoms[0].position[0], s.atoms[0].position[1],
                                                    s.atoms[0].position[2]}, r.options())).norm(2, -1);
   expect_close(-0.5 * (f.laplacian + f.grad_sq) - 1 / dist, torch::full_like(dist, -0.5), 1e-12, 0);
@@ -124,9 +123,9 @@ TEST(ForwardLaplacian, Float32RunsAndIsCloseToFloat64) {
   FermiNet net(test::small_ferminet(), s);
   perturb(net, 0.1, 14);
   const auto r = test::random_positions(s, 8, 15);
-  const auto f64 = kinetic("forward", net, r);
+  const auto f64 = kinetic("forward", net, test::tensors(s), r);
   net.to(torch::kFloat32);
-  const auto f32 = kinetic("forward", net, r.to(torch::kFloat32));
+  const auto f32 = kinetic("forward", net, test::tensors(s, torch::kFloat32), r.to(torch::kFloat32));
   EXPECT_EQ(f32.laplacian.scalar_type(), torch::kFloat32);
   expect_close(f32.laplacian, f64.laplacian, 1e-4, 0, "laplacian");
   expect_close(f32.grad_sq, f64.grad_sq, 1e-4, 0, "grad_sq");
@@ -137,7 +136,7 @@ TEST(ForwardLaplacian, AnsatzWithoutProgramGivesConfigError) {
   GaussianDeterminant wf(s, torch::randn({4, 3}, torch::kFloat64), torch::ones({4}, torch::kFloat64));
   const auto r = test::random_positions(s, 2);
   try {
-    kinetic("forward", wf, r);
+    kinetic("forward", wf, test::tensors(s), r);
     FAIL() << "expected ConfigError";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("gaussian_determinant"), std::string::npos) << e.what();

@@ -1,12 +1,11 @@
 /// An ansatz written once over Blocks<T> in a test (a Slater determinant of Gaussians per spin)
-/// gets the forward Laplacian by registering one program; checked on well-conditioned and
+/// gets the forward Laplacian by overriding WaveFunction::forward_laplacian with its FwdLap program; checked on well-conditioned and
 /// nearly singular orbital matrices against jvp, reverse and finite differences.
 #include <gtest/gtest.h>
 
 #include "common/test_util.hpp"
-#include "hamiltonian/forward_laplacian/programs.hpp"
 #include "laplacian_checks.hpp"
-#include "models/ferminet/tensor_blocks.hpp"
+#include "blocks/tensor_blocks.hpp"
 
 using namespace nnvmc;
 using test::expect_close;
@@ -41,19 +40,14 @@ class GaussianSlater : public WaveFunction {
     }
     return Op::signed_logsumexp(sign, logabs);
   }
-  LogPsi forward(const torch::Tensor& r) override { return log_psi<torch::Tensor>(r); }
+  LogPsi forward(const torch::Tensor& r, const SystemTensors&) override { return log_psi<torch::Tensor>(r); }
+  SignedFwdLap forward_laplacian(const FwdLap& r, const SystemTensors&) override { return log_psi<FwdLap>(r); }
   std::string type() const override { return "test_gaussian_slater"; }
 
  private:
   int64_t n_up_, n_down_;
   torch::Tensor centres_, alphas_;
 };
-
-void register_slater() {
-  register_forward_laplacian_program("test_gaussian_slater", [](WaveFunction& wf, const FwdLap& r) {
-    return static_cast<GaussianSlater&>(wf).log_psi<FwdLap>(r);
-  });
-}
 
 /// 3 up + 2 down electrons; `gap` separates the centres of up-orbitals 0 and 1 (small gap ⇒
 /// nearly linearly dependent orbitals ⇒ nearly singular matrices).
@@ -65,7 +59,6 @@ GaussianSlater make_slater(double gap) {
 }
 
 TEST(ForwardLaplacianSlater, AgreesWithJvpReverseAndFiniteDifferences) {
-  register_slater();
   auto wf = make_slater(0.7);
   torch::manual_seed(3);
   const auto r = torch::randn({6, 5, 3}, torch::kFloat64);
@@ -81,7 +74,6 @@ TEST(ForwardLaplacianSlater, AgreesWithJvpReverseAndFiniteDifferences) {
 TEST(ForwardLaplacianSlater, NearlySingularOrbitalMatricesMatchFiniteDifferences) {
   // Orbitals 0 and 1 differ by a centre shift of 1e-4: cond(A) ~ 1e4–1e5, while ψ (∝ the
   // shift times a smooth function) has ordinary derivatives that finite differences resolve.
-  register_slater();
   auto wf = make_slater(1e-4);
   torch::manual_seed(4);
   const auto r = torch::randn({6, 5, 3}, torch::kFloat64);

@@ -3,9 +3,8 @@
 /// fast paths checked not to touch values that are shared.
 #include <gtest/gtest.h>
 
-#include "hamiltonian/forward_laplacian/programs.hpp"
 #include "laplacian_checks.hpp"
-#include "models/ferminet/tensor_blocks.hpp"
+#include "blocks/tensor_blocks.hpp"
 
 using namespace nnvmc;
 using test::expect_close;
@@ -38,7 +37,8 @@ class MixedOps : public WaveFunction {
     const auto l = Op::sum_electrons(total, 1);                                // [B, 1]
     return Op::signed_logsumexp(torch::ones({l_batch(r), 1}, d_opts(r)), l);
   }
-  LogPsi forward(const torch::Tensor& r) override { return log_psi<torch::Tensor>(r); }
+  LogPsi forward(const torch::Tensor& r, const SystemTensors&) override { return log_psi<torch::Tensor>(r); }
+  SignedFwdLap forward_laplacian(const FwdLap& r, const SystemTensors&) override { return log_psi<FwdLap>(r); }
   std::string type() const override { return "test_mixed_ops"; }
 
  private:
@@ -51,9 +51,6 @@ class MixedOps : public WaveFunction {
 };
 
 TEST(FwdLapOps, LogExpSquareProductsAndSumsAgreeWithJvpAndFiniteDifferences) {
-  register_forward_laplacian_program("test_mixed_ops", [](WaveFunction& wf, const FwdLap& r) {
-    return static_cast<MixedOps&>(wf).log_psi<FwdLap>(r);
-  });
   MixedOps wf;
   torch::manual_seed(22);
   const auto r = torch::randn({5, 4, 3}, torch::kFloat64);
@@ -116,7 +113,8 @@ class AttentionToy : public WaveFunction {
     const auto l = Op::sum_electrons(Op::reshape_features(per, 1, {1}), 1);  // [B, 1]
     return Op::signed_logsumexp(torch::ones({l_batch(r), 1}, w_.options()), l);
   }
-  LogPsi forward(const torch::Tensor& r) override { return log_psi<torch::Tensor>(r); }
+  LogPsi forward(const torch::Tensor& r, const SystemTensors&) override { return log_psi<torch::Tensor>(r); }
+  SignedFwdLap forward_laplacian(const FwdLap& r, const SystemTensors&) override { return log_psi<FwdLap>(r); }
   std::string type() const override { return "test_attention_toy"; }
 
  private:
@@ -129,9 +127,6 @@ class AttentionToy : public WaveFunction {
 }  // namespace
 
 TEST(FwdLapOps, LayerNormSoftmaxAttentionAgreeWithJvpReverseAndFiniteDifferences) {
-  register_forward_laplacian_program("test_attention_toy", [](WaveFunction& wf, const FwdLap& r) {
-    return static_cast<AttentionToy&>(wf).log_psi<FwdLap>(r);
-  });
   AttentionToy wf;
   torch::manual_seed(32);
   const auto r = torch::randn({4, 5, 3}, torch::kFloat64);
@@ -139,5 +134,5 @@ TEST(FwdLapOps, LayerNormSoftmaxAttentionAgreeWithJvpReverseAndFiniteDifferences
   expect_close(f.laplacian, j.laplacian, 1e-10, 0, "laplacian vs jvp");
   expect_close(f.grad_sq, j.grad_sq, 1e-10, 0, "grad_sq vs jvp");
   expect_close(f.laplacian, b.laplacian, 1e-10, 0, "laplacian vs reverse");
-  test::expect_matches_finite_differences(f, wf, r, 1e-3);
+  test::expect_matches_finite_differences(f, wf, SystemTensors{}, r, 1e-3);
 }

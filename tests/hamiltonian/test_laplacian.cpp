@@ -12,11 +12,12 @@ using test::finite_differences;
 
 namespace {
 
-KineticTerms run(const std::string& method, WaveFunction& wf, const torch::Tensor& r, int probes = 1) {
+KineticTerms run(const std::string& method, WaveFunction& wf, const System& s, const torch::Tensor& r,
+                 int probes = 1) {
   HamiltonianOptions o;
   o.laplacian = method;
   o.hutchinson.probes = probes;
-  return make_laplacian(o, 3)->compute(wf, r);
+  return make_laplacian(o, 3)->compute(wf, test::tensors(s, r.scalar_type()), r);
 }
 
 /// LiH, with the global RNG seeded so the network initialisation is reproducible.
@@ -31,7 +32,7 @@ TEST(Laplacian, JvpAndReverseAgreeOnFermiNetTo1e10) {
   const System s = lih();
   FermiNet net(test::small_ferminet(), s);
   const auto r = test::random_positions(s, 8);
-  const auto a = run("jvp", net, r), b = run("reverse", net, r);
+  const auto a = run("jvp", net, s, r), b = run("reverse", net, s, r);
   expect_close(a.laplacian, b.laplacian, 1e-10, 0);
   expect_close(a.grad_sq, b.grad_sq, 1e-12, 0);
 }
@@ -40,9 +41,9 @@ TEST(Laplacian, ExactMethodsMatchFiniteDifferencesOnFermiNet) {
   const System s = lih();
   FermiNet net(test::small_ferminet(), s);
   const auto r = test::random_positions(s, 6);
-  const auto fd = finite_differences(net, r, 1e-3);
+  const auto fd = finite_differences(net, test::tensors(s), r, 1e-3);
   for (const auto* m : {"jvp", "reverse"}) {
-    const auto t = run(m, net, r);
+    const auto t = run(m, net, s, r);
     expect_close(t.laplacian, fd.laplacian, 1e-5, 1e-5);
     expect_close(t.grad_sq, fd.grad_sq, 1e-6, 1e-6);
   }
@@ -54,8 +55,8 @@ TEST(Laplacian, ExactMethodsMatchFiniteDifferencesOnGaussianDeterminant) {
                                torch::kFloat64);
   GaussianDeterminant wf(s, centres, torch::tensor({0.7, 0.4, 1.1, 0.5}, torch::kFloat64));
   const auto r = test::random_positions(s, 6);
-  const auto fd = finite_differences(wf, r, 1e-3);
-  const auto a = run("jvp", wf, r), b = run("reverse", wf, r);
+  const auto fd = finite_differences(wf, test::tensors(s), r, 1e-3);
+  const auto a = run("jvp", wf, s, r), b = run("reverse", wf, s, r);
   expect_close(a.laplacian, b.laplacian, 1e-10, 1e-12);
   expect_close(a.laplacian, fd.laplacian, 1e-5, 1e-5);
 }
@@ -64,14 +65,14 @@ TEST(Laplacian, HutchinsonIsUnbiasedWithinThreeStandardErrors) {
   const System s = lih();
   FermiNet net(test::small_ferminet(), s);
   const auto r = test::random_positions(s, 4);
-  const auto exact = run("reverse", net, r).laplacian;
+  const auto exact = run("reverse", net, s, r).laplacian;
   // Many independent single-probe estimates on the same walkers.
   const int draws = 400;
   HamiltonianOptions o;
   o.laplacian = "hutchinson";
   auto method = make_laplacian(o, 11);
   std::vector<torch::Tensor> est;
-  for (int i = 0; i < draws; ++i) est.push_back(method->compute(net, r).laplacian);
+  for (int i = 0; i < draws; ++i) est.push_back(method->compute(net, test::tensors(s), r).laplacian);
   const auto all = torch::stack(est);  // [draws, B]
   const auto mean = all.mean(0), se = all.std(0) / std::sqrt(double(draws));
   EXPECT_TRUE(((mean - exact).abs() <= 3 * se + 1e-12).all().item<bool>())
@@ -88,11 +89,11 @@ TEST(Laplacian, Float32AutogradMethodsMatchFloat64OnMethaneWalkers) {
   const System s = load_molecule("ch4", test::molecules_dir());
   FermiNet net(test::small_ferminet(32, 8, 2, 4), s);
   const auto r = test::random_positions(s, 48, 5) * 0.6;
-  const auto ref = run("forward", net, r);
+  const auto ref = run("forward", net, s, r);
   net.to(torch::kFloat32);
   const auto r32 = r.to(torch::kFloat32);
   for (const auto* m : {"jvp", "reverse"}) {
-    const auto t = run(m, net, r32);
+    const auto t = run(m, net, s, r32);
     ASSERT_EQ(t.laplacian.scalar_type(), torch::kFloat32) << m;
     // error relative to the size of the terms of the kinetic energy (a Laplacian can pass zero)
     const auto scale = ref.laplacian.abs() + ref.grad_sq;

@@ -43,8 +43,8 @@ TEST(LocalEnergy, HydrogenLikeIonWithWrongExponentHasAnalyticLocalEnergy) {
 TEST(LocalEnergy, PotentialOfTwoElectronsAndTwoProtonsByHand) {
   const System h2 = load_molecule("h2", test::molecules_dir());
   const auto r = torch::tensor({{{0.0, 0.0, 0.5}, {0.0, 1.0, 0.5}}}, torch::kFloat64);
-  auto nt = nuclei_tensors(h2, torch::TensorOptions().dtype(torch::kFloat64));
-  const double v = potential_energy(r, nt.positions, nt.charges, h2.nuclear_repulsion()).item<double>();
+  const auto nt = test::tensors(h2);
+  const double v = potential_energy(r, nt.nuclei, nt.charges, h2.nuclear_repulsion()).item<double>();
   const double expected = 1.0 / 1.0 - 1.0 / 0.5 - 1.0 / 0.9 - 1.0 / std::sqrt(1.25) -
                           1.0 / std::sqrt(1.81) + 1.0 / 1.4;
   EXPECT_NEAR(v, expected, 1e-14);

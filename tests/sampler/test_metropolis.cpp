@@ -20,7 +20,8 @@ TEST(Metropolis, ReproducesMomentsOfTheHydrogenGroundStateDensity) {
   // |ψ|² ∝ exp(−2r): <r> = 3/2, <r²> = 3 (bohr).
   const System h = load_molecule("h", test::molecules_dir());
   Hydrogenic wf(h, 1.0);
-  const LogAbsFn logabs = [&](const torch::Tensor& r) { return wf.forward(r).logabs; };
+  const auto sys = test::tensors(h);
+  const LogAbsFn logabs = [&](const torch::Tensor& r) { return wf.forward(r, sys).logabs; };
   MetropolisSampler sampler(options(2000), h, torch::TensorOptions().dtype(torch::kFloat64), 42);
   sampler.initialize(logabs);
   for (int i = 0; i < 20; ++i) sampler.adapt(sampler.run(logabs, 10));
@@ -40,7 +41,8 @@ TEST(Metropolis, ReproducesMomentsOfTheHydrogenGroundStateDensity) {
 TEST(Metropolis, StepSizeAdaptsTowardTargetAcceptance) {
   const System h = load_molecule("h", test::molecules_dir());
   Hydrogenic wf(h, 1.0);
-  const LogAbsFn logabs = [&](const torch::Tensor& r) { return wf.forward(r).logabs; };
+  const auto sys = test::tensors(h);
+  const LogAbsFn logabs = [&](const torch::Tensor& r) { return wf.forward(r, sys).logabs; };
   auto o = options(500);
   o.step_size = 0.01;  // far too small: acceptance ≈ 1
   MetropolisSampler sampler(o, h, torch::TensorOptions().dtype(torch::kFloat64), 1);
@@ -54,7 +56,8 @@ TEST(Metropolis, StepSizeAdaptsTowardTargetAcceptance) {
 TEST(Metropolis, RestoredStateContinuesTheSameChain) {
   const System s = load_molecule("lih", test::molecules_dir());
   Hydrogenic wf(s, 1.0);
-  const LogAbsFn logabs = [&](const torch::Tensor& r) { return wf.forward(r).logabs; };
+  const auto sys = test::tensors(s);
+  const LogAbsFn logabs = [&](const torch::Tensor& r) { return wf.forward(r, sys).logabs; };
   MetropolisSampler a(options(32), s, torch::TensorOptions().dtype(torch::kFloat64), 5);
   a.initialize(logabs);
   a.run(logabs, 3);

@@ -6,6 +6,7 @@
 #include "common/test_util.hpp"
 #include "core/errors.hpp"
 #include "io/hdf5_file.hpp"
+#include "models/ferminet/ferminet.hpp"
 #include "train/checkpoint.hpp"
 
 using namespace nnvmc;
@@ -24,6 +25,7 @@ Checkpoint sample_checkpoint() {
   c.sampler.logabs = torch::randn({8}, torch::kFloat64);
   c.sampler.step_size = 0.123456789;
   c.sampler.rng_state = at::detail::getDefaultCPUGenerator().get_state();
+  c.system = load_molecule("lih", test::molecules_dir());
   return c;
 }
 std::string tmp(const std::string& name) { return (fs::temp_directory_path() / name).string(); }
@@ -47,7 +49,42 @@ TEST(Checkpoint, RoundTripIsBitIdentical) {
   EXPECT_TRUE(torch::equal(d.sampler.logabs, c.sampler.logabs));
   EXPECT_EQ(d.sampler.step_size, c.sampler.step_size);
   EXPECT_TRUE(torch::equal(d.sampler.rng_state, c.sampler.rng_state));
+  ASSERT_EQ(d.system.atoms.size(), c.system.atoms.size());
+  for (size_t i = 0; i < c.system.atoms.size(); ++i) {
+    EXPECT_EQ(d.system.atoms[i].Z, c.system.atoms[i].Z);
+    EXPECT_EQ(d.system.atoms[i].position, c.system.atoms[i].position);
+  }
+  EXPECT_EQ(d.system.charge, c.system.charge);
+  EXPECT_EQ(d.system.spin, c.system.spin);
   fs::remove(path);
+}
+
+TEST(Checkpoint, ParametersCarryNoGeometry) {
+  // The model state holds parameters only: a FermiNet has no nuclei buffer, so nothing in a
+  // checkpoint's parameters can pin the network to the geometry it was trained at.
+  const System s = load_molecule("lih", test::molecules_dir());
+  FermiNet net(test::small_ferminet(), s);
+  EXPECT_TRUE(net.named_buffers().is_empty());
+  for (const auto& [name, t] : module_state(net)) EXPECT_EQ(name.find("nucle"), std::string::npos) << name;
+}
+
+TEST(Checkpoint, SameAtomsAtAnotherGeometryAreAcceptedOtherAtomsRefused) {
+  const System lih = load_molecule("lih", test::molecules_dir());
+  FermiNet net(test::small_ferminet(), lih);
+  EXPECT_TRUE(check_checkpoint_system(lih, lih, net));
+  System stretched = lih;
+  stretched.atoms[1].position[2] += 0.5;
+  EXPECT_FALSE(check_checkpoint_system(lih, stretched, net));  // allowed: a new geometry
+  System swapped = lih;                                        // H first, then Li: same counts
+  std::swap(swapped.atoms[0], swapped.atoms[1]);
+  EXPECT_THROW(check_checkpoint_system(lih, swapped, net), InputError);
+  const System h2 = load_molecule("h2", test::molecules_dir());
+  try {
+    check_checkpoint_system(lih, h2, net);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("system.molecule"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Checkpoint, NonFiniteValuesAreRefusedAndTheOldFileIsKept) {

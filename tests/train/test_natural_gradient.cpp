@@ -15,13 +15,19 @@ namespace {
 class LinearLogPsi final : public WaveFunction {
  public:
   explicit LinearLogPsi(int64_t n) { theta = register_parameter("theta", torch::zeros({3 * n}, torch::kFloat64)); }
-  LogPsi forward(const torch::Tensor& r) override {
+  LogPsi forward(const torch::Tensor& r, const SystemTensors&) override {
     const auto logabs = r.reshape({r.size(0), -1}).mv(theta);
     return {torch::ones_like(logabs), logabs};
   }
   std::string type() const override { return "linear_test"; }
   torch::Tensor theta;
 };
+
+/// One molecule's walkers (the toy has no nuclei).
+std::vector<WalkerBatch> batch(const torch::Tensor& r, const torch::Tensor& e) {
+  static const SystemTensors none;
+  return {WalkerBatch{&none, r, e}};
+}
 
 OptimOptions options(const std::string& type, double damping) {
   OptimOptions o;
@@ -62,7 +68,7 @@ struct Quadratic {
     { torch::NoGradGuard g; wf.theta.copy_(theta0); }
     auto opt = make_optimizer(o, wf);
     StageTimers timers;
-    EXPECT_TRUE(opt->step(wf, r, e, 0, timers));
+    EXPECT_TRUE(opt->step(wf, batch(r, e), 0, timers));
     return wf.theta.detach().clone();
   }
 };
@@ -136,7 +142,7 @@ TEST(NaturalGradient, BudgetBelowOneWalkersJacobianIsAClearError) {
   auto opt = make_optimizer(options("spring", 1e-3), wf, batching::MemoryBudget(1024));
   StageTimers timers;
   try {
-    opt->step(wf, q.r, q.e, 0, timers);
+    opt->step(wf, batch(q.r, q.e), 0, timers);
     FAIL() << "expected BudgetError";
   } catch (const BudgetError& e) {
     EXPECT_NE(std::string(e.what()).find("per-sample gradients"), std::string::npos) << e.what();
@@ -149,8 +155,8 @@ TEST(NaturalGradient, AmpleBudgetGivesTheSameStep) {
   LinearLogPsi a(q.n), b(q.n);
   { torch::NoGradGuard g; a.theta.copy_(q.theta0); b.theta.copy_(q.theta0); }
   StageTimers timers;
-  EXPECT_TRUE(make_optimizer(o, a)->step(a, q.r, q.e, 0, timers));
-  EXPECT_TRUE(make_optimizer(o, b, batching::MemoryBudget(std::int64_t{1} << 30))->step(b, q.r, q.e, 0, timers));
+  EXPECT_TRUE(make_optimizer(o, a)->step(a, batch(q.r, q.e), 0, timers));
+  EXPECT_TRUE(make_optimizer(o, b, batching::MemoryBudget(std::int64_t{1} << 30))->step(b, batch(q.r, q.e), 0, timers));
   EXPECT_TRUE(torch::allclose(a.theta, b.theta, 1e-12, 0));
 }
 
@@ -162,7 +168,7 @@ TEST(NaturalGradient, NonFiniteJacobianRejectsTheStepAndKeepsParameters) {
   StageTimers timers;
   auto r = q.r.clone();
   r[3][1][2] = std::numeric_limits<double>::quiet_NaN();
-  EXPECT_FALSE(opt->step(wf, r, q.e, 0, timers));
+  EXPECT_FALSE(opt->step(wf, batch(r, q.e), 0, timers));
   EXPECT_TRUE(torch::equal(wf.theta, torch::zeros_like(wf.theta)));
   EXPECT_TRUE(opt->state().empty());  // no SPRING history from a rejected step
 }

@@ -3,8 +3,8 @@
 /// softmax and the attention-weighted sum over electrons.
 #include <cmath>
 
-#include "hamiltonian/forward_laplacian/fwdlap.hpp"
-#include "hamiltonian/forward_laplacian/fwdlap_detail.hpp"
+#include "blocks/fwdlap.hpp"
+#include "blocks/fwdlap_detail.hpp"
 
 namespace nnvmc {
 

@@ -18,7 +18,7 @@
 
 #include <vector>
 
-#include "models/wavefunction.hpp"
+#include "blocks/blocks.hpp"
 
 namespace nnvmc {
 
@@ -75,11 +75,14 @@ struct Blocks<FwdLap> {
   static T tanh(T&& x);  ///< in place when x is exclusive
   static T exp(const T& x);
   static T log(const T& x);
+  static T log1p(const T& x);
+  static T reciprocal(const T& x);
   static T square(const T& x);
   static T add(const T& a, const T& b);
   static T add(T&& a, const T& b);  ///< in place when a is exclusive and has b's layout
   static T mul(const T& a, const T& b);
   static T mul_const(const T& x, const torch::Tensor& c);
+  static T add_const(const T& x, const torch::Tensor& c);
   static T linear(const torch::nn::Linear& lin, const T& x);
   static T linear_cat(const torch::nn::Linear& lin, const std::vector<T>& parts);
   static T cat(const std::vector<T>& parts);

@@ -4,8 +4,8 @@
 #include <algorithm>
 
 #include "core/errors.hpp"
-#include "hamiltonian/forward_laplacian/fwdlap.hpp"
-#include "hamiltonian/forward_laplacian/fwdlap_detail.hpp"
+#include "blocks/fwdlap.hpp"
+#include "blocks/fwdlap_detail.hpp"
 
 namespace nnvmc {
 
@@ -182,6 +182,21 @@ FwdLap Op::exp(const FwdLap& x) {
 FwdLap Op::log(const FwdLap& x) {
   auto inv = x.value.reciprocal();
   return elementwise(x, torch::log(x.value), inv, -inv.square());
+}
+
+FwdLap Op::log1p(const FwdLap& x) {
+  auto inv = (1 + x.value).reciprocal();
+  return elementwise(x, torch::log1p(x.value), inv, -inv.square());
+}
+
+FwdLap Op::reciprocal(const FwdLap& x) {
+  auto inv = x.value.reciprocal();
+  auto inv2 = inv.square();
+  return elementwise(x, inv, -inv2, 2 * inv2 * inv);
+}
+
+FwdLap Op::add_const(const FwdLap& x, const torch::Tensor& c) {
+  return like(x, x.value + c, x.jac, x.lap);
 }
 
 FwdLap Op::square(const FwdLap& x) {

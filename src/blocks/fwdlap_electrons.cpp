@@ -1,8 +1,8 @@
 /// @file fwdlap_electrons.cpp
 /// FwdLap ops that create or change the electron structure: positions, electron–centre and
 /// electron–electron vectors, norms, sums/means over electrons, global broadcasts, envelopes.
-#include "hamiltonian/forward_laplacian/fwdlap.hpp"
-#include "hamiltonian/forward_laplacian/fwdlap_detail.hpp"
+#include "blocks/fwdlap.hpp"
+#include "blocks/fwdlap_detail.hpp"
 
 namespace nnvmc {
 

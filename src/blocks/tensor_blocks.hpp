@@ -1,16 +1,15 @@
 #pragma once
 /// @file tensor_blocks.hpp
 /// `Blocks<torch::Tensor>`: the building blocks of ansätze evaluated on plain tensors (the
-/// autograd path of WaveFunction::forward). `Blocks<FwdLap>` in
-/// hamiltonian/forward_laplacian/ implements the same ops for the forward Laplacian, so an
-/// ansatz written against `Blocks<T>` gets both. Shapes: electron features [B, E, *F],
+/// autograd path of WaveFunction::forward). `Blocks<FwdLap>` (fwdlap.hpp) implements the same
+/// ops for the forward Laplacian, so an ansatz written against `Blocks<T>` gets both. Shapes: electron features [B, E, *F],
 /// pair features [B, E, E', *F], global features [B, *F]; "features" are trailing axes.
 #include <torch/torch.h>
 
 #include <array>
 #include <vector>
 
-#include "models/wavefunction.hpp"
+#include "blocks/blocks.hpp"
 
 namespace nnvmc {
 
@@ -35,11 +34,19 @@ struct Blocks<torch::Tensor> {
   static T tanh(const T& x) { return torch::tanh(x); }
   static T exp(const T& x) { return torch::exp(x); }
   static T log(const T& x) { return torch::log(x); }
+  static T log1p(const T& x) { return torch::log1p(x); }
+  static T reciprocal(const T& x) { return torch::reciprocal(x); }
   static T square(const T& x) { return x.square(); }
   static T add(const T& a, const T& b) { return a + b; }
   static T mul(const T& a, const T& b) { return a * b; }
   /// x · c with a constant c broadcast over the trailing (feature) axes.
   static T mul_const(const T& x, const torch::Tensor& c) { return x * c; }
+  /// x + c with a constant c broadcast over the trailing axes (e.g. [E, F] per electron).
+  static T add_const(const T& x, const torch::Tensor& c) { return x + c; }
+  /// x · weightᵀ (+ bias) on the last axis. @param weight [out, in] @param bias [out] or undefined
+  static T affine(const T& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+    return torch::nn::functional::linear(x, weight, bias);
+  }
   static T linear(const torch::nn::Linear& lin, const T& x) { return lin.ptr()->forward(x); }
   /// lin(cat(parts, -1)); the concatenation is a detail of this implementation.
   static T linear_cat(const torch::nn::Linear& lin, const std::vector<T>& parts) {

@@ -4,8 +4,8 @@
 /// triangular solves (no explicit inverse):
 ///   ∂_c log|det A| = tr(A⁻¹ ∂_c A),
 ///   Σ_c ∂_c² log|det A| = tr(A⁻¹ ∇²A) − Σ_c tr((A⁻¹ ∂_c A)²).
-#include "hamiltonian/forward_laplacian/fwdlap.hpp"
-#include "hamiltonian/forward_laplacian/fwdlap_detail.hpp"
+#include "blocks/fwdlap.hpp"
+#include "blocks/fwdlap_detail.hpp"
 
 namespace nnvmc {
 

@@ -3,7 +3,7 @@
 /// Helpers shared by the FwdLap op implementations (not part of the interface).
 #include <string>
 
-#include "hamiltonian/forward_laplacian/fwdlap.hpp"
+#include "blocks/fwdlap.hpp"
 
 namespace nnvmc::fwdlap_detail {
 
