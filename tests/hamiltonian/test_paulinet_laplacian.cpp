@@ -135,3 +135,15 @@ TEST(PauliNetCusps, LocalEnergyStaysFiniteAtElectronCoalescenceOnlyWithTheCuspFa
   EXPECT_GT(eo[3], 0.5 / 1e-5);  // E_L ≈ +1/r_12
   EXPECT_GT(std::abs(eo[3] - eo[2]), 1e4);
 }
+
+TEST(PauliNetLaplacian, ForwardMethodWorksInFloat32) {
+  const System s = load_molecule("lih", test::molecules_dir());
+  PauliNet net(small_paulinet(), s);
+  const auto r = walkers_with_cusp_regions(s, 4, 7);
+  const auto ref = kinetic("forward", net, test::tensors(s), r);
+  net.to(torch::kFloat32);
+  const auto f32 = kinetic("forward", net, test::tensors(s, torch::kFloat32), r.to(torch::kFloat32));
+  EXPECT_EQ(f32.laplacian.scalar_type(), torch::kFloat32);
+  expect_close(f32.laplacian, ref.laplacian, 1e-3, 1e-3, "float32 laplacian");
+  expect_close(f32.grad_sq, ref.grad_sq, 1e-3, 1e-3, "float32 grad_sq");
+}
