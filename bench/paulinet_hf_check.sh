@@ -21,7 +21,6 @@ print(f"{sys.argv[2]:16s} E = {s['energy']:.5f} +- {s['energy_err']:.5f}  varian
       f"tau {s['autocorr_time']:.1f}  ({s['steps']} steps x {s['walkers']} walkers)")
 PY
 }
-grep -o "E_HF = [-0-9.]*" "$OUT/plain.log" 2>/dev/null || true
 run plain false false
 run nuclear_cusp true false
 run both_cusps true true

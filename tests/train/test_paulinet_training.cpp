@@ -59,18 +59,18 @@ TEST(PauliNetTraining, HartreeFockLimitSamplesTheHartreeFockEnergy) {
 
 TEST(PauliNetTraining, ShortSpringTrainingLowersTheEnergy) {
   // He: the untrained network (random Jastrow and backflow on RHF/6-311G) evaluates near
-  // -2.86 Eh; 60 SPRING iterations of 64 walkers bring it near the exact -2.9037 Eh.
-  const std::vector<std::string> o = {"sampler.walkers=64", "sampler.steps_per_iteration=5", "sampler.burn_in=50",
-                                      "optim.lr=0.1", "optim.sr.norm_constraint=0.01", "eval.steps=50",
-                                      "eval.burn_in=20"};
+  // -2.86 Eh; 40 SPRING iterations of 64 walkers bring it near the exact -2.9037 Eh.
+  const std::vector<std::string> o = {"sampler.walkers=64", "sampler.steps_per_iteration=4", "sampler.burn_in=30",
+                                      "optim.lr=0.1", "optim.sr.norm_constraint=0.01", "eval.steps=40",
+                                      "eval.burn_in=10"};
   Config before = paulinet_config("he", fresh_dir("nnvmc_pn_he0"), 0, o);
   before.sampler.walkers = 256;
   auto s = make_setup(before);
   s.sampler->initialize(s.logabs_fn());
   StageTimers timers;
   const auto e0 = evaluate(s, before.eval, timers).stats;
-  Trainer t(paulinet_config("he", fresh_dir("nnvmc_pn_he"), 60, o));
-  const auto e1 = t.run(true).final_eval.stats;  // 50 steps x 64 walkers
+  Trainer t(paulinet_config("he", fresh_dir("nnvmc_pn_he"), 40, o));
+  const auto e1 = t.run(true).final_eval.stats;  // 40 steps x 64 walkers
   const double sigma = std::sqrt(e0.error * e0.error + e1.error * e1.error);
   EXPECT_LT(e1.mean, e0.mean - 3 * sigma) << e0.mean << " ± " << e0.error << " -> " << e1.mean << " ± " << e1.error;
 }
