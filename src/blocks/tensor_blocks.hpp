@@ -90,8 +90,10 @@ struct Blocks<torch::Tensor> {
   /// (SchNet). @param w [B, E, E', F] pair filters @param h [B, E', F] @param mask [E, E'] constant
   /// 0/1 pair selection, or undefined for all pairs @return [B, E, F]
   static T pair_conv(const T& w, const T& h, const torch::Tensor& mask) {
+    // A broadcast product summed over j: several times faster than einsum's batched
+    // matrix-vector products for few electrons (bench: [256, 5, 5, 64], 3.6 vs 13.6 ms).
     const auto wm = mask.defined() ? w * mask.unsqueeze(-1) : w;
-    return torch::einsum("bijf,bjf->bif", {wm, h});
+    return (wm * h.unsqueeze(1)).sum(2);
   }
   /// Layer normalisation over the last (feature) axis, without affine parameters:
   /// (x − mean) / sqrt(var + 1e-5) with the biased variance (as torch::layer_norm).
