@@ -13,7 +13,8 @@
 /// cusp radii and fit) always come from the SystemTensors of the evaluation.
 #include <torch/torch.h>
 
-#include <Eigen/Dense>
+#include <array>
+#include <memory>
 
 #include "blocks/fwdlap.hpp"
 #include "blocks/tensor_blocks.hpp"

@@ -110,3 +110,13 @@ TEST(PauliNetTraining, PerSampleGradientsEqualSingleWalkerGradients) {
     EXPECT_TRUE(torch::allclose(rows[w], torch::cat(flat), 1e-10, 1e-12)) << "walker " << w;
   }
 }
+
+TEST(PauliNetTraining, EveryOptimizerTrainsFinitely) {
+  for (const char* type : {"adam", "sr", "minsr", "spring"}) {
+    const auto dir = fresh_dir(std::string("nnvmc_pn_opt_") + type);
+    Trainer t(paulinet_config("lih", dir, 2, {std::string("optim.type=") + type, "optim.lr=0.01"}));
+    EXPECT_EQ(t.run(false).iterations, 2) << type;
+    for (double e : column(dir + "/result.h5", "train/energy")) EXPECT_TRUE(std::isfinite(e)) << type;
+    for (const auto& p : t.setup().wf->parameters()) EXPECT_TRUE(torch::isfinite(p).all().item<bool>()) << type;
+  }
+}
