@@ -3,6 +3,7 @@
 #include "core/errors.hpp"
 #include "models/ferminet/ferminet.hpp"
 #include "models/hf/hf_determinant.hpp"
+#include "models/paulinet/paulinet.hpp"
 
 namespace nnvmc {
 
@@ -34,6 +35,7 @@ void register_builtin_models(ModelRegistry& registry) {
   registry.add("hf", [](const ModelConfig& c, const System& s) {
     return std::make_shared<HartreeFockDeterminant>(s, c.hf.basis);
   });
+  registry.add("paulinet", [](const ModelConfig& c, const System& s) { return make_paulinet(c.paulinet, s); });
 }
 
 const ModelRegistry& model_registry() {

@@ -19,6 +19,8 @@
 #include <concepts>
 #include <vector>
 
+#include "blocks/gaussian_orbitals.hpp"
+
 namespace nnvmc {
 
 /// sign(ψ) and log|ψ| per walker.
@@ -36,18 +38,22 @@ inline constexpr double kLayerNormEps = 1e-5;
 
 /// Every op an ansatz may use, with the argument kinds it takes. `x`, `y` are T values;
 /// `c` a constant tensor (parameters enter as constants: derivatives are in electron
-/// coordinates only); `lin` a linear layer.
+/// coordinates only); `lin` a linear layer; `orb` Gaussian orbitals (gaussian_orbitals.hpp).
 template <class T>
 concept BuildingBlocks = requires(const T& x, const T& y, const std::vector<T>& parts,
                                   const torch::Tensor& c, const torch::nn::Linear& lin,
-                                  std::vector<int64_t> shape, int64_t i, double s) {
+                                  std::vector<int64_t> shape, int64_t i, double s,
+                                  const GaussianOrbitalSpec& orb) {
   typename Blocks<T>::Signed;
   { Blocks<T>::positions(c) } -> std::same_as<T>;
   { Blocks<T>::sub_centres(x, c) } -> std::same_as<T>;
   { Blocks<T>::pair_vectors(x) } -> std::same_as<T>;
   { Blocks<T>::pair_norm(x) } -> std::same_as<T>;
   { Blocks<T>::norm(x) } -> std::same_as<T>;
+  { Blocks<T>::constant_electrons(x, c) } -> std::same_as<T>;
+  { Blocks<T>::gaussian_orbitals(x, orb) } -> std::same_as<T>;
   { Blocks<T>::tanh(x) } -> std::same_as<T>;
+  { Blocks<T>::softplus(x) } -> std::same_as<T>;
   { Blocks<T>::exp(x) } -> std::same_as<T>;
   { Blocks<T>::log(x) } -> std::same_as<T>;
   { Blocks<T>::log1p(x) } -> std::same_as<T>;
@@ -68,6 +74,8 @@ concept BuildingBlocks = requires(const T& x, const T& y, const std::vector<T>& 
   { Blocks<T>::mean_electrons(x, i) } -> std::same_as<T>;
   { Blocks<T>::sum_electrons(x, i) } -> std::same_as<T>;
   { Blocks<T>::sum_features(x) } -> std::same_as<T>;
+  { Blocks<T>::sum_feature_axis(x, i) } -> std::same_as<T>;
+  { Blocks<T>::pair_conv(x, y, c) } -> std::same_as<T>;
   { Blocks<T>::add_global(x, y) } -> std::same_as<T>;
   { Blocks<T>::envelope(x, c, c) } -> std::same_as<T>;
   { Blocks<T>::layer_norm(x) } -> std::same_as<T>;

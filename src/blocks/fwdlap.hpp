@@ -71,7 +71,10 @@ struct Blocks<FwdLap> {
   static T pair_vectors(const T& r);
   static T pair_norm(const T& ee);
   static T norm(const T& x);
+  static T constant_electrons(const T& r, const torch::Tensor& c);  ///< local, zero derivatives
+  static T gaussian_orbitals(const T& r, const GaussianOrbitalSpec& orb);  ///< r: positions → local
   static T tanh(const T& x);
+  static T softplus(const T& x);
   static T tanh(T&& x);  ///< in place when x is exclusive
   static T exp(const T& x);
   static T log(const T& x);
@@ -93,6 +96,8 @@ struct Blocks<FwdLap> {
   static T mean_electrons(const T& x, int64_t axis);
   static T sum_electrons(const T& x, int64_t axis);
   static T sum_features(const T& x);
+  static T sum_feature_axis(const T& x, int64_t axis);
+  static T pair_conv(const T& w, const T& h, const torch::Tensor& mask);  ///< pair w, local/dense h → dense
   static T add_global(const T& x, const T& g);
   static T add_global(T&& x, const T& g);  ///< in place when x is exclusive and dense
   static T envelope(const T& d, const torch::Tensor& pi, const torch::Tensor& sigma);

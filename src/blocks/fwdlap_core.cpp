@@ -174,6 +174,11 @@ FwdLap Op::tanh(FwdLap&& x) {
   return std::move(x);
 }
 
+FwdLap Op::softplus(const FwdLap& x) {
+  const auto sig = torch::sigmoid(x.value);
+  return elementwise(x, torch::softplus(x.value), sig, sig * (1 - sig));
+}
+
 FwdLap Op::exp(const FwdLap& x) {
   auto e = torch::exp(x.value);
   return elementwise(x, e, e, e);
@@ -247,6 +252,11 @@ FwdLap Op::slice_electrons(const FwdLap& x, int64_t axis, int64_t lo, int64_t hi
 
 FwdLap Op::slice_features(const FwdLap& x, int64_t lo, int64_t hi) {
   return like(x, x.value.slice(-1, lo, hi), x.jac.slice(-1, lo, hi), x.lap.slice(-1, lo, hi));
+}
+
+FwdLap Op::sum_feature_axis(const FwdLap& x, int64_t axis) {
+  require(axis < 0 && -axis <= x.value.dim() - 1 - x.electron_axes(), "sum_feature_axis: not a feature axis");
+  return like(x, x.value.sum(axis), x.jac.sum(axis), x.lap.sum(axis));
 }
 
 FwdLap Op::sum_features(const FwdLap& x) {

@@ -20,6 +20,18 @@ FwdLap Op::positions(const torch::Tensor& r) {
   return x;
 }
 
+FwdLap Op::constant_electrons(const FwdLap& r, const torch::Tensor& c) {
+  require(r.kind == Sparsity::local && r.value.size(1) == c.size(0), "constant_electrons: one row per electron of r");
+  std::vector<int64_t> s{r.value.size(0)};
+  s.insert(s.end(), c.sizes().begin(), c.sizes().end());
+  FwdLap x = r;
+  x.value = c.unsqueeze(0).expand(s).contiguous();
+  s.insert(s.begin() + 2, 3);
+  x.jac = torch::zeros(s, c.options());
+  x.lap = torch::zeros_like(x.value);
+  return x;
+}
+
 FwdLap Op::sub_centres(const FwdLap& r, const torch::Tensor& centres) {
   require(r.electron_axes() == 1, "sub_centres needs electron positions");
   const auto m = centres.size(0);

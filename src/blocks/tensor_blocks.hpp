@@ -29,10 +29,22 @@ struct Blocks<torch::Tensor> {
     const auto eye = torch::eye(ee.size(1), ee.options()).unsqueeze(-1);  // [N, N, 1]
     return (ee + eye).norm(2, -1, /*keepdim=*/true) * (1 - eye);
   }
+  /// Constant electron features c broadcast over the walkers of r (no dependence on r).
+  /// @param r [B, E, 3] positions @param c [E, *F] @return [B, E, *F]
+  static T constant_electrons(const T& r, const torch::Tensor& c) {
+    std::vector<int64_t> s{r.size(0)};
+    s.insert(s.end(), c.sizes().begin(), c.sizes().end());
+    return c.unsqueeze(0).expand(s);
+  }
+  /// Gaussian (cusp-corrected) orbitals on electron positions (gaussian_orbitals.hpp).
+  /// @param r [B, E, 3] @return [B, E, O]
+  static T gaussian_orbitals(const T& r, const GaussianOrbitalSpec& orb) { return gaussian_orbitals_tensor(r, orb); }
   /// Euclidean norm over the last axis, kept as size 1.
   static T norm(const T& x) { return x.norm(2, -1, /*keepdim=*/true); }
   static T tanh(const T& x) { return torch::tanh(x); }
   static T exp(const T& x) { return torch::exp(x); }
+  /// log(1 + eˣ) (libtorch's softplus has forward-mode derivatives of its backward).
+  static T softplus(const T& x) { return torch::softplus(x); }
   static T log(const T& x) { return torch::log(x); }
   static T log1p(const T& x) { return torch::log1p(x); }
   static T reciprocal(const T& x) { return torch::reciprocal(x); }
@@ -72,6 +84,17 @@ struct Blocks<torch::Tensor> {
   static T sum_electrons(const T& x, int64_t axis) { return x.sum(axis); }
   /// Sum over the last (feature) axis, dropped.
   static T sum_features(const T& x) { return x.sum(-1); }
+  /// Sum over the feature axis `axis` (negative, counted from the end), dropped.
+  static T sum_feature_axis(const T& x, int64_t axis) { return x.sum(axis); }
+  /// Continuous-filter convolution out[b, i, f] = Σ_j mask[i, j] w[b, i, j, f] h[b, j, f]
+  /// (SchNet). @param w [B, E, E', F] pair filters @param h [B, E', F] @param mask [E, E'] constant
+  /// 0/1 pair selection, or undefined for all pairs @return [B, E, F]
+  static T pair_conv(const T& w, const T& h, const torch::Tensor& mask) {
+    // A broadcast product summed over j: several times faster than einsum's batched
+    // matrix-vector products for few electrons (bench: [256, 5, 5, 64], 3.6 vs 13.6 ms).
+    const auto wm = mask.defined() ? w * mask.unsqueeze(-1) : w;
+    return (wm * h.unsqueeze(1)).sum(2);
+  }
   /// Layer normalisation over the last (feature) axis, without affine parameters:
   /// (x − mean) / sqrt(var + 1e-5) with the biased variance (as torch::layer_norm).
   /// Written in elementary ops: libtorch's fused layer_norm has no forward-mode derivative of

@@ -162,6 +162,19 @@ void validate(const Config& c) {
     require(l[0] > 0 && l[1] > 0, "model.ferminet.hidden_dims", "widths must be > 0");
   require(f.determinants > 0, "model.ferminet.determinants", "must be > 0");
   require_one_of(f.envelope, {"isotropic"}, "model.ferminet.envelope");
+  const auto& p = c.model.paulinet;
+  require(p.rc_scaling > 0, "model.paulinet.rc_scaling", "must be > 0");
+  require(p.cusp_alpha > 0, "model.paulinet.cusp_alpha", "must be > 0");
+  require(p.interactions >= 0, "model.paulinet.interactions", "must be >= 0");
+  require(p.embedding_dim > 0, "model.paulinet.embedding_dim", "must be > 0");
+  require(p.kernel_dim > 0, "model.paulinet.kernel_dim", "must be > 0");
+  require(p.distance_features > 0, "model.paulinet.distance_features", "must be > 0");
+  require(p.cutoff > 0, "model.paulinet.cutoff", "must be > 0");
+  require(p.jastrow_layers > 0, "model.paulinet.jastrow_layers", "must be > 0");
+  require(p.backflow_layers > 0, "model.paulinet.backflow_layers", "must be > 0");
+  // PauliNet's orbitals are the Hartree-Fock orbitals times a backflow that starts near 1.
+  require(c.model.type != "paulinet" || c.pretrain.steps == 0, "pretrain.steps",
+          "must be 0 for model.type paulinet: its Hartree-Fock baseline is built in (no HF pretraining)");
 }
 
 Config parse_config(const std::string& yaml_text, const std::vector<std::string>& overrides,

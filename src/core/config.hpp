@@ -46,15 +46,58 @@ struct HartreeFockOptions {
   template <class V> void visit(V& v) { v("basis", basis, "basis set (data/basis/)"); }
 };
 
+/// PauliNet hyper-parameters; defaults follow Hermann, Schätzle, Noé, Nat. Chem. 12, 891 (2020)
+/// as implemented in DeepQMC 0.3 (SchNet version 2, orbital-type multiplicative backflow).
+struct PaulinetOptions {
+  std::string basis = "6-311g";   ///< Gaussian basis of the Hartree–Fock baseline orbitals
+  bool unrestricted = false;      ///< UHF orbitals (open-shell molecules always use UHF)
+  bool freeze_baseline = true;    ///< MO coefficients fixed (false: trained as parameters)
+  bool cusp_correction = true;    ///< nuclear cusp correction of the Gaussian orbitals
+  double rc_scaling = 1.0;        ///< correction radius r_c = rc_scaling / Z (bohr)
+  bool cusp_shifts = true;        ///< train the relative shift of each corrected orbital at its nucleus
+  bool cusp_electrons = true;     ///< analytic electron–electron cusp factor exp(γ)
+  double cusp_alpha = 10.0;       ///< α of γ = Σ_{i<j} −c_ij / (α (1 + α r_ij))
+  bool jastrow = true;            ///< learned Jastrow factor J (false: J = 0)
+  bool backflow = true;           ///< learned multiplicative backflow (false: f = 1)
+  int interactions = 3;           ///< message-passing rounds of the graph network
+  int embedding_dim = 128;        ///< electron embedding width
+  int kernel_dim = 64;            ///< convolution kernel width
+  int distance_features = 32;     ///< Gaussian distance features per edge
+  double cutoff = 10.0;           ///< distance-feature cutoff (bohr)
+  int jastrow_layers = 3;         ///< layers of the Jastrow MLP
+  int backflow_layers = 3;        ///< layers of the backflow MLP
+  template <class V> void visit(V& v) {
+    v("basis", basis, "basis set of the HF baseline (data/basis/)");
+    v("unrestricted", unrestricted, "UHF baseline orbitals (open shells always use UHF)");
+    v("freeze_baseline", freeze_baseline, "keep the HF MO coefficients fixed");
+    v("cusp_correction", cusp_correction, "nuclear cusp correction of the Gaussian orbitals");
+    v("rc_scaling", rc_scaling, "cusp-correction radius r_c = rc_scaling / Z (bohr)");
+    v("cusp_shifts", cusp_shifts, "train the value shift of each cusp-corrected orbital at its nucleus");
+    v("cusp_electrons", cusp_electrons, "analytic electron-electron cusp factor");
+    v("cusp_alpha", cusp_alpha, "alpha of the electron-electron cusp factor");
+    v("jastrow", jastrow, "learned Jastrow factor");
+    v("backflow", backflow, "learned multiplicative orbital backflow");
+    v("interactions", interactions, "message-passing rounds of the graph network");
+    v("embedding_dim", embedding_dim, "electron embedding width");
+    v("kernel_dim", kernel_dim, "convolution kernel width");
+    v("distance_features", distance_features, "Gaussian distance features per edge");
+    v("cutoff", cutoff, "distance-feature cutoff (bohr)");
+    v("jastrow_layers", jastrow_layers, "layers of the Jastrow MLP");
+    v("backflow_layers", backflow_layers, "layers of the backflow MLP");
+  }
+};
+
 /// `model:` — ansatz type and per-type options under the type's name.
 struct ModelConfig {
   std::string type = "ferminet";  ///< registry key of the ansatz
   FermiNetOptions ferminet;       ///< options when type == ferminet
   HartreeFockOptions hf;          ///< options when type == hf
+  PaulinetOptions paulinet;       ///< options when type == paulinet
   template <class V> void visit(V& v) {
-    v("type", type, "ansatz: ferminet | hf");
+    v("type", type, "ansatz: ferminet | hf | paulinet");
     v("ferminet", ferminet, "FermiNet options");
     v("hf", hf, "Hartree-Fock determinant options");
+    v("paulinet", paulinet, "PauliNet options");
   }
 };
 
