@@ -48,6 +48,8 @@ concept BuildingBlocks = requires(const T& x, const T& y, const std::vector<T>& 
   { Blocks<T>::pair_norm(x) } -> std::same_as<T>;
   { Blocks<T>::norm(x) } -> std::same_as<T>;
   { Blocks<T>::tanh(x) } -> std::same_as<T>;
+  { Blocks<T>::sigmoid(x) } -> std::same_as<T>;
+  { Blocks<T>::softplus(x) } -> std::same_as<T>;
   { Blocks<T>::exp(x) } -> std::same_as<T>;
   { Blocks<T>::log(x) } -> std::same_as<T>;
   { Blocks<T>::log1p(x) } -> std::same_as<T>;
@@ -56,6 +58,7 @@ concept BuildingBlocks = requires(const T& x, const T& y, const std::vector<T>& 
   { Blocks<T>::add(x, y) } -> std::same_as<T>;
   { Blocks<T>::mul(x, y) } -> std::same_as<T>;
   { Blocks<T>::mul_const(x, c) } -> std::same_as<T>;
+  { Blocks<T>::mul_const_electrons(x, c) } -> std::same_as<T>;
   { Blocks<T>::add_const(x, c) } -> std::same_as<T>;
   { Blocks<T>::linear(lin, x) } -> std::same_as<T>;
   { Blocks<T>::affine(x, c, c) } -> std::same_as<T>;
@@ -68,9 +71,12 @@ concept BuildingBlocks = requires(const T& x, const T& y, const std::vector<T>& 
   { Blocks<T>::mean_electrons(x, i) } -> std::same_as<T>;
   { Blocks<T>::sum_electrons(x, i) } -> std::same_as<T>;
   { Blocks<T>::sum_features(x) } -> std::same_as<T>;
+  { Blocks<T>::sum_centres(x) } -> std::same_as<T>;
+  { Blocks<T>::pair_to_electron(x) } -> std::same_as<T>;
   { Blocks<T>::add_global(x, y) } -> std::same_as<T>;
   { Blocks<T>::envelope(x, c, c) } -> std::same_as<T>;
   { Blocks<T>::layer_norm(x) } -> std::same_as<T>;
+  { Blocks<T>::layer_norm(x, s) } -> std::same_as<T>;
   { Blocks<T>::electron_dot(x, y, s) } -> std::same_as<T>;
   { Blocks<T>::softmax(x) } -> std::same_as<T>;
   { Blocks<T>::electron_mix(x, y) } -> std::same_as<T>;

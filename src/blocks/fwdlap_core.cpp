@@ -123,6 +123,11 @@ FwdLap Op::mul_const(const FwdLap& x, const torch::Tensor& c) {
   return like(x, x.value * c, x.jac * c, x.lap * c);
 }
 
+FwdLap Op::mul_const_electrons(const FwdLap& x, const torch::Tensor& c) {
+  require(x.electron_axes() == 1, "mul_const_electrons needs electron features [B, E, *F]");
+  return like(x, x.value * c, x.jac * c.unsqueeze(1), x.lap * c);  // jac [B, E, C, *F]
+}
+
 FwdLap Op::affine(const FwdLap& x, const torch::Tensor& weight, const torch::Tensor& bias) {
   return like(x, torch::nn::functional::linear(x.value, weight, bias),
               torch::matmul(x.jac, weight.t()), torch::matmul(x.lap, weight.t()));
@@ -172,6 +177,18 @@ FwdLap Op::tanh(FwdLap&& x) {
   x.jac.mul_(d1.unsqueeze(x.coord_axis()));
   x.lap.mul_(d1).addcmul_(-2 * x.value * d1, sq);
   return std::move(x);
+}
+
+FwdLap Op::sigmoid(const FwdLap& x) {
+  auto sg = torch::sigmoid(x.value);
+  auto d1 = sg * (1 - sg);
+  auto d2 = d1 * (1 - 2 * sg);
+  return elementwise(x, sg, d1, d2);
+}
+
+FwdLap Op::softplus(const FwdLap& x) {
+  const auto sg = torch::sigmoid(x.value);
+  return elementwise(x, torch::softplus(x.value), sg, sg * (1 - sg));
 }
 
 FwdLap Op::exp(const FwdLap& x) {
@@ -251,6 +268,11 @@ FwdLap Op::slice_features(const FwdLap& x, int64_t lo, int64_t hi) {
 
 FwdLap Op::sum_features(const FwdLap& x) {
   return like(x, x.value.sum(-1), x.jac.sum(-1), x.lap.sum(-1));
+}
+
+FwdLap Op::sum_centres(const FwdLap& x) {
+  require(x.electron_axes() == 1, "sum_centres needs electron–centre features [B, E, M, *F]");
+  return like(x, x.value.sum(2), x.jac.sum(3), x.lap.sum(2));
 }
 
 }  // namespace nnvmc
