@@ -114,7 +114,7 @@ OrbformerMolecule Orbformer::molecule(const SystemTensors& sys) {
   mol.projection = torch::einsum("mac,mn->manc", {p, eye}).reshape({6 * m, 3 * m});
   std::vector<int64_t> zi;
   for (int z : sys.atomic_numbers) zi.push_back(z - 1);
-  mol.exponents = 0.1 + torch::softplus(exponent_embedding_.index_select(0, torch::tensor(zi, torch::kLong)));  // [M, S]
+  mol.exponents = 0.1 + torch::softplus(exponent_embedding_.index_select(0, torch::tensor(zi, torch::kLong).to(exponent_embedding_.device())));  // [M, S]
   const auto orb = generator_->forward(sys.atomic_numbers, n, edges, nf);  // [N, M, Wo]
   for (int s = 0; s < 2; ++s) {
     const auto f = orb * torch::sigmoid(orbital_gate_[s](orb));

