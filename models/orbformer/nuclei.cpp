@@ -76,7 +76,8 @@ NucleiGnnImpl::NucleiGnnImpl(int64_t max_z, int64_t dim, int64_t layers, int64_t
 torch::Tensor NucleiGnnImpl::forward(const std::vector<int>& z, const torch::Tensor& edges) {
   std::vector<int64_t> idx;
   for (int v : z) idx.push_back(v - 1);
-  auto x = embedding.index_select(0, torch::tensor(idx, torch::kLong).to(embedding.device())).unsqueeze(0);  // [1, M, D]
+  const auto index = torch::tensor(idx, torch::kLong).to(embedding.device());
+  auto x = embedding.index_select(0, index).unsqueeze(0);  // [1, M, D]
   for (auto& b : blocks) x = b->forward(x, edges, {});
   const auto c = x - x.mean(-1, true);
   return (c * torch::rsqrt(c.square().mean(-1, true) + 1.0)).squeeze(0);

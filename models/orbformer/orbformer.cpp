@@ -89,7 +89,8 @@ void Orbformer::check_system(const SystemTensors& sys) const {
     total += z;
   }
   if (sys.n_electrons() < 1 || sys.n_electrons() > total)
-    throw InputError("orbformer needs 1 <= electrons <= sum of Z (its orbitals are the atoms' slots); the molecule has " +
+    throw InputError("orbformer needs 1 <= electrons <= sum of Z (its orbitals are the atoms' slots); "
+                     "the molecule has " +
                      std::to_string(sys.n_electrons()) + " electrons and sum Z = " + std::to_string(total));
 }
 
@@ -114,7 +115,8 @@ OrbformerMolecule Orbformer::molecule(const SystemTensors& sys) {
   mol.projection = torch::einsum("mac,mn->manc", {p, eye}).reshape({6 * m, 3 * m});
   std::vector<int64_t> zi;
   for (int z : sys.atomic_numbers) zi.push_back(z - 1);
-  mol.exponents = 0.1 + torch::softplus(exponent_embedding_.index_select(0, torch::tensor(zi, torch::kLong).to(exponent_embedding_.device())));  // [M, S]
+  const auto index = torch::tensor(zi, torch::kLong).to(exponent_embedding_.device());
+  mol.exponents = 0.1 + torch::softplus(exponent_embedding_.index_select(0, index));  // [M, S]
   const auto orb = generator_->forward(sys.atomic_numbers, n, edges, nf);  // [N, M, Wo]
   for (int s = 0; s < 2; ++s) {
     const auto f = orb * torch::sigmoid(orbital_gate_[s](orb));

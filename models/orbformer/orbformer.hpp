@@ -28,9 +28,9 @@ namespace nnvmc {
 struct OrbformerMolecule {
   torch::Tensor nuclear_features;                 ///< [M, D] nuclear GNN output
   torch::Tensor gate;                             ///< [N, M, W] σ((spin embedding_i + L·n_m)/√2)
-  torch::Tensor projection;                       ///< [6M, 3M] block-diagonal per-nucleus map of r_i − R_m (1/√3 included)
+  torch::Tensor projection;                       ///< [6M, 3M] block-diagonal map of r_i − R_m (per nucleus, /√3)
   torch::Tensor exponents;                        ///< [M, S] envelope exponents ζ (per element)
-  std::array<torch::Tensor, 2> orbital_weight;    ///< per spin [K·N, W]: row k·N + j projects features to orbital j of det k
+  std::array<torch::Tensor, 2> orbital_weight;    ///< per spin [K·N, W]: row k·N + j gives orbital j of det k
   std::array<torch::Tensor, 2> envelope_weight;   ///< per spin [K·N, M·S]: coefficients of e^{−ζ_ms r_im}
   torch::Tensor jastrow_alpha;                    ///< [2] softplus'ed α_same, α_opposite
 };

@@ -29,7 +29,8 @@ T Orbformer::electron_stream(const T& r, const SystemTensors& sys, const Orbform
   const auto v = Op::sub_centres(r, sys.nuclei);  // [B, N, M, 3]
   const auto dist = Op::norm(v);                  // [B, N, M, 1]
   std::vector<T> exps, sigs;
-  for (double s : {1.0, 3.0}) exps.push_back(Op::mul_const(Op::exp(Op::mul_const(dist, scalar(-s, like))), scalar(s, like)));
+  for (double s : {1.0, 3.0})
+    exps.push_back(Op::mul_const(Op::exp(Op::mul_const(dist, scalar(-s, like))), scalar(s, like)));
   for (double t : {2.0, 4.0})
     sigs.push_back(Op::mul_const(Op::sigmoid(Op::add_const(Op::mul_const(dist, scalar(-1, like)), scalar(t, like))),
                                  scalar(1 / t, like)));
@@ -44,7 +45,8 @@ T Orbformer::electron_stream(const T& r, const SystemTensors& sys, const Orbform
   // featurisation head (ε = 1), layer-normed (ε = 1e-2) and embedded.
   auto en = Op::mul_const_electrons(Op::linear(e.en_edges, Op::cat(feats)), mol.gate);  // [B, N, M, W]
   const int64_t fh = e.featurization_heads;
-  auto x = Op::reshape_features(Op::layer_norm(Op::reshape_features(Op::sum_centres(en), 1, {fh, w / fh}), 1.0), 1, {w});
+  const auto headed = Op::reshape_features(Op::sum_centres(en), 1, {fh, w / fh});  // [B, N, heads, W/heads]
+  const auto x = Op::reshape_features(Op::layer_norm(headed, 1.0), 1, {w});
   auto hid = Op::linear(e.encoder, Op::layer_norm(x, 1e-2));  // [B, N, W]
 
   // Attention bias from electron–electron distances (MaskedMultiHeadSelfAttention with
@@ -67,10 +69,10 @@ T Orbformer::electron_stream(const T& r, const SystemTensors& sys, const Orbform
     }
     std::vector<T> outs;
     for (int64_t hh = 0; hh < h; ++hh) {
-      auto s = Op::electron_dot(Op::slice_features(q, hh * d, (hh + 1) * d), Op::slice_features(k, hh * d, (hh + 1) * d), scale);
+      const auto head = [&](const T& x) { return Op::slice_features(x, hh * d, (hh + 1) * d); };
+      auto s = Op::electron_dot(head(q), head(k), scale);  // [B, N, N] logits
       if (e.edge_features) s = Op::add(std::move(s), Op::slice_features(bias, hh * n, (hh + 1) * n));
-      const auto o = Op::electron_mix(Op::softmax(s), Op::slice_features(val, hh * d, (hh + 1) * d));  // [B, N, D]
-      outs.push_back(Op::mul(o, Op::slice_features(g, hh * d, (hh + 1) * d)));
+      outs.push_back(Op::mul(Op::electron_mix(Op::softmax(s), head(val)), head(g)));  // [B, N, D], gated
     }
     hid = Op::add(std::move(hid), Op::linear(e.out[l], Op::cat(outs)));
     hid = Op::add(std::move(hid), Op::tanh(Op::linear(e.dense[l], Op::layer_norm(hid, 1e-2))));
@@ -116,7 +118,8 @@ T Orbformer::jastrow(const T& r, const SystemTensors& sys, const OrbformerMolecu
   };
   const auto spins = sys.spin_ranges();
   std::vector<T> parts;
-  for (const auto& s : spins) parts.push_back(Op::mul_const(block_sum(same, s, s), orbformer_detail::scalar(0.5, a_same)));
+  for (const auto& s : spins)
+    parts.push_back(Op::mul_const(block_sum(same, s, s), orbformer_detail::scalar(0.5, a_same)));
   if (spins.size() == 2) parts.push_back(block_sum(opp, spins[0], spins[1]));
   T j = parts[0];
   for (size_t i = 1; i < parts.size(); ++i) j = Op::add(j, parts[i]);

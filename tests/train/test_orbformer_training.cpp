@@ -7,6 +7,7 @@
 #include "common/run_files.hpp"
 #include "common/test_util.hpp"
 #include "models/orbformer/orbformer.hpp"
+#include "train/optimizer.hpp"
 #include "train/per_sample_gradients.hpp"
 #include "train/trainer.hpp"
 
@@ -60,4 +61,27 @@ TEST(OrbformerTraining, PerSampleGradientsSumToTheBatchGradient) {
     flat.push_back(g[k].defined() ? g[k].reshape(-1) : torch::zeros({params[k].numel()}, torch::kFloat64));
   const auto batch = torch::cat(flat);
   EXPECT_LT((jac.sum(0) - batch).abs().max().item<double>(), 1e-10 * (1 + batch.abs().max().item<double>()));
+}
+
+TEST(OrbformerTraining, OneSpringStepTakesWalkersOfTwoMoleculesWithDifferentShapes) {
+  // What part B builds on: the optimizer's per-molecule batches reach one set of Orbformer
+  // weights (H2: 2 electrons, 2 nuclei; LiH: 4 electrons, 2 nuclei; H2O: 10, 3).
+  Orbformer wf(test::small_orbformer());
+  const System h2 = load_molecule("h2", test::molecules_dir()), h2o = load_molecule("h2o", test::molecules_dir());
+  const auto s1 = test::tensors(h2), s2 = test::tensors(h2o);
+  const auto r1 = test::random_positions(h2, 6, 1), r2 = test::random_positions(h2o, 6, 2);
+  const auto e1 = torch::randn({6}, torch::kFloat64) - 1, e2 = torch::randn({6}, torch::kFloat64) - 76;
+  OptimOptions o;
+  o.type = "spring";
+  auto opt = make_optimizer(o, wf);
+  const auto before = trainable_parameters(wf);
+  std::vector<torch::Tensor> copy;
+  for (const auto& p : before) copy.push_back(p.detach().clone());
+  StageTimers timers;
+  EXPECT_TRUE(opt->step(wf, {{&s1, r1, e1}, {&s2, r2, e2}}, 0, timers));
+  double moved = 0;
+  for (size_t k = 0; k < copy.size(); ++k) moved += (before[k] - copy[k]).abs().sum().item<double>();
+  EXPECT_GT(moved, 0.0);
+  torch::NoGradGuard ng;
+  EXPECT_TRUE(torch::isfinite(wf.forward(r2, s2).logabs).all().item<bool>());
 }
