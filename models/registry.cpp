@@ -4,6 +4,7 @@
 #include "models/ferminet/ferminet.hpp"
 #include "models/hf/hf_determinant.hpp"
 #include "models/paulinet/paulinet.hpp"
+#include "models/orbformer/orbformer.hpp"
 
 namespace nnvmc {
 
@@ -31,6 +32,11 @@ std::vector<std::string> ModelRegistry::names() const {
 void register_builtin_models(ModelRegistry& registry) {
   registry.add("ferminet", [](const ModelConfig& c, const System& s) {
     return std::make_shared<FermiNet>(c.ferminet, s);
+  });
+  registry.add("orbformer", [](const ModelConfig& c, const System& s) {
+    auto model = std::make_shared<Orbformer>(c.orbformer);  // any molecule: only its elements are checked
+    model->check_system(system_tensors(s, torch::kFloat64));
+    return model;
   });
   registry.add("hf", [](const ModelConfig& c, const System& s) {
     return std::make_shared<HartreeFockDeterminant>(s, c.hf.basis);

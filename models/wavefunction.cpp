@@ -8,6 +8,8 @@ torch::Tensor WaveFunction::orbitals(const torch::Tensor&, const SystemTensors&)
   throw Error("ansatz '" + type() + "' does not provide orbitals for pretraining");
 }
 
+torch::Tensor WaveFunction::determinant_log_weights(const torch::Tensor&, const SystemTensors&) { return {}; }
+
 SignedFwdLap WaveFunction::forward_laplacian(const FwdLap&, const SystemTensors&) {
   throw ConfigError("'hamiltonian.laplacian': method 'forward' does not support ansatz '" + type() +
                     "'; use jvp or reverse");

@@ -28,6 +28,10 @@ class WaveFunction : public torch::nn::Module {
   /// @param r Blocks<FwdLap>::positions([B, N, 3]) @return sign [B], log|ψ| (global: value [B],
   /// jac [B, 3N], lap [B]) @throws ConfigError when the ansatz has no forward-Laplacian program.
   virtual SignedFwdLap forward_laplacian(const FwdLap& r, const SystemTensors& sys);
+  /// log softmax over the K determinants of log|det_k| ([B, K]; oneqmc's determinant
+  /// distribution, see determinant_balance_penalty), or an undefined tensor when the ansatz
+  /// does not provide it (the default).
+  virtual torch::Tensor determinant_log_weights(const torch::Tensor& r, const SystemTensors& sys);
   /// Registry key of the ansatz, e.g. "ferminet".
   virtual std::string type() const = 0;
   /// True when one set of parameters describes molecules with other atoms and electron counts

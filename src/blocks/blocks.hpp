@@ -53,6 +53,7 @@ concept BuildingBlocks = requires(const T& x, const T& y, const std::vector<T>& 
   { Blocks<T>::constant_electrons(x, c) } -> std::same_as<T>;
   { Blocks<T>::gaussian_orbitals(x, orb) } -> std::same_as<T>;
   { Blocks<T>::tanh(x) } -> std::same_as<T>;
+  { Blocks<T>::sigmoid(x) } -> std::same_as<T>;
   { Blocks<T>::softplus(x) } -> std::same_as<T>;
   { Blocks<T>::exp(x) } -> std::same_as<T>;
   { Blocks<T>::log(x) } -> std::same_as<T>;
@@ -62,6 +63,7 @@ concept BuildingBlocks = requires(const T& x, const T& y, const std::vector<T>& 
   { Blocks<T>::add(x, y) } -> std::same_as<T>;
   { Blocks<T>::mul(x, y) } -> std::same_as<T>;
   { Blocks<T>::mul_const(x, c) } -> std::same_as<T>;
+  { Blocks<T>::mul_const_electrons(x, c) } -> std::same_as<T>;
   { Blocks<T>::add_const(x, c) } -> std::same_as<T>;
   { Blocks<T>::linear(lin, x) } -> std::same_as<T>;
   { Blocks<T>::affine(x, c, c) } -> std::same_as<T>;
@@ -76,9 +78,12 @@ concept BuildingBlocks = requires(const T& x, const T& y, const std::vector<T>& 
   { Blocks<T>::sum_features(x) } -> std::same_as<T>;
   { Blocks<T>::sum_feature_axis(x, i) } -> std::same_as<T>;
   { Blocks<T>::pair_conv(x, y, c) } -> std::same_as<T>;
+  { Blocks<T>::sum_centres(x) } -> std::same_as<T>;
+  { Blocks<T>::pair_to_electron(x) } -> std::same_as<T>;
   { Blocks<T>::add_global(x, y) } -> std::same_as<T>;
   { Blocks<T>::envelope(x, c, c) } -> std::same_as<T>;
   { Blocks<T>::layer_norm(x) } -> std::same_as<T>;
+  { Blocks<T>::layer_norm(x, s) } -> std::same_as<T>;
   { Blocks<T>::electron_dot(x, y, s) } -> std::same_as<T>;
   { Blocks<T>::softmax(x) } -> std::same_as<T>;
   { Blocks<T>::electron_mix(x, y) } -> std::same_as<T>;

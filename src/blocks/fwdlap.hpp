@@ -74,8 +74,9 @@ struct Blocks<FwdLap> {
   static T constant_electrons(const T& r, const torch::Tensor& c);  ///< local, zero derivatives
   static T gaussian_orbitals(const T& r, const GaussianOrbitalSpec& orb);  ///< r: positions → local
   static T tanh(const T& x);
-  static T softplus(const T& x);
   static T tanh(T&& x);  ///< in place when x is exclusive
+  static T sigmoid(const T& x);
+  static T softplus(const T& x);
   static T exp(const T& x);
   static T log(const T& x);
   static T log1p(const T& x);
@@ -85,6 +86,7 @@ struct Blocks<FwdLap> {
   static T add(T&& a, const T& b);  ///< in place when a is exclusive and has b's layout
   static T mul(const T& a, const T& b);
   static T mul_const(const T& x, const torch::Tensor& c);
+  static T mul_const_electrons(const T& x, const torch::Tensor& c);  ///< local or dense x
   static T add_const(const T& x, const torch::Tensor& c);
   static T linear(const torch::nn::Linear& lin, const T& x);
   static T linear_cat(const torch::nn::Linear& lin, const std::vector<T>& parts);
@@ -98,10 +100,13 @@ struct Blocks<FwdLap> {
   static T sum_features(const T& x);
   static T sum_feature_axis(const T& x, int64_t axis);
   static T pair_conv(const T& w, const T& h, const torch::Tensor& mask);  ///< pair w, local/dense h → dense
+  static T sum_centres(const T& x);       ///< local or dense x
+  static T pair_to_electron(const T& x);  ///< pair [B, E, E', F] → dense [B, E, F, E']
   static T add_global(const T& x, const T& g);
   static T add_global(T&& x, const T& g);  ///< in place when x is exclusive and dense
   static T envelope(const T& d, const torch::Tensor& pi, const torch::Tensor& sigma);
   static T layer_norm(const T& x);
+  static T layer_norm(const T& x, double eps);
   static T electron_dot(const T& q, const T& k, double scale);  ///< local/dense inputs → dense
   static T softmax(const T& x);                                 ///< local, dense or global
   static T electron_mix(const T& a, const T& v);                ///< dense a, local/dense v → dense

@@ -23,12 +23,14 @@ FwdLap dense_or_global(const FwdLap& x, const char* op) {
 }
 }  // namespace
 
-FwdLap Op::layer_norm(const FwdLap& x) {
+FwdLap Op::layer_norm(const FwdLap& x) { return layer_norm(x, kLayerNormEps); }
+
+FwdLap Op::layer_norm(const FwdLap& x, double eps) {
   // y = c · (var + ε)^(−1/2) with c = x − mean(x), var = mean(c²): products and an
   // elementwise power of quantities in x's own layout.
   const FwdLap c = add(x, mul_const(mean_features(x), -torch::ones({1}, x.value.options())));
   const FwdLap var = mean_features(square(c));
-  const auto s = var.value + kLayerNormEps;
+  const auto s = var.value + eps;
   const auto inv = s.rsqrt();
   const auto d1 = -0.5 * inv / s, d2 = 0.75 * inv / (s * s);
   return mul(c, elementwise(var, inv, d1, d2));

@@ -41,8 +41,15 @@ torch::Tensor FwdLap::coord_dot(const FwdLap& a, const FwdLap& b) {
 }
 
 torch::Tensor FwdLap::coord_sq() const {
-  // One fused reduction, no [.., 3N, ..]-sized temporary.
-  auto s = torch::linalg_vector_norm(jac, 2, {coord_axis()}, false, c10::nullopt).square();
+  // Σ_c accumulated one coordinate at a time: no [.., 3N, ..]-sized temporary, and on the
+  // CPU 10-40x faster than linalg_vector_norm over the (short, strided) coordinate axis, which
+  // libtorch reduces slowly (512 walkers of LiH: [512, 4, 12, 48] 23 ms → 0.6 ms).
+  const int64_t c = coord_axis();
+  auto s = torch::zeros(jac.select(c, 0).sizes(), jac.options());
+  for (int64_t k = 0; k < jac.size(c); ++k) {
+    const auto g = jac.select(c, k);
+    s.addcmul_(g, g);
+  }
   return kind == Sparsity::pair ? 2 * s : s;
 }
 
@@ -123,6 +130,11 @@ FwdLap Op::mul_const(const FwdLap& x, const torch::Tensor& c) {
   return like(x, x.value * c, x.jac * c, x.lap * c);
 }
 
+FwdLap Op::mul_const_electrons(const FwdLap& x, const torch::Tensor& c) {
+  require(x.electron_axes() == 1, "mul_const_electrons needs electron features [B, E, *F]");
+  return like(x, x.value * c, x.jac * c.unsqueeze(1), x.lap * c);  // jac [B, E, C, *F]
+}
+
 FwdLap Op::affine(const FwdLap& x, const torch::Tensor& weight, const torch::Tensor& bias) {
   return like(x, torch::nn::functional::linear(x.value, weight, bias),
               torch::matmul(x.jac, weight.t()), torch::matmul(x.lap, weight.t()));
@@ -174,9 +186,16 @@ FwdLap Op::tanh(FwdLap&& x) {
   return std::move(x);
 }
 
+FwdLap Op::sigmoid(const FwdLap& x) {
+  auto sg = torch::sigmoid(x.value);
+  auto d1 = sg * (1 - sg);
+  auto d2 = d1 * (1 - 2 * sg);
+  return elementwise(x, sg, d1, d2);
+}
+
 FwdLap Op::softplus(const FwdLap& x) {
-  const auto sig = torch::sigmoid(x.value);
-  return elementwise(x, torch::softplus(x.value), sig, sig * (1 - sig));
+  const auto sg = torch::sigmoid(x.value);
+  return elementwise(x, torch::softplus(x.value), sg, sg * (1 - sg));
 }
 
 FwdLap Op::exp(const FwdLap& x) {
@@ -261,6 +280,11 @@ FwdLap Op::sum_feature_axis(const FwdLap& x, int64_t axis) {
 
 FwdLap Op::sum_features(const FwdLap& x) {
   return like(x, x.value.sum(-1), x.jac.sum(-1), x.lap.sum(-1));
+}
+
+FwdLap Op::sum_centres(const FwdLap& x) {
+  require(x.electron_axes() == 1, "sum_centres needs electron–centre features [B, E, M, *F]");
+  return like(x, x.value.sum(2), x.jac.sum(3), x.lap.sum(2));
 }
 
 }  // namespace nnvmc

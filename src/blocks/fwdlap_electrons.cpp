@@ -73,6 +73,23 @@ FwdLap Op::pair_norm(const FwdLap& ee) {
   return like(d, d.value * mask, d.jac * mask.unsqueeze(-1), d.lap * mask);
 }
 
+FwdLap Op::pair_to_electron(const FwdLap& x) {
+  require(x.kind == Sparsity::pair && x.value.dim() == 4, "pair_to_electron needs pair features [B, E, E', F]");
+  // p_ij depends on r_i − r_j: ∂p_ij/∂r_i = jac_ij, ∂p_ij/∂r_j = −jac_ij. The partner block is
+  // written first, then the own block is added (on the diagonal i = j the two cancel: p_ii is
+  // a constant).
+  const int64_t b = x.value.size(0), e1 = x.value.size(1), e2 = x.value.size(2), f = x.value.size(3);
+  const int64_t n = x.n_coords / 3;
+  auto dense = torch::zeros({b, e1, n, 3, f, e2}, x.jac.options());
+  torch::diagonal(dense.narrow(2, x.offset2, e2), 0, 2, -1).copy_(-x.jac.movedim(2, -1));  // [B, E, 3, F, E']
+  dense = dense.view({b, e1, 3 * n, f, e2});
+  own_view(dense, x.offset, e1).add_(x.jac.movedim(3, 1).movedim(2, -1).movedim(2, -2));  // [B, 3, F, E', E]
+  FwdLap out = like(x, x.value.movedim(2, -1), dense, x.lap.movedim(2, -1));
+  out.kind = Sparsity::dense;
+  out.offset2 = 0;
+  return out;
+}
+
 FwdLap Op::sum_electrons(const FwdLap& x, int64_t axis) {
   if (x.kind == Sparsity::pair && axis == 2) {
     // Σ_j h_ij: ∂/∂r_i = Σ_j jac_ij, ∂/∂r_j = −jac_ij.

@@ -42,6 +42,7 @@ struct Blocks<torch::Tensor> {
   /// Euclidean norm over the last axis, kept as size 1.
   static T norm(const T& x) { return x.norm(2, -1, /*keepdim=*/true); }
   static T tanh(const T& x) { return torch::tanh(x); }
+  static T sigmoid(const T& x) { return torch::sigmoid(x); }
   static T exp(const T& x) { return torch::exp(x); }
   /// log(1 + eˣ) (libtorch's softplus has forward-mode derivatives of its backward).
   static T softplus(const T& x) { return torch::softplus(x); }
@@ -53,6 +54,9 @@ struct Blocks<torch::Tensor> {
   static T mul(const T& a, const T& b) { return a * b; }
   /// x · c with a constant c broadcast over the trailing (feature) axes.
   static T mul_const(const T& x, const torch::Tensor& c) { return x * c; }
+  /// x[b, i, ...] · c[i, ...]: a constant per electron (e.g. a spin-dependent gate).
+  /// @param x electron features [B, E, *F] @param c [E, *F]
+  static T mul_const_electrons(const T& x, const torch::Tensor& c) { return x * c; }
   /// x + c with a constant c broadcast over the trailing axes (e.g. [E, F] per electron).
   static T add_const(const T& x, const torch::Tensor& c) { return x + c; }
   /// x · weightᵀ (+ bias) on the last axis. @param weight [out, in] @param bias [out] or undefined
@@ -95,13 +99,20 @@ struct Blocks<torch::Tensor> {
     const auto wm = mask.defined() ? w * mask.unsqueeze(-1) : w;
     return (wm * h.unsqueeze(1)).sum(2);
   }
+  /// Σ_m over the centre axis of electron–centre features. @param x [B, E, M, *F] @return [B, E, *F]
+  static T sum_centres(const T& x) { return x.sum(2); }
+  /// Pair features as features of their first electron, the partner electron last:
+  /// out[b, i, f, j] = x[b, i, j, f]. @param x [B, E, E', F] @return [B, E, F, E']
+  static T pair_to_electron(const T& x) { return x.movedim(2, -1); }
   /// Layer normalisation over the last (feature) axis, without affine parameters:
   /// (x − mean) / sqrt(var + 1e-5) with the biased variance (as torch::layer_norm).
   /// Written in elementary ops: libtorch's fused layer_norm has no forward-mode derivative of
   /// its backward, which the jvp Laplacian (forward over reverse) needs.
-  static T layer_norm(const T& x) {
+  static T layer_norm(const T& x) { return layer_norm(x, kLayerNormEps); }
+  /// The same with ε = eps (e.g. 1e-2 or 1.0, as oneqmc's parameter-free layer norms).
+  static T layer_norm(const T& x, double eps) {
     const auto c = x - x.mean(-1, true);
-    return c * torch::rsqrt(c.square().mean(-1, true) + kLayerNormEps);
+    return c * torch::rsqrt(c.square().mean(-1, true) + eps);
   }
   /// Attention scores s[b, i, j] = scale · Σ_f q[b, i, f] k[b, j, f].
   /// @param q [B, E, F] @param k [B, E', F] @return [B, E, E'] (electron j as the feature axis)

@@ -5,8 +5,10 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "core/config_yaml.hpp"
+#include "core/elements.hpp"
 
 namespace nnvmc {
 namespace config_yaml {
@@ -110,6 +112,22 @@ std::uint64_t parse_bytes(const std::string& text, const std::string& key) {
   return static_cast<std::uint64_t>(v * mult);
 }
 
+int OrbformerOptions::max_atomic_number() const {
+  const std::string key = "model.orbformer.elements";
+  const auto dash = elements.find('-');
+  std::string last = elements;
+  if (dash != std::string::npos) {
+    if (elements.substr(0, dash) != "H" && elements.substr(0, dash) != "h")
+      throw ConfigError("'" + key + "' must be a range starting at H, like H-F, got '" + elements + "'");
+    last = elements.substr(dash + 1);
+  }
+  try {
+    return atomic_number(last);
+  } catch (const InputError&) {
+    throw ConfigError("'" + key + "': unknown element '" + last + "' in '" + elements + "'");
+  }
+}
+
 namespace {
 void require(bool ok, const std::string& key, const std::string& what) {
   if (!ok) throw ConfigError("'" + key + "' " + what);
@@ -175,6 +193,21 @@ void validate(const Config& c) {
   // PauliNet's orbitals are the Hartree-Fock orbitals times a backflow that starts near 1.
   require(c.model.type != "paulinet" || c.pretrain.steps == 0, "pretrain.steps",
           "must be 0 for model.type paulinet: its Hartree-Fock baseline is built in (no HF pretraining)");
+  const auto& o = c.model.orbformer;
+  o.max_atomic_number();
+  for (const auto& [value, key] : std::vector<std::pair<int, const char*>>{
+           {o.heads, "heads"}, {o.head_dim, "head_dim"}, {o.featurization_heads, "featurization_heads"},
+           {o.determinants, "determinants"}, {o.envelopes_per_nucleus, "envelopes_per_nucleus"},
+           {o.nuclear_feature_dim, "nuclear_feature_dim"}, {o.nuclear_heads, "nuclear_heads"},
+           {o.orbital_heads, "orbital_heads"}, {o.orbital_head_dim, "orbital_head_dim"}})
+    require(value > 0, std::string("model.orbformer.") + key, "must be > 0");
+  for (const auto& [value, key] : std::vector<std::pair<int, const char*>>{
+           {o.layers, "layers"}, {o.nuclear_layers, "nuclear_layers"}, {o.orbital_layers, "orbital_layers"}})
+    require(value >= 0, std::string("model.orbformer.") + key, "must be >= 0");
+  require((o.heads * o.head_dim) % o.featurization_heads == 0, "model.orbformer.featurization_heads",
+          "must divide the electron feature width heads*head_dim");
+  require(o.nuclear_feature_dim % o.nuclear_heads == 0, "model.orbformer.nuclear_heads",
+          "must divide nuclear_feature_dim");
 }
 
 Config parse_config(const std::string& yaml_text, const std::vector<std::string>& overrides,

@@ -40,6 +40,44 @@ struct FermiNetOptions {
   }
 };
 
+/// Orbformer hyper-parameters; defaults follow oneqmc's published OrbformerSE
+/// (Foster et al. 2025, checkpoints/lac: 3,032,938 parameters for elements H–F).
+struct OrbformerOptions {
+  std::string elements = "H-F";     ///< supported elements: H up to this one (per-element embeddings)
+  int heads = 8;                    ///< attention heads of the electron transformer
+  int head_dim = 32;                ///< features per head; electron feature width = heads·head_dim
+  int layers = 4;                   ///< electron transformer blocks
+  int featurization_heads = 16;     ///< heads of the electron–nucleus featurisation (divide the width)
+  bool edge_features = true;        ///< electron–electron distance bias in the attention logits
+  int determinants = 16;            ///< K, combined by log-sum-exp
+  int envelopes_per_nucleus = 8;    ///< exponentials per nucleus in the envelopes
+  int nuclear_feature_dim = 64;     ///< width of the nuclear GNN's features
+  int nuclear_layers = 3;           ///< message-passing blocks of the nuclear GNN
+  int nuclear_heads = 2;            ///< message heads of the nuclear GNN
+  int orbital_layers = 3;           ///< message-passing blocks of the orbital generator
+  int orbital_heads = 4;            ///< message heads of the orbital generator
+  int orbital_head_dim = 32;        ///< features per orbital-generator head
+  /// Atomic number of the heaviest supported element (the part of `elements` after "H-").
+  /// @throws ConfigError naming model.orbformer.elements
+  int max_atomic_number() const;
+  template <class V> void visit(V& v) {
+    v("elements", elements, "supported elements H-X (H up to X; oneqmc's max_species)");
+    v("heads", heads, "attention heads of the electron transformer");
+    v("head_dim", head_dim, "features per attention head");
+    v("layers", layers, "electron transformer blocks");
+    v("featurization_heads", featurization_heads, "heads of the electron-nucleus featurisation");
+    v("edge_features", edge_features, "electron-electron distance bias in the attention");
+    v("determinants", determinants, "number of determinants K");
+    v("envelopes_per_nucleus", envelopes_per_nucleus, "exponential envelopes per nucleus");
+    v("nuclear_feature_dim", nuclear_feature_dim, "nuclear feature width");
+    v("nuclear_layers", nuclear_layers, "message-passing blocks of the nuclear GNN");
+    v("nuclear_heads", nuclear_heads, "message heads of the nuclear GNN");
+    v("orbital_layers", orbital_layers, "message-passing blocks of the orbital generator");
+    v("orbital_heads", orbital_heads, "message heads of the orbital generator");
+    v("orbital_head_dim", orbital_head_dim, "features per orbital-generator head");
+  }
+};
+
 /// The bare Hartree–Fock determinant (no network parameters).
 struct HartreeFockOptions {
   std::string basis = "sto-6g";  ///< Gaussian basis of the UHF orbitals
@@ -91,11 +129,13 @@ struct PaulinetOptions {
 struct ModelConfig {
   std::string type = "ferminet";  ///< registry key of the ansatz
   FermiNetOptions ferminet;       ///< options when type == ferminet
+  OrbformerOptions orbformer;     ///< options when type == orbformer
   HartreeFockOptions hf;          ///< options when type == hf
   PaulinetOptions paulinet;       ///< options when type == paulinet
   template <class V> void visit(V& v) {
-    v("type", type, "ansatz: ferminet | hf | paulinet");
+    v("type", type, "ansatz: ferminet | psiformer | paulinet | orbformer | hf");
     v("ferminet", ferminet, "FermiNet options");
+    v("orbformer", orbformer, "Orbformer options");
     v("hf", hf, "Hartree-Fock determinant options");
     v("paulinet", paulinet, "PauliNet options");
   }

@@ -22,6 +22,25 @@ inline FermiNetOptions small_ferminet(int width1 = 16, int width2 = 4, int layer
   return o;
 }
 
+/// A small Orbformer for elements H–O (fast in tests); seeds the global RNG like small_ferminet.
+inline OrbformerOptions small_orbformer(int dets = 3) {
+  torch::manual_seed(0);
+  OrbformerOptions o;
+  o.elements = "H-O";
+  o.heads = 2;
+  o.head_dim = 4;
+  o.layers = 2;
+  o.featurization_heads = 2;
+  o.determinants = dets;
+  o.envelopes_per_nucleus = 2;
+  o.nuclear_feature_dim = 8;
+  o.nuclear_layers = 1;
+  o.orbital_layers = 1;
+  o.orbital_heads = 2;
+  o.orbital_head_dim = 4;
+  return o;
+}
+
 /// Random electron positions around the nuclei: [B, N, 3] float64.
 inline torch::Tensor random_positions(const System& s, int64_t b, std::uint64_t seed = 1) {
   torch::manual_seed(seed);

@@ -136,3 +136,63 @@ TEST(FwdLapOps, LayerNormSoftmaxAttentionAgreeWithJvpReverseAndFiniteDifferences
   expect_close(f.laplacian, b.laplacian, 1e-10, 0, "laplacian vs reverse");
   test::expect_matches_finite_differences(f, wf, SystemTensors{}, r, 1e-3);
 }
+
+namespace {
+
+/// The ops of the Orbformer's electron half: sigmoid, softplus, per-electron constants,
+/// sums over centres, layer norm with a given ε, pair features turned into electron features
+/// (also for a sliced block of partners) as attention biases:
+/// g_i = Σ_m c_im ⊙ W·[σ(r_i − R_m), softplus|r_i − R_m|], ĝ = LayerNorm_ε(g),
+/// A = softmax(ĝ ĝᵀ·0.3 + [r_ij, softplus r_ij]·a), log|ψ| = Σ tanh(A ĝ) + Σ_{i, j>0} p_ij².
+class OrbformerOpsToy : public WaveFunction {
+ public:
+  explicit OrbformerOpsToy(int64_t n) {
+    torch::manual_seed(41);
+    lin_ = register_module("lin", torch::nn::Linear(4, 5));
+    lin_->to(torch::kFloat64);
+    centres_ = register_buffer("centres", torch::tensor({{0.1, 0.2, -0.3}, {-0.5, 0.4, 0.6}}, torch::kFloat64));
+    c_ = register_buffer("c", torch::rand({n, 2, 5}, torch::kFloat64) + 0.5);
+    a_ = register_buffer("a", torch::tensor({{-0.7, 1.0}}, torch::kFloat64));
+  }
+  template <class T>
+  typename Blocks<T>::Signed log_psi(const T& r) {
+    using Op = Blocks<T>;
+    const int64_t n = c_.size(0);
+    const auto v = Op::sub_centres(r, centres_);                                       // [B, N, 2, 3]
+    const auto f = Op::cat({Op::sigmoid(v), Op::softplus(Op::norm(v))});                // [B, N, 2, 4]
+    const auto g = Op::sum_centres(Op::mul_const_electrons(Op::linear(lin_, f), c_));  // [B, N, 5]
+    const auto h = Op::layer_norm(g, 0.5);
+    const auto ee = Op::pair_norm(Op::pair_vectors(r));                                // [B, N, N, 1]
+    const auto pe = Op::cat({ee, Op::softplus(Op::mul_const(ee, torch::full({1}, -1.3, c_.options())))});
+    const auto bias = Op::reshape_features(Op::pair_to_electron(Op::affine(pe, a_, {})), 1, {n});  // [B, N, N]
+    const auto att = Op::softmax(Op::add(Op::electron_dot(h, h, 0.3), bias));
+    const auto mix = Op::sum_features(Op::tanh(Op::electron_mix(att, h)));             // [B, N]
+    const auto part = Op::pair_to_electron(Op::slice_electrons(pe, 2, 1, n));          // [B, N, 2, N−1]
+    const auto sq = Op::sum_features(Op::reshape_features(Op::square(part), 1, {2 * (n - 1)}));
+    const auto l = Op::sum_electrons(Op::reshape_features(Op::add(mix, sq), 1, {1}), 1);  // [B, 1]
+    return Op::signed_logsumexp(torch::ones({batch(r), 1}, c_.options()), l);
+  }
+  LogPsi forward(const torch::Tensor& r, const SystemTensors&) override { return log_psi<torch::Tensor>(r); }
+  SignedFwdLap forward_laplacian(const FwdLap& r, const SystemTensors&) override { return log_psi<FwdLap>(r); }
+  std::string type() const override { return "test_orbformer_ops_toy"; }
+
+ private:
+  static int64_t batch(const torch::Tensor& r) { return r.size(0); }
+  static int64_t batch(const FwdLap& r) { return r.value.size(0); }
+  torch::nn::Linear lin_{nullptr};
+  torch::Tensor centres_, c_, a_;
+};
+
+}  // namespace
+
+TEST(FwdLapOps, SigmoidSoftplusCentreSumsAndPairBiasesAgreeWithJvpReverseAndFiniteDifferences) {
+  OrbformerOpsToy wf(4);
+  torch::manual_seed(42);
+  const auto r = torch::randn({4, 4, 3}, torch::kFloat64);
+  const auto f = kinetic("forward", wf, r), j = kinetic("jvp", wf, r), b = kinetic("reverse", wf, r);
+  expect_close(f.laplacian, j.laplacian, 1e-10, 0, "laplacian vs jvp");
+  expect_close(f.grad_sq, j.grad_sq, 1e-10, 0, "grad_sq vs jvp");
+  expect_close(f.laplacian, b.laplacian, 1e-10, 0, "laplacian vs reverse");
+  expect_close(f.grad_sq, b.grad_sq, 1e-10, 0, "grad_sq vs reverse");
+  test::expect_matches_finite_differences(f, wf, SystemTensors{}, r, 1e-3);
+}

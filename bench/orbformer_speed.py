@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""Orbformer figures (issue 14 part A): parameter counts (published default, CPU preset) and
+time per training iteration on LiH, Orbformer preset (configs/runs/lih_orbformer.yaml) vs
+FermiNet preset (configs/runs/lih_ferminet_spring.yaml): same optimizer (SPRING), sampler,
+walkers and Laplacian method, one thread each, runs interleaved over ROUNDS rounds.
+
+The machine is shared, so besides the wall-clock seconds per iteration (median, result.h5) the
+CPU seconds per iteration are measured: the CPU time of a run of 2 + ITERS iterations minus
+that of a run of 2 iterations (same seed: same start-up, burn-in and first iterations), / ITERS.
+
+Usage: bench/orbformer_speed.py BUILD_DIR OUT_DIR [ROUNDS ITERS WALKERS LAPLACIAN]
+"""
+import os, re, resource, statistics, subprocess, sys
+
+import h5py
+
+build, out = sys.argv[1], sys.argv[2]
+rounds, iters, walkers, laplacian = (int(sys.argv[3]) if len(sys.argv) > 3 else 3,
+                                     int(sys.argv[4]) if len(sys.argv) > 4 else 6,
+                                     sys.argv[5] if len(sys.argv) > 5 else "512",
+                                     sys.argv[6] if len(sys.argv) > 6 else "forward")
+binary = os.path.join(build, "src/app/nnvmc")
+env = dict(os.environ, OMP_NUM_THREADS="1")
+os.makedirs(out, exist_ok=True)
+common = [f"sampler.walkers={walkers}", f"hamiltonian.laplacian={laplacian}", "pretrain.steps=0", "eval.steps=0",
+          "run.threads=1", "run.checkpoint_every=0", "optim.log_every=1000", "sampler.burn_in=50"]
+
+
+def run(config, name, n, extra=()):
+    """Trains n iterations; returns (child CPU seconds, log text)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    log = subprocess.run([binary, "train", config, f"run.output={out}/{name}", f"optim.iterations={n}",
+                          *common, *extra], env=env, capture_output=True, text=True, check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu, log.stdout + log.stderr
+
+
+_, default_log = run("configs/runs/lih_orbformer.yaml", "default", 0, ["model.orbformer={}", "sampler.walkers=8"])
+models = {"ferminet": "configs/runs/lih_ferminet_spring.yaml", "orbformer": "configs/runs/lih_orbformer.yaml"}
+cpu, wall, params = {m: [] for m in models}, {m: [] for m in models}, {}
+for r in range(rounds):
+    for m, config in models.items():
+        short, _ = run(config, f"{m}_short_{r}", 2)
+        long, log = run(config, f"{m}_{r}", 2 + iters)
+        cpu[m].append((long - short) / iters)
+        wall[m] += list(h5py.File(f"{out}/{m}_{r}/result.h5")["train/seconds"][2:])
+        params[m] = int(re.search(r"\((\d+) parameters\)", log).group(1))
+print(re.search(r"orbformer: .*", default_log).group(0))
+print(f"LiH, {walkers} walkers, SPRING, laplacian {laplacian}, 1 thread, {rounds} rounds x {iters} iterations")
+for m in models:
+    print(f"{m:10s} {params[m]:8d} parameters  CPU {statistics.median(cpu[m]):.3f} s/iteration (median of "
+          f"{rounds})  wall {statistics.median(wall[m]):.3f} s/iteration (median of {len(wall[m])})")
+print(f"orbformer / ferminet: CPU {statistics.median(cpu['orbformer']) / statistics.median(cpu['ferminet']):.2f}, "
+      f"wall {statistics.median(wall['orbformer']) / statistics.median(wall['ferminet']):.2f}")

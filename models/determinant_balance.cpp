@@ -1,0 +1,12 @@
+#include "models/determinant_balance.hpp"
+
+namespace nnvmc {
+
+torch::Tensor determinant_balance_penalty(WaveFunction& wf, const torch::Tensor& r, const SystemTensors& sys,
+                                          double energy_std) {
+  const auto log_p = wf.determinant_log_weights(r, sys);  // [B, K]
+  if (!log_p.defined()) return {};
+  return -energy_std * log_p.mean();
+}
+
+}  // namespace nnvmc

@@ -1,0 +1,24 @@
+#pragma once
+/// @file determinant_balance.hpp
+/// oneqmc's determinant-balance penalty (loss.py, det_penalty_weight = 1e-3 in the published
+/// Orbformer runs), for trainers that want it; the trainer adds weight · ∇θ P to the energy
+/// gradient (or to the right-hand side of a natural-gradient step).
+#include <torch/torch.h>
+
+#include "models/wavefunction.hpp"
+
+namespace nnvmc {
+
+/// oneqmc's default weight of the penalty.
+inline constexpr double kDeterminantBalanceWeight = 1e-3;
+
+/// P = −σ_E · mean over walkers and determinants of log p_k, p = softmax_k(log|det_k|)
+/// (WaveFunction::determinant_log_weights). P is smallest when the K determinants contribute
+/// equally and grows when one dominates; σ_E scales it like the energy gradient.
+/// @param r [B, N, 3] @param energy_std σ_E, the standard deviation of the local energies
+/// (a constant) @return scalar tensor differentiable in the parameters, or an undefined tensor
+/// when the ansatz has no determinant weights.
+torch::Tensor determinant_balance_penalty(WaveFunction& wf, const torch::Tensor& r, const SystemTensors& sys,
+                                          double energy_std);
+
+}  // namespace nnvmc

@@ -1,0 +1,97 @@
+/// Every Laplacian method on the Orbformer: forward against jvp and reverse to 1e-10, against
+/// finite differences, Hutchinson unbiased, float32 close to float64.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <tuple>
+
+#include "common/test_util.hpp"
+#include "laplacian_checks.hpp"
+#include "models/orbformer/orbformer.hpp"
+
+using namespace nnvmc;
+using test::expect_close;
+using test::kinetic;
+
+namespace {
+
+/// Moves every parameter off its initial value (the determinants start nearly equal).
+void perturb(torch::nn::Module& m, double scale, std::uint64_t seed) {
+  torch::NoGradGuard ng;
+  torch::manual_seed(seed);
+  for (auto& p : m.parameters()) p.add_(scale * torch::randn_like(p));
+}
+
+class ForwardOnOrbformer : public ::testing::TestWithParam<const char*> {};
+
+}  // namespace
+
+TEST_P(ForwardOnOrbformer, AgreesWithJvpAndReverseTo1e10) {
+  const System s = load_molecule(GetParam(), test::molecules_dir());
+  Orbformer net(test::small_orbformer());
+  perturb(net, 0.1, 5);
+  const auto sys = test::tensors(s);
+  const auto r = test::random_positions(s, 4, 7);
+  const auto f = kinetic("forward", net, sys, r), j = kinetic("jvp", net, sys, r), b = kinetic("reverse", net, sys, r);
+  expect_close(f.laplacian, j.laplacian, 1e-10, 0, "laplacian vs jvp");
+  expect_close(f.laplacian, b.laplacian, 1e-10, 0, "laplacian vs reverse");
+  expect_close(f.grad_sq, j.grad_sq, 1e-10, 0, "grad_sq vs jvp");
+  expect_close(f.grad_sq, b.grad_sq, 1e-10, 0, "grad_sq vs reverse");
+  torch::NoGradGuard ng;
+  const auto fl = net.forward_laplacian(Blocks<FwdLap>::positions(r), sys);
+  const auto plain = net.forward(r, sys);
+  expect_close(fl.logabs.value, plain.logabs, 1e-12, 0, "log|psi| of the forward pass");
+  EXPECT_TRUE(torch::equal(fl.sign, plain.sign));
+}
+
+INSTANTIATE_TEST_SUITE_P(Molecules, ForwardOnOrbformer, ::testing::Values("h", "h2", "lih", "li", "h2o"));
+
+TEST(OrbformerLaplacian, ForwardMatchesFiniteDifferences) {
+  const System s = load_molecule("lih", test::molecules_dir());
+  Orbformer net(test::small_orbformer());
+  perturb(net, 0.1, 6);
+  const auto sys = test::tensors(s);
+  const auto r = test::random_positions(s, 5, 8);
+  test::expect_matches_finite_differences(kinetic("forward", net, sys, r), net, sys, r, 1e-3);
+}
+
+TEST(OrbformerLaplacian, HutchinsonIsUnbiased) {
+  const System s = load_molecule("lih", test::molecules_dir());
+  Orbformer net(test::small_orbformer());
+  perturb(net, 0.1, 9);
+  const auto sys = test::tensors(s);
+  const auto r = test::random_positions(s, 3, 10);
+  const auto exact = kinetic("forward", net, sys, r).laplacian;
+  HamiltonianOptions o;
+  o.laplacian = "hutchinson";
+  o.hutchinson.probes = 4;
+  auto method = make_laplacian(o, 11);
+  std::vector<torch::Tensor> est;
+  for (int i = 0; i < 30; ++i) est.push_back(method->compute(net, sys, r).laplacian);
+  const auto all = torch::stack(est);
+  const auto mean = all.mean(0), se = all.std(0) / std::sqrt(30.0);
+  EXPECT_TRUE(((mean - exact).abs() <= 4 * se + 1e-12).all().item<bool>()) << "mean " << mean << "\nexact " << exact;
+  EXPECT_GT(se.min().item<double>(), 0.0);
+}
+
+TEST(OrbformerLaplacian, Float32ExactMethodsAreCloseToFloat64) {
+  const System s = load_molecule("lih", test::molecules_dir());
+  Orbformer net(test::small_orbformer());
+  perturb(net, 0.1, 12);
+  const auto r = test::random_positions(s, 4, 13);
+  const auto ref = kinetic("forward", net, test::tensors(s), r);
+  net.to(torch::kFloat32);
+  const auto sys32 = test::tensors(s, torch::kFloat32);
+  const auto r32 = r.to(torch::kFloat32);
+  for (const char* method : {"forward", "jvp", "reverse"}) {
+    const auto k = kinetic(method, net, sys32, r32);
+    ASSERT_EQ(k.laplacian.scalar_type(), torch::kFloat32) << method;
+    // error relative to the size of the kinetic terms of each walker (a Laplacian can pass zero)
+    const auto scale = ref.laplacian.abs() + ref.grad_sq;
+    for (const auto& [name, got, want] : {std::tuple{"laplacian", k.laplacian, ref.laplacian},
+                                          std::tuple{"grad_sq", k.grad_sq, ref.grad_sq}}) {
+      const auto rel = ((got.to(torch::kFloat64) - want).abs() / scale).max().item<double>();
+      EXPECT_LT(rel, 1e-3) << method << " " << name << ": worst relative error in float32";
+    }
+  }
+}
