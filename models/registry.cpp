@@ -3,6 +3,7 @@
 #include "core/errors.hpp"
 #include "models/ferminet/ferminet.hpp"
 #include "models/hf/hf_determinant.hpp"
+#include "models/psiformer/psiformer.hpp"
 
 namespace nnvmc {
 
@@ -30,6 +31,9 @@ std::vector<std::string> ModelRegistry::names() const {
 void register_builtin_models(ModelRegistry& registry) {
   registry.add("ferminet", [](const ModelConfig& c, const System& s) {
     return std::make_shared<FermiNet>(c.ferminet, s);
+  });
+  registry.add("psiformer", [](const ModelConfig& c, const System& s) {
+    return std::make_shared<Psiformer>(c.psiformer, s);
   });
   registry.add("hf", [](const ModelConfig& c, const System& s) {
     return std::make_shared<HartreeFockDeterminant>(s, c.hf.basis);

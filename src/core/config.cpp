@@ -162,6 +162,14 @@ void validate(const Config& c) {
     require(l[0] > 0 && l[1] > 0, "model.ferminet.hidden_dims", "widths must be > 0");
   require(f.determinants > 0, "model.ferminet.determinants", "must be > 0");
   require_one_of(f.envelope, {"isotropic"}, "model.ferminet.envelope");
+  const auto& p = c.model.psiformer;
+  require(p.layers > 0, "model.psiformer.layers", "must be > 0");
+  require(p.heads > 0, "model.psiformer.heads", "must be > 0");
+  require(p.head_dim > 0, "model.psiformer.head_dim", "must be > 0");
+  for (int w : p.mlp_hidden_dims) require(w > 0, "model.psiformer.mlp_hidden_dims", "widths must be > 0");
+  require(p.determinants > 0, "model.psiformer.determinants", "must be > 0");
+  require_one_of(p.jastrow, {"simple_ee", "none"}, "model.psiformer.jastrow");
+  require_one_of(p.envelope, {"isotropic"}, "model.psiformer.envelope");
 }
 
 Config parse_config(const std::string& yaml_text, const std::vector<std::string>& overrides,
