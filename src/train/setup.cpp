@@ -2,7 +2,6 @@
 
 #include "batching/backend.hpp"
 #include "core/errors.hpp"
-#include "core/log.hpp"
 #include "models/registry.hpp"
 
 namespace nnvmc {
@@ -59,9 +58,6 @@ VmcSetup make_setup(const Config& config) {
   auto model_config = config.model;
   s.wf = model_registry().create(model_config, s.system);
   s.wf->to(s.options.device(), s.options.dtype().toScalarType());
-  std::int64_t n_params = 0;
-  for (const auto& p : s.wf->parameters()) n_params += p.numel();
-  log::info(strfmt("model %s: %lld parameters", s.wf->type().c_str(), static_cast<long long>(n_params)));
   s.sampler = std::make_unique<MetropolisSampler>(config.sampler, s.system, s.options,
                                                   config.run.seed + 1);
   s.budget = batching::MemoryBudget::parse(config.run.memory_budget, config.run.device, "run.memory_budget");

@@ -81,10 +81,12 @@ TEST(PsiformerLaplacian, HutchinsonIsUnbiasedWithinThreeStandardErrors) {
   perturb(net, 0.1, 10);
   const auto r = test::random_positions(s, 4, 10);
   const auto exact = kinetic("forward", net, test::tensors(s), r).laplacian;
+  // Each draw averages 10 probes (one gradient pass, 10 Hessian–vector products).
   HamiltonianOptions o;
   o.laplacian = "hutchinson";
+  o.hutchinson.probes = 10;
   auto method = make_laplacian(o, 11);
-  const int draws = 300;
+  const int draws = 40;
   std::vector<torch::Tensor> est;
   for (int i = 0; i < draws; ++i) est.push_back(method->compute(net, test::tensors(s), r).laplacian);
   const auto all = torch::stack(est);  // [draws, B]
