@@ -26,6 +26,12 @@ struct PsiformerCase {
   const char* jastrow;
 };
 
+/// Readable test names in ctest (instead of the struct's bytes).
+void PrintTo(const PsiformerCase& c, std::ostream* os) {
+  *os << c.molecule << "_L" << c.layers << "_H" << c.heads << "x" << c.head_dim << "_K" << c.dets
+      << (c.layer_norm ? "_ln_" : "_noln_") << c.jastrow;
+}
+
 class ExactLaplaciansOnPsiformer : public ::testing::TestWithParam<PsiformerCase> {};
 
 TEST_P(ExactLaplaciansOnPsiformer, ForwardJvpAndReverseAgreeTo1e10) {
