@@ -3,6 +3,7 @@
 ///                        [--methods jvp,reverse,hutchinson,forward] [--width default|small]
 ///                        [--repeats 3] [--threads 1] [--chunk 0] [--budget auto]
 ///                        [--timed-walkers W] [--device cpu|cuda]
+///                        [--model-from CONFIG.yaml] [--set "key=value key=value"]
 /// Prints one row per (molecule, method): median seconds per evaluation of all walkers, ratio
 /// to jvp in the same run, walkers per chunk, peak working tensor memory of an evaluation
 /// (counting CPU allocator) and peak RSS, the mean and the variance of the local energy over
@@ -11,6 +12,9 @@
 /// from the measured memory per walker). --timed-walkers W times only the first W walkers
 /// (rounded up to whole chunks) and scales the time to all walkers: chunks are independent and
 /// identical work, so this is a linear extrapolation, marked by timed < walkers in the output.
+/// --model-from takes the model (type and options) of a run config, e.g.
+/// configs/runs/lih_psiformer.yaml, and --set applies space-separated overrides to it (e.g.
+/// "model.psiformer.layers=4 model.psiformer.head_dim=64"); --width small applies to FermiNet.
 /// Ends with the growth exponent p of time ∝ N^p per method (least squares over molecules).
 #include <malloc.h>
 
@@ -49,7 +53,7 @@ void reset_peak_rss() {
 
 int main(int argc, char** argv) {
   std::string molecules = "lih", methods = "jvp,reverse,hutchinson", dtype = "float64", width = "default";
-  std::string budget = "auto", device = "cpu";
+  std::string budget = "auto", device = "cpu", model_from, overrides;
   int walkers = 256, repeats = 3, threads = 0, chunk = 0, timed_walkers = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
@@ -64,7 +68,17 @@ int main(int argc, char** argv) {
     else if (k == "--budget") budget = v;
     else if (k == "--timed-walkers") timed_walkers = std::stoi(v);
     else if (k == "--device") device = v;
+    else if (k == "--model-from") model_from = v;
+    else if (k == "--set") overrides = v;
   }
+  std::vector<std::string> sets;
+  {
+    std::stringstream ss(overrides);
+    for (std::string x; ss >> x;) sets.push_back(x);
+  }
+  const ModelConfig model = model_from.empty() ? parse_config("", sets, "bench").model
+                                               : load_config(model_from, sets).model;
+  std::printf("# model %s%s%s\n", model.type.c_str(), model_from.empty() ? "" : " from ", model_from.c_str());
   std::printf("%-6s %-11s %4s %7s %6s %6s %8s %10s %8s %9s %9s %14s %12s\n", "mol", "method", "N", "walkers",
               "timed", "chunk", "dtype", "median_s", "vs_jvp", "work_MiB", "rss_MiB", "mean_E_L", "var_E_L");
   std::map<std::string, std::vector<std::pair<double, double>>> growth;  // method → (N, s)
@@ -72,6 +86,7 @@ int main(int argc, char** argv) {
     double t_jvp = 0;
     for (const auto& method : split_list(methods)) {
       Config c = parse_config("", {}, "bench");
+      c.model = model;
       c.system.molecule.yaml = mol;
       c.sampler.walkers = walkers;
       c.run.dtype = dtype;

@@ -5,6 +5,7 @@
 #include "models/hf/hf_determinant.hpp"
 #include "models/paulinet/paulinet.hpp"
 #include "models/orbformer/orbformer.hpp"
+#include "models/psiformer/psiformer.hpp"
 
 namespace nnvmc {
 
@@ -37,6 +38,9 @@ void register_builtin_models(ModelRegistry& registry) {
     auto model = std::make_shared<Orbformer>(c.orbformer);  // any molecule: only its elements are checked
     model->check_system(system_tensors(s, torch::kFloat64));
     return model;
+  });
+  registry.add("psiformer", [](const ModelConfig& c, const System& s) {
+    return std::make_shared<Psiformer>(c.psiformer, s);
   });
   registry.add("hf", [](const ModelConfig& c, const System& s) {
     return std::make_shared<HartreeFockDeterminant>(s, c.hf.basis);

@@ -1,6 +1,7 @@
 /// @file fwdlap_attention.cpp
 /// Forward-Laplacian ops of attention-based ansätze: layer normalisation, attention scores,
 /// softmax and the attention-weighted sum over electrons.
+#include <algorithm>
 #include <cmath>
 
 #include "blocks/fwdlap.hpp"
@@ -36,7 +37,53 @@ FwdLap Op::layer_norm(const FwdLap& x, double eps) {
   return mul(c, elementwise(var, inv, d1, d2));
 }
 
+namespace {
+
+/// electron_dot of one-electron (local) q and k: the scores' Jacobian is built from the
+/// [B, E, 3, F] blocks directly (∂s_ij touches only electrons i and j), without making q and k
+/// dense first; the second-order cross term lives on the pairs where i and j are one electron.
+FwdLap electron_dot_local(const FwdLap& q, const FwdLap& k, double scale) {
+  const int64_t b = q.value.size(0), e = q.value.size(1), e2 = k.value.size(1), n = q.n_coords / 3;
+  const auto kt = k.value.transpose(1, 2);                                         // [B, F, E']
+  auto value = torch::matmul(q.value, kt) * scale;                                 // [B, E, E']
+  auto jac = torch::zeros({b, e, n, 3, e2}, q.value.options());                    // [B, E, N, 3, E']
+  auto dense = jac.view({b, e, 3 * n, e2});
+  // ∂/∂r_i of q_i·k_j: the own-electron block of row i
+  own_view(dense, q.offset, e).add_((torch::matmul(q.jac, kt.unsqueeze(1)) * scale).movedim(1, -1));
+  // ∂/∂r_j of q_i·k_j: entry (row i, electron j, column j)
+  jac.narrow(2, k.offset, e2).diagonal(0, 2, 4).add_(torch::einsum("bif,bjdf->bidj", {q.value, k.jac}) * scale);
+  auto lap = (torch::matmul(q.lap, kt) + torch::matmul(q.value, k.lap.transpose(1, 2))) * scale;
+  // 2 Σ_c ∂_c q_i·∂_c k_j ≠ 0 only where row i and column j are the same electron
+  const int64_t lo = std::max(q.offset, k.offset), hi = std::min(q.offset + e, k.offset + e2);
+  if (lo < hi) {
+    const auto cross = (q.jac.narrow(1, lo - q.offset, hi - lo) * k.jac.narrow(1, lo - k.offset, hi - lo)).sum({2, 3});
+    lap.narrow(1, lo - q.offset, hi - lo).narrow(2, lo - k.offset, hi - lo).diagonal(0, 1, 2).add_(2 * scale * cross);
+  }
+  FwdLap out = like(q, std::move(value), std::move(dense), std::move(lap));
+  out.kind = Sparsity::dense;
+  return out;
+}
+
+/// electron_mix of dense weights a [B, E, E'] and one-electron (local) values v [B, E', F]:
+/// Σ_j a_ij ∂v_j touches only electron j, so v's Jacobian is never made dense.
+FwdLap electron_mix_local(const FwdLap& a, const FwdLap& v) {
+  const int64_t b = a.value.size(0), e = a.value.size(1), e2 = v.value.size(1), n = a.n_coords / 3,
+                f = v.value.size(2);
+  auto value = torch::matmul(a.value, v.value);                             // [B, E, F]
+  auto jac = torch::matmul(a.jac, v.value.unsqueeze(1));                    // [B, E, 3N, F]
+  auto blocks = jac.view({b, e, n, 3, f}).narrow(2, v.offset, e2);          // [B, E, E', 3, F]
+  blocks.add_(a.value.unsqueeze(-1).unsqueeze(-1) * v.jac.unsqueeze(1));    // a_ij ∂v_j
+  // 2 Σ_j Σ_d ∂_(j,d) a_ij ∂_(j,d) v_jf: a's derivative along electron j in column j
+  const auto a_own = a.jac.reshape({b, e, n, 3, e2}).narrow(2, v.offset, e2).diagonal(0, 2, 4);  // [B, E, 3, E']
+  const auto cross = torch::einsum("bidj,bjdf->bif", {a_own, v.jac});
+  auto lap = torch::matmul(a.lap, v.value) + torch::matmul(a.value, v.lap) + 2 * cross;
+  return like(a, std::move(value), std::move(jac), std::move(lap));
+}
+
+}  // namespace
+
 FwdLap Op::electron_dot(const FwdLap& q_in, const FwdLap& k_in, double scale) {
+  if (q_in.kind == Sparsity::local && k_in.kind == Sparsity::local) return electron_dot_local(q_in, k_in, scale);
   const FwdLap q = dense_or_global(q_in, "electron_dot"), k = dense_or_global(k_in, "electron_dot");
   require(q.kind == Sparsity::dense && k.kind == Sparsity::dense, "electron_dot needs electron features");
   const int64_t b = q.value.size(0), e = q.value.size(1), e2 = k.value.size(1), n = q.n_coords, f = q.value.size(2);
@@ -65,7 +112,12 @@ FwdLap Op::softmax(const FwdLap& x_in) {
 }
 
 FwdLap Op::electron_mix(const FwdLap& a_in, const FwdLap& v_in) {
-  const FwdLap a = dense_or_global(a_in, "electron_mix"), v = dense_or_global(v_in, "electron_mix");
+  const FwdLap a = dense_or_global(a_in, "electron_mix");
+  if (a.kind == Sparsity::dense && v_in.kind == Sparsity::local) {
+    require(a.value.size(-1) == v_in.value.size(1), "electron_mix: the weights must run over the electrons of v");
+    return electron_mix_local(a, v_in);
+  }
+  const FwdLap v = dense_or_global(v_in, "electron_mix");
   require(a.kind == Sparsity::dense && v.kind == Sparsity::dense, "electron_mix needs electron features");
   require(v.offset == 0 && v.value.size(1) * 3 == v.n_coords && a.value.size(-1) == v.value.size(1),
           "electron_mix: the weights must run over all electrons of v");

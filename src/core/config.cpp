@@ -208,6 +208,14 @@ void validate(const Config& c) {
           "must divide the electron feature width heads*head_dim");
   require(o.nuclear_feature_dim % o.nuclear_heads == 0, "model.orbformer.nuclear_heads",
           "must divide nuclear_feature_dim");
+  const auto& ps = c.model.psiformer;
+  require(ps.layers > 0, "model.psiformer.layers", "must be > 0");
+  require(ps.heads > 0, "model.psiformer.heads", "must be > 0");
+  require(ps.head_dim > 0, "model.psiformer.head_dim", "must be > 0");
+  for (int w : ps.mlp_hidden_dims) require(w > 0, "model.psiformer.mlp_hidden_dims", "widths must be > 0");
+  require(ps.determinants > 0, "model.psiformer.determinants", "must be > 0");
+  require_one_of(ps.jastrow, {"simple_ee", "none"}, "model.psiformer.jastrow");
+  require_one_of(ps.envelope, {"isotropic"}, "model.psiformer.envelope");
 }
 
 Config parse_config(const std::string& yaml_text, const std::vector<std::string>& overrides,

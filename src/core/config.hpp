@@ -78,6 +78,29 @@ struct OrbformerOptions {
   }
 };
 
+/// Psiformer hyper-parameters; defaults follow von Glehn, Spencer, Pfau (ICLR 2023) and
+/// FermiNet's psiformer.py (its base_config `psiformer` block).
+struct PsiformerOptions {
+  int layers = 4;                        ///< self-attention layers
+  int heads = 4;                         ///< attention heads per layer
+  int head_dim = 64;                     ///< width per head; the stream is heads·head_dim wide
+  std::vector<int> mlp_hidden_dims{256};  ///< hidden widths of each layer's tanh MLP (before its tanh projection back to the stream width)
+  int determinants = 16;                 ///< K full N×N determinants
+  bool layer_norm = true;                ///< LayerNorm (learnable scale, offset) after both residuals
+  std::string jastrow = "simple_ee";     ///< simple_ee (electron–electron cusps) | none
+  std::string envelope = "isotropic";    ///< orbital envelope: isotropic
+  template <class V> void visit(V& v) {
+    v("layers", layers, "number of self-attention layers");
+    v("heads", heads, "attention heads per layer");
+    v("head_dim", head_dim, "width of each head (stream width = heads * head_dim)");
+    v("mlp_hidden_dims", mlp_hidden_dims, "hidden widths of each layer's tanh MLP");
+    v("determinants", determinants, "number of full determinants K");
+    v("layer_norm", layer_norm, "LayerNorm after the attention and MLP residuals");
+    v("jastrow", jastrow, "Jastrow factor: simple_ee | none");
+    v("envelope", envelope, "orbital envelope: isotropic");
+  }
+};
+
 /// The bare Hartree–Fock determinant (no network parameters).
 struct HartreeFockOptions {
   std::string basis = "sto-6g";  ///< Gaussian basis of the UHF orbitals
@@ -130,11 +153,13 @@ struct ModelConfig {
   std::string type = "ferminet";  ///< registry key of the ansatz
   FermiNetOptions ferminet;       ///< options when type == ferminet
   OrbformerOptions orbformer;     ///< options when type == orbformer
+  PsiformerOptions psiformer;     ///< options when type == psiformer
   HartreeFockOptions hf;          ///< options when type == hf
   PaulinetOptions paulinet;       ///< options when type == paulinet
   template <class V> void visit(V& v) {
     v("type", type, "ansatz: ferminet | psiformer | paulinet | orbformer | hf");
     v("ferminet", ferminet, "FermiNet options");
+    v("psiformer", psiformer, "Psiformer options");
     v("orbformer", orbformer, "Orbformer options");
     v("hf", hf, "Hartree-Fock determinant options");
     v("paulinet", paulinet, "PauliNet options");

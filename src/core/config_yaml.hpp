@@ -118,6 +118,10 @@ class Writer {
       out_ << YAML::Flow << YAML::BeginSeq;
       for (const auto& p : field) out_ << YAML::Flow << YAML::BeginSeq << p[0] << p[1] << YAML::EndSeq;
       out_ << YAML::EndSeq;
+    } else if constexpr (std::is_same_v<T, std::vector<int>>) {
+      out_ << YAML::Flow << YAML::BeginSeq;
+      for (int x : field) out_ << x;
+      out_ << YAML::EndSeq;
     } else {
       out_ << field;
     }

@@ -41,6 +41,19 @@ inline OrbformerOptions small_orbformer(int dets = 3) {
   return o;
 }
 
+/// A small Psiformer configuration (fast in tests); seeds the global RNG like small_ferminet.
+inline PsiformerOptions small_psiformer(int layers = 2, int heads = 2, int head_dim = 4, int dets = 2,
+                                        int mlp_width = 8) {
+  torch::manual_seed(0);
+  PsiformerOptions o;
+  o.layers = layers;
+  o.heads = heads;
+  o.head_dim = head_dim;
+  o.mlp_hidden_dims = {mlp_width};
+  o.determinants = dets;
+  return o;
+}
+
 /// Random electron positions around the nuclei: [B, N, 3] float64.
 inline torch::Tensor random_positions(const System& s, int64_t b, std::uint64_t seed = 1) {
   torch::manual_seed(seed);

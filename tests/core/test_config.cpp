@@ -32,6 +32,33 @@ TEST(Config, DefaultsFollowTheIssueAndPaper) {
   EXPECT_DOUBLE_EQ(c.optim.clip_width, 5.0);
 }
 
+TEST(Config, PsiformerDefaultsFollowThePaperAndItsOptionsRoundTrip) {
+  const auto& d = parse_config("", {}, "c.yaml").model.psiformer;
+  EXPECT_EQ(d.layers, 4);
+  EXPECT_EQ(d.heads, 4);
+  EXPECT_EQ(d.head_dim, 64);
+  EXPECT_EQ(d.mlp_hidden_dims, std::vector<int>{256});
+  EXPECT_EQ(d.determinants, 16);
+  EXPECT_TRUE(d.layer_norm);
+  EXPECT_EQ(d.jastrow, "simple_ee");
+  const Config c = parse_config(
+      "model: {type: psiformer, psiformer: {layers: 2, heads: 2, head_dim: 8, mlp_hidden_dims: [32, 16],"
+      " layer_norm: false, jastrow: none}}\n",
+      {"model.psiformer.determinants=4"}, "c.yaml");
+  const Config back = parse_config(to_yaml(c), {}, "resolved.yaml");
+  for (const Config* x : {&c, &back}) {
+    const auto& p = x->model.psiformer;
+    EXPECT_EQ(x->model.type, "psiformer");
+    EXPECT_EQ(p.layers, 2);
+    EXPECT_EQ(p.mlp_hidden_dims, (std::vector<int>{32, 16}));
+    EXPECT_EQ(p.determinants, 4);
+    EXPECT_FALSE(p.layer_norm);
+    EXPECT_EQ(p.jastrow, "none");
+  }
+  EXPECT_TRUE(contains(error_of("model: {psiformer: {jastrow: pade}}\n"), "model.psiformer.jastrow"));
+  EXPECT_TRUE(contains(error_of("model: {psiformer: {mlp_hidden_dims: [0]}}\n"), "model.psiformer.mlp_hidden_dims"));
+}
+
 TEST(Config, ValuesAndOverridesAreRead) {
   const Config c = parse_config(
       "system: {molecule: he}\nmodel: {ferminet: {hidden_dims: [[32, 8], [32, 8]], determinants: 4}}\n",

@@ -196,3 +196,35 @@ TEST(FwdLapOps, SigmoidSoftplusCentreSumsAndPairBiasesAgreeWithJvpReverseAndFini
   expect_close(f.grad_sq, b.grad_sq, 1e-10, 0, "grad_sq vs reverse");
   test::expect_matches_finite_differences(f, wf, SystemTensors{}, r, 1e-3);
 }
+
+TEST(FwdLapOps, AttentionOnOneElectronInputsMatchesTheDensePath) {
+  // electron_dot and electron_mix take one-electron (local) inputs without making them dense;
+  // the result must equal the dense path's, also for electron ranges that start elsewhere.
+  using Op = Blocks<FwdLap>;
+  torch::NoGradGuard ng;
+  torch::manual_seed(33);
+  const auto r = Op::positions(torch::randn({3, 5, 3}, torch::kFloat64));
+  const auto w1 = torch::randn({4, 4}, torch::kFloat64), w2 = torch::randn({4, 4}, torch::kFloat64);
+  const auto c = torch::tensor({{0.1, 0.2, -0.3}}, torch::kFloat64);
+  const auto x = Op::reshape_features(Op::sub_centres(r, c), 1, {3});
+  const auto h = Op::tanh(Op::cat({x, Op::norm(x)}));  // local [B, 5, 4]
+  const auto q = Op::affine(h, w1, {}), k = Op::affine(h, w2, {});
+  ASSERT_EQ(q.kind, Sparsity::local);
+  auto same = [](const FwdLap& a, const FwdLap& b, const char* what) {
+    ASSERT_EQ(a.kind, Sparsity::dense) << what;
+    ASSERT_EQ(a.offset, b.offset) << what;
+    EXPECT_LE((a.value - b.value).abs().max().item<double>(), 1e-13) << what;
+    EXPECT_LE((a.jac - b.jac).abs().max().item<double>(), 1e-13) << what;
+    EXPECT_LE((a.lap - b.lap).abs().max().item<double>(), 1e-13) << what;
+  };
+  const std::array<int64_t, 2> ranges[] = {{0, 5}, {1, 4}, {3, 5}};
+  for (const auto& [lo, hi] : ranges) {
+    const auto qs = Op::slice_electrons(q, 1, lo, hi);  // rows: electrons lo..hi
+    const auto s_local = Op::electron_dot(qs, k, 0.7), s_dense = Op::electron_dot(qs.to_dense(), k.to_dense(), 0.7);
+    same(s_local, s_dense, "electron_dot");
+    const auto ks = Op::slice_electrons(k, 1, lo, hi);  // columns: electrons lo..hi
+    same(Op::electron_dot(q, ks, 0.7), Op::electron_dot(q.to_dense(), ks.to_dense(), 0.7), "electron_dot, key range");
+    const auto a = Op::softmax(s_dense);  // [B, hi - lo, 5]
+    same(Op::electron_mix(a, h), Op::electron_mix(a, h.to_dense()), "electron_mix");
+  }
+}

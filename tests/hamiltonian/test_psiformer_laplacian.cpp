@@ -1,0 +1,159 @@
+/// Every Laplacian method on the Psiformer, and its electron–electron cusp.
+#include <gtest/gtest.h>
+
+#include "common/test_util.hpp"
+#include "hamiltonian/local_energy.hpp"
+#include "laplacian_checks.hpp"
+#include "models/psiformer/psiformer.hpp"
+
+using namespace nnvmc;
+using test::expect_close;
+using test::kinetic;
+
+namespace {
+
+/// Moves every parameter off its initial value (LayerNorm scales, envelopes and α start at 1).
+void perturb(torch::nn::Module& m, double scale, std::uint64_t seed) {
+  torch::NoGradGuard ng;
+  torch::manual_seed(seed);
+  for (auto& p : m.parameters()) p.add_(scale * torch::randn_like(p));
+}
+
+struct PsiformerCase {
+  const char* molecule;
+  int layers, heads, head_dim, dets;
+  bool layer_norm;
+  const char* jastrow;
+};
+
+/// Readable test names in ctest (instead of the struct's bytes).
+void PrintTo(const PsiformerCase& c, std::ostream* os) {
+  *os << c.molecule << "_L" << c.layers << "_H" << c.heads << "x" << c.head_dim << "_K" << c.dets
+      << (c.layer_norm ? "_ln_" : "_noln_") << c.jastrow;
+}
+
+class ExactLaplaciansOnPsiformer : public ::testing::TestWithParam<PsiformerCase> {};
+
+TEST_P(ExactLaplaciansOnPsiformer, ForwardJvpAndReverseAgreeTo1e10) {
+  const auto c = GetParam();
+  const System s = load_molecule(c.molecule, test::molecules_dir());
+  auto o = test::small_psiformer(c.layers, c.heads, c.head_dim, c.dets);
+  o.layer_norm = c.layer_norm;
+  o.jastrow = c.jastrow;
+  Psiformer net(o, s);
+  perturb(net, 0.1, 5);
+  const auto r = test::random_positions(s, 5, 7);
+  const auto sys = test::tensors(s);
+  const auto f = kinetic("forward", net, sys, r), j = kinetic("jvp", net, sys, r), b = kinetic("reverse", net, sys, r);
+  expect_close(f.laplacian, j.laplacian, 1e-10, 0, "laplacian forward vs jvp");
+  expect_close(f.laplacian, b.laplacian, 1e-10, 0, "laplacian forward vs reverse");
+  expect_close(j.laplacian, b.laplacian, 1e-10, 0, "laplacian jvp vs reverse");
+  expect_close(f.grad_sq, j.grad_sq, 1e-10, 0, "grad_sq forward vs jvp");
+  expect_close(f.grad_sq, b.grad_sq, 1e-10, 0, "grad_sq forward vs reverse");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    LayersSpinsAndOptions, ExactLaplaciansOnPsiformer,
+    ::testing::Values(PsiformerCase{"lih", 2, 2, 4, 2, true, "simple_ee"},
+                      PsiformerCase{"li", 3, 1, 6, 3, true, "simple_ee"},
+                      PsiformerCase{"he", 2, 2, 4, 1, false, "none"},
+                      PsiformerCase{"h", 2, 2, 4, 2, true, "simple_ee"},
+                      PsiformerCase{"h2o", 1, 2, 4, 2, true, "simple_ee"}));
+
+TEST(PsiformerLaplacian, ForwardMatchesFiniteDifferences) {
+  const System s = load_molecule("lih", test::molecules_dir());
+  Psiformer net(test::small_psiformer(), s);
+  perturb(net, 0.1, 6);
+  const auto r = test::random_positions(s, 4, 8);
+  const auto f = kinetic("forward", net, test::tensors(s), r);
+  test::expect_matches_finite_differences(f, net, test::tensors(s), r, 1e-3);
+}
+
+TEST(PsiformerLaplacian, ForwardCarriesTheSameLogPsiAsForward) {
+  const System s = load_molecule("lih", test::molecules_dir());
+  Psiformer net(test::small_psiformer(), s);
+  perturb(net, 0.1, 9);
+  const auto r = test::random_positions(s, 6, 9);
+  torch::NoGradGuard ng;
+  const auto a = net.forward(r, test::tensors(s));
+  const auto b = net.forward_laplacian(Blocks<FwdLap>::positions(r), test::tensors(s));
+  expect_close(b.logabs.value, a.logabs, 1e-12, 0, "logabs");
+  EXPECT_TRUE(torch::equal(b.sign, a.sign));
+}
+
+TEST(PsiformerLaplacian, HutchinsonIsUnbiasedWithinThreeStandardErrors) {
+  const System s = load_molecule("lih", test::molecules_dir());
+  Psiformer net(test::small_psiformer(1, 2, 4, 2), s);
+  perturb(net, 0.1, 10);
+  const auto r = test::random_positions(s, 4, 10);
+  const auto exact = kinetic("forward", net, test::tensors(s), r).laplacian;
+  // Each draw averages 10 probes (one gradient pass, 10 Hessian–vector products).
+  HamiltonianOptions o;
+  o.laplacian = "hutchinson";
+  o.hutchinson.probes = 10;
+  auto method = make_laplacian(o, 11);
+  const int draws = 40;
+  std::vector<torch::Tensor> est;
+  for (int i = 0; i < draws; ++i) est.push_back(method->compute(net, test::tensors(s), r).laplacian);
+  const auto all = torch::stack(est);  // [draws, B]
+  const auto mean = all.mean(0), se = all.std(0) / std::sqrt(double(draws));
+  EXPECT_TRUE(((mean - exact).abs() <= 3 * se + 1e-12).all().item<bool>())
+      << "mean " << mean << "\nexact " << exact << "\nse " << se;
+  EXPECT_GT(se.min().item<double>(), 0.0);
+}
+
+TEST(PsiformerLaplacian, Float32ForwardIsCloseToFloat64) {
+  const System s = load_molecule("lih", test::molecules_dir());
+  Psiformer net(test::small_psiformer(), s);
+  perturb(net, 0.1, 14);
+  const auto r = test::random_positions(s, 8, 15);
+  const auto f64 = kinetic("forward", net, test::tensors(s), r);
+  net.to(torch::kFloat32);
+  const auto sys32 = test::tensors(s, torch::kFloat32);
+  const auto r32 = r.to(torch::kFloat32);
+  for (const auto* m : {"forward", "jvp"}) {
+    const auto t = kinetic(m, net, sys32, r32);
+    EXPECT_EQ(t.laplacian.scalar_type(), torch::kFloat32) << m;
+    const auto scale = f64.laplacian.abs() + f64.grad_sq;  // a Laplacian can pass zero
+    const auto rel = ((t.laplacian.to(torch::kFloat64) - f64.laplacian).abs() / scale).max();
+    EXPECT_LT(rel.item<double>(), 1e-3) << m;
+  }
+}
+
+/// Coefficient of 1/r₁₂ in E_L as the up and the down electron of He approach each other:
+/// (E_L(ε₂) − E_L(ε₁)) / (1/ε₂ − 1/ε₁) from two separations along one direction.
+double inverse_distance_coefficient(Psiformer& net, const System& he, const char* method) {
+  HamiltonianOptions o;
+  o.laplacian = method;
+  LocalEnergy le(he, make_laplacian(o, 0), torch::TensorOptions().dtype(torch::kFloat64));
+  const auto p = torch::tensor({0.7, -0.3, 0.5}, torch::kFloat64);
+  const auto u = torch::tensor({0.48, 0.6, -0.64}, torch::kFloat64);  // unit vector
+  auto at = [&](double eps) {
+    const auto r = torch::stack({p, p + eps * u}).unsqueeze(0);  // [1, 2, 3]
+    return le(net, r).energy.item<double>();
+  };
+  const double e1 = 1e-3, e2 = 1e-5;
+  return (at(e2) - at(e1)) / (1 / e2 - 1 / e1);
+}
+
+TEST(PsiformerLaplacian, JastrowCancelsTheElectronElectronSingularity) {
+  // E_L = … + 1/r₁₂: the network's one-electron features give no cusp, so without the
+  // Jastrow factor E_L diverges as 1/r₁₂ (coefficient 1); the simple_ee factor's slope ½ at
+  // coalescence cancels it exactly (coefficient 0), for every value of α.
+  const System he = load_molecule("he", test::molecules_dir());
+  auto with = test::small_psiformer();
+  auto without = with;
+  without.jastrow = "none";
+  torch::manual_seed(4);
+  Psiformer a(with, he);
+  perturb(a, 0.1, 12);
+  torch::manual_seed(4);
+  Psiformer b(without, he);
+  perturb(b, 0.1, 12);
+  for (const auto* m : {"forward", "reverse"}) {
+    EXPECT_NEAR(inverse_distance_coefficient(a, he, m), 0.0, 1e-6) << m;
+    EXPECT_NEAR(inverse_distance_coefficient(b, he, m), 1.0, 1e-6) << m;
+  }
+}
+
+}  // namespace
