@@ -10,7 +10,7 @@ BUILD=${1:-build}
 KILLS=${2:-10}
 BIN="$BUILD/src/app/nnvmc"
 OUT=$(mktemp -d /tmp/nnvmc_kill.XXXXXX)
-ITER=${ITER:-60}
+ITER=${ITER:-300}
 cat > "$OUT/run.yaml" <<YAML
 system: {molecule: he}
 model: {ferminet: {hidden_dims: [[16, 4], [16, 4]], determinants: 2}}
@@ -27,14 +27,19 @@ check_checkpoint() {  # $1 = checkpoint: must load (format, version, checksum) w
     log "UNREADABLE checkpoint $1: $(cat "$OUT/check.err")"; exit 1
   fi
 }
-start=$(date +%s)
-log "reference: uninterrupted run of $ITER iterations"
+ms() { echo $(( $(date +%s%N) / 1000000 )); }
+start=$(ms)
+log "reference: uninterrupted run of $ITER iterations (checkpoint after every iteration)"
 "$BIN" train "$OUT/run.yaml" run.output="$OUT/ref" --log-level warn > "$OUT/ref.log" 2>&1
-ref_s=$(( $(date +%s) - start ))
-log "reference took ${ref_s}s"
+ref_ms=$(( $(ms) - start ))
+log "reference took ${ref_ms} ms"
 RANDOM=${SEED:-42}
 kills=0 restarts=0 resumes=0
+iteration_of() {  # $1 = checkpoint; prints its iteration (0 when there is none)
+  python3 -c "import h5py,sys; print(int(h5py.File(sys.argv[1],'r')['iteration'][()]))" "$1" 2>/dev/null || echo 0
+}
 while [ "$kills" -lt "$KILLS" ]; do
+  done_it=$(iteration_of "$OUT/killed/checkpoint.h5")
   if [ -f "$OUT/killed/checkpoint.h5" ]; then
     "$BIN" train --resume "$OUT/killed" --log-level warn >> "$OUT/killed.log" 2>&1 & resumes=$((resumes + 1))
   else
@@ -42,14 +47,15 @@ while [ "$kills" -lt "$KILLS" ]; do
     restarts=$((restarts + 1))
   fi
   pid=$!
-  # A random moment within the first ~40 % of the reference's duration (ms resolution).
-  delay_ms=$(( 200 + RANDOM % (ref_s * 400 + 1) ))
+  [ "$done_it" -lt "$ITER" ] || { log "the run is complete after $kills kills"; break; }
+  # A random moment between 0.1 s and twice the reference's time per kill, so that the kills are
+  # spread over the whole run (start-up, pretraining, burn-in, iterations, checkpoint writes).
+  delay_ms=$(( 100 + (RANDOM * 32768 + RANDOM) % (2 * ref_ms / KILLS) ))
   sleep "$(printf '%d.%03d' $((delay_ms / 1000)) $((delay_ms % 1000)))"
   if kill -9 "$pid" 2> /dev/null; then
     wait "$pid" 2> /dev/null || true
     kills=$((kills + 1))
-    it=$(python3 -c "import h5py,sys; print(int(h5py.File(sys.argv[1],'r')['iteration'][()]))" "$OUT/killed/checkpoint.h5" 2>/dev/null || echo none)
-    log "kill $kills after ${delay_ms} ms (checkpoint iteration: $it)"
+    log "kill $kills after ${delay_ms} ms (checkpoint iteration before: $done_it, after: $(iteration_of "$OUT/killed/checkpoint.h5"))"
     check_checkpoint "$OUT/killed/checkpoint.h5"
   else
     wait "$pid" || { log "run failed: $(tail -3 "$OUT/killed.log")"; exit 1; }
@@ -57,7 +63,7 @@ while [ "$kills" -lt "$KILLS" ]; do
     break
   fi
 done
-if ! grep -q . <(python3 -c "import h5py,sys; f=h5py.File(sys.argv[1],'r'); print('done') if int(f['iteration'][()]) == $ITER else None" "$OUT/killed/checkpoint.h5" 2>/dev/null); then
+if [ "$(iteration_of "$OUT/killed/checkpoint.h5")" -ne "$ITER" ]; then
   log "finishing the run"
   if [ -f "$OUT/killed/checkpoint.h5" ]; then "$BIN" train --resume "$OUT/killed" --log-level warn >> "$OUT/killed.log" 2>&1
   else "$BIN" train "$OUT/run.yaml" run.output="$OUT/killed" --force --log-level warn >> "$OUT/killed.log" 2>&1; fi
@@ -78,4 +84,4 @@ same = [k for k in ("train/energy", "train/variance", "train/step_size", "pretra
 print(f"[kill_test] result.h5 series identical: {', '.join(same)}; rows {len(r['train/energy'])} vs {len(g['train/energy'])}")
 sys.exit(1 if bad or len(same) < 4 else 0)
 PY
-log "kills $kills, fresh (re)starts $restarts, resumes $resumes, total $(( $(date +%s) - start ))s; output in $OUT"
+log "kills $kills, fresh (re)starts $restarts, resumes $resumes, total $(( ($(ms) - start) / 1000 )) s; output in $OUT"

@@ -32,7 +32,13 @@ void register_builtin_models(ModelRegistry& registry) {
     return std::make_shared<FermiNet>(c.ferminet, s);
   });
   registry.add("hf", [](const ModelConfig& c, const System& s) {
-    return std::make_shared<HartreeFockDeterminant>(s, c.hf.basis);
+    try {
+      return std::make_shared<HartreeFockDeterminant>(s, c.hf.basis);
+    } catch (const ConfigError&) {
+      throw;
+    } catch (const InputError& e) {  // unknown basis, or one without this molecule's elements
+      throw ConfigError(std::string("model.hf.basis: ") + e.what());
+    }
   });
 }
 

@@ -214,6 +214,9 @@ Config parse_config(const std::string& yaml_text, const std::vector<std::string>
 }
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw ConfigError(path + ": cannot open config file (not a regular file)");
   std::ifstream in(path);
   if (!in) throw ConfigError(path + ": cannot open config file");
   std::stringstream ss;

@@ -211,6 +211,8 @@ System load_molecule(const std::string& spec, const std::string& molecules_dir) 
   fs::path p(spec);
   const bool looks_like_path = spec.find('/') != std::string::npos || p.has_extension();
   if (!looks_like_path) p = fs::path(molecules_dir) / (spec + ".yaml");
+  if (fs::exists(p) && !fs::is_regular_file(p))
+    throw InputError(p.string() + ": not a molecule file (a directory?)");
   if (!fs::exists(p)) {
     if (looks_like_path) throw InputError(spec + ": no such molecule file");
     throw InputError("unknown molecule '" + spec + "' (no " + p.string() +

@@ -36,8 +36,8 @@ BlockingResult blocking_analysis(const std::vector<double>& series) {
   // Standard error of the mean from each level's block means.
   std::vector<double> se(levels);
   for (int j = 0; j < levels; ++j) se[j] = std::sqrt(s2[j] / std::max<long>(1, len[j] - 1));
-  // Lee, Kent & Needs: the smallest block size B = 2^j with B³ > 2 n (se_j / se_0)⁴, i.e. blocks
-  // much longer than the correlation time the level itself measures. (The first level that
+  // Lee et al. (PRE 83, 066706 (2011)): the smallest block size B = 2^j with
+  // B³ > 2 n (se_j / se_0)⁴, i.e. blocks much longer than the correlation time the level measures. (The first level that
   // passes Jonsson's lag-1 χ² test, used before, stops too early: 7–25 % low on AR(1) series of
   // evaluation length, 1σ covering the mean 52–66 % of the time; bench/results/error_bars.txt.)
   int level = -1;

@@ -1,10 +1,10 @@
 #pragma once
 /// @file blocking.hpp
 /// Error bars of correlated Monte Carlo series by reblocking (Flyvbjerg & Petersen,
-/// J. Chem. Phys. 91, 461 (1989)), with the block size chosen automatically as in Lee, Kent &
-/// Needs, Phys. Rev. E 83, 066706 (2011) (smallest block size B with B³ > 2n(σ_B/σ_1)⁴), and two
-/// independent cross-checks: batch means and the integrated autocorrelation time with Sokal's
-/// window.
+/// J. Chem. Phys. 91, 461 (1989)), with the block size chosen automatically as in Lee, Conduit,
+/// Nemec, López Ríos & Drummond, Phys. Rev. E 83, 066706 (2011) (the smallest block size B with
+/// B³ > 2n(σ_B/σ_1)⁴), and two independent cross-checks: batch means and the integrated
+/// autocorrelation time with Sokal's window.
 #include <vector>
 
 namespace nnvmc {
