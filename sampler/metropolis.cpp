@@ -77,8 +77,11 @@ double MetropolisSampler::run(const LogAbsFn& logabs, int n) {
     const auto u = at::empty({r_.size(0)}, cpu64).uniform_(0.0, 1.0, gen_).to(tensor_);
     const auto proposal = r_ + step_size_ * noise;
     const auto new_logabs = logabs(proposal);
-    // accept with probability min(1, |ψ'|²/|ψ|²); NaN proposals are rejected.
-    const auto accept = torch::log(u) < 2.0 * (new_logabs - logabs_);
+    // Accept with probability min(1, |ψ'|²/|ψ|²). A proposal with a non-finite log|ψ| (a node,
+    // where an orbital matrix is singular, or NaN) is rejected; a walker whose own log|ψ| is
+    // not finite takes any finite proposal (so no walker is stuck on a node).
+    const auto accept = torch::isfinite(new_logabs) &
+                        ((torch::log(u) < 2.0 * (new_logabs - logabs_)) | ~torch::isfinite(logabs_));
     r_ = torch::where(accept.view({-1, 1, 1}), proposal, r_);
     logabs_ = torch::where(accept, new_logabs, logabs_);
     accepted += accept.to(torch::kFloat64).mean().item<double>();

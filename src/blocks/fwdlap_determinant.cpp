@@ -29,7 +29,9 @@ SignedFwdLap Op::log_det(const FwdLap& x_in) {
   x.lap = x.lap / scale;
   const auto log_scale = rs.log().sum({1, 3}) + cs.log().sum({1, 3});  // [B, K]
   const auto a = x.value.permute({0, 2, 1, 3});  // [B, K, E, E], row = electron
-  const auto [lu, pivots] = torch::linalg_lu_factor(a);
+  // No exception on an exactly singular matrix: log|det| = −inf, sign 0 (a walker on a node);
+  // its Jacobian and Laplacian are then non-finite and the walker is excluded downstream.
+  const auto [lu, pivots, info] = torch::linalg_lu_factor_ex(a);
   // One determinant at a time (bounds the [B, E, C, E] temporaries); all ∂_c A of it at once
   // as right-hand sides [B, E(row), C·E(col)].
   std::vector<torch::Tensor> grads, tr_mms;
@@ -57,7 +59,8 @@ SignedFwdLap Op::log_det(const FwdLap& x_in) {
 
 SignedFwdLap Op::signed_logsumexp(const torch::Tensor& sign, const FwdLap& l) {
   require(l.kind == Sparsity::global, "signed_logsumexp needs global values [B, K]");
-  const auto shift = std::get<0>(l.value.max(-1, /*keepdim=*/true));
+  auto shift = std::get<0>(l.value.max(-1, /*keepdim=*/true));
+  shift = torch::where(torch::isfinite(shift), shift, torch::zeros_like(shift));  // all terms zero
   const auto t = sign * torch::exp(l.value - shift);  // ψ_k / e^shift
   const auto sum = t.sum(-1, true);
   const auto w = t / sum;                             // ψ_k / ψ, [B, K]

@@ -44,6 +44,11 @@ System parse_molecule_yaml(const std::string& yaml_text, const std::string& wher
 /// Reads the first frame of an XYZ file (ångström). @throws InputError.
 System read_xyz(const std::string& path);
 
+/// Parses the first frame of XYZ text (ångström): atom count, comment, `symbol x y z` lines;
+/// only blank lines or a next frame may follow. `where` prefixes errors (with line numbers).
+/// @throws InputError.
+System parse_xyz(const std::string& text, const std::string& where);
+
 /// Directory of the shipped molecule files (configs/molecules of the source tree, or
 /// $NNVMC_MOLECULES when set).
 std::string default_molecules_dir();

@@ -71,7 +71,10 @@ class AdamOptimizer final : public Optimizer {
     auto& params = adam_.param_groups().at(0).params();
     for (size_t i = 0; i < params.size(); ++i) {
       const auto a = state.find("adam/exp_avg/" + names_[i]);
-      if (a == state.end()) continue;  // parameter never updated
+      if (a == state.end()) {  // parameter never updated: no moments (also after a restore)
+        adam_.state().erase(params[i].unsafeGetTensorImpl());
+        continue;
+      }
       const auto b = state.find("adam/exp_avg_sq/" + names_[i]);
       const auto c = state.find("adam/step/" + names_[i]);
       if (b == state.end() || c == state.end())
