@@ -3,6 +3,7 @@
 /// The VMC training loop: sample, local energies, gradient, optimizer step; progress lines,
 /// per-iteration results in result.h5, atomic checkpoints (periodic, at the end and on
 /// SIGINT/SIGTERM), restart from a checkpoint, recovery from non-finite steps.
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -13,6 +14,17 @@
 #include "train/setup.hpp"
 
 namespace nnvmc {
+
+/// What an iteration hook asks the trainer to do.
+enum class StopAction {
+  none,       ///< continue
+  finish,     ///< end training now (a wall-time budget): checkpoint, then the final evaluation
+  interrupt,  ///< stop as SIGINT/SIGTERM would: checkpoint, no evaluation, TrainOutcome::interrupted
+};
+
+/// Called with the iteration index t before each training iteration t, and once more with
+/// t = optim.iterations after the last one (its answer is then ignored).
+using IterationHook = std::function<StopAction(std::int64_t t)>;
 
 /// Outcome of Trainer::run.
 struct TrainOutcome {
@@ -36,6 +48,10 @@ class Trainer {
   const std::string& output_dir() const { return output_; }
   VmcSetup& setup() { return setup_; }
   const StageTimers& timers() const { return timers_; }
+  /// The stage timers (e.g. to attach a StageObserver).
+  StageTimers& timers() { return timers_; }
+  /// Installs a hook consulted at every iteration boundary (wall-time budgets, profiling).
+  void set_iteration_hook(IterationHook hook) { hook_ = std::move(hook); }
   /// The current state as a checkpoint.
   Checkpoint checkpoint() const;
 
@@ -57,6 +73,7 @@ class Trainer {
   StageTimers timers_;
   double start_time_ = 0;
   std::int64_t first_iteration_ = 0;  ///< iteration this process started at (for it/s)
+  IterationHook hook_;
 };
 
 /// Replaces "<name>" in run.output with run.name.
