@@ -64,8 +64,9 @@ void run_compare(const CompareArgs& a) {
   if (spec.threads && spec.threads * a.jobs > static_cast<int>(std::thread::hardware_concurrency()))
     log::warn(strfmt("%d jobs x %d threads exceed the %u cores: cells will slow each other down", a.jobs,
                      spec.threads, std::thread::hardware_concurrency()));
-  compare::prepare_cells(spec, o);
+  compare::check_cells(spec);  // before anything is computed or written
   const auto references = compare::compute_references(spec);
+  compare::prepare_cells(spec, o);
   const compare::RunSummary summary = compare::run_cells(spec, o);
   compare::ReportInfo info;
   info.jobs = a.jobs;

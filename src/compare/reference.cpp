@@ -65,7 +65,6 @@ Reference ccsd_t_reference(const System& system, const std::string& basis) {
 }  // namespace
 
 std::vector<Reference> compute_references(const CompareSpec& spec) {
-  fs::create_directories(spec.output);
   const std::string cache_path = spec.output + "/references.json";
   nlohmann::json cache = read_cache(cache_path);
   std::vector<Reference> out;
@@ -90,6 +89,7 @@ std::vector<Reference> compute_references(const CompareSpec& spec) {
         cache[m.label] = {{"fingerprint", fingerprint(m.system)}, {"basis", spec.reference_basis},
                           {"kind", r.kind}, {"label", r.label}, {"seconds", r.seconds}};
         cache[m.label]["energy"] = std::isfinite(r.energy) ? nlohmann::json(r.energy) : nlohmann::json();
+        fs::create_directories(spec.output);
         const std::string tmp = cache_path + ".tmp";
         std::ofstream(tmp) << cache.dump(2) << "\n";
         io::rename_into_place(tmp, cache_path);

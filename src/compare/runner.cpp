@@ -85,30 +85,35 @@ std::string cell_state(const Cell& cell) {
   return "new";
 }
 
-void prepare_cells(const CompareSpec& spec, const RunnerOptions& o) {
-  std::vector<const Cell*> to_clear;
-  for (const auto& cell : spec.cells) {
-    const std::string dir = dir_of(cell);
-    if (!fs::exists(dir + "/cell.yaml")) continue;
-    std::string old;
-    try {
-      old = cell_identity(load_config(dir + "/cell.yaml"));
-    } catch (const ConfigError&) {
-      old = "";  // unreadable: treat as different
-    }
-    const std::string state = cell_state(cell);
-    const bool progress = state == "done" || state == "started" || state == "interrupted";
-    if (old != cell_identity(cell.config)) {
-      if (progress)
-        throw InputError("output '" + spec.output + "' already holds cell " + cell.id +
-                         " run with a different configuration; delete " + dir +
-                         " to redo it, or choose another output");
-      to_clear.push_back(&cell);
-    } else if (state == "failed" && o.retry_failed) {
-      to_clear.push_back(&cell);
-    }
+namespace {
+/// Whether the cell's directory holds this configuration (true when there is none yet).
+bool same_configuration(const Cell& cell) {
+  const std::string path = dir_of(cell) + "/cell.yaml";
+  if (!fs::exists(path)) return true;
+  try {
+    return cell_identity(load_config(path)) == cell_identity(cell.config);
+  } catch (const ConfigError&) {
+    return false;  // unreadable: a different run
   }
-  for (const Cell* c : to_clear) fs::remove_all(dir_of(*c));
+}
+bool has_progress(const Cell& cell) {
+  const std::string state = cell_state(cell);
+  return state == "done" || state == "started" || state == "interrupted";
+}
+}  // namespace
+
+void check_cells(const CompareSpec& spec) {
+  for (const auto& cell : spec.cells)
+    if (!same_configuration(cell) && has_progress(cell))
+      throw InputError("output '" + spec.output + "' already holds cell " + cell.id +
+                       " run with a different configuration; delete " + dir_of(cell) +
+                       " to redo it, or choose another output");
+}
+
+void prepare_cells(const CompareSpec& spec, const RunnerOptions& o) {
+  check_cells(spec);
+  for (const auto& cell : spec.cells)
+    if (!same_configuration(cell) || (o.retry_failed && cell_state(cell) == "failed")) fs::remove_all(dir_of(cell));
   for (const auto& cell : spec.cells) {
     const std::string dir = dir_of(cell);
     fs::create_directories(dir);

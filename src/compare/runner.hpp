@@ -34,9 +34,13 @@ struct RunSummary {
 /// State of a cell on disk: "new", "started" (has a checkpoint), "done", "failed", "interrupted".
 std::string cell_state(const Cell& cell);
 
-/// Checks every cell directory against its cell's config before anything runs: a directory
-/// holding a different run (other than a failed or never-checkpointed one, which is cleared)
-/// is an InputError naming the cell. Writes each cell's cell.yaml.
+/// Checks every cell directory against its cell's config, writing nothing: a directory holding
+/// a different run (other than a failed or never-checkpointed one) is an InputError naming
+/// the cell.
+void check_cells(const CompareSpec& spec);
+
+/// Clears cell directories holding another configuration (failed or never checkpointed; see
+/// check_cells) and failed ones when retrying, then writes each cell's cell.yaml.
 void prepare_cells(const CompareSpec& spec, const RunnerOptions& options);
 
 /// Runs the cells not yet done. Prints one line per finished cell.

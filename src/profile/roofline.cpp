@@ -69,7 +69,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 void sync(const torch::Device& d) {
-  if (d.is_cuda()) c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->synchronizeDevice(d.index());
+  if (d.is_cuda())
+    c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->synchronizeDevice(d.has_index() ? d.index() : 0);
 }
 
 template <class F> double best_seconds(const torch::Device& d, int repeats, F&& f) {

@@ -150,6 +150,11 @@ TEST(CompareCli, InterruptedComparisonResumesOnlyTheMissingCellsAndGivesOneRowPe
   const auto third = run("compare " + file + " --no-plots");
   ASSERT_EQ(third.code, 0) << third.out;
   EXPECT_EQ(cell_json(dir, "large__he")["segments"], 1);
+  // The same output with another budget would mix two comparisons: refused, nothing touched.
+  const auto changed = run("compare " + file + " --no-plots iterations=6");
+  EXPECT_EQ(changed.code, 2) << changed.out;
+  EXPECT_NE(changed.out.find("different configuration"), std::string::npos) << changed.out;
+  EXPECT_EQ(train_rows(dir, "small__h"), 5);
 }
 
 TEST(CompareCli, FailingCellIsReportedAndTheOthersComplete) {
@@ -192,4 +197,21 @@ TEST(CompareCli, BadComparisonFileExitsWithCode2NamingTheKey) {
     EXPECT_EQ(b.code, 2) << override_ << "\n" << b.out;
     EXPECT_NE(b.out.find(key), std::string::npos) << override_ << "\n" << b.out;
   }
+}
+
+TEST(CompareCli, MinutesBudgetEndsTrainingOnTheClockThenEvaluates) {
+  const auto [file, dir] = setup(
+      "nnvmc_compare_minutes",
+      "ansatze: [{label: tiny, type: ferminet, ferminet: {hidden_dims: [[8, 4]], determinants: 1}}]\n"
+      "molecules: [he]\n"
+      "minutes: 0.005\nwalkers: 8\neval_steps: 4\nthreads: 1\n"
+      "overrides: [sampler.burn_in=2, sampler.steps_per_iteration=2, eval.burn_in=2]\n");
+  const auto r = run("compare " + file + " --no-plots");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = cell_json(dir, "tiny__he");
+  EXPECT_EQ(j["status"], "done");
+  EXPECT_FALSE(j["reached_iterations"].get<bool>());  // stopped by the 0.3 s budget
+  EXPECT_GE(j["train_seconds"].get<double>(), 0.25);  // (the last iteration's bookkeeping is not in it)
+  EXPECT_LT(j["train_seconds"].get<double>(), 0.3 + 10.0);  // ended near the budget, not at 10^8 iterations
+  EXPECT_TRUE(j.contains("energy"));
 }

@@ -1,12 +1,14 @@
 // The comparison file: matrix expansion, budget, labels, errors naming the key; references.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
 #include "compare/reference.hpp"
 #include "compare/spec.hpp"
 #include "core/errors.hpp"
+#include "models/registry.hpp"
 
 namespace fs = std::filesystem;
 using namespace nnvmc;
@@ -129,4 +131,21 @@ TEST(CompareReferences, FileReferencesAndCcsdTInTheReferenceBasis) {
   EXPECT_THROW(compute_references(parse_compare_spec(
                    kTwoSizes, {"output=" + out, "references=ccsd_t", "reference_basis=nosuchbasis"}, "cmp.yaml")),
                ConfigError);
+}
+
+// Every comparison file the repository ships parses, and names only registered ansätze.
+TEST(CompareSpec, EveryShippedComparisonFileParses) {
+  const fs::path dir = fs::path(NNVMC_SOURCE_DIR) / "configs" / "compare";
+  int n = 0;
+  for (const auto& f : fs::directory_iterator(dir)) {
+    if (f.path().extension() != ".yaml") continue;
+    CompareSpec spec;
+    ASSERT_NO_THROW(spec = load_compare_spec(f.path().string())) << f.path();
+    EXPECT_FALSE(spec.cells.empty()) << f.path();
+    const auto names = nnvmc::model_registry().names();
+    for (const auto& c : spec.cells)
+      EXPECT_NE(std::find(names.begin(), names.end(), c.config.model.type), names.end()) << c.id;
+    ++n;
+  }
+  EXPECT_GE(n, 1);
 }

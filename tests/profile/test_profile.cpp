@@ -2,6 +2,7 @@
 // iteration; the profiler's operators cover the stages' time; the measured roofline is
 // positive and below the cores' theoretical peak; operator groups and cost estimates.
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <torch/torch.h>
 
 #include <cmath>
@@ -22,7 +23,9 @@ class ProfileRun : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     torch::set_num_threads(1);
-    const auto dir = fs::temp_directory_path() / "nnvmc_profile_test";
+    // ctest runs each test of the suite in its own process, in parallel: one directory each.
+    dir_ = fs::temp_directory_path() / ("nnvmc_profile_test_" + std::to_string(getpid()));
+    const auto& dir = dir_;
     fs::remove_all(dir);
     fs::create_directories(dir);
     const std::string config = (dir / "tiny.yaml").string();
@@ -41,10 +44,15 @@ class ProfileRun : public ::testing::Test {
     report_ = new ProfileReport(run_profile(config, {}, o));
     write_profile_outputs(*report_, o.output, /*plots=*/false);
   }
-  static void TearDownTestSuite() { delete report_; }
+  static void TearDownTestSuite() {
+    delete report_;
+    fs::remove_all(dir_);
+  }
   static ProfileReport* report_;
+  static fs::path dir_;
 };
 ProfileReport* ProfileRun::report_ = nullptr;
+fs::path ProfileRun::dir_;
 
 }  // namespace
 
@@ -61,9 +69,9 @@ TEST_F(ProfileRun, StageTimesSumToWithinTenPercentOfTheIterationTime) {
     EXPECT_GT(m.stages.at("local_energy").peak_bytes, 0) << m.molecule;
   }
   EXPECT_EQ(report_->molecules[1].n_electrons, 4);
-  EXPECT_TRUE(fs::exists(fs::temp_directory_path() / "nnvmc_profile_test/out/profile.json"));
-  EXPECT_TRUE(fs::exists(fs::temp_directory_path() / "nnvmc_profile_test/out/profile.h5"));
-  EXPECT_TRUE(fs::exists(fs::temp_directory_path() / "nnvmc_profile_test/out/report.md"));
+  EXPECT_TRUE(fs::exists(dir_ / "out/profile.json"));
+  EXPECT_TRUE(fs::exists(dir_ / "out/profile.h5"));
+  EXPECT_TRUE(fs::exists(dir_ / "out/report.md"));
   EXPECT_TRUE(std::isfinite(report_->time_scaling.at("iteration").exponent));
 }
 
