@@ -56,7 +56,7 @@ def main(out):
             if s["cell"][i] in curves and math.isfinite(ref):
                 t, e = curves[s["cell"][i]]
                 if len(e):
-                    sm = running_mean(e, max(1, len(e) // 20))
+                    sm = running_mean(e, max(1, len(e) // 10))
                     ax.plot(t, np.abs(sm - ref), color=colors[label(i)], label=label(i), lw=1.2)
             if s["status"][i] == "done" and math.isfinite(table["error"][i]):
                 ax.errorbar([table["train_seconds"][i]], [abs(table["error"][i])], yerr=[table["energy_err"][i]],

@@ -367,11 +367,12 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
             YAML::Node system(YAML::NodeType::Map);
             system["molecule"] = YAML::Clone(molecules[mi].second);
             node["system"] = system;
-            if (lap.value) set_path(node, {"hamiltonian", "laplacian"}, lap.value);
-            if (opt.value && opt.value.IsScalar()) set_path(node, {"optim", "type"}, opt.value);
-            if (opt.value && opt.value.IsMap())
+            // (An absent axis entry holds a null node, which must not replace the base's value.)
+            if (lap.value.IsScalar()) set_path(node, {"hamiltonian", "laplacian"}, lap.value);
+            if (opt.value.IsScalar()) set_path(node, {"optim", "type"}, opt.value);
+            if (opt.value.IsMap())
               for (const auto& kv : opt.value) set_path(node, {"optim", kv.first.as<std::string>()}, kv.second);
-            if (dt.value) set_path(node, {"run", "dtype"}, dt.value);
+            if (dt.value.IsScalar()) set_path(node, {"run", "dtype"}, dt.value);
             const auto set_int = [&](const std::vector<std::string>& path, long long v) {
               set_path(node, path, YAML::Node(v));
             };

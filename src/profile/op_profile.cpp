@@ -104,6 +104,10 @@ std::map<std::string, StageOps> median_of(const std::vector<std::map<std::string
       return f == it.end() ? nullptr : &f->second;
     };
     o.wall_seconds = pick([&](const auto& it) { const auto* s = find(it); return s ? s->wall_seconds : 0.0; });
+    o.coverage = pick([&](const auto& it) {
+      const auto* s = find(it);
+      return s && s->wall_seconds > 0 ? s->seconds() / s->wall_seconds : 0.0;
+    });
     for (auto& [g, gs] : o.groups) {
       const auto field = [&](double GroupStats::*m) {
         return pick([&](const auto& it) {

@@ -26,6 +26,7 @@ struct StageOps {
   double wall_seconds = 0;                   ///< the stage's wall time (sum of its ranges)
   std::map<std::string, GroupStats> groups;  ///< by group_name()
   std::map<std::string, double> op_seconds;  ///< self time by operator name
+  double coverage = 0;  ///< Σ operator self time / wall time (median over iterations after median_of)
   double seconds() const;  ///< Σ group self time
   double flops() const;    ///< Σ group FLOPs
   double bytes() const;    ///< Σ group bytes

@@ -178,7 +178,8 @@ ProfileReport run_profile(const std::string& config_path, const std::vector<std:
   for (const auto& m : r.molecules) ne.push_back(m.n_electrons);
   std::set<std::string> stages;
   for (const auto& m : r.molecules)
-    for (const auto& [s, st] : m.stages) stages.insert(s);
+    for (const auto& [s, st] : m.stages)
+      if (s != kOutsideStages) stages.insert(s);
   stages.insert("iteration");
   for (const auto& s : stages) {
     std::vector<double> t, mem;

@@ -82,6 +82,21 @@ TEST(CompareSpec, RunConfigPathsInlineMoleculesOptimBlocksAndOverrides) {
   EXPECT_EQ(spec.output, "/tmp/x");
 }
 
+TEST(CompareSpec, BaseSettingsHoldWhereNoAxisOrBudgetReplacesThem) {
+  const auto spec = parse_compare_spec(
+      kTwoSizes + "base: {hamiltonian: {laplacian: forward}, run: {dtype: float32}, optim: {type: spring}}\n", {},
+      "cmp.yaml");
+  for (const auto& c : spec.cells) {
+    EXPECT_EQ(c.config.hamiltonian.laplacian, "forward") << c.id;
+    EXPECT_EQ(c.config.run.dtype, "float32") << c.id;
+    EXPECT_EQ(c.config.optim.type, "spring") << c.id;
+    EXPECT_EQ(c.config.sampler.walkers, 16) << c.id;  // the budget still applies
+  }
+  const auto axis = parse_compare_spec(kTwoSizes + "base: {hamiltonian: {laplacian: forward}}\nlaplacian: [jvp]\n",
+                                       {}, "cmp.yaml");
+  EXPECT_EQ(axis.cells[0].config.hamiltonian.laplacian, "jvp");  // an axis overrides the base
+}
+
 TEST(CompareSpec, BadFilesAreConfigErrorsNamingTheKey) {
   EXPECT_NE(error_of(kTwoSizes + "iteration: 3\n").find("'iteration' (did you mean 'iterations'?)"), std::string::npos);
   EXPECT_NE(error_of(kTwoSizes, {"walkers=many"}).find("'walkers'"), std::string::npos);
