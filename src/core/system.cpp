@@ -135,9 +135,11 @@ System parse_molecule_yaml(const std::string& yaml_text, const std::string& wher
       if (root["charge"]) sys.charge = root["charge"].as<int>();
       if (root["spin"]) sys.spin = root["spin"].as<int>();
       if (root["name"]) sys.name = root["name"].as<std::string>();
+      if (root["e_ref"] && !root["e_ref"].IsNull()) sys.e_ref = root["e_ref"].as<double>();
+      if (root["e_ref_source"]) sys.e_ref_source = root["e_ref_source"].as<std::string>();
     } catch (const YAML::Exception& e) {
       throw InputError(where + ":" + std::to_string(e.mark.line + 1) +
-                       ": charge and spin must be integers");
+                       ": charge and spin must be integers, e_ref a number");
     }
     atoms = root["atoms"];
     if (!atoms) throw InputError(where + ": missing 'atoms'");

@@ -85,6 +85,7 @@ Trainer::Trainer(VmcSetup setup) : setup_(std::move(setup)) {
   optimizer_ = make_optimizer(config.optim, *setup_.wf, setup_.budget);
   output_ = resolve_output_dir(config);
   init_output(false);
+  setup_.local_energy->set_timers(&timers_);
   if (config.pretrain.steps > 0) {
     const auto p = pretrain(setup_, config.pretrain, timers_);
     io::H5File results(output_ + "/result.h5", io::H5File::Mode::append);
@@ -111,6 +112,7 @@ Trainer::Trainer(const Config& config, const std::string& checkpoint_path)
   optimizer_->load_state(c.optimizer);
   setup_.sampler->set_state(c.sampler);
   setup_.local_energy->method().set_rng_state(c.laplacian_rng);
+  setup_.local_energy->set_timers(&timers_);
   iteration_ = c.iteration;
   output_ = fs::path(checkpoint_path).parent_path().string();
   if (output_.empty()) output_ = ".";
@@ -226,8 +228,14 @@ TrainOutcome Trainer::run(bool final_eval) {
   start_time_ = now();
   double iter_start = start_time_;
   int consecutive_failures = 0;
+  bool finished_early = false;
   for (std::int64_t t = first; t < cfg.optim.iterations;) {
-    if (g_stop) {
+    const StopAction action = hook_ ? hook_(t) : StopAction::none;
+    if (action == StopAction::finish) {
+      finished_early = true;
+      break;
+    }
+    if (g_stop || action == StopAction::interrupt) {
       log::warn(strfmt("stop requested: writing checkpoint at iteration %ld", static_cast<long>(iteration_)));
       write_checkpoint();
       out.interrupted = true;
@@ -297,6 +305,7 @@ TrainOutcome Trainer::run(bool final_eval) {
       auto scope = timers_.scope("sampling");
       sampler.refresh(logabs);  // parameters changed: log|ψ| of the current walkers
     }
+    auto bookkeeping = timers_.scope("bookkeeping");  // results, progress line, checkpoint: to the end
     iteration_ = t + 1;
     const auto e64 = e.detach().to(torch::kFloat64).cpu();
     const double energy = e64.mean().item<double>(), var = e64.var().item<double>();
@@ -316,6 +325,7 @@ TrainOutcome Trainer::run(bool final_eval) {
     if (cfg.run.checkpoint_every > 0 && (t + 1) % cfg.run.checkpoint_every == 0) write_checkpoint();
     ++t;
   }
+  if (hook_ && !finished_early) hook_(cfg.optim.iterations);
   write_checkpoint();
   out.iterations = iteration_;
   if (out.failed_steps > 0 || out.excluded_walkers > 0)

@@ -15,6 +15,17 @@
 
 namespace nnvmc {
 
+/// What an iteration hook asks the trainer to do.
+enum class StopAction {
+  none,       ///< continue
+  finish,     ///< end training now (a wall-time budget): checkpoint, then the final evaluation
+  interrupt,  ///< stop as SIGINT/SIGTERM would: checkpoint, no evaluation, TrainOutcome::interrupted
+};
+
+/// Called with the iteration index t before each training iteration t, and once more with
+/// t = optim.iterations after the last one (its answer is then ignored).
+using IterationHook = std::function<StopAction(std::int64_t t)>;
+
 /// Outcome of Trainer::run.
 struct TrainOutcome {
   bool interrupted = false;   ///< stopped by SIGINT/SIGTERM (checkpoint written)
@@ -47,6 +58,10 @@ class Trainer {
   const std::string& output_dir() const { return output_; }
   VmcSetup& setup() { return setup_; }
   const StageTimers& timers() const { return timers_; }
+  /// The stage timers (e.g. to attach a StageObserver).
+  StageTimers& timers() { return timers_; }
+  /// Installs a hook consulted at every iteration boundary (wall-time budgets, profiling).
+  void set_iteration_hook(IterationHook hook) { hook_ = std::move(hook); }
   /// The current state as a checkpoint.
   Checkpoint checkpoint() const;
 
@@ -76,6 +91,7 @@ class Trainer {
   double start_time_ = 0;
   std::int64_t first_iteration_ = 0;  ///< iteration this process started at (for it/s)
   EnergyHook energy_hook_;
+  IterationHook hook_;
 };
 
 /// Replaces "<name>" in run.output with run.name.
