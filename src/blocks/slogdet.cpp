@@ -5,7 +5,8 @@
 namespace nnvmc {
 
 LogPsi lu_slogdet(const torch::Tensor& a) {
-  const auto [lu, pivots] = torch::linalg_lu_factor(a);
+  // No host check (no device sync): a singular matrix gives log|det| = −inf.
+  const auto [lu, pivots, info] = torch::linalg_lu_factor_ex(a);
   return slogdet_from_lu(lu, pivots);
 }
 

@@ -151,10 +151,14 @@ TrainOutcome Trainer::run(bool final_eval) {
       auto scope = timers_.scope("local_energy");
       e = (*setup_.local_energy)(*setup_.wf, sampler.positions()).energy;
     }
-    bool ok = torch::isfinite(e).all().item<bool>();
-    if (ok) ok = optimizer_->step(*setup_.wf, {WalkerBatch{&setup_.tensors, sampler.positions(), e}}, t, timers_);
+    // Non-finite local energies make the optimizer reject its step (non-finite gradient) or
+    // give non-finite parameters; either way one fused check of energies and parameters (one
+    // host read) catches them after the step.
+    bool ok = optimizer_->step(*setup_.wf, {WalkerBatch{&setup_.tensors, sampler.positions(), e}}, t, timers_);
     if (ok) {
-      for (const auto& p : setup_.wf->parameters()) ok = ok && torch::isfinite(p).all().item<bool>();
+      std::vector<torch::Tensor> checked = setup_.wf->parameters();
+      checked.push_back(e);
+      ok = all_finite(checked);
     }
     if (!ok) {
       log::warn(strfmt("iteration %ld: non-finite local energy or gradient; step rejected, last good "
@@ -168,8 +172,10 @@ TrainOutcome Trainer::run(bool final_eval) {
       sampler.refresh(logabs);  // parameters changed: log|ψ| of the current walkers
     }
     iteration_ = t + 1;
-    const auto e64 = e.detach().to(torch::kFloat64).cpu();
-    const double energy = e64.mean().item<double>(), var = e64.var().item<double>();
+    const auto e64 = e.detach().to(torch::kFloat64).cpu();  // the iteration's one device-to-host copy
+    const auto mean = e64.mean();  // on the host: read below without a sync
+    const auto stats = torch::stack({mean, (e64 - mean).square().sum() / std::max<int64_t>(1, e64.numel() - 1)});
+    const double energy = stats.data_ptr<double>()[0], var = stats.data_ptr<double>()[1];
     const double err = std::sqrt(var / e64.numel());
     const double t_now = now();
     results.append("train/energy", energy);
