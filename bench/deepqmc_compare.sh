@@ -49,21 +49,17 @@ run_case() {  # program:optimizer:laplacian round
     "$NNVMC" train "$cfg" pretrain.steps=0 sampler.burn_in=0 optim.iterations="$ITERS" eval.steps=0 \
       run.threads=1 hamiltonian.laplacian="$lap" run.output="$out" run.checkpoint_every=0 > "$out.log" 2>&1
     set -- $(nnvmc_median "$out/result.h5")
-    stages=$(grep -E "^\S+ \S+ \[info\]   (sampling|local_energy|gradient|optimizer) " "$out.log" \
-      | awk -v n="$ITERS" '{printf "%s=%.3f ", $4, $5 / n}')
+    stages=$(grep -E " info   (sampling|local_energy|gradient|optimizer) " "$out.log" \
+      | awk -v n="$ITERS" '{printf "%s=%.3f ", $3, $4 / n}')
     printf "%-6s %-7s %-8s %8s s/it  (%s iterations timed; per-stage s/it incl. first: %s)\n" \
       nnvmc "$opt" "$lap" "$1" "$2" "$stages"
   else
-    json=$("$VENV/bin/python" "$HERE/deepqmc_run.py" --opt "$opt" --laplacian "$lap" --steps "$ITERS" \
-      --skip "$SKIP" 2> "$TMP/dq-$opt-$lap-$2.log" | tail -1)
-    echo "$json" | "$VENV/bin/python" -c '
-import json, sys
-j = json.loads(sys.stdin.read())
-print(f"{\"deepqmc\":<6s} {j[\"opt\"]:<7s} {j[\"laplacian\"]:<8s} {j[\"s_per_it\"]:8.4f} s/it  ({j[\"timed\"]} iterations timed; {j[\"params\"]} parameters; total {j[\"total_s\"]:.0f} s incl. JIT)")'
+    "$VENV/bin/python" "$HERE/deepqmc_run.py" --opt "$opt" --laplacian "$lap" --steps "$ITERS" --skip "$SKIP" \
+      2> "$TMP/dq-$opt-$lap-$2.log" | tail -2 | head -1
   fi
 }
 
-echo "# $(date -u +%Y-%m-%dT%H:%MZ)  host $(hostname)  $(nproc) cores  load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# $(date -u +%Y-%m-%dT%H:%MZ)  host $(hostname)  $(nproc --all) cores  load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# nnvmc $(git -C "$HERE/.." rev-parse --short HEAD), deepqmc $("$VENV/bin/pip" show deepqmc 2>/dev/null | awk '/^Version/{print $2}'), ITERS=$ITERS SKIP=$SKIP ROUNDS=$ROUNDS, one thread, float64, 512 walkers"
 r=1
 while [ "$r" -le "$ROUNDS" ]; do

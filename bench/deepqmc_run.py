@@ -2,7 +2,7 @@
 
 Run inside the venv bench/deepqmc_compare.sh makes (deepqmc 1.2.0, jax 0.4.31, kfac-jax 0.0.6):
     python bench/deepqmc_run.py --opt kfac --laplacian forward --steps 40
-Prints one JSON line: seconds per iteration (median over iterations after --skip, which
+Prints a summary line and one JSON line: seconds per iteration (median over iterations after --skip, which
 include JIT compilation), the parameter count and the settings. Float64 (JAX_ENABLE_X64),
 one thread (XLA flags set before jax is imported), no pretraining, a short sampler
 equilibration that is not timed, 512 walkers, 10 Metropolis steps per iteration
@@ -79,6 +79,8 @@ def main():
     steps = [b - a_ for a_, b in zip(STAMPS, STAMPS[1:] + [end])]
     timed = steps[a.skip:]
     params = sum(x.size for x in jax.tree_util.tree_leaves(state.params))
+    print(f"{'deepqmc':<6s} {a.opt:<7s} {a.laplacian:<8s} {statistics.median(timed):8.4f} s/it  "
+          f"({len(timed)} iterations timed; {int(params)} parameters; total {end - t0:.0f} s incl. JIT)")
     print(json.dumps({
         "program": "deepqmc", "opt": a.opt, "laplacian": a.laplacian, "walkers": a.walkers,
         "iterations": len(steps), "timed": len(timed), "s_per_it": statistics.median(timed),

@@ -34,8 +34,8 @@ train() {  # tag config walkers dtype optimizer device threads limit [overrides.
     run.device="$dev" run.threads="$th" pretrain.steps=0 sampler.burn_in=10 optim.iterations=12 eval.steps=0 \
     run.checkpoint_every=0 run.output="$OUT/run_$tag" > "$OUT/train_$tag.log" 2>&1
   local rc=$?
-  log "train $tag rc=$rc: $(grep -E '\[info\]   (sampling|local_energy|gradient|optimizer) ' "$OUT/train_$tag.log" \
-    | awk '{printf "%s %.3f s/it  ", $4, $5 / 12}')"
+  log "train $tag rc=$rc: $(grep -E ' info   (sampling|local_energy|gradient|optimizer) ' "$OUT/train_$tag.log" \
+    | awk '{printf "%s %.3f s/it  ", $3, $4 / 12}')"
 }
 for dt in float64 float32; do
   for opt in spring kfac; do
