@@ -1,8 +1,11 @@
 #!/bin/sh
 # nnvmc against DeepQMC 1.2 on the same LiH FermiNet (21.4k parameters), 512 walkers, 10 MH steps
 # per iteration, float64, one thread each, runs interleaved (round r runs every case once, in
-# an order that alternates between rounds). Seconds per training iteration are medians over
-# the iterations after the first SKIP (JIT compilation, first-step calibration).
+# an order that alternates between rounds). Seconds per training iteration: wall-clock medians
+# over the iterations after the first SKIP (JIT compilation, first-step calibration), and process
+# CPU time per iteration (user + sys, all threads), which other load on this shared machine
+# inflates much less than wall time: DeepQMC's from per-iteration process_time() stamps,
+# nnvmc's from the difference of a SKIP- and an ITERS-iteration run (same start).
 #   sh bench/deepqmc_compare.sh [BUILD_DIR] > bench/results/deepqmc_compare.txt
 # Env: ITERS (default 40), SKIP (5), ROUNDS (2), CASES (all: see below), VENV (/work/venv-deepqmc).
 # The venv is made on first use with the versions DeepQMC 1.2.0 runs with (newer pins crash it).
@@ -45,14 +48,23 @@ run_case() {  # program:optimizer:laplacian round
     [ "$opt" = kfac ] && cfg=configs/runs/lih_ferminet_kfac.yaml
     [ "$opt" = adam ] && cfg=configs/runs/lih_ferminet.yaml
     out=$TMP/$prog-$opt-$lap-$2
-    rm -rf "$out"
-    "$NNVMC" train "$cfg" pretrain.steps=0 sampler.burn_in=0 optim.iterations="$ITERS" eval.steps=0 \
-      run.threads=1 hamiltonian.laplacian="$lap" run.output="$out" run.checkpoint_every=0 > "$out.log" 2>&1
+    # Process CPU time per iteration (robust to other load on the machine): a run of SKIP
+    # iterations and one of ITERS, the same start; the difference is iterations SKIP+1..ITERS.
+    cpu_of() {  # iterations → user+sys seconds of the whole run
+      rm -rf "$out"
+      /usr/bin/time -f "%U %S" -o "$out.time" "$NNVMC" train "$cfg" pretrain.steps=0 sampler.burn_in=0 \
+        optim.iterations="$1" eval.steps=0 run.threads=1 hamiltonian.laplacian="$lap" run.output="$out" \
+        run.checkpoint_every=0 > "$out.log" 2>&1
+      awk '{print $1 + $2}' "$out.time"
+    }
+    c0=$(cpu_of "$SKIP")
+    c1=$(cpu_of "$ITERS")
+    cpu=$(awk -v a="$c0" -v b="$c1" -v n=$((ITERS - SKIP)) 'BEGIN{printf "%.4f", (b - a) / n}')
     set -- $(nnvmc_median "$out/result.h5")
     stages=$(grep -E " info   (sampling|local_energy|gradient|optimizer) " "$out.log" \
       | awk -v n="$ITERS" '{printf "%s=%.3f ", $3, $4 / n}')
-    printf "%-6s %-7s %-8s %8s s/it  (%s iterations timed; per-stage s/it incl. first: %s)\n" \
-      nnvmc "$opt" "$lap" "$1" "$2" "$stages"
+    printf "%-6s %-7s %-8s %8s s/it wall %8s s/it cpu  (%s iterations timed; wall s/it per stage incl. first: %s)\n" \
+      nnvmc "$opt" "$lap" "$1" "$cpu" "$2" "$stages"
   else
     "$VENV/bin/python" "$HERE/deepqmc_run.py" --opt "$opt" --laplacian "$lap" --steps "$ITERS" --skip "$SKIP" \
       2> "$TMP/dq-$opt-$lap-$2.log" | tail -2 | head -1

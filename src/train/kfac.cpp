@@ -190,6 +190,7 @@ class KfacOptimizer final : public Optimizer {
     g_.resize(blocks_.size());
     repeats_.assign(blocks_.size(), 0.0);
     d_.resize(diagonal_.size());
+    device_ = params.empty() ? torch::Device(torch::kCPU) : params[0].device();
     structured_ = true;
     apply_pending();
   }
@@ -229,7 +230,7 @@ class KfacOptimizer final : public Optimizer {
     const auto get = [&](const std::string& key) {
       const auto it = pending_.find(key);
       if (it == pending_.end()) throw CheckpointError("optimizer state lacks '" + key + "' (K-FAC blocks differ)");
-      return it->second;
+      return it->second.to(device_);  // checkpoints hold host tensors
     };
     const auto weight = get("kfac/ema_weight");
     for (size_t i = 0; i < blocks_.size(); ++i) {
@@ -254,6 +255,7 @@ class KfacOptimizer final : public Optimizer {
   std::vector<double> repeats_;      ///< moving averages of positions per walker S̄
   double ema_weight_ = 0;            ///< Σ_t ρ^(T−t): 0 before the first step
   TensorMap pending_;                ///< loaded state not yet matched to blocks
+  torch::Device device_{torch::kCPU};  ///< where the parameters (and the factors) live
 };
 
 }  // namespace
