@@ -257,7 +257,8 @@ TrainOutcome Trainer::run(bool final_eval) {
       e = (*setup_.local_energy)(*setup_.wf, sampler.positions()).energy;
     }
     if (energy_hook_) energy_hook_(t, e);
-    // Walkers with a non-finite local energy (e.g. on a node) are left out of this step.
+    // Walkers with a non-finite local energy (e.g. on a node) are left out of this step (one
+    // host read); one fused check of energies and parameters follows the step.
     const FiniteWalkers finite = finite_walkers(e);
     bool ok = finite.ok;
     torch::Tensor r = sampler.positions();
@@ -267,7 +268,9 @@ TrainOutcome Trainer::run(bool final_eval) {
     }
     if (ok) ok = optimizer_->step(*setup_.wf, {WalkerBatch{&setup_.tensors, r, e}}, t, timers_);
     if (ok) {
-      for (const auto& p : setup_.wf->parameters()) ok = ok && torch::isfinite(p).all().item<bool>();
+      std::vector<torch::Tensor> checked = setup_.wf->parameters();
+      checked.push_back(e);
+      ok = all_finite(checked);
     }
     if (!ok) {
       // Back to the last good parameters, optimizer state and walkers, but NOT the sampler's
@@ -307,8 +310,10 @@ TrainOutcome Trainer::run(bool final_eval) {
     }
     auto bookkeeping = timers_.scope("bookkeeping");  // results, progress line, checkpoint: to the end
     iteration_ = t + 1;
-    const auto e64 = e.detach().to(torch::kFloat64).cpu();
-    const double energy = e64.mean().item<double>(), var = e64.var().item<double>();
+    const auto e64 = e.detach().to(torch::kFloat64).cpu();  // the iteration's one device-to-host copy
+    const auto mean = e64.mean();  // on the host: read below without a sync
+    const auto stats = torch::stack({mean, (e64 - mean).square().sum() / std::max<int64_t>(1, e64.numel() - 1)});
+    const double energy = stats.data_ptr<double>()[0], var = stats.data_ptr<double>()[1];
     const double err = std::sqrt(var / e64.numel());
     const double t_now = now();
     results.append("train/energy", energy);
