@@ -186,17 +186,16 @@ class NaturalGradientOptimizer final : public Optimizer {
     }
     // |Ōδ|² (Fisher) or |δ|²: the Euclidean norm also bounds the part of SPRING's momentum
     // that lies outside the span of the current samples' gradients, which |Ōδ| cannot see.
-    // It is the step's one host read besides the Cholesky status, and non-finite exactly when δ
-    // is (or overflows), which rejects the step.
-    const double size = (options_.sr.norm == "euclidean" || options_.sr.norm_constraint <= 0
-                             ? delta.square().sum()
-                             : problem.o.mv(delta).square().sum())
-                            .item<double>();
-    if (!std::isfinite(size)) return false;
-    double lr = learning_rate(t);
-    if (options_.sr.norm_constraint > 0 && lr * lr * size > options_.sr.norm_constraint)
-      lr = std::sqrt(options_.sr.norm_constraint / size);
-    add_to_parameters(params, delta, -lr);
+    // The step length min(lr, sqrt(c / size)) stays on the device (no host read); a non-finite
+    // δ makes the parameters non-finite, which the trainer's one fused check rejects (it then
+    // restores parameters and optimizer state).
+    const double lr = learning_rate(t);
+    torch::Tensor step_length = torch::full({}, lr, delta.options());
+    if (options_.sr.norm_constraint > 0) {
+      const auto size = options_.sr.norm == "euclidean" ? delta.square().sum() : problem.o.mv(delta).square().sum();
+      step_length = torch::minimum(step_length, torch::sqrt(options_.sr.norm_constraint / size));
+    }
+    add_to_parameters(params, delta * step_length, -1.0);
     if (options_.type == "spring") {
       if (previous_.defined() && previous_.sizes().equals(delta.sizes()) && !previous_.is_same(delta))
         previous_.copy_(delta);
