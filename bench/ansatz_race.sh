@@ -7,7 +7,8 @@
 # pretraining, freshly initialised) parameters.
 #
 # usage: bench/ansatz_race.sh BUILD_DIR OUT_DIR NAME=CONFIG [NAME=CONFIG ...]
-# environment: MARKS (seconds, default "120 300 600 1800"), EVAL_STEPS (default 1000),
+# environment: MARKS (seconds, default "120 300 600 1800"), EVAL_STEPS (default 300),
+#              EVAL_ONLY=1 (skip the training: evaluate the snapshots already in OUT_DIR),
 #              EXTRA (overrides for every run, e.g. "sampler.walkers=256"), E_REF (for the table)
 # output: OUT_DIR/<name>/... runs, OUT_DIR/<name>.<mark>.eval.json, OUT_DIR/race.tsv
 set -eu
@@ -15,7 +16,8 @@ BIN=${1:?build dir}/src/app/nnvmc
 OUT=${2:?output dir}
 shift 2
 MARKS=${MARKS:-"120 300 600 1800"}
-EVAL_STEPS=${EVAL_STEPS:-1000}
+EVAL_STEPS=${EVAL_STEPS:-300}
+EVAL_ONLY=${EVAL_ONLY:-0}
 EXTRA=${EXTRA:-}
 E_REF=${E_REF:--8.070548}
 LAST=0
@@ -41,10 +43,12 @@ race_one() {  # name config
   done
 }
 
-for spec in "$@"; do
-  race_one "${spec%%=*}" "${spec#*=}" &
-done
-wait
+if [ "$EVAL_ONLY" != 1 ]; then
+  for spec in "$@"; do
+    race_one "${spec%%=*}" "${spec#*=}" &
+  done
+  wait
+fi
 echo "uptime after the race: $(uptime)" > "$OUT/race.tsv"
 printf "ansatz\tseconds\titerations\tenergy\terror\tgap_mEh\n" >> "$OUT/race.tsv"
 for spec in "$@"; do

@@ -5,6 +5,8 @@
 #include <iostream>
 
 #include "app/commands.hpp"
+#include "batching/torch_lib_dir.hpp"
+#include "core/data_paths.hpp"
 #include "core/errors.hpp"
 #include "core/log.hpp"
 
@@ -15,6 +17,16 @@ int main(int argc, char** argv) {
   std::string level = "info";
   app.add_option("--log-level", level, "debug | info | warn | error");
   app.parse_complete_callback([&] { nnvmc::setup_logging(level); });
+  app.add_flag_callback(
+      "--version",
+      [] {
+        std::printf("nnvmc %s\n  data root   %s\n  basis sets  %s\n  molecules   %s\n  scripts     %s\n  libtorch    %s\n",
+                    NNVMC_VERSION, nnvmc::data_root().c_str(), nnvmc::basis_data_dir().c_str(),
+                    nnvmc::molecules_data_dir().c_str(), nnvmc::scripts_data_dir().c_str(),
+                    nnvmc::batching::loaded_torch_lib_dir().c_str());
+        throw CLI::Success();
+      },
+      "print the version and where data files and libtorch are found");
   // Subcommands: explicit registration, one file each.
   nnvmc::app::add_train_command(app);
   nnvmc::app::add_eval_command(app);

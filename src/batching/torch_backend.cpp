@@ -3,9 +3,11 @@
 
 #include <dlfcn.h>
 
+#include <filesystem>
 #include <mutex>
 
 #include "batching/backend.hpp"
+#include "batching/torch_lib_dir.hpp"
 #include "core/errors.hpp"
 
 namespace nnvmc::batching {
@@ -26,12 +28,21 @@ class TorchBackend final : public GemmBackend {
 };
 }  // namespace
 
+std::string loaded_torch_lib_dir() {
+  // The folder of the libtorch_cpu this process actually loaded (the wheel it runs against, wherever
+  // it lives now), not the build machine's path; that path is the fallback.
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<const void*>(&at::globalContext), &info) != 0 && info.dli_fname)
+    return std::filesystem::path(info.dli_fname).parent_path().string();
+  return NNVMC_TORCH_LIB_DIR;
+}
+
 void ensure_device_runtime(const std::string& device) {
   if (device.rfind("cuda", 0) != 0) return;
   static std::once_flag once;
   static std::string error;
   std::call_once(once, [] {
-    const std::string path = std::string(NNVMC_TORCH_LIB_DIR) + "/libtorch_cuda.so";
+    const std::string path = loaded_torch_lib_dir() + "/libtorch_cuda.so";
     if (!dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL)) error = dlerror();
   });
   if (!error.empty()) throw InputError("device '" + device + "': cannot load libtorch_cuda.so (" + error + ")");

@@ -1,5 +1,7 @@
 #include "core/process.hpp"
 
+#include "core/data_paths.hpp"
+
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/resource.h>
@@ -81,8 +83,7 @@ std::string self_executable() {
 }
 
 std::string default_scripts_dir() {
-  if (const char* env = std::getenv("NNVMC_SCRIPTS")) return env;
-  return std::string(NNVMC_SOURCE_DIR_DEFAULT) + "/scripts";
+  return scripts_data_dir();
 }
 
 bool run_python_script(const std::string& script, const std::vector<std::string>& args,

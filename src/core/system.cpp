@@ -8,12 +8,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/data_paths.hpp"
 #include "core/elements.hpp"
 #include "core/errors.hpp"
 
-#ifndef NNVMC_SOURCE_DIR_DEFAULT
-#define NNVMC_SOURCE_DIR_DEFAULT "."
-#endif
 
 namespace nnvmc {
 namespace fs = std::filesystem;
@@ -205,8 +203,7 @@ System read_xyz(const std::string& path) {
 }
 
 std::string default_molecules_dir() {
-  if (const char* env = std::getenv("NNVMC_MOLECULES")) return env;
-  return std::string(NNVMC_SOURCE_DIR_DEFAULT) + "/configs/molecules";
+  return molecules_data_dir();
 }
 
 System load_molecule(const std::string& spec, const std::string& molecules_dir) {

@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 
+#include "core/data_paths.hpp"
 #include "core/elements.hpp"
 #include "core/errors.hpp"
 #include "scf/basis_file.hpp"
@@ -30,8 +31,7 @@ BasisSet::BasisSet(std::string name, std::vector<libint2::Shell> shells,
 }
 
 std::string default_basis_dir() {
-  if (const char* env = std::getenv("NNVMC_BASIS_DIR")) return env;
-  return std::string(NNVMC_SOURCE_DIR_DEFAULT) + "/data/basis";
+  return basis_data_dir();
 }
 
 std::string basis_file_name(const std::string& basis_name) {
