@@ -5,12 +5,13 @@
 /// gradient (or to the right-hand side of a natural-gradient step).
 #include <torch/torch.h>
 
+#include "core/config.hpp"
 #include "models/wavefunction.hpp"
 
 namespace nnvmc {
 
-/// oneqmc's default weight of the penalty.
-inline constexpr double kDeterminantBalanceWeight = 1e-3;
+/// oneqmc's default weight of the penalty (optim.determinant_balance for adam).
+inline constexpr double kDeterminantBalanceWeight = kDeterminantBalanceDefault;
 
 /// P = −σ_E · mean over walkers and determinants of log p_k, p = softmax_k(log|det_k|)
 /// (WaveFunction::determinant_log_weights). P is smallest when the K determinants contribute

@@ -4,6 +4,7 @@
 
 #include "batching/chunk_fit.hpp"
 #include "core/errors.hpp"
+#include "models/determinant_balance.hpp"
 #include "train/per_sample_gradients.hpp"
 
 namespace nnvmc {
@@ -45,29 +46,46 @@ torch::Tensor spd_solve(const torch::Tensor& a, const torch::Tensor& b) {
                        std::to_string(jitter / 100));
 }
 
-torch::Tensor sr_direction(const SrProblem& p, double damping) {
+torch::Tensor sr_direction(const SrProblem& p, double damping, const torch::Tensor& v) {
   const auto s = p.o.t().matmul(p.o);
   const auto eye = torch::eye(s.size(0), s.options());
-  return spd_solve(s + damping * eye, p.o.t().mv(p.eps));
+  auto rhs = p.o.t().mv(p.eps);
+  if (v.defined()) rhs = rhs + v.to(rhs.options());
+  return spd_solve(s + damping * eye, rhs);
 }
 
-torch::Tensor minsr_direction(const SrProblem& p, double damping) {
+namespace {
+/// Ōᵀ K⁻¹ (rhs − Ōv/λ) + v/λ for the sample-space kernel K = ŌŌᵀ + λ (+ a term along 1, which
+/// Ōv, orthogonal to 1 because Ō's columns are centred, does not see).
+torch::Tensor sample_space_solve(const SrProblem& p, const torch::Tensor& kernel, torch::Tensor rhs, double damping,
+                                 const torch::Tensor& v) {
+  if (!v.defined()) return p.o.t().mv(spd_solve(kernel, rhs));
+  if (!(damping > 0))
+    throw ConfigError("'optim.sr.damping' must be > 0 for the determinant-balance penalty with minsr or spring "
+                      "(or set optim.determinant_balance=0)");
+  const auto vv = v.to(p.o.options());
+  rhs = rhs - p.o.mv(vv) / damping;
+  return p.o.t().mv(spd_solve(kernel, rhs)) + vv / damping;
+}
+}  // namespace
+
+torch::Tensor minsr_direction(const SrProblem& p, double damping, const torch::Tensor& v) {
   const auto t = p.o.matmul(p.o.t());
   const auto eye = torch::eye(t.size(0), t.options());
-  return p.o.t().mv(spd_solve(t + damping * eye, p.eps));
+  return sample_space_solve(p, t + damping * eye, p.eps, damping, v);
 }
 
 torch::Tensor spring_direction(const SrProblem& p, double damping, double momentum,
-                               const torch::Tensor& previous) {
+                               const torch::Tensor& previous, const torch::Tensor& v) {
   const auto b = p.o.size(0);
   // The rows of Ō and ε are centred, so the 11ᵀ/B term does not change the solution; it
   // lifts the kernel's zero mode along 1 for a better-conditioned Cholesky.
   const auto t = p.o.matmul(p.o.t()) + damping * torch::eye(b, p.o.options()) +
                  torch::full({b, b}, 1.0 / static_cast<double>(b), p.o.options());
-  if (!previous.defined() || momentum == 0) return p.o.t().mv(spd_solve(t, p.eps));
+  if (!previous.defined() || momentum == 0) return sample_space_solve(p, t, p.eps, damping, v);
   const auto prev = previous.to(p.o.options());
   const auto rhs = p.eps - momentum * p.o.mv(prev);
-  return momentum * prev + p.o.t().mv(spd_solve(t, rhs));
+  return momentum * prev + sample_space_solve(p, t, rhs, damping, v);
 }
 
 namespace {
@@ -76,7 +94,10 @@ namespace {
 class NaturalGradientOptimizer final : public Optimizer {
  public:
   NaturalGradientOptimizer(const OptimOptions& o, WaveFunction& wf, const batching::MemoryBudget& budget)
-      : options_(o), parameters_(parameter_count(trainable_parameters(wf))), budget_(budget) {
+      : options_(o),
+        parameters_(parameter_count(trainable_parameters(wf))),
+        budget_(budget),
+        penalty_weight_(determinant_balance_weight(o)) {
     if (o.type != "sr" && o.type != "minsr" && o.type != "spring")
       throw ConfigError("'optim.type': '" + o.type + "' is not a natural-gradient optimizer");
   }
@@ -85,29 +106,31 @@ class NaturalGradientOptimizer final : public Optimizer {
             StageTimers& timers) override {
     const auto params = trainable_parameters(wf);
     std::vector<torch::Tensor> jacs, energies;
+    torch::Tensor penalty;  // w·∇θP averaged over molecules [P], or undefined
     {
       auto scope = timers.scope("gradient");
       for (const auto& b : batches) {
         if (chunk_ == 0) chunk_ = fit_chunk(wf, *b.sys, b.r);
         jacs.push_back(per_sample_log_gradients(wf, *b.sys, b.r, chunk_));
+        energies.push_back(clip_local_energies(b.e_loc.detach(), options_.clip_width));
       }
+      if (penalty_weight_ > 0) penalty = penalty_gradient(wf, params, batches, energies);
     }
     auto scope = timers.scope("optimizer");
-    for (size_t i = 0; i < batches.size(); ++i) {
-      if (!torch::isfinite(jacs[i]).all().item<bool>()) return false;
-      energies.push_back(clip_local_energies(batches[i].e_loc.detach(), options_.clip_width));
-    }
+    for (const auto& j : jacs)
+      if (!torch::isfinite(j).all().item<bool>()) return false;
+    if (penalty.defined() && !torch::isfinite(penalty).all().item<bool>()) return false;
     const auto problem = make_sr_problem(jacs, energies);
     torch::Tensor delta;
     try {
       if (options_.type == "sr") {
         // Same update as minsr; solve in the smaller of the two spaces.
-        delta = problem.o.size(1) <= problem.o.size(0) ? sr_direction(problem, options_.sr.damping)
-                                                       : minsr_direction(problem, options_.sr.damping);
+        delta = problem.o.size(1) <= problem.o.size(0) ? sr_direction(problem, options_.sr.damping, penalty)
+                                                       : minsr_direction(problem, options_.sr.damping, penalty);
       } else if (options_.type == "minsr") {
-        delta = minsr_direction(problem, options_.sr.damping);
+        delta = minsr_direction(problem, options_.sr.damping, penalty);
       } else {
-        delta = spring_direction(problem, options_.sr.damping, options_.spring.momentum, previous_);
+        delta = spring_direction(problem, options_.sr.damping, options_.spring.momentum, previous_, penalty);
       }
     } catch (const NumericalError&) {
       return false;
@@ -147,6 +170,35 @@ class NaturalGradientOptimizer final : public Optimizer {
   }
 
  private:
+  /// w · mean over molecules of ∇θP_m (determinant_balance_penalty), float64 [P] in
+  /// trainable_parameters order; undefined when the ansatz has no determinant weights. Walkers
+  /// go through in chunks of the Jacobian's size (P_m is a mean over walkers).
+  torch::Tensor penalty_gradient(WaveFunction& wf, const std::vector<torch::Tensor>& params,
+                                 const std::vector<WalkerBatch>& batches, const std::vector<torch::Tensor>& energies) {
+    std::vector<torch::Tensor> sum(params.size());
+    const double per_molecule = 1.0 / static_cast<double>(batches.size());
+    for (size_t m = 0; m < batches.size(); ++m) {
+      const auto& b = batches[m];
+      const std::int64_t n = b.r.size(0), chunk = std::max<std::int64_t>(1, chunk_);
+      if (n < 2) continue;
+      const double sigma = energies[m].std().item<double>();
+      for (std::int64_t lo = 0; lo < n; lo += chunk) {
+        const std::int64_t hi = std::min(n, lo + chunk);
+        const auto p = determinant_balance_penalty(wf, b.r.slice(0, lo, hi).detach(), *b.sys, sigma);
+        if (!p.defined()) return {};
+        const double scale = penalty_weight_ * per_molecule * static_cast<double>(hi - lo) / static_cast<double>(n);
+        const auto g = torch::autograd::grad({p * scale}, params, {}, false, false, /*allow_unused=*/true);
+        for (size_t k = 0; k < params.size(); ++k)
+          if (g[k].defined()) sum[k] = sum[k].defined() ? sum[k] + g[k] : g[k];
+      }
+    }
+    std::vector<torch::Tensor> flat;
+    for (size_t k = 0; k < params.size(); ++k)
+      flat.push_back(sum[k].defined() ? sum[k].reshape(-1).to(torch::kFloat64)
+                                      : torch::zeros({params[k].numel()}, params[k].options().dtype(torch::kFloat64)));
+    return torch::cat(flat);
+  }
+
   /// optim.sr.chunk_walkers, reduced if the measured memory per walker says it does not fit.
   std::int64_t fit_chunk(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r) const {
     const std::int64_t want = options_.sr.chunk_walkers, b = r.size(0);
@@ -165,6 +217,7 @@ class NaturalGradientOptimizer final : public Optimizer {
   OptimOptions options_;
   std::int64_t parameters_;  ///< P
   batching::MemoryBudget budget_;
+  double penalty_weight_;    ///< determinant-balance weight (0: off)
   std::int64_t chunk_ = 0;   ///< walkers per Jacobian pass (0: not yet sized)
   torch::Tensor previous_;  ///< SPRING's δ_{t−1} [P] float64 (undefined before the first step)
 };

@@ -22,7 +22,7 @@ TEST(HartreeFockDeterminant, VmcEnergyEqualsTheHartreeFockEnergyWithinErrorBar) 
   Config c = base("he", "{type: hf, hf: {basis: cc-pvdz}}");
   c.hamiltonian.laplacian = "jvp";
   VmcSetup s = make_setup(c);
-  s.sampler->initialize(s.logabs_fn());
+  s.molecules[0].sampler->initialize(s.logabs_fn());
   StageTimers timers;
   EvalOptions eo;
   eo.steps = 300;
