@@ -46,5 +46,7 @@ TEST(Pretrain, FitsFermiNetOrbitalsToHartreeFock) {
   const auto r = pretrain(s, p, timers);
   EXPECT_EQ(r.steps, 60);
   EXPECT_LT(r.final_loss, 0.5 * r.initial_loss);
-  EXPECT_TRUE(std::isfinite(r.e_hf));
+  ASSERT_EQ(r.molecules.size(), 1u);
+  EXPECT_TRUE(std::isfinite(r.molecules[0].e_hf));
+  EXPECT_EQ(r.molecules[0].final_loss, r.final_loss);
 }
