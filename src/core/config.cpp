@@ -255,7 +255,6 @@ void apply_dependent_defaults(Config& c, const YAML::Node& root) {
   const YAML::Node optim = root.IsMap() ? root["optim"] : YAML::Node();
   const bool lr_given = optim && optim.IsMap() && optim["lr"];
   if (!lr_given && c.optim.type != "adam") c.optim.lr = kNaturalGradientLr;
-  if (!c.optim.determinant_balance) c.optim.determinant_balance = c.optim.type == "adam" ? kDeterminantBalanceDefault : 0.0;
 }
 
 /// The keys that choose the molecules of a run: an override of one replaces the others.

@@ -51,8 +51,8 @@ TEST(CompareSpec, ExpandsAnsatzeTimesMoleculesTimesAxesWithTheCommonBudget) {
     EXPECT_EQ(c.config.run.output, "/tmp/nnvmc_spec_out/cells/" + c.id);
     EXPECT_EQ(c.config.run.name, c.id);
   }
-  EXPECT_EQ(spec.cells[0].config.model.ferminet.hidden_dims.size(), 1u);
-  EXPECT_EQ(spec.cells[4].config.model.ferminet.hidden_dims.size(), 2u);
+  EXPECT_EQ(spec.cells[0].config.model.ferminet.hidden_dims->size(), 1u);
+  EXPECT_EQ(spec.cells[4].config.model.ferminet.hidden_dims->size(), 2u);
   EXPECT_EQ(spec.cells[1].config.hamiltonian.laplacian, "reverse");
   EXPECT_EQ(spec.cells[2].molecule, "he");
   ASSERT_EQ(spec.molecules.size(), 2u);
