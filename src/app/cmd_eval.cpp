@@ -7,7 +7,9 @@
 
 #include "app/commands.hpp"
 #include "app/run_args.hpp"
+#include "core/elements.hpp"
 #include "core/errors.hpp"
+#include "core/molecule_list.hpp"
 #include "core/log.hpp"
 #include "train/checkpoint.hpp"
 #include "train/evaluate.hpp"
@@ -23,6 +25,27 @@ struct EvalArgs {
   std::string molecule;
   bool json = false;
 };
+
+/// The checkpoint's molecules as a system.molecules value (inline atoms in bohr, names, charge,
+/// spin): evaluating a run needs neither its molecule files nor the directory it ran in.
+std::string checkpoint_molecules(const Checkpoint& c) {
+  std::vector<std::string> names;
+  for (const auto& m : c.molecules) names.push_back(m.system.name);
+  names = unique_molecule_names(names);  // as the run named them (quotes cannot occur)
+  std::string list = "[";
+  for (size_t k = 0; k < c.molecules.size(); ++k) {
+    const auto& m = c.molecules[k];
+    list += (list.size() > 1 ? ", " : "") + strfmt("{name: '%s', units: bohr, charge: %d, spin: %d, atoms: [",
+                                                   names[k].c_str(), m.system.charge, m.system.spin);
+    for (size_t i = 0; i < m.system.atoms.size(); ++i) {
+      const auto& a = m.system.atoms[i];
+      list += strfmt("%s[%s, %.17g, %.17g, %.17g]", i ? ", " : "", element_symbol(a.Z).c_str(), a.position[0],
+                     a.position[1], a.position[2]);
+    }
+    list += "]}";
+  }
+  return list + "]";
+}
 
 /// The trained molecule whose walkers a molecule of the evaluation starts from: the one with the
 /// same name and geometry, else the first with the same geometry; nullptr when none.
@@ -40,8 +63,13 @@ void run_eval(const EvalArgs& a) {
   const Checkpoint c = load_checkpoint(ra.file);
   // The chains start with the step sizes training adapted (the user's overrides still win);
   // evaluate() adapts them during burn-in only and measures with them frozen.
-  bool step_size_given = false;
-  for (const auto& o : ra.overrides) step_size_given = step_size_given || o.rfind("sampler.step_size=", 0) == 0;
+  bool step_size_given = false, molecules_given = false;
+  for (const auto& o : ra.overrides) {
+    step_size_given = step_size_given || o.rfind("sampler.step_size=", 0) == 0;
+    molecules_given = molecules_given || o.rfind("system.molecule", 0) == 0 || o.rfind("system.dataset", 0) == 0;
+  }
+  // Without a molecule override: the molecules the checkpoint was trained on, as it stores them.
+  if (!molecules_given) ra.overrides.insert(ra.overrides.begin(), "system.molecules=" + checkpoint_molecules(c));
   ra.overrides.insert(ra.overrides.begin(), strfmt("sampler.step_size=%.17g", c.molecules.front().sampler.step_size));
   if (a.steps >= 0) ra.overrides.push_back("eval.steps=" + std::to_string(a.steps));
   if (a.walkers >= 0) ra.overrides.push_back("sampler.walkers=" + std::to_string(a.walkers));
