@@ -9,4 +9,11 @@ torch::Tensor determinant_balance_penalty(WaveFunction& wf, const torch::Tensor&
   return -energy_std * log_p.mean();
 }
 
+torch::Tensor determinant_balance_penalty(WaveFunction& wf, const torch::Tensor& r, const SystemTensors& sys,
+                                          const torch::Tensor& energy_std) {
+  const auto log_p = wf.determinant_log_weights(r, sys);  // [B, K]
+  if (!log_p.defined()) return {};
+  return -energy_std.detach().to(log_p.options()) * log_p.mean();
+}
+
 }  // namespace nnvmc

@@ -22,4 +22,8 @@ inline constexpr double kDeterminantBalanceWeight = kDeterminantBalanceDefault;
 torch::Tensor determinant_balance_penalty(WaveFunction& wf, const torch::Tensor& r, const SystemTensors& sys,
                                           double energy_std);
 
+/// The same with σ_E a 0-dim tensor (detached), so that the trainer reads nothing on the host.
+torch::Tensor determinant_balance_penalty(WaveFunction& wf, const torch::Tensor& r, const SystemTensors& sys,
+                                          const torch::Tensor& energy_std);
+
 }  // namespace nnvmc

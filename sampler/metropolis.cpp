@@ -70,7 +70,8 @@ double MetropolisSampler::run(const LogAbsFn& logabs, int n) {
   torch::NoGradGuard no_grad;
   if (!r_.defined()) throw Error("sampler used before initialize()");
   const auto cpu64 = torch::TensorOptions().dtype(torch::kFloat64);
-  double accepted = 0;
+  // Acceptance accumulates on the device and is read once per call (no host sync per step).
+  auto accepted = torch::zeros({}, r_.options().dtype(torch::kFloat64));
   for (int s = 0; s < n; ++s) {
     // Draw on the CPU in float64 so chains do not depend on dtype/device of the model.
     const auto noise = at::normal(0.0, 1.0, r_.sizes(), gen_, cpu64).to(tensor_);
@@ -84,9 +85,9 @@ double MetropolisSampler::run(const LogAbsFn& logabs, int n) {
                         ((torch::log(u) < 2.0 * (new_logabs - logabs_)) | ~torch::isfinite(logabs_));
     r_ = torch::where(accept.view({-1, 1, 1}), proposal, r_);
     logabs_ = torch::where(accept, new_logabs, logabs_);
-    accepted += accept.to(torch::kFloat64).mean().item<double>();
+    accepted += accept.to(torch::kFloat64).mean();
   }
-  return n > 0 ? accepted / n : 0.0;
+  return n > 0 ? accepted.item<double>() / n : 0.0;
 }
 
 void MetropolisSampler::adapt(double acceptance) {

@@ -158,11 +158,15 @@ void validate(const Config& c) {
   require_one_of(c.hamiltonian.hutchinson.distribution, {"rademacher", "gaussian"},
                  "hamiltonian.hutchinson.distribution");
   require(c.hamiltonian.chunk_walkers >= 0, "hamiltonian.chunk_walkers", "must be >= 0");
-  require_one_of(c.optim.type, {"adam", "sr", "minsr", "spring"}, "optim.type");
+  require_one_of(c.optim.type, {"adam", "sr", "minsr", "spring", "kfac"}, "optim.type");
+  require(c.optim.kfac.damping > 0, "optim.kfac.damping", "must be > 0");
+  require(c.optim.kfac.norm_constraint >= 0, "optim.kfac.norm_constraint", "must be >= 0");
+  require(c.optim.kfac.cov_ema_decay >= 0 && c.optim.kfac.cov_ema_decay < 1, "optim.kfac.cov_ema_decay",
+          "must be in [0, 1)");
   require(c.optim.sr.damping >= 0, "optim.sr.damping", "must be >= 0");
   require(c.optim.sr.norm_constraint >= 0, "optim.sr.norm_constraint", "must be >= 0");
   require_one_of(c.optim.sr.norm, {"fisher", "euclidean"}, "optim.sr.norm");
-  require(c.optim.sr.chunk_walkers > 0, "optim.sr.chunk_walkers", "must be > 0");
+  require(c.optim.sr.chunk_walkers >= 0, "optim.sr.chunk_walkers", "must be >= 0");
   require(c.optim.spring.momentum >= 0 && c.optim.spring.momentum < 1, "optim.spring.momentum",
           "must be in [0, 1)");
   require(c.optim.lr > 0, "optim.lr", "must be > 0");
@@ -176,6 +180,8 @@ void validate(const Config& c) {
     require(*c.optim.determinant_balance >= 0, "optim.determinant_balance", "must be >= 0 (0 disables it)");
     require(*c.optim.determinant_balance == 0 || c.optim.type == "adam" || c.optim.sr.damping > 0,
             "optim.determinant_balance", "> 0 with a natural-gradient optimizer needs optim.sr.damping > 0");
+    require(*c.optim.determinant_balance == 0 || c.optim.type != "kfac", "optim.determinant_balance",
+            "is not available with optim.type: kfac (set it to 0, or use adam, sr, minsr or spring)");
   }
   require(int(bool(c.system.molecule)) + int(bool(c.system.molecules)) + int(bool(c.system.dataset)) <= 1,
           "system.molecules", "cannot be combined with system.molecule or system.dataset: give one of the three");
@@ -254,7 +260,8 @@ namespace {
 void apply_dependent_defaults(Config& c, const YAML::Node& root) {
   const YAML::Node optim = root.IsMap() ? root["optim"] : YAML::Node();
   const bool lr_given = optim && optim.IsMap() && optim["lr"];
-  if (!lr_given && c.optim.type != "adam") c.optim.lr = kNaturalGradientLr;
+  if (!lr_given && c.optim.type == "kfac") c.optim.lr = kKfacLr;
+  else if (!lr_given && c.optim.type != "adam") c.optim.lr = kNaturalGradientLr;
 }
 
 /// The keys that choose the molecules of a run: an override of one replaces the others.

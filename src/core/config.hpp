@@ -228,13 +228,13 @@ struct SrOptions {
   double damping = 1e-3;          ///< λ added to the diagonal of S (sr) or of ŌŌᵀ (minsr, spring)
   double norm_constraint = 1e-2;  ///< bound C on the squared size of a step (see `norm`); 0: none
   std::string norm = "euclidean";  ///< euclidean: lr²·|δ|² ≤ C (SPRING paper); fisher: lr²·|Ōδ|² ≤ C
-  int chunk_walkers = 16;         ///< walkers per batched backward pass for per-walker gradients
-                                  ///< (at most; fewer when run.memory_budget requires it)
+  int chunk_walkers = 0;          ///< walkers per forward+backward pass of the per-walker gradients
+                                  ///< (0: all; fewer when run.memory_budget requires it)
   template <class V> void visit(V& v) {
     v("damping", damping, "diagonal shift of S (sr) or of the sample-space kernel (minsr, spring)");
     v("norm_constraint", norm_constraint, "max squared step size, measured by `norm` (0: no constraint)");
     v("norm", norm, "step size measure of the constraint: fisher (lr^2 |O delta|^2) | euclidean (lr^2 |delta|^2)");
-    v("chunk_walkers", chunk_walkers, "walkers per batched backward pass of the Jacobian");
+    v("chunk_walkers", chunk_walkers, "walkers per pass of the per-walker gradients (0: all that fit run.memory_budget)");
   }
 };
 
@@ -244,10 +244,25 @@ struct SpringOptions {
   template <class V> void visit(V& v) { v("momentum", momentum, "mu, weight of the previous update"); }
 };
 
+/// `optim.kfac:` — K-FAC (Martens & Grosse 2015) with the settings DeepQMC and FermiNet use
+/// through kfac-jax: Kronecker factors of each linear layer's inputs and output gradients of
+/// log|ψ| (moving averages), a diagonal block for every other parameter, factored damping and
+/// the norm constraint lr²·δᵀg ≤ C (train/kfac.hpp).
+struct KfacOptions {
+  double damping = 1e-3;          ///< λ added to the curvature (factored between the two factors of a layer)
+  double norm_constraint = 1e-3;  ///< C in lr²·δᵀg ≤ C (g the gradient, δ the update); 0: none
+  double cov_ema_decay = 0.95;    ///< ρ: weight of the previous factors in their moving averages
+  template <class V> void visit(V& v) {
+    v("damping", damping, "curvature damping lambda");
+    v("norm_constraint", norm_constraint, "bound on lr^2 * <update, gradient> (0: none)");
+    v("cov_ema_decay", cov_ema_decay, "decay of the factors' moving averages");
+  }
+};
+
 /// `optim:` — optimiser and gradient estimator.
 struct OptimOptions {
-  std::string type = "adam";  ///< adam | sr | minsr | spring
-  double lr = 3e-3;           ///< base learning rate, lr / (1 + t / lr_delay); unset: 3e-3 (adam), 0.1 (sr, minsr, spring)
+  std::string type = "adam";  ///< adam | sr | minsr | spring | kfac
+  double lr = 3e-3;           ///< base learning rate, lr / (1 + t / lr_delay); unset: 3e-3 (adam), 0.1 (sr, minsr, spring), 0.05 (kfac)
   double lr_delay = 1000;     ///< iterations until the learning rate has halved
   int iterations = 1000;      ///< optimisation iterations
   double clip_width = 5.0;    ///< E_L clipped to median ± clip_width·MAD for the gradient
@@ -256,6 +271,7 @@ struct OptimOptions {
   double epsilon = 1e-8;      ///< Adam denominator offset
   SrOptions sr;               ///< options of sr, minsr and spring
   SpringOptions spring;       ///< extra options of spring
+  KfacOptions kfac;           ///< options of kfac
   int log_every = 10;         ///< one progress line every this many iterations
   int max_consecutive_failures = 10;  ///< failed (non-finite) steps in a row before training stops
   int molecules_per_step = 0;  ///< molecules trained per iteration, drawn from run.seed and t; 0: all
@@ -264,8 +280,8 @@ struct OptimOptions {
   /// does not use it); 0 disables it.
   std::optional<double> determinant_balance;
   template <class V> void visit(V& v) {
-    v("type", type, "optimizer: adam | sr | minsr | spring");
-    v("lr", lr, "learning rate (default 3e-3 for adam, 0.1 for sr, minsr, spring)");
+    v("type", type, "optimizer: adam | sr | minsr | spring | kfac");
+    v("lr", lr, "learning rate (default 3e-3 for adam, 0.1 for sr, minsr, spring, 0.05 for kfac)");
     v("lr_delay", lr_delay, "lr(t) = lr / (1 + t / lr_delay)");
     v("iterations", iterations, "training iterations");
     v("clip_width", clip_width, "local-energy clipping width (in mean absolute deviations)");
@@ -274,6 +290,7 @@ struct OptimOptions {
     v("epsilon", epsilon, "Adam epsilon");
     v("sr", sr, "stochastic reconfiguration options (sr, minsr, spring)");
     v("spring", spring, "SPRING options");
+    v("kfac", kfac, "K-FAC options");
     v("log_every", log_every, "progress line every N iterations");
     v("max_consecutive_failures", max_consecutive_failures,
       "failed (non-finite) steps in a row, each retried with new moves, before training stops");
@@ -332,6 +349,8 @@ struct RunOptions {
 /// optim.lr when it is not given and optim.type is sr, minsr or spring (the shipped SPRING setting,
 /// with the Euclidean step bound optim.sr.norm_constraint = 0.01, i.e. |lr·δ| ≤ 0.1).
 constexpr double kNaturalGradientLr = 0.1;
+/// optim.lr when it is not given and optim.type is kfac (DeepQMC's K-FAC preset).
+constexpr double kKfacLr = 0.05;
 
 /// optim.determinant_balance when it is not given and optim.type is adam (oneqmc's
 /// det_penalty_weight of the published Orbformer runs).
@@ -362,7 +381,7 @@ struct Config {
 /// Reads a config: YAML text (file contents) plus `key.path=value` overrides.
 /// `where` names the source in errors. Checks unknown keys, types and ranges. Keys that are not
 /// given take their defaults, except optim.lr, which defaults by optim.type (kNaturalGradientLr
-/// for sr, minsr and spring).
+/// for sr, minsr and spring, kKfacLr for kfac).
 /// @throws ConfigError naming the key path (and file line when known).
 Config parse_config(const std::string& yaml_text, const std::vector<std::string>& overrides,
                     const std::string& where);

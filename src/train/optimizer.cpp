@@ -4,6 +4,7 @@
 
 #include "core/errors.hpp"
 #include "models/determinant_balance.hpp"
+#include "train/kfac.hpp"
 #include "train/natural_gradient.hpp"
 
 namespace nnvmc {
@@ -16,6 +17,14 @@ torch::Tensor clip_local_energies(const torch::Tensor& e, double width) {
 
 double determinant_balance_weight(const OptimOptions& o) {
   return o.determinant_balance.value_or(o.type == "adam" ? kDeterminantBalanceDefault : 0.0);
+}
+
+bool all_finite(const std::vector<torch::Tensor>& tensors) {
+  std::vector<torch::Tensor> flags;
+  flags.reserve(tensors.size());
+  for (const auto& t : tensors)
+    if (t.defined()) flags.push_back(torch::isfinite(t.detach()).all());
+  return flags.empty() || torch::stack(flags).all().item<bool>();
 }
 
 namespace {
@@ -44,15 +53,16 @@ class AdamOptimizer final : public Optimizer {
         const auto logabs = wf.forward(b.r.detach(), *b.sys).logabs;
         auto loss = 2.0 * per_molecule * (centred * logabs).mean();
         if (penalty_weight_ > 0 && e.numel() > 1) {
-          const auto p = determinant_balance_penalty(wf, b.r.detach(), *b.sys, e.std().item<double>());
+          const auto p = determinant_balance_penalty(wf, b.r.detach(), *b.sys, e.std().detach());
           if (p.defined()) loss = loss + 2.0 * per_molecule * penalty_weight_ * p;
         }
         loss.backward();
       }
     }
     auto scope = timers.scope("optimizer");
-    for (const auto& p : wf.parameters())
-      if (p.grad().defined() && !torch::isfinite(p.grad()).all().item<bool>()) return false;
+    std::vector<torch::Tensor> grads;
+    for (const auto& p : wf.parameters()) grads.push_back(p.grad());
+    if (!all_finite(grads)) return false;
     for (auto& group : adam_.param_groups())
       static_cast<torch::optim::AdamOptions&>(group.options()).lr(learning_rate(t));
     adam_.step();
@@ -115,6 +125,7 @@ const std::map<std::string, OptimizerFactory>& optimizer_registry() {
       return std::make_unique<AdamOptimizer>(o, wf);
     };
     for (const char* name : {"sr", "minsr", "spring"}) r[name] = make_natural_gradient;
+    r["kfac"] = make_kfac;
     return r;
   }();
   return registry;

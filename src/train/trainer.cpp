@@ -352,7 +352,8 @@ TrainOutcome Trainer::run(bool final_eval) {
       auto scope = timers_.scope("local_energy");
       for (auto& m : steps) m.e = (*mols[m.index].local_energy)(*setup_.wf, mols[m.index].sampler->positions()).energy;
     }
-    // Walkers with a non-finite local energy (e.g. on a node) are left out of this step.
+    // Walkers with a non-finite local energy (e.g. on a node) are left out of this step (one
+    // host read per molecule); one fused check of energies and parameters follows the step.
     bool ok = true;
     std::string why;
     std::vector<WalkerBatch> walker_batches;
@@ -378,7 +379,9 @@ TrainOutcome Trainer::run(bool final_eval) {
       if (!ok) why = "non-finite gradient or parameters";
     }
     if (ok) {
-      for (const auto& p : setup_.wf->parameters()) ok = ok && torch::isfinite(p).all().item<bool>();
+      std::vector<torch::Tensor> checked = setup_.wf->parameters();
+      for (const auto& m : steps) checked.push_back(m.e);
+      ok = all_finite(checked);
       if (!ok) why = "non-finite gradient or parameters";
     }
     if (!ok) {
@@ -427,10 +430,12 @@ TrainOutcome Trainer::run(bool final_eval) {
     const double per = 1.0 / static_cast<double>(steps.size());
     std::vector<const MoleculeStep*> of(n_mol, nullptr);
     for (auto& m : steps) {
-      const auto e64 = m.e.detach().to(torch::kFloat64).cpu();
-      m.energy = e64.mean().item<double>();
-      m.variance = e64.var().item<double>();
-      m.error = std::sqrt(m.variance / e64.numel());
+      const auto e64 = m.e.detach().to(torch::kFloat64).cpu();  // the molecule's one device-to-host copy
+      const auto mean = e64.mean();  // on the host: read below without a sync
+      const auto stats = torch::stack({mean, (e64 - mean).square().sum() / std::max<int64_t>(1, e64.numel() - 1)});
+      m.energy = stats.data_ptr<double>()[0];
+      m.variance = stats.data_ptr<double>()[1];
+      m.error = std::sqrt(m.variance / static_cast<double>(e64.numel()));
       energy += per * m.energy;
       var += per * m.variance;
       acc += per * m.acceptance;

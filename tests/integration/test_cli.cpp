@@ -276,7 +276,6 @@ TEST(Cli, InputsRejectedAfterParsingStillWriteNothing) {
                      "pretrain.steps");
   expect_input_error("train " + cfg + " model.type=hf hamiltonian.laplacian=jvp", "optim.iterations");
   expect_input_error("train " + cfg + " model.type=hf hamiltonian.laplacian=jvp model.hf.basis=nosuch", "model.hf.basis");
-  expect_input_error("train " + cfg + " model.type=hf", "hamiltonian.laplacian");
   expect_input_error("train " + cfg + " run.memory_budget=100000TiB", "run.memory_budget");
   expect_input_error("train " + cfg + " sampler.walkers=2000000000 run.memory_budget=1GiB", "sampler.walkers");
   // (Molecules: tests/core/test_system.cpp, Hostile.*; their errors reach the CLI as above.)
