@@ -6,8 +6,10 @@
 # on it (the same preset with its HF pretraining, which counts against its minutes). The
 # checkpoint of each run is copied at the time marks (seconds since the run started), both are
 # stopped with SIGINT at the last mark, and every snapshot is evaluated with fixed parameters on
-# R = 3.015. "0 minutes": the jointly trained weights evaluated on R = 3.015 (fine-tune) and the
-# pretrained-only starting point (scratch, a separate run with optim.iterations=0).
+# R = 3.015. A run still in HF pretraining at a mark has no checkpoint there (SIGINT takes effect
+# from the first VMC iteration on): that mark is reported as "pretraining". "0 minutes": the
+# jointly trained weights evaluated on R = 3.015 (fine-tune) and the pretrained-only starting
+# point (scratch, a separate run with optim.iterations=0).
 #
 # usage: bench/orbformer_transfer.sh BUILD_DIR OUT_DIR
 # environment: JOINT_MINUTES (default 25; or JOINT_SECONDS), MARKS (seconds, default "60 180 600"),
@@ -52,11 +54,18 @@ race() {  # name overrides...
   start=$(date +%s)
   for m in $MARKS; do
     while [ $(( $(date +%s) - start )) -lt "$m" ]; do sleep 1; done
+    # No checkpoint yet: the run is still in HF pretraining (it has no VMC iterations to show).
+    had=0
+    [ -f "$dir/checkpoint.h5" ] && had=1
     if [ "$m" = "$LAST" ]; then
       kill -INT "$rpid" 2>/dev/null || true
       wait "$rpid" || true
     fi
-    [ -f "$dir/checkpoint.h5" ] && cp "$dir/checkpoint.h5" "$OUT/$name.$m.h5"
+    if [ "$had" = 1 ]; then
+      cp "$dir/checkpoint.h5" "$OUT/$name.$m.h5"
+    else
+      echo "$name: no checkpoint at $m s (pretraining)" >> "$OUT/load.txt"
+    fi
   done
 }
 race finetune model.init_from="$OUT/joint/checkpoint.h5" pretrain.steps=0 &
@@ -65,9 +74,10 @@ wait
 echo "race done: $(date) $(uptime)" >> "$OUT/load.txt"
 
 # 3. Every snapshot evaluated on R = 3.015 bohr (system.molecule=lih), two at a time.
-evaluate() {  # name mark checkpoint
+evaluate() {  # name mark checkpoint (none: the run was still pretraining at that mark)
+  [ -f "$3" ] || return 0
   "$BIN" eval "$3" system.molecule=lih run.threads=1 --steps "$EVAL_STEPS" --walkers "$EVAL_WALKERS" --seed 1 --json \
-    --log-level warn > "$OUT/$1.$2.eval.json" 2> "$OUT/$1.$2.eval.log"
+    --log-level warn > "$OUT/$1.$2.eval.json" 2> "$OUT/$1.$2.eval.log" || true
 }
 evaluate finetune 0 "$OUT/joint/checkpoint.h5" &
 evaluate scratch 0 "$OUT/scratch.start/checkpoint.h5"
@@ -87,9 +97,17 @@ for name in ("finetune", "scratch"):
     for m in marks:
         ckpt = {("finetune", 0): f"{out}/joint/checkpoint.h5", ("scratch", 0): f"{out}/scratch.start/checkpoint.h5"}.get(
             (name, m), f"{out}/{name}.{m}.h5")
-        with h5py.File(ckpt, "r") as f:
-            it = int(f["iteration"][()]) if m else 0
-        j = json.load(open(f"{out}/{name}.{m}.eval.json"))
+        try:
+            with h5py.File(ckpt, "r") as f:
+                it = int(f["iteration"][()]) if m else 0
+        except OSError:
+            print(f"{name}\t{m / 60:g}\tpretraining\t-\t-\t-")
+            continue
+        try:
+            j = json.load(open(f"{out}/{name}.{m}.eval.json"))
+        except (OSError, ValueError):
+            print(f"{name}\t{m / 60:g}\t{it}\teval failed\t-\t-")
+            continue
         print(f"{name}\t{m / 60:g}\t{it}\t{j['energy']:.6f}\t{j['energy_err']:.6f}\t{1000 * (j['energy'] - eref):.1f}")
 with h5py.File(f"{out}/joint/result.h5", "r") as f:
     n = len(f["train/energy"])
