@@ -1,6 +1,13 @@
 #include "models/determinant_balance.hpp"
 
+#include <algorithm>
+
 namespace nnvmc {
+
+torch::Tensor energy_std(const torch::Tensor& e) {
+  const auto centred = e.detach() - e.detach().mean();
+  return (centred.square().sum() / static_cast<double>(std::max<std::int64_t>(1, e.numel() - 1))).sqrt();
+}
 
 torch::Tensor determinant_balance_penalty(WaveFunction& wf, const torch::Tensor& r, const SystemTensors& sys,
                                           double energy_std) {

@@ -22,6 +22,10 @@ inline constexpr double kDeterminantBalanceWeight = kDeterminantBalanceDefault;
 torch::Tensor determinant_balance_penalty(WaveFunction& wf, const torch::Tensor& r, const SystemTensors& sys,
                                           double energy_std);
 
+/// Sample standard deviation of `e` [B] (B ≥ 2) as a 0-dim tensor, computed without reading the
+/// host (torch::std reads one scalar on the CPU).
+torch::Tensor energy_std(const torch::Tensor& e);
+
 /// The same with σ_E a 0-dim tensor (detached), so that the trainer reads nothing on the host.
 torch::Tensor determinant_balance_penalty(WaveFunction& wf, const torch::Tensor& r, const SystemTensors& sys,
                                           const torch::Tensor& energy_std);

@@ -259,7 +259,7 @@ class NaturalGradientOptimizer final : public Optimizer {
       const auto& b = batches[m];
       const std::int64_t n = b.r.size(0), chunk = std::max<std::int64_t>(1, chunk_);
       if (n < 2) continue;
-      const auto sigma = energies[m].std().detach();  // stays on the device
+      const auto sigma = energy_std(energies[m]);  // stays on the device
       for (std::int64_t lo = 0; lo < n; lo += chunk) {
         const std::int64_t hi = std::min(n, lo + chunk);
         const auto p = determinant_balance_penalty(wf, b.r.slice(0, lo, hi).detach(), *b.sys, sigma);

@@ -53,7 +53,7 @@ class AdamOptimizer final : public Optimizer {
         const auto logabs = wf.forward(b.r.detach(), *b.sys).logabs;
         auto loss = 2.0 * per_molecule * (centred * logabs).mean();
         if (penalty_weight_ > 0 && e.numel() > 1) {
-          const auto p = determinant_balance_penalty(wf, b.r.detach(), *b.sys, e.std().detach());
+          const auto p = determinant_balance_penalty(wf, b.r.detach(), *b.sys, energy_std(e));
           if (p.defined()) loss = loss + 2.0 * per_molecule * penalty_weight_ * p;
         }
         loss.backward();

@@ -90,7 +90,12 @@ void Trainer::request_stop(bool stop) { g_stop = stop; }
 
 void init_from_checkpoint(VmcSetup& s) {
   const std::string& path = s.config.model.init_from;
-  const Checkpoint c = load_checkpoint(path);
+  Checkpoint c;
+  try {
+    c = load_checkpoint(path);
+  } catch (const InputError& e) {  // a missing or damaged file: name the key that gave it
+    throw ConfigError(std::string("'model.init_from': ") + e.what());
+  }
   const Config trained = parse_config(c.config_yaml, {}, path + ":config");
   if (trained.model.type != s.config.model.type)
     throw ConfigError("'model.init_from': " + path + " holds a '" + trained.model.type + "' model, this run builds '" +

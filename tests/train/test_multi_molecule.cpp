@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <set>
@@ -188,6 +189,47 @@ TEST(MultiMolecule, InitFromLoadsTheWeightsExactlyAndStartsAFreshRun) {
     FAIL() << "expected ConfigError";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("model.init_from"), std::string::npos) << e.what();
+  }
+  // A missing file: the error names the key too.
+  Config missing = c;
+  missing.run.output = fresh_dir("nnvmc_multi_init_d");
+  missing.model.init_from = dir + "/no_such_checkpoint.h5";
+  try {
+    Trainer bad(missing);
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("model.init_from"), std::string::npos) << e.what();
+  }
+}
+
+// The trainer's failure handling applies to the whole batch of molecules: a molecule whose local
+// energies are all non-finite rejects the step of every molecule (all samplers back to their last
+// good walkers, new moves on the retry); a few non-finite walkers of one molecule are left out of
+// that molecule only.
+TEST(MultiMolecule, FailuresRejectTheWholeBatchAndLeaveOutWalkersPerMolecule) {
+  const auto dir = fresh_dir("nnvmc_multi_recover");
+  Trainer t(two_h2_config(dir, 5, 16));
+  std::map<std::int64_t, int> calls;  // energy-hook calls per iteration: molecule 0, 1, 0, 1, ...
+  torch::Tensor first_try_0;
+  t.set_energy_hook([&](std::int64_t it, torch::Tensor& e) {
+    const int call = calls[it]++;
+    if (it == 1 && call == 0) first_try_0 = t.setup().molecules[0].sampler->positions().clone();
+    if (it == 1 && call == 1) e = torch::full_like(e, std::numeric_limits<double>::quiet_NaN());  // h2_long fails
+    if (it == 1 && call == 2)  // the retry: molecule 0 was restored and moved anew
+      EXPECT_FALSE(torch::equal(t.setup().molecules[0].sampler->positions(), first_try_0));
+    if (it == 3 && call == 0) e[2] = std::numeric_limits<double>::quiet_NaN();  // one walker of h2_short
+  });
+  const auto out = t.run(false);
+  EXPECT_EQ(out.iterations, 5);
+  EXPECT_EQ(out.failed_steps, 1);
+  EXPECT_EQ(calls[1], 4);  // two molecules, two tries
+  EXPECT_EQ(out.excluded_walkers, 1);
+  const std::string file = dir + "/result.h5";
+  EXPECT_EQ(column(file, "train/excluded_walkers"), (std::vector<double>{0, 0, 0, 1, 0}));
+  for (const char* name : {"h2_short", "h2_long"}) {
+    const auto e = column(file, std::string("train/") + name + "/energy");
+    ASSERT_EQ(e.size(), 5u) << name;
+    for (double x : e) EXPECT_TRUE(std::isfinite(x)) << name;
   }
 }
 

@@ -121,3 +121,40 @@ TEST(OrbformerTraining, AdamGradientGainsTheDeterminantBalancePenalty) {
   EXPECT_GT(max_penalty, 1e-8);
   EXPECT_LT(max_diff, 1e-12 + 1e-9 * max_penalty);
 }
+
+// A batch of molecules averages the molecules' gradients (and pools their walkers for the
+// curvature), so a molecule listed twice must give exactly the step it gives once: for Adam,
+// the natural gradients (with and without the determinant-balance right-hand side) and K-FAC.
+TEST(OrbformerTraining, EveryOptimizerStepsAlikeForAMoleculeListedOnceOrTwice) {
+  const System lih = load_molecule("lih", test::molecules_dir());
+  const auto sys = test::tensors(lih);
+  const auto r = test::random_positions(lih, 6, 7);
+  const auto e = torch::randn({6}, torch::kFloat64) - 8;
+  struct Case {
+    const char* type;
+    double balance;
+  };
+  for (const Case c : {Case{"adam", 1e-3}, Case{"sr", 0.0}, Case{"minsr", 1e-3}, Case{"spring", 0.0},
+                       Case{"spring", 1e-3}, Case{"kfac", 0.0}}) {
+    auto update = [&](int copies) {
+      Orbformer wf(test::small_orbformer(2));
+      OptimOptions o;
+      o.type = c.type;
+      o.determinant_balance = c.balance;
+      auto opt = make_optimizer(o, wf);
+      std::vector<torch::Tensor> before;
+      for (const auto& p : trainable_parameters(wf)) before.push_back(p.detach().clone());
+      StageTimers timers;
+      std::vector<WalkerBatch> batches(copies, WalkerBatch{&sys, r, e});
+      EXPECT_TRUE(opt->step(wf, batches, 0, timers)) << c.type;
+      std::vector<torch::Tensor> delta;
+      const auto after = trainable_parameters(wf);
+      for (size_t k = 0; k < after.size(); ++k) delta.push_back((after[k].detach() - before[k]).reshape(-1));
+      return torch::cat(delta);
+    };
+    const auto once = update(1), twice = update(2);
+    const double size = once.abs().max().item<double>();
+    EXPECT_GT(size, 0.0) << c.type;
+    EXPECT_LT((twice - once).abs().max().item<double>(), 1e-8 * size) << c.type << " balance " << c.balance;
+  }
+}
