@@ -55,20 +55,20 @@ int main(int argc, char** argv) {
   for (int seed = 1; seed <= repeats; ++seed) {
     Config c = parse_config(ckpt.config_yaml,
                             {"run.seed=" + std::to_string(seed), "run.threads=" + std::to_string(threads),
-                             strfmt("sampler.step_size=%.17g", ckpt.sampler.step_size)},
+                             strfmt("sampler.step_size=%.17g", ckpt.molecules[0].sampler.step_size)},
                             path);
     VmcSetup s = make_setup(c);
     load_module_state(*s.wf, ckpt.parameters);
     const auto logabs = s.logabs_fn();
-    s.sampler->initialize_from(ckpt.sampler.r, logabs);
+    s.molecules[0].sampler->initialize_from(ckpt.molecules[0].sampler.r, logabs);
     const int block = c.sampler.steps_per_iteration;
-    for (int done = 0; done < burn_in; done += block) s.sampler->adapt(s.sampler->run(logabs, block));
+    for (int done = 0; done < burn_in; done += block) s.molecules[0].sampler->adapt(s.molecules[0].sampler->run(logabs, block));
     std::vector<double> series;
     double acc = 0;
     const std::size_t first = samples.size();
     for (int t = 0; t < steps; ++t) {
-      acc += s.sampler->run(logabs, block);
-      const auto e = (*s.local_energy)(*s.wf, s.sampler->positions()).energy.to(torch::kFloat64).contiguous();
+      acc += s.molecules[0].sampler->run(logabs, block);
+      const auto e = (*s.molecules[0].local_energy)(*s.wf, s.molecules[0].sampler->positions()).energy.to(torch::kFloat64).contiguous();
       const double* p = e.data_ptr<double>();
       samples.insert(samples.end(), p, p + e.numel());
       series.push_back(e.mean().item<double>());

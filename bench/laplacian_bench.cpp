@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
     for (const auto& method : split_list(methods)) {
       Config c = parse_config("", {}, "bench");
       c.model = model;
-      c.system.molecule.yaml = mol;
+      c.system.molecule = InlineYaml{mol};
       c.sampler.walkers = walkers;
       c.run.dtype = dtype;
       c.run.threads = threads;
@@ -102,11 +102,11 @@ int main(int argc, char** argv) {
                                                                                           : std::array<int, 2>{256, 32});
       c.model.ferminet.determinants = small ? 4 : 16;
       VmcSetup s = make_setup(c);
-      s.sampler->initialize(s.logabs_fn());
-      s.sampler->run(s.logabs_fn(), 20);
-      auto r = s.sampler->positions();
-      (*s.local_energy)(*s.wf, r.slice(0, 0, 1));  // warm-up; sizes the chunks from the budget
-      const std::int64_t ch = s.local_energy->chunk() > 0 ? std::min<std::int64_t>(s.local_energy->chunk(), walkers) : walkers;
+      s.molecules[0].sampler->initialize(s.logabs_fn());
+      s.molecules[0].sampler->run(s.logabs_fn(), 20);
+      auto r = s.molecules[0].sampler->positions();
+      (*s.molecules[0].local_energy)(*s.wf, r.slice(0, 0, 1));  // warm-up; sizes the chunks from the budget
+      const std::int64_t ch = s.molecules[0].local_energy->chunk() > 0 ? std::min<std::int64_t>(s.molecules[0].local_energy->chunk(), walkers) : walkers;
       std::int64_t timed = walkers;
       if (timed_walkers > 0) timed = std::min<std::int64_t>(walkers, (timed_walkers + ch - 1) / ch * ch);
       r = r.slice(0, 0, timed);
@@ -117,7 +117,7 @@ int main(int argc, char** argv) {
       for (int k = 0; k < repeats; ++k) {
         batching::PeakMemoryScope scope(static_cast<int>(r.get_device()));  // CPU: -1
         const auto t0 = std::chrono::steady_clock::now();
-        const auto e = (*s.local_energy)(*s.wf, r).energy;
+        const auto e = (*s.molecules[0].local_energy)(*s.wf, r).energy;
         times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() *
                         double(walkers) / double(timed));
         work = std::max(work, scope.peak_bytes());
@@ -128,9 +128,9 @@ int main(int argc, char** argv) {
       const double med = times[times.size() / 2];
       if (method == "jvp") t_jvp = med;
       const long peak = peak_rss_kb();
-      growth[method].emplace_back(s.system.n_electrons(), med);
+      growth[method].emplace_back(s.molecules[0].system.n_electrons(), med);
       std::printf("%-6s %-11s %4d %7d %6lld %6lld %8s %10.4f %8.3f %9.1f %9.1f %14.8f %12.6g\n", mol.c_str(),
-                  method.c_str(), s.system.n_electrons(), walkers, static_cast<long long>(timed),
+                  method.c_str(), s.molecules[0].system.n_electrons(), walkers, static_cast<long long>(timed),
                   static_cast<long long>(ch), dtype.c_str(), med, t_jvp > 0 ? med / t_jvp : 0.0,
                   double(work) / (1 << 20), peak / 1024.0, mean_e, var_e);
       std::fflush(stdout);

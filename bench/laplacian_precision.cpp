@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
     else if (k == "--chunk") chunk = std::stoi(v);
   }
   Config c = parse_config("", {}, "bench");
-  c.system.molecule.yaml = molecule;
+  c.system.molecule = InlineYaml{molecule};
   c.sampler.walkers = walkers;
   c.run.dtype = "float64";
   c.run.threads = threads;
@@ -61,26 +61,26 @@ int main(int argc, char** argv) {
   c.model.ferminet.determinants = 16;
   c.sampler.step_size = 0.02;
   VmcSetup s = make_setup(c);
-  s.sampler->initialize(s.logabs_fn());
-  s.sampler->run(s.logabs_fn(), 20);
-  const auto r64 = s.sampler->positions();
+  s.molecules[0].sampler->initialize(s.logabs_fn());
+  s.molecules[0].sampler->run(s.logabs_fn(), 20);
+  const auto r64 = s.molecules[0].sampler->positions();
 
   // Conditioning of each walker's dominant determinant (largest log|det|), float64.
   torch::Tensor log10_cond, cancel, log10_det;
   {
     torch::NoGradGuard ng;
-    const auto phi = s.wf->orbitals(r64, s.tensors);                          // [B, K, N, N] (spin blocks: per-spin K)
+    const auto phi = s.wf->orbitals(r64, s.molecules[0].tensors);                          // [B, K, N, N] (spin blocks: per-spin K)
     const auto [sign, logabs] = torch::linalg_slogdet(phi);       // [B, K]
     const auto k = logabs.argmax(1);                               // [B]
     // How much the signed sum over determinants cancels: max_k log|det_k| − log|ψ| (≥ 0 up to
     // the weights; large = the determinants nearly cancel).
-    cancel = (std::get<0>(logabs.max(1)) - s.wf->forward(r64, s.tensors).logabs) / std::log(10.0);
+    cancel = (std::get<0>(logabs.max(1)) - s.wf->forward(r64, s.molecules[0].tensors).logabs) / std::log(10.0);
     const auto dom = phi.index({torch::arange(phi.size(0)), k});   // [B, N, N]
     log10_cond = torch::log10(torch::linalg_cond(dom));
     log10_det = std::get<0>(logabs.max(1)) / std::log(10.0);
   }
   // Closest electron–nucleus and electron–electron distances per walker.
-  const auto nuc = s.tensors.nuclei;          // [M, 3]
+  const auto nuc = s.molecules[0].tensors.nuclei;          // [M, 3]
   const auto d_en = std::get<0>((r64.unsqueeze(2) - nuc).norm(2, -1).flatten(1).min(1));  // [B]
   const auto n = r64.size(1);
   const auto d_ee = std::get<0>(((r64.unsqueeze(2) - r64.unsqueeze(1)).norm(2, -1) +
@@ -88,11 +88,11 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, KineticTerms>> ref;
   for (const auto& m : split_list(methods)) {
     c.hamiltonian.laplacian = m;
-    ref.emplace_back(m, compute_chunked(*make_laplacian(c.hamiltonian, 1), *s.wf, s.system, r64, chunk));
+    ref.emplace_back(m, compute_chunked(*make_laplacian(c.hamiltonian, 1), *s.wf, s.molecules[0].system, r64, chunk));
   }
   // Hessian diagonal of log|ψ| of one walker, reverse over reverse (float64 here, float32 below).
   const auto hess_diag = [&](const torch::Tensor& r) {
-    auto [x, g] = gradient_with_graph(*s.wf, system_tensors(s.system, r.options()), r.slice(0, hessian, hessian + 1));
+    auto [x, g] = gradient_with_graph(*s.wf, system_tensors(s.molecules[0].system, r.options()), r.slice(0, hessian, hessian + 1));
     std::vector<double> h;
     for (int64_t k = 0; k < x.size(1); ++k)
       h.push_back(torch::autograd::grad({g.select(1, k).sum()}, {x}, {}, true)[0][0][k].item<double>());
@@ -113,13 +113,13 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, torch::Tensor>> t32s;
   for (auto& [m, k64] : ref) {
     c.hamiltonian.laplacian = m;
-    const auto k32 = compute_chunked(*make_laplacian(c.hamiltonian, 1), *s.wf, s.system, r32, chunk);
+    const auto k32 = compute_chunked(*make_laplacian(c.hamiltonian, 1), *s.wf, s.molecules[0].system, r32, chunk);
     const auto t64 = kinetic(k64), t32 = kinetic(k32).to(torch::kDouble);
     const auto rel = ((k32.laplacian.to(torch::kDouble) - k64.laplacian) / k64.laplacian.abs()).abs();
     const auto rel_g2 = ((k32.grad_sq.to(torch::kDouble) - k64.grad_sq) / k64.grad_sq.abs()).abs();
     const auto bad = ((t32 - t64).abs() > 0.01 * t64.abs()).sum().item<std::int64_t>();
     std::printf("%-8s %3d %8d %14.6f %14.6f %12.5g %12.5g %12.3g %12.3g %12.3g %6lld\n", m.c_str(),
-                s.system.n_electrons(), walkers, t64.mean().item<double>(), t32.mean().item<double>(),
+                s.molecules[0].system.n_electrons(), walkers, t64.mean().item<double>(), t32.mean().item<double>(),
                 t64.var().item<double>(), t32.var().item<double>(), rel.median().item<double>(),
                 rel.max().item<double>(), rel_g2.max().item<double>(), static_cast<long long>(bad));
     std::fflush(stdout);

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""Orbformer figures (issue 14 part A): parameter counts (published default, CPU preset) and
-time per training iteration on LiH, Orbformer preset (configs/runs/lih_orbformer.yaml) vs
-FermiNet preset (configs/runs/lih_ferminet_spring.yaml): same optimizer (SPRING), sampler,
-walkers and Laplacian method, one thread each, runs interleaved over ROUNDS rounds.
+"""Orbformer figures (issue 14): parameter counts (published default, CPU preset) and time per
+training iteration on LiH, Orbformer preset (configs/runs/lih_orbformer.yaml), the same
+Orbformer trained on five LiH bond lengths at once (configs/runs/lih_orbformer_transfer.yaml:
+seconds per iteration per molecule = per iteration / 5), FermiNet preset
+(configs/runs/lih_ferminet_spring.yaml) and Psiformer preset (configs/runs/lih_psiformer.yaml):
+same optimizer (SPRING), sampler, walkers per molecule and Laplacian method, one thread each,
+runs interleaved over ROUNDS rounds. MODELS (comma-separated names) picks a subset.
 
 The machine is shared, so besides the wall-clock seconds per iteration (median, result.h5) the
 CPU seconds per iteration are measured: the CPU time of a run of 2 + ITERS iterations minus
@@ -37,19 +40,29 @@ def run(config, name, n, extra=()):
 
 
 _, default_log = run("configs/runs/lih_orbformer.yaml", "default", 0, ["model.orbformer={}", "sampler.walkers=8"])
-models = {"ferminet": "configs/runs/lih_ferminet_spring.yaml", "orbformer": "configs/runs/lih_orbformer.yaml"}
+all_models = {"ferminet": ("configs/runs/lih_ferminet_spring.yaml", 1),
+              "psiformer": ("configs/runs/lih_psiformer.yaml", 1),
+              "orbformer": ("configs/runs/lih_orbformer.yaml", 1),
+              "orbformer_x5": ("configs/runs/lih_orbformer_transfer.yaml", 5)}
+chosen = os.environ.get("MODELS", ",".join(all_models)).split(",")
+models = {m: all_models[m][0] for m in chosen}
+molecules = {m: all_models[m][1] for m in chosen}
 cpu, wall, params = {m: [] for m in models}, {m: [] for m in models}, {}
 for r in range(rounds):
     for m, config in models.items():
         short, _ = run(config, f"{m}_short_{r}", 2)
         long, log = run(config, f"{m}_{r}", 2 + iters)
-        cpu[m].append((long - short) / iters)
-        wall[m] += list(h5py.File(f"{out}/{m}_{r}/result.h5")["train/seconds"][2:])
+        cpu[m].append((long - short) / iters / molecules[m])
+        wall[m] += [x / molecules[m] for x in h5py.File(f"{out}/{m}_{r}/result.h5")["train/seconds"][2:]]
         params[m] = int(re.search(r"\((\d+) parameters\)", log).group(1))
 print(re.search(r"orbformer: .*", default_log).group(0))
-print(f"LiH, {walkers} walkers, SPRING, laplacian {laplacian}, 1 thread, {rounds} rounds x {iters} iterations")
+print(f"LiH, {walkers} walkers per molecule, SPRING, laplacian {laplacian}, 1 thread, {rounds} rounds x {iters} iterations")
+print("seconds per iteration per molecule (orbformer_x5: one iteration over 5 molecules / 5)")
 for m in models:
-    print(f"{m:10s} {params[m]:8d} parameters  CPU {statistics.median(cpu[m]):.3f} s/iteration (median of "
-          f"{rounds})  wall {statistics.median(wall[m]):.3f} s/iteration (median of {len(wall[m])})")
-print(f"orbformer / ferminet: CPU {statistics.median(cpu['orbformer']) / statistics.median(cpu['ferminet']):.2f}, "
-      f"wall {statistics.median(wall['orbformer']) / statistics.median(wall['ferminet']):.2f}")
+    print(f"{m:12s} {params[m]:8d} parameters  CPU {statistics.median(cpu[m]):.3f} s/iteration/molecule (median of "
+          f"{rounds})  wall {statistics.median(wall[m]):.3f} (median of {len(wall[m])})")
+base = "ferminet" if "ferminet" in models else chosen[0]
+for m in models:
+    if m != base:
+        print(f"{m} / {base}: CPU {statistics.median(cpu[m]) / statistics.median(cpu[base]):.2f}, "
+              f"wall {statistics.median(wall[m]) / statistics.median(wall[base]):.2f}")

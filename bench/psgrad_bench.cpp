@@ -114,9 +114,10 @@ int main(int argc, char** argv) {
   Config config = load_config(config_path, overrides);
   VmcSetup s = make_setup(config);
   auto& wf = *s.wf;
-  s.sampler->initialize(s.logabs_fn());
-  s.sampler->run(s.logabs_fn(), burn_in);
-  const auto r = s.sampler->positions();
+  auto& mol = s.molecules[0];
+  mol.sampler->initialize(s.logabs_fn());
+  mol.sampler->run(s.logabs_fn(), burn_in);
+  const auto r = mol.sampler->positions();
   const auto params = trainable_parameters(wf);
   const std::int64_t b = r.size(0), p = parameter_count(params);
   torch::manual_seed(1);
@@ -146,16 +147,16 @@ int main(int argc, char** argv) {
   double exact = -1;
   for (int rep = 0; rep < repeats + 1; ++rep) {  // repeat 0 warms up and is not counted
     timed("batch", [&] {
-      const auto g = torch::autograd::grad({(wf.forward(r, s.tensors).logabs * w).sum()}, params, {}, false, false, true);
+      const auto g = torch::autograd::grad({(wf.forward(r, mol.tensors).logabs * w).sum()}, params, {}, false, false, true);
     });
-    timed("jac_new", [&] { per_sample_log_gradients_into(wf, s.tensors, r, b, jac_new); });
-    if (with_old) timed("jac_old", [&] { jac_old = per_sample_log_gradients_vmap(wf, s.tensors, r, params, 16); });
+    timed("jac_new", [&] { per_sample_log_gradients_into(wf, mol.tensors, r, b, jac_new); });
+    if (with_old) timed("jac_old", [&] { jac_old = per_sample_log_gradients_vmap(wf, mol.tensors, r, params, 16); });
     if (with_old && exact < 0) exact = ((jac_new - jac_old).abs().max() / jac_old.abs().max()).item<double>();
     timed("ng_new", [&] {
       if (!work.defined()) work = torch::empty_like(jac_new);
       work.copy_(jac_new);  // the optimizer centres its own Jacobian buffer in place
       const auto problem = make_sr_problem_in_place(work, e);
-      const auto d = spring_direction(problem, ng.sr.damping, ng.spring.momentum, prev_new, &buffers);
+      const auto d = spring_direction(problem, ng.sr.damping, ng.spring.momentum, prev_new, {}, &buffers);
       (void)d.square().sum().item<double>();
       prev_new.copy_(d);
     });
@@ -166,7 +167,7 @@ int main(int argc, char** argv) {
         StageTimers timers;
         std::vector<torch::Tensor> saved;
         for (const auto& q : params) saved.push_back(q.detach().clone());
-        kfac->step(wf, {WalkerBatch{&s.tensors, r, e.to(r.options())}}, 0, timers);
+        kfac->step(wf, {WalkerBatch{&mol.tensors, r, e.to(r.options())}}, 0, timers);
         torch::NoGradGuard none;  // the same parameters for every stage and repeat
         for (size_t k = 0; k < params.size(); ++k) const_cast<torch::Tensor&>(params[k]).copy_(saved[k]);
       });

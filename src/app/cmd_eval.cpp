@@ -1,11 +1,15 @@
-/// nnvmc eval CHECKPOINT [--steps N] [--walkers W] [--seed S] [key=value ...] [--json]
+/// nnvmc eval CHECKPOINT [--steps N] [--walkers W] [--seed S] [--molecule NAME] [key=value ...] [--json]
+/// Evaluates every molecule of the run (or the one named, or those of a system.molecule(s)
+/// override); --json prints one object for one molecule and a list of objects for several.
 #include <iostream>
 
 #include <nlohmann/json.hpp>
 
 #include "app/commands.hpp"
 #include "app/run_args.hpp"
+#include "core/elements.hpp"
 #include "core/errors.hpp"
+#include "core/molecule_list.hpp"
 #include "core/log.hpp"
 #include "train/checkpoint.hpp"
 #include "train/evaluate.hpp"
@@ -18,42 +22,110 @@ struct EvalArgs {
   std::vector<std::string> args;
   int steps = -1, walkers = -1;
   long long seed = -1;
+  std::string molecule;
   bool json = false;
 };
+
+/// The checkpoint's molecules as a system.molecules value (inline atoms in bohr, names, charge,
+/// spin): evaluating a run needs neither its molecule files nor the directory it ran in.
+std::string checkpoint_molecules(const Checkpoint& c) {
+  std::vector<std::string> names;
+  for (const auto& m : c.molecules) names.push_back(m.system.name);
+  names = unique_molecule_names(names);  // as the run named them (quotes cannot occur)
+  std::string list = "[";
+  for (size_t k = 0; k < c.molecules.size(); ++k) {
+    const auto& m = c.molecules[k];
+    list += (list.size() > 1 ? ", " : "") + strfmt("{name: '%s', units: bohr, charge: %d, spin: %d, atoms: [",
+                                                   names[k].c_str(), m.system.charge, m.system.spin);
+    for (size_t i = 0; i < m.system.atoms.size(); ++i) {
+      const auto& a = m.system.atoms[i];
+      list += strfmt("%s[%s, %.17g, %.17g, %.17g]", i ? ", " : "", element_symbol(a.Z).c_str(), a.position[0],
+                     a.position[1], a.position[2]);
+    }
+    list += "]}";
+  }
+  return list + "]";
+}
+
+/// The trained molecule whose walkers a molecule of the evaluation starts from: the one with the
+/// same name and geometry, else the first with the same geometry; nullptr when none.
+const MoleculeCheckpoint* trained_walkers(const Checkpoint& c, const System& target) {
+  for (const auto& m : c.molecules)
+    if (m.system.name == target.name && same_geometry(m.system, target)) return &m;
+  for (const auto& m : c.molecules)
+    if (same_geometry(m.system, target)) return &m;
+  return nullptr;
+}
 
 void run_eval(const EvalArgs& a) {
   RunArgs ra = split_run_args(a.args);
   if (ra.file.empty()) throw InputError("eval: give a CHECKPOINT file");
   const Checkpoint c = load_checkpoint(ra.file);
-  // The chain starts with the step size training adapted (the user's overrides still win);
-  // evaluate() adapts it during burn-in only and measures with it frozen.
-  ra.overrides.insert(ra.overrides.begin(), strfmt("sampler.step_size=%.17g", c.sampler.step_size));
+  // The chains start with the step sizes training adapted (the user's overrides still win);
+  // evaluate() adapts them during burn-in only and measures with them frozen.
+  bool step_size_given = false, molecules_given = false;
+  for (const auto& o : ra.overrides) {
+    step_size_given = step_size_given || o.rfind("sampler.step_size=", 0) == 0;
+    molecules_given = molecules_given || o.rfind("system.molecule", 0) == 0 || o.rfind("system.dataset", 0) == 0;
+  }
+  // Without a molecule override: the molecules the checkpoint was trained on, as it stores them.
+  if (!molecules_given) ra.overrides.insert(ra.overrides.begin(), "system.molecules=" + checkpoint_molecules(c));
+  ra.overrides.insert(ra.overrides.begin(), strfmt("sampler.step_size=%.17g", c.molecules.front().sampler.step_size));
   if (a.steps >= 0) ra.overrides.push_back("eval.steps=" + std::to_string(a.steps));
   if (a.walkers >= 0) ra.overrides.push_back("sampler.walkers=" + std::to_string(a.walkers));
   if (a.seed >= 0) ra.overrides.push_back("run.seed=" + std::to_string(a.seed));
   const Config config = parse_config(c.config_yaml, ra.overrides, ra.file + ":config");
   VmcSetup setup = make_setup(config);
-  const bool same_geometry = check_checkpoint_system(c.system, setup.system, *setup.wf);
-  load_module_state(*setup.wf, c.parameters);
-  // Walkers start where training left them (around new nuclei at a new geometry); the chain is
-  // re-seeded from run.seed.
-  if (same_geometry)
-    setup.sampler->initialize_from(c.sampler.r, setup.logabs_fn());
-  else
-    setup.sampler->initialize(setup.logabs_fn());
-  StageTimers timers;
-  const int every = std::max(1, config.eval.steps / 10);
-  const EvalResult r = evaluate(setup, config.eval, timers, [&](int done, int total) {
-    if (!a.json && done % every == 0) log::info(strfmt("eval %d/%d", done, total));
-  });
-  nlohmann::json j = eval_json(r);
-  j["checkpoint"] = ra.file;
-  j["laplacian"] = config.hamiltonian.laplacian;
-  j["seconds"] = timers_json(timers);
-  if (a.json) {
-    std::cout << j.dump() << std::endl;
+  std::vector<std::size_t> chosen;
+  if (!a.molecule.empty()) {
+    try {
+      chosen = {setup.molecule_index(a.molecule)};
+    } catch (const InputError& e) {
+      throw InputError(std::string("--molecule: ") + e.what());
+    }
   } else {
-    std::cout << eval_text(r);
+    for (std::size_t i = 0; i < setup.molecules.size(); ++i) chosen.push_back(i);
+  }
+  if (!setup.wf->transferable())
+    for (std::size_t i : chosen) (void)check_checkpoint_system(c.molecules.front().system, setup.molecules[i].system, *setup.wf);
+  load_module_state(*setup.wf, c.parameters);
+  nlohmann::json list = nlohmann::json::array();
+  std::string text;
+  for (std::size_t i : chosen) {
+    auto& m = setup.molecules[i];
+    // Walkers start where training left them (around new nuclei at a new geometry); each chain
+    // is re-seeded from run.seed.
+    if (const MoleculeCheckpoint* trained = trained_walkers(c, m.system)) {
+      m.sampler->initialize_from(trained->sampler.r, setup.logabs_fn(i));
+      if (!step_size_given) {
+        SamplerState st = m.sampler->state();
+        st.step_size = trained->sampler.step_size;
+        m.sampler->set_state(st);
+      }
+    } else {
+      if (setup.wf->transferable())
+        log::info(strfmt("%s: not a geometry the checkpoint was trained on; walkers start around its nuclei",
+                         m.name().c_str()));
+      m.sampler->initialize(setup.logabs_fn(i));
+    }
+    StageTimers timers;
+    const int every = std::max(1, config.eval.steps / 10);
+    const EvalResult r = evaluate(setup, config.eval, timers, [&](int done, int total) {
+      if (!a.json && done % every == 0) log::info(strfmt("eval %s %d/%d", m.name().c_str(), done, total));
+    }, i);
+    nlohmann::json j = {{"molecule", m.name()}};
+    j.update(eval_json(r));
+    j["n_electrons"] = m.system.n_electrons();
+    j["checkpoint"] = ra.file;
+    j["laplacian"] = config.hamiltonian.laplacian;
+    j["seconds"] = timers_json(timers);
+    list.push_back(std::move(j));
+    text += (chosen.size() > 1 ? m.name() + ":\n" : "") + eval_text(r);
+  }
+  if (a.json) {
+    std::cout << (list.size() == 1 ? list[0] : list).dump() << std::endl;
+  } else {
+    std::cout << text;
   }
 }
 }  // namespace
@@ -65,7 +137,8 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--steps", a->steps, "measurement iterations (default: eval.steps)");
   cmd->add_option("--walkers", a->walkers, "walkers (default: as trained)");
   cmd->add_option("--seed", a->seed, "random seed of the evaluation chain");
-  cmd->add_flag("--json", a->json, "print one JSON object");
+  cmd->add_option("--molecule", a->molecule, "evaluate only this molecule of the run (default: every molecule)");
+  cmd->add_flag("--json", a->json, "print one JSON object (a list of objects for several molecules)");
   cmd->callback([a] { run_eval(*a); });
 }
 

@@ -66,10 +66,16 @@ void add_train_command(CLI::App& app) {
     const auto& s = trainer->setup();
     int64_t n_params = 0;
     for (const auto& p : s.wf->parameters()) n_params += p.numel();
-    log::info(strfmt("%s: %d electrons (%d up, %d down), model %s (%ld parameters), %d walkers, output %s",
-                     s.system.name.c_str(), s.system.n_electrons(), s.system.n_up(), s.system.n_down(),
+    const auto describe = [](const System& m) {
+      return strfmt("%s: %d electrons (%d up, %d down)", m.name.c_str(), m.n_electrons(), m.n_up(), m.n_down());
+    };
+    const std::string what = s.molecules.size() == 1 ? describe(s.molecules[0].system)
+                                                     : strfmt("%zu molecules", s.molecules.size());
+    log::info(strfmt("%s, model %s (%ld parameters), %d walkers%s, output %s", what.c_str(),
                      s.config.model.type.c_str(), static_cast<long>(n_params), s.config.sampler.walkers,
-                     trainer->output_dir().c_str()));
+                     s.molecules.size() == 1 ? "" : " per molecule", trainer->output_dir().c_str()));
+    if (s.molecules.size() > 1)
+      for (const auto& m : s.molecules) log::info("  " + describe(m.system));
     const TrainOutcome out = trainer->run();
     log::info("time per stage:");
     for (const auto& [stage, e] : trainer->timers().stages())

@@ -123,7 +123,7 @@ int run_cell(const std::string& dir, const CellRunOptions& options) {
     j["stage_iterations"] = stage_iterations_before + (last_t - first_t);
     j["iterations"] = out.iterations;
     j["parameters"] = n_params;
-    j["n_electrons"] = trainer->setup().system.n_electrons();
+    j["n_electrons"] = trainer->setup().molecules.front().system.n_electrons();
     j["train_seconds"] = trained_seconds(dir + "/result.h5");
     if (out.interrupted) {
       j["status"] = "interrupted";

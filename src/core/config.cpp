@@ -175,6 +175,16 @@ void validate(const Config& c) {
   require(c.optim.clip_width > 0, "optim.clip_width", "must be > 0");
   require(c.optim.log_every > 0, "optim.log_every", "must be > 0");
   require(c.optim.max_consecutive_failures > 0, "optim.max_consecutive_failures", "must be > 0");
+  require(c.optim.molecules_per_step >= 0, "optim.molecules_per_step", "must be >= 0 (0: all molecules)");
+  if (c.optim.determinant_balance) {
+    require(*c.optim.determinant_balance >= 0, "optim.determinant_balance", "must be >= 0 (0 disables it)");
+    require(*c.optim.determinant_balance == 0 || c.optim.type == "adam" || c.optim.sr.damping > 0,
+            "optim.determinant_balance", "> 0 with a natural-gradient optimizer needs optim.sr.damping > 0");
+    require(*c.optim.determinant_balance == 0 || c.optim.type != "kfac", "optim.determinant_balance",
+            "is not available with optim.type: kfac (set it to 0, or use adam, sr, minsr or spring)");
+  }
+  require(int(bool(c.system.molecule)) + int(bool(c.system.molecules)) + int(bool(c.system.dataset)) <= 1,
+          "system.molecules", "cannot be combined with system.molecule or system.dataset: give one of the three");
   require(c.pretrain.steps >= 0, "pretrain.steps", "must be >= 0");
   require(c.eval.steps >= 0, "eval.steps", "must be >= 0");
   require(c.eval.burn_in >= 0, "eval.burn_in", "must be >= 0");
@@ -253,6 +263,24 @@ void apply_dependent_defaults(Config& c, const YAML::Node& root) {
   if (!lr_given && c.optim.type == "kfac") c.optim.lr = kKfacLr;
   else if (!lr_given && c.optim.type != "adam") c.optim.lr = kNaturalGradientLr;
 }
+
+/// The keys that choose the molecules of a run: an override of one replaces the others.
+const char* const kMoleculeKeys[] = {"molecule", "molecules", "dataset"};
+
+/// Before an override of system.molecule, system.molecules or system.dataset is applied, the
+/// other two are removed: the override chooses the run's molecules (e.g. `nnvmc eval CKPT
+/// system.molecule=h2` on a checkpoint of several molecules).
+void clear_other_molecule_keys(YAML::Node& root, const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  const std::string path = assignment.substr(0, eq == std::string::npos ? 0 : eq);
+  if (path.rfind("system.", 0) != 0 || !root.IsMap() || !root["system"] || !root["system"].IsMap()) return;
+  const std::string key = path.substr(7);
+  if (std::find(std::begin(kMoleculeKeys), std::end(kMoleculeKeys), key) == std::end(kMoleculeKeys)) return;
+  YAML::Node system = root["system"];
+  const YAML::Node& given = system;  // const lookups add no keys
+  for (const char* other : kMoleculeKeys)
+    if (key != other && given[other]) system.remove(other);
+}
 }  // namespace
 
 Config parse_config(const std::string& yaml_text, const std::vector<std::string>& overrides,
@@ -264,7 +292,10 @@ Config parse_config(const std::string& yaml_text, const std::vector<std::string>
     throw ConfigError(where + ":" + std::to_string(e.mark.line + 1) + ": malformed YAML: " + e.msg);
   }
   if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
-  for (const auto& o : overrides) config_yaml::apply_override(root, o);
+  for (const auto& o : overrides) {
+    clear_other_molecule_keys(root, o);
+    config_yaml::apply_override(root, o);
+  }
   Config c;
   config_yaml::read_struct(root, c, "", where);
   apply_dependent_defaults(c, root);

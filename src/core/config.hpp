@@ -16,15 +16,23 @@ struct InlineYaml {
   std::string yaml;  ///< YAML text of the node (a plain scalar for names and paths)
 };
 
-/// `system:` — which molecule, with optional charge/spin overriding the molecule file.
+/// `system:` — the molecules of a run: one (`molecule`) or several (`molecules` or `dataset`);
+/// at most one of the three is given (none: lih). A run is a list of molecules; one molecule is
+/// the list of length one.
 struct SystemConfig {
-  InlineYaml molecule{"lih"};  ///< a name in configs/molecules/, a .yaml/.xyz path, or inline atoms
-  std::optional<int> charge;   ///< overrides the molecule file's charge
-  std::optional<int> spin;     ///< overrides the molecule file's spin (n_up − n_down)
+  std::optional<InlineYaml> molecule;   ///< a name in configs/molecules/, a .yaml/.xyz path, or inline atoms
+  std::optional<InlineYaml> molecules;  ///< a list of molecule entries (names, paths, mappings)
+  std::optional<std::string> dataset;   ///< a YAML file holding such a list (paths relative to it)
+  std::optional<int> charge;   ///< overrides the molecule files' charge (every molecule)
+  std::optional<int> spin;     ///< overrides the molecule files' spin (n_up − n_down, every molecule)
   template <class V> void visit(V& v) {
-    v("molecule", molecule, "name in configs/molecules/, path to .yaml/.xyz, or inline atoms");
-    v("charge", charge, "total charge (default: from the molecule file)");
-    v("spin", spin, "n_up - n_down (default: from the molecule file)");
+    v("molecule", molecule, "name in configs/molecules/, path to .yaml/.xyz, or inline atoms (default: lih)");
+    v("molecules", molecules,
+      "several molecules: [name | path | {molecule: name-or-path, geometry: [[x, y, z], ...], units, name, "
+      "charge, spin} | {atoms: [...], units, name, charge, spin}, ...]");
+    v("dataset", dataset, "YAML file with a list of molecules in the form of system.molecules");
+    v("charge", charge, "total charge of every molecule (default: from the molecule files)");
+    v("spin", spin, "n_up - n_down of every molecule (default: from the molecule files)");
   }
 };
 
@@ -158,6 +166,7 @@ struct PaulinetOptions {
 /// `model:` — ansatz type and per-type options under the type's name.
 struct ModelConfig {
   std::string type = "ferminet";  ///< registry key of the ansatz
+  std::string init_from;          ///< checkpoint whose parameters start a new run (fine-tuning); empty: none
   FermiNetOptions ferminet;       ///< options when type == ferminet
   OrbformerOptions orbformer;     ///< options when type == orbformer
   PsiformerOptions psiformer;     ///< options when type == psiformer
@@ -165,6 +174,7 @@ struct ModelConfig {
   PaulinetOptions paulinet;       ///< options when type == paulinet
   template <class V> void visit(V& v) {
     v("type", type, "ansatz: ferminet | psiformer | paulinet | orbformer | hf");
+    v("init_from", init_from, "checkpoint whose parameters start this run (fine-tuning; optimizer and walkers start fresh)");
     v("ferminet", ferminet, "FermiNet options");
     v("psiformer", psiformer, "Psiformer options");
     v("orbformer", orbformer, "Orbformer options");
@@ -264,6 +274,11 @@ struct OptimOptions {
   KfacOptions kfac;           ///< options of kfac
   int log_every = 10;         ///< one progress line every this many iterations
   int max_consecutive_failures = 10;  ///< failed (non-finite) steps in a row before training stops
+  int molecules_per_step = 0;  ///< molecules trained per iteration, drawn from run.seed and t; 0: all
+  /// Weight of oneqmc's determinant-balance penalty (ansätze with determinant weights: orbformer);
+  /// unset: kDeterminantBalanceDefault for adam, 0 for sr, minsr, spring (as oneqmc, whose SPRING
+  /// does not use it); 0 disables it.
+  std::optional<double> determinant_balance;
   template <class V> void visit(V& v) {
     v("type", type, "optimizer: adam | sr | minsr | spring | kfac");
     v("lr", lr, "learning rate (default 3e-3 for adam, 0.1 for sr, minsr, spring, 0.05 for kfac)");
@@ -279,6 +294,9 @@ struct OptimOptions {
     v("log_every", log_every, "progress line every N iterations");
     v("max_consecutive_failures", max_consecutive_failures,
       "failed (non-finite) steps in a row, each retried with new moves, before training stops");
+    v("molecules_per_step", molecules_per_step, "molecules trained per iteration (0: all of system.molecules)");
+    v("determinant_balance", determinant_balance,
+      "weight of the determinant-balance penalty (orbformer; default 1e-3 for adam, 0 for sr/minsr/spring)");
   }
 };
 
@@ -333,6 +351,10 @@ struct RunOptions {
 constexpr double kNaturalGradientLr = 0.1;
 /// optim.lr when it is not given and optim.type is kfac (DeepQMC's K-FAC preset).
 constexpr double kKfacLr = 0.05;
+
+/// optim.determinant_balance when it is not given and optim.type is adam (oneqmc's
+/// det_penalty_weight of the published Orbformer runs).
+constexpr double kDeterminantBalanceDefault = 1e-3;
 
 /// The whole configuration of a run.
 struct Config {

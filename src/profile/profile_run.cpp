@@ -53,8 +53,8 @@ MoleculeProfile profile_molecule(const std::string& config_path, std::vector<std
   Trainer trainer(config);
   const auto& setup = trainer.setup();
   MoleculeProfile m;
-  m.molecule = molecule.empty() ? setup.system.name : molecule;
-  m.n_electrons = setup.system.n_electrons();
+  m.molecule = molecule.empty() ? setup.molecules.front().name() : molecule;
+  m.n_electrons = setup.molecules.front().system.n_electrons();
   m.walkers = config.sampler.walkers;
   for (const auto& p : setup.wf->parameters()) m.parameters += p.numel();
   report.ansatz = config.model.type;

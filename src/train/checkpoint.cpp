@@ -97,7 +97,7 @@ const io::Array& require(const Datasets& d, const std::string& name, io::DType d
   return it->second;
 }
 
-void put_system(Datasets& d, const System& s) {
+void put_system(Datasets& d, const std::string& group, const System& s) {
   const auto m = static_cast<int64_t>(s.atoms.size());
   auto z = torch::empty({m}, torch::kInt64);
   auto pos = torch::empty({m, 3}, torch::kFloat64);
@@ -105,21 +105,22 @@ void put_system(Datasets& d, const System& s) {
     z[i] = s.atoms[i].Z;
     for (int k = 0; k < 3; ++k) pos[i][k] = s.atoms[i].position[k];
   }
-  d["system/atomic_numbers"] = to_array(z);
-  d["system/positions"] = to_array(pos);
-  d["system/charge_spin"] = to_array(torch::tensor({int64_t(s.charge), int64_t(s.spin)}, torch::kInt64));
+  d[group + "/atomic_numbers"] = to_array(z);
+  d[group + "/positions"] = to_array(pos);
+  d[group + "/charge_spin"] = to_array(torch::tensor({int64_t(s.charge), int64_t(s.spin)}, torch::kInt64));
 }
 
-System take_system(const Datasets& d, const std::string& name, const std::string& path) {
-  if (!d.count("system/atomic_numbers") || !d.count("system/positions") || !d.count("system/charge_spin"))
-    throw CheckpointError(path + ": no system/ group (the molecule it was trained on)");
+System take_system(const Datasets& d, const std::string& group, const std::string& name, const std::string& path) {
+  const std::string g = group + "/";
+  if (!d.count(g + "atomic_numbers") || !d.count(g + "positions") || !d.count(g + "charge_spin"))
+    throw CheckpointError(path + ": no " + g + " group (a molecule it was trained on)");
   System s;
   s.name = name;
-  const auto z = from_array(require(d, "system/atomic_numbers", io::DType::i64, 1, path));
-  const auto pos = from_array(require(d, "system/positions", io::DType::f64, 2, path));
-  const auto cs = from_array(require(d, "system/charge_spin", io::DType::i64, 1, path));
+  const auto z = from_array(require(d, g + "atomic_numbers", io::DType::i64, 1, path));
+  const auto pos = from_array(require(d, g + "positions", io::DType::f64, 2, path));
+  const auto cs = from_array(require(d, g + "charge_spin", io::DType::i64, 1, path));
   if (pos.size(0) != z.size(0) || pos.size(1) != 3 || cs.numel() != 2)
-    throw CheckpointError(path + ": malformed system/ group");
+    throw CheckpointError(path + ": malformed " + g + " group");
   for (int64_t i = 0; i < z.size(0); ++i)
     s.atoms.push_back({static_cast<int>(z[i].item<int64_t>()),
                        {pos[i][0].item<double>(), pos[i][1].item<double>(), pos[i][2].item<double>()}});
@@ -128,13 +129,65 @@ System take_system(const Datasets& d, const std::string& name, const std::string
   try {
     s.validate();
   } catch (const InputError& e) {
-    throw CheckpointError(path + ": system/: " + e.what());
+    throw CheckpointError(path + ": " + g + ": " + e.what());
   }
   return s;
 }
 
+void put_sampler(Datasets& d, const std::string& group, const SamplerState& st) {
+  d[group + "/positions"] = to_array(st.r);
+  d[group + "/logabs"] = to_array(st.logabs);
+  d[group + "/step_size"] = to_array(torch::tensor(st.step_size, torch::kFloat64));
+  d[group + "/rng_state"] = to_array(st.rng_state);
+}
+
+SamplerState take_sampler(const Datasets& d, const std::string& group, const System& system, const std::string& path) {
+  const std::string g = group + "/";
+  SamplerState st;
+  const auto& r = d.find(g + "positions");
+  if (r == d.end() || r->second.shape.size() != 3 || (r->second.dtype != io::DType::f64 && r->second.dtype != io::DType::f32))
+    throw CheckpointError(path + ": missing or malformed dataset '" + g + "positions' [B, N, 3]");
+  st.r = from_array(r->second);
+  if (st.r.size(1) != system.n_electrons() || st.r.size(2) != 3)
+    throw CheckpointError(path + ": dataset '" + g + "positions' does not match the molecule's electrons");
+  if (!d.count(g + "logabs")) throw CheckpointError(path + ": missing dataset '" + g + "logabs'");
+  st.logabs = from_array(d.at(g + "logabs"));
+  if (st.logabs.dim() != 1 || st.logabs.size(0) != st.r.size(0) || !st.logabs.is_floating_point())
+    throw CheckpointError(path + ": dataset '" + g + "logabs' does not match the walkers");
+  st.step_size = from_array(require(d, g + "step_size", io::DType::f64, 0, path)).item<double>();
+  if (!(st.step_size > 0) || !std::isfinite(st.step_size))
+    throw CheckpointError(path + ": " + g + "step_size must be a positive number");
+  st.rng_state = from_array(require(d, g + "rng_state", io::DType::u8, 1, path));
+  return st;
+}
+
+/// Molecule names from the attribute (one per line).
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char ch : text) {
+    if (ch == '\n') {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += ch;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
 }  // namespace
 
+bool same_geometry(const System& a, const System& b) {
+  if (a.atoms.size() != b.atoms.size() || a.n_up() != b.n_up() || a.n_down() != b.n_down()) return false;
+  for (size_t i = 0; i < a.atoms.size(); ++i) {
+    if (a.atoms[i].Z != b.atoms[i].Z) return false;
+    for (int k = 0; k < 3; ++k)
+      if (std::abs(a.atoms[i].position[k] - b.atoms[i].position[k]) > 1e-12) return false;
+  }
+  return true;
+}
 bool check_checkpoint_system(const System& trained, const System& target, const WaveFunction& wf) {
   bool same_atoms = trained.atoms.size() == target.atoms.size() && trained.n_up() == target.n_up() &&
                     trained.n_down() == target.n_down();
@@ -164,26 +217,30 @@ bool check_checkpoint_system(const System& trained, const System& target, const 
 }
 
 void save_checkpoint(const std::string& path, const Checkpoint& c) {
+  if (c.molecules.empty()) throw Error("refusing to checkpoint a run without molecules");
   for (const auto& [n, t] : c.parameters) check_finite(n, t);
   for (const auto& [n, t] : c.optimizer) check_finite(n, t);
-  check_finite("sampler/positions", c.sampler.r);
-  check_finite("sampler/logabs", c.sampler.logabs);
   Datasets d;
   d["iteration"] = to_array(torch::tensor(c.iteration, torch::kInt64));
-  put_system(d, c.system);
+  std::string names;
+  for (size_t i = 0; i < c.molecules.size(); ++i) {
+    const auto& m = c.molecules[i];
+    const std::string k = std::to_string(i);
+    check_finite("sampler/" + k + "/positions", m.sampler.r);
+    check_finite("sampler/" + k + "/logabs", m.sampler.logabs);
+    put_system(d, "system/" + k, m.system);
+    put_sampler(d, "sampler/" + k, m.sampler);
+    if (m.laplacian_rng.defined()) d["laplacian/" + k + "/rng_state"] = to_array(m.laplacian_rng);
+    names += m.system.name + "\n";
+  }
   put_map(d, "parameters", c.parameters);
   put_map(d, "optimizer", c.optimizer);
-  d["sampler/positions"] = to_array(c.sampler.r);
-  d["sampler/logabs"] = to_array(c.sampler.logabs);
-  d["sampler/step_size"] = to_array(torch::tensor(c.sampler.step_size, torch::kFloat64));
-  d["sampler/rng_state"] = to_array(c.sampler.rng_state);
-  if (c.laplacian_rng.defined()) d["laplacian/rng_state"] = to_array(c.laplacian_rng);
   io::write_atomically(path, [&](io::H5File& f) {
     f.set_attr("format", "nnvmc-checkpoint");
     f.set_attr("version", std::to_string(kCheckpointVersion));
     f.set_attr("config", c.config_yaml);
-    f.set_attr("system_name", c.system.name);
-    f.set_attr("checksum", checksum(d, c.config_yaml));
+    f.set_attr("molecule_names", names);
+    f.set_attr("checksum", checksum(d, c.config_yaml + "\n" + names));
     for (const auto& [name, a] : d) f.write(name, a);
   });
 }
@@ -193,43 +250,54 @@ Checkpoint load_checkpoint(const std::string& path) {
   if (!f.has_attr("format") || f.attr("format") != "nnvmc-checkpoint")
     throw CheckpointError(path + ": not an nnvmc checkpoint");
   const std::string version = f.has_attr("version") ? f.attr("version") : "(none)";
-  if (version != std::to_string(kCheckpointVersion))
-    throw CheckpointError(path + ": checkpoint format version " + version + ", this nnvmc reads " +
+  if (version != std::to_string(kCheckpointVersion) && version != "2")
+    throw CheckpointError(path + ": checkpoint format version " + version + ", this nnvmc reads versions 2 and " +
                           std::to_string(kCheckpointVersion));
+  const bool v2 = version == "2";
   if (!f.has_attr("config")) throw CheckpointError(path + ": no config attribute");
   Checkpoint c;
   c.config_yaml = f.attr("config");
   Datasets d;
   for (const auto& name : f.list("/")) d[name] = f.read(name);
+  const std::string names_attr = !v2 && f.has_attr("molecule_names") ? f.attr("molecule_names") : "";
   // Files written before checksums were added have none; any other is checked.
-  if (f.has_attr("checksum") && f.attr("checksum") != checksum(d, c.config_yaml))
+  if (f.has_attr("checksum") && f.attr("checksum") != checksum(d, v2 ? c.config_yaml : c.config_yaml + "\n" + names_attr))
     throw CheckpointError(path + ": checksum mismatch: the file is damaged");
   c.iteration = from_array(require(d, "iteration", io::DType::i64, 0, path)).item<int64_t>();
   if (c.iteration < 0) throw CheckpointError(path + ": negative iteration");
-  c.system = take_system(d, f.has_attr("system_name") ? f.attr("system_name") : "", path);
+  if (v2) {  // one molecule, groups without an index
+    MoleculeCheckpoint m;
+    m.system = take_system(d, "system", f.has_attr("system_name") ? f.attr("system_name") : "", path);
+    m.sampler = take_sampler(d, "sampler", m.system, path);
+    if (d.count("laplacian/rng_state"))
+      m.laplacian_rng = from_array(require(d, "laplacian/rng_state", io::DType::u8, 1, path));
+    c.molecules.push_back(std::move(m));
+  } else {
+    const auto names = split_lines(names_attr);
+    if (names.empty()) throw CheckpointError(path + ": no molecule_names attribute (the molecules of the run)");
+    for (size_t i = 0; i < names.size(); ++i) {
+      const std::string k = std::to_string(i);
+      MoleculeCheckpoint m;
+      m.system = take_system(d, "system/" + k, names[i], path);
+      m.sampler = take_sampler(d, "sampler/" + k, m.system, path);
+      if (d.count("laplacian/" + k + "/rng_state"))
+        m.laplacian_rng = from_array(require(d, "laplacian/" + k + "/rng_state", io::DType::u8, 1, path));
+      c.molecules.push_back(std::move(m));
+    }
+    if (d.count("system/" + std::to_string(names.size()) + "/atomic_numbers"))
+      throw CheckpointError(path + ": more molecules under system/ than names in molecule_names");
+  }
   c.parameters = take_map(d, "parameters");
   c.optimizer = take_map(d, "optimizer");
-  const auto& r = d.find("sampler/positions");
-  if (r == d.end() || r->second.shape.size() != 3 || (r->second.dtype != io::DType::f64 && r->second.dtype != io::DType::f32))
-    throw CheckpointError(path + ": missing or malformed dataset 'sampler/positions' [B, N, 3]");
-  c.sampler.r = from_array(r->second);
-  if (!d.count("sampler/logabs")) throw CheckpointError(path + ": missing dataset 'sampler/logabs'");
-  c.sampler.logabs = from_array(d.at("sampler/logabs"));
-  if (c.sampler.logabs.dim() != 1 || c.sampler.logabs.size(0) != c.sampler.r.size(0) || !c.sampler.logabs.is_floating_point())
-    throw CheckpointError(path + ": dataset 'sampler/logabs' does not match the walkers");
-  c.sampler.step_size = from_array(require(d, "sampler/step_size", io::DType::f64, 0, path)).item<double>();
-  if (!(c.sampler.step_size > 0) || !std::isfinite(c.sampler.step_size))
-    throw CheckpointError(path + ": sampler/step_size must be a positive number");
-  c.sampler.rng_state = from_array(require(d, "sampler/rng_state", io::DType::u8, 1, path));
-  if (d.count("laplacian/rng_state"))
-    c.laplacian_rng = from_array(require(d, "laplacian/rng_state", io::DType::u8, 1, path));
   // A random-number state the generator does not accept is a damaged file, not a crash later.
-  for (const auto& state : {c.sampler.rng_state, c.laplacian_rng}) {
-    if (!state.defined()) continue;
-    try {
-      at::make_generator<at::CPUGeneratorImpl>(0).set_state(state);
-    } catch (const c10::Error&) {
-      throw CheckpointError(path + ": malformed random-number generator state");
+  for (const auto& m : c.molecules) {
+    for (const auto& state : {m.sampler.rng_state, m.laplacian_rng}) {
+      if (!state.defined()) continue;
+      try {
+        at::make_generator<at::CPUGeneratorImpl>(0).set_state(state);
+      } catch (const c10::Error&) {
+        throw CheckpointError(path + ": malformed random-number generator state");
+      }
     }
   }
   if (c.parameters.empty()) throw CheckpointError(path + ": no parameters");

@@ -6,25 +6,33 @@
 #include <torch/torch.h>
 
 #include <string>
+#include <vector>
 
 #include "sampler/metropolis.hpp"
 #include "train/optimizer.hpp"
 
 namespace nnvmc {
 
-/// Format version written to and required from checkpoint files. Version 2: parameters only
-/// (no module buffers, so no geometry), the trained molecule under system/.
-constexpr int kCheckpointVersion = 2;
+/// Format version written to checkpoint files. Version 3: a list of molecules (system/<i>/,
+/// sampler/<i>/, laplacian/<i>/ for molecule i = 0, 1, ...; names in the attribute
+/// `molecule_names`, one per line). Version 2 files (one molecule: system/, sampler/,
+/// laplacian/rng_state) are still read, as a list of one.
+constexpr int kCheckpointVersion = 3;
+
+/// The state of one molecule of a run.
+struct MoleculeCheckpoint {
+  System system;                ///< the molecule (name included) trained on
+  SamplerState sampler;         ///< walkers, log|ψ|, step size, RNG
+  torch::Tensor laplacian_rng;  ///< RNG state of a stochastic Laplacian (may be undefined)
+};
 
 /// Everything needed to continue a run.
 struct Checkpoint {
   std::int64_t iteration = 0;   ///< completed iterations
   std::string config_yaml;      ///< the fully resolved config
-  System system;                ///< the molecule trained on (for checking; not used to evaluate)
+  std::vector<MoleculeCheckpoint> molecules;  ///< per molecule of the run, in order (at least one)
   TensorMap parameters;         ///< model parameters by name (never buffers or geometry)
   TensorMap optimizer;          ///< optimizer state by name
-  SamplerState sampler;         ///< walkers, log|ψ|, step size, RNG
-  torch::Tensor laplacian_rng;  ///< RNG state of a stochastic Laplacian (may be undefined)
 };
 
 /// Writes `ckpt` to `path` atomically. @throws NumericalError if any tensor is non-finite
@@ -39,6 +47,9 @@ TensorMap module_state(const torch::nn::Module& module);
 /// Copies named tensors into the module's parameters.
 /// @throws CheckpointError for missing names or shape mismatches.
 void load_module_state(torch::nn::Module& module, const TensorMap& state);
+
+/// Whether two molecules have the same atoms (Z in order), electron counts and nuclei (to 1e-12 bohr).
+bool same_geometry(const System& a, const System& b);
 
 /// Whether parameters trained on `trained` may evaluate `target` with ansatz `wf`: always when
 /// the nuclear charges (in order) and electron counts agree (another geometry: true is

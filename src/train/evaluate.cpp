@@ -9,15 +9,17 @@
 namespace nnvmc {
 
 EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers,
-                    const ProgressFn& progress) {
-  const auto logabs = s.logabs_fn();
-  auto& sampler = *s.sampler;
+                    const ProgressFn& progress, std::size_t molecule) {
+  const auto logabs = s.logabs_fn(molecule);
+  auto& m = s.molecules.at(molecule);
+  auto& sampler = *m.sampler;
   EvalResult out;
   out.steps = options.steps;
   out.walkers = s.config.sampler.walkers;
   const int block = std::max(1, s.config.sampler.steps_per_iteration);
   {
     auto scope = timers.scope("sampling");
+    sampler.refresh(logabs);
     for (int done = 0; done < options.burn_in; done += block)
       sampler.adapt(sampler.run(logabs, std::min(block, options.burn_in - done)));
   }
@@ -30,7 +32,7 @@ EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers
       acc += sampler.run(logabs, s.config.sampler.steps_per_iteration);
     }
     auto scope = timers.scope("local_energy");
-    auto e = (*s.local_energy)(*s.wf, sampler.positions()).energy.to(torch::kFloat64).cpu();
+    auto e = (*m.local_energy)(*s.wf, sampler.positions()).energy.to(torch::kFloat64).cpu();
     const FiniteWalkers finite = finite_walkers(e);
     if (!finite.ok)
       throw NumericalError("evaluation step " + std::to_string(t + 1) + ": " + std::to_string(finite.excluded) +

@@ -28,13 +28,14 @@ struct EvalResult {
 /// Progress callback: (iteration done, total).
 using ProgressFn = std::function<void(int, int)>;
 
-/// Runs `options.burn_in` MH steps, adapting the step size toward the target acceptance after
+/// Evaluates molecule `molecule` of the setup: refreshes log|ψ| of its walkers (the parameters
+/// may have changed since they moved), runs `options.burn_in` MH steps, adapting the step size toward the target acceptance after
 /// every steps_per_iteration of them, then freezes the step size and measures `options.steps`
 /// iterations of steps_per_iteration MH steps + a local-energy evaluation. The sampler must be
 /// initialised. Non-finite local energies (walkers on a node) are left out and counted.
 /// @throws NumericalError when more than max_excluded_walkers(B) energies of one iteration are
 /// non-finite
 EvalResult evaluate(VmcSetup& setup, const EvalOptions& options, StageTimers& timers,
-                    const ProgressFn& progress = {});
+                    const ProgressFn& progress = {}, std::size_t molecule = 0);
 
 }  // namespace nnvmc

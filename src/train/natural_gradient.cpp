@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/errors.hpp"
+#include "models/determinant_balance.hpp"
 #include "train/per_sample_gradients.hpp"
 
 namespace nnvmc {
@@ -96,10 +97,12 @@ torch::Tensor spd_solve(const torch::Tensor& a, const torch::Tensor& b, SampleSp
   throw NumericalError("spd_solve: Cholesky failed even with diagonal jitter " + std::to_string(jitter / 100));
 }
 
-torch::Tensor sr_direction(const SrProblem& p, double damping) {
+torch::Tensor sr_direction(const SrProblem& p, double damping, const torch::Tensor& v) {
   const auto s = p.o.t().matmul(p.o);
   const auto eye = torch::eye(s.size(0), s.options());
-  return spd_solve(s + damping * eye, p.o.t().mv(p.eps));
+  auto rhs = p.o.t().mv(p.eps);
+  if (v.defined()) rhs = rhs + v.to(rhs.options());
+  return spd_solve(s + damping * eye, rhs);
 }
 
 namespace {
@@ -120,23 +123,35 @@ torch::Tensor sample_kernel(const torch::Tensor& o, double damping, double shift
   if (shift != 0) t.add_(shift);
   return t;
 }
+/// Ōᵀ K⁻¹ (rhs − Ōv/λ) + v/λ for the sample-space kernel K = ŌŌᵀ + λ (+ a term along 1, which
+/// Ōv, orthogonal to 1 because Ō's columns are centred, does not see); Ōᵀ K⁻¹ rhs without v.
+torch::Tensor sample_space_solve(const SrProblem& p, const torch::Tensor& kernel, torch::Tensor rhs, double damping,
+                                 const torch::Tensor& v, SampleSpaceBuffers* buffers) {
+  if (!v.defined()) return apply_transpose(p.o, spd_solve(kernel, rhs, buffers), buffers);
+  if (!(damping > 0))
+    throw ConfigError("'optim.sr.damping' must be > 0 for the determinant-balance penalty with minsr or spring "
+                      "(or set optim.determinant_balance=0)");
+  const auto vv = v.to(p.o.options());
+  rhs = rhs - p.o.mv(vv) / damping;
+  return apply_transpose(p.o, spd_solve(kernel, rhs, buffers), buffers) + vv / damping;
+}
 }  // namespace
 
-torch::Tensor minsr_direction(const SrProblem& p, double damping, SampleSpaceBuffers* buffers) {
+torch::Tensor minsr_direction(const SrProblem& p, double damping, const torch::Tensor& v, SampleSpaceBuffers* buffers) {
   const auto t = sample_kernel(p.o, damping, 0.0, buffers);
-  return apply_transpose(p.o, spd_solve(t, p.eps, buffers), buffers);
+  return sample_space_solve(p, t, p.eps, damping, v, buffers);
 }
 
-torch::Tensor spring_direction(const SrProblem& p, double damping, double momentum,
-                               const torch::Tensor& previous, SampleSpaceBuffers* buffers) {
+torch::Tensor spring_direction(const SrProblem& p, double damping, double momentum, const torch::Tensor& previous,
+                               const torch::Tensor& v, SampleSpaceBuffers* buffers) {
   const auto b = p.o.size(0);
   // The rows of Ō and ε are centred, so the 11ᵀ/B term does not change the solution; it
   // lifts the kernel's zero mode along 1 for a better-conditioned Cholesky.
   const auto t = sample_kernel(p.o, damping, 1.0 / static_cast<double>(b), buffers);
-  if (!previous.defined() || momentum == 0) return apply_transpose(p.o, spd_solve(t, p.eps, buffers), buffers);
+  if (!previous.defined() || momentum == 0) return sample_space_solve(p, t, p.eps, damping, v, buffers);
   const auto prev = previous.to(p.o.options());
   const auto rhs = p.eps - momentum * p.o.mv(prev);
-  auto delta = apply_transpose(p.o, spd_solve(t, rhs, buffers), buffers);
+  auto delta = sample_space_solve(p, t, rhs, damping, v, buffers);
   return delta.add_(prev, momentum);
 }
 
@@ -146,7 +161,10 @@ namespace {
 class NaturalGradientOptimizer final : public Optimizer {
  public:
   NaturalGradientOptimizer(const OptimOptions& o, WaveFunction& wf, const batching::MemoryBudget& budget)
-      : options_(o), parameters_(parameter_count(trainable_parameters(wf))), budget_(budget) {
+      : options_(o),
+        parameters_(parameter_count(trainable_parameters(wf))),
+        budget_(budget),
+        penalty_weight_(determinant_balance_weight(o)) {
     if (o.type != "sr" && o.type != "minsr" && o.type != "spring")
       throw ConfigError("'optim.type': '" + o.type + "' is not a natural-gradient optimizer");
   }
@@ -155,31 +173,36 @@ class NaturalGradientOptimizer final : public Optimizer {
             StageTimers& timers) override {
     const auto params = trainable_parameters(wf);
     jacobians_.resize(batches.size());
+    std::vector<torch::Tensor> energies;
+    torch::Tensor penalty;  // w·∇θP averaged over molecules [P], or undefined
     {
       auto scope = timers.scope("gradient");
       for (size_t i = 0; i < batches.size(); ++i) {
         const auto& b = batches[i];
         if (chunk_ == 0) chunk_ = fit_chunk(wf, *b.sys, b.r);
         per_sample_log_gradients_into(wf, *b.sys, b.r, chunk_, jacobians_[i]);
+        energies.push_back(clip_local_energies(b.e_loc.detach(), options_.clip_width));
       }
+      if (penalty_weight_ > 0) penalty = penalty_gradient(wf, params, batches, energies);
     }
     auto scope = timers.scope("optimizer");
-    std::vector<torch::Tensor> energies;
-    for (const auto& b : batches) energies.push_back(clip_local_energies(b.e_loc.detach(), options_.clip_width));
     // One molecule: Ō is centred in the Jacobian's own buffer. A non-finite Jacobian makes the
-    // kernel non-finite, which spd_solve reports (NumericalError): no separate check.
+    // kernel non-finite, which spd_solve reports (NumericalError): no separate check; a
+    // non-finite penalty gradient makes δ and so the parameters non-finite, which the trainer's
+    // fused check rejects.
     const auto problem = batches.size() == 1 ? make_sr_problem_in_place(jacobians_[0], energies[0])
                                              : make_sr_problem(jacobians_, energies);
     torch::Tensor delta;
     try {
       if (options_.type == "sr") {
         // Same update as minsr; solve in the smaller of the two spaces.
-        delta = problem.o.size(1) <= problem.o.size(0) ? sr_direction(problem, options_.sr.damping)
-                                                       : minsr_direction(problem, options_.sr.damping, &buffers_);
+        delta = problem.o.size(1) <= problem.o.size(0)
+                    ? sr_direction(problem, options_.sr.damping, penalty)
+                    : minsr_direction(problem, options_.sr.damping, penalty, &buffers_);
       } else if (options_.type == "minsr") {
-        delta = minsr_direction(problem, options_.sr.damping, &buffers_);
+        delta = minsr_direction(problem, options_.sr.damping, penalty, &buffers_);
       } else {
-        delta = spring_direction(problem, options_.sr.damping, options_.spring.momentum, previous_, &buffers_);
+        delta = spring_direction(problem, options_.sr.damping, options_.spring.momentum, previous_, penalty, &buffers_);
       }
     } catch (const NumericalError&) {
       return false;
@@ -225,6 +248,35 @@ class NaturalGradientOptimizer final : public Optimizer {
   }
 
  private:
+  /// w · mean over molecules of ∇θP_m (determinant_balance_penalty), float64 [P] in
+  /// trainable_parameters order; undefined when the ansatz has no determinant weights. Walkers
+  /// go through in chunks of the Jacobian's size (P_m is a mean over walkers).
+  torch::Tensor penalty_gradient(WaveFunction& wf, const std::vector<torch::Tensor>& params,
+                                 const std::vector<WalkerBatch>& batches, const std::vector<torch::Tensor>& energies) {
+    std::vector<torch::Tensor> sum(params.size());
+    const double per_molecule = 1.0 / static_cast<double>(batches.size());
+    for (size_t m = 0; m < batches.size(); ++m) {
+      const auto& b = batches[m];
+      const std::int64_t n = b.r.size(0), chunk = std::max<std::int64_t>(1, chunk_);
+      if (n < 2) continue;
+      const auto sigma = energy_std(energies[m]);  // stays on the device
+      for (std::int64_t lo = 0; lo < n; lo += chunk) {
+        const std::int64_t hi = std::min(n, lo + chunk);
+        const auto p = determinant_balance_penalty(wf, b.r.slice(0, lo, hi).detach(), *b.sys, sigma);
+        if (!p.defined()) return {};
+        const double scale = penalty_weight_ * per_molecule * static_cast<double>(hi - lo) / static_cast<double>(n);
+        const auto g = torch::autograd::grad({p * scale}, params, {}, false, false, /*allow_unused=*/true);
+        for (size_t k = 0; k < params.size(); ++k)
+          if (g[k].defined()) sum[k] = sum[k].defined() ? sum[k] + g[k] : g[k];
+      }
+    }
+    std::vector<torch::Tensor> flat;
+    for (size_t k = 0; k < params.size(); ++k)
+      flat.push_back(sum[k].defined() ? sum[k].reshape(-1).to(torch::kFloat64)
+                                      : torch::zeros({params[k].numel()}, params[k].options().dtype(torch::kFloat64)));
+    return torch::cat(flat);
+  }
+
   /// optim.sr.chunk_walkers (0: all), reduced if the measured memory per walker says it does not fit.
   std::int64_t fit_chunk(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r) const {
     const std::int64_t b = r.size(0);
@@ -235,6 +287,7 @@ class NaturalGradientOptimizer final : public Optimizer {
   OptimOptions options_;
   std::int64_t parameters_;  ///< P
   batching::MemoryBudget budget_;
+  double penalty_weight_;    ///< determinant-balance weight (0: off)
   std::int64_t chunk_ = 0;   ///< walkers per Jacobian pass (0: not yet sized)
   torch::Tensor previous_;  ///< SPRING's δ_{t−1} [P] float64 (undefined before the first step)
   std::vector<torch::Tensor> jacobians_;  ///< per molecule [B, P], reused (Ō is formed in place)

@@ -62,16 +62,21 @@ torch::Tensor cholesky_solve_unchecked(const torch::Tensor& b, const torch::Tens
 /// @throws NumericalError when no jitter helps or the solution is not finite.
 torch::Tensor spd_solve(const torch::Tensor& a, const torch::Tensor& b, SampleSpaceBuffers* buffers = nullptr);
 
-/// (S + λ)⁻¹ Ōᵀε, solved in parameter space. @return [P]
-torch::Tensor sr_direction(const SrProblem& p, double damping);
+/// (S + λ)⁻¹ (Ōᵀε + v), solved in parameter space. @param v an extra right-hand side [P]
+/// (a penalty's gradient; undefined: none) @return [P]
+torch::Tensor sr_direction(const SrProblem& p, double damping, const torch::Tensor& v = {});
 
-/// Ōᵀ (ŌŌᵀ + λ)⁻¹ ε, solved in sample space. @return [P]
-torch::Tensor minsr_direction(const SrProblem& p, double damping, SampleSpaceBuffers* buffers = nullptr);
+/// Ōᵀ (ŌŌᵀ + λ)⁻¹ ε, solved in sample space. With an extra right-hand side v [P] the result is
+/// still (S + λ)⁻¹ (Ōᵀε + v), by the Woodbury identity Ōᵀ(ŌŌᵀ + λ)⁻¹(ε − Ōv/λ) + v/λ
+/// (needs λ > 0). `buffers`, when given, are reused. @return [P]
+torch::Tensor minsr_direction(const SrProblem& p, double damping, const torch::Tensor& v = {},
+                              SampleSpaceBuffers* buffers = nullptr);
 
-/// SPRING direction given the previous update `previous` [P] (undefined: none).
-/// @return [P]
+/// SPRING direction given the previous update `previous` [P] (undefined: none); an extra
+/// right-hand side v [P] enters as in minsr_direction. @return [P]
 torch::Tensor spring_direction(const SrProblem& p, double damping, double momentum,
-                               const torch::Tensor& previous, SampleSpaceBuffers* buffers = nullptr);
+                               const torch::Tensor& previous, const torch::Tensor& v = {},
+                               SampleSpaceBuffers* buffers = nullptr);
 
 /// The natural-gradient optimizer named by options.type ("sr", "minsr" or "spring"). Jacobian
 /// chunks are optim.sr.chunk_walkers walkers (0: all), fewer if a measurement says that many

@@ -3,6 +3,7 @@
 #include <functional>
 
 #include "core/errors.hpp"
+#include "models/determinant_balance.hpp"
 #include "train/kfac.hpp"
 #include "train/natural_gradient.hpp"
 
@@ -12,6 +13,10 @@ torch::Tensor clip_local_energies(const torch::Tensor& e, double width) {
   const auto median = e.median();
   const auto mad = (e - median).abs().mean();
   return torch::clamp(e, median - width * mad, median + width * mad);
+}
+
+double determinant_balance_weight(const OptimOptions& o) {
+  return o.determinant_balance.value_or(o.type == "adam" ? kDeterminantBalanceDefault : 0.0);
 }
 
 bool all_finite(const std::vector<torch::Tensor>& tensors) {
@@ -29,6 +34,7 @@ class AdamOptimizer final : public Optimizer {
  public:
   AdamOptimizer(const OptimOptions& o, WaveFunction& wf)
       : options_(o),
+        penalty_weight_(determinant_balance_weight(o)),
         adam_(wf.parameters(), torch::optim::AdamOptions(o.lr)
                                    .betas({o.beta1, o.beta2})
                                    .eps(o.epsilon)) {
@@ -45,7 +51,11 @@ class AdamOptimizer final : public Optimizer {
         const auto e = clip_local_energies(b.e_loc.detach(), options_.clip_width);
         const auto centred = e - e.mean();
         const auto logabs = wf.forward(b.r.detach(), *b.sys).logabs;
-        const auto loss = 2.0 * per_molecule * (centred * logabs).mean();
+        auto loss = 2.0 * per_molecule * (centred * logabs).mean();
+        if (penalty_weight_ > 0 && e.numel() > 1) {
+          const auto p = determinant_balance_penalty(wf, b.r.detach(), *b.sys, energy_std(e));
+          if (p.defined()) loss = loss + 2.0 * per_molecule * penalty_weight_ * p;
+        }
         loss.backward();
       }
     }
@@ -99,6 +109,7 @@ class AdamOptimizer final : public Optimizer {
 
  private:
   OptimOptions options_;
+  double penalty_weight_;  ///< determinant-balance weight (0: off)
   torch::optim::Adam adam_;
   std::vector<std::string> names_;
 };

@@ -32,13 +32,20 @@ struct WalkerBatch {
   torch::Tensor e_loc;                 ///< [B] local energies
 };
 
+/// optim.determinant_balance, or its default when unset (kDeterminantBalanceDefault for adam,
+/// 0 for sr, minsr and spring).
+double determinant_balance_weight(const OptimOptions& options);
+
 /// One optimisation step from a batch of walkers of one or several molecules.
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
   /// Computes the VMC gradient, the mean over molecules m of 2·E_m[(E_L − Ē_m)·∇θ log|ψ|]
-  /// (with clipped E_L, centred per molecule), and updates the parameters of `wf`.
-  /// Non-finite gradients are not applied.
+  /// (with clipped E_L, centred per molecule), and updates the parameters of `wf`. With a
+  /// determinant-balance weight w > 0 and an ansatz that has determinant weights, the mean over
+  /// molecules of 2w·∇θP_m (P_m = determinant_balance_penalty with σ_E of the molecule's clipped
+  /// energies; oneqmc's relative weight) is added to the gradient (natural gradients: w·∇θP_m
+  /// to the right-hand side Ōᵀε). Non-finite gradients are not applied.
   /// @param batches one entry per molecule @param t iteration (0-based)
   /// @return true when the update was applied
   virtual bool step(WaveFunction& wf, const std::vector<WalkerBatch>& batches, std::int64_t t,

@@ -1,6 +1,7 @@
 #include "train/pretrain.hpp"
 
 #include <cmath>
+#include <memory>
 
 #include "core/log.hpp"
 #include "models/hf/hf_determinant.hpp"
@@ -9,44 +10,63 @@ namespace nnvmc {
 
 PretrainResult pretrain(VmcSetup& s, const PretrainOptions& options, StageTimers& timers) {
   PretrainResult out;
-  HartreeFockDeterminant hf(s.system, options.basis);
-  hf.set_options(s.options);
-  out.e_hf = hf.energy();
-  log::info(strfmt("pretraining %d steps on UHF/%s orbitals (E_HF = %.6f)", options.steps,
-                   options.basis.c_str(), hf.energy()));
-  // Walkers follow an equal mixture of the two densities: log|ψ_mix| = ½ log(½|ψ_HF|² + ½|ψ|²).
-  auto net = s.wf;
-  const SystemTensors& sys = s.tensors;
-  const LogAbsFn mixture = [&hf, net, &sys](const torch::Tensor& r) {
-    const auto a = 2.0 * hf.forward(r, sys).logabs, b = 2.0 * net->forward(r, sys).logabs;
-    return 0.5 * (torch::logaddexp(a, b) - std::log(2.0));
-  };
-  if (!s.sampler->positions().defined()) s.sampler->initialize(mixture);
-  s.sampler->refresh(mixture);
+  const std::size_t n = s.molecules.size();
+  std::vector<std::unique_ptr<HartreeFockDeterminant>> hf;
+  std::vector<LogAbsFn> mixture;
+  out.molecules.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    auto& m = s.molecules[i];
+    hf.push_back(std::make_unique<HartreeFockDeterminant>(m.system, options.basis));
+    hf.back()->set_options(s.options);
+    out.molecules[i].e_hf = hf.back()->energy();
+    log::info(strfmt("pretraining %d steps on UHF/%s orbitals of %s (E_HF = %.6f)", options.steps,
+                     options.basis.c_str(), m.name().c_str(), hf.back()->energy()));
+    // Walkers follow an equal mixture of the two densities: log|ψ_mix| = ½ log(½|ψ_HF|² + ½|ψ|²).
+    auto* target = hf.back().get();
+    auto net = s.wf;
+    const SystemTensors* sys = &m.tensors;
+    mixture.push_back([target, net, sys](const torch::Tensor& r) {
+      const auto a = 2.0 * target->forward(r, *sys).logabs, b = 2.0 * net->forward(r, *sys).logabs;
+      return 0.5 * (torch::logaddexp(a, b) - std::log(2.0));
+    });
+    if (!m.sampler->positions().defined()) m.sampler->initialize(mixture[i]);
+    m.sampler->refresh(mixture[i]);
+  }
   torch::optim::Adam adam(s.wf->parameters(), torch::optim::AdamOptions(options.lr));
+  const double per_molecule = 1.0 / static_cast<double>(n);
   for (int t = 0; t < options.steps; ++t) {
-    {
-      auto scope = timers.scope("pretrain_sampling");
-      s.sampler->adapt(s.sampler->run(mixture, s.config.sampler.steps_per_iteration));
-    }
-    auto scope = timers.scope("pretrain_fit");
-    const auto r = s.sampler->positions();
-    torch::Tensor target;
-    {
-      torch::NoGradGuard ng;
-      target = hf.orbitals(r, sys);  // [B, 1, N, N], broadcast over the K determinants
-    }
     adam.zero_grad();
-    const auto loss = (s.wf->orbitals(r, sys) - target).square().mean();
-    loss.backward();
-    adam.step();
-    const double l = loss.item<double>();
-    if (t == 0) out.initial_loss = l;
-    out.final_loss = l;
+    double total = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      auto& m = s.molecules[i];
+      {
+        auto scope = timers.scope("pretrain_sampling");
+        m.sampler->adapt(m.sampler->run(mixture[i], s.config.sampler.steps_per_iteration));
+      }
+      auto scope = timers.scope("pretrain_fit");
+      const auto r = m.sampler->positions();
+      torch::Tensor target;
+      {
+        torch::NoGradGuard ng;
+        target = hf[i]->orbitals(r, m.tensors);  // [B, 1, N, N], broadcast over the K determinants
+      }
+      const auto loss = (s.wf->orbitals(r, m.tensors) - target).square().mean();
+      (n == 1 ? loss : per_molecule * loss).backward();  // gradients accumulate over molecules
+      const double l = loss.item<double>();
+      if (t == 0) out.molecules[i].initial_loss = l;
+      out.molecules[i].final_loss = l;
+      total += l;
+    }
+    {
+      auto scope = timers.scope("pretrain_fit");
+      adam.step();
+    }
+    if (t == 0) out.initial_loss = total * per_molecule;
+    out.final_loss = total * per_molecule;
     out.steps = t + 1;
     if ((t + 1) % std::max(1, options.steps / 10) == 0)
-      log::info(strfmt("pretrain %5d/%d  orbital loss %.3e", t + 1, options.steps, l));
-    s.sampler->refresh(mixture);  // parameters changed
+      log::info(strfmt("pretrain %5d/%d  orbital loss %.3e", t + 1, options.steps, out.final_loss));
+    for (std::size_t i = 0; i < n; ++i) s.molecules[i].sampler->refresh(mixture[i]);  // parameters changed
   }
   return out;
 }

@@ -3,28 +3,10 @@
 #include "batching/backend.hpp"
 #include "core/errors.hpp"
 #include "core/log.hpp"
+#include "core/molecule_list.hpp"
 #include "models/registry.hpp"
 
 namespace nnvmc {
-
-System resolve_system(const Config& config) {
-  const std::string& spec = config.system.molecule.yaml;
-  System s;
-  try {
-    const bool inline_atoms = spec.find('[') != std::string::npos || spec.find('\n') != std::string::npos;
-    s = inline_atoms ? parse_molecule_yaml(spec, "system.molecule")
-                     : load_molecule(spec, default_molecules_dir());
-    if (inline_atoms) s.name = "inline";
-    if (config.system.charge) s.charge = *config.system.charge;
-    if (config.system.spin) s.spin = *config.system.spin;
-    s.validate();
-  } catch (const ConfigError&) {
-    throw;
-  } catch (const InputError& e) {
-    throw InputError(std::string("system.molecule: ") + e.what());
-  }
-  return s;
-}
 
 torch::TensorOptions tensor_options(const Config& config) {
   const auto dtype = config.run.dtype == "float32" ? torch::kFloat32 : torch::kFloat64;
@@ -43,30 +25,50 @@ torch::TensorOptions tensor_options(const Config& config) {
   return torch::TensorOptions().dtype(dtype).device(device);
 }
 
-LogAbsFn VmcSetup::logabs_fn() const {
+LogAbsFn VmcSetup::logabs_fn(std::size_t i) const {
   auto wf_ptr = wf;
-  return [wf_ptr, sys = tensors](const torch::Tensor& r) { return wf_ptr->forward(r, sys).logabs; };
+  return [wf_ptr, sys = molecules.at(i).tensors](const torch::Tensor& r) { return wf_ptr->forward(r, sys).logabs; };
+}
+
+std::size_t VmcSetup::molecule_index(const std::string& name) const {
+  std::string all;
+  for (std::size_t i = 0; i < molecules.size(); ++i) {
+    if (molecules[i].name() == name) return i;
+    all += (all.empty() ? "" : ", ") + molecules[i].name();
+  }
+  throw InputError("no molecule named '" + name + "' in this run (molecules: " + all + ")");
+}
+
+std::uint64_t molecule_seed(std::uint64_t run_seed, std::size_t molecule, int stream) {
+  if (molecule == 0) return run_seed + static_cast<std::uint64_t>(stream);
+  // splitmix64 of (seed, molecule, stream): streams of different molecules do not overlap.
+  std::uint64_t z = run_seed + 0x9e3779b97f4a7c15ull * (2 * molecule + static_cast<std::uint64_t>(stream));
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
 }
 
 namespace {
 /// A first evaluation of the forward Laplacian on one walker: an ansatz without a
 /// forward-Laplacian program throws its ConfigError here, before a run writes anything.
-void check_laplacian_method(const VmcSetup& s) {
+void check_laplacian_method(const VmcSetup& s, const VmcMolecule& m) {
   if (s.config.hamiltonian.laplacian != "forward") return;
   torch::NoGradGuard ng;
-  const auto n = s.system.n_electrons();
+  const auto n = m.system.n_electrons();
   const auto r = torch::linspace(-1.0, 1.0, 3 * n, s.options).view({1, n, 3});
-  (void)s.wf->forward_laplacian(Blocks<FwdLap>::positions(r), s.tensors);
+  (void)s.wf->forward_laplacian(Blocks<FwdLap>::positions(r), m.tensors);
 }
 
-/// Refuses a walker count whose positions alone cannot fit the memory budget (the chain keeps
-/// several such arrays besides the model's working memory).
-void check_walker_memory(const Config& config, const System& system, const batching::MemoryBudget& budget) {
-  const double bytes = 8.0 * 3 * system.n_electrons() * static_cast<double>(config.sampler.walkers);
+/// Refuses a walker count whose positions alone (all molecules together) cannot fit the memory
+/// budget (the chains keep several such arrays besides the model's working memory).
+void check_walker_memory(const Config& config, const std::vector<System>& systems, const batching::MemoryBudget& budget) {
+  double electrons = 0;
+  for (const auto& s : systems) electrons += s.n_electrons();
+  const double bytes = 8.0 * 3 * electrons * static_cast<double>(config.sampler.walkers);
   if (!budget.is_unlimited() && bytes > static_cast<double>(budget.bytes()))
-    throw ConfigError(strfmt("'sampler.walkers': %d walkers of %d electrons need %s for their positions "
-                             "alone, more than run.memory_budget (%s)",
-                             config.sampler.walkers, system.n_electrons(), batching::format_bytes(bytes).c_str(),
+    throw ConfigError(strfmt("'sampler.walkers': %d walkers of %g electrons (%zu molecule(s)) need %s for their "
+                             "positions alone, more than run.memory_budget (%s)",
+                             config.sampler.walkers, electrons, systems.size(), batching::format_bytes(bytes).c_str(),
                              batching::format_bytes(double(budget.bytes())).c_str()));
 }
 }  // namespace
@@ -74,23 +76,47 @@ void check_walker_memory(const Config& config, const System& system, const batch
 VmcSetup make_setup(const Config& config) {
   VmcSetup s;
   s.config = config;
-  s.system = resolve_system(config);
+  const std::vector<System> systems = resolve_molecules(config.system);
+  if (!config.system.molecule && !config.system.molecules && !config.system.dataset)
+    s.config.system.molecule = InlineYaml{"lih"};
   // Sizes left to the molecule are written into the config (config.yaml, checkpoints).
-  s.config.model.ferminet = config.model.ferminet.sized_for(s.system.n_electrons());
+  s.config.model.ferminet = config.model.ferminet.sized_for(systems[0].n_electrons());
   s.options = tensor_options(config);
-  s.tensors = system_tensors(s.system, s.options);
   if (config.run.threads > 0) torch::set_num_threads(config.run.threads);
   torch::manual_seed(config.run.seed);  // parameter initialisation
   s.budget = batching::MemoryBudget::parse(config.run.memory_budget, config.run.device, "run.memory_budget");
-  check_walker_memory(config, s.system, s.budget);
-  s.wf = model_registry().create(s.config.model, s.system);
+  check_walker_memory(config, systems, s.budget);
+  s.wf = model_registry().create(s.config.model, systems[0]);
+  if (systems.size() > 1 && !s.wf->transferable()) {
+    std::string names;
+    for (const auto& m : systems) names += (names.empty() ? "" : ", ") + m.name;
+    throw ConfigError(strfmt("'system.molecules': %zu molecules given (%s), but the '%s' ansatz describes one molecule "
+                             "(its parameters are built for one molecule's atoms and electrons); give one molecule, "
+                             "or train several with a transferable ansatz (model.type: orbformer)",
+                             systems.size(), names.c_str(), s.config.model.type.c_str()));
+  }
   s.wf->to(s.options.device(), s.options.dtype().toScalarType());
-  check_laplacian_method(s);
-  s.sampler = std::make_unique<MetropolisSampler>(config.sampler, s.system, s.options,
-                                                  config.run.seed + 1);
-  s.local_energy = std::make_unique<LocalEnergy>(
-      s.system, make_laplacian(config.hamiltonian, config.run.seed + 2), s.options,
-      ChunkPolicy{config.hamiltonian.chunk_walkers, s.budget});
+  for (std::size_t i = 0; i < systems.size(); ++i) {
+    VmcMolecule m;
+    m.system = systems[i];
+    m.tensors = system_tensors(m.system, s.options);
+    if (i > 0) {
+      try {
+        s.wf->check_system(m.tensors);
+      } catch (const ConfigError&) {
+        throw;
+      } catch (const InputError& e) {
+        throw InputError("system.molecules: molecule '" + m.name() + "': " + e.what());
+      }
+    }
+    check_laplacian_method(s, m);
+    m.sampler = std::make_unique<MetropolisSampler>(config.sampler, m.system, s.options,
+                                                    molecule_seed(config.run.seed, i, 1));
+    m.local_energy = std::make_unique<LocalEnergy>(
+        m.system, make_laplacian(config.hamiltonian, molecule_seed(config.run.seed, i, 2)), s.options,
+        ChunkPolicy{config.hamiltonian.chunk_walkers, s.budget});
+    s.molecules.push_back(std::move(m));
+  }
   return s;
 }
 

@@ -1,9 +1,11 @@
 #pragma once
 /// @file setup.hpp
-/// Builds the pieces of a VMC run (system, model, sampler, local energy) from a Config.
+/// Builds the pieces of a VMC run (molecules, model, per-molecule samplers and local energies)
+/// from a Config. A run is a list of molecules; one molecule is the list of length one.
 #include <torch/torch.h>
 
 #include <memory>
+#include <vector>
 
 #include "core/config.hpp"
 #include "core/system.hpp"
@@ -13,30 +15,42 @@
 
 namespace nnvmc {
 
-/// The molecule of a config with charge/spin overrides applied, validated.
-/// @throws InputError naming system.molecule on problems.
-System resolve_system(const Config& config);
-
 /// dtype/device of a config's tensors.
 torch::TensorOptions tensor_options(const Config& config);
+
+/// One molecule of a run with its own walkers, sampler state (step size, acceptance, RNG)
+/// and local-energy evaluator (chunk size, stochastic-Laplacian RNG).
+struct VmcMolecule {
+  System system;          ///< the molecule; system.name is unique within the run
+  SystemTensors tensors;  ///< `system` as tensors in the run's options (what the model is evaluated on)
+  std::unique_ptr<MetropolisSampler> sampler;
+  std::unique_ptr<LocalEnergy> local_energy;
+  const std::string& name() const { return system.name; }
+};
 
 /// A ready-to-run VMC setup.
 struct VmcSetup {
   Config config;
-  System system;
   torch::TensorOptions options;
-  SystemTensors tensors;  ///< `system` as tensors in `options` (what the model is evaluated on)
   std::shared_ptr<WaveFunction> wf;
-  std::unique_ptr<MetropolisSampler> sampler;
-  std::unique_ptr<LocalEnergy> local_energy;
+  std::vector<VmcMolecule> molecules;  ///< at least one; several only for transferable ansätze
   /// run.memory_budget, parsed: sizes local-energy and per-sample-gradient chunks.
   batching::MemoryBudget budget = batching::MemoryBudget::unlimited();
-  /// log|ψ| without gradients, for the sampler.
-  LogAbsFn logabs_fn() const;
+  /// log|ψ| of molecule `i` without gradients, for its sampler.
+  LogAbsFn logabs_fn(std::size_t i = 0) const;
+  /// Index of the molecule named `name`. @throws InputError listing the names
+  std::size_t molecule_index(const std::string& name) const;
 };
 
-/// Builds everything (model parameters freshly initialised from run.seed; the sampler is
-/// not yet initialised). Sets the intra-op thread count from run.threads.
+/// Seed of a per-molecule random stream: run.seed + stream for molecule 0 (as a one-molecule
+/// run always had), a mixed 64-bit value for the others. @param stream 1 sampler, 2 Laplacian
+std::uint64_t molecule_seed(std::uint64_t run_seed, std::size_t molecule, int stream);
+
+/// Builds everything (model parameters freshly initialised from run.seed; the samplers are
+/// not yet initialised). Sets the intra-op thread count from run.threads. The resolved config
+/// (setup.config) names the molecule (lih) when the config gave none.
+/// @throws ConfigError naming system.molecules when the ansatz is not transferable and the
+/// config gives more than one molecule; InputError naming the molecule it cannot describe
 VmcSetup make_setup(const Config& config);
 
 }  // namespace nnvmc

@@ -48,10 +48,17 @@ nlohmann::json timers_json(const StageTimers& t) {
   return j;
 }
 
-void write_summary(const std::string& path, const VmcSetup& setup, const EvalResult& eval,
+void write_summary(const std::string& path, const VmcSetup& setup, const std::vector<EvalResult>& evals,
                    const StageTimers& timers, std::int64_t iterations, const nlohmann::json& extra) {
-  nlohmann::json j = eval_json(eval);
-  j["molecule"] = setup.system.name;
+  nlohmann::json list = nlohmann::json::array();
+  for (std::size_t i = 0; i < evals.size() && i < setup.molecules.size(); ++i) {
+    nlohmann::json m = {{"molecule", setup.molecules[i].name()}};
+    m.update(eval_json(evals[i]));
+    m["n_electrons"] = setup.molecules[i].system.n_electrons();
+    list.push_back(std::move(m));
+  }
+  nlohmann::json j = list.size() == 1 ? list[0] : nlohmann::json::object();
+  j["molecules"] = list;
   j["model"] = setup.config.model.type;
   j["iterations"] = iterations;
   j["laplacian"] = setup.config.hamiltonian.laplacian;

@@ -2,6 +2,7 @@
 /// @file summary.hpp
 /// summary.json of a run: final energy estimate, settings and per-stage timings.
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -21,8 +22,12 @@ std::string eval_text(const EvalResult& r);
 /// Per-stage seconds and call counts.
 nlohmann::json timers_json(const StageTimers& t);
 
-/// Writes summary.json (atomically) for a finished training run; `extra` keys are added.
-void write_summary(const std::string& path, const VmcSetup& setup, const EvalResult& eval,
+/// Writes summary.json (atomically) for a finished training run: `molecules`, a list with one
+/// object per molecule (its name under "molecule", the eval_json keys, n_electrons); a run of one
+/// molecule also has that molecule's keys at the top level (the one-molecule shape of earlier
+/// versions). Then model, iterations, laplacian, dtype, timings; `extra` keys are added.
+/// @param evals one evaluation per molecule of the setup, in order
+void write_summary(const std::string& path, const VmcSetup& setup, const std::vector<EvalResult>& evals,
                    const StageTimers& timers, std::int64_t iterations,
                    const nlohmann::json& extra = nlohmann::json::object());
 

@@ -1,16 +1,21 @@
 #include "train/trainer.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <numeric>
 
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "io/hdf5_file.hpp"
 #include "scf/basis.hpp"
 #include "train/finite_walkers.hpp"
+#include "train/molecule_batches.hpp"
 #include "train/pretrain.hpp"
 #include "train/summary.hpp"
 
@@ -36,7 +41,7 @@ TensorMap cloned(const TensorMap& m) {
   for (const auto& [k, v] : m) out[k] = v.clone();
   return out;
 }
-/// Training needs parameters, pretraining the basis for this molecule and an ansatz with
+/// Training needs parameters, pretraining the basis for every molecule and an ansatz with
 /// orbitals: checked before anything is written.
 void check_pretraining(const VmcSetup& s) {
   const bool no_parameters = s.wf->parameters().empty();
@@ -47,14 +52,20 @@ void check_pretraining(const VmcSetup& s) {
   if (no_parameters)
     throw ConfigError("pretrain.steps: the '" + s.config.model.type + "' ansatz has no parameters to pretrain; "
                       "set pretrain.steps=0");
-  try {
-    (void)scf::make_basis(s.config.pretrain.basis, s.system);
-  } catch (const InputError& e) {
-    throw ConfigError(std::string("pretrain.basis: ") + e.what());
+  if (!s.config.model.init_from.empty())
+    throw ConfigError("pretrain.steps: must be 0 with model.init_from (pretraining would overwrite the loaded "
+                      "parameters)");
+  for (const auto& m : s.molecules) {
+    try {
+      (void)scf::make_basis(s.config.pretrain.basis, m.system);
+    } catch (const InputError& e) {
+      throw ConfigError(std::string("pretrain.basis: ") + e.what());
+    }
   }
+  const auto& m = s.molecules.front();
   try {
     torch::NoGradGuard ng;
-    (void)s.wf->orbitals(torch::zeros({1, s.system.n_electrons(), 3}, s.options), s.tensors);
+    (void)s.wf->orbitals(torch::zeros({1, m.system.n_electrons(), 3}, s.options), m.tensors);
   } catch (const InputError&) {
     throw;
   } catch (const Error& e) {
@@ -77,42 +88,88 @@ void Trainer::install_signal_handlers() {
 }
 void Trainer::request_stop(bool stop) { g_stop = stop; }
 
+void init_from_checkpoint(VmcSetup& s) {
+  const std::string& path = s.config.model.init_from;
+  Checkpoint c;
+  try {
+    c = load_checkpoint(path);
+  } catch (const InputError& e) {  // a missing or damaged file: name the key that gave it
+    throw ConfigError(std::string("'model.init_from': ") + e.what());
+  }
+  const Config trained = parse_config(c.config_yaml, {}, path + ":config");
+  if (trained.model.type != s.config.model.type)
+    throw ConfigError("'model.init_from': " + path + " holds a '" + trained.model.type + "' model, this run builds '" +
+                      s.config.model.type + "'");
+  if (!s.wf->transferable())
+    for (const auto& m : s.molecules) (void)check_checkpoint_system(c.molecules.front().system, m.system, *s.wf);
+  try {
+    load_module_state(*s.wf, c.parameters);
+  } catch (const CheckpointError& e) {
+    throw ConfigError("'model.init_from': " + path + ": " + e.what() + " (build the model with the options it was "
+                      "trained with, model." + s.config.model.type + ")");
+  }
+  std::string names;
+  for (const auto& m : c.molecules) names += (names.empty() ? "" : ", ") + m.system.name;
+  log::info(strfmt("parameters from %s (iteration %ld, trained on %s); optimizer and walkers start fresh", path.c_str(),
+                   static_cast<long>(c.iteration), names.c_str()));
+}
+
 Trainer::Trainer(const Config& config) : Trainer(make_setup(config)) {}
 
 Trainer::Trainer(VmcSetup setup) : setup_(std::move(setup)) {
   const Config& config = setup_.config;
   check_pretraining(setup_);
+  if (!config.model.init_from.empty()) init_from_checkpoint(setup_);
   optimizer_ = make_optimizer(config.optim, *setup_.wf, setup_.budget);
   output_ = resolve_output_dir(config);
   init_output(false);
-  setup_.local_energy->set_timers(&timers_);
+  for (auto& m : setup_.molecules) m.local_energy->set_timers(&timers_);
   if (config.pretrain.steps > 0) {
     const auto p = pretrain(setup_, config.pretrain, timers_);
     io::H5File results(output_ + "/result.h5", io::H5File::Mode::append);
+    double e_hf = 0;
+    for (size_t i = 0; i < p.molecules.size(); ++i) {
+      const std::string g = "pretrain/" + setup_.molecules[i].name() + "/";
+      results.append(g + "initial_loss", p.molecules[i].initial_loss);
+      results.append(g + "final_loss", p.molecules[i].final_loss);
+      results.append(g + "e_hf", p.molecules[i].e_hf);
+      e_hf += p.molecules[i].e_hf / static_cast<double>(p.molecules.size());
+    }
     results.append("pretrain/initial_loss", p.initial_loss);
     results.append("pretrain/final_loss", p.final_loss);
-    results.append("pretrain/e_hf", p.e_hf);
+    results.append("pretrain/e_hf", e_hf);
   }
   // Walkers start (or continue from pretraining) on |ψ|²; burn-in happens in run().
-  if (setup_.sampler->positions().defined())
-    setup_.sampler->refresh(setup_.logabs_fn());
-  else
-    setup_.sampler->initialize(setup_.logabs_fn());
+  for (size_t i = 0; i < setup_.molecules.size(); ++i) {
+    auto& sampler = *setup_.molecules[i].sampler;
+    if (sampler.positions().defined())
+      sampler.refresh(setup_.logabs_fn(i));
+    else
+      sampler.initialize(setup_.logabs_fn(i));
+  }
 }
 
 Trainer::Trainer(const Config& config, const std::string& checkpoint_path)
     : setup_(make_setup(config)), resumed_(true) {
   const Checkpoint c = load_checkpoint(checkpoint_path);
-  if (!check_checkpoint_system(c.system, setup_.system, *setup_.wf))
-    throw InputError("--resume: the run continues the same Markov chain, so the molecule must be the one "
-                     "trained on; to start from these parameters at another geometry, evaluate it or start "
-                     "a new run");
+  auto& mols = setup_.molecules;
+  if (c.molecules.size() != mols.size())
+    throw InputError(strfmt("--resume: the checkpoint holds %zu molecule(s), the config %zu; the run continues the "
+                            "same Markov chains, so the molecules must be the ones trained on",
+                            c.molecules.size(), mols.size()));
+  for (size_t i = 0; i < mols.size(); ++i)
+    if (!check_checkpoint_system(c.molecules[i].system, mols[i].system, *setup_.wf))
+      throw InputError("--resume: the run continues the same Markov chain, so the molecule must be the one "
+                       "trained on ('" + c.molecules[i].system.name + "'); to start from these parameters at another "
+                       "geometry, evaluate it or start a new run (model.init_from)");
   load_module_state(*setup_.wf, c.parameters);
   optimizer_ = make_optimizer(config.optim, *setup_.wf, setup_.budget);
   optimizer_->load_state(c.optimizer);
-  setup_.sampler->set_state(c.sampler);
-  setup_.local_energy->method().set_rng_state(c.laplacian_rng);
-  setup_.local_energy->set_timers(&timers_);
+  for (size_t i = 0; i < mols.size(); ++i) {
+    mols[i].sampler->set_state(c.molecules[i].sampler);
+    mols[i].local_energy->method().set_rng_state(c.molecules[i].laplacian_rng);
+    mols[i].local_energy->set_timers(&timers_);
+  }
   iteration_ = c.iteration;
   output_ = fs::path(checkpoint_path).parent_path().string();
   if (output_.empty()) output_ = ".";
@@ -185,11 +242,10 @@ Checkpoint Trainer::checkpoint() const {
   Checkpoint c;
   c.iteration = iteration_;
   c.config_yaml = to_yaml(setup_.config);
-  c.system = setup_.system;
+  for (const auto& m : setup_.molecules)
+    c.molecules.push_back({m.system, m.sampler->state(), m.local_energy->method().rng_state()});
   c.parameters = module_state(*setup_.wf);
   c.optimizer = optimizer_->state();
-  c.sampler = setup_.sampler->state();
-  c.laplacian_rng = setup_.local_energy->method().rng_state();
   return c;
 }
 
@@ -197,29 +253,60 @@ void Trainer::write_checkpoint() {
   save_checkpoint(output_ + "/checkpoint.h5", checkpoint());
 }
 
-void Trainer::log_progress(std::int64_t t, double energy, double err, double var, double acc) {
+/// What an iteration measured for one molecule of its batch.
+struct Trainer::MoleculeStep {
+  std::size_t index = 0;        ///< molecule of the setup
+  double acceptance = 0;        ///< MH acceptance of this iteration's steps
+  torch::Tensor e;              ///< [B'] finite local energies used in the step
+  std::int64_t excluded = 0;    ///< walkers left out (non-finite E_L)
+  double energy = 0, variance = 0, error = 0;
+};
+
+void Trainer::log_progress(std::int64_t t, const std::vector<MoleculeStep>& steps) {
   const double elapsed = now() - start_time_;
   const double done = static_cast<double>(t + 1 - first_iteration_);
   const double rate = done / std::max(elapsed, 1e-9);
   const double left = (setup_.config.optim.iterations - (t + 1)) / std::max(rate, 1e-9);
-  log::info(strfmt("it %6ld/%d  E %.6f ± %.6f  var %.4f  acc %.2f  step %.3f  %.2f it/s  ETA %s",
-                   static_cast<long>(t + 1), setup_.config.optim.iterations, energy, err, var, acc,
-                   setup_.sampler->step_size(), rate, fmt_duration(left).c_str()));
+  const auto line = [&](const MoleculeStep& m) {
+    return strfmt("E %.6f ± %.6f  var %.4f  acc %.2f  step %.3f", m.energy, m.error, m.variance, m.acceptance,
+                  setup_.molecules[m.index].sampler->step_size());
+  };
+  if (setup_.molecules.size() == 1) {
+    log::info(strfmt("it %6ld/%d  %s  %.2f it/s  ETA %s", static_cast<long>(t + 1), setup_.config.optim.iterations,
+                     line(steps.front()).c_str(), rate, fmt_duration(left).c_str()));
+    return;
+  }
+  double mean = 0;
+  for (const auto& m : steps) mean += m.energy / static_cast<double>(steps.size());
+  log::info(strfmt("it %6ld/%d  %zu of %zu molecules  mean E %.6f  %.2f it/s  ETA %s", static_cast<long>(t + 1),
+                   setup_.config.optim.iterations, steps.size(), setup_.molecules.size(), mean, rate,
+                   fmt_duration(left).c_str()));
+  std::size_t width = 0;
+  for (const auto& m : steps) width = std::max(width, setup_.molecules[m.index].name().size());
+  for (const auto& m : steps)
+    log::info(strfmt("    %-*s  %s", static_cast<int>(width), setup_.molecules[m.index].name().c_str(), line(m).c_str()));
 }
 
 void Trainer::burn_in(int steps) {
-  // In blocks of steps_per_iteration, adapting the step size after each block.
-  const auto logabs = setup_.logabs_fn();
+  // In blocks of steps_per_iteration, adapting each molecule's step size after each block.
   const int block = std::max(1, setup_.config.sampler.steps_per_iteration);
   auto scope = timers_.scope("sampling");
-  for (int done = 0; done < steps; done += block)
-    setup_.sampler->adapt(setup_.sampler->run(logabs, std::min(block, steps - done)));
+  for (size_t i = 0; i < setup_.molecules.size(); ++i) {
+    const auto logabs = setup_.logabs_fn(i);
+    auto& sampler = *setup_.molecules[i].sampler;
+    for (int done = 0; done < steps; done += block) sampler.adapt(sampler.run(logabs, std::min(block, steps - done)));
+  }
 }
 
 TrainOutcome Trainer::run(bool final_eval) {
   auto& cfg = setup_.config;
-  auto& sampler = *setup_.sampler;
-  const auto logabs = setup_.logabs_fn();
+  auto& mols = setup_.molecules;
+  const std::size_t n_mol = mols.size();
+  std::vector<LogAbsFn> logabs;
+  for (size_t i = 0; i < n_mol; ++i) logabs.push_back(setup_.logabs_fn(i));
+  const auto batch_at = [&](std::int64_t t) {
+    return molecules_for_iteration(n_mol, cfg.optim.molecules_per_step, cfg.run.seed, t);
+  };
   io::H5File results(output_ + "/result.h5", io::H5File::Mode::append);
   TrainOutcome out;
   if (iteration_ == 0 && !resumed_) burn_in(cfg.sampler.burn_in);
@@ -242,50 +329,80 @@ TrainOutcome Trainer::run(bool final_eval) {
       out.iterations = iteration_;
       return out;
     }
+    const std::vector<std::size_t> batch = batch_at(t);
+    // A molecule left out of the previous iteration holds log|ψ| of older parameters (a function
+    // of the schedule alone, so a resumed run refreshes the same molecules).
+    if (t > 0 && batch.size() < n_mol) {
+      const auto previous = batch_at(t - 1);
+      auto scope = timers_.scope("sampling");
+      for (std::size_t i : batch)
+        if (!std::binary_search(previous.begin(), previous.end(), i)) mols[i].sampler->refresh(logabs[i]);
+    }
     const TensorMap good_params = module_state(*setup_.wf);
     const TensorMap good_optimizer = cloned(optimizer_->state());
-    const SamplerState good_sampler = sampler.state();
-    double acc;
+    std::vector<SamplerState> good_samplers;
+    for (std::size_t i : batch) good_samplers.push_back(mols[i].sampler->state());
+    std::vector<MoleculeStep> steps;
     {
       auto scope = timers_.scope("sampling");
-      acc = sampler.run(logabs, cfg.sampler.steps_per_iteration);
-      sampler.adapt(acc);
+      for (std::size_t i : batch) {
+        MoleculeStep m;
+        m.index = i;
+        m.acceptance = mols[i].sampler->run(logabs[i], cfg.sampler.steps_per_iteration);
+        mols[i].sampler->adapt(m.acceptance);
+        steps.push_back(std::move(m));
+      }
     }
-    torch::Tensor e;
     {
       auto scope = timers_.scope("local_energy");
-      e = (*setup_.local_energy)(*setup_.wf, sampler.positions()).energy;
+      for (auto& m : steps) m.e = (*mols[m.index].local_energy)(*setup_.wf, mols[m.index].sampler->positions()).energy;
     }
-    if (energy_hook_) energy_hook_(t, e);
     // Walkers with a non-finite local energy (e.g. on a node) are left out of this step (one
-    // host read); one fused check of energies and parameters follows the step.
-    const FiniteWalkers finite = finite_walkers(e);
-    bool ok = finite.ok;
-    torch::Tensor r = sampler.positions();
-    if (ok && finite.excluded > 0) {
-      r = r.index({finite.mask});
-      e = e.index({finite.mask});
+    // host read per molecule); one fused check of energies and parameters follows the step.
+    bool ok = true;
+    std::string why;
+    std::vector<WalkerBatch> walker_batches;
+    for (auto& m : steps) {
+      if (energy_hook_) energy_hook_(t, m.e);
+      const FiniteWalkers finite = finite_walkers(m.e);
+      m.excluded = finite.excluded;
+      if (!finite.ok) {
+        ok = false;
+        why = strfmt("%ld of %ld local energies of %s non-finite", static_cast<long>(finite.excluded),
+                     static_cast<long>(m.e.size(0)), mols[m.index].name().c_str());
+        continue;
+      }
+      torch::Tensor r = mols[m.index].sampler->positions();
+      if (finite.excluded > 0) {
+        r = r.index({finite.mask});
+        m.e = m.e.index({finite.mask});
+      }
+      walker_batches.push_back(WalkerBatch{&mols[m.index].tensors, r, m.e});
     }
-    if (ok) ok = optimizer_->step(*setup_.wf, {WalkerBatch{&setup_.tensors, r, e}}, t, timers_);
+    if (ok) {
+      ok = optimizer_->step(*setup_.wf, walker_batches, t, timers_);
+      if (!ok) why = "non-finite gradient or parameters";
+    }
     if (ok) {
       std::vector<torch::Tensor> checked = setup_.wf->parameters();
-      checked.push_back(e);
+      for (const auto& m : steps) checked.push_back(m.e);
       ok = all_finite(checked);
+      if (!ok) why = "non-finite gradient or parameters";
     }
     if (!ok) {
-      // Back to the last good parameters, optimizer state and walkers, but NOT the sampler's
-      // random stream: the retry draws new moves (deterministically, so a resumed run repeats
+      // Back to the last good parameters, optimizer state and walkers, but NOT the samplers'
+      // random streams: the retry draws new moves (deterministically, so a resumed run repeats
       // it exactly) instead of replaying the failure.
       ++consecutive_failures;
       ++out.failed_steps;
       load_module_state(*setup_.wf, good_params);
       optimizer_->load_state(good_optimizer);
-      SamplerState retry = good_sampler;
-      retry.rng_state = sampler.state().rng_state;
-      sampler.set_state(retry);
-      const std::string why = finite.ok ? "non-finite gradient or parameters"
-                                        : strfmt("%ld of %ld local energies non-finite",
-                                                 static_cast<long>(finite.excluded), static_cast<long>(e.size(0)));
+      for (std::size_t k = 0; k < batch.size(); ++k) {
+        auto& sampler = *mols[batch[k]].sampler;
+        SamplerState retry = good_samplers[k];
+        retry.rng_state = sampler.state().rng_state;
+        sampler.set_state(retry);
+      }
       log::warn(strfmt("iteration %ld: %s; step rejected, last good state restored (%d consecutive)",
                        static_cast<long>(t + 1), why.c_str(), consecutive_failures));
       if (consecutive_failures >= cfg.optim.max_consecutive_failures) {
@@ -300,33 +417,58 @@ TrainOutcome Trainer::run(bool final_eval) {
       continue;
     }
     consecutive_failures = 0;
-    out.excluded_walkers += finite.excluded;
-    if (finite.excluded > 0)
-      log::warn(strfmt("iteration %ld: %ld walker(s) with a non-finite local energy left out",
-                       static_cast<long>(t + 1), static_cast<long>(finite.excluded)));
+    for (const auto& m : steps) {
+      out.excluded_walkers += m.excluded;
+      if (m.excluded > 0)
+        log::warn(strfmt("iteration %ld: %ld walker(s) of %s with a non-finite local energy left out",
+                         static_cast<long>(t + 1), static_cast<long>(m.excluded), mols[m.index].name().c_str()));
+    }
     {
       auto scope = timers_.scope("sampling");
-      sampler.refresh(logabs);  // parameters changed: log|ψ| of the current walkers
+      for (std::size_t i : batch) mols[i].sampler->refresh(logabs[i]);  // parameters changed: log|ψ| of the walkers
     }
     auto bookkeeping = timers_.scope("bookkeeping");  // results, progress line, checkpoint: to the end
     iteration_ = t + 1;
-    const auto e64 = e.detach().to(torch::kFloat64).cpu();  // the iteration's one device-to-host copy
-    const auto mean = e64.mean();  // on the host: read below without a sync
-    const auto stats = torch::stack({mean, (e64 - mean).square().sum() / std::max<int64_t>(1, e64.numel() - 1)});
-    const double energy = stats.data_ptr<double>()[0], var = stats.data_ptr<double>()[1];
-    const double err = std::sqrt(var / e64.numel());
+    // Run-level series: means over the iteration's molecules (for one molecule, its values);
+    // per-molecule series in train/<name>/, NaN where a molecule was not in the batch.
+    double energy = 0, var = 0, acc = 0, step = 0, excluded = 0;
+    const double per = 1.0 / static_cast<double>(steps.size());
+    std::vector<const MoleculeStep*> of(n_mol, nullptr);
+    for (auto& m : steps) {
+      const auto e64 = m.e.detach().to(torch::kFloat64).cpu();  // the molecule's one device-to-host copy
+      const auto mean = e64.mean();  // on the host: read below without a sync
+      const auto stats = torch::stack({mean, (e64 - mean).square().sum() / std::max<int64_t>(1, e64.numel() - 1)});
+      m.energy = stats.data_ptr<double>()[0];
+      m.variance = stats.data_ptr<double>()[1];
+      m.error = std::sqrt(m.variance / static_cast<double>(e64.numel()));
+      energy += per * m.energy;
+      var += per * m.variance;
+      acc += per * m.acceptance;
+      step += per * mols[m.index].sampler->step_size();
+      excluded += static_cast<double>(m.excluded);
+      of[m.index] = &m;
+    }
     const double t_now = now();
     results.append("train/energy", energy);
     results.append("train/variance", var);
     results.append("train/acceptance", acc);
-    results.append("train/step_size", sampler.step_size());
+    results.append("train/step_size", step);
     results.append("train/learning_rate", optimizer_->learning_rate(t));
-    results.append("train/excluded_walkers", static_cast<double>(finite.excluded));
+    results.append("train/excluded_walkers", excluded);
     results.append("train/seconds", t_now - iter_start);
+    for (std::size_t i = 0; i < n_mol; ++i) {
+      const std::string g = "train/" + mols[i].name() + "/";
+      const MoleculeStep* m = of[i];
+      const double nan = std::numeric_limits<double>::quiet_NaN();
+      results.append(g + "energy", m ? m->energy : nan);
+      results.append(g + "variance", m ? m->variance : nan);
+      results.append(g + "acceptance", m ? m->acceptance : nan);
+      results.append(g + "step_size", mols[i].sampler->step_size());
+      results.append(g + "excluded_walkers", m ? static_cast<double>(m->excluded) : nan);
+    }
     iter_start = t_now;
     results.flush();
-    if ((t + 1) % cfg.optim.log_every == 0 || t + 1 == cfg.optim.iterations)
-      log_progress(t, energy, err, var, acc);
+    if ((t + 1) % cfg.optim.log_every == 0 || t + 1 == cfg.optim.iterations) log_progress(t, steps);
     if (cfg.run.checkpoint_every > 0 && (t + 1) % cfg.run.checkpoint_every == 0) write_checkpoint();
     ++t;
   }
@@ -336,19 +478,36 @@ TrainOutcome Trainer::run(bool final_eval) {
   if (out.failed_steps > 0 || out.excluded_walkers > 0)
     log::warn(strfmt("training: %ld step(s) rejected and retried, %ld walker sample(s) left out",
                      static_cast<long>(out.failed_steps), static_cast<long>(out.excluded_walkers)));
-  if (final_eval && cfg.eval.steps > 0) {
-    log::info(strfmt("evaluating: %d steps x %d walkers", cfg.eval.steps, cfg.sampler.walkers));
-    out.final_eval = evaluate(setup_, cfg.eval, timers_);
-    for (double v : out.final_eval.series) results.append("eval/energy", v);
-    write_summary(output_ + "/summary.json", setup_, out.final_eval, timers_, iteration_,
-                  {{"failed_steps", out.failed_steps}, {"excluded_walkers", out.excluded_walkers}});
-    for (std::string text = eval_text(out.final_eval); !text.empty();) {  // one log line per line
+  if (final_eval && cfg.eval.steps > 0) final_evaluation(out, results);
+  return out;
+}
+
+void Trainer::final_evaluation(TrainOutcome& out, io::H5File& results) {
+  const auto& cfg = setup_.config;
+  auto& mols = setup_.molecules;
+  std::vector<double> mean_series(static_cast<std::size_t>(cfg.eval.steps), 0.0);
+  for (std::size_t i = 0; i < mols.size(); ++i) {
+    log::info(strfmt("evaluating%s%s: %d steps x %d walkers", mols.size() > 1 ? " " : "",
+                     mols.size() > 1 ? mols[i].name().c_str() : "", cfg.eval.steps, cfg.sampler.walkers));
+    out.evals.push_back(evaluate(setup_, cfg.eval, timers_, {}, i));
+    const auto& series = out.evals.back().series;
+    for (std::size_t k = 0; k < series.size() && k < mean_series.size(); ++k)
+      mean_series[k] += series[k] / static_cast<double>(mols.size());
+    for (double v : series) results.append("eval/" + mols[i].name() + "/energy", v);
+  }
+  // Run-level series: per step, the mean over molecules (for one molecule, its series).
+  for (double v : mean_series) results.append("eval/energy", v);
+  out.final_eval = out.evals.front();
+  write_summary(output_ + "/summary.json", setup_, out.evals, timers_, iteration_,
+                {{"failed_steps", out.failed_steps}, {"excluded_walkers", out.excluded_walkers}});
+  for (std::size_t i = 0; i < mols.size(); ++i) {
+    if (mols.size() > 1) log::info(mols[i].name() + ":");
+    for (std::string text = eval_text(out.evals[i]); !text.empty();) {  // one log line per line
       const auto nl = text.find('\n');
       (text.rfind("warning", 0) == 0 ? log::warn : log::info)(text.substr(0, nl));
       text = nl == std::string::npos ? "" : text.substr(nl + 1);
     }
   }
-  return out;
 }
 
 }  // namespace nnvmc

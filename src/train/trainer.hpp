@@ -1,13 +1,16 @@
 #pragma once
 /// @file trainer.hpp
-/// The VMC training loop: sample, local energies, gradient, optimizer step; progress lines,
-/// per-iteration results in result.h5, atomic checkpoints (periodic, at the end and on
-/// SIGINT/SIGTERM), restart from a checkpoint, recovery from non-finite steps.
+/// The VMC training loop over the molecules of a run: per iteration, a batch of molecules
+/// (optim.molecules_per_step) is sampled, their local energies computed and one optimizer step
+/// taken over all of them; progress lines, per-iteration results in result.h5 (run-level and
+/// per molecule), atomic checkpoints (periodic, at the end and on SIGINT/SIGTERM), restart from
+/// a checkpoint, recovery from non-finite steps, fine-tuning from another run (model.init_from).
 #include <functional>
 #include <memory>
 #include <string>
 
 #include "core/timer.hpp"
+#include "io/hdf5_file.hpp"
 #include "train/checkpoint.hpp"
 #include "train/evaluate.hpp"
 #include "train/optimizer.hpp"
@@ -32,7 +35,8 @@ struct TrainOutcome {
   std::int64_t iterations = 0;  ///< completed iterations
   std::int64_t failed_steps = 0;      ///< steps rejected (non-finite) and retried, in this process
   std::int64_t excluded_walkers = 0;  ///< walker samples left out for a non-finite local energy
-  EvalResult final_eval;      ///< evaluation after training (when not interrupted)
+  EvalResult final_eval;      ///< evaluation after training of the first molecule (when not interrupted)
+  std::vector<EvalResult> evals;  ///< evaluation after training, per molecule of the run
 };
 
 /// Training loop. A failed step (non-finite local energies beyond a few walkers, gradient or
@@ -41,9 +45,11 @@ struct TrainOutcome {
 /// it writes a checkpoint of the last good state and throws NumericalError.
 class Trainer {
  public:
-  /// A new run (output directory from run.output). @throws InputError when run.output holds
-  /// another run (checkpoint.h5, result.h5 or summary.json) and run.overwrite is false, or
-  /// cannot be written; nothing is written before the config, molecule and model are checked.
+  /// A new run (output directory from run.output). With model.init_from the parameters come
+  /// from that checkpoint (a model of the same type and options); optimizer and walkers start
+  /// fresh. @throws InputError when run.output holds another run (checkpoint.h5, result.h5 or
+  /// summary.json) and run.overwrite is false, or cannot be written, or model.init_from cannot
+  /// be loaded; nothing is written before the config, molecules and model are checked.
   explicit Trainer(const Config& config);
   /// A new run from a ready setup (e.g. a test ansatz put into setup.wf).
   explicit Trainer(VmcSetup setup);
@@ -70,8 +76,8 @@ class Trainer {
   /// Requests a stop as a signal would (for tests).
   static void request_stop(bool stop = true);
 
-  /// Called with (iteration t, local energies [B]) before they are used; may modify them. For
-  /// tests that inject failures.
+  /// Called with (iteration t, local energies [B]) of each molecule of the iteration's batch, in
+  /// order, before they are used; may modify them. For tests that inject failures.
   using EnergyHook = std::function<void(std::int64_t, torch::Tensor&)>;
   void set_energy_hook(EnergyHook hook) { energy_hook_ = std::move(hook); }
 
@@ -80,7 +86,9 @@ class Trainer {
   void init_output(bool resume);
   void burn_in(int steps);
   void write_checkpoint();
-  void log_progress(std::int64_t t, double energy, double err, double var, double acc);
+  struct MoleculeStep;
+  void log_progress(std::int64_t t, const std::vector<MoleculeStep>& steps);
+  void final_evaluation(TrainOutcome& out, io::H5File& results);
 
   VmcSetup setup_;
   std::unique_ptr<Optimizer> optimizer_;
@@ -96,5 +104,11 @@ class Trainer {
 
 /// Replaces "<name>" in run.output with run.name.
 std::string resolve_output_dir(const Config& config);
+
+/// Loads the parameters of the checkpoint `config.model.init_from` into setup.wf (fine-tuning).
+/// @throws ConfigError naming model.init_from when the checkpoint holds another model type or
+/// parameters of other shapes; CheckpointError for unreadable files; InputError when a
+/// non-transferable ansatz's checkpoint has other atoms than the run's molecule
+void init_from_checkpoint(VmcSetup& setup);
 
 }  // namespace nnvmc

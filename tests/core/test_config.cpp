@@ -102,7 +102,7 @@ TEST(Config, ValuesAndOverridesAreRead) {
   const Config c = parse_config(
       "system: {molecule: he}\nmodel: {ferminet: {hidden_dims: [[32, 8], [32, 8]], determinants: 4}}\n",
       {"sampler.walkers=64", "optim.lr=0.01", "run.seed=7"}, "c.yaml");
-  EXPECT_EQ(c.system.molecule.yaml, "he");
+  EXPECT_EQ(c.system.molecule->yaml, "he");
   EXPECT_EQ(c.model.ferminet.hidden_dims->size(), 2u);
   EXPECT_EQ((*c.model.ferminet.hidden_dims)[1][1], 8);
   EXPECT_EQ(c.sampler.walkers, 64);

@@ -170,6 +170,60 @@ TEST(Cli, EvalStartsFromTheCheckpointsStepSizeAndReportsIt) {
   EXPECT_EQ(json_of(f.out)["step_size"].get<double>(), 0.0123);
 }
 
+// ---- Several molecules in one run (issue 14): a transferable ansatz trains them together. ----
+
+TEST(Cli, ARunOfTwoMoleculesEvaluatesEachAndPrintsAJsonList) {
+  const auto out = (fs::temp_directory_path() / "nnvmc_cli_multi").string();
+  fs::remove_all(out);
+  const auto cfg = write_config("nnvmc_multi.yaml",
+                                "system: {molecules: [h2, {molecule: h2, geometry: [[0, 0, 0], [0, 0, 2.0]], name: h2_long}]}\n"
+                                "model: {type: orbformer, orbformer: {elements: H-O, heads: 2, head_dim: 4, layers: 1,\n"
+                                "  featurization_heads: 2, determinants: 2, envelopes_per_nucleus: 2, nuclear_feature_dim: 8,\n"
+                                "  nuclear_layers: 1, orbital_layers: 1, orbital_heads: 2, orbital_head_dim: 4}}\n"
+                                "sampler: {walkers: 8, steps_per_iteration: 2, burn_in: 4}\n"
+                                "optim: {type: adam, iterations: 2}\n"
+                                "eval: {steps: 2, burn_in: 2}\n"
+                                "run: {output: " + out + ", threads: 1}\n");
+  const auto t = run("train " + cfg);
+  ASSERT_EQ(t.code, 0) << t.out;
+  EXPECT_NE(t.out.find("2 molecules"), std::string::npos) << t.out;
+  const auto e = run("eval " + out + "/checkpoint.h5 --steps 3 --json --log-level warn");
+  ASSERT_EQ(e.code, 0) << e.out;
+  const auto list = nlohmann::json::parse(e.out.substr(e.out.find('[')));
+  ASSERT_TRUE(list.is_array());
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0]["molecule"], "h2");
+  EXPECT_EQ(list[1]["molecule"], "h2_long");
+  for (const auto& j : list) {
+    EXPECT_EQ(j["steps"], 3);
+    EXPECT_TRUE(std::isfinite(j["energy"].get<double>()));
+  }
+  // One molecule of the run: the one-molecule JSON object.
+  const auto one = run("eval " + out + "/checkpoint.h5 --molecule h2_long --steps 3 --json --log-level warn");
+  ASSERT_EQ(one.code, 0) << one.out;
+  EXPECT_EQ(json_of(one.out)["molecule"], "h2_long");
+  expect_input_error("eval " + out + "/checkpoint.h5 --molecule nosuch --steps 2", "h2_long");
+  // The Orbformer evaluates molecules it was not trained on (other electrons and nuclei).
+  const auto other = run("eval " + out + "/checkpoint.h5 system.molecule=lih --steps 2 --json --log-level warn");
+  ASSERT_EQ(other.code, 0) << other.out;
+  EXPECT_EQ(json_of(other.out)["molecule"], "lih");
+  // Fine-tuning on LiH from these weights.
+  const auto ft = (fs::temp_directory_path() / "nnvmc_cli_multi_ft").string();
+  fs::remove_all(ft);
+  const auto f = run("train " + cfg + " system.molecule=lih model.init_from=" + out + "/checkpoint.h5 run.output=" + ft +
+                     " eval.steps=0");
+  ASSERT_EQ(f.code, 0) << f.out;
+  EXPECT_NE(f.out.find("parameters from"), std::string::npos) << f.out;
+}
+
+TEST(Cli, AnAnsatzForOneMoleculeRefusesTwoWithExitCode2) {
+  const auto out = (fs::temp_directory_path() / "nnvmc_cli_multi_refused").string();
+  fs::remove_all(out);
+  const auto cfg = write_config("nnvmc_multi_ferminet.yaml", kTiny + "run: {output: " + out + "}\n");
+  expect_input_error("train " + cfg + " 'system.molecules=[h2, he]'", "system.molecules");
+  EXPECT_FALSE(fs::exists(out));
+}
+
 // ---- Hostile input: one test per row of issue 18's catalogue (command line side). ----
 
 TEST(Cli, AnOutputDirectoryHoldingARunIsRefusedUnlessForced) {

@@ -21,11 +21,16 @@ Checkpoint sample_checkpoint() {
   c.parameters["layer0.one.weight"] = torch::randn({4, 3}, torch::kFloat64);
   c.parameters["envelope_pi0"] = torch::randn({2}, torch::kFloat32);
   c.optimizer["adam/exp_avg/layer0.one.weight"] = torch::randn({4, 3}, torch::kFloat64);
-  c.sampler.r = torch::randn({8, 2, 3}, torch::kFloat64);
-  c.sampler.logabs = torch::randn({8}, torch::kFloat64);
-  c.sampler.step_size = 0.123456789;
-  c.sampler.rng_state = at::detail::getDefaultCPUGenerator().get_state();
-  c.system = load_molecule("lih", test::molecules_dir());
+  for (const char* name : {"lih", "h2"}) {  // a run of two molecules with their own walkers
+    MoleculeCheckpoint m;
+    m.system = load_molecule(name, test::molecules_dir());
+    m.sampler.r = torch::randn({8, m.system.n_electrons(), 3}, torch::kFloat64);
+    m.sampler.logabs = torch::randn({8}, torch::kFloat64);
+    m.sampler.step_size = c.molecules.empty() ? 0.123456789 : 0.25;
+    m.sampler.rng_state = at::detail::getDefaultCPUGenerator().get_state();
+    c.molecules.push_back(std::move(m));
+  }
+  c.molecules[1].laplacian_rng = at::detail::getDefaultCPUGenerator().get_state();
   return c;
 }
 std::string tmp(const std::string& name) { return (fs::temp_directory_path() / name).string(); }
@@ -45,17 +50,63 @@ TEST(Checkpoint, RoundTripIsBitIdentical) {
   }
   EXPECT_TRUE(torch::equal(d.optimizer.at("adam/exp_avg/layer0.one.weight"),
                            c.optimizer.at("adam/exp_avg/layer0.one.weight")));
-  EXPECT_TRUE(torch::equal(d.sampler.r, c.sampler.r));
-  EXPECT_TRUE(torch::equal(d.sampler.logabs, c.sampler.logabs));
-  EXPECT_EQ(d.sampler.step_size, c.sampler.step_size);
-  EXPECT_TRUE(torch::equal(d.sampler.rng_state, c.sampler.rng_state));
-  ASSERT_EQ(d.system.atoms.size(), c.system.atoms.size());
-  for (size_t i = 0; i < c.system.atoms.size(); ++i) {
-    EXPECT_EQ(d.system.atoms[i].Z, c.system.atoms[i].Z);
-    EXPECT_EQ(d.system.atoms[i].position, c.system.atoms[i].position);
+  ASSERT_EQ(d.molecules.size(), c.molecules.size());
+  for (size_t m = 0; m < c.molecules.size(); ++m) {
+    const auto &a = c.molecules[m], &b = d.molecules[m];
+    EXPECT_EQ(b.system.name, a.system.name);
+    EXPECT_TRUE(torch::equal(b.sampler.r, a.sampler.r));
+    EXPECT_TRUE(torch::equal(b.sampler.logabs, a.sampler.logabs));
+    EXPECT_EQ(b.sampler.step_size, a.sampler.step_size);
+    EXPECT_TRUE(torch::equal(b.sampler.rng_state, a.sampler.rng_state));
+    EXPECT_EQ(b.laplacian_rng.defined(), a.laplacian_rng.defined());
+    ASSERT_EQ(b.system.atoms.size(), a.system.atoms.size());
+    for (size_t i = 0; i < a.system.atoms.size(); ++i) {
+      EXPECT_EQ(b.system.atoms[i].Z, a.system.atoms[i].Z);
+      EXPECT_EQ(b.system.atoms[i].position, a.system.atoms[i].position);
+    }
+    EXPECT_EQ(b.system.charge, a.system.charge);
+    EXPECT_EQ(b.system.spin, a.system.spin);
   }
-  EXPECT_EQ(d.system.charge, c.system.charge);
-  EXPECT_EQ(d.system.spin, c.system.spin);
+  EXPECT_TRUE(torch::equal(d.molecules[1].laplacian_rng, c.molecules[1].laplacian_rng));
+  fs::remove(path);
+}
+
+// Checkpoints of one molecule written before runs held lists (format version 2: system/,
+// sampler/ and laplacian/rng_state without an index) are read as a list of one.
+TEST(Checkpoint, VersionTwoFilesAreReadAsOneMolecule) {
+  const auto c = sample_checkpoint();
+  const auto path = tmp("nnvmc_ckpt_v2.h5");
+  {
+    io::H5File f(path, io::H5File::Mode::truncate);
+    f.set_attr("format", "nnvmc-checkpoint");
+    f.set_attr("version", "2");
+    f.set_attr("config", c.config_yaml);
+    f.set_attr("system_name", "lih");
+    const auto put = [&](const std::string& name, const torch::Tensor& t) {
+      const auto x = t.contiguous();
+      const io::DType d = x.scalar_type() == torch::kFloat64 ? io::DType::f64
+                          : x.scalar_type() == torch::kInt64 ? io::DType::i64 : io::DType::u8;
+      f.write(name, io::make_array(d, x.sizes().vec(), x.data_ptr()));
+    };
+    const auto& m = c.molecules[0];
+    put("iteration", torch::tensor(int64_t{5}));
+    put("parameters/w", c.parameters.at("layer0.one.weight"));
+    put("system/atomic_numbers", torch::tensor({int64_t{3}, int64_t{1}}));
+    put("system/positions", torch::tensor({0.0, 0.0, 0.0, 0.0, 0.0, 3.015}, torch::kFloat64).view({2, 3}));
+    put("system/charge_spin", torch::tensor({int64_t{0}, int64_t{0}}));
+    put("sampler/positions", m.sampler.r);
+    put("sampler/logabs", m.sampler.logabs);
+    put("sampler/step_size", torch::tensor(m.sampler.step_size, torch::kFloat64));
+    put("sampler/rng_state", m.sampler.rng_state);
+  }
+  const auto d = load_checkpoint(path);
+  EXPECT_EQ(d.iteration, 5);
+  ASSERT_EQ(d.molecules.size(), 1u);
+  EXPECT_EQ(d.molecules[0].system.name, "lih");
+  EXPECT_EQ(d.molecules[0].system.n_electrons(), 4);
+  EXPECT_TRUE(torch::equal(d.molecules[0].sampler.r, c.molecules[0].sampler.r));
+  EXPECT_EQ(d.molecules[0].sampler.step_size, c.molecules[0].sampler.step_size);
+  EXPECT_TRUE(torch::equal(d.parameters.at("w"), c.parameters.at("layer0.one.weight")));
   fs::remove(path);
 }
 

@@ -17,7 +17,7 @@ VmcSetup tiny_he(double step_size) {
       {}, "tiny.yaml");
   c.sampler.step_size = step_size;
   VmcSetup s = make_setup(c);
-  s.sampler->initialize(s.logabs_fn());
+  s.molecules[0].sampler->initialize(s.logabs_fn());
   return s;
 }
 }  // namespace
@@ -29,11 +29,11 @@ TEST(Evaluate, StepSizeAdaptsDuringBurnInOnlyThenStaysFrozen) {
     double during = -1;
     const EvalResult r = evaluate(s, EvalOptions{.steps = 20, .burn_in = 150}, timers,
                                   [&](int done, int) {
-                                    if (done == 1) during = s.sampler->step_size();
+                                    if (done == 1) during = s.molecules[0].sampler->step_size();
                                   });
     EXPECT_NE(r.step_size, start);
     EXPECT_EQ(during, r.step_size);               // frozen from the first measurement on
-    EXPECT_EQ(s.sampler->step_size(), r.step_size);  // ... to the last
+    EXPECT_EQ(s.molecules[0].sampler->step_size(), r.step_size);  // ... to the last
     EXPECT_GT(r.acceptance, 0.3) << "start " << start;
     EXPECT_LT(r.acceptance, 0.7) << "start " << start;
   }
@@ -44,7 +44,7 @@ TEST(Evaluate, WithoutBurnInTheGivenStepSizeIsUsedUnchanged) {
   StageTimers timers;
   const EvalResult r = evaluate(s, EvalOptions{.steps = 4, .burn_in = 0}, timers);
   EXPECT_EQ(r.step_size, 0.123);
-  EXPECT_EQ(s.sampler->step_size(), 0.123);
+  EXPECT_EQ(s.molecules[0].sampler->step_size(), 0.123);
   EXPECT_EQ(r.series.size(), 4u);
   EXPECT_FALSE(r.stats.plateau);  // 4 values: too few blocks for a trustworthy error bar
 }

@@ -181,3 +181,28 @@ TEST(NaturalGradient, SpdSolveFallsBackToJitterForASingularMatrix) {
   EXPECT_TRUE(torch::isfinite(x).all().item<bool>());
   EXPECT_LT((a.mv(x) - v).abs().max().item<double>(), 1e-6);
 }
+
+// The determinant-balance penalty enters a natural-gradient step as an extra right-hand side v
+// in parameter space, (S + λ)δ = Ōᵀε + v; minsr and spring reach it in sample space through the
+// Woodbury identity, for P > B where v has a part outside the span of the walkers' gradients.
+TEST(NaturalGradient, AnExtraRightHandSideGivesTheSameStepInParameterAndSampleSpace) {
+  torch::manual_seed(11);
+  const int64_t b = 6, p = 15;
+  const auto jac = torch::randn({b, p}, torch::kFloat64);
+  const auto e = torch::randn({b}, torch::kFloat64);
+  const auto v = 0.3 * torch::randn({p}, torch::kFloat64);
+  const auto problem = make_sr_problem(jac, e);
+  const double damping = 0.05;
+  const auto direct = sr_direction(problem, damping, v);
+  const auto s = problem.o.t().matmul(problem.o) + damping * torch::eye(p, torch::kFloat64);
+  EXPECT_LT(rel_diff(s.mv(direct), problem.o.t().mv(problem.eps) + v), 1e-12);
+  EXPECT_LT(rel_diff(minsr_direction(problem, damping, v), direct), 1e-10);
+  EXPECT_LT(rel_diff(spring_direction(problem, damping, 0.0, {}, v), direct), 1e-10);
+  // With momentum: δ = μδ₋ + (S + λ)⁻¹(Ōᵀ(ε − μŌδ₋) + v).
+  const auto previous = torch::randn({p}, torch::kFloat64);
+  const double mu = 0.9;
+  const auto expected = mu * previous + torch::linalg_solve(s, problem.o.t().mv(problem.eps - mu * problem.o.mv(previous)) + v);
+  EXPECT_LT(rel_diff(spring_direction(problem, damping, mu, previous, v), expected), 1e-10);
+  // No extra term: the plain directions.
+  EXPECT_LT(rel_diff(minsr_direction(problem, damping, {}), minsr_direction(problem, damping)), 0.0 + 1e-15);
+}

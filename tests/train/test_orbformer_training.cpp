@@ -6,6 +6,7 @@
 
 #include "common/run_files.hpp"
 #include "common/test_util.hpp"
+#include "models/determinant_balance.hpp"
 #include "models/orbformer/orbformer.hpp"
 #include "train/optimizer.hpp"
 #include "train/per_sample_gradients.hpp"
@@ -84,4 +85,76 @@ TEST(OrbformerTraining, OneSpringStepTakesWalkersOfTwoMoleculesWithDifferentShap
   EXPECT_GT(moved, 0.0);
   torch::NoGradGuard ng;
   EXPECT_TRUE(torch::isfinite(wf.forward(r2, s2).logabs).all().item<bool>());
+}
+
+// optim.determinant_balance: Adam's gradient gains 2w·∇θP (P = determinant_balance_penalty with
+// σ_E of the clipped energies), oneqmc's weight relative to the energy gradient.
+TEST(OrbformerTraining, AdamGradientGainsTheDeterminantBalancePenalty) {
+  const System h2 = load_molecule("h2", test::molecules_dir());
+  const auto sys = test::tensors(h2);
+  const auto r = test::random_positions(h2, 8, 4);
+  const auto e = torch::randn({8}, torch::kFloat64) - 1;
+  const double w = 1e-3;
+  auto gradients = [&](double weight, Orbformer& wf) {
+    OptimOptions o;
+    o.type = "adam";
+    o.determinant_balance = weight;
+    auto opt = make_optimizer(o, wf);
+    StageTimers timers;
+    EXPECT_TRUE(opt->step(wf, {{&sys, r, e}}, 0, timers));
+    std::vector<torch::Tensor> g;
+    for (const auto& p : wf.parameters()) g.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+    return g;
+  };
+  Orbformer plain(test::small_orbformer()), penalised(test::small_orbformer()), reference(test::small_orbformer());
+  const auto g0 = gradients(0.0, plain), g1 = gradients(w, penalised);
+  const auto clipped = clip_local_energies(e, OptimOptions{}.clip_width);
+  const auto p = determinant_balance_penalty(reference, r, sys, clipped.std().item<double>());
+  const auto params = reference.parameters();
+  const auto gp = torch::autograd::grad({2.0 * w * p}, params, {}, false, false, true);
+  double max_diff = 0, max_penalty = 0;
+  for (size_t k = 0; k < params.size(); ++k) {
+    const auto expected = gp[k].defined() ? gp[k] : torch::zeros_like(params[k]);
+    max_diff = std::max(max_diff, (g1[k] - g0[k] - expected).abs().max().item<double>());
+    max_penalty = std::max(max_penalty, expected.abs().max().item<double>());
+  }
+  EXPECT_GT(max_penalty, 1e-8);
+  EXPECT_LT(max_diff, 1e-12 + 1e-9 * max_penalty);
+}
+
+// A batch of molecules averages the molecules' gradients (and pools their walkers for the
+// curvature), so a molecule listed twice must give exactly the step it gives once: for Adam,
+// the natural gradients (with and without the determinant-balance right-hand side) and K-FAC.
+TEST(OrbformerTraining, EveryOptimizerStepsAlikeForAMoleculeListedOnceOrTwice) {
+  const System lih = load_molecule("lih", test::molecules_dir());
+  const auto sys = test::tensors(lih);
+  const auto r = test::random_positions(lih, 6, 7);
+  const auto e = torch::randn({6}, torch::kFloat64) - 8;
+  struct Case {
+    const char* type;
+    double balance;
+  };
+  for (const Case c : {Case{"adam", 1e-3}, Case{"sr", 0.0}, Case{"minsr", 1e-3}, Case{"spring", 0.0},
+                       Case{"spring", 1e-3}, Case{"kfac", 0.0}}) {
+    auto update = [&](int copies) {
+      Orbformer wf(test::small_orbformer(2));
+      OptimOptions o;
+      o.type = c.type;
+      o.determinant_balance = c.balance;
+      auto opt = make_optimizer(o, wf);
+      std::vector<torch::Tensor> before;
+      for (const auto& p : trainable_parameters(wf)) before.push_back(p.detach().clone());
+      StageTimers timers;
+      std::vector<WalkerBatch> batches(copies, WalkerBatch{&sys, r, e});
+      EXPECT_TRUE(opt->step(wf, batches, 0, timers)) << c.type;
+      std::vector<torch::Tensor> delta;
+      const auto after = trainable_parameters(wf);
+      for (size_t k = 0; k < after.size(); ++k) delta.push_back((after[k].detach() - before[k]).reshape(-1));
+      return torch::cat(delta);
+    };
+    const auto once = update(1), twice = update(2);
+    const double size = once.abs().max().item<double>();
+    EXPECT_GT(size, 0.0) << c.type;
+    EXPECT_LT((twice - once).abs().max().item<double>(), 1e-8 * size) << c.type << " balance " << c.balance;
+  }
 }

@@ -46,7 +46,7 @@ TEST(PauliNetTraining, HartreeFockLimitSamplesTheHartreeFockEnergy) {
                               "model.paulinet.cusp_correction=false", "model.paulinet.cusp_electrons=false",
                               "sampler.walkers=400", "sampler.steps_per_iteration=10", "sampler.burn_in=100"});
   auto s = make_setup(c);
-  s.sampler->initialize(s.logabs_fn());
+  s.molecules[0].sampler->initialize(s.logabs_fn());
   StageTimers timers;
   EvalOptions e;
   e.steps = 200;
@@ -66,7 +66,7 @@ TEST(PauliNetTraining, ShortSpringTrainingLowersTheEnergy) {
   Config before = paulinet_config("he", fresh_dir("nnvmc_pn_he0"), 0, o);
   before.sampler.walkers = 256;
   auto s = make_setup(before);
-  s.sampler->initialize(s.logabs_fn());
+  s.molecules[0].sampler->initialize(s.logabs_fn());
   StageTimers timers;
   const auto e0 = evaluate(s, before.eval, timers).stats;
   Trainer t(paulinet_config("he", fresh_dir("nnvmc_pn_he"), 40, o));
@@ -99,10 +99,10 @@ TEST(PauliNetTraining, PerSampleGradientsEqualSingleWalkerGradients) {
   auto s = make_setup(c);
   torch::manual_seed(3);
   const auto r = 1.5 * torch::randn({3, 4, 3}, torch::kFloat64);
-  const auto rows = per_sample_log_gradients(*s.wf, s.tensors, r, 2);  // [3, P]
+  const auto rows = per_sample_log_gradients(*s.wf, s.molecules[0].tensors, r, 2);  // [3, P]
   const auto params = trainable_parameters(*s.wf);
   for (int64_t w = 0; w < 3; ++w) {
-    const auto out = s.wf->forward(r.narrow(0, w, 1), s.tensors).logabs.sum();
+    const auto out = s.wf->forward(r.narrow(0, w, 1), s.molecules[0].tensors).logabs.sum();
     const auto g = torch::autograd::grad({out}, params, {}, false, false, true);
     std::vector<torch::Tensor> flat;
     for (size_t k = 0; k < g.size(); ++k)

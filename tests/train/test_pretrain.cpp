@@ -22,7 +22,7 @@ TEST(HartreeFockDeterminant, VmcEnergyEqualsTheHartreeFockEnergyWithinErrorBar) 
   Config c = base("he", "{type: hf, hf: {basis: cc-pvdz}}");
   c.hamiltonian.laplacian = "jvp";
   VmcSetup s = make_setup(c);
-  s.sampler->initialize(s.logabs_fn());
+  s.molecules[0].sampler->initialize(s.logabs_fn());
   StageTimers timers;
   EvalOptions eo;
   eo.steps = 300;
@@ -46,5 +46,7 @@ TEST(Pretrain, FitsFermiNetOrbitalsToHartreeFock) {
   const auto r = pretrain(s, p, timers);
   EXPECT_EQ(r.steps, 60);
   EXPECT_LT(r.final_loss, 0.5 * r.initial_loss);
-  EXPECT_TRUE(std::isfinite(r.e_hf));
+  ASSERT_EQ(r.molecules.size(), 1u);
+  EXPECT_TRUE(std::isfinite(r.molecules[0].e_hf));
+  EXPECT_EQ(r.molecules[0].final_loss, r.final_loss);
 }

@@ -61,7 +61,7 @@ TEST(PsiformerTraining, ResumedSpringRunEqualsUninterruptedRun) {
   const auto pa = module_state(*a.setup().wf), pb = module_state(*resumed.setup().wf);
   ASSERT_EQ(pa.size(), pb.size());
   for (const auto& [k, v] : pa) EXPECT_TRUE(torch::equal(v, pb.at(k))) << k;
-  EXPECT_TRUE(torch::equal(a.setup().sampler->positions(), resumed.setup().sampler->positions()));
+  EXPECT_TRUE(torch::equal(a.setup().molecules[0].sampler->positions(), resumed.setup().molecules[0].sampler->positions()));
   const auto ea = column(dir_a + "/result.h5", "train/energy");
   const auto eb = column(dir_b + "/result.h5", "train/energy");
   ASSERT_EQ(ea.size(), 6u);

@@ -38,7 +38,7 @@ Trainer hydrogen_trainer(const std::string& out, int iterations, int max_failure
   c.run.output = out;
   c.run.threads = 1;
   VmcSetup s = make_setup(c);
-  s.wf = std::make_shared<Hydrogenic>(s.system, 0.6);
+  s.wf = std::make_shared<Hydrogenic>(s.molecules[0].system, 0.6);
   return Trainer(std::move(s));
 }
 
@@ -53,11 +53,11 @@ TEST(Recovery, ANonFiniteStepIsRetriedWithNewMovesAndTrainingConverges) {
   t.set_energy_hook([&](std::int64_t it, torch::Tensor& e) {
     seen.push_back(it);
     if (it == 7 && std::count(seen.begin(), seen.end(), 7) == 1) {  // iteration 8 fails once
-      first_try_positions = t.setup().sampler->positions().clone();
+      first_try_positions = t.setup().molecules[0].sampler->positions().clone();
       e = torch::full_like(e, kNaN);
     } else if (it == 7) {
       // The retry starts from the same walkers but draws new moves: other positions.
-      EXPECT_FALSE(torch::equal(t.setup().sampler->positions(), first_try_positions));
+      EXPECT_FALSE(torch::equal(t.setup().molecules[0].sampler->positions(), first_try_positions));
     }
   });
   const auto out = t.run(false);
@@ -151,7 +151,7 @@ TEST(Recovery, ResumeRepeatsARecoveredRunBitForBit) {
   EXPECT_EQ(resumed.run(false).failed_steps, 2);
   const auto pa = module_state(*a.setup().wf), pb = module_state(*resumed.setup().wf);
   for (const auto& [k, v] : pa) EXPECT_TRUE(torch::equal(v, pb.at(k))) << k;
-  EXPECT_TRUE(torch::equal(a.setup().sampler->positions(), resumed.setup().sampler->positions()));
+  EXPECT_TRUE(torch::equal(a.setup().molecules[0].sampler->positions(), resumed.setup().molecules[0].sampler->positions()));
   EXPECT_EQ(column(dir_a + "/result.h5", "train/energy"), column(dir_b + "/result.h5", "train/energy"));
 }
 

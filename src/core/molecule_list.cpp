@@ -1,0 +1,193 @@
+#include "core/molecule_list.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "core/config_yaml.hpp"
+#include "core/errors.hpp"
+#include "core/log.hpp"
+
+namespace nnvmc {
+namespace fs = std::filesystem;
+
+const std::vector<std::string> kReservedMoleculeNames = {
+    "energy", "variance", "acceptance", "step_size", "learning_rate", "excluded_walkers", "seconds",
+    "initial_loss", "final_loss", "e_hf"};
+
+namespace {
+
+bool looks_like_path(const std::string& s) { return s.find('/') != std::string::npos || fs::path(s).has_extension(); }
+
+/// A molecule name or path; relative paths are taken relative to `base_dir` (empty: as given).
+System load_entry_file(const std::string& spec, const std::string& base_dir) {
+  std::string p = spec;
+  if (looks_like_path(spec) && !base_dir.empty() && fs::path(spec).is_relative()) p = (fs::path(base_dir) / spec).string();
+  return load_molecule(p, default_molecules_dir());
+}
+
+/// A bare list of atoms: [[symbol, x, y, z], ...].
+bool is_atom_list(const YAML::Node& n) {
+  return n.IsSequence() && n.size() > 0 && n[0].IsSequence() && n[0].size() == 4 && n[0][0].IsScalar();
+}
+
+/// {molecule: NAME-OR-PATH, geometry, units, name, charge, spin}.
+System molecule_with_geometry(const YAML::Node& e, const std::string& key, const std::string& base_dir) {
+  static const std::vector<std::string> known = {"molecule", "geometry", "units", "name", "charge", "spin"};
+  for (const auto& kv : e) {
+    const std::string k = kv.first.IsScalar() ? kv.first.Scalar() : "";
+    if (std::find(known.begin(), known.end(), k) == known.end())
+      throw ConfigError("'" + key + "': unknown key '" + k + "'" + config_yaml::suggestion(k, known) +
+                        " (an entry with 'molecule:' takes geometry, units, name, charge, spin)");
+  }
+  if (!e["molecule"].IsScalar()) throw ConfigError("'" + key + ".molecule' must be a molecule name or a file path");
+  System s = load_entry_file(e["molecule"].Scalar(), base_dir);
+  double scale = 1.0;
+  try {
+    if (e["units"]) {
+      const auto units = e["units"].as<std::string>();
+      if (units == "angstrom") scale = kBohrPerAngstrom;
+      else if (units != "bohr") throw ConfigError("'" + key + ".units' must be bohr or angstrom, got '" + units + "'");
+    }
+    if (const auto g = e["geometry"]) {
+      if (!g.IsSequence() || g.size() != s.atoms.size())
+        throw ConfigError(strfmt("'%s.geometry' must list %zu positions [x, y, z], one per atom of '%s'", key.c_str(),
+                                 s.atoms.size(), s.name.c_str()));
+      for (size_t i = 0; i < s.atoms.size(); ++i) {
+        if (!g[i].IsSequence() || g[i].size() != 3)
+          throw ConfigError(strfmt("'%s.geometry[%zu]' must be [x, y, z]", key.c_str(), i));
+        for (int k = 0; k < 3; ++k) {
+          const double x = g[i][k].as<double>();
+          if (!std::isfinite(x)) throw ConfigError(strfmt("'%s.geometry[%zu]' must be finite", key.c_str(), i));
+          s.atoms[i].position[k] = x * scale;
+        }
+      }
+    }
+    if (e["name"]) s.name = e["name"].as<std::string>();
+    if (e["charge"]) s.charge = e["charge"].as<int>();
+    if (e["spin"]) s.spin = e["spin"].as<int>();
+  } catch (const YAML::Exception&) {
+    throw ConfigError("'" + key + "': geometry must hold numbers, name a string, charge and spin integers");
+  }
+  s.e_ref.reset();  // the file's reference energy belongs to its own geometry
+  s.e_ref_source.clear();
+  return s;
+}
+
+System parse_entry(const YAML::Node& e, const std::string& key, const std::string& base_dir, size_t index) {
+  if (e.IsScalar()) return load_entry_file(e.Scalar(), base_dir);
+  if (e.IsMap() && e["molecule"]) return molecule_with_geometry(e, key, base_dir);
+  if (e.IsMap() || is_atom_list(e)) {
+    System s = parse_molecule_yaml(YAML::Dump(e), key);
+    if (s.name.empty()) s.name = "inline" + std::to_string(index + 1);
+    return s;
+  }
+  throw ConfigError("'" + key + "' must be a molecule name, a file path, a list of atoms or a mapping");
+}
+
+/// The entries of a list node; a bare list of atoms is one molecule.
+std::vector<System> parse_list(const YAML::Node& list, const std::string& key, const std::string& base_dir) {
+  if (is_atom_list(list)) return {parse_entry(list, key, base_dir, 0)};
+  if (!list.IsSequence() || list.size() == 0)
+    throw ConfigError("'" + key + "' must be a non-empty list of molecules");
+  std::vector<System> out;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string k = key + "[" + std::to_string(i) + "]";
+    try {
+      out.push_back(parse_entry(list[i], k, base_dir, i));
+    } catch (const ConfigError&) {
+      throw;
+    } catch (const InputError& err) {
+      throw InputError("'" + k + "': " + err.what());
+    }
+  }
+  return out;
+}
+
+YAML::Node load_yaml(const std::string& text, const std::string& where) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(where + ":" + std::to_string(e.mark.line + 1) + ": malformed YAML: " + e.msg);
+  }
+}
+
+/// system.molecule: a name, path or inline atoms (the one-molecule list).
+System single_molecule(const std::string& spec) {
+  try {
+    const bool inline_atoms = spec.find('[') != std::string::npos || spec.find('\n') != std::string::npos;
+    System s = inline_atoms ? parse_molecule_yaml(spec, "system.molecule") : load_molecule(spec, default_molecules_dir());
+    if (inline_atoms && s.name.empty()) s.name = "inline";
+    return s;
+  } catch (const ConfigError&) {
+    throw;
+  } catch (const InputError& e) {
+    throw InputError(std::string("system.molecule: ") + e.what());
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> unique_molecule_names(const std::vector<std::string>& names) {
+  std::set<std::string> taken(kReservedMoleculeNames.begin(), kReservedMoleculeNames.end());
+  std::vector<std::string> out;
+  for (std::string n : names) {
+    for (char& ch : n)
+      if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '.' && ch != '+' && ch != '-') ch = '_';
+    if (n.empty() || n == "." || n == "..") n = "molecule";
+    std::string u = n;
+    for (int k = 2; taken.count(u); ++k) u = n + "_" + std::to_string(k);
+    taken.insert(u);
+    out.push_back(u);
+  }
+  return out;
+}
+
+std::vector<System> resolve_molecules(const SystemConfig& config) {
+  std::vector<System> out;
+  std::string key = "system.molecule";
+  if (config.molecules) {
+    key = "system.molecules";
+    const std::string& text = config.molecules->yaml;
+    // A scalar is one molecule (system.molecules=lih on the command line).
+    const YAML::Node n = load_yaml(text, key);
+    out = n.IsScalar() ? std::vector<System>{parse_entry(n, key, "", 0)} : parse_list(n, key, "");
+  } else if (config.dataset) {
+    key = "system.dataset";
+    const std::string& path = *config.dataset;
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec)) throw InputError("system.dataset: '" + path + "': no such file");
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    YAML::Node n = load_yaml(ss.str(), path);
+    if (n.IsMap() && n["molecules"]) n = n["molecules"];
+    out = parse_list(n, "system.dataset (" + path + ")", fs::path(path).parent_path().string());
+  } else {
+    out = {single_molecule(config.molecule ? config.molecule->yaml : "lih")};
+  }
+  std::vector<std::string> names;
+  for (const auto& s : out) names.push_back(s.name);
+  names = unique_molecule_names(names);
+  for (size_t i = 0; i < out.size(); ++i) {
+    System& s = out[i];
+    s.name = names[i];
+    if (config.charge) s.charge = *config.charge;
+    if (config.spin) s.spin = *config.spin;
+    try {
+      s.validate();
+    } catch (const InputError& e) {
+      throw InputError(key + (out.size() > 1 ? "[" + std::to_string(i) + "] (" + s.name + ")" : "") + ": " + e.what());
+    }
+  }
+  return out;
+}
+
+}  // namespace nnvmc

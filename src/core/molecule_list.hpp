@@ -1,0 +1,34 @@
+#pragma once
+/// @file molecule_list.hpp
+/// The molecules of a run: `system.molecule` (one), `system.molecules` (a list) or
+/// `system.dataset` (a YAML file holding such a list). A run is a list of molecules; one
+/// molecule is the list of length one. Torch-free.
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/system.hpp"
+
+namespace nnvmc {
+
+/// Names a molecule may not take: the run-level series of result.h5's train/, eval/ and
+/// pretrain/ groups (a molecule's own series live in train/<name>/, eval/<name>/, pretrain/<name>/).
+extern const std::vector<std::string> kReservedMoleculeNames;
+
+/// The molecules of `config` in order, each validated, with charge/spin overrides applied and
+/// names made usable and unique (see unique_molecule_names). None of the three keys: lih.
+/// Entries of system.molecules (and of a dataset file):
+///  - a name in configs/molecules/ or a .yaml/.xyz path (relative to the working directory, or
+///    to the dataset file);
+///  - a list of atoms [[symbol, x, y, z], ...] (bohr);
+///  - a mapping in the molecule-file format ({atoms: [...], units, charge, spin, name});
+///  - {molecule: NAME-OR-PATH, geometry: [[x, y, z], ...], units, name, charge, spin}: that
+///    molecule with its nuclei moved to `geometry` (one row per atom, in `units`, default bohr).
+/// @throws InputError (ConfigError for malformed entries) naming the key, e.g. system.molecules[2]
+std::vector<System> resolve_molecules(const SystemConfig& config);
+
+/// Molecule names as result-file group names: characters other than letters, digits and
+/// _ . + - become '_'; empty names become "molecule"; repeated or reserved names get _2, _3, ...
+std::vector<std::string> unique_molecule_names(const std::vector<std::string>& names);
+
+}  // namespace nnvmc

@@ -1,0 +1,111 @@
+/// The molecules of a run: system.molecule, system.molecules and system.dataset.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/config.hpp"
+#include "core/errors.hpp"
+#include "core/molecule_list.hpp"
+
+using namespace nnvmc;
+namespace fs = std::filesystem;
+
+namespace {
+std::vector<System> molecules_of(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
+  return resolve_molecules(parse_config(yaml, overrides, "c.yaml").system);
+}
+template <class E> std::string error_of(const std::string& yaml) {
+  try {
+    (void)molecules_of(yaml);
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+}  // namespace
+
+TEST(MoleculeList, OneMoleculeIsTheListOfLengthOneAndLihIsTheDefault) {
+  const auto d = molecules_of("");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].name, "lih");
+  const auto h = molecules_of("system: {molecule: h2}");
+  ASSERT_EQ(h.size(), 1u);
+  EXPECT_EQ(h[0].name, "h2");
+  const auto inline_atoms = molecules_of("system: {molecule: [[H, 0, 0, 0], [H, 0, 0, 1.4]]}");
+  EXPECT_EQ(inline_atoms[0].name, "inline");
+}
+
+TEST(MoleculeList, EntriesAreNamesFilesAtomsOrMoleculesAtNewGeometriesWithUniqueNames) {
+  const auto m = molecules_of(
+      "system:\n"
+      "  molecules:\n"
+      "    - lih\n"
+      "    - lih\n"
+      "    - {molecule: h2, geometry: [[0, 0, 0], [0, 0, 1.0]], units: angstrom}\n"
+      "    - {atoms: [[He, 0, 0, 0]], name: helium}\n"
+      "    - [[H, 0, 0, 0], [H, 0, 0, 2.0]]\n"
+      "    - {molecule: h2, name: energy}\n");
+  ASSERT_EQ(m.size(), 6u);
+  EXPECT_EQ(m[0].name, "lih");
+  EXPECT_EQ(m[1].name, "lih_2");
+  EXPECT_EQ(m[2].name, "h2");
+  EXPECT_DOUBLE_EQ(m[2].atoms[1].position[2], kBohrPerAngstrom);
+  EXPECT_FALSE(m[2].e_ref.has_value());  // the file's reference belongs to its own geometry
+  EXPECT_TRUE(m[0].e_ref.has_value());
+  EXPECT_EQ(m[3].name, "helium");
+  EXPECT_EQ(m[3].n_electrons(), 2);
+  EXPECT_EQ(m[4].name, "inline5");
+  EXPECT_EQ(m[5].name, "energy_2");  // "energy" is a run-level series of result.h5
+}
+
+TEST(MoleculeList, ADatasetFileListsMoleculesWithPathsRelativeToIt) {
+  const auto dir = fs::temp_directory_path() / "nnvmc_dataset_test";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "geoms");
+  std::ofstream(dir / "geoms" / "h2_stretched.xyz") << "2\nH2\nH 0 0 0\nH 0 0 1.2\n";
+  std::ofstream(dir / "set.yaml") << "molecules:\n  - geoms/h2_stretched.xyz\n  - he\n"
+                                     "  - {molecule: geoms/h2_stretched.xyz, name: h2_b, geometry: [[0,0,0],[0,0,2]]}\n";
+  const auto m = molecules_of("system: {dataset: " + (dir / "set.yaml").string() + "}");
+  ASSERT_EQ(m.size(), 3u);
+  EXPECT_EQ(m[0].name, "h2_stretched");
+  EXPECT_DOUBLE_EQ(m[0].atoms[1].position[2], 1.2 * kBohrPerAngstrom);
+  EXPECT_EQ(m[1].name, "he");
+  EXPECT_EQ(m[2].name, "h2_b");
+  EXPECT_DOUBLE_EQ(m[2].atoms[1].position[2], 2.0);
+  // A bare list works too.
+  std::ofstream(dir / "list.yaml") << "- h2\n- h2\n";
+  EXPECT_EQ(molecules_of("system: {dataset: " + (dir / "list.yaml").string() + "}").size(), 2u);
+  fs::remove_all(dir);
+}
+
+TEST(MoleculeList, MistakesNameTheEntry) {
+  EXPECT_TRUE(contains(error_of<ConfigError>("system: {molecules: [h2, {molecule: h2, geometry: [[0, 0, 0]]}]}"),
+                       "system.molecules[1].geometry"));
+  EXPECT_TRUE(contains(error_of<ConfigError>("system: {molecules: [{molecule: h2, geometri: []}]}"), "geometri"));
+  EXPECT_TRUE(contains(error_of<InputError>("system: {molecules: [h2, nosuchmolecule]}"), "system.molecules[1]"));
+  EXPECT_TRUE(contains(error_of<ConfigError>("system: {molecules: []}"), "system.molecules"));
+  EXPECT_TRUE(contains(error_of<InputError>("system: {dataset: /no/such/file.yaml}"), "system.dataset"));
+  EXPECT_TRUE(contains(error_of<InputError>("system: {molecules: [h2, {molecule: h2, spin: 1}]}"), "system.molecules[1]"));
+}
+
+TEST(MoleculeList, OneOfTheThreeKeysAndAnOverrideReplacesTheOthers) {
+  try {
+    (void)parse_config("system: {molecule: h2, molecules: [h2, he]}", {}, "c.yaml");
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_TRUE(contains(e.what(), "system.molecules")) << e.what();
+  }
+  // A checkpoint's config with several molecules, evaluated for one (nnvmc eval CKPT system.molecule=he).
+  const auto m = molecules_of("system: {molecules: [h2, lih]}", {"system.molecule=he"});
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].name, "he");
+  const auto back = molecules_of("system: {molecule: he}", {"system.molecules=[h2, lih]"});
+  ASSERT_EQ(back.size(), 2u);
+  // The resolved config writes the list and reads back to the same molecules.
+  const Config c = parse_config("system: {molecules: [h2, {molecule: h2, geometry: [[0,0,0],[0,0,2]]}]}", {}, "c.yaml");
+  const auto again = resolve_molecules(parse_config(to_yaml(c), {}, "resolved").system);
+  ASSERT_EQ(again.size(), 2u);
+  EXPECT_EQ(again[1].atoms[1].position[2], 2.0);
+}
