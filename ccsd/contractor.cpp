@@ -4,6 +4,7 @@
 
 #include "batching/contract.hpp"
 #include "batching/workspace.hpp"
+#include "ccsd/usage.hpp"
 
 namespace nnvmc::ccsd {
 
@@ -16,6 +17,7 @@ Contractor::Contractor(batching::PlanOptions options, bool explain)
 
 torch::Tensor Contractor::operator()(const std::string& term, const std::string& spec,
                                      const std::vector<torch::Tensor>& ops) {
+  const Usage u0 = Usage::now();
   const auto es = batching::parse_einsum(spec);
   const auto ext = batching::label_extents(es, [&] {
     std::vector<std::vector<std::int64_t>> s;
@@ -27,9 +29,14 @@ torch::Tensor Contractor::operator()(const std::string& term, const std::string&
   torch::Tensor out = torch::empty(shape, ops[0].options());
   const auto plan = batching::plan_contraction(spec, ops, out, options_);
   const auto rep = batching::execute(plan, ops, out, options_);
+  const Usage du = Usage::now() - u0;
   auto& s = stats_[term];
   if (explain_ && s.calls == 0) plans_.push_back(term + ": " + plan.explain());
-  s.seconds += rep.seconds;
+  s.seconds += du.wall;
+  s.cpu_seconds += du.cpu();
+  s.sys_seconds += du.sys;
+  s.minor_faults += du.minor_faults;
+  s.copy_bytes += double(rep.copy_bytes);
   s.flops += rep.flops;
   s.batches += rep.batches;
   s.peak_bytes = std::max(s.peak_bytes, rep.peak_bytes);

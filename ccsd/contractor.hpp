@@ -15,6 +15,10 @@ namespace nnvmc::ccsd {
 /// Accumulated statistics of one named term.
 struct TermStats {
   double seconds = 0;             ///< wall time
+  double cpu_seconds = 0;         ///< process CPU time (user + system)
+  double sys_seconds = 0;         ///< of which system (kernel) time
+  std::int64_t minor_faults = 0;  ///< page faults (first touches of fresh memory)
+  double copy_bytes = 0;          ///< bytes written by layout copies, reductions and output writes
   double flops = 0;               ///< GEMM FLOPs
   std::int64_t batches = 0;       ///< batches run
   std::int64_t peak_bytes = 0;    ///< largest accounted peak

@@ -35,6 +35,7 @@ CcsdResult run_rccsd(const MoIntegrals& mo, const CcsdOptions& options) {
   res.e_hf = mo.e_hf;
   double e_old = 0;
   const auto t_start = std::chrono::steady_clock::now();
+  const Usage u_start = Usage::now();
   for (int it = 1; it <= options.max_iterations; ++it) {
     h.dress(t1);
     const Residual r = ccsd_residual(h, c, t1, t2);
@@ -58,6 +59,7 @@ CcsdResult run_rccsd(const MoIntegrals& mo, const CcsdOptions& options) {
     }
   }
   res.seconds_per_iteration = seconds_since(t_start) / std::max(res.iterations, 1);
+  res.usage_per_iteration = (Usage::now() - u_start).scaled(1.0 / std::max(res.iterations, 1));
   if (!res.converged && options.require_convergence)
     throw NumericalError("CCSD did not converge in " + std::to_string(options.max_iterations) + " iterations");
   // energy of the final amplitudes with the bare ovov block (equal to the dressed one)

@@ -10,6 +10,7 @@
 #include "batching/plan.hpp"
 #include "ccsd/contractor.hpp"
 #include "ccsd/mo_integrals.hpp"
+#include "ccsd/usage.hpp"
 
 namespace nnvmc::ccsd {
 
@@ -37,6 +38,7 @@ struct CcsdResult {
   int iterations = 0;                 ///< CCSD iterations
   bool converged = false;             ///< tolerances met
   double seconds_per_iteration = 0;   ///< mean wall time of one iteration
+  Usage usage_per_iteration;          ///< mean wall, user, system time and page faults of one iteration
   double seconds_triples = 0;         ///< wall time of (T)
   std::map<std::string, TermStats> terms;  ///< per contraction term, over all iterations
   std::vector<std::string> plans;     ///< plans of every term (options.explain)

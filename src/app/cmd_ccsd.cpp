@@ -39,10 +39,16 @@ void print_summary(const ccsd::CcsdRun& run, const CcsdArgs& a) {
   if (a.triples) std::printf("E(CCSD(T))  %18.10f   ((T) %.10f, %.2f s)\n", cc.e_ccsd_t, cc.e_t, cc.seconds_triples);
   std::printf("iterations %d, %.3f s per iteration (SCF %.2f s, integrals %.2f s)\n", cc.iterations,
               cc.seconds_per_iteration, run.seconds_scf, run.seconds_integrals);
-  std::printf("%-14s %10s %10s %8s %12s %s\n", "term", "s/iter", "GFLOP/s", "batches", "peak", "split");
+  const auto& u = cc.usage_per_iteration;
+  std::printf("per iteration: wall %.3f s, user %.3f s, system %.3f s, %lld page faults\n", u.wall, u.user, u.sys,
+              static_cast<long long>(u.minor_faults));
+  std::printf("%-14s %10s %10s %10s %10s %8s %12s %s\n", "term", "s/iter", "cpu s/iter", "GFLOP/cpu-s", "copied/it",
+              "batches", "peak", "split");
+  const double it = std::max(cc.iterations, 1);
   for (const auto& [term, st] : cc.terms)
-    std::printf("%-14s %10.4f %10.2f %8lld %12s %s\n", term.c_str(), st.seconds / std::max(cc.iterations, 1),
-                st.seconds > 0 ? st.flops / st.seconds * 1e-9 : 0.0, static_cast<long long>(st.batches),
+    std::printf("%-14s %10.4f %10.4f %10.2f %10s %8lld %12s %s\n", term.c_str(), st.seconds / it,
+                st.cpu_seconds / it, st.cpu_seconds > 0 ? st.flops / st.cpu_seconds * 1e-9 : 0.0,
+                batching::format_bytes(st.copy_bytes / it).c_str(), static_cast<long long>(st.batches),
                 batching::format_bytes(double(st.peak_bytes)).c_str(), st.strategy.c_str());
   if (a.explain)
     for (const auto& p : cc.plans) std::printf("%s", p.c_str());
@@ -84,11 +90,14 @@ void run_ccsd_command(const CcsdArgs& a) {
   j["iterations"] = run.cc.iterations;
   j["converged"] = run.cc.converged;
   j["seconds_per_iteration"] = run.cc.seconds_per_iteration;
+  const auto& u = run.cc.usage_per_iteration;
+  j["per_iteration"] = {{"wall", u.wall}, {"user", u.user}, {"sys", u.sys}, {"minor_faults", u.minor_faults}};
   j["seconds_scf"] = run.seconds_scf;
   j["seconds_integrals"] = run.seconds_integrals;
   for (const auto& [term, st] : run.cc.terms)
-    j["terms"][term] = {{"seconds", st.seconds}, {"flops", st.flops}, {"batches", st.batches},
-                        {"peak_bytes", st.peak_bytes}, {"split", st.strategy}};
+    j["terms"][term] = {{"seconds", st.seconds}, {"cpu_seconds", st.cpu_seconds}, {"sys_seconds", st.sys_seconds},
+                        {"minor_faults", st.minor_faults}, {"copy_bytes", st.copy_bytes}, {"flops", st.flops},
+                        {"batches", st.batches}, {"peak_bytes", st.peak_bytes}, {"split", st.strategy}};
   std::cout << j.dump(2) << std::endl;
 }
 
