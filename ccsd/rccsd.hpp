@@ -22,6 +22,13 @@ struct CcsdOptions {
   double energy_tolerance = 1e-10;   ///< converged when |ΔE| < this (hartree) ...
   double residual_tolerance = 1e-8;  ///< ... and the amplitude update norm |Δt| < this
   int diis_size = 8;                 ///< stored DIIS vectors (0: plain Jacobi)
+  /// Keep the t1-independent integral blocks (bare o²v², o v³ blocks and the packed ladder
+  /// integrals, ~v⁴/2 + 2ov³ doubles) for the whole run when they fit half the budget: an
+  /// iteration then never touches the ERIs / Cholesky vectors. false: dress them every iteration.
+  bool cache_integrals = true;
+  /// Keep freed memory in the process during the iterations (glibc mallopt: no mmap for large
+  /// blocks, no trimming), so buffers of one iteration are not page-faulted in again the next.
+  bool retain_heap = true;
   bool triples = false;              ///< also compute the (T) correction
   batching::PlanOptions plan;        ///< budget, split, backend and device of every heavy contraction
   bool explain = false;              ///< keep the plan of each term (CcsdResult::plans)
@@ -42,6 +49,8 @@ struct CcsdResult {
   double seconds_triples = 0;         ///< wall time of (T)
   std::map<std::string, TermStats> terms;  ///< per contraction term, over all iterations
   std::vector<std::string> plans;     ///< plans of every term (options.explain)
+  bool cached_integrals = false;      ///< the iteration ran on cached bare integrals (CcsdOptions::cache_integrals)
+  double seconds_setup = 0;           ///< wall time of preparing the cached integrals
   torch::Tensor t1;                   ///< converged singles [o, v]
   torch::Tensor t2;                   ///< converged doubles [o, v, o, v]
 };

@@ -26,6 +26,7 @@ struct CcsdArgs {
   std::string device = "cpu";
   int max_iterations = 100;
   bool frozen_core = false, triples = false, json = false, explain = false, allow_unconverged = false;
+  bool no_cache = false;
 };
 
 void print_summary(const ccsd::CcsdRun& run, const CcsdArgs& a) {
@@ -37,8 +38,9 @@ void print_summary(const ccsd::CcsdRun& run, const CcsdArgs& a) {
   std::printf("E(HF)       %18.10f\n", cc.e_hf);
   std::printf("E(CCSD)     %18.10f   (correlation %.10f)\n", cc.e_ccsd, cc.e_corr);
   if (a.triples) std::printf("E(CCSD(T))  %18.10f   ((T) %.10f, %.2f s)\n", cc.e_ccsd_t, cc.e_t, cc.seconds_triples);
-  std::printf("iterations %d, %.3f s per iteration (SCF %.2f s, integrals %.2f s)\n", cc.iterations,
-              cc.seconds_per_iteration, run.seconds_scf, run.seconds_integrals);
+  std::printf("iterations %d, %.3f s per iteration (SCF %.2f s, integrals %.2f s, %s %.2f s)\n", cc.iterations,
+              cc.seconds_per_iteration, run.seconds_scf, run.seconds_integrals,
+              cc.cached_integrals ? "cached blocks" : "no cached blocks", cc.seconds_setup);
   const auto& u = cc.usage_per_iteration;
   std::printf("per iteration: wall %.3f s, user %.3f s, system %.3f s, %lld page faults\n", u.wall, u.user, u.sys,
               static_cast<long long>(u.minor_faults));
@@ -63,6 +65,7 @@ void run_ccsd_command(const CcsdArgs& a) {
   o.ccsd.max_iterations = a.max_iterations;
   o.ccsd.require_convergence = !a.allow_unconverged;
   o.ccsd.explain = a.explain;
+  o.ccsd.cache_integrals = !a.no_cache;
   o.ccsd.verbose = !a.json;
   o.ccsd.plan.budget_bytes = batching::MemoryBudget::parse(a.memory, a.device, "--memory").bytes();
   o.ccsd.plan.split = batching::parse_split(a.split);
@@ -90,6 +93,8 @@ void run_ccsd_command(const CcsdArgs& a) {
   j["iterations"] = run.cc.iterations;
   j["converged"] = run.cc.converged;
   j["seconds_per_iteration"] = run.cc.seconds_per_iteration;
+  j["cached_integrals"] = run.cc.cached_integrals;
+  j["seconds_setup"] = run.cc.seconds_setup;
   const auto& u = run.cc.usage_per_iteration;
   j["per_iteration"] = {{"wall", u.wall}, {"user", u.user}, {"sys", u.sys}, {"minor_faults", u.minor_faults}};
   j["seconds_scf"] = run.seconds_scf;
@@ -120,6 +125,8 @@ void add_ccsd_command(CLI::App& app) {
   cmd->add_flag("--frozen-core", a->frozen_core, "freeze core orbitals");
   cmd->add_flag("--triples", a->triples, "add the (T) correction");
   cmd->add_flag("--json", a->json, "print a JSON summary");
+  cmd->add_flag("--no-cached-integrals", a->no_cache,
+                "dress the integrals every iteration instead of keeping t1-independent blocks (least memory)");
   cmd->add_flag("--explain", a->explain, "print the contraction plan of every term");
   cmd->callback([a] { run_ccsd_command(*a); });
 }
