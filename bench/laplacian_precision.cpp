@@ -55,6 +55,11 @@ int main(int argc, char** argv) {
   c.sampler.walkers = walkers;
   c.run.dtype = "float64";
   c.run.threads = threads;
+  // The published FermiNet and the walkers of the measurements in bench/results (settings that
+  // were the config defaults then).
+  c.model.ferminet.hidden_dims = std::vector<std::array<int, 2>>(4, {256, 32});
+  c.model.ferminet.determinants = 16;
+  c.sampler.step_size = 0.02;
   VmcSetup s = make_setup(c);
   s.sampler->initialize(s.logabs_fn());
   s.sampler->run(s.logabs_fn(), 20);

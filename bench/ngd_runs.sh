@@ -11,7 +11,7 @@ OUT=${2:?output dir}
 LIH_S=${LIH_S:-3600} ATOM_S=${ATOM_S:-1200} LIH_EVAL=${LIH_EVAL:-2000} ATOM_EVAL=${ATOM_EVAL:-2000}
 common="optim.iterations=100000 run.threads=1 run.checkpoint_every=50 eval.steps=0 optim.log_every=10"
 train() {  # name config seconds
-  timeout -s INT "$3" "$BIN" train "$2" run.output="$OUT/$1" $common > "$OUT/$1.log" 2>&1 || true
+  timeout -s INT "$3" "$BIN" train "$2" run.output="$OUT/$1" --force $common > "$OUT/$1.log" 2>&1 || true
 }
 evaluate() {  # name steps
   "$BIN" eval "$OUT/$1/checkpoint.h5" run.threads=1 --steps "$2" --json > "$OUT/$1.eval.json"

@@ -6,7 +6,7 @@ BUILD=${1:-build}
 NNVMC="$BUILD/src/app/nnvmc"
 OUT=runs/demo_he
 echo "== nnvmc demo: FermiNet on He (exact energy -2.903724 Eh) =="
-"$NNVMC" train configs/runs/he_ferminet_small.yaml run.output=$OUT optim.iterations=400 \
+"$NNVMC" train configs/runs/he_ferminet_small.yaml run.output=$OUT --force optim.iterations=400 \
   optim.log_every=50 eval.steps=200
 echo
 echo "== evaluation of the trained checkpoint =="

@@ -1,6 +1,7 @@
 #include "hamiltonian/local_energy.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "batching/chunk_fit.hpp"
 #include "core/errors.hpp"
@@ -25,8 +26,14 @@ LocalEnergyTerms LocalEnergy::evaluate(WaveFunction& wf, const torch::Tensor& r,
   std::vector<torch::Tensor> kin, pot;
   for (int64_t lo = 0; lo < b; lo += chunk) {
     const auto rc = r.slice(0, lo, std::min(b, lo + chunk));
-    const auto t = method_->compute(wf, sys_, rc);
-    kin.push_back(-0.5 * (t.laplacian + t.grad_sq));
+    {
+      std::optional<StageTimers::Scope> scope;
+      if (timers_) scope.emplace(*timers_, "local_energy.laplacian");
+      const auto t = method_->compute(wf, sys_, rc);
+      kin.push_back(-0.5 * (t.laplacian + t.grad_sq));
+    }
+    std::optional<StageTimers::Scope> scope;
+    if (timers_) scope.emplace(*timers_, "local_energy.potential");
     torch::NoGradGuard no_grad;
     pot.push_back(potential_energy(rc, sys_.nuclei, sys_.charges, e_nn_));
   }

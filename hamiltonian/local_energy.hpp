@@ -10,6 +10,7 @@
 #include "batching/budget.hpp"
 #include "batching/chunk_fit.hpp"
 #include "core/system.hpp"
+#include "core/timer.hpp"
 #include "hamiltonian/laplacian.hpp"
 
 namespace nnvmc {
@@ -50,6 +51,9 @@ class LocalEnergy {
   LaplacianMethod& method() { return *method_; }
   /// The molecule the energies are evaluated for (nuclei in the walkers' dtype/device).
   const SystemTensors& system() const { return sys_; }
+  /// Times the parts of each evaluation as stages "local_energy.laplacian" and
+  /// "local_energy.potential" in `timers` (nullptr: not timed). Not owned.
+  void set_timers(StageTimers* timers) { timers_ = timers; }
 
  private:
   LocalEnergyTerms evaluate(WaveFunction& wf, const torch::Tensor& r, std::int64_t chunk);
@@ -61,6 +65,7 @@ class LocalEnergy {
   ChunkPolicy policy_;
   std::int64_t chunk_;
   batching::ChunkFit calibration_;
+  StageTimers* timers_ = nullptr;
 };
 
 }  // namespace nnvmc

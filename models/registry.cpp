@@ -43,7 +43,13 @@ void register_builtin_models(ModelRegistry& registry) {
     return std::make_shared<Psiformer>(c.psiformer, s);
   });
   registry.add("hf", [](const ModelConfig& c, const System& s) {
-    return std::make_shared<HartreeFockDeterminant>(s, c.hf.basis);
+    try {
+      return std::make_shared<HartreeFockDeterminant>(s, c.hf.basis);
+    } catch (const ConfigError&) {
+      throw;
+    } catch (const InputError& e) {  // unknown basis, or one without this molecule's elements
+      throw ConfigError(std::string("model.hf.basis: ") + e.what());
+    }
   });
   registry.add("paulinet", [](const ModelConfig& c, const System& s) { return make_paulinet(c.paulinet, s); });
 }

@@ -70,20 +70,24 @@ double MetropolisSampler::run(const LogAbsFn& logabs, int n) {
   torch::NoGradGuard no_grad;
   if (!r_.defined()) throw Error("sampler used before initialize()");
   const auto cpu64 = torch::TensorOptions().dtype(torch::kFloat64);
-  double accepted = 0;
+  // Acceptance accumulates on the device and is read once per call (no host sync per step).
+  auto accepted = torch::zeros({}, r_.options().dtype(torch::kFloat64));
   for (int s = 0; s < n; ++s) {
     // Draw on the CPU in float64 so chains do not depend on dtype/device of the model.
     const auto noise = at::normal(0.0, 1.0, r_.sizes(), gen_, cpu64).to(tensor_);
     const auto u = at::empty({r_.size(0)}, cpu64).uniform_(0.0, 1.0, gen_).to(tensor_);
     const auto proposal = r_ + step_size_ * noise;
     const auto new_logabs = logabs(proposal);
-    // accept with probability min(1, |ψ'|²/|ψ|²); NaN proposals are rejected.
-    const auto accept = torch::log(u) < 2.0 * (new_logabs - logabs_);
+    // Accept with probability min(1, |ψ'|²/|ψ|²). A proposal with a non-finite log|ψ| (a node,
+    // where an orbital matrix is singular, or NaN) is rejected; a walker whose own log|ψ| is
+    // not finite takes any finite proposal (so no walker is stuck on a node).
+    const auto accept = torch::isfinite(new_logabs) &
+                        ((torch::log(u) < 2.0 * (new_logabs - logabs_)) | ~torch::isfinite(logabs_));
     r_ = torch::where(accept.view({-1, 1, 1}), proposal, r_);
     logabs_ = torch::where(accept, new_logabs, logabs_);
-    accepted += accept.to(torch::kFloat64).mean().item<double>();
+    accepted += accept.to(torch::kFloat64).mean();
   }
-  return n > 0 ? accepted / n : 0.0;
+  return n > 0 ? accepted.item<double>() / n : 0.0;
 }
 
 void MetropolisSampler::adapt(double acceptance) {

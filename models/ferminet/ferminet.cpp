@@ -20,7 +20,7 @@ std::pair<torch::Tensor, torch::Tensor> FermiNetLayerImpl::forward(
 }
 
 FermiNet::FermiNet(const FermiNetOptions& options, const System& system)
-    : options_(options),
+    : options_(options.sized_for(system.n_electrons())),
       n_up_(system.n_up()),
       n_down_(system.n_down()),
       n_atoms_(static_cast<int64_t>(system.atoms.size())) {
@@ -33,7 +33,7 @@ FermiNet::FermiNet(const FermiNetOptions& options, const System& system)
   set_built_for(system);
 
   int in1 = 4 * static_cast<int>(n_atoms_), in2 = 4;
-  const auto& dims = options.hidden_dims;
+  const auto& dims = *options_.hidden_dims;
   for (size_t l = 0; l < dims.size(); ++l) {
     const bool last = l + 1 == dims.size();
     layers_.push_back(register_module("layer" + std::to_string(l),
@@ -41,7 +41,7 @@ FermiNet::FermiNet(const FermiNetOptions& options, const System& system)
     in1 = dims[l][0];
     in2 = dims[l][1];
   }
-  const int64_t n = n_up_ + n_down_, k = options.determinants;
+  const int64_t n = n_up_ + n_down_, k = *options_.determinants;
   for (int s = 0; s < n_spins; ++s) {
     const std::string tag = std::to_string(s);
     projections_.push_back(register_module("orbital" + tag, torch::nn::Linear(in1, k * n)));

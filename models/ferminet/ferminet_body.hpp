@@ -30,7 +30,7 @@ std::pair<T, T> FermiNetLayerImpl::apply(const T& h1, const T& h2,
 template <BuildingBlocks T>
 T FermiNet::orbitals_electron_major(const T& r, const SystemTensors& sys) {
   using Op = Blocks<T>;
-  const int64_t n = n_up_ + n_down_, k = options_.determinants;
+  const int64_t n = n_up_ + n_down_, k = *options_.determinants;
   const auto ae = Op::sub_centres(r, sys.nuclei);  // [B, N, M, 3]
   const auto r_ae = Op::norm(ae);                // [B, N, M, 1]
   const auto ee = Op::pair_vectors(r);           // [B, N, N, 3]

@@ -1,5 +1,7 @@
 #include "models/hf/hf_determinant.hpp"
 
+#include "blocks/tensor_blocks.hpp"
+#include "scf/basis_table.hpp"
 #include "scf/scf.hpp"
 
 namespace nnvmc {
@@ -14,6 +16,35 @@ HartreeFockDeterminant::HartreeFockDeterminant(const System& system, const std::
   c_beta_ = r.c_beta.leftCols(n_down_);
   set_options(torch::kFloat64);
   set_built_for(system);
+  table64_ = scf::basis_table(basis_);
+}
+
+SignedFwdLap HartreeFockDeterminant::forward_laplacian(const FwdLap& r, const SystemTensors& sys) {
+  using Op = Blocks<FwdLap>;
+  const auto opts = r.value.options();
+  if (!table_.prim_exp.defined() || table_.prim_exp.scalar_type() != opts.dtype().toScalarType() ||
+      table_.prim_exp.device() != opts.device())
+    table_ = table64_.to(opts);
+  const Eigen::MatrixXd* coefficients[2] = {&c_alpha_, &c_beta_};
+  const int64_t ranges[2][2] = {{0, n_up_}, {n_up_, n_up_ + n_down_}};
+  torch::Tensor sign;
+  FwdLap logabs;
+  for (int s = 0; s < 2; ++s) {
+    const int64_t lo = ranges[s][0], hi = ranges[s][1];
+    if (hi == lo) continue;
+    const auto& c = *coefficients[s];
+    GaussianOrbitalSpec spec;
+    spec.basis = &table_;
+    spec.coefficients = torch::from_blob(const_cast<double*>(c.data()), {c.cols(), c.rows()}, torch::kFloat64)
+                            .t()
+                            .to(opts);  // [n_basis, n_s] (Eigen is column-major)
+    spec.nuclei = sys.nuclei.to(opts);
+    const auto phi = Op::gaussian_orbitals(Op::slice_electrons(r, 1, lo, hi), spec);   // [B, n_s, n_s]
+    const auto det = Op::log_det(Op::reshape_features(phi, 1, {1, hi - lo}));          // [B, 1]
+    sign = sign.defined() ? sign * det.sign : det.sign;
+    logabs = logabs.value.defined() ? Op::add(logabs, det.logabs) : det.logabs;
+  }
+  return Op::signed_logsumexp(sign, logabs);
 }
 
 void HartreeFockDeterminant::set_options(torch::TensorOptions options) {

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "models/wavefunction.hpp"
+#include "blocks/gaussian_orbitals.hpp"
 #include "scf/orbitals_torch.hpp"
 
 namespace nnvmc {
@@ -19,6 +20,9 @@ class HartreeFockDeterminant : public WaveFunction {
   /// Block-diagonal occupied-orbital matrix [B, 1, N, N]: rows electrons, columns the
   /// n↑ α orbitals then the n↓ β orbitals (zero across spin blocks).
   torch::Tensor orbitals(const torch::Tensor& r, const SystemTensors& sys) override;
+  /// det Φ↑ · det Φ↓ with value, gradient and Laplacian of each Gaussian orbital in closed
+  /// form (the shared `gaussian_orbitals` block), at the nuclei of `sys`.
+  SignedFwdLap forward_laplacian(const FwdLap& r, const SystemTensors& sys) override;
   std::string type() const override { return "hf"; }
   double energy() const { return energy_; }  ///< E_HF of the SCF run (hartree)
   /// Moves the orbital tables to a dtype/device (GaussianOrbitals are not Module buffers).
@@ -30,6 +34,7 @@ class HartreeFockDeterminant : public WaveFunction {
   int64_t n_up_, n_down_;
   double energy_;
   scf::GaussianOrbitals alpha_, beta_;
+  GaussianBasisTable table64_, table_;  ///< the basis as tensors (float64; in the walkers' dtype)
   torch::TensorOptions options_ = torch::kFloat64;
 };
 

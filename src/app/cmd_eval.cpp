@@ -25,6 +25,9 @@ void run_eval(const EvalArgs& a) {
   RunArgs ra = split_run_args(a.args);
   if (ra.file.empty()) throw InputError("eval: give a CHECKPOINT file");
   const Checkpoint c = load_checkpoint(ra.file);
+  // The chain starts with the step size training adapted (the user's overrides still win);
+  // evaluate() adapts it during burn-in only and measures with it frozen.
+  ra.overrides.insert(ra.overrides.begin(), strfmt("sampler.step_size=%.17g", c.sampler.step_size));
   if (a.steps >= 0) ra.overrides.push_back("eval.steps=" + std::to_string(a.steps));
   if (a.walkers >= 0) ra.overrides.push_back("sampler.walkers=" + std::to_string(a.walkers));
   if (a.seed >= 0) ra.overrides.push_back("run.seed=" + std::to_string(a.seed));
@@ -50,11 +53,7 @@ void run_eval(const EvalArgs& a) {
   if (a.json) {
     std::cout << j.dump() << std::endl;
   } else {
-    std::cout << strfmt("energy   %.6f ± %.6f Eh\n", r.stats.mean, r.stats.error)
-              << strfmt("variance %.5f\n", r.variance)
-              << strfmt("autocorrelation time %.2f iterations, acceptance %.2f\n",
-                        r.stats.autocorr_time, r.acceptance)
-              << r.steps << " steps x " << r.walkers << " walkers\n";
+    std::cout << eval_text(r);
   }
 }
 }  // namespace

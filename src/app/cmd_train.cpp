@@ -1,4 +1,4 @@
-/// nnvmc train CONFIG [key=value ...] | nnvmc train --resume DIR [key=value ...]
+/// nnvmc train CONFIG [key=value ...] [--force] | nnvmc train --resume DIR [key=value ...]
 #include <filesystem>
 
 #include "app/commands.hpp"
@@ -9,26 +9,57 @@
 
 namespace nnvmc::app {
 
+namespace {
+namespace fs = std::filesystem;
+
+/// The checkpoint to resume in `dir` (a run's output directory, or its checkpoint file).
+/// @throws CheckpointError when there is none, or when `dir` only contains runs below it.
+std::string checkpoint_to_resume(const std::string& dir) {
+  std::error_code ec;
+  if (fs::is_regular_file(dir, ec)) return dir;
+  if (!fs::is_directory(dir, ec))
+    throw CheckpointError("--resume " + dir + ": no such directory (no checkpoint to resume from)");
+  const fs::path ckpt = fs::path(dir) / "checkpoint.h5";
+  if (fs::exists(ckpt, ec)) return ckpt.string();
+  std::string below;
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (fs::exists(entry.path() / "checkpoint.h5", ec))
+      below += (below.empty() ? "" : ", ") + entry.path().string();
+  if (!below.empty())
+    throw CheckpointError("--resume " + dir + ": no checkpoint.h5 here; runs below it: " + below +
+                          " (name the one to continue)");
+  if (fs::exists(fs::path(dir) / "checkpoint.h5.tmp", ec))
+    throw CheckpointError("--resume " + dir + ": no complete checkpoint.h5 (only an unfinished checkpoint.h5.tmp: "
+                          "the run stopped before its first checkpoint; start it again with --force)");
+  throw CheckpointError("--resume " + dir + ": no checkpoint.h5 to resume from");
+}
+}  // namespace
+
 void add_train_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("train", "Train a wavefunction (VMC) from a YAML config");
   auto args = std::make_shared<std::vector<std::string>>();
   auto resume = std::make_shared<std::string>();
+  auto force = std::make_shared<bool>(false);
   cmd->add_option("args", *args, "CONFIG.yaml followed by key.path=value overrides");
   cmd->add_option("--resume", *resume, "continue the run in this output directory");
-  cmd->callback([args, resume] {
-    const RunArgs ra = split_run_args(*args);
+  cmd->add_flag("--force", *force, "start over in an output directory that holds a run (run.overwrite=true)");
+  cmd->callback([args, resume, force] {
+    RunArgs ra = split_run_args(*args);
     Trainer::install_signal_handlers();
     std::unique_ptr<Trainer> trainer;
     if (!resume->empty()) {
-      const std::string ckpt = *resume + "/checkpoint.h5";
-      if (!std::filesystem::exists(ckpt))
-        throw CheckpointError(*resume + ": no checkpoint.h5 to resume from");
+      if (!ra.file.empty())
+        throw InputError("train --resume DIR takes key=value overrides only, not the file '" + ra.file +
+                         "' (the run's config is in its checkpoint)");
+      if (*force) throw InputError("train: --force starts a new run; it cannot be combined with --resume");
+      const std::string ckpt = checkpoint_to_resume(*resume);
       const Checkpoint c = load_checkpoint(ckpt);
       Config config = parse_config(c.config_yaml, ra.overrides, ckpt + ":config");
       log::info(strfmt("resuming %s at iteration %ld", resume->c_str(), static_cast<long>(c.iteration)));
       trainer = std::make_unique<Trainer>(config, ckpt);
     } else {
       if (ra.file.empty()) throw InputError("train: give a CONFIG file or --resume DIR");
+      if (*force) ra.overrides.push_back("run.overwrite=true");
       const Config config = load_config(ra.file, ra.overrides);
       trainer = std::make_unique<Trainer>(config);
     }

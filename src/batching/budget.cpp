@@ -15,14 +15,21 @@ namespace nnvmc::batching {
 namespace {
 constexpr std::int64_t kUnlimited = std::numeric_limits<std::int64_t>::max();
 
-std::int64_t host_available_bytes() {
+/// A /proc/meminfo entry in bytes, or −1 when it cannot be read.
+std::int64_t meminfo_bytes(const std::string& entry) {
   std::ifstream in("/proc/meminfo");
   std::string key;
   std::int64_t kb = 0;
   std::string unit;
   while (in >> key >> kb >> unit)
-    if (key == "MemAvailable:") return kb * 1024;
-  throw BudgetError("memory budget 'auto': cannot read MemAvailable from /proc/meminfo");
+    if (key == entry) return kb * 1024;
+  return -1;
+}
+
+std::int64_t host_available_bytes() {
+  const std::int64_t b = meminfo_bytes("MemAvailable:");
+  if (b < 0) throw BudgetError("memory budget 'auto': cannot read MemAvailable from /proc/meminfo");
+  return b;
 }
 }  // namespace
 
@@ -49,6 +56,12 @@ MemoryBudget MemoryBudget::parse(const std::string& text, const std::string& dev
   if (text == "auto")
     return MemoryBudget(static_cast<std::int64_t>(kAutoFraction * free_bytes(device)));
   const auto b = parse_bytes(text, key);
+  // A budget beyond the machine's memory is a typo, not a wish: chunks sized from it would fail
+  // (or be killed) instead of fitting.
+  const std::int64_t total = device == "cpu" ? meminfo_bytes("MemTotal:") : -1;
+  if (total > 0 && b > static_cast<std::uint64_t>(total))
+    throw ConfigError("'" + key + "' = " + text + " is more than this machine's memory (" +
+                      format_bytes(double(total)) + ")");
   if (b > static_cast<std::uint64_t>(kUnlimited)) return unlimited();
   return MemoryBudget(static_cast<std::int64_t>(b));
 }

@@ -97,15 +97,18 @@ concept BuildingBlocks = requires(const T& x, const T& y, const std::vector<T>& 
 /// linalg_slogdet (reverse-over-reverse and forward-over-reverse) are wrong by O(1) on
 /// well-conditioned orbital matrices with small determinants (CH4, FermiNet: Hessian diagonal
 /// entries off by up to 40 %, cond ≈ 200, |det| ≈ 1e-6), while the LU route agrees with float64
-/// to float32 rounding (bench/laplacian_precision.cpp measures both).
+/// to float32 rounding (bench/laplacian_precision.cpp measures both). Uses
+/// torch::linalg_lu_factor_ex: an exactly singular matrix gives sign 0 and log|det| = −inf
+/// (no exception, no device synchronisation).
 /// @param a [..., n, n] @return sign [...] (detached), log|det| [...]
 LogPsi lu_slogdet(const torch::Tensor& a);
 
-/// sign and log|det| from a factorisation (lu, pivots) = torch::linalg_lu_factor(a).
+/// sign and log|det| from a factorisation (lu, pivots) = torch::linalg_lu_factor_ex(a).
 /// @param lu [..., n, n] @param pivots [..., n] (1-based) @return sign [...] (detached), log|det| [...]
 LogPsi slogdet_from_lu(const torch::Tensor& lu, const torch::Tensor& pivots);
 
-/// Stable log|Σ_k s_k exp(l_k)| and its sign over the last axis.
+/// Stable log|Σ_k s_k exp(l_k)| and its sign over the last axis (−inf and sign 0 when every
+/// l_k is −inf).
 /// @param sign [..., K] @param logabs [..., K] @return sign [...], logabs [...]
 LogPsi signed_logsumexp(const torch::Tensor& sign, const torch::Tensor& logabs);
 

@@ -12,6 +12,20 @@ namespace nnvmc {
 using namespace fwdlap_detail;
 using Op = Blocks<FwdLap>;
 
+namespace {
+/// A⁻¹B from A's pivoted LU factors (A = P L U) by a row gather and two triangular solves, as
+/// LAPACK's getrs does; torch::linalg_lu_solve validates its pivots on the host (one device
+/// sync per call), the triangular solves check nothing.
+/// @param lu [..., n, n] @param rows [..., n] row i of PᵀB is row rows[i] of B
+/// @param rhs [..., n, m] @return [..., n, m]
+torch::Tensor lu_solve_unchecked(const torch::Tensor& lu, const torch::Tensor& rows, const torch::Tensor& rhs) {
+  auto index_shape = rhs.sizes().vec();
+  const auto pb = rhs.gather(-2, rows.unsqueeze(-1).expand(index_shape));
+  const auto y = torch::linalg_solve_triangular(lu, pb, /*upper=*/false, /*left=*/true, /*unitriangular=*/true);
+  return torch::linalg_solve_triangular(lu, y, /*upper=*/true);
+}
+}  // namespace
+
 SignedFwdLap Op::log_det(const FwdLap& x_in) {
   FwdLap x = x_in.to_dense();  // value [B, E, K, E], jac [B, E, C, K, E]
   require(x.value.dim() == 4 && x.value.size(1) == x.value.size(3), "log_det needs [B, E, K, E]");
@@ -29,13 +43,17 @@ SignedFwdLap Op::log_det(const FwdLap& x_in) {
   x.lap = x.lap / scale;
   const auto log_scale = rs.log().sum({1, 3}) + cs.log().sum({1, 3});  // [B, K]
   const auto a = x.value.permute({0, 2, 1, 3});  // [B, K, E, E], row = electron
-  const auto [lu, pivots] = torch::linalg_lu_factor(a);
+  // No exception on an exactly singular matrix: log|det| = −inf, sign 0 (a walker on a node);
+  // its Jacobian and Laplacian are then non-finite and the walker is excluded downstream.
+  const auto [lu, pivots, info] = torch::linalg_lu_factor_ex(a);
+  // Row permutation of the factorisation: P[j, i] = 1 where row i of PᵀA is row j of A.
+  const auto rows = std::get<0>(torch::lu_unpack(lu, pivots, /*unpack_data=*/false)).argmax(-2);  // [B, K, E]
   // One determinant at a time (bounds the [B, E, C, E] temporaries); all ∂_c A of it at once
   // as right-hand sides [B, E(row), C·E(col)].
   std::vector<torch::Tensor> grads, tr_mms;
   for (int64_t j = 0; j < k; ++j) {
     const auto da = x.jac.select(3, j).reshape({b, e, c * e});
-    const auto m = torch::linalg_lu_solve(lu.select(1, j), pivots.select(1, j), da)
+    const auto m = lu_solve_unchecked(lu.select(1, j), rows.select(1, j), da)
                        .view({b, e, c, e});                        // A⁻¹∂_cA as [p, c, q]
     grads.push_back(torch::diagonal(m, 0, 1, 3).sum(-1));           // [B, C]
     const auto mc = m.permute({0, 2, 1, 3});                        // [B, C, p, q]
@@ -43,7 +61,7 @@ SignedFwdLap Op::log_det(const FwdLap& x_in) {
   }
   const auto grad = torch::stack(grads, 1);    // [B, K, C]
   const auto tr_mm = torch::stack(tr_mms, 1);  // [B, K]
-  const auto s = torch::linalg_lu_solve(lu, pivots, x.lap.permute({0, 2, 1, 3}));
+  const auto s = lu_solve_unchecked(lu, rows, x.lap.permute({0, 2, 1, 3}));
   const auto tr_l = torch::diagonal(s, 0, -2, -1).sum(-1);  // [B, K]
   const auto [sign, logabs] = slogdet_from_lu(lu, pivots);
   FwdLap out;
@@ -57,7 +75,8 @@ SignedFwdLap Op::log_det(const FwdLap& x_in) {
 
 SignedFwdLap Op::signed_logsumexp(const torch::Tensor& sign, const FwdLap& l) {
   require(l.kind == Sparsity::global, "signed_logsumexp needs global values [B, K]");
-  const auto shift = std::get<0>(l.value.max(-1, /*keepdim=*/true));
+  auto shift = std::get<0>(l.value.max(-1, /*keepdim=*/true));
+  shift = torch::where(torch::isfinite(shift), shift, torch::zeros_like(shift));  // all terms zero
   const auto t = sign * torch::exp(l.value - shift);  // ψ_k / e^shift
   const auto sum = t.sum(-1, true);
   const auto w = t / sum;                             // ψ_k / ψ, [B, K]

@@ -4,12 +4,19 @@
 /// autograd path of WaveFunction::forward). `Blocks<FwdLap>` (fwdlap.hpp) implements the same
 /// ops for the forward Laplacian, so an ansatz written against `Blocks<T>` gets both. Shapes: electron features [B, E, *F],
 /// pair features [B, E, E', *F], global features [B, *F]; "features" are trailing axes.
+///
+/// Every parameter (linear layers, and any tensor argument `c` that requires grad) enters
+/// through `per_sample::linear` / `per_sample::constant` (per_sample.hpp), so that per-sample
+/// gradients and KFAC statistics come from one backward pass for every model. A new op that
+/// takes a tensor argument must pass it through `per_sample::constant` the same way (if it
+/// does not, its parameters are still exact, through the slower fallback).
 #include <torch/torch.h>
 
 #include <array>
 #include <vector>
 
 #include "blocks/blocks.hpp"
+#include "blocks/per_sample.hpp"
 
 namespace nnvmc {
 
@@ -21,7 +28,7 @@ struct Blocks<torch::Tensor> {
   /// Electron positions as the input of an ansatz. @param r [B, N, 3]
   static T positions(const torch::Tensor& r) { return r; }
   /// r_i − R_m. @param r [B, N, 3] @param centres [M, 3] @return [B, N, M, 3]
-  static T sub_centres(const T& r, const torch::Tensor& centres) { return r.unsqueeze(2) - centres; }
+  static T sub_centres(const T& r, const torch::Tensor& centres) { return r.unsqueeze(2) - per_sample::constant(centres, r.unsqueeze(2)); }
   /// r_i − r_j. @param r [B, N, 3] @return [B, N, N, 3]
   static T pair_vectors(const T& r) { return r.unsqueeze(2) - r.unsqueeze(1); }
   /// |r_i − r_j| with a zero (and differentiable) diagonal. @param ee [B, N, N, 3] @return [B, N, N, 1]
@@ -53,20 +60,20 @@ struct Blocks<torch::Tensor> {
   static T add(const T& a, const T& b) { return a + b; }
   static T mul(const T& a, const T& b) { return a * b; }
   /// x · c with a constant c broadcast over the trailing (feature) axes.
-  static T mul_const(const T& x, const torch::Tensor& c) { return x * c; }
+  static T mul_const(const T& x, const torch::Tensor& c) { return x * per_sample::constant(c, x); }
   /// x[b, i, ...] · c[i, ...]: a constant per electron (e.g. a spin-dependent gate).
   /// @param x electron features [B, E, *F] @param c [E, *F]
-  static T mul_const_electrons(const T& x, const torch::Tensor& c) { return x * c; }
+  static T mul_const_electrons(const T& x, const torch::Tensor& c) { return x * per_sample::constant(c, x); }
   /// x + c with a constant c broadcast over the trailing axes (e.g. [E, F] per electron).
-  static T add_const(const T& x, const torch::Tensor& c) { return x + c; }
+  static T add_const(const T& x, const torch::Tensor& c) { return x + per_sample::constant(c, x); }
   /// x · weightᵀ (+ bias) on the last axis. @param weight [out, in] @param bias [out] or undefined
   static T affine(const T& x, const torch::Tensor& weight, const torch::Tensor& bias) {
-    return torch::nn::functional::linear(x, weight, bias);
+    return per_sample::linear(x, weight, bias);
   }
-  static T linear(const torch::nn::Linear& lin, const T& x) { return lin.ptr()->forward(x); }
+  static T linear(const torch::nn::Linear& lin, const T& x) { return per_sample::linear(x, lin->weight, lin->bias); }
   /// lin(cat(parts, -1)); the concatenation is a detail of this implementation.
   static T linear_cat(const torch::nn::Linear& lin, const std::vector<T>& parts) {
-    return lin.ptr()->forward(torch::cat(parts, -1));
+    return per_sample::linear(torch::cat(parts, -1), lin->weight, lin->bias);
   }
   /// Concatenation over the last (feature) axis.
   static T cat(const std::vector<T>& parts) { return torch::cat(parts, -1); }
@@ -129,7 +136,8 @@ struct Blocks<torch::Tensor> {
   static T add_global(const T& x, const T& g) { return x + g.unsqueeze(1); }
   /// Σ_m π_om exp(−|σ_om| d_im). @param d [B, E, M] @param pi,sigma [O, M] @return [B, E, O]
   static T envelope(const T& d, const torch::Tensor& pi, const torch::Tensor& sigma) {
-    return (pi * torch::exp(-d.unsqueeze(2) * torch::abs(sigma))).sum(-1);
+    const auto d4 = d.unsqueeze(2);  // [B, E, 1, M]
+    return (per_sample::constant(pi, d4) * torch::exp(-d4 * torch::abs(per_sample::constant(sigma, d4)))).sum(-1);
   }
   /// sign and log|det| of K matrices given electron-major. @param x [B, E, K, E] (row i =
   /// electron i) @return sign [B, K], log|det| [B, K]

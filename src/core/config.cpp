@@ -46,7 +46,10 @@ std::string location(const YAML::Node& node, const std::string& where) {
 
 void Reader::check_unknown() const {
   for (const auto& kv : map_) {
-    const auto key = kv.first.as<std::string>();
+    if (!kv.first.IsScalar())
+      throw ConfigError(location(kv.first, where_) + ": '" + (path_.empty() ? std::string("<top>") : path_) +
+                        "' has a key that is not a plain name");
+    const auto key = kv.first.Scalar();
     if (std::find(known_.begin(), known_.end(), key) == known_.end()) {
       const std::string full = path_.empty() ? key : path_ + "." + key;
       throw ConfigError(location(kv.first, where_) + ": unknown key '" + full + "'" +
@@ -106,9 +109,11 @@ std::uint64_t parse_bytes(const std::string& text, const std::string& key) {
   else if (unit == "mib") mult = 1024.0 * 1024;
   else if (unit == "gib") mult = 1024.0 * 1024 * 1024;
   else if (unit == "tib") mult = 1024.0 * 1024 * 1024 * 1024;
-  if (mult == 0 || v <= 0)
+  if (mult == 0 || !(v > 0))
     throw ConfigError("'" + key + "' must be a positive byte count like 2GiB or 500MB, got '" +
                       text + "'");
+  if (!(v * mult < 9.2e18))  // also inf: beyond any memory and beyond a 64-bit count
+    throw ConfigError("'" + key + "' = '" + text + "' is too large");
   return static_cast<std::uint64_t>(v * mult);
 }
 
@@ -153,11 +158,15 @@ void validate(const Config& c) {
   require_one_of(c.hamiltonian.hutchinson.distribution, {"rademacher", "gaussian"},
                  "hamiltonian.hutchinson.distribution");
   require(c.hamiltonian.chunk_walkers >= 0, "hamiltonian.chunk_walkers", "must be >= 0");
-  require_one_of(c.optim.type, {"adam", "sr", "minsr", "spring"}, "optim.type");
+  require_one_of(c.optim.type, {"adam", "sr", "minsr", "spring", "kfac"}, "optim.type");
+  require(c.optim.kfac.damping > 0, "optim.kfac.damping", "must be > 0");
+  require(c.optim.kfac.norm_constraint >= 0, "optim.kfac.norm_constraint", "must be >= 0");
+  require(c.optim.kfac.cov_ema_decay >= 0 && c.optim.kfac.cov_ema_decay < 1, "optim.kfac.cov_ema_decay",
+          "must be in [0, 1)");
   require(c.optim.sr.damping >= 0, "optim.sr.damping", "must be >= 0");
   require(c.optim.sr.norm_constraint >= 0, "optim.sr.norm_constraint", "must be >= 0");
   require_one_of(c.optim.sr.norm, {"fisher", "euclidean"}, "optim.sr.norm");
-  require(c.optim.sr.chunk_walkers > 0, "optim.sr.chunk_walkers", "must be > 0");
+  require(c.optim.sr.chunk_walkers >= 0, "optim.sr.chunk_walkers", "must be >= 0");
   require(c.optim.spring.momentum >= 0 && c.optim.spring.momentum < 1, "optim.spring.momentum",
           "must be in [0, 1)");
   require(c.optim.lr > 0, "optim.lr", "must be > 0");
@@ -165,6 +174,7 @@ void validate(const Config& c) {
   require(c.optim.iterations >= 0, "optim.iterations", "must be >= 0");
   require(c.optim.clip_width > 0, "optim.clip_width", "must be > 0");
   require(c.optim.log_every > 0, "optim.log_every", "must be > 0");
+  require(c.optim.max_consecutive_failures > 0, "optim.max_consecutive_failures", "must be > 0");
   require(c.pretrain.steps >= 0, "pretrain.steps", "must be >= 0");
   require(c.eval.steps >= 0, "eval.steps", "must be >= 0");
   require(c.eval.burn_in >= 0, "eval.burn_in", "must be >= 0");
@@ -175,10 +185,16 @@ void validate(const Config& c) {
   require(c.run.threads >= 0, "run.threads", "must be >= 0");
   if (c.run.memory_budget != "auto") parse_bytes(c.run.memory_budget, "run.memory_budget");
   const auto& f = c.model.ferminet;
-  require(!f.hidden_dims.empty(), "model.ferminet.hidden_dims", "must have at least one layer");
-  for (const auto& l : f.hidden_dims)
-    require(l[0] > 0 && l[1] > 0, "model.ferminet.hidden_dims", "widths must be > 0");
-  require(f.determinants > 0, "model.ferminet.determinants", "must be > 0");
+  if (f.hidden_dims) {
+    require(!f.hidden_dims->empty(), "model.ferminet.hidden_dims", "must have at least one layer");
+    require(f.hidden_dims->size() <= 64, "model.ferminet.hidden_dims", "must have at most 64 layers");
+    for (const auto& l : *f.hidden_dims)
+      require(l[0] > 0 && l[1] > 0 && l[0] <= 65536 && l[1] <= 65536, "model.ferminet.hidden_dims",
+              "widths must be between 1 and 65536");
+  }
+  if (f.determinants)
+    require(*f.determinants > 0 && *f.determinants <= 1024, "model.ferminet.determinants",
+            "must be between 1 and 1024");
   require_one_of(f.envelope, {"isotropic"}, "model.ferminet.envelope");
   const auto& p = c.model.paulinet;
   require(p.rc_scaling > 0, "model.paulinet.rc_scaling", "must be > 0");
@@ -218,6 +234,27 @@ void validate(const Config& c) {
   require_one_of(ps.envelope, {"isotropic"}, "model.psiformer.envelope");
 }
 
+FermiNetOptions FermiNetOptions::sized_for(int n_electrons) const {
+  FermiNetOptions o = *this;
+  const int n = std::max(1, n_electrons);
+  if (!o.hidden_dims) {
+    const int width = std::clamp(16 * n, 32, 256);
+    o.hidden_dims = std::vector<std::array<int, 2>>(n < 10 ? 3 : 4, {width, std::clamp(width / 4, 8, 32)});
+  }
+  if (!o.determinants) o.determinants = std::clamp(2 * n, 4, 16);
+  return o;
+}
+
+namespace {
+/// Defaults that depend on another key: optim.lr by optim.type (unless given).
+void apply_dependent_defaults(Config& c, const YAML::Node& root) {
+  const YAML::Node optim = root.IsMap() ? root["optim"] : YAML::Node();
+  const bool lr_given = optim && optim.IsMap() && optim["lr"];
+  if (!lr_given && c.optim.type == "kfac") c.optim.lr = kKfacLr;
+  else if (!lr_given && c.optim.type != "adam") c.optim.lr = kNaturalGradientLr;
+}
+}  // namespace
+
 Config parse_config(const std::string& yaml_text, const std::vector<std::string>& overrides,
                     const std::string& where) {
   YAML::Node root;
@@ -230,11 +267,15 @@ Config parse_config(const std::string& yaml_text, const std::vector<std::string>
   for (const auto& o : overrides) config_yaml::apply_override(root, o);
   Config c;
   config_yaml::read_struct(root, c, "", where);
+  apply_dependent_defaults(c, root);
   validate(c);
   return c;
 }
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw ConfigError(path + ": cannot open config file (not a regular file)");
   std::ifstream in(path);
   if (!in) throw ConfigError(path + ": cannot open config file");
   std::stringstream ss;

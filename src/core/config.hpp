@@ -28,16 +28,23 @@ struct SystemConfig {
   }
 };
 
-/// FermiNet hyper-parameters; defaults follow Pfau et al. (2020).
+/// FermiNet hyper-parameters. Unset sizes (FermiNet itself and the resolved config fill them in)
+/// follow the molecule's electron count N (see
+/// sized_for): width w = clamp(16N, 32, 256), two-electron width clamp(w/4, 8, 32), 3 layers below
+/// 10 electrons and 4 from 10 on, K = clamp(2N, 4, 16) determinants — He [[32, 8]]×3 with 4
+/// determinants, LiH [[64, 16]]×3 with 8, ≥ 16 electrons the published [[256, 32]]×4 with 16
+/// (Pfau et al. 2020).
 struct FermiNetOptions {
-  std::vector<std::array<int, 2>> hidden_dims{4, {256, 32}};  ///< [one-electron, two-electron] width per layer
-  int determinants = 16;                                      ///< K in Σ_k det[φ^k]
+  std::optional<std::vector<std::array<int, 2>>> hidden_dims;  ///< [one-electron, two-electron] width per layer; unset: by size
+  std::optional<int> determinants;                            ///< K in Σ_k det[φ^k]; unset: by size
   std::string envelope = "isotropic";                         ///< orbital envelope: isotropic
   template <class V> void visit(V& v) {
-    v("hidden_dims", hidden_dims, "[one-electron, two-electron] width per layer");
-    v("determinants", determinants, "number of determinants K");
+    v("hidden_dims", hidden_dims, "[one-electron, two-electron] width per layer (unset: from the electron count)");
+    v("determinants", determinants, "number of determinants K (unset: from the electron count)");
     v("envelope", envelope, "orbital envelope: isotropic");
   }
+  /// These options with unset sizes filled in for a molecule of `n_electrons` (rule above).
+  FermiNetOptions sized_for(int n_electrons) const;
 };
 
 /// Orbformer hyper-parameters; defaults follow oneqmc's published OrbformerSE
@@ -171,7 +178,7 @@ struct SamplerOptions {
   int walkers = 1024;              ///< number of independent chains B
   int steps_per_iteration = 10;    ///< MH steps between optimisation/measurement steps
   int burn_in = 100;               ///< MH steps before the first iteration
-  double step_size = 0.02;         ///< initial Gaussian move width (bohr)
+  double step_size = 0.2;          ///< initial Gaussian move width (bohr); adapted during burn-in
   double target_acceptance = 0.5;  ///< step size is adapted toward this acceptance
   template <class V> void visit(V& v) {
     v("walkers", walkers, "number of walkers (chains)");
@@ -194,11 +201,11 @@ struct HutchinsonOptions {
 
 /// `hamiltonian:` — how the local energy is computed.
 struct HamiltonianOptions {
-  std::string laplacian = "jvp";  ///< jvp | reverse | hutchinson | forward
+  std::string laplacian = "forward";  ///< forward (exact, one pass, fastest) | jvp | reverse | hutchinson
   HutchinsonOptions hutchinson;   ///< options of the hutchinson method
   int chunk_walkers = 0;          ///< walkers per chunk; 0 = sized by run.memory_budget
   template <class V> void visit(V& v) {
-    v("laplacian", laplacian, "Laplacian method: jvp | reverse | hutchinson | forward");
+    v("laplacian", laplacian, "Laplacian method: forward (fastest exact) | jvp | reverse | hutchinson");
     v("hutchinson", hutchinson, "Hutchinson estimator options");
     v("chunk_walkers", chunk_walkers, "walkers per local-energy chunk (0: from memory budget)");
   }
@@ -209,15 +216,15 @@ struct HamiltonianOptions {
 /// clipped local energies / √B; θ ← θ − lr(t)·δ.
 struct SrOptions {
   double damping = 1e-3;          ///< λ added to the diagonal of S (sr) or of ŌŌᵀ (minsr, spring)
-  double norm_constraint = 1e-3;  ///< bound on the squared size of a step (see `norm`); 0: none
-  std::string norm = "fisher";    ///< fisher: lr²·|Ōδ|² ≤ C; euclidean: lr²·|δ|² ≤ C (SPRING paper)
-  int chunk_walkers = 16;         ///< walkers per batched backward pass for per-walker gradients
-                                  ///< (at most; fewer when run.memory_budget requires it)
+  double norm_constraint = 1e-2;  ///< bound C on the squared size of a step (see `norm`); 0: none
+  std::string norm = "euclidean";  ///< euclidean: lr²·|δ|² ≤ C (SPRING paper); fisher: lr²·|Ōδ|² ≤ C
+  int chunk_walkers = 0;          ///< walkers per forward+backward pass of the per-walker gradients
+                                  ///< (0: all; fewer when run.memory_budget requires it)
   template <class V> void visit(V& v) {
     v("damping", damping, "diagonal shift of S (sr) or of the sample-space kernel (minsr, spring)");
     v("norm_constraint", norm_constraint, "max squared step size, measured by `norm` (0: no constraint)");
     v("norm", norm, "step size measure of the constraint: fisher (lr^2 |O delta|^2) | euclidean (lr^2 |delta|^2)");
-    v("chunk_walkers", chunk_walkers, "walkers per batched backward pass of the Jacobian");
+    v("chunk_walkers", chunk_walkers, "walkers per pass of the per-walker gradients (0: all that fit run.memory_budget)");
   }
 };
 
@@ -227,10 +234,25 @@ struct SpringOptions {
   template <class V> void visit(V& v) { v("momentum", momentum, "mu, weight of the previous update"); }
 };
 
+/// `optim.kfac:` — K-FAC (Martens & Grosse 2015) with the settings DeepQMC and FermiNet use
+/// through kfac-jax: Kronecker factors of each linear layer's inputs and output gradients of
+/// log|ψ| (moving averages), a diagonal block for every other parameter, factored damping and
+/// the norm constraint lr²·δᵀg ≤ C (train/kfac.hpp).
+struct KfacOptions {
+  double damping = 1e-3;          ///< λ added to the curvature (factored between the two factors of a layer)
+  double norm_constraint = 1e-3;  ///< C in lr²·δᵀg ≤ C (g the gradient, δ the update); 0: none
+  double cov_ema_decay = 0.95;    ///< ρ: weight of the previous factors in their moving averages
+  template <class V> void visit(V& v) {
+    v("damping", damping, "curvature damping lambda");
+    v("norm_constraint", norm_constraint, "bound on lr^2 * <update, gradient> (0: none)");
+    v("cov_ema_decay", cov_ema_decay, "decay of the factors' moving averages");
+  }
+};
+
 /// `optim:` — optimiser and gradient estimator.
 struct OptimOptions {
-  std::string type = "adam";  ///< adam | sr | minsr | spring
-  double lr = 3e-3;           ///< base learning rate; schedule lr / (1 + t / lr_delay)
+  std::string type = "adam";  ///< adam | sr | minsr | spring | kfac
+  double lr = 3e-3;           ///< base learning rate, lr / (1 + t / lr_delay); unset: 3e-3 (adam), 0.1 (sr, minsr, spring), 0.05 (kfac)
   double lr_delay = 1000;     ///< iterations until the learning rate has halved
   int iterations = 1000;      ///< optimisation iterations
   double clip_width = 5.0;    ///< E_L clipped to median ± clip_width·MAD for the gradient
@@ -239,10 +261,12 @@ struct OptimOptions {
   double epsilon = 1e-8;      ///< Adam denominator offset
   SrOptions sr;               ///< options of sr, minsr and spring
   SpringOptions spring;       ///< extra options of spring
+  KfacOptions kfac;           ///< options of kfac
   int log_every = 10;         ///< one progress line every this many iterations
+  int max_consecutive_failures = 10;  ///< failed (non-finite) steps in a row before training stops
   template <class V> void visit(V& v) {
-    v("type", type, "optimizer: adam | sr | minsr | spring");
-    v("lr", lr, "learning rate");
+    v("type", type, "optimizer: adam | sr | minsr | spring | kfac");
+    v("lr", lr, "learning rate (default 3e-3 for adam, 0.1 for sr, minsr, spring, 0.05 for kfac)");
     v("lr_delay", lr_delay, "lr(t) = lr / (1 + t / lr_delay)");
     v("iterations", iterations, "training iterations");
     v("clip_width", clip_width, "local-energy clipping width (in mean absolute deviations)");
@@ -251,7 +275,10 @@ struct OptimOptions {
     v("epsilon", epsilon, "Adam epsilon");
     v("sr", sr, "stochastic reconfiguration options (sr, minsr, spring)");
     v("spring", spring, "SPRING options");
+    v("kfac", kfac, "K-FAC options");
     v("log_every", log_every, "progress line every N iterations");
+    v("max_consecutive_failures", max_consecutive_failures,
+      "failed (non-finite) steps in a row, each retried with new moves, before training stops");
   }
 };
 
@@ -287,6 +314,7 @@ struct RunOptions {
   int checkpoint_every = 500;              ///< iterations between checkpoints (0: only at the end)
   std::string memory_budget = "auto";      ///< bytes or e.g. "2GiB"; auto = fraction of free memory
   int threads = 0;                         ///< intra-op threads (0: all cores)
+  bool overwrite = false;                  ///< a new run may replace a run already in `output`
   template <class V> void visit(V& v) {
     v("name", name, "run name (default: config file name)");
     v("seed", seed, "random seed");
@@ -296,8 +324,15 @@ struct RunOptions {
     v("checkpoint_every", checkpoint_every, "iterations between checkpoints");
     v("memory_budget", memory_budget, "bytes, e.g. 2GiB, or auto");
     v("threads", threads, "CPU threads (0: all cores)");
+    v("overwrite", overwrite, "start over in an output directory that holds a run (nnvmc train --force)");
   }
 };
+
+/// optim.lr when it is not given and optim.type is sr, minsr or spring (the shipped SPRING setting,
+/// with the Euclidean step bound optim.sr.norm_constraint = 0.01, i.e. |lr·δ| ≤ 0.1).
+constexpr double kNaturalGradientLr = 0.1;
+/// optim.lr when it is not given and optim.type is kfac (DeepQMC's K-FAC preset).
+constexpr double kKfacLr = 0.05;
 
 /// The whole configuration of a run.
 struct Config {
@@ -322,7 +357,9 @@ struct Config {
 };
 
 /// Reads a config: YAML text (file contents) plus `key.path=value` overrides.
-/// `where` names the source in errors. Checks unknown keys, types and ranges.
+/// `where` names the source in errors. Checks unknown keys, types and ranges. Keys that are not
+/// given take their defaults, except optim.lr, which defaults by optim.type (kNaturalGradientLr
+/// for sr, minsr and spring, kKfacLr for kfac).
 /// @throws ConfigError naming the key path (and file line when known).
 Config parse_config(const std::string& yaml_text, const std::vector<std::string>& overrides,
                     const std::string& where);

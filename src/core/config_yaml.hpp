@@ -5,6 +5,8 @@
 /// the full key path and the source line.
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -23,6 +25,9 @@ std::string suggestion(const std::string& key, const std::vector<std::string>& c
 
 /// "file:line" of a node when known.
 std::string location(const YAML::Node& node, const std::string& where);
+
+template <class T> struct is_optional : std::false_type {};
+template <class T> struct is_optional<std::optional<T>> : std::true_type {};
 
 template <class T, class = void> struct has_visit : std::false_type {};
 template <class T>
@@ -70,10 +75,10 @@ void read_value(const YAML::Node& node, T& out, const std::string& path, const s
     read_struct(node, out, path, where);
   } else if constexpr (std::is_same_v<T, InlineYaml>) {
     out.yaml = node.IsScalar() ? node.Scalar() : YAML::Dump(node);
-  } else if constexpr (std::is_same_v<T, std::optional<int>>) {
-    int v = 0;
+  } else if constexpr (is_optional<T>::value) {
+    typename T::value_type v{};
     read_value(node, v, path, where);
-    out = v;
+    out = std::move(v);
   } else {
     try {
       if constexpr (std::is_same_v<T, bool> || std::is_arithmetic_v<T>) {
@@ -84,7 +89,20 @@ void read_value(const YAML::Node& node, T& out, const std::string& path, const s
         }
       }
       out = node.as<T>();
+      if constexpr (std::is_floating_point_v<T>) {
+        if (!std::isfinite(out))
+          throw ConfigError(location(node, where) + ": '" + path + "' must be a finite number, got '" +
+                            node.Scalar() + "'");
+      }
     } catch (const YAML::Exception&) {
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+        // A number that does not fit: say so rather than "must be an integer".
+        double v = 0;
+        if (node.IsScalar() && YAML::convert<double>::decode(node, v) && std::isfinite(v) && v == std::floor(v))
+          throw ConfigError(location(node, where) + ": '" + path + "' = " + node.Scalar() +
+                            " is out of range (" + std::to_string(std::numeric_limits<T>::min()) + " to " +
+                            std::to_string(std::numeric_limits<T>::max()) + ")");
+      }
       std::string want = "a value of the right type";
       if constexpr (std::is_same_v<T, bool>) want = "true or false";
       else if constexpr (std::is_integral_v<T>) want = "an integer";
@@ -102,9 +120,16 @@ class Writer {
  public:
   explicit Writer(YAML::Emitter& out) : out_(out) {}
   template <class T> void operator()(const char* key, const T& field, const char* doc) {
-    if constexpr (std::is_same_v<T, std::optional<int>>) {
-      if (!field) return;
+    if constexpr (is_optional<T>::value) {
+      if (field) (*this)(key, *field, doc);  // unset optionals are left out
+      return;
+    } else {
+      write(key, field, doc);
     }
+  }
+
+ private:
+  template <class T> void write(const char* key, const T& field, const char* doc) {
     out_ << YAML::Key << key << YAML::Value;
     if constexpr (has_visit<T>::value) {
       out_ << YAML::BeginMap;
@@ -112,8 +137,6 @@ class Writer {
       out_ << YAML::EndMap;
     } else if constexpr (std::is_same_v<T, InlineYaml>) {
       out_ << YAML::Load(field.yaml);
-    } else if constexpr (std::is_same_v<T, std::optional<int>>) {
-      out_ << *field;
     } else if constexpr (std::is_same_v<T, std::vector<std::array<int, 2>>>) {
       out_ << YAML::Flow << YAML::BeginSeq;
       for (const auto& p : field) out_ << YAML::Flow << YAML::BeginSeq << p[0] << p[1] << YAML::EndSeq;
@@ -128,7 +151,6 @@ class Writer {
     if constexpr (!has_visit<T>::value) out_ << YAML::Comment(doc);
   }
 
- private:
   YAML::Emitter& out_;
 };
 

@@ -43,6 +43,16 @@ double System::nuclear_repulsion() const {
 void System::validate() const {
   const std::string who = name.empty() ? "molecule" : "molecule '" + name + "'";
   if (atoms.empty()) throw InputError(who + ": no atoms");
+  // Bounds first, so that the electron counts below cannot overflow.
+  long long z_sum = 0;
+  for (const auto& a : atoms) z_sum += a.Z;
+  if (spin < 0) throw InputError(who + ": spin must be >= 0 (electrons are ordered spin-up first)");
+  if (static_cast<long long>(charge) < -z_sum)
+    throw InputError(who + ": charge " + std::to_string(charge) + " would add more electrons than the nuclei's " +
+                     std::to_string(z_sum) + " (at most " + std::to_string(2 * z_sum) + " electrons)");
+  if (static_cast<long long>(charge) > z_sum)
+    throw InputError(who + ": charge " + std::to_string(charge) + " leaves " +
+                     std::to_string(z_sum - static_cast<long long>(charge)) + " electrons");
   const int n = n_electrons();
   if (n <= 0)
     throw InputError(who + ": charge " + std::to_string(charge) + " leaves " + std::to_string(n) +
@@ -53,14 +63,13 @@ void System::validate() const {
   if ((n + spin) % 2 != 0)
     throw InputError(who + ": spin " + std::to_string(spin) + " has the wrong parity for " +
                      std::to_string(n) + " electrons (n_up - n_down must have the parity of n)");
-  if (spin < 0) throw InputError(who + ": spin must be >= 0 (electrons are ordered spin-up first)");
   for (size_t i = 0; i < atoms.size(); ++i)
     for (size_t j = i + 1; j < atoms.size(); ++j) {
       double d2 = 0;
       for (int k = 0; k < 3; ++k) d2 += std::pow(atoms[i].position[k] - atoms[j].position[k], 2);
       if (d2 < 1e-12)
         throw InputError(who + ": atoms " + std::to_string(i) + " and " + std::to_string(j) +
-                         " coincide");
+                         " coincide (closer than 1e-6 bohr)");
     }
 }
 
@@ -70,6 +79,15 @@ std::string mark(const YAML::Node& n, const std::string& where) {
   return where + ":" + std::to_string(n.Mark().line + 1);
 }
 
+/// Coordinates must be finite and within kMaxCoordinate bohr of the origin (anything beyond is
+/// a unit or typing error, and would swamp the electrons' positions in floating point).
+constexpr double kMaxCoordinate = 1e6;
+void check_coordinates(const Atom& atom) {
+  for (double x : atom.position)
+    if (!std::isfinite(x) || std::abs(x) > kMaxCoordinate)
+      throw InputError("coordinate " + std::to_string(x) + " is not a finite number within 1e6 bohr");
+}
+
 Atom parse_atom(const YAML::Node& a, double scale, const std::string& where) {
   if (!a.IsSequence() || a.size() != 4)
     throw InputError(mark(a, where) + ": an atom is [symbol, x, y, z]");
@@ -77,6 +95,7 @@ Atom parse_atom(const YAML::Node& a, double scale, const std::string& where) {
   try {
     atom.Z = atomic_number(a[0].as<std::string>());
     for (int k = 0; k < 3; ++k) atom.position[k] = a[k + 1].as<double>() * scale;
+    check_coordinates(atom);
   } catch (const YAML::Exception&) {
     throw InputError(mark(a, where) + ": an atom is [symbol, x, y, z] with numeric coordinates");
   } catch (const InputError& e) {
@@ -100,7 +119,8 @@ System parse_molecule_yaml(const std::string& yaml_text, const std::string& wher
     static const std::vector<std::string> known = {"units", "charge", "spin", "atoms",
                                                    "e_ref", "e_ref_source", "name"};
     for (const auto& kv : root) {
-      const auto key = kv.first.as<std::string>();
+      if (!kv.first.IsScalar()) throw InputError(mark(kv.first, where) + ": molecule keys are plain names");
+      const auto key = kv.first.Scalar();
       if (std::find(known.begin(), known.end(), key) == known.end())
         throw InputError(mark(kv.first, where) + ": unknown molecule key '" + key +
                          "' (known: units, charge, spin, atoms)");
@@ -115,9 +135,11 @@ System parse_molecule_yaml(const std::string& yaml_text, const std::string& wher
       if (root["charge"]) sys.charge = root["charge"].as<int>();
       if (root["spin"]) sys.spin = root["spin"].as<int>();
       if (root["name"]) sys.name = root["name"].as<std::string>();
+      if (root["e_ref"] && !root["e_ref"].IsNull()) sys.e_ref = root["e_ref"].as<double>();
+      if (root["e_ref_source"]) sys.e_ref_source = root["e_ref_source"].as<std::string>();
     } catch (const YAML::Exception& e) {
       throw InputError(where + ":" + std::to_string(e.mark.line + 1) +
-                       ": charge and spin must be integers");
+                       ": charge and spin must be integers, e_ref a number");
     }
     atoms = root["atoms"];
     if (!atoms) throw InputError(where + ": missing 'atoms'");
@@ -127,31 +149,59 @@ System parse_molecule_yaml(const std::string& yaml_text, const std::string& wher
   return sys;
 }
 
-System read_xyz(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path + ": cannot open");
+System parse_xyz(const std::string& text, const std::string& where) {
+  std::istringstream in(text);
   std::string line;
-  int n = 0;
-  if (!std::getline(in, line) || !(std::istringstream(line) >> n) || n <= 0)
-    throw InputError(path + ":1: expected the number of atoms");
+  long long n = 0;
+  {
+    std::string rest;
+    if (!std::getline(in, line)) throw InputError(where + ":1: expected the number of atoms");
+    std::istringstream ls(line);
+    if (!(ls >> n) || (ls >> rest) || n <= 0 || n > 100000)
+      throw InputError(where + ":1: expected the number of atoms (1 to 100000), got '" + line + "'");
+  }
   std::getline(in, line);  // comment
   System sys;
-  for (int i = 0; i < n; ++i) {
-    if (!std::getline(in, line)) throw InputError(path + ": expected " + std::to_string(n) + " atoms");
+  for (long long i = 0; i < n; ++i) {
+    const std::string at = where + ":" + std::to_string(i + 3);
+    if (!std::getline(in, line))
+      throw InputError(where + ": the first line declares " + std::to_string(n) + " atoms, the file has " +
+                       std::to_string(i));
     std::istringstream ls(line);
     std::string sym;
     Atom a;
     if (!(ls >> sym >> a.position[0] >> a.position[1] >> a.position[2]))
-      throw InputError(path + ":" + std::to_string(i + 3) + ": expected 'symbol x y z'");
+      throw InputError(at + ": expected 'symbol x y z'");
     try {
       a.Z = atomic_number(sym);
+      for (auto& x : a.position) x *= kBohrPerAngstrom;
+      check_coordinates(a);
     } catch (const InputError& e) {
-      throw InputError(path + ":" + std::to_string(i + 3) + ": " + e.what());
+      throw InputError(at + ": " + e.what());
     }
-    for (auto& x : a.position) x *= kBohrPerAngstrom;
     sys.atoms.push_back(a);
   }
+  // What follows must be blank or the next frame (a line with the atom count alone): another
+  // atom line means the declared count is wrong.
+  for (long long k = n + 3; std::getline(in, line); ++k) {
+    std::istringstream ls(line);
+    std::string first, extra;
+    if (!(ls >> first)) continue;
+    long long count = 0;
+    std::istringstream cs(first);
+    if ((cs >> count) && cs.eof() && !(ls >> extra)) break;  // next frame
+    throw InputError(where + ":" + std::to_string(k) + ": the first line declares " + std::to_string(n) +
+                     " atoms, but more atom lines follow");
+  }
   return sys;
+}
+
+System read_xyz(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path + ": cannot open");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_xyz(ss.str(), path);
 }
 
 std::string default_molecules_dir() {
@@ -163,6 +213,8 @@ System load_molecule(const std::string& spec, const std::string& molecules_dir) 
   fs::path p(spec);
   const bool looks_like_path = spec.find('/') != std::string::npos || p.has_extension();
   if (!looks_like_path) p = fs::path(molecules_dir) / (spec + ".yaml");
+  if (fs::exists(p) && !fs::is_regular_file(p))
+    throw InputError(p.string() + ": not a molecule file (a directory?)");
   if (!fs::exists(p)) {
     if (looks_like_path) throw InputError(spec + ": no such molecule file");
     throw InputError("unknown molecule '" + spec + "' (no " + p.string() +

@@ -2,6 +2,7 @@
 /// @file system.hpp
 /// Molecules: nuclei (bohr), charge and spin, and the electron counts they imply.
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,8 @@ struct System {
   std::vector<Atom> atoms;  ///< nuclei
   int charge = 0;           ///< total charge; electrons = ΣZ − charge
   int spin = 0;             ///< n_up − n_down
+  std::optional<double> e_ref;  ///< best known total energy (hartree) from the molecule file, if any
+  std::string e_ref_source;     ///< where e_ref comes from (molecule file's e_ref_source)
 
   int n_electrons() const;  ///< ΣZ − charge
   int n_up() const;         ///< (n_electrons + spin) / 2
@@ -43,6 +46,11 @@ System parse_molecule_yaml(const std::string& yaml_text, const std::string& wher
 
 /// Reads the first frame of an XYZ file (ångström). @throws InputError.
 System read_xyz(const std::string& path);
+
+/// Parses the first frame of XYZ text (ångström): atom count, comment, `symbol x y z` lines;
+/// only blank lines or a next frame may follow. `where` prefixes errors (with line numbers).
+/// @throws InputError.
+System parse_xyz(const std::string& text, const std::string& where);
 
 /// Directory of the shipped molecule files (configs/molecules of the source tree, or
 /// $NNVMC_MOLECULES when set).

@@ -133,6 +133,11 @@ Array H5File::read(const std::string& name) const {
   else if (cls == H5T_INTEGER) a.dtype = size == 1 ? DType::u8 : DType::i64;
   else fail(path_, "dataset '" + name + "' has an unsupported type");
   a.shape.assign(dims.begin(), dims.end());
+  // A damaged header can claim any shape: never allocate more than the file stores.
+  double needed = static_cast<double>(elem_size(a.dtype));
+  for (const auto d : dims) needed *= static_cast<double>(d);
+  if (needed > static_cast<double>(H5Dget_storage_size(ds.id)))
+    fail(path_, "dataset '" + name + "' claims more data than the file holds (corrupt file?)");
   a.bytes.resize(a.numel() * elem_size(a.dtype));
   if (a.numel() > 0 &&
       H5Dread(ds.id, h5type(a.dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, a.bytes.data()) < 0)
@@ -144,7 +149,7 @@ bool H5File::exists(const std::string& name) const { return link_exists(id_, nam
 
 std::vector<std::string> H5File::list(const std::string& group) const {
   std::vector<std::string> names;
-  if (!link_exists(id_, group)) return names;
+  if (group != "/" && !link_exists(id_, group)) return names;
   struct Ctx {
     std::vector<std::string>* out;
   } ctx{&names};
@@ -220,6 +225,11 @@ void H5File::truncate(const std::string& column, std::int64_t n) {
   hsize_t target = static_cast<hsize_t>(n);
   if (target < cur && H5Dset_extent(ds.id, &target) < 0)
     fail(path_, "cannot truncate column '" + column + "'");
+}
+
+void H5File::remove(const std::string& name) {
+  if (link_exists(id_, name) && H5Ldelete(id_, name.c_str(), H5P_DEFAULT) < 0)
+    fail(path_, "cannot remove '" + name + "'");
 }
 
 void H5File::flush() { H5Fflush(id_, H5F_SCOPE_GLOBAL); }

@@ -48,6 +48,8 @@ class H5File {
   void append(const std::string& column, double value);
   /// Shrinks a growable column to its first `n` values (no-op if it is shorter).
   void truncate(const std::string& column, std::int64_t n);
+  /// Removes a dataset or a group with everything below it (no-op if absent).
+  void remove(const std::string& name);
   void flush();
   const std::string& path() const { return path_; }
 

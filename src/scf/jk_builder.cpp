@@ -170,7 +170,9 @@ void JKBuilder::build(const Eigen::MatrixXd& d_coulomb, const std::vector<Eigen:
   std::vector<const double*> dx;
   for (const auto& D : d_exchange) dx.push_back(D.data());
   const std::size_t n_chunks = (m.quartets.size() + kChunk - 1) / kChunk;
-  parallel_for(n_chunks, m.threads, [&](std::size_t chunk, int t) {
+  // Static chunk-to-thread assignment: each accumulator sums a fixed set of quartets in a fixed
+  // order, so J and K are bit-reproducible (dynamic hand-out made them differ in the last bit).
+  parallel_for_static(n_chunks, m.threads, [&](std::size_t chunk, int t) {
     std::vector<double*> b;
     for (auto& Bk : B[t]) b.push_back(Bk.data());
     const std::size_t end = std::min(m.quartets.size(), (chunk + 1) * kChunk);

@@ -152,9 +152,13 @@ std::pair<torch::Tensor, torch::Tensor> HartreeFockOrbitals::log_slater(const to
   torch::Tensor logabs = torch::zeros({r.size(0)}, r.options());
   for (const torch::Tensor& m : {up, down}) {
     if (m.size(1) == 0) continue;
-    const auto [s, l] = torch::linalg_slogdet(m);
-    sign = sign * s;
-    logabs = logabs + l;
+    // Pivoted LU, not linalg_slogdet (wrong float32 second derivatives, see blocks.hpp's
+    // lu_slogdet, which scf cannot use: it sits below blocks). Singular: sign 0, log|det| −inf.
+    const auto [lu, pivots, info] = torch::linalg_lu_factor_ex(m);
+    const auto diag = lu.diagonal(0, -2, -1);
+    const auto swaps = (pivots != torch::arange(1, m.size(-1) + 1, pivots.options())).sum(-1);
+    sign = sign * torch::sign(diag.detach()).prod(-1) * (1 - 2 * (swaps % 2)).to(m.scalar_type());
+    logabs = logabs + diag.abs().log().sum(-1);
   }
   return {sign, logabs};
 }

@@ -76,7 +76,8 @@ struct HartreeFockOrbitals {
   /// @param r [B, n_alpha + n_beta, 3] @return {[B, n_alpha, n_alpha], [B, n_beta, n_beta]}
   std::pair<torch::Tensor, torch::Tensor> matrices(const torch::Tensor& r) const;
   /// sign and log|det Φ_α · det Φ_β| of the HF wavefunction. @param r [B, N, 3]
-  /// @return {sign [B], logabs [B]} (an empty spin channel contributes 1)
+  /// @return {sign [B], logabs [B]} (an empty spin channel contributes 1; a singular matrix
+  /// gives sign 0 and logabs −inf), through the pivoted LU (linalg_lu_factor_ex)
   std::pair<torch::Tensor, torch::Tensor> log_slater(const torch::Tensor& r) const;
 };
 

@@ -46,4 +46,22 @@ void parallel_for(std::size_t n_tasks, int threads, Fn&& fn) {
   if (error) std::rethrow_exception(error);
 }
 
+/// Like parallel_for, but task t always runs on thread t mod n_threads, in increasing order:
+/// per-thread accumulations sum the same terms in the same order on every call, so results
+/// are bit-reproducible for a given thread count (a resumed run equals an uninterrupted one).
+template <class Fn>
+void parallel_for_static(std::size_t n_tasks, int threads, Fn&& fn) {
+  const int n_threads = static_cast<int>(std::min<std::size_t>(std::max(threads, 1), std::max<std::size_t>(n_tasks, 1)));
+  std::atomic<bool> failed{false};
+  parallel_for(static_cast<std::size_t>(n_threads), n_threads, [&](std::size_t thread_index, int) {
+    try {
+      for (std::size_t t = thread_index; t < n_tasks && !failed; t += static_cast<std::size_t>(n_threads))
+        fn(t, static_cast<int>(thread_index));
+    } catch (...) {
+      failed = true;
+      throw;
+    }
+  });
+}
+
 }  // namespace nnvmc::scf

@@ -1,12 +1,17 @@
 #pragma once
 /// @file blocking.hpp
 /// Error bars of correlated Monte Carlo series by reblocking (Flyvbjerg & Petersen,
-/// J. Chem. Phys. 91, 461 (1989)), with the block size chosen automatically
-/// (Jonsson, Phys. Rev. E 98, 043304 (2018): first level where the blocked series
-/// looks uncorrelated by its lag-1 autocorrelation test statistic).
+/// J. Chem. Phys. 91, 461 (1989)), with the block size chosen automatically as in Lee, Conduit,
+/// Nemec, López Ríos & Drummond, Phys. Rev. E 83, 066706 (2011) (the smallest block size B with
+/// B³ > 2n(σ_B/σ_1)⁴), and two independent cross-checks: batch means and the integrated
+/// autocorrelation time with Sokal's window.
 #include <vector>
 
 namespace nnvmc {
+
+/// Blocks at least this many make a reblocking error bar (its own relative error is about
+/// 1/√(2(blocks − 1)), 27 % at 8 blocks): a level with fewer blocks never counts as a plateau.
+constexpr long kMinPlateauBlocks = 8;
 
 /// Result of a blocking analysis of a series x_1..x_n.
 struct BlockingResult {
@@ -17,9 +22,27 @@ struct BlockingResult {
   double autocorr_time = 1;  ///< integrated autocorrelation time ≈ (error / naive_error)²
   int block_level = 0;       ///< number of halvings used (block size 2^level)
   long n = 0;                ///< series length
+  /// True when the block-size criterion was met at a level with at least kMinPlateauBlocks
+  /// blocks. False: the series is too short for its correlation time; `error` is the estimate of
+  /// the level that met the criterion with fewer blocks (noisy), or, when none did, of the deepest
+  /// level with kMinPlateauBlocks blocks (likely too small) — measure longer.
+  bool plateau = false;
 };
 
 /// Reblocking analysis. Requires at least 2 values (error is 0 otherwise).
 BlockingResult blocking_analysis(const std::vector<double>& series);
+
+/// Standard error of the mean from non-overlapping batch means, ⌊√n⌋ values per batch
+/// (the trailing remainder is dropped). 0 for fewer than 4 values.
+double batch_means_error(const std::vector<double>& series);
+
+/// Integrated autocorrelation time τ = 1 + 2 Σ_{t=1}^{W} ρ(t) with Sokal's automatic window (the
+/// smallest W ≥ 5τ(W)), and the standard error √(τ s² / n) it implies.
+struct AutocorrEstimate {
+  double tau = 1;    ///< integrated autocorrelation time (in series steps)
+  double error = 0;  ///< standard error of the mean
+  int window = 0;    ///< W
+};
+AutocorrEstimate autocorrelation_estimate(const std::vector<double>& series);
 
 }  // namespace nnvmc

@@ -1,6 +1,9 @@
 #include "train/checkpoint.hpp"
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <cmath>
+#include <map>
 
 #include "core/errors.hpp"
 #include "core/log.hpp"
@@ -40,17 +43,61 @@ void check_finite(const std::string& name, const torch::Tensor& t) {
     throw NumericalError("refusing to checkpoint non-finite values in '" + name + "'");
 }
 
-void write_map(io::H5File& f, const std::string& group, const TensorMap& m) {
-  for (const auto& [name, t] : m) f.write(group + "/" + name, to_array(t));
+/// FNV-1a (64 bit) over every dataset's name, type, shape and bytes in name order, and the
+/// config: a checkpoint whose bytes were damaged is refused instead of loading wrong numbers.
+class Checksum {
+ public:
+  void add(const void* data, std::size_t n) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < n; ++i) h_ = (h_ ^ p[i]) * 1099511628211ull;
+  }
+  void add(const std::string& s) { add(s.data(), s.size() + 1); }
+  void add(const std::string& name, const io::Array& a) {
+    add(name);
+    const int dtype = static_cast<int>(a.dtype);
+    add(&dtype, sizeof dtype);
+    add(a.shape.data(), a.shape.size() * sizeof(std::int64_t));
+    add(a.bytes.data(), a.bytes.size());
+  }
+  std::string hex() const { return strfmt("%016llx", static_cast<unsigned long long>(h_)); }
+
+ private:
+  std::uint64_t h_ = 14695981039346656037ull;
+};
+
+/// The datasets of a checkpoint by full name, written in name order.
+using Datasets = std::map<std::string, io::Array>;
+
+void put_map(Datasets& d, const std::string& group, const TensorMap& m) {
+  for (const auto& [name, t] : m) d[group + "/" + name] = to_array(t);
 }
 
-TensorMap read_map(const io::H5File& f, const std::string& group) {
+TensorMap take_map(const Datasets& d, const std::string& group) {
   TensorMap m;
-  for (const auto& name : f.list(group)) m[name] = from_array(f.read(group + "/" + name));
+  const std::string prefix = group + "/";
+  for (const auto& [name, a] : d)
+    if (name.rfind(prefix, 0) == 0) m[name.substr(prefix.size())] = from_array(a);
   return m;
 }
 
-void write_system(io::H5File& f, const System& s) {
+std::string checksum(const Datasets& d, const std::string& config) {
+  Checksum c;
+  c.add(config);
+  for (const auto& [name, a] : d) c.add(name, a);
+  return c.hex();
+}
+
+/// A dataset that must exist with the given type and number of dimensions.
+const io::Array& require(const Datasets& d, const std::string& name, io::DType dtype, int dims,
+                         const std::string& path) {
+  const auto it = d.find(name);
+  if (it == d.end()) throw CheckpointError(path + ": missing dataset '" + name + "'");
+  if (it->second.dtype != dtype || static_cast<int>(it->second.shape.size()) != dims)
+    throw CheckpointError(path + ": dataset '" + name + "' has the wrong type or shape");
+  return it->second;
+}
+
+void put_system(Datasets& d, const System& s) {
   const auto m = static_cast<int64_t>(s.atoms.size());
   auto z = torch::empty({m}, torch::kInt64);
   auto pos = torch::empty({m, 3}, torch::kFloat64);
@@ -58,28 +105,31 @@ void write_system(io::H5File& f, const System& s) {
     z[i] = s.atoms[i].Z;
     for (int k = 0; k < 3; ++k) pos[i][k] = s.atoms[i].position[k];
   }
-  f.set_attr("system_name", s.name);
-  f.write("system/atomic_numbers", to_array(z));
-  f.write("system/positions", to_array(pos));
-  f.write("system/charge_spin", to_array(torch::tensor({int64_t(s.charge), int64_t(s.spin)}, torch::kInt64)));
+  d["system/atomic_numbers"] = to_array(z);
+  d["system/positions"] = to_array(pos);
+  d["system/charge_spin"] = to_array(torch::tensor({int64_t(s.charge), int64_t(s.spin)}, torch::kInt64));
 }
 
-System read_system(const io::H5File& f, const std::string& path) {
-  if (!f.exists("system/atomic_numbers") || !f.exists("system/positions") || !f.exists("system/charge_spin"))
+System take_system(const Datasets& d, const std::string& name, const std::string& path) {
+  if (!d.count("system/atomic_numbers") || !d.count("system/positions") || !d.count("system/charge_spin"))
     throw CheckpointError(path + ": no system/ group (the molecule it was trained on)");
   System s;
-  s.name = f.has_attr("system_name") ? f.attr("system_name") : "";
-  const auto z = from_array(f.read("system/atomic_numbers"));
-  const auto pos = from_array(f.read("system/positions"));
-  const auto cs = from_array(f.read("system/charge_spin"));
-  if (z.dim() != 1 || pos.dim() != 2 || pos.size(0) != z.size(0) || pos.size(1) != 3 || cs.numel() != 2 ||
-      z.scalar_type() != torch::kInt64 || pos.scalar_type() != torch::kFloat64 || cs.scalar_type() != torch::kInt64)
+  s.name = name;
+  const auto z = from_array(require(d, "system/atomic_numbers", io::DType::i64, 1, path));
+  const auto pos = from_array(require(d, "system/positions", io::DType::f64, 2, path));
+  const auto cs = from_array(require(d, "system/charge_spin", io::DType::i64, 1, path));
+  if (pos.size(0) != z.size(0) || pos.size(1) != 3 || cs.numel() != 2)
     throw CheckpointError(path + ": malformed system/ group");
   for (int64_t i = 0; i < z.size(0); ++i)
     s.atoms.push_back({static_cast<int>(z[i].item<int64_t>()),
                        {pos[i][0].item<double>(), pos[i][1].item<double>(), pos[i][2].item<double>()}});
   s.charge = static_cast<int>(cs[0].item<int64_t>());
   s.spin = static_cast<int>(cs[1].item<int64_t>());
+  try {
+    s.validate();
+  } catch (const InputError& e) {
+    throw CheckpointError(path + ": system/: " + e.what());
+  }
   return s;
 }
 
@@ -118,19 +168,23 @@ void save_checkpoint(const std::string& path, const Checkpoint& c) {
   for (const auto& [n, t] : c.optimizer) check_finite(n, t);
   check_finite("sampler/positions", c.sampler.r);
   check_finite("sampler/logabs", c.sampler.logabs);
+  Datasets d;
+  d["iteration"] = to_array(torch::tensor(c.iteration, torch::kInt64));
+  put_system(d, c.system);
+  put_map(d, "parameters", c.parameters);
+  put_map(d, "optimizer", c.optimizer);
+  d["sampler/positions"] = to_array(c.sampler.r);
+  d["sampler/logabs"] = to_array(c.sampler.logabs);
+  d["sampler/step_size"] = to_array(torch::tensor(c.sampler.step_size, torch::kFloat64));
+  d["sampler/rng_state"] = to_array(c.sampler.rng_state);
+  if (c.laplacian_rng.defined()) d["laplacian/rng_state"] = to_array(c.laplacian_rng);
   io::write_atomically(path, [&](io::H5File& f) {
     f.set_attr("format", "nnvmc-checkpoint");
     f.set_attr("version", std::to_string(kCheckpointVersion));
     f.set_attr("config", c.config_yaml);
-    f.write("iteration", to_array(torch::tensor(c.iteration, torch::kInt64)));
-    write_system(f, c.system);
-    write_map(f, "parameters", c.parameters);
-    write_map(f, "optimizer", c.optimizer);
-    f.write("sampler/positions", to_array(c.sampler.r));
-    f.write("sampler/logabs", to_array(c.sampler.logabs));
-    f.write("sampler/step_size", to_array(torch::tensor(c.sampler.step_size, torch::kFloat64)));
-    f.write("sampler/rng_state", to_array(c.sampler.rng_state));
-    if (c.laplacian_rng.defined()) f.write("laplacian/rng_state", to_array(c.laplacian_rng));
+    f.set_attr("system_name", c.system.name);
+    f.set_attr("checksum", checksum(d, c.config_yaml));
+    for (const auto& [name, a] : d) f.write(name, a);
   });
 }
 
@@ -138,21 +192,46 @@ Checkpoint load_checkpoint(const std::string& path) {
   io::H5File f(path, io::H5File::Mode::read);
   if (!f.has_attr("format") || f.attr("format") != "nnvmc-checkpoint")
     throw CheckpointError(path + ": not an nnvmc checkpoint");
-  const std::string version = f.attr("version");
+  const std::string version = f.has_attr("version") ? f.attr("version") : "(none)";
   if (version != std::to_string(kCheckpointVersion))
     throw CheckpointError(path + ": checkpoint format version " + version + ", this nnvmc reads " +
                           std::to_string(kCheckpointVersion));
+  if (!f.has_attr("config")) throw CheckpointError(path + ": no config attribute");
   Checkpoint c;
   c.config_yaml = f.attr("config");
-  c.iteration = from_array(f.read("iteration")).item<int64_t>();
-  c.system = read_system(f, path);
-  c.parameters = read_map(f, "parameters");
-  c.optimizer = read_map(f, "optimizer");
-  c.sampler.r = from_array(f.read("sampler/positions"));
-  c.sampler.logabs = from_array(f.read("sampler/logabs"));
-  c.sampler.step_size = from_array(f.read("sampler/step_size")).item<double>();
-  c.sampler.rng_state = from_array(f.read("sampler/rng_state"));
-  if (f.exists("laplacian/rng_state")) c.laplacian_rng = from_array(f.read("laplacian/rng_state"));
+  Datasets d;
+  for (const auto& name : f.list("/")) d[name] = f.read(name);
+  // Files written before checksums were added have none; any other is checked.
+  if (f.has_attr("checksum") && f.attr("checksum") != checksum(d, c.config_yaml))
+    throw CheckpointError(path + ": checksum mismatch: the file is damaged");
+  c.iteration = from_array(require(d, "iteration", io::DType::i64, 0, path)).item<int64_t>();
+  if (c.iteration < 0) throw CheckpointError(path + ": negative iteration");
+  c.system = take_system(d, f.has_attr("system_name") ? f.attr("system_name") : "", path);
+  c.parameters = take_map(d, "parameters");
+  c.optimizer = take_map(d, "optimizer");
+  const auto& r = d.find("sampler/positions");
+  if (r == d.end() || r->second.shape.size() != 3 || (r->second.dtype != io::DType::f64 && r->second.dtype != io::DType::f32))
+    throw CheckpointError(path + ": missing or malformed dataset 'sampler/positions' [B, N, 3]");
+  c.sampler.r = from_array(r->second);
+  if (!d.count("sampler/logabs")) throw CheckpointError(path + ": missing dataset 'sampler/logabs'");
+  c.sampler.logabs = from_array(d.at("sampler/logabs"));
+  if (c.sampler.logabs.dim() != 1 || c.sampler.logabs.size(0) != c.sampler.r.size(0) || !c.sampler.logabs.is_floating_point())
+    throw CheckpointError(path + ": dataset 'sampler/logabs' does not match the walkers");
+  c.sampler.step_size = from_array(require(d, "sampler/step_size", io::DType::f64, 0, path)).item<double>();
+  if (!(c.sampler.step_size > 0) || !std::isfinite(c.sampler.step_size))
+    throw CheckpointError(path + ": sampler/step_size must be a positive number");
+  c.sampler.rng_state = from_array(require(d, "sampler/rng_state", io::DType::u8, 1, path));
+  if (d.count("laplacian/rng_state"))
+    c.laplacian_rng = from_array(require(d, "laplacian/rng_state", io::DType::u8, 1, path));
+  // A random-number state the generator does not accept is a damaged file, not a crash later.
+  for (const auto& state : {c.sampler.rng_state, c.laplacian_rng}) {
+    if (!state.defined()) continue;
+    try {
+      at::make_generator<at::CPUGeneratorImpl>(0).set_state(state);
+    } catch (const c10::Error&) {
+      throw CheckpointError(path + ": malformed random-number generator state");
+    }
+  }
   if (c.parameters.empty()) throw CheckpointError(path + ": no parameters");
   return c;
 }

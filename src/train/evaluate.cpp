@@ -1,38 +1,50 @@
 #include "train/evaluate.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/errors.hpp"
+#include "train/finite_walkers.hpp"
 
 namespace nnvmc {
 
 EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers,
                     const ProgressFn& progress) {
   const auto logabs = s.logabs_fn();
+  auto& sampler = *s.sampler;
   EvalResult out;
   out.steps = options.steps;
   out.walkers = s.config.sampler.walkers;
+  const int block = std::max(1, s.config.sampler.steps_per_iteration);
   {
     auto scope = timers.scope("sampling");
-    s.sampler->run(logabs, options.burn_in);
+    for (int done = 0; done < options.burn_in; done += block)
+      sampler.adapt(sampler.run(logabs, std::min(block, options.burn_in - done)));
   }
+  out.step_size = sampler.step_size();  // frozen from here on: measurement uses a fixed kernel
   double sum_sq = 0, acc = 0;
   long count = 0;
   for (int t = 0; t < options.steps; ++t) {
     {
       auto scope = timers.scope("sampling");
-      acc += s.sampler->run(logabs, s.config.sampler.steps_per_iteration);
+      acc += sampler.run(logabs, s.config.sampler.steps_per_iteration);
     }
     auto scope = timers.scope("local_energy");
-    const auto e = (*s.local_energy)(*s.wf, s.sampler->positions()).energy.to(torch::kFloat64).cpu();
-    if (!torch::isfinite(e).all().item<bool>())
-      throw NumericalError("non-finite local energy during evaluation at step " + std::to_string(t));
+    auto e = (*s.local_energy)(*s.wf, sampler.positions()).energy.to(torch::kFloat64).cpu();
+    const FiniteWalkers finite = finite_walkers(e);
+    if (!finite.ok)
+      throw NumericalError("evaluation step " + std::to_string(t + 1) + ": " + std::to_string(finite.excluded) +
+                           " of " + std::to_string(e.size(0)) + " local energies are non-finite");
+    if (finite.excluded > 0) e = e.index({finite.mask});
+    out.excluded += finite.excluded;
     out.series.push_back(e.mean().item<double>());
     sum_sq += e.square().sum().item<double>();
     count += e.numel();
     if (progress) progress(t + 1, options.steps);
   }
   out.stats = blocking_analysis(out.series);
+  out.error_batch_means = batch_means_error(out.series);
+  out.autocorr = autocorrelation_estimate(out.series);
   out.acceptance = options.steps > 0 ? acc / options.steps : 0.0;
   out.variance = count > 0 ? sum_sq / count - out.stats.mean * out.stats.mean : 0.0;
   return out;

@@ -1,6 +1,7 @@
 #pragma once
 /// @file evaluate.hpp
 /// Energy evaluation with fixed parameters: MH sampling, local energies, reblocking.
+#include <cstdint>
 #include <functional>
 #include <vector>
 
@@ -13,18 +14,26 @@ namespace nnvmc {
 /// Result of an evaluation.
 struct EvalResult {
   BlockingResult stats;        ///< mean energy, error bar, autocorrelation time (in iterations)
+  double error_batch_means = 0;  ///< cross-check: batch-means standard error of the mean
+  AutocorrEstimate autocorr;   ///< cross-check: Sokal-window autocorrelation time and error
   double variance = 0;         ///< variance of the local energy over all samples
-  double acceptance = 0;       ///< mean MH acceptance
+  double acceptance = 0;       ///< mean MH acceptance while measuring
+  double step_size = 0;        ///< MH step size while measuring (adapted during burn-in only)
   int steps = 0;               ///< measurement iterations
   int walkers = 0;             ///< walkers per iteration
+  std::int64_t excluded = 0;   ///< samples left out for a non-finite local energy
   std::vector<double> series;  ///< walker-averaged energy per iteration
 };
 
 /// Progress callback: (iteration done, total).
 using ProgressFn = std::function<void(int, int)>;
 
-/// Runs `options.burn_in` MH steps, then `options.steps` iterations of
-/// `steps_per_iteration` MH steps + a local-energy evaluation. The sampler must be initialised.
+/// Runs `options.burn_in` MH steps, adapting the step size toward the target acceptance after
+/// every steps_per_iteration of them, then freezes the step size and measures `options.steps`
+/// iterations of steps_per_iteration MH steps + a local-energy evaluation. The sampler must be
+/// initialised. Non-finite local energies (walkers on a node) are left out and counted.
+/// @throws NumericalError when more than max_excluded_walkers(B) energies of one iteration are
+/// non-finite
 EvalResult evaluate(VmcSetup& setup, const EvalOptions& options, StageTimers& timers,
                     const ProgressFn& progress = {});
 

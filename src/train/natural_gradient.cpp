@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-#include "batching/chunk_fit.hpp"
 #include "core/errors.hpp"
 #include "train/per_sample_gradients.hpp"
 
@@ -26,23 +25,75 @@ SrProblem make_sr_problem(const std::vector<torch::Tensor>& jacobians, const std
   return {torch::cat(os, 0), torch::cat(eps, 0)};
 }
 
-torch::Tensor spd_solve(const torch::Tensor& a, const torch::Tensor& b) {
-  const auto n = a.size(0);
-  const auto eye = torch::eye(n, a.options());
-  const double base = std::max(a.diagonal().abs().mean().item<double>(), 1e-300);
+SrProblem make_sr_problem_in_place(torch::Tensor& jacobian, const torch::Tensor& e) {
+  const auto e64 = e.detach().to(torch::kFloat64).to(jacobian.device());
+  const double scale = 1.0 / std::sqrt(static_cast<double>(jacobian.size(0)));
+  jacobian.sub_(jacobian.mean(0, true)).mul_(scale);
+  return {jacobian, (e64 - e64.mean()) * scale};
+}
+
+void gram_matrix(const torch::Tensor& o, torch::Tensor& out, int blocks) {
+  const std::int64_t b = o.size(0);
+  if (!out.defined() || out.size(0) != b || out.size(1) != b || out.scalar_type() != o.scalar_type() ||
+      out.device() != o.device())
+    out = torch::empty({b, b}, o.options());
+  const std::int64_t k = std::max<std::int64_t>(1, std::min<std::int64_t>(blocks, b / 64));
+  if (k == 1) {
+    torch::mm_out(out, o, o.t());
+    return;
+  }
+  std::vector<std::int64_t> edge{0};
+  for (std::int64_t i = 1; i <= k; ++i) edge.push_back(b * i / k);
+  for (std::int64_t i = 0; i < k; ++i) {
+    const auto oi = o.slice(0, edge[i], edge[i + 1]);
+    // Row block i against row blocks 0..i in one GEMM: rows [edge_i, edge_i+1) × cols [0, edge_i+1).
+    auto target = out.slice(0, edge[i], edge[i + 1]).slice(1, 0, edge[i + 1]);
+    torch::mm_out(target, oi, o.slice(0, 0, edge[i + 1]).t());
+  }
+  // Mirror the strictly upper blocks from the lower ones.
+  for (std::int64_t i = 0; i < k; ++i)
+    for (std::int64_t j = i + 1; j < k; ++j)
+      out.slice(0, edge[i], edge[i + 1]).slice(1, edge[j], edge[j + 1])
+          .copy_(out.slice(0, edge[j], edge[j + 1]).slice(1, edge[i], edge[i + 1]).t());
+}
+
+torch::Tensor cholesky_solve_unchecked(const torch::Tensor& b, const torch::Tensor& l) {
+  const auto y = torch::linalg_solve_triangular(l, b, /*upper=*/false);
+  return torch::linalg_solve_triangular(l.mT(), y, /*upper=*/true);
+}
+
+torch::Tensor spd_solve(const torch::Tensor& a, const torch::Tensor& b, SampleSpaceBuffers* buffers) {
   const bool vector = b.dim() == 1;
   const auto rhs = vector ? b.unsqueeze(1) : b;
-  double jitter = 0;
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    const auto [l, info] = torch::linalg_cholesky_ex(jitter > 0 ? a + jitter * eye : a);
-    if (info.item<int64_t>() == 0) {
-      const auto x = torch::cholesky_solve(rhs, l);
-      if (torch::isfinite(x).all().item<bool>()) return vector ? x.squeeze(1) : x;
+  const auto finish = [&](const torch::Tensor& x) { return vector ? x.squeeze(1) : x; };
+  {
+    torch::Tensor l, info;
+    if (buffers != nullptr) {
+      if (!buffers->factor.defined() || !buffers->factor.sizes().equals(a.sizes()) ||
+          buffers->factor.scalar_type() != a.scalar_type())
+        buffers->factor = torch::empty_like(a);
+      if (!buffers->info.defined()) buffers->info = torch::empty({}, a.options().dtype(torch::kInt32));
+      torch::linalg_cholesky_ex_out(buffers->factor, buffers->info, a);
+      l = buffers->factor;
+      info = buffers->info;
+    } else {
+      std::tie(l, info) = torch::linalg_cholesky_ex(a);
     }
-    jitter = jitter > 0 ? jitter * 100 : base * 1e-12;
+    const auto x = cholesky_solve_unchecked(rhs, l);
+    // One host read for both the factorisation status and the solution's finiteness.
+    if ((info.eq(0) & torch::isfinite(x).all()).item<bool>()) return finish(x);
   }
-  throw NumericalError("spd_solve: Cholesky failed even with diagonal jitter " +
-                       std::to_string(jitter / 100));
+  const double base = a.diagonal().abs().mean().item<double>();
+  if (!std::isfinite(base)) throw NumericalError("spd_solve: the matrix is not finite");
+  const auto eye = torch::eye(a.size(0), a.options());
+  double jitter = std::max(base, 1e-300) * 1e-12;
+  for (int attempt = 1; attempt < 8; ++attempt) {
+    const auto [l, info] = torch::linalg_cholesky_ex(a + jitter * eye);
+    const auto x = cholesky_solve_unchecked(rhs, l);
+    if ((info.eq(0) & torch::isfinite(x).all()).item<bool>()) return finish(x);
+    jitter *= 100;
+  }
+  throw NumericalError("spd_solve: Cholesky failed even with diagonal jitter " + std::to_string(jitter / 100));
 }
 
 torch::Tensor sr_direction(const SrProblem& p, double damping) {
@@ -51,23 +102,42 @@ torch::Tensor sr_direction(const SrProblem& p, double damping) {
   return spd_solve(s + damping * eye, p.o.t().mv(p.eps));
 }
 
-torch::Tensor minsr_direction(const SrProblem& p, double damping) {
-  const auto t = p.o.matmul(p.o.t());
-  const auto eye = torch::eye(t.size(0), t.options());
-  return p.o.t().mv(spd_solve(t + damping * eye, p.eps));
+namespace {
+/// Ōᵀx into buffers->update when given (reused), else a new tensor. @return [P]
+torch::Tensor apply_transpose(const torch::Tensor& o, const torch::Tensor& x, SampleSpaceBuffers* buffers) {
+  if (buffers == nullptr) return o.t().mv(x);
+  auto& u = buffers->update;
+  if (!u.defined() || u.size(0) != o.size(1) || u.scalar_type() != o.scalar_type()) u = torch::empty({o.size(1)}, o.options());
+  torch::mv_out(u, o.t(), x);
+  return u;
+}
+/// ŌŌᵀ + λ (+ shift) in buffers->kernel when given. @return [B, B]
+torch::Tensor sample_kernel(const torch::Tensor& o, double damping, double shift, SampleSpaceBuffers* buffers) {
+  torch::Tensor local;
+  auto& t = buffers != nullptr ? buffers->kernel : local;
+  gram_matrix(o, t);
+  t.diagonal().add_(damping);
+  if (shift != 0) t.add_(shift);
+  return t;
+}
+}  // namespace
+
+torch::Tensor minsr_direction(const SrProblem& p, double damping, SampleSpaceBuffers* buffers) {
+  const auto t = sample_kernel(p.o, damping, 0.0, buffers);
+  return apply_transpose(p.o, spd_solve(t, p.eps, buffers), buffers);
 }
 
 torch::Tensor spring_direction(const SrProblem& p, double damping, double momentum,
-                               const torch::Tensor& previous) {
+                               const torch::Tensor& previous, SampleSpaceBuffers* buffers) {
   const auto b = p.o.size(0);
   // The rows of Ō and ε are centred, so the 11ᵀ/B term does not change the solution; it
   // lifts the kernel's zero mode along 1 for a better-conditioned Cholesky.
-  const auto t = p.o.matmul(p.o.t()) + damping * torch::eye(b, p.o.options()) +
-                 torch::full({b, b}, 1.0 / static_cast<double>(b), p.o.options());
-  if (!previous.defined() || momentum == 0) return p.o.t().mv(spd_solve(t, p.eps));
+  const auto t = sample_kernel(p.o, damping, 1.0 / static_cast<double>(b), buffers);
+  if (!previous.defined() || momentum == 0) return apply_transpose(p.o, spd_solve(t, p.eps, buffers), buffers);
   const auto prev = previous.to(p.o.options());
   const auto rhs = p.eps - momentum * p.o.mv(prev);
-  return momentum * prev + p.o.t().mv(spd_solve(t, rhs));
+  auto delta = apply_transpose(p.o, spd_solve(t, rhs, buffers), buffers);
+  return delta.add_(prev, momentum);
 }
 
 namespace {
@@ -84,46 +154,54 @@ class NaturalGradientOptimizer final : public Optimizer {
   bool step(WaveFunction& wf, const std::vector<WalkerBatch>& batches, std::int64_t t,
             StageTimers& timers) override {
     const auto params = trainable_parameters(wf);
-    std::vector<torch::Tensor> jacs, energies;
+    jacobians_.resize(batches.size());
     {
       auto scope = timers.scope("gradient");
-      for (const auto& b : batches) {
+      for (size_t i = 0; i < batches.size(); ++i) {
+        const auto& b = batches[i];
         if (chunk_ == 0) chunk_ = fit_chunk(wf, *b.sys, b.r);
-        jacs.push_back(per_sample_log_gradients(wf, *b.sys, b.r, chunk_));
+        per_sample_log_gradients_into(wf, *b.sys, b.r, chunk_, jacobians_[i]);
       }
     }
     auto scope = timers.scope("optimizer");
-    for (size_t i = 0; i < batches.size(); ++i) {
-      if (!torch::isfinite(jacs[i]).all().item<bool>()) return false;
-      energies.push_back(clip_local_energies(batches[i].e_loc.detach(), options_.clip_width));
-    }
-    const auto problem = make_sr_problem(jacs, energies);
+    std::vector<torch::Tensor> energies;
+    for (const auto& b : batches) energies.push_back(clip_local_energies(b.e_loc.detach(), options_.clip_width));
+    // One molecule: Ō is centred in the Jacobian's own buffer. A non-finite Jacobian makes the
+    // kernel non-finite, which spd_solve reports (NumericalError): no separate check.
+    const auto problem = batches.size() == 1 ? make_sr_problem_in_place(jacobians_[0], energies[0])
+                                             : make_sr_problem(jacobians_, energies);
     torch::Tensor delta;
     try {
       if (options_.type == "sr") {
         // Same update as minsr; solve in the smaller of the two spaces.
         delta = problem.o.size(1) <= problem.o.size(0) ? sr_direction(problem, options_.sr.damping)
-                                                       : minsr_direction(problem, options_.sr.damping);
+                                                       : minsr_direction(problem, options_.sr.damping, &buffers_);
       } else if (options_.type == "minsr") {
-        delta = minsr_direction(problem, options_.sr.damping);
+        delta = minsr_direction(problem, options_.sr.damping, &buffers_);
       } else {
-        delta = spring_direction(problem, options_.sr.damping, options_.spring.momentum, previous_);
+        delta = spring_direction(problem, options_.sr.damping, options_.spring.momentum, previous_, &buffers_);
       }
     } catch (const NumericalError&) {
       return false;
     }
-    if (!torch::isfinite(delta).all().item<bool>()) return false;
-    double lr = learning_rate(t);
+    // |Ōδ|² (Fisher) or |δ|²: the Euclidean norm also bounds the part of SPRING's momentum
+    // that lies outside the span of the current samples' gradients, which |Ōδ| cannot see.
+    // The step length min(lr, sqrt(c / size)) stays on the device (no host read); a non-finite
+    // δ makes the parameters non-finite, which the trainer's one fused check rejects (it then
+    // restores parameters and optimizer state).
+    const double lr = learning_rate(t);
+    torch::Tensor step_length = torch::full({}, lr, delta.options());
     if (options_.sr.norm_constraint > 0) {
-      // |Ōδ|² (Fisher) or |δ|²: the Euclidean norm also bounds the part of SPRING's momentum
-      // that lies outside the span of the current samples' gradients, which |Ōδ| cannot see.
-      const double size = options_.sr.norm == "euclidean"
-                              ? delta.square().sum().item<double>()
-                              : problem.o.mv(delta).square().sum().item<double>();
-      if (lr * lr * size > options_.sr.norm_constraint) lr = std::sqrt(options_.sr.norm_constraint / size);
+      const auto size = options_.sr.norm == "euclidean" ? delta.square().sum() : problem.o.mv(delta).square().sum();
+      step_length = torch::minimum(step_length, torch::sqrt(options_.sr.norm_constraint / size));
     }
-    add_to_parameters(params, delta, -lr);
-    if (options_.type == "spring") previous_ = delta.detach().clone();
+    add_to_parameters(params, delta * step_length, -1.0);
+    if (options_.type == "spring") {
+      if (previous_.defined() && previous_.sizes().equals(delta.sizes()) && !previous_.is_same(delta))
+        previous_.copy_(delta);
+      else
+        previous_ = delta.detach().clone();
+    }
     return true;
   }
 
@@ -133,7 +211,7 @@ class NaturalGradientOptimizer final : public Optimizer {
 
   TensorMap state() const override {
     TensorMap out;
-    if (previous_.defined()) out["spring/previous_update"] = previous_;
+    if (previous_.defined()) out["spring/previous_update"] = previous_.clone();  // the buffer is reused
     return out;
   }
 
@@ -147,19 +225,11 @@ class NaturalGradientOptimizer final : public Optimizer {
   }
 
  private:
-  /// optim.sr.chunk_walkers, reduced if the measured memory per walker says it does not fit.
+  /// optim.sr.chunk_walkers (0: all), reduced if the measured memory per walker says it does not fit.
   std::int64_t fit_chunk(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r) const {
-    const std::int64_t want = options_.sr.chunk_walkers, b = r.size(0);
-    if (budget_.is_unlimited()) return want;
-    batching::ChunkFitOptions o;
-    o.key = "run.memory_budget";
-    o.what = "walker (per-sample gradients)";
-    o.probe_items = std::min<std::int64_t>(want, 8);
-    o.cuda_device = static_cast<int>(r.get_device());  // −1 on the CPU
-    o.reserved_bytes = (b * parameters_ + 3 * b * b) * 8;  // Jacobian, kernel and its factor (float64)
-    const auto fit = batching::fit_chunk([&](std::int64_t k) { per_sample_log_gradients(wf, sys, r.slice(0, 0, k), k); },
-                                         b, budget_, o);
-    return std::max<std::int64_t>(1, std::min(want, fit.chunk));
+    const std::int64_t b = r.size(0);
+    // Jacobian, kernel and its factor (float64) stay outside the chunks.
+    return fit_per_sample_chunk(wf, sys, r, options_.sr.chunk_walkers, budget_, (b * parameters_ + 3 * b * b) * 8);
   }
 
   OptimOptions options_;
@@ -167,6 +237,8 @@ class NaturalGradientOptimizer final : public Optimizer {
   batching::MemoryBudget budget_;
   std::int64_t chunk_ = 0;   ///< walkers per Jacobian pass (0: not yet sized)
   torch::Tensor previous_;  ///< SPRING's δ_{t−1} [P] float64 (undefined before the first step)
+  std::vector<torch::Tensor> jacobians_;  ///< per molecule [B, P], reused (Ō is formed in place)
+  SampleSpaceBuffers buffers_;            ///< kernel, factor and δ, reused
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <functional>
 
 #include "core/errors.hpp"
+#include "train/kfac.hpp"
 #include "train/natural_gradient.hpp"
 
 namespace nnvmc {
@@ -11,6 +12,14 @@ torch::Tensor clip_local_energies(const torch::Tensor& e, double width) {
   const auto median = e.median();
   const auto mad = (e - median).abs().mean();
   return torch::clamp(e, median - width * mad, median + width * mad);
+}
+
+bool all_finite(const std::vector<torch::Tensor>& tensors) {
+  std::vector<torch::Tensor> flags;
+  flags.reserve(tensors.size());
+  for (const auto& t : tensors)
+    if (t.defined()) flags.push_back(torch::isfinite(t.detach()).all());
+  return flags.empty() || torch::stack(flags).all().item<bool>();
 }
 
 namespace {
@@ -41,8 +50,9 @@ class AdamOptimizer final : public Optimizer {
       }
     }
     auto scope = timers.scope("optimizer");
-    for (const auto& p : wf.parameters())
-      if (p.grad().defined() && !torch::isfinite(p.grad()).all().item<bool>()) return false;
+    std::vector<torch::Tensor> grads;
+    for (const auto& p : wf.parameters()) grads.push_back(p.grad());
+    if (!all_finite(grads)) return false;
     for (auto& group : adam_.param_groups())
       static_cast<torch::optim::AdamOptions&>(group.options()).lr(learning_rate(t));
     adam_.step();
@@ -71,7 +81,10 @@ class AdamOptimizer final : public Optimizer {
     auto& params = adam_.param_groups().at(0).params();
     for (size_t i = 0; i < params.size(); ++i) {
       const auto a = state.find("adam/exp_avg/" + names_[i]);
-      if (a == state.end()) continue;  // parameter never updated
+      if (a == state.end()) {  // parameter never updated: no moments (also after a restore)
+        adam_.state().erase(params[i].unsafeGetTensorImpl());
+        continue;
+      }
       const auto b = state.find("adam/exp_avg_sq/" + names_[i]);
       const auto c = state.find("adam/step/" + names_[i]);
       if (b == state.end() || c == state.end())
@@ -101,6 +114,7 @@ const std::map<std::string, OptimizerFactory>& optimizer_registry() {
       return std::make_unique<AdamOptimizer>(o, wf);
     };
     for (const char* name : {"sr", "minsr", "spring"}) r[name] = make_natural_gradient;
+    r["kfac"] = make_kfac;
     return r;
   }();
   return registry;

@@ -18,6 +18,10 @@ namespace nnvmc {
 /// @param e [B] @return [B]
 torch::Tensor clip_local_energies(const torch::Tensor& e, double width);
 
+/// True when every entry of every tensor is finite: one fused reduction and one host read
+/// (undefined tensors are skipped).
+bool all_finite(const std::vector<torch::Tensor>& tensors);
+
 /// Named tensors (optimizer state for checkpoints).
 using TensorMap = std::map<std::string, torch::Tensor>;
 

@@ -1,8 +1,8 @@
 #include "train/per_sample_gradients.hpp"
 
-#include <ATen/LegacyVmapMode.h>
-
+#include "batching/chunk_fit.hpp"
 #include "core/errors.hpp"
+#include "train/recorded_pass.hpp"
 
 namespace nnvmc {
 
@@ -19,51 +19,43 @@ std::int64_t parameter_count(const std::vector<torch::Tensor>& params) {
   return n;
 }
 
-namespace {
-
-/// Vector–Jacobian products of `out` [c] with the c rows of the identity, in one backward
-/// pass: the cotangent carries a leading vmap batch dimension (ATen's batched-tensor mode).
-/// @return [c, P] float64
-torch::Tensor jacobian_rows(const torch::Tensor& out, const std::vector<torch::Tensor>& params) {
-  const std::int64_t c = out.size(0);
-  const auto eye = torch::eye(c, out.options());
-  std::vector<torch::Tensor> grads;
-  {
-    const int64_t level = at::impl::VmapMode::increment_nesting();
-    struct Pop {
-      ~Pop() { at::impl::VmapMode::decrement_nesting(); }
-    } pop;
-    const auto cotangent = at::_add_batch_dim(eye, 0, level);
-    const auto g = torch::autograd::grad({out}, params, {cotangent}, /*retain_graph=*/false,
-                                         /*create_graph=*/false, /*allow_unused=*/true);
-    grads.reserve(g.size());
-    for (const auto& t : g)
-      grads.push_back(t.defined() ? at::_remove_batch_dim(t, level, c, 0) : torch::Tensor());
-  }
-  std::vector<torch::Tensor> cols;
-  cols.reserve(params.size());
-  for (size_t k = 0; k < params.size(); ++k) {
-    const auto opts = torch::TensorOptions().dtype(torch::kFloat64).device(out.device());
-    cols.push_back(grads[k].defined() ? grads[k].reshape({c, -1}).to(torch::kFloat64)
-                                      : torch::zeros({c, params[k].numel()}, opts));
-  }
-  return torch::cat(cols, 1);
-}
-
-}  // namespace
-
 torch::Tensor per_sample_log_gradients(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r,
                                        std::int64_t chunk) {
+  torch::Tensor out;
+  per_sample_log_gradients_into(wf, sys, r, chunk, out);
+  return out;
+}
+
+void per_sample_log_gradients_into(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r,
+                                   std::int64_t chunk, torch::Tensor& out) {
   if (chunk <= 0) throw InputError("per_sample_log_gradients: chunk must be > 0");
   const auto params = trainable_parameters(wf);
-  const std::int64_t b = r.size(0);
-  std::vector<torch::Tensor> rows;
+  const std::int64_t b = r.size(0), p = parameter_count(params);
+  if (!out.defined() || out.size(0) != b || out.size(1) != p || out.scalar_type() != torch::kFloat64 ||
+      out.device() != r.device())
+    out = torch::empty({b, p}, torch::TensorOptions().dtype(torch::kFloat64).device(r.device()));
   for (std::int64_t s = 0; s < b; s += chunk) {
-    const auto rc = r.slice(0, s, std::min(b, s + chunk)).detach();
-    const auto logabs = wf.forward(rc, sys).logabs;
-    rows.push_back(jacobian_rows(logabs, params));
+    const std::int64_t e = std::min(b, s + chunk);
+    const auto pass = record_pass(wf, sys, r.slice(0, s, e), params, std::min<std::int64_t>(chunk, kFallbackChunk));
+    write_jacobian(pass, params, out.slice(0, s, e));
   }
-  return torch::cat(rows, 0);
+}
+
+std::int64_t fit_per_sample_chunk(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r,
+                                  std::int64_t want, const batching::MemoryBudget& budget,
+                                  std::int64_t reserved_bytes) {
+  const std::int64_t b = r.size(0);
+  if (want <= 0) want = b;
+  if (budget.is_unlimited()) return want;
+  batching::ChunkFitOptions o;
+  o.key = "run.memory_budget";
+  o.what = "walker (per-sample gradients)";
+  o.probe_items = std::min<std::int64_t>(want, 8);
+  o.cuda_device = static_cast<int>(r.get_device());  // −1 on the CPU
+  o.reserved_bytes = reserved_bytes;
+  const auto fit = batching::fit_chunk(
+      [&](std::int64_t k) { per_sample_log_gradients(wf, sys, r.slice(0, 0, k), k); }, b, budget, o);
+  return std::max<std::int64_t>(1, std::min(want, fit.chunk));
 }
 
 void add_to_parameters(const std::vector<torch::Tensor>& params, const torch::Tensor& delta,

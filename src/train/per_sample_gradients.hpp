@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "batching/budget.hpp"
 #include "models/wavefunction.hpp"
 
 namespace nnvmc {
@@ -16,16 +17,33 @@ std::vector<torch::Tensor> trainable_parameters(WaveFunction& wf);
 /// Total number of entries P of `params`.
 std::int64_t parameter_count(const std::vector<torch::Tensor>& params);
 
+/// Walkers per vmapped backward pass for parameters used outside the building blocks.
+inline constexpr std::int64_t kFallbackChunk = 16;
+
 /// J[i, :] = ∇θ log|ψ(r_i)| flattened in trainable_parameters() order, float64.
-/// Walkers are processed in chunks of `chunk` (one forward pass and one vectorised backward
-/// pass per chunk: the chunk's c one-hot output cotangents travel through the backward
-/// graph together, so the work is c backward passes at the cost of one dispatch).
-/// Exact for every WaveFunction whose walkers do not interact in forward().
-/// @param sys the molecule @param r [B, N, 3] @return [B, P]
+/// Each chunk of `chunk` walkers is one recorded forward pass and one backward pass
+/// (train/recorded_pass.hpp): linear layers' gradients are contractions of their recorded
+/// inputs and output gradients, other parameters of the building blocks use per-sample
+/// replicas, and parameters used outside the blocks fall back to vmapped backward passes of
+/// min(chunk, kFallbackChunk) walkers. Exact for every WaveFunction whose walkers do not
+/// interact in forward(). @param sys the molecule @param r [B, N, 3] @return [B, P]
 torch::Tensor per_sample_log_gradients(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r,
                                        std::int64_t chunk);
 
-/// θ ← θ + alpha·delta, with delta [P] in trainable_parameters() order (converted to each
+/// As per_sample_log_gradients, written into `out` [B, P] float64, which is reused when it has
+/// that shape, dtype and device (and replaced otherwise): no allocation of the Jacobian per step.
+void per_sample_log_gradients_into(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r,
+                                   std::int64_t chunk, torch::Tensor& out);
+
+/// Walkers per pass of the per-sample gradients: `want` (0: all of r's walkers), fewer when a
+/// measurement of the passes' working memory (one and a few walkers) says that many would not
+/// fit `budget` next to `reserved_bytes` kept by the caller. @param r [B, N, 3]
+/// @throws BudgetError (naming run.memory_budget) when one walker does not fit
+std::int64_t fit_per_sample_chunk(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r,
+                                  std::int64_t want, const batching::MemoryBudget& budget,
+                                  std::int64_t reserved_bytes);
+
+/// θ ← + alpha·delta, with delta [P] in trainable_parameters() order (converted to each
 /// parameter's dtype and device).
 void add_to_parameters(const std::vector<torch::Tensor>& params, const torch::Tensor& delta,
                        double alpha);

@@ -2,6 +2,7 @@
 
 #include "batching/backend.hpp"
 #include "core/errors.hpp"
+#include "core/log.hpp"
 #include "models/registry.hpp"
 
 namespace nnvmc {
@@ -47,20 +48,46 @@ LogAbsFn VmcSetup::logabs_fn() const {
   return [wf_ptr, sys = tensors](const torch::Tensor& r) { return wf_ptr->forward(r, sys).logabs; };
 }
 
+namespace {
+/// A first evaluation of the forward Laplacian on one walker: an ansatz without a
+/// forward-Laplacian program throws its ConfigError here, before a run writes anything.
+void check_laplacian_method(const VmcSetup& s) {
+  if (s.config.hamiltonian.laplacian != "forward") return;
+  torch::NoGradGuard ng;
+  const auto n = s.system.n_electrons();
+  const auto r = torch::linspace(-1.0, 1.0, 3 * n, s.options).view({1, n, 3});
+  (void)s.wf->forward_laplacian(Blocks<FwdLap>::positions(r), s.tensors);
+}
+
+/// Refuses a walker count whose positions alone cannot fit the memory budget (the chain keeps
+/// several such arrays besides the model's working memory).
+void check_walker_memory(const Config& config, const System& system, const batching::MemoryBudget& budget) {
+  const double bytes = 8.0 * 3 * system.n_electrons() * static_cast<double>(config.sampler.walkers);
+  if (!budget.is_unlimited() && bytes > static_cast<double>(budget.bytes()))
+    throw ConfigError(strfmt("'sampler.walkers': %d walkers of %d electrons need %s for their positions "
+                             "alone, more than run.memory_budget (%s)",
+                             config.sampler.walkers, system.n_electrons(), batching::format_bytes(bytes).c_str(),
+                             batching::format_bytes(double(budget.bytes())).c_str()));
+}
+}  // namespace
+
 VmcSetup make_setup(const Config& config) {
   VmcSetup s;
   s.config = config;
   s.system = resolve_system(config);
+  // Sizes left to the molecule are written into the config (config.yaml, checkpoints).
+  s.config.model.ferminet = config.model.ferminet.sized_for(s.system.n_electrons());
   s.options = tensor_options(config);
   s.tensors = system_tensors(s.system, s.options);
   if (config.run.threads > 0) torch::set_num_threads(config.run.threads);
   torch::manual_seed(config.run.seed);  // parameter initialisation
-  auto model_config = config.model;
-  s.wf = model_registry().create(model_config, s.system);
+  s.budget = batching::MemoryBudget::parse(config.run.memory_budget, config.run.device, "run.memory_budget");
+  check_walker_memory(config, s.system, s.budget);
+  s.wf = model_registry().create(s.config.model, s.system);
   s.wf->to(s.options.device(), s.options.dtype().toScalarType());
+  check_laplacian_method(s);
   s.sampler = std::make_unique<MetropolisSampler>(config.sampler, s.system, s.options,
                                                   config.run.seed + 1);
-  s.budget = batching::MemoryBudget::parse(config.run.memory_budget, config.run.device, "run.memory_budget");
   s.local_energy = std::make_unique<LocalEnergy>(
       s.system, make_laplacian(config.hamiltonian, config.run.seed + 2), s.options,
       ChunkPolicy{config.hamiltonian.chunk_walkers, s.budget});

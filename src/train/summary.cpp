@@ -2,6 +2,7 @@
 
 #include <fstream>
 
+#include "core/log.hpp"
 #include "io/hdf5_file.hpp"
 
 namespace nnvmc {
@@ -9,12 +10,36 @@ namespace nnvmc {
 nlohmann::json eval_json(const EvalResult& r) {
   return {{"energy", r.stats.mean},
           {"energy_err", r.stats.error},
+          {"error_plateau", r.stats.plateau},
           {"energy_err_naive", r.stats.naive_error},
+          {"energy_err_batch_means", r.error_batch_means},
+          {"energy_err_autocorr", r.autocorr.error},
           {"autocorr_time", r.stats.autocorr_time},
+          {"autocorr_time_window", r.autocorr.tau},
           {"variance", r.variance},
           {"acceptance", r.acceptance},
+          {"step_size", r.step_size},
+          {"excluded_samples", r.excluded},
           {"steps", r.steps},
           {"walkers", r.walkers}};
+}
+
+std::string eval_text(const EvalResult& r) {
+  std::string s = strfmt("energy   %.6f ± %.6f Eh%s\n", r.stats.mean, r.stats.error,
+                         r.stats.plateau ? "" : "  (UNRELIABLE: see below)");
+  s += strfmt("         error cross-checks: batch means ± %.6f, autocorrelation ± %.6f\n", r.error_batch_means,
+              r.autocorr.error);
+  s += strfmt("variance %.5f\n", r.variance);
+  s += strfmt("autocorrelation time %.2f iterations, acceptance %.2f at step size %.4f\n", r.stats.autocorr_time,
+              r.acceptance, r.step_size);
+  s += strfmt("%d steps x %d walkers\n", r.steps, r.walkers);
+  if (!r.stats.plateau)
+    s += strfmt("warning: no block size passed the reblocking plateau test (%ld values, autocorrelation time "
+                "about %.1f): the error bar is likely too small; evaluate with more steps\n",
+                r.stats.n, r.autocorr.tau);
+  if (r.excluded > 0)
+    s += strfmt("warning: %ld sample(s) with a non-finite local energy were left out\n", static_cast<long>(r.excluded));
+  return s;
 }
 
 nlohmann::json timers_json(const StageTimers& t) {
@@ -24,7 +49,7 @@ nlohmann::json timers_json(const StageTimers& t) {
 }
 
 void write_summary(const std::string& path, const VmcSetup& setup, const EvalResult& eval,
-                   const StageTimers& timers, std::int64_t iterations) {
+                   const StageTimers& timers, std::int64_t iterations, const nlohmann::json& extra) {
   nlohmann::json j = eval_json(eval);
   j["molecule"] = setup.system.name;
   j["model"] = setup.config.model.type;
@@ -32,6 +57,7 @@ void write_summary(const std::string& path, const VmcSetup& setup, const EvalRes
   j["laplacian"] = setup.config.hamiltonian.laplacian;
   j["dtype"] = setup.config.run.dtype;
   j["timings"] = timers_json(timers);
+  for (const auto& [k, v] : extra.items()) j[k] = v;
   const std::string tmp = path + ".tmp";
   std::ofstream(tmp) << j.dump(2) << "\n";
   io::rename_into_place(tmp, path);

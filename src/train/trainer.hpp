@@ -3,6 +3,7 @@
 /// The VMC training loop: sample, local energies, gradient, optimizer step; progress lines,
 /// per-iteration results in result.h5, atomic checkpoints (periodic, at the end and on
 /// SIGINT/SIGTERM), restart from a checkpoint, recovery from non-finite steps.
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -14,17 +15,38 @@
 
 namespace nnvmc {
 
+/// What an iteration hook asks the trainer to do.
+enum class StopAction {
+  none,       ///< continue
+  finish,     ///< end training now (a wall-time budget): checkpoint, then the final evaluation
+  interrupt,  ///< stop as SIGINT/SIGTERM would: checkpoint, no evaluation, TrainOutcome::interrupted
+};
+
+/// Called with the iteration index t before each training iteration t, and once more with
+/// t = optim.iterations after the last one (its answer is then ignored).
+using IterationHook = std::function<StopAction(std::int64_t t)>;
+
 /// Outcome of Trainer::run.
 struct TrainOutcome {
   bool interrupted = false;   ///< stopped by SIGINT/SIGTERM (checkpoint written)
   std::int64_t iterations = 0;  ///< completed iterations
+  std::int64_t failed_steps = 0;      ///< steps rejected (non-finite) and retried, in this process
+  std::int64_t excluded_walkers = 0;  ///< walker samples left out for a non-finite local energy
   EvalResult final_eval;      ///< evaluation after training (when not interrupted)
 };
 
+/// Training loop. A failed step (non-finite local energies beyond a few walkers, gradient or
+/// parameters) restores the last good parameters, optimizer state and walkers and retries the
+/// same iteration with fresh random moves; after optim.max_consecutive_failures failures in a row
+/// it writes a checkpoint of the last good state and throws NumericalError.
 class Trainer {
  public:
-  /// A new run (output directory from run.output).
+  /// A new run (output directory from run.output). @throws InputError when run.output holds
+  /// another run (checkpoint.h5, result.h5 or summary.json) and run.overwrite is false, or
+  /// cannot be written; nothing is written before the config, molecule and model are checked.
   explicit Trainer(const Config& config);
+  /// A new run from a ready setup (e.g. a test ansatz put into setup.wf).
+  explicit Trainer(VmcSetup setup);
   /// Continues the run whose checkpoint is `checkpoint_path`; `config` is the checkpoint's
   /// config with the user's overrides applied.
   Trainer(const Config& config, const std::string& checkpoint_path);
@@ -36,6 +58,10 @@ class Trainer {
   const std::string& output_dir() const { return output_; }
   VmcSetup& setup() { return setup_; }
   const StageTimers& timers() const { return timers_; }
+  /// The stage timers (e.g. to attach a StageObserver).
+  StageTimers& timers() { return timers_; }
+  /// Installs a hook consulted at every iteration boundary (wall-time budgets, profiling).
+  void set_iteration_hook(IterationHook hook) { hook_ = std::move(hook); }
   /// The current state as a checkpoint.
   Checkpoint checkpoint() const;
 
@@ -44,8 +70,15 @@ class Trainer {
   /// Requests a stop as a signal would (for tests).
   static void request_stop(bool stop = true);
 
+  /// Called with (iteration t, local energies [B]) before they are used; may modify them. For
+  /// tests that inject failures.
+  using EnergyHook = std::function<void(std::int64_t, torch::Tensor&)>;
+  void set_energy_hook(EnergyHook hook) { energy_hook_ = std::move(hook); }
+
  private:
+  void prepare_new_output() const;
   void init_output(bool resume);
+  void burn_in(int steps);
   void write_checkpoint();
   void log_progress(std::int64_t t, double energy, double err, double var, double acc);
 
@@ -57,6 +90,8 @@ class Trainer {
   StageTimers timers_;
   double start_time_ = 0;
   std::int64_t first_iteration_ = 0;  ///< iteration this process started at (for it/s)
+  EnergyHook energy_hook_;
+  IterationHook hook_;
 };
 
 /// Replaces "<name>" in run.output with run.name.

@@ -17,7 +17,7 @@ inline std::string molecules_dir() { return std::string(NNVMC_SOURCE_DIR) + "/co
 inline FermiNetOptions small_ferminet(int width1 = 16, int width2 = 4, int layers = 2, int dets = 2) {
   torch::manual_seed(0);
   FermiNetOptions o;
-  o.hidden_dims.assign(layers, {width1, width2});
+  o.hidden_dims = std::vector<std::array<int, 2>>(layers, {width1, width2});
   o.determinants = dets;
   return o;
 }

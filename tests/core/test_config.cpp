@@ -4,8 +4,10 @@
 #include <fstream>
 #include <iterator>
 #include <regex>
+#include <sstream>
 
 #include "core/config.hpp"
+#include "core/config_yaml.hpp"
 #include "core/errors.hpp"
 
 using namespace nnvmc;
@@ -22,14 +24,51 @@ std::string error_of(const std::string& yaml, const std::vector<std::string>& ov
 bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 }  // namespace
 
-TEST(Config, DefaultsFollowTheIssueAndPaper) {
+TEST(Config, DefaultsSuitAMinimalConfig) {
   const Config c = parse_config("", {}, "c.yaml");
   EXPECT_EQ(c.model.type, "ferminet");
-  EXPECT_EQ(c.model.ferminet.hidden_dims.size(), 4u);
-  EXPECT_EQ(c.model.ferminet.hidden_dims[0][0], 256);
-  EXPECT_EQ(c.model.ferminet.determinants, 16);
+  EXPECT_FALSE(c.model.ferminet.hidden_dims.has_value());  // sized for the molecule
+  EXPECT_FALSE(c.model.ferminet.determinants.has_value());
   EXPECT_EQ(c.sampler.walkers, 1024);
   EXPECT_DOUBLE_EQ(c.optim.clip_width, 5.0);
+  EXPECT_EQ(c.hamiltonian.laplacian, "forward");  // the fastest exact method
+  EXPECT_DOUBLE_EQ(c.optim.lr, 3e-3);             // adam
+}
+
+// `optim: {type: spring}` alone is the shipped SPRING setting (configs/runs/*_spring.yaml):
+// lr 0.1 with the Euclidean step bound 0.01; an explicit lr still wins, and adam keeps 3e-3.
+TEST(Config, NaturalGradientOptimizersDefaultToTheShippedSpringSetting) {
+  for (const char* type : {"spring", "sr", "minsr"}) {
+    const Config c = parse_config(std::string("optim: {type: ") + type + "}", {}, "c.yaml");
+    EXPECT_DOUBLE_EQ(c.optim.lr, 0.1) << type;
+    EXPECT_EQ(c.optim.sr.norm, "euclidean") << type;
+    EXPECT_DOUBLE_EQ(c.optim.sr.norm_constraint, 0.01) << type;
+  }
+  EXPECT_DOUBLE_EQ(parse_config("optim: {type: spring, lr: 0.02}", {}, "c.yaml").optim.lr, 0.02);
+  EXPECT_DOUBLE_EQ(parse_config("", {"optim.type=spring", "optim.lr=0.03"}, "c.yaml").optim.lr, 0.03);
+  EXPECT_DOUBLE_EQ(parse_config("", {"optim.type=spring"}, "c.yaml").optim.lr, 0.1);
+  // The resolved config states the value, so reading it back does not depend on the rule.
+  const Config spring = parse_config("optim: {type: spring}", {}, "c.yaml");
+  EXPECT_EQ(to_yaml(parse_config(to_yaml(spring), {}, "resolved.yaml")), to_yaml(spring));
+}
+
+TEST(Config, FermiNetSizeFollowsTheElectronCountUnlessGiven) {
+  const FermiNetOptions unset;
+  auto dims = [](const FermiNetOptions& o) { return *o.hidden_dims; };
+  using Dims = std::vector<std::array<int, 2>>;
+  EXPECT_EQ(dims(unset.sized_for(1)), Dims(3, {32, 8}));     // H
+  EXPECT_EQ(dims(unset.sized_for(2)), Dims(3, {32, 8}));     // He
+  EXPECT_EQ(dims(unset.sized_for(4)), Dims(3, {64, 16}));    // LiH
+  EXPECT_EQ(dims(unset.sized_for(10)), Dims(4, {160, 32}));  // H2O, CH4
+  EXPECT_EQ(dims(unset.sized_for(28)), Dims(4, {256, 32}));  // C4H4: the published size
+  EXPECT_EQ(*unset.sized_for(2).determinants, 4);
+  EXPECT_EQ(*unset.sized_for(4).determinants, 8);
+  EXPECT_EQ(*unset.sized_for(10).determinants, 16);
+  FermiNetOptions given;
+  given.hidden_dims = Dims(1, {5, 3});
+  given.determinants = 2;
+  EXPECT_EQ(dims(given.sized_for(28)), Dims(1, {5, 3}));
+  EXPECT_EQ(*given.sized_for(28).determinants, 2);
 }
 
 TEST(Config, PsiformerDefaultsFollowThePaperAndItsOptionsRoundTrip) {
@@ -64,8 +103,8 @@ TEST(Config, ValuesAndOverridesAreRead) {
       "system: {molecule: he}\nmodel: {ferminet: {hidden_dims: [[32, 8], [32, 8]], determinants: 4}}\n",
       {"sampler.walkers=64", "optim.lr=0.01", "run.seed=7"}, "c.yaml");
   EXPECT_EQ(c.system.molecule.yaml, "he");
-  EXPECT_EQ(c.model.ferminet.hidden_dims.size(), 2u);
-  EXPECT_EQ(c.model.ferminet.hidden_dims[1][1], 8);
+  EXPECT_EQ(c.model.ferminet.hidden_dims->size(), 2u);
+  EXPECT_EQ((*c.model.ferminet.hidden_dims)[1][1], 8);
   EXPECT_EQ(c.sampler.walkers, 64);
   EXPECT_DOUBLE_EQ(c.optim.lr, 0.01);
   EXPECT_EQ(c.run.seed, 7u);
@@ -135,4 +174,85 @@ TEST(Config, EveryShippedRunConfigAndEveryConfigTheDemoNamesLoad) {
   for (std::sregex_iterator it(text.begin(), text.end(), config_ref), end; it != end; ++it, ++named)
     EXPECT_NO_THROW(load_config((root / it->str()).string())) << it->str() << " named by examples/demo.sh";
   EXPECT_GE(named, 1);
+}
+
+// ---- Hostile input: one test per row of issue 18's catalogue (config side). ----
+
+namespace {
+/// Paths of every mapping in the config ("" for the top level, "optim.sr", ...).
+struct StructPaths {
+  std::string prefix;
+  std::vector<std::string>* out;
+  template <class T> void operator()(const char* key, T& field, const char*) {
+    if constexpr (config_yaml::has_visit<T>::value) {
+      const std::string path = prefix.empty() ? key : prefix + "." + key;
+      out->push_back(path);
+      StructPaths inner{path, out};
+      field.visit(inner);
+    }
+  }
+};
+
+/// YAML text with `key: 1` put into the mapping at `path` (nested flow mappings).
+std::string yaml_with_key_at(const std::string& path, const std::string& key) {
+  std::string text = "{" + key + ": 1}";
+  std::vector<std::string> parts;
+  std::stringstream ss(path);
+  for (std::string p; std::getline(ss, p, '.');) parts.push_back(p);
+  for (auto it = parts.rbegin(); it != parts.rend(); ++it) text = "{" + *it + ": " + text + "}";
+  return "# line 1\n" + text + "\n";
+}
+}  // namespace
+
+TEST(Hostile, UnknownKeyAtEveryNestingLevelIsNamedWithItsPathAndLine) {
+  std::vector<std::string> paths{""};
+  Config c;
+  StructPaths visitor{"", &paths};
+  c.visit(visitor);
+  EXPECT_GE(paths.size(), 14u);  // top, system, model, model.ferminet, ..., run
+  for (const auto& path : paths) {
+    const auto full = path.empty() ? std::string("bogus_key") : path + ".bogus_key";
+    const auto e = error_of(yaml_with_key_at(path, "bogus_key"));
+    EXPECT_TRUE(contains(e, "unknown key '" + full + "'")) << path << ": " << e;
+    EXPECT_TRUE(contains(e, "c.yaml:2")) << path << ": " << e;
+    // ... and the same as an override.
+    EXPECT_TRUE(contains(error_of("", {full + "=1"}), "'" + full + "'")) << full;
+  }
+}
+
+TEST(Hostile, WrongTypesNameTheKey) {
+  EXPECT_TRUE(contains(error_of("sampler: {walkers: [1, 2]}"), "'sampler.walkers' must be an integer"));
+  EXPECT_TRUE(contains(error_of("optim: {lr: {a: 1}}"), "'optim.lr' must be a number"));
+  EXPECT_TRUE(contains(error_of("optim: {lr: fast}"), "'optim.lr' must be a number"));
+  EXPECT_TRUE(contains(error_of("model: {ferminet: {hidden_dims: {a: 1}}}"), "model.ferminet.hidden_dims"));
+  EXPECT_TRUE(contains(error_of("model: {ferminet: {hidden_dims: [[8]]}}"), "model.ferminet.hidden_dims"));
+  EXPECT_TRUE(contains(error_of("run: {output: [a, b]}"), "'run.output' must be a string"));
+  EXPECT_TRUE(contains(error_of("run: {overwrite: maybe}"), "'run.overwrite' must be true or false"));
+  EXPECT_TRUE(contains(error_of("sampler: 5"), "'sampler' must be a mapping"));
+  EXPECT_TRUE(contains(error_of("- a\n- b\n"), "must be a mapping"));
+  EXPECT_TRUE(contains(error_of("sampler: {[1, 2]: 3}"), "not a plain name"));
+}
+
+TEST(Hostile, NegativeZeroAndNonFiniteValuesAreRejected) {
+  EXPECT_TRUE(contains(error_of("sampler: {walkers: -5}"), "sampler.walkers"));
+  EXPECT_TRUE(contains(error_of("model: {ferminet: {determinants: 0}}"), "model.ferminet.determinants"));
+  EXPECT_TRUE(contains(error_of("model: {ferminet: {hidden_dims: []}}"), "model.ferminet.hidden_dims"));
+  EXPECT_TRUE(contains(error_of("model: {ferminet: {hidden_dims: [[8, 0]]}}"), "model.ferminet.hidden_dims"));
+  EXPECT_TRUE(contains(error_of("sampler: {step_size: 0}"), "sampler.step_size"));
+  EXPECT_TRUE(contains(error_of("optim: {lr: -0.1}"), "optim.lr"));
+  EXPECT_TRUE(contains(error_of("optim: {iterations: -1}"), "optim.iterations"));
+  EXPECT_TRUE(contains(error_of("optim: {max_consecutive_failures: 0}"), "optim.max_consecutive_failures"));
+  EXPECT_TRUE(contains(error_of("run: {seed: -1}"), "run.seed"));
+  for (const char* v : {".nan", ".inf", "-.inf"})
+    EXPECT_TRUE(contains(error_of(std::string("optim: {lr: ") + v + "}"), "'optim.lr' must be a finite number")) << v;
+  EXPECT_TRUE(contains(error_of("sampler: {target_acceptance: 1.5}"), "sampler.target_acceptance"));
+}
+
+TEST(Hostile, HugeValuesAreRejectedNamingTheKey) {
+  EXPECT_TRUE(contains(error_of("sampler: {walkers: 1000000000000}"), "'sampler.walkers' = 1000000000000 is out of range"));
+  EXPECT_TRUE(contains(error_of("model: {ferminet: {determinants: 100000}}"), "model.ferminet.determinants"));
+  EXPECT_TRUE(contains(error_of("model: {ferminet: {hidden_dims: [[10000000, 8]]}}"), "model.ferminet.hidden_dims"));
+  EXPECT_TRUE(contains(error_of("run: {memory_budget: 1e30GiB}"), "'run.memory_budget' = '1e30GiB' is too large"));
+  EXPECT_TRUE(contains(error_of("run: {memory_budget: 5PB}"), "run.memory_budget"));
+  EXPECT_TRUE(contains(error_of("run: {seed: 1e400}"), "run.seed"));
 }

@@ -6,6 +6,7 @@
 #include "laplacian_checks.hpp"
 #include "models/analytic/hydrogenic.hpp"
 #include "models/ferminet/ferminet.hpp"
+#include "models/hf/hf_determinant.hpp"
 
 using namespace nnvmc;
 using test::expect_close;
@@ -129,6 +130,25 @@ TEST(ForwardLaplacian, Float32RunsAndIsCloseToFloat64) {
   EXPECT_EQ(f32.laplacian.scalar_type(), torch::kFloat32);
   expect_close(f32.laplacian, f64.laplacian, 1e-4, 0, "laplacian");
   expect_close(f32.grad_sq, f64.grad_sq, 1e-4, 0, "grad_sq");
+}
+
+TEST(ForwardLaplacian, HartreeFockDeterminantAgreesWithJvpAndReverse) {
+  // The bare UHF determinant through the shared gaussian_orbitals block: closed shell (LiH)
+  // and open shell (Li, an empty spin block is not needed: 2 up, 1 down).
+  for (const char* molecule : {"lih", "li"}) {
+    const System s = load_molecule(molecule, test::molecules_dir());
+    HartreeFockDeterminant wf(s, "6-31g");
+    const auto r = test::random_positions(s, 5, 21);
+    const auto f = kinetic("forward", wf, test::tensors(s), r), j = kinetic("jvp", wf, test::tensors(s), r);
+    const auto b = kinetic("reverse", wf, test::tensors(s), r);
+    expect_close(f.laplacian, j.laplacian, 1e-10, 0, std::string(molecule) + " laplacian vs jvp");
+    expect_close(f.laplacian, b.laplacian, 1e-10, 0, std::string(molecule) + " laplacian vs reverse");
+    expect_close(f.grad_sq, j.grad_sq, 1e-10, 0, std::string(molecule) + " grad_sq vs jvp");
+    torch::NoGradGuard ng;
+    const auto plain = wf.forward(r, test::tensors(s));
+    const auto fl = wf.forward_laplacian(Blocks<FwdLap>::positions(r), test::tensors(s));
+    expect_close(fl.logabs.value, plain.logabs, 1e-12, 0, std::string(molecule) + " logabs");
+  }
 }
 
 TEST(ForwardLaplacian, AnsatzWithoutProgramGivesConfigError) {

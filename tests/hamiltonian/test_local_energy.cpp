@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "common/test_util.hpp"
 #include "batching/peak_memory.hpp"
 #include "core/errors.hpp"
@@ -124,5 +127,35 @@ TEST(LocalEnergy, BudgetTooSmallForOneWalkerIsAClearError) {
     const std::string what = e.what();
     EXPECT_NE(what.find("run.memory_budget"), std::string::npos) << what;
     EXPECT_NE(what.find("one walker"), std::string::npos) << what;
+  }
+}
+
+// Two same-spin electrons at one point make every orbital matrix exactly singular (two equal
+// rows): ψ = 0 there. That is a node, not an error: log|ψ| = −inf with sign 0 from the
+// forward pass, no exception from any Laplacian method, a non-finite local energy for that
+// walker only (the trainer and the evaluation exclude and count it).
+TEST(LocalEnergy, ExactlySingularOrbitalMatricesGiveANonFiniteWalkerNotAnException) {
+  const System s = load_molecule("lih", test::molecules_dir());  // 2 up, 2 down
+  FermiNet net(test::small_ferminet(), s);
+  auto r = test::random_positions(s, 5);
+  r[3][1] = r[3][0];  // walker 3: both spin-up electrons at one point
+  {
+    torch::NoGradGuard ng;
+    const auto out = net.forward(r, test::tensors(s));
+    EXPECT_EQ(out.sign[3].item<double>(), 0.0);
+    EXPECT_EQ(out.logabs[3].item<double>(), -std::numeric_limits<double>::infinity());
+    const auto others = torch::tensor({0, 1, 2, 4});
+    EXPECT_TRUE(torch::isfinite(out.logabs.index({others})).all().item<bool>());
+  }
+  const auto others = torch::tensor({0, 1, 2, 4});
+  torch::Tensor reference;
+  for (const auto* m : {"forward", "jvp", "reverse"}) {
+    torch::Tensor e;
+    ASSERT_NO_THROW(e = make(s, m)(net, r).energy) << m;
+    EXPECT_FALSE(std::isfinite(e[3].item<double>())) << m;
+    EXPECT_TRUE(torch::isfinite(e.index({others})).all().item<bool>()) << m;
+    // The other walkers' energies do not depend on the singular one.
+    if (!reference.defined()) reference = e.index({others});
+    EXPECT_TRUE(torch::allclose(e.index({others}), reference, 1e-8, 1e-8)) << m;
   }
 }

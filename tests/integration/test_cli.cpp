@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/hdf5_file.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -97,4 +99,172 @@ TEST(Cli, TrainThenEvalPrintsJsonWithEnergyAndErrorBar) {
   }
   // A budget below one walker's working memory is a clear error.
   expect_input_error("eval " + out + "/checkpoint.h5 --steps 2 run.memory_budget=1KiB", "one walker");
+}
+
+// ---- Geometry is system data (item 3 of issue 18), seen from the command line. ----
+
+namespace {
+/// Trains a tiny LiH FermiNet for two iterations into `out` (once per test binary run).
+std::string trained_lih(const std::string& name) {
+  const auto out = (fs::temp_directory_path() / name).string();
+  fs::remove_all(out);
+  const auto cfg = write_config(name + ".yaml",
+                                "system: {molecule: lih}\n"
+                                "model: {ferminet: {hidden_dims: [[8, 4]], determinants: 2}}\n"
+                                "sampler: {walkers: 8, steps_per_iteration: 2, burn_in: 4}\n"
+                                "optim: {iterations: 2}\n"
+                                "eval: {steps: 0}\n"
+                                "run: {output: " + out + ", threads: 1}\n");
+  const auto t = run("train " + cfg);
+  EXPECT_EQ(t.code, 0) << t.out;
+  return out;
+}
+std::string lih_file(const std::string& name, double dx, double dy, double dz, double bond) {
+  return write_config(name, "units: bohr\natoms:\n  - [Li, " + std::to_string(dx) + ", " + std::to_string(dy) + ", " +
+                                std::to_string(dz) + "]\n  - [H, " + std::to_string(dx) + ", " + std::to_string(dy) +
+                                ", " + std::to_string(dz + bond) + "]\n");
+}
+nlohmann::json json_of(const std::string& out) { return nlohmann::json::parse(out.substr(out.find('{'))); }
+}  // namespace
+
+TEST(Cli, EvalAtAnotherGeometryOfTheSameAtomsWorksAndTheNetworkSeesTheNewNuclei) {
+  const auto out = trained_lih("nnvmc_cli_geometry");
+  const auto ckpt = out + "/checkpoint.h5";
+  // Stretched LiH: accepted, evaluated around the new nuclei.
+  const auto stretched = run("eval " + ckpt + " system.molecule=" + lih_file("nnvmc_lih_stretched.yaml", 0, 0, 0, 4.0) +
+                             " --steps 4 --seed 1 --json");
+  ASSERT_EQ(stretched.code, 0) << stretched.out;
+  EXPECT_NE(stretched.out.find("new geometry"), std::string::npos) << stretched.out;
+  EXPECT_TRUE(std::isfinite(json_of(stretched.out)["energy"].get<double>()));
+  // The same stretched molecule translated as a whole: ψ and H move with the nuclei, so the
+  // chain and its energies are the same (to rounding). A network that kept the trained nuclei
+  // would see electrons several bohr from where it thinks the nuclei are.
+  const auto a = run("eval " + ckpt + " system.molecule=" + lih_file("nnvmc_lih_a.yaml", 1.5, -0.7, 2.0, 4.0) +
+                     " --steps 4 --seed 1 --json --log-level warn");
+  const auto b = run("eval " + ckpt + " system.molecule=" + lih_file("nnvmc_lih_b.yaml", -2.0, 3.0, -1.0, 4.0) +
+                     " --steps 4 --seed 1 --json --log-level warn");
+  ASSERT_EQ(a.code, 0) << a.out;
+  ASSERT_EQ(b.code, 0) << b.out;
+  EXPECT_NEAR(json_of(a.out)["energy"].get<double>(), json_of(b.out)["energy"].get<double>(), 1e-8);
+  EXPECT_NEAR(json_of(a.out)["energy"].get<double>(), json_of(stretched.out)["energy"].get<double>(), 1e-8);
+  // Other atoms: refused, naming the key and both molecules.
+  expect_input_error("eval " + ckpt + " system.molecule=h2 --steps 2", "system.molecule");
+  expect_input_error("eval " + ckpt + " system.molecule=h2 --steps 2", "cannot describe");
+  // --resume continues the same chain: another geometry is refused.
+  expect_input_error("train --resume " + out + " system.molecule=" + lih_file("nnvmc_lih_c.yaml", 0, 0, 0, 4.0),
+                     "--resume");
+}
+
+TEST(Cli, EvalStartsFromTheCheckpointsStepSizeAndReportsIt) {
+  const auto out = trained_lih("nnvmc_cli_stepsize");
+  const nnvmc::io::H5File results(out + "/result.h5", nnvmc::io::H5File::Mode::read);
+  const auto steps = results.read("train/step_size");
+  const double trained = steps.as<double>()[steps.numel() - 1];
+  // No burn-in: measured with exactly the step size training ended with.
+  const auto e = run("eval " + out + "/checkpoint.h5 --steps 3 eval.burn_in=0 --json --log-level warn");
+  ASSERT_EQ(e.code, 0) << e.out;
+  EXPECT_EQ(json_of(e.out)["step_size"].get<double>(), trained);
+  // An explicit sampler.step_size still wins.
+  const auto f = run("eval " + out + "/checkpoint.h5 --steps 3 eval.burn_in=0 sampler.step_size=0.0123 --json --log-level warn");
+  ASSERT_EQ(f.code, 0) << f.out;
+  EXPECT_EQ(json_of(f.out)["step_size"].get<double>(), 0.0123);
+}
+
+// ---- Hostile input: one test per row of issue 18's catalogue (command line side). ----
+
+TEST(Cli, AnOutputDirectoryHoldingARunIsRefusedUnlessForced) {
+  const auto out = (fs::temp_directory_path() / "nnvmc_cli_overwrite").string();
+  fs::remove_all(out);
+  const auto cfg = write_config("nnvmc_overwrite.yaml", kTiny + "run: {output: " + out + "}\n");
+  ASSERT_EQ(run("train " + cfg).code, 0);
+  const auto before = fs::last_write_time(out + "/checkpoint.h5");
+  expect_input_error("train " + cfg, "already holds a run");
+  EXPECT_EQ(fs::last_write_time(out + "/checkpoint.h5"), before);
+  const auto forced = run("train " + cfg + " --force optim.iterations=1");
+  ASSERT_EQ(forced.code, 0) << forced.out;
+  expect_input_error("train --resume " + out + " --force", "--force");
+  expect_input_error("train " + cfg + " --resume " + out, "not the file");
+}
+
+TEST(Cli, ResumeNeedsExactlyOneCheckpoint) {
+  const auto root = (fs::temp_directory_path() / "nnvmc_cli_resume_dirs").string();
+  fs::remove_all(root);
+  fs::create_directories(root + "/empty");
+  expect_input_error("train --resume " + root + "/empty", "no checkpoint.h5");
+  std::ofstream(root + "/empty/checkpoint.h5.tmp") << "half written";
+  expect_input_error("train --resume " + root + "/empty", "unfinished");
+  for (const char* run_name : {"a", "b"}) {
+    const auto cfg = write_config("nnvmc_resume_" + std::string(run_name) + ".yaml",
+                                  kTiny + "run: {output: " + root + "/" + run_name + "}\n");
+    ASSERT_EQ(run("train " + cfg).code, 0);
+  }
+  const auto r = run("train --resume " + root);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find(root + "/a"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(root + "/b"), std::string::npos) << r.out;
+}
+
+TEST(Cli, UnwritableOutputIsRefusedNamingRunOutput) {
+  const auto file = write_config("nnvmc_output_is_a_file", "not a directory");
+  const auto cfg = write_config("nnvmc_unwritable.yaml", kTiny);
+  expect_input_error("train " + cfg + " run.output=" + file + "/run", "run.output");
+  expect_input_error("train " + cfg + " run.output=/proc/nnvmc_cannot_be_here", "run.output");
+}
+
+TEST(Cli, InputsRejectedAfterParsingStillWriteNothing) {
+  const auto out = (fs::temp_directory_path() / "nnvmc_cli_nothing").string();
+  fs::remove_all(out);
+  const auto cfg = write_config("nnvmc_nothing.yaml", kTiny + "run: {output: " + out + "}\n");
+  expect_input_error("train " + cfg + " pretrain.steps=2 pretrain.basis=no-such-basis", "pretrain.basis");
+  expect_input_error("train " + cfg + " pretrain.steps=2 pretrain.basis=sto-3g 'system.molecule=[[K, 0, 0, 0]]' system.spin=1",
+                     "pretrain.basis");
+  expect_input_error("train " + cfg + " model.type=hf hamiltonian.laplacian=jvp optim.iterations=0 pretrain.steps=2",
+                     "pretrain.steps");
+  expect_input_error("train " + cfg + " model.type=hf hamiltonian.laplacian=jvp", "optim.iterations");
+  expect_input_error("train " + cfg + " model.type=hf hamiltonian.laplacian=jvp model.hf.basis=nosuch", "model.hf.basis");
+  expect_input_error("train " + cfg + " run.memory_budget=100000TiB", "run.memory_budget");
+  expect_input_error("train " + cfg + " sampler.walkers=2000000000 run.memory_budget=1GiB", "sampler.walkers");
+  // (Molecules: tests/core/test_system.cpp, Hostile.*; their errors reach the CLI as above.)
+  expect_input_error("train " + cfg + " system.molecule=" + fs::temp_directory_path().string() + "/", "not a molecule file");
+  expect_input_error("train " + fs::temp_directory_path().string() + " run.output=" + out, "not a regular file");
+  EXPECT_FALSE(fs::exists(out)) << "nothing is written for bad input";
+}
+
+TEST(Cli, DamagedOrForeignCheckpointsAreCleanErrors) {
+  const auto out = (fs::temp_directory_path() / "nnvmc_cli_damaged").string();
+  fs::remove_all(out);
+  const auto cfg = write_config("nnvmc_damaged.yaml", kTiny + "run: {output: " + out + "}\n");
+  ASSERT_EQ(run("train " + cfg).code, 0);
+  const auto ckpt = out + "/checkpoint.h5";
+  // Another program's HDF5 file (here: a results file).
+  expect_input_error("eval " + out + "/result.h5", "not an nnvmc checkpoint");
+  // Truncated.
+  const auto truncated = out + "/truncated.h5";
+  fs::copy_file(ckpt, truncated);
+  fs::resize_file(truncated, fs::file_size(truncated) * 2 / 3);
+  expect_input_error("eval " + truncated, truncated);
+  // Bytes damaged in the middle (parameters, sampler state, ...): every 97th byte of the second
+  // quarter flipped; the file still opens as HDF5 but must not load.
+  const auto damaged = out + "/damaged.h5";
+  fs::copy_file(ckpt, damaged);
+  {
+    std::fstream f(damaged, std::ios::in | std::ios::out | std::ios::binary);
+    const auto size = static_cast<long>(fs::file_size(damaged));
+    for (long i = size / 4; i < size / 2; i += 97) {
+      f.seekg(i);
+      const char c = static_cast<char>(f.get());
+      f.seekp(i);
+      f.put(static_cast<char>(c ^ 0x5a));
+    }
+  }
+  expect_input_error("eval " + damaged, damaged);
+  // Wrong format version.
+  const auto old = out + "/old.h5";
+  fs::copy_file(ckpt, old);
+  {
+    nnvmc::io::H5File f(old, nnvmc::io::H5File::Mode::append);
+    f.set_attr("version", "1");
+  }
+  expect_input_error("eval " + old, "format version 1");
+  expect_input_error("train --resume " + old, "format version 1");
 }

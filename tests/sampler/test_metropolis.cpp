@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "common/test_util.hpp"
 #include "models/analytic/hydrogenic.hpp"
 #include "sampler/metropolis.hpp"
@@ -78,4 +81,36 @@ TEST(Metropolis, InitialElectronsAreSpinBalancedOnEachAtom) {
   // one up and one down electron on Li at least
   EXPECT_EQ(assign[0], 0);
   EXPECT_EQ(assign[2], 0);
+}
+
+// A proposal onto a node (log|ψ| = −inf, e.g. a singular orbital matrix) or to a NaN is never
+// accepted, and a walker that sits on a node itself leaves it with its next finite proposal.
+TEST(Metropolis, NonFiniteProposalsAreRejectedAndAWalkerOnANodeMovesOff) {
+  const System h = load_molecule("h", test::molecules_dir());
+  Hydrogenic wf(h, 1.0);
+  const auto sys = test::tensors(h);
+  MetropolisSampler sampler(options(6), h, torch::TensorOptions().dtype(torch::kFloat64), 3);
+  const LogAbsFn finite = [&](const torch::Tensor& r) { return wf.forward(r, sys).logabs; };
+  sampler.initialize(finite);
+  const auto start = sampler.positions().clone();
+  // Walkers 0-2 propose to a node, 3-5 to NaN: nothing moves.
+  const LogAbsFn bad = [&](const torch::Tensor& r) {
+    auto l = wf.forward(r, sys).logabs.clone();
+    l.slice(0, 0, 3).fill_(-std::numeric_limits<double>::infinity());
+    l.slice(0, 3, 6).fill_(std::nan(""));
+    return l;
+  };
+  EXPECT_EQ(sampler.run(bad, 5), 0.0);
+  EXPECT_TRUE(torch::equal(sampler.positions(), start));
+  // Walker 1 is on a node: the next finite proposal is accepted whatever u is.
+  const LogAbsFn node_at_start = [&](const torch::Tensor& r) {
+    auto l = wf.forward(r, sys).logabs.clone();
+    if (torch::equal(r, start)) l[1] = -std::numeric_limits<double>::infinity();
+    return l;
+  };
+  sampler.refresh(node_at_start);
+  EXPECT_FALSE(std::isfinite(sampler.logabs()[1].item<double>()));
+  sampler.run(finite, 1);
+  EXPECT_FALSE(torch::equal(sampler.positions()[1], start[1]));
+  EXPECT_TRUE(std::isfinite(sampler.logabs()[1].item<double>()));
 }

@@ -175,3 +175,26 @@ TEST(JKBuilder, InCoreAndDirectAgreeWithContractionsOfTheFullTensor) {
     EXPECT_LT((K[1] - 2 * K_ref).cwiseAbs().maxCoeff(), 1e-12);
   }
 }
+
+TEST(JKBuilder, RepeatedBuildsOnSeveralThreadsAreBitIdentical) {
+  // Resumed runs must equal uninterrupted ones bit for bit, and PauliNet's baseline comes from
+  // this SCF: J and K may not depend on which thread happened to take which quartets.
+  const BasisSet b = make_basis("6-31g*", h2o());
+  const std::size_t n = b.n_functions();
+  Eigen::MatrixXd D = Eigen::MatrixXd::Random(n, n);
+  D = (D + D.transpose()).eval();
+  for (std::size_t mb : {std::size_t{2048}, std::size_t{0}}) {
+    JKOptions o;
+    o.max_incore_mb = mb;
+    o.integrals.threads = 4;
+    const JKBuilder jk(b, o);
+    Eigen::MatrixXd J0, J;
+    std::vector<Eigen::MatrixXd> K0, K;
+    jk.build(D, {D}, J0, K0);
+    for (int repeat = 0; repeat < 20; ++repeat) {
+      jk.build(D, {D}, J, K);
+      ASSERT_TRUE(J == J0) << "repeat " << repeat << ", in core " << jk.in_core();
+      ASSERT_TRUE(K[0] == K0[0]) << "repeat " << repeat << ", in core " << jk.in_core();
+    }
+  }
+}

@@ -6,6 +6,7 @@
 #include <libint2/solidharmonics.h>
 
 #include <cmath>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 
@@ -193,6 +194,24 @@ TEST(HartreeFockOrbitals, SlaterDeterminantIsAntisymmetricUnderExchangeOfSameSpi
   const auto [sign2, logabs2] = orbs.log_slater(swapped);
   EXPECT_TRUE(torch::allclose(logabs, logabs2, 1e-12, 1e-12));
   EXPECT_TRUE(torch::equal(sign, -sign2));
+}
+
+TEST(HartreeFockOrbitals, LogSlaterMatchesSlogdetAndASingularMatrixIsANodeNotAnError) {
+  const System s = load_molecule("li", scftest::kMolecules);
+  const BasisSet basis = make_basis("cc-pvdz", s);
+  const auto orbs = occupied_orbitals(run_uhf(s, basis), basis);
+  torch::Tensor r = random_positions(4, 3, 1.5, 13);
+  const auto [up, down] = orbs.matrices(r);
+  const auto [sign, logabs] = orbs.log_slater(r);
+  const auto [s_up, l_up] = torch::linalg_slogdet(up);
+  EXPECT_TRUE(torch::allclose(logabs, l_up + down.reshape({4}).abs().log(), 1e-12, 1e-12));
+  EXPECT_TRUE(torch::equal(sign, s_up * down.reshape({4}).sign()));
+  // Walker 2: both α electrons at one point, an exactly singular α matrix.
+  r[2][1] = r[2][0];
+  const auto [sign_s, logabs_s] = orbs.log_slater(r);
+  EXPECT_EQ(sign_s[2].item<double>(), 0.0);
+  EXPECT_EQ(logabs_s[2].item<double>(), -std::numeric_limits<double>::infinity());
+  EXPECT_TRUE(torch::isfinite(logabs_s.index({torch::tensor({0, 1, 3})})).all().item<bool>());
 }
 
 TEST(HartreeFockOrbitals, AnEmptySpinChannelContributesOne) {

@@ -121,6 +121,7 @@ TEST(NaturalGradient, NormConstraintBoundsTheFisherNormOfTheStep) {
   const Quadratic q;
   auto o = options("minsr", 1e-3);
   o.sr.norm_constraint = 1e-4;
+  o.sr.norm = "fisher";
   const auto change = q.step(o) - q.theta0;
   const auto x = q.r.reshape({q.b, -1});
   const double fisher = (x - x.mean(0, true)).mv(change).square().sum().item<double>() / q.b;

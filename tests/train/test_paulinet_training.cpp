@@ -44,12 +44,12 @@ TEST(PauliNetTraining, HartreeFockLimitSamplesTheHartreeFockEnergy) {
   Config c = paulinet_config("lih", fresh_dir("nnvmc_pn_hf"), 0,
                              {"model.paulinet.jastrow=false", "model.paulinet.backflow=false",
                               "model.paulinet.cusp_correction=false", "model.paulinet.cusp_electrons=false",
-                              "sampler.walkers=400", "sampler.steps_per_iteration=5", "sampler.burn_in=100"});
+                              "sampler.walkers=400", "sampler.steps_per_iteration=10", "sampler.burn_in=100"});
   auto s = make_setup(c);
   s.sampler->initialize(s.logabs_fn());
   StageTimers timers;
   EvalOptions e;
-  e.steps = 100;
+  e.steps = 200;
   e.burn_in = 100;
   const auto r = evaluate(s, e, timers);
   const double e_hf = dynamic_cast<PauliNet&>(*s.wf).hf_energy();

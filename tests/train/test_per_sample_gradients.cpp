@@ -65,3 +65,156 @@ TEST(PerSampleGradients, AddToParametersFollowsTheJacobianLayout) {
   const auto expect = before + 2.0 * torch::arange(before.numel(), torch::kFloat64).reshape(before.sizes());
   EXPECT_LT((params[0] - expect).abs().max().item<double>(), 1e-12);
 }
+
+// ---- One recorded backward pass (train/recorded_pass.hpp) against the vmapped method ----
+
+#include "batching/budget.hpp"
+#include "batching/peak_memory.hpp"
+#include "blocks/tensor_blocks.hpp"
+#include "core/timer.hpp"
+#include "models/analytic/hydrogenic.hpp"
+#include "train/natural_gradient.hpp"
+#include "train/recorded_pass.hpp"
+
+namespace {
+
+/// Largest |a − b| relative to 1 + max|b|.
+double rel_err(const torch::Tensor& a, const torch::Tensor& b) {
+  return ((a - b).abs().max() / (1 + b.abs().max())).item<double>();
+}
+
+/// A toy over the building blocks that uses parameters in every way the recorder tells
+/// apart: one linear layer applied twice (electrons and pairs), a layer-norm scale and offset
+/// through mul_const/add_const, an affine map whose weight is computed from a parameter
+/// (exp of a leaf), envelope π/σ, and one parameter used outside the blocks (fallback).
+class BlocksToy final : public WaveFunction {
+ public:
+  explicit BlocksToy(int64_t atoms) {
+    torch::manual_seed(11);
+    const auto o = torch::TensorOptions().dtype(torch::kFloat64);
+    lin = register_module("lin", torch::nn::Linear(3, 5));
+    lin->to(torch::kFloat64);
+    scale = register_parameter("scale", 1 + 0.1 * torch::randn({5}, o));
+    offset = register_parameter("offset", 0.1 * torch::randn({5}, o));
+    log_w = register_parameter("log_w", 0.3 * torch::randn({2, 5}, o));
+    pi = register_parameter("pi", 1 + 0.1 * torch::randn({2, atoms}, o));
+    sigma = register_parameter("sigma", 1 + 0.1 * torch::randn({2, atoms}, o));
+    alpha = register_parameter("alpha", torch::tensor(0.2, o));
+  }
+  LogPsi forward(const torch::Tensor& r, const SystemTensors& sys) override {
+    using Op = Blocks<torch::Tensor>;
+    auto h = Op::tanh(Op::linear(lin, r));                                       // [B, N, 5]
+    h = Op::add(h, Op::mean_electrons(Op::tanh(Op::linear(lin, Op::pair_vectors(r))), 2));
+    h = Op::add_const(Op::mul_const(Op::layer_norm(h), scale), offset);          // [B, N, 5]
+    auto o = Op::affine(h, torch::exp(log_w), torch::Tensor());                 // [B, N, 2]
+    const auto d = Op::reshape_features(Op::norm(Op::sub_centres(r, sys.nuclei)), 1, {sys.n_atoms()});
+    o = Op::mul(o, Op::envelope(d, pi, sigma));                                 // [B, N, 2]
+    const auto logabs = Op::sum_features(Op::sum_electrons(o, 1)) + alpha * r.square().sum({1, 2});
+    return {torch::ones_like(logabs), logabs};
+  }
+  std::string type() const override { return "blocks_toy"; }
+  torch::nn::Linear lin{nullptr};
+  torch::Tensor scale, offset, log_w, pi, sigma, alpha;
+};
+
+}  // namespace
+
+TEST(RecordedPass, OneBackwardPassEqualsTheVmapMethodForFermiNet) {
+  const auto sys = lih();
+  FermiNet wf(test::small_ferminet(), sys);
+  const auto r = test::random_positions(sys, 9, 4);
+  const auto params = trainable_parameters(wf);
+  const auto fast = per_sample_log_gradients(wf, test::tensors(sys), r, 9);
+  const auto old = per_sample_log_gradients_vmap(wf, test::tensors(sys), r, params, 4);
+  EXPECT_LT(rel_err(fast, old), 1e-10);
+  // Every FermiNet parameter goes through the building blocks: no fallback.
+  const auto pass = record_pass(wf, test::tensors(sys), r, params);
+  for (size_t k = 0; k < params.size(); ++k) EXPECT_FALSE(pass.fallback[k]) << k;
+}
+
+TEST(RecordedPass, OneBackwardPassEqualsTheVmapMethodInFloat32) {
+  const auto sys = lih();
+  FermiNet wf(test::small_ferminet(), sys);
+  wf.to(torch::kFloat32);
+  const auto r = test::random_positions(sys, 5, 6).to(torch::kFloat32);
+  const auto sys32 = test::tensors(sys, torch::kFloat32);
+  const auto fast = per_sample_log_gradients(wf, sys32, r, 5);
+  const auto old = per_sample_log_gradients_vmap(wf, sys32, r, trainable_parameters(wf), 5);
+  EXPECT_LT(rel_err(fast, old), 1e-5);
+}
+
+TEST(RecordedPass, EveryKindOfParameterUseIsExactAndOnlyOutsideUsesFallBack) {
+  const auto sys = lih();
+  BlocksToy wf(static_cast<int64_t>(sys.atoms.size()));
+  const auto r = test::random_positions(sys, 7, 8);
+  const auto params = trainable_parameters(wf);
+  const auto fast = per_sample_log_gradients(wf, test::tensors(sys), r, 7);
+  const auto old = per_sample_log_gradients_vmap(wf, test::tensors(sys), r, params, 3);
+  EXPECT_LT(rel_err(fast, old), 1e-10);
+  const auto pass = record_pass(wf, test::tensors(sys), r, params);
+  const auto names = wf.named_parameters().keys();
+  for (size_t k = 0; k < params.size(); ++k) EXPECT_EQ(pass.fallback[k], names[k] == "alpha") << names[k];
+  // The shared linear layer appears once per use, with its bias.
+  int uses = 0;
+  for (const auto& e : pass.linear) uses += e.weight >= 0 && e.bias >= 0;
+  EXPECT_EQ(uses, 2);
+}
+
+TEST(RecordedPass, ModelsOutsideTheBlocksFallBackToTheVmapMethod) {
+  const auto sys = lih();
+  Hydrogenic h(sys, 1.3);
+  const auto r = test::random_positions(sys, 6, 9);
+  const auto ph = trainable_parameters(h);
+  EXPECT_LT(rel_err(per_sample_log_gradients(h, test::tensors(sys), r, 6),
+                    per_sample_log_gradients_vmap(h, test::tensors(sys), r, ph, 2)), 1e-12);
+  torch::manual_seed(2);
+  GaussianDeterminant g(sys, torch::randn({4, 3}, torch::kFloat64), 0.5 + torch::rand({4}, torch::kFloat64));
+  const auto pg = trainable_parameters(g);
+  EXPECT_LT(rel_err(per_sample_log_gradients(g, test::tensors(sys), r, 4),
+                    per_sample_log_gradients_vmap(g, test::tensors(sys), r, pg, 6)), 1e-10);
+}
+
+TEST(RecordedPass, NoRecordingOutsideAPass) {
+  // Without a recorder the blocks keep parameters in the graph: plain autograd sees them.
+  const auto sys = lih();
+  BlocksToy wf(static_cast<int64_t>(sys.atoms.size()));
+  const auto r = test::random_positions(sys, 3, 2);
+  const auto g = torch::autograd::grad({wf.forward(r, test::tensors(sys)).logabs.sum()}, {wf.pi, wf.lin->weight});
+  EXPECT_GT(g[0].abs().sum().item<double>(), 0);
+  EXPECT_GT(g[1].abs().sum().item<double>(), 0);
+  EXPECT_EQ(per_sample::active(), nullptr);
+}
+
+TEST(RecordedPass, NaturalGradientStaysWithinTheMemoryBudget) {
+  // A budget below what the whole batch needs in one pass: the Jacobian is computed in walker
+  // chunks, the step is the same as with no budget, and the peak stays within the budget.
+  const auto sys = lih();
+  const auto r = test::random_positions(sys, 64, 10);
+  const auto e = torch::randn({64}, torch::kFloat64);
+  OptimOptions o;
+  o.type = "spring";
+  o.sr.chunk_walkers = 0;
+  StageTimers timers;
+  const SystemTensors tensors = test::tensors(sys);
+  FermiNet free(test::small_ferminet(), sys), bounded(test::small_ferminet(), sys);
+  std::int64_t whole = 0;
+  {
+    batching::PeakMemoryScope scope;
+    ASSERT_TRUE(make_optimizer(o, free)->step(free, {WalkerBatch{&tensors, r, e}}, 0, timers));
+    whole = scope.peak_bytes();
+  }
+  // What the optimizer keeps outside the chunks: the Jacobian, the kernel and its factor.
+  const std::int64_t reserved = (64 * parameter_count(trainable_parameters(free)) + 3 * 64 * 64) * 8;
+  ASSERT_GT(whole, reserved);
+  const std::int64_t budget = reserved + (whole - reserved) / 2;
+  auto opt = make_optimizer(o, bounded, batching::MemoryBudget(budget));
+  std::int64_t peak = 0;
+  {
+    batching::PeakMemoryScope scope;
+    ASSERT_TRUE(opt->step(bounded, {WalkerBatch{&tensors, r, e}}, 0, timers));
+    peak = scope.peak_bytes();
+  }
+  EXPECT_LE(peak, budget);
+  const auto a = trainable_parameters(free), b = trainable_parameters(bounded);
+  for (size_t k = 0; k < a.size(); ++k) EXPECT_LT(rel_err(b[k], a[k]), 1e-10) << k;
+}

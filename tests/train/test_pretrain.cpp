@@ -20,6 +20,7 @@ Config base(const std::string& molecule, const std::string& model_yaml) {
 TEST(HartreeFockDeterminant, VmcEnergyEqualsTheHartreeFockEnergyWithinErrorBar) {
   // Checks orbitals on electron positions, their Laplacians and the local energy together.
   Config c = base("he", "{type: hf, hf: {basis: cc-pvdz}}");
+  c.hamiltonian.laplacian = "jvp";
   VmcSetup s = make_setup(c);
   s.sampler->initialize(s.logabs_fn());
   StageTimers timers;

@@ -51,8 +51,25 @@ TEST(SpringResume, ResumedSpringRunEqualsUninterruptedRun) {
   EXPECT_EQ(ea, eb);
 }
 
+TEST(SpringResume, ResumedKfacRunEqualsUninterruptedRun) {
+  const auto dir_a = fresh_dir("nnvmc_kfac_a"), dir_b = fresh_dir("nnvmc_kfac_b");
+  Trainer a(tiny_config("kfac", dir_a, 5));
+  a.run(false);
+  {
+    Trainer b(tiny_config("kfac", dir_b, 2));
+    b.run(false);
+  }
+  const auto saved = load_checkpoint(dir_b + "/checkpoint.h5");
+  ASSERT_EQ(saved.optimizer.count("kfac/ema_weight"), 1u);  // the moving averages are checkpointed
+  Trainer resumed(tiny_config("kfac", dir_b, 5), dir_b + "/checkpoint.h5");
+  resumed.run(false);
+  const auto pa = module_state(*a.setup().wf), pb = module_state(*resumed.setup().wf);
+  for (const auto& [k, v] : pa) EXPECT_TRUE(torch::equal(v, pb.at(k))) << k;
+  EXPECT_EQ(column(dir_a + "/result.h5", "train/energy"), column(dir_b + "/result.h5", "train/energy"));
+}
+
 TEST(SpringResume, EveryNaturalGradientTypeTrainsFinitely) {
-  for (const char* type : {"sr", "minsr", "spring"}) {
+  for (const char* type : {"sr", "minsr", "spring", "kfac"}) {
     const auto dir = fresh_dir(std::string("nnvmc_ngd_") + type);
     Trainer t(tiny_config(type, dir, 3));
     const auto out = t.run(false);

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <map>
 
 #include "common/run_files.hpp"
 #include "common/test_util.hpp"
@@ -99,4 +101,90 @@ TEST(Setup, CudaDeviceLoadsTheCudaRuntimeOrSaysThereIsNone) {
       EXPECT_NE(std::string(e.what()).find("run.device"), std::string::npos) << e.what();
     }
   }
+}
+
+namespace {
+/// Every dataset of a results file by name (float64 columns).
+std::map<std::string, std::vector<double>> all_series(const std::string& file) {
+  io::H5File f(file, io::H5File::Mode::read);
+  std::map<std::string, std::vector<double>> out;
+  for (const auto& name : f.list("/")) out[name] = column(file, name);
+  return out;
+}
+}  // namespace
+
+// A run that ended (with its final evaluation and summary), resumed for more iterations, has the
+// same result.h5 as a run that trained that long in one go: training rows up to the checkpoint,
+// one pretraining row per series, and only the new final evaluation.
+TEST(Trainer, ResumedRunHasEverySeriesOfAnUninterruptedRun) {
+  const auto dir_a = fresh_dir("nnvmc_series_a"), dir_b = fresh_dir("nnvmc_series_b");
+  auto config = [](const std::string& dir, int iterations) {
+    Config c = tiny_config(dir, iterations);
+    c.pretrain.steps = 2;
+    c.run.checkpoint_every = 0;  // only at the end: B resumes from its final checkpoint
+    return c;
+  };
+  {
+    Trainer a(config(dir_a, 5));
+    a.run(true);
+  }
+  {
+    Trainer b(config(dir_b, 3));
+    b.run(true);  // a complete shorter run: eval/energy and summary.json written
+  }
+  ASSERT_TRUE(fs::exists(dir_b + "/summary.json"));
+  {
+    Trainer resumed(config(dir_b, 5), dir_b + "/checkpoint.h5");
+    EXPECT_FALSE(fs::exists(dir_b + "/summary.json"));  // described the evaluation now removed
+    resumed.run(true);
+  }
+  auto a = all_series(dir_a + "/result.h5"), b = all_series(dir_b + "/result.h5");
+  a.erase("train/seconds");
+  b.erase("train/seconds");
+  for (const auto* name : {"train/energy", "eval/energy", "pretrain/final_loss"}) EXPECT_TRUE(a.count(name)) << name;
+  EXPECT_EQ(a.at("train/energy").size(), 5u);
+  EXPECT_EQ(a.at("pretrain/final_loss").size(), 1u);
+  EXPECT_EQ(a.at("eval/energy").size(), 3u);
+  EXPECT_EQ(a, b);  // the same series, bit for bit
+}
+
+TEST(Trainer, ANewRunRefusesAnOutputDirectoryHoldingARunUnlessAskedToOverwrite) {
+  const auto dir = fresh_dir("nnvmc_overwrite");
+  {
+    Trainer t(tiny_config(dir, 2));
+    t.run(false);
+  }
+  const auto before = fs::last_write_time(dir + "/checkpoint.h5");
+  try {
+    Trainer again(tiny_config(dir, 2));
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("run.output"), std::string::npos) << what;
+    EXPECT_NE(what.find("--resume"), std::string::npos) << what;
+    EXPECT_NE(what.find("--force"), std::string::npos) << what;
+  }
+  EXPECT_EQ(fs::last_write_time(dir + "/checkpoint.h5"), before);  // untouched
+  Config c = tiny_config(dir, 1);
+  c.run.overwrite = true;
+  Trainer fresh(c);
+  EXPECT_FALSE(fs::exists(dir + "/checkpoint.h5"));  // the old run is gone before the new one starts
+  fresh.run(false);
+  EXPECT_EQ(load_checkpoint(dir + "/checkpoint.h5").iteration, 1);
+  EXPECT_EQ(column(dir + "/result.h5", "train/energy").size(), 1u);
+}
+
+TEST(Trainer, AnUnwritableOutputDirectoryIsAnInputErrorNamingRunOutput) {
+  // A path below a regular file cannot be created, whoever runs the test (root included).
+  const auto file = fresh_dir("nnvmc_not_a_dir");
+  std::ofstream(file) << "a file";
+  for (const auto& out : {file + "/run", file}) {
+    try {
+      Trainer t(tiny_config(out, 1));
+      FAIL() << "expected InputError for " << out;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("run.output"), std::string::npos) << e.what();
+    }
+  }
+  fs::remove(file);
 }

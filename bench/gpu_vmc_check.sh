@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# VMC training on a CUDA device (issue 16), prepared for a session that is lent the H200 machine.
+# Build and pack HERE (the device has no -dev packages and no network), then run there:
+#   ../shared/tools/device/pack.sh nnvmc psgrad_bench op_count_bench
+#   run(command="bash bench/gpu_vmc_check.sh", carry=[".device"], timeout_s=560)
+# Stages (each with its own time limit, results under $OUT, one line each in $OUT/summary.txt):
+#   1. per-sample gradients and optimizer steps on CUDA (psgrad_bench: Jacobian / batch gradient,
+#      SPRING step vs its FLOP count, K-FAC step), LiH preset at 4096 walkers, float64 and float32;
+#   2. training iterations: LiH (4096 walkers), CH4 and C4H4 (1024/4096) with SPRING and K-FAC,
+#      forward Laplacian, float64 and float32: s/iteration per stage from the trainer's timers;
+#   3. the 16-core CPU of the same machine on LiH at 4096 walkers for the GPU/CPU ratio.
+# Goals (issue 16): LiH 4096 walkers <= 0.15 s/it, C4H4 4096 <= 1 s/it, GPU >= 10x the 16 cores.
+set -u
+OUT=${OUT:-gpu_out}
+mkdir -p "$OUT"
+R=".device/run.sh"
+log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
+[ -f "$R" ] || { log "no .device/ (run ../shared/tools/device/pack.sh here first)"; exit 1; }
+bash "$R" nvidia-smi --query-gpu=name,memory.total --format=csv,noheader > "$OUT/env.txt" 2>&1
+log "env: $(head -1 "$OUT/env.txt")"
+
+# 1. Jacobian and optimizer steps on the device.
+for dt in float64 float32; do
+  timeout 90 bash "$R" psgrad_bench --walkers 4096 --repeats 3 --old 0 --threads 16 run.device=cuda run.dtype=$dt \
+    > "$OUT/psgrad_$dt.txt" 2>&1
+  log "psgrad_bench lih 4096 $dt rc=$?"; tail -4 "$OUT/psgrad_$dt.txt" >> "$OUT/summary.txt"
+done
+
+# 2. Training iterations per stage (pretraining off, short burn-in, no evaluation).
+train() {  # tag config walkers dtype optimizer device threads limit [overrides...]
+  local tag=$1 cfg=$2 w=$3 dt=$4 opt=$5 dev=$6 th=$7 lim=$8
+  shift 8
+  timeout "$lim" bash "$R" nnvmc train "$cfg" "$@" optim.type="$opt" sampler.walkers="$w" run.dtype="$dt" \
+    run.device="$dev" run.threads="$th" pretrain.steps=0 sampler.burn_in=10 optim.iterations=12 eval.steps=0 \
+    run.checkpoint_every=0 run.output="$OUT/run_$tag" > "$OUT/train_$tag.log" 2>&1
+  local rc=$?
+  log "train $tag rc=$rc: $(grep -E ' info   (sampling|local_energy|gradient|optimizer) ' "$OUT/train_$tag.log" \
+    | awk '{printf "%s %.3f s/it  ", $3, $4 / 12}')"
+}
+for dt in float64 float32; do
+  for opt in spring kfac; do
+    train "lih_4096_${opt}_$dt" configs/runs/lih_ferminet_spring.yaml 4096 $dt $opt cuda 1 60
+  done
+done
+if [ -f configs/molecules/c4h4.yaml ]; then
+  for w in 1024 4096; do
+    train "c4h4_${w}_spring_float64" configs/runs/lih_ferminet_spring.yaml $w float64 spring cuda 1 120 \
+      system.molecule=c4h4
+  done
+fi
+train "lih_4096_spring_cpu16" configs/runs/lih_ferminet_spring.yaml 4096 float64 spring cpu 16 150
+log "done"

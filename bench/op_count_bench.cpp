@@ -1,0 +1,51 @@
+/// ATen operators and host syncs per training iteration, from libtorch's profiler.
+/// usage: op_count_bench CONFIG [key=value ...]
+/// Runs the config's training for one and for two iterations (no pretraining, no burn-in,
+/// checkpoint only at the end) under the profiler and prints the difference: the operators
+/// one iteration dispatches (on a GPU, each is at least one kernel launch), the sync-forcing
+/// ones (train/op_counts.hpp), and the most frequent names.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "train/op_counts.hpp"
+#include "train/trainer.hpp"
+
+using namespace nnvmc;
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: op_count_bench CONFIG [key=value ...]\n");
+    return 2;
+  }
+  std::vector<std::string> overrides(argv + 2, argv + argc);
+  const auto out = (std::filesystem::temp_directory_path() / "nnvmc_op_count").string();
+  const auto run = [&](int iterations) {
+    auto o = overrides;
+    for (const char* k : {"pretrain.steps=0", "sampler.burn_in=0", "run.checkpoint_every=0"}) o.push_back(k);
+    o.push_back("optim.iterations=" + std::to_string(iterations));
+    o.push_back("run.output=" + out);
+    std::filesystem::remove_all(out);
+    Trainer t(load_config(argv[1], o));
+    return count_ops([&] { t.run(false); });
+  };
+  const auto one = run(1), two = run(2);
+  std::vector<std::pair<long, std::string>> names;
+  long syncs = 0;
+  for (const auto& [k, v] : two.by_name) {
+    const auto it = one.by_name.find(k);
+    const long d = v - (it == one.by_name.end() ? 0 : it->second);
+    if (d > 0) names.push_back({d, k});
+    if (is_sync_op(k)) syncs += d;
+  }
+  std::sort(names.rbegin(), names.rend());
+  std::printf("config %s", argv[1]);
+  for (const auto& o : overrides) std::printf(" %s", o.c_str());
+  std::printf("\naten ops per iteration %ld, sync ops per iteration %ld\n", two.aten - one.aten, syncs);
+  for (size_t i = 0; i < names.size() && i < 12; ++i) std::printf("  %8ld  %s\n", names[i].first, names[i].second.c_str());
+  for (const auto& [d, k] : names)
+    if (is_sync_op(k)) std::printf("  sync: %ld x %s\n", d, k.c_str());
+  return 0;
+}

@@ -1,0 +1,119 @@
+/// nnvmc compare COMPARE.yaml [key=value ...] [--jobs K] [--retry-failed] [--max-cells N] [--no-plots]
+/// nnvmc compare-cell DIR [--minutes M] [--interrupt-at T]   (one cell; started by `compare`)
+#include <sys/prctl.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <thread>
+
+#include "app/commands.hpp"
+#include "app/run_args.hpp"
+#include "compare/cell.hpp"
+#include "compare/outputs.hpp"
+#include "compare/reference.hpp"
+#include "compare/runner.hpp"
+#include "compare/spec.hpp"
+#include "core/errors.hpp"
+#include "core/log.hpp"
+#include "core/process.hpp"
+#include "models/registry.hpp"
+
+namespace nnvmc::app {
+
+namespace {
+
+struct CompareArgs {
+  std::vector<std::string> args;
+  int jobs = 1;
+  int max_cells = 0;
+  bool retry_failed = false, no_plots = false;
+  std::string test_interrupt;  ///< CELL_ID:ITERATION
+};
+
+void check_models(const compare::CompareSpec& spec) {
+  const auto names = model_registry().names();
+  for (const auto& cell : spec.cells)
+    if (std::find(names.begin(), names.end(), cell.config.model.type) == names.end()) {
+      std::string all;
+      for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
+      throw ConfigError(spec.source + ": ansatz '" + cell.ansatz + "': unknown 'model.type' '" +
+                        cell.config.model.type + "' (known: " + all + ")");
+    }
+}
+
+void run_compare(const CompareArgs& a) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const RunArgs ra = split_run_args(a.args);
+  if (ra.file.empty()) throw InputError("compare: give a COMPARE.yaml file");
+  if (a.jobs < 1) throw InputError("--jobs must be >= 1");
+  const compare::CompareSpec spec = compare::load_compare_spec(ra.file, ra.overrides);
+  check_models(spec);
+  compare::RunnerOptions o;
+  o.jobs = a.jobs;
+  o.threads_per_cell = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / a.jobs);
+  o.retry_failed = a.retry_failed;
+  o.max_cells = a.max_cells;
+  o.executable = self_executable();
+  if (!a.test_interrupt.empty()) {
+    const auto colon = a.test_interrupt.rfind(':');
+    if (colon == std::string::npos) throw InputError("--test-interrupt wants CELL_ID:ITERATION");
+    o.interrupt_cell = a.test_interrupt.substr(0, colon);
+    o.interrupt_at = std::stoll(a.test_interrupt.substr(colon + 1));
+  }
+  if (spec.threads && spec.threads * a.jobs > static_cast<int>(std::thread::hardware_concurrency()))
+    log::warn(strfmt("%d jobs x %d threads exceed the %u cores: cells will slow each other down", a.jobs,
+                     spec.threads, std::thread::hardware_concurrency()));
+  compare::check_cells(spec);  // before anything is computed or written
+  const auto references = compare::compute_references(spec);
+  compare::prepare_cells(spec, o);
+  const compare::RunSummary summary = compare::run_cells(spec, o);
+  compare::ReportInfo info;
+  info.jobs = a.jobs;
+  info.threads_per_cell = o.threads_per_cell;
+  info.plots = !a.no_plots;
+  info.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  compare::write_outputs(spec, references, info);
+  const int total = static_cast<int>(spec.cells.size());
+  log::info(strfmt("%d of %d cells done, %d failed; table and report in %s (%.1f s)", summary.done, total,
+                   summary.failed, spec.output.c_str(), info.wall_seconds));
+  if (summary.interrupted)
+    throw Error(strfmt("interrupted with %d of %d cells done; re-run the same command to continue",
+                       summary.done + summary.failed, total));
+  if (summary.failed > 0)
+    throw Error(strfmt("%d cell%s failed (reasons in %s/report.md); the others completed", summary.failed,
+                       summary.failed == 1 ? "" : "s", spec.output.c_str()));
+  if (summary.done + summary.failed < total)
+    log::info(strfmt("%d cells not run yet (--max-cells); re-run the same command to continue",
+                     total - summary.done - summary.failed));
+}
+
+}  // namespace
+
+void add_compare_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("compare", "Compare ansätze across molecules (a matrix of training runs)");
+  auto a = std::make_shared<CompareArgs>();
+  cmd->add_option("args", a->args, "COMPARE.yaml followed by key=value overrides of the file");
+  cmd->add_option("--jobs", a->jobs, "cells run at once (threads are split between them)");
+  cmd->add_option("--max-cells", a->max_cells, "start at most N cells now (re-run to continue)");
+  cmd->add_flag("--retry-failed", a->retry_failed, "run failed cells again");
+  cmd->add_flag("--no-plots", a->no_plots, "do not run the plotting script");
+  cmd->add_option("--test-interrupt", a->test_interrupt, "testing: CELL_ID:ITERATION stops that cell as SIGTERM would")
+      ->group("");
+  cmd->callback([a] { run_compare(*a); });
+
+  // One cell in its own process: the runner starts it; a user may too, to rerun a cell by hand.
+  auto* cell = app.add_subcommand("compare-cell", "run one cell of a comparison (started by `compare`)");
+  cell->group("");
+  auto dir = std::make_shared<std::string>();
+  auto opts = std::make_shared<compare::CellRunOptions>();
+  cell->add_option("dir", *dir, "the cell's directory (holds cell.yaml)")->required();
+  cell->add_option("--minutes", opts->minutes, "training wall-time budget");
+  cell->add_option("--interrupt-at", opts->interrupt_at, "testing: stop before this iteration");
+  cell->callback([dir, opts] {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);  // the comparison was killed: checkpoint and stop
+    std::exit(compare::run_cell(*dir, *opts));
+  });
+}
+
+}  // namespace nnvmc::app

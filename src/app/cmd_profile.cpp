@@ -1,0 +1,67 @@
+/// nnvmc profile CONFIG [--molecules lih,ch4,c2h6,c4h4] [--iterations N] [--warmup W]
+///                      [--profile-iterations P] [--output DIR] [--no-roofline] [--no-plots] [key=value ...]
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include "app/commands.hpp"
+#include "app/run_args.hpp"
+#include "core/errors.hpp"
+#include "core/log.hpp"
+#include "profile/profile.hpp"
+
+namespace nnvmc::app {
+
+namespace {
+
+struct ProfileArgs {
+  std::vector<std::string> args;
+  std::string molecules;
+  profile::ProfileOptions options;
+  bool no_roofline = false, no_plots = false;
+};
+
+void run_profile_command(ProfileArgs& a) {
+  const RunArgs ra = split_run_args(a.args);
+  if (ra.file.empty()) throw InputError("profile: give a run CONFIG file");
+  std::stringstream ss(a.molecules);
+  for (std::string m; std::getline(ss, m, ',');)
+    if (!m.empty()) a.options.molecules.push_back(m);
+  if (a.options.output.empty())
+    a.options.output = "runs/profile_" + std::filesystem::path(ra.file).stem().string();
+  a.options.roofline = !a.no_roofline;
+  const profile::ProfileReport r = profile::run_profile(ra.file, ra.overrides, a.options);
+  profile::write_profile_outputs(r, a.options.output, !a.no_plots);
+  for (const auto& m : r.molecules) {
+    std::string line = strfmt("%-8s N=%-3d %.4f s/iteration:", m.molecule.c_str(), m.n_electrons, m.iteration_seconds);
+    for (const auto& s : profile::top_level_stages(m))
+      line += strfmt(" %s %.0f%%", s.c_str(), 100.0 * m.stages.at(s).seconds / m.iteration_seconds);
+    log::info(line);
+  }
+  if (r.roofline.peak_gflops > 0)
+    log::info(strfmt("roofline: %.1f GFLOP/s GEMM, %.1f GB/s triad (ridge %.2f FLOP/byte)", r.roofline.peak_gflops,
+                     r.roofline.bandwidth_gbs, r.roofline.ridge()));
+  const auto it = r.time_scaling.find("iteration");
+  if (it != r.time_scaling.end() && std::isfinite(it->second.exponent))
+    log::info(strfmt("iteration time ~ N^%.2f over %d molecules", it->second.exponent, it->second.points));
+  log::info("report: " + a.options.output + "/report.md");
+}
+
+}  // namespace
+
+void add_profile_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("profile", "Time each stage of a training iteration, operator mix, roofline, scaling");
+  auto a = std::make_shared<ProfileArgs>();
+  cmd->add_option("args", a->args, "CONFIG.yaml followed by key.path=value overrides");
+  cmd->add_option("--molecules", a->molecules, "comma-separated molecules (default: the config's)");
+  cmd->add_option("--iterations", a->options.iterations, "timed iterations per molecule (medians)")->capture_default_str();
+  cmd->add_option("--warmup", a->options.warmup, "warm-up iterations per molecule")->capture_default_str();
+  cmd->add_option("--profile-iterations", a->options.profiled, "iterations under the operator profiler")
+      ->capture_default_str();
+  cmd->add_option("--output", a->options.output, "output directory (default runs/profile_<config>)");
+  cmd->add_flag("--no-roofline", a->no_roofline, "skip the GEMM / triad measurement");
+  cmd->add_flag("--no-plots", a->no_plots, "do not run the plotting script");
+  cmd->callback([a] { run_profile_command(*a); });
+}
+
+}  // namespace nnvmc::app

@@ -1,0 +1,160 @@
+#include "compare/cell.hpp"
+
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "batching/peak_memory.hpp"
+#include "core/errors.hpp"
+#include "core/log.hpp"
+#include "io/hdf5_file.hpp"
+#include "train/summary.hpp"
+#include "train/trainer.hpp"
+
+namespace nnvmc::compare {
+namespace fs = std::filesystem;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return nlohmann::json::object();
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception&) {
+    return nlohmann::json::object();
+  }
+}
+
+void write_json(const std::string& path, const nlohmann::json& j) {
+  const std::string tmp = path + ".tmp";
+  std::ofstream(tmp) << j.dump(2) << "\n";
+  io::rename_into_place(tmp, path);
+}
+
+/// Sum of the per-iteration training seconds recorded so far in result.h5.
+double trained_seconds(const std::string& results) {
+  if (!fs::exists(results)) return 0;
+  io::H5File f(results, io::H5File::Mode::read);
+  if (!f.exists("train/seconds")) return 0;
+  const auto a = f.read("train/seconds");
+  double s = 0;
+  for (std::int64_t i = 0; i < a.numel(); ++i) s += a.as<double>()[i];
+  return s;
+}
+
+int cuda_index(const std::string& device) {
+  if (device == "cpu") return -1;
+  const auto colon = device.find(':');
+  return colon == std::string::npos ? 0 : std::stoi(device.substr(colon + 1));
+}
+
+std::map<std::string, double> stage_seconds(const StageTimers& t) {
+  std::map<std::string, double> out;
+  for (const auto& [stage, e] : t.stages()) out[stage] = e.seconds;
+  return out;
+}
+
+}  // namespace
+
+int run_cell(const std::string& dir, const CellRunOptions& options) {
+  const auto t0 = Clock::now();
+  const std::string status_path = dir + "/cell.json";
+  // What earlier runs of this cell accumulated (they were interrupted).
+  const nlohmann::json before = read_json(status_path);
+  nlohmann::json j = nlohmann::json::object();
+  j["segments"] = before.value("segments", 0) + 1;
+  double wall_before = before.value("wall_seconds", 0.0);
+  std::map<std::string, double> stages_before;
+  if (before.contains("stage_seconds"))
+    for (const auto& [k, v] : before["stage_seconds"].items()) stages_before[k] = v.get<double>();
+  const std::int64_t stage_iterations_before = before.value("stage_iterations", 0);
+  std::int64_t peak_before = before.value("peak_tensor_bytes", 0);
+  int exit_code = cell_failed;
+  std::optional<batching::PeakMemoryScope> peak;
+  try {
+    const Config config = load_config(dir + "/cell.yaml");
+    peak.emplace(cuda_index(config.run.device));
+    const std::string ckpt = dir + "/checkpoint.h5";
+    Trainer::install_signal_handlers();
+    std::unique_ptr<Trainer> trainer;
+    if (fs::exists(ckpt)) {
+      log::info(strfmt("resuming cell %s from its checkpoint", config.run.name.c_str()));
+      trainer = std::make_unique<Trainer>(config, ckpt);
+    } else {
+      trainer = std::make_unique<Trainer>(config);
+    }
+    const double limit = options.minutes * 60.0 - trained_seconds(dir + "/result.h5");
+    std::optional<Clock::time_point> first_call;
+    std::map<std::string, double> first_stages, last_stages;
+    std::int64_t first_t = 0, last_t = 0;
+    trainer->set_iteration_hook([&](std::int64_t t) {
+      last_stages = stage_seconds(trainer->timers());
+      last_t = t;
+      if (!first_call) {
+        first_call = Clock::now();
+        first_stages = last_stages;
+        first_t = t;
+      }
+      if (options.interrupt_at >= 0 && t >= options.interrupt_at) return StopAction::interrupt;
+      const double elapsed = std::chrono::duration<double>(Clock::now() - *first_call).count();
+      if (options.minutes > 0 && elapsed >= limit) return StopAction::finish;
+      return StopAction::none;
+    });
+    std::int64_t n_params = 0;
+    for (const auto& p : trainer->setup().wf->parameters()) n_params += p.numel();
+    const TrainOutcome out = trainer->run();
+    // Training-only stage seconds (no burn-in, pretraining or evaluation), over all runs.
+    std::map<std::string, double> stages = stages_before;
+    for (const auto& [k, v] : last_stages) stages[k] += v - (first_stages.count(k) ? first_stages[k] : 0.0);
+    j["stage_seconds"] = stages;
+    j["stage_iterations"] = stage_iterations_before + (last_t - first_t);
+    j["iterations"] = out.iterations;
+    j["parameters"] = n_params;
+    j["n_electrons"] = trainer->setup().system.n_electrons();
+    j["train_seconds"] = trained_seconds(dir + "/result.h5");
+    if (out.interrupted) {
+      j["status"] = "interrupted";
+      exit_code = cell_interrupted;
+    } else {
+      j["status"] = "done";
+      j["reached_iterations"] = out.iterations >= config.optim.iterations;
+      if (config.eval.steps > 0) j.update(eval_json(out.final_eval));
+      else j["reason"] = "no evaluation (eval_steps 0)";
+      exit_code = cell_done;
+    }
+  } catch (const std::exception& e) {
+    j["status"] = "failed";
+    j["reason"] = e.what();
+    log::error(strfmt("cell failed: %s", e.what()));
+    exit_code = cell_failed;
+  }
+  const std::int64_t peak_now = peak ? peak->peak_bytes() : 0;
+  j["peak_tensor_bytes"] = std::max(peak_before, peak_now);
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  j["max_rss_bytes"] = std::max<std::int64_t>(before.value("max_rss_bytes", std::int64_t{0}),
+                                              static_cast<std::int64_t>(usage.ru_maxrss) * 1024);
+  j["wall_seconds"] = wall_before + std::chrono::duration<double>(Clock::now() - t0).count();
+  try {
+    write_json(status_path, j);
+  } catch (const std::exception& e) {
+    log::error(strfmt("cannot write %s: %s", status_path.c_str(), e.what()));
+    return cell_failed;
+  }
+  return exit_code;
+}
+
+}  // namespace nnvmc::compare

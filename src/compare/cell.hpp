@@ -1,0 +1,27 @@
+#pragma once
+/// @file cell.hpp
+/// One cell of a comparison, run in its own process (`nnvmc compare-cell DIR`): trains the run
+/// config DIR/cell.yaml (continuing from DIR/checkpoint.h5 when there is one), evaluates, and
+/// writes DIR/cell.json with the status and every number the comparison's table needs.
+#include <cstdint>
+#include <string>
+
+namespace nnvmc::compare {
+
+/// Exit codes of `nnvmc compare-cell`.
+enum CellExit : int { cell_done = 0, cell_failed = 1, cell_interrupted = 3 };
+
+/// Budget and testing hooks of one cell run.
+struct CellRunOptions {
+  double minutes = 0;              ///< training wall time over all of the cell's runs (0: no limit)
+  std::int64_t interrupt_at = -1;  ///< testing: stop as SIGTERM would before this iteration (−1: never)
+};
+
+/// Runs the cell in directory `dir` and writes `dir`/cell.json: status ("done", "failed" with
+/// the reason, or "interrupted"), energy ± error, variance, autocorrelation time, parameters,
+/// training seconds per iteration and stage, peak tensor memory, peak resident memory, wall time
+/// in this process (the runner replaces it by the wall time of the cell's processes).
+/// Never throws: failures are recorded. @return a CellExit code
+int run_cell(const std::string& dir, const CellRunOptions& options);
+
+}  // namespace nnvmc::compare

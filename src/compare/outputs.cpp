@@ -1,0 +1,264 @@
+#include "compare/outputs.hpp"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "compare/runner.hpp"
+#include "core/log.hpp"
+#include "core/process.hpp"
+#include "io/hdf5_file.hpp"
+
+namespace nnvmc::compare {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kChemicalAccuracy = 1.6e-3;  ///< hartree (1 kcal/mol)
+
+/// One row of the table.
+struct Row {
+  const Cell* cell = nullptr;
+  std::string status, reason, reference_label;
+  std::map<std::string, double> num;               ///< numeric columns
+  std::map<std::string, double> s_per_iteration;   ///< training seconds per iteration by stage
+  std::vector<double> curve_seconds, curve_energy;  ///< training energy vs cumulative wall time
+};
+
+const std::vector<std::string> kNumeric = {
+    "n_electrons", "parameters", "iterations", "energy", "energy_err", "reference", "error", "variance",
+    "autocorr_time", "s_per_iteration", "peak_tensor_bytes", "max_rss_bytes", "train_seconds", "wall_seconds"};
+
+double num(const nlohmann::json& j, const char* key) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : kNaN;
+}
+
+Row make_row(const Cell& cell, const Reference& ref) {
+  Row r;
+  r.cell = &cell;
+  const std::string dir = cell.config.run.output;
+  nlohmann::json j = nlohmann::json::object();
+  if (std::ifstream in(dir + "/cell.json"); in) {
+    try {
+      j = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception&) {
+    }
+  }
+  const std::string state = cell_state(cell);
+  r.status = state == "new" ? "pending" : state == "started" ? "partial" : state;
+  r.reason = j.value("reason", std::string());
+  r.reference_label = ref.label;
+  for (const char* k : {"n_electrons", "parameters", "iterations", "energy", "energy_err", "variance",
+                        "autocorr_time", "peak_tensor_bytes", "max_rss_bytes", "train_seconds", "wall_seconds"})
+    r.num[k] = num(j, k);
+  if (r.status != "done") r.num["energy"] = r.num["energy_err"] = kNaN;
+  r.num["reference"] = ref.energy;
+  r.num["error"] = r.num["energy"] - ref.energy;
+  const double iters = num(j, "stage_iterations");
+  double total = 0;
+  if (j.contains("stage_seconds") && iters > 0)
+    for (const auto& [stage, v] : j["stage_seconds"].items()) {
+      r.s_per_iteration[stage] = v.get<double>() / iters;
+      if (stage.find('.') == std::string::npos) total += v.get<double>() / iters;
+    }
+  r.num["s_per_iteration"] = iters > 0 ? total : kNaN;
+  const std::string results = dir + "/result.h5";
+  if (fs::exists(results)) {
+    try {
+      io::H5File f(results, io::H5File::Mode::read);
+      if (f.exists("train/energy") && f.exists("train/seconds")) {
+        const auto e = f.read("train/energy"), s = f.read("train/seconds");
+        const auto n = std::min(e.numel(), s.numel());
+        double t = 0;
+        for (std::int64_t i = 0; i < n; ++i) {
+          t += s.as<double>()[i];
+          r.curve_seconds.push_back(t);
+          r.curve_energy.push_back(e.as<double>()[i]);
+        }
+      }
+    } catch (const std::exception& e) {
+      log::warn(strfmt("%s: %s", results.c_str(), e.what()));
+    }
+  }
+  return r;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c == '\n' ? ' ' : c);
+  return q + "\"";
+}
+
+std::string csv_number(double v) { return std::isfinite(v) ? strfmt("%.10g", v) : ""; }
+
+std::string human_bytes(double b) {
+  if (!std::isfinite(b) || b <= 0) return "–";
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) b /= 1024, ++u;
+  return strfmt(u ? "%.1f %s" : "%.0f %s", b, units[u]);
+}
+
+std::string md_escape(std::string s) {
+  for (auto& c : s)
+    if (c == '|' || c == '\n') c = ' ';
+  return s;
+}
+
+void write_csv(const std::string& path, const std::vector<Row>& rows, const std::vector<std::string>& stages) {
+  std::ofstream out(path + ".tmp");
+  out << "cell,ansatz,molecule,laplacian,optim,dtype,status,reason,reference_label";
+  for (const auto& k : kNumeric) out << "," << k;
+  for (const auto& s : stages) out << ",s_per_iteration:" << s;
+  out << "\n";
+  for (const auto& r : rows) {
+    const Cell& c = *r.cell;
+    for (const auto& s : {c.id, c.ansatz, c.molecule, c.laplacian, c.optim, c.dtype, r.status, r.reason, r.reference_label})
+      out << csv_field(s) << ",";
+    for (size_t i = 0; i < kNumeric.size(); ++i) out << (i ? "," : "") << csv_number(r.num.at(kNumeric[i]));
+    for (const auto& s : stages) out << "," << csv_number(r.s_per_iteration.count(s) ? r.s_per_iteration.at(s) : kNaN);
+    out << "\n";
+  }
+  out.close();
+  io::rename_into_place(path + ".tmp", path);
+}
+
+void write_h5(const std::string& path, const CompareSpec& spec, const std::vector<Row>& rows,
+              const std::vector<std::string>& stages) {
+  io::write_atomically(path, [&](io::H5File& f) {
+    const auto n = static_cast<std::int64_t>(rows.size());
+    const auto column = [&](const std::string& name, const auto& value) {
+      std::vector<double> v;
+      for (const auto& r : rows) v.push_back(value(r));
+      f.write(name, io::make_array(io::DType::f64, {n}, v.data()));
+    };
+    for (const auto& k : kNumeric) column("table/" + k, [&](const Row& r) { return r.num.at(k); });
+    for (const auto& s : stages)
+      column("stages/" + s, [&](const Row& r) { return r.s_per_iteration.count(s) ? r.s_per_iteration.at(s) : kNaN; });
+    nlohmann::json strings;
+    for (const auto& r : rows) {
+      const Cell& c = *r.cell;
+      for (const auto& [k, v] : std::map<std::string, std::string>{
+               {"cell", c.id}, {"ansatz", c.ansatz}, {"molecule", c.molecule}, {"laplacian", c.laplacian},
+               {"optim", c.optim}, {"dtype", c.dtype}, {"status", r.status}, {"reason", r.reason},
+               {"reference_label", r.reference_label}})
+        strings[k].push_back(v);
+      if (!r.curve_seconds.empty()) {
+        const auto m = static_cast<std::int64_t>(r.curve_seconds.size());
+        f.write("curves/" + c.id + "/seconds", io::make_array(io::DType::f64, {m}, r.curve_seconds.data()));
+        f.write("curves/" + c.id + "/energy", io::make_array(io::DType::f64, {m}, r.curve_energy.data()));
+      }
+    }
+    f.set_attr("strings", strings.dump());
+    f.set_attr("name", spec.name);
+    f.set_attr("molecules", [&] {
+      nlohmann::json m = nlohmann::json::array();
+      for (const auto& mol : spec.molecules) m.push_back(mol.label);
+      return m.dump();
+    }());
+    f.set_attr("chemical_accuracy", strfmt("%.17g", kChemicalAccuracy));
+  });
+}
+
+std::string budget_line(const CompareSpec& spec, const ReportInfo& info) {
+  const Config& c = spec.cells.front().config;
+  std::string s;
+  if (spec.iterations) s += strfmt("%d iterations", spec.iterations);
+  if (spec.minutes > 0) s += strfmt("%s%g minutes of training", s.empty() ? "" : " or ", spec.minutes);
+  if (s.empty()) s = strfmt("%d iterations", c.optim.iterations);
+  s += strfmt(", %d walkers, %d evaluation steps, %d thread(s) per cell, %d cell%s at a time, seed %llu",
+              c.sampler.walkers, c.eval.steps, spec.threads ? spec.threads : info.threads_per_cell, info.jobs,
+              info.jobs == 1 ? "" : "s", static_cast<unsigned long long>(c.run.seed));
+  return s;
+}
+
+void write_report(const std::string& path, const CompareSpec& spec, const std::vector<Reference>& refs,
+                  const std::vector<Row>& rows, const ReportInfo& info, const std::string& plot_note) {
+  std::ostringstream o;
+  o << "# Comparison `" << spec.name << "`\n\n";
+  o << "From `" << spec.source << "`: " << spec.ansatze.size() << " ansätze × " << spec.molecules.size()
+    << " molecules = " << spec.cells.size() << " cells.\n\n";
+  o << "Budget per cell: " << budget_line(spec, info) << ".\n\n";
+  o << "## References\n\n| molecule | electrons | reference (Eh) | source |\n|---|---|---|---|\n";
+  for (size_t i = 0; i < spec.molecules.size(); ++i)
+    o << "| " << spec.molecules[i].label << " | " << spec.molecules[i].system.n_electrons() << " | "
+      << (std::isfinite(refs[i].energy) ? strfmt("%.6f", refs[i].energy) : std::string("–")) << " | "
+      << md_escape(refs[i].label) << " |\n";
+  o << "\n## Results\n\nError = E − E_ref (mEh); chemical accuracy is 1.6 mEh. s/iteration: the training "
+       "stages (sampling, local energy, gradient, optimizer, bookkeeping) per iteration, from the trainer's stage "
+       "timers (per stage in compare.csv). Peak tensor memory: the cell's working memory counted by the tensor "
+       "allocator; peak RSS: its process. Wall: the cell's processes from start to exit.\n\n";
+  o << "| ansatz | molecule | laplacian | optim | dtype | status | energy (Eh) | error (mEh) | variance | τ_corr "
+       "| parameters | s/iteration | peak tensor memory | peak RSS | wall (s) |\n";
+  o << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  double cell_seconds = 0;
+  for (const auto& r : rows) {
+    const Cell& c = *r.cell;
+    const auto& n = r.num;
+    const auto f = [](double v, const char* fmt) { return std::isfinite(v) ? strfmt(fmt, v) : std::string("–"); };
+    if (std::isfinite(n.at("wall_seconds"))) cell_seconds += n.at("wall_seconds");
+    o << "| " << c.ansatz << " | " << c.molecule << " | " << c.laplacian << " | " << c.optim << " | " << c.dtype << " | "
+      << r.status << " | "
+      << (std::isfinite(n.at("energy")) ? strfmt("%.5f ± %.5f", n.at("energy"), n.at("energy_err")) : "–") << " | "
+      << (std::isfinite(n.at("error")) ? strfmt("%+.1f ± %.1f", 1e3 * n.at("error"), 1e3 * n.at("energy_err")) : "–")
+      << " | " << f(n.at("variance"), "%.4f") << " | " << f(n.at("autocorr_time"), "%.1f") << " | "
+      << f(n.at("parameters"), "%.0f") << " | " << f(n.at("s_per_iteration"), "%.4f") << " | "
+      << human_bytes(n.at("peak_tensor_bytes")) << " | " << human_bytes(n.at("max_rss_bytes")) << " | "
+      << f(n.at("wall_seconds"), "%.1f") << " |\n";
+  }
+  bool any_reason = false;
+  for (const auto& r : rows)
+    if (r.status == "failed") {
+      if (!any_reason) o << "\n### Failed cells\n\n";
+      any_reason = true;
+      o << "- `" << r.cell->id << "`: " << md_escape(r.reason) << "\n";
+    }
+  o << "\nCells' wall time (sum): " << strfmt("%.1f s", cell_seconds)
+    << "; this invocation: " << strfmt("%.1f s", info.wall_seconds) << ".\n\n";
+  o << "## Plots\n\n";
+  if (plot_note.empty()) {
+    o << "![energy error vs wall time](energy_vs_time.png)\n\n"
+         "Energy error of the training iterations (running mean) against training wall time, one panel per "
+         "molecule.\n\n![final errors](final_errors.png)\n\n"
+         "Final evaluated error per cell with its error bar (log scale; dashed: chemical accuracy).\n";
+  } else {
+    o << "Not made: " << plot_note << ". Make them with `python3 scripts/plot_compare.py " << spec.output
+      << "`.\n";
+  }
+  o << "\nFiles: `compare.csv`, `compare.h5` (table/, stages/<stage> in s/iteration, curves/<cell>/{seconds,energy}), one run directory per "
+       "cell under `cells/`.\n";
+  const std::string tmp = path + ".tmp";
+  std::ofstream(tmp) << o.str();
+  io::rename_into_place(tmp, path);
+}
+
+}  // namespace
+
+int write_outputs(const CompareSpec& spec, const std::vector<Reference>& references, const ReportInfo& info) {
+  std::vector<Row> rows;
+  std::set<std::string> stage_set;
+  for (const auto& cell : spec.cells) {
+    rows.push_back(make_row(cell, references.at(cell.molecule_index)));
+    for (const auto& [s, v] : rows.back().s_per_iteration) stage_set.insert(s);
+  }
+  const std::vector<std::string> stages(stage_set.begin(), stage_set.end());
+  fs::create_directories(spec.output);
+  write_csv(spec.output + "/compare.csv", rows, stages);
+  write_h5(spec.output + "/compare.h5", spec, rows, stages);
+  std::string note;
+  if (!info.plots) note = "plots disabled (--no-plots)";
+  else if (!run_python_script("plot_compare.py", {spec.output}, spec.output + "/plot.log", note) && note.empty())
+    note = "the plotting script failed";
+  if (!note.empty()) log::warn("plots: " + note);
+  write_report(spec.output + "/report.md", spec, references, rows, info, note);
+  return static_cast<int>(rows.size());
+}
+
+}  // namespace nnvmc::compare

@@ -1,0 +1,222 @@
+#include "compare/runner.hpp"
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "compare/cell.hpp"
+#include "core/errors.hpp"
+#include "core/log.hpp"
+#include "core/process.hpp"
+
+namespace nnvmc::compare {
+namespace fs = std::filesystem;
+
+namespace {
+
+volatile std::sig_atomic_t g_signal = 0;
+void on_signal(int sig) { g_signal = sig; }
+
+/// Installs SIGINT/SIGTERM handlers for its lifetime (no SA_RESTART: waits return on a signal).
+class SignalGuard {
+ public:
+  SignalGuard() {
+    g_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~SignalGuard() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
+nlohmann::json read_status(const std::string& dir) {
+  std::ifstream in(dir + "/cell.json");
+  if (!in) return nlohmann::json::object();
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception&) {
+    return nlohmann::json::object();
+  }
+}
+
+std::string dir_of(const Cell& c) { return c.config.run.output; }
+
+Config with_threads(const Cell& cell, const CompareSpec& spec, const RunnerOptions& o) {
+  Config c = cell.config;
+  if (spec.threads == 0) c.run.threads = o.threads_per_cell;
+  return c;
+}
+
+std::string finished_line(const Cell& cell, const nlohmann::json& j) {
+  const std::string status = j.value("status", "unknown");
+  if (status == "failed") return "FAILED: " + j.value("reason", std::string("?"));
+  std::string s = status;
+  if (j.contains("energy") && j["energy"].is_number())
+    s += strfmt(", E = %.6f ± %.6f Eh", j["energy"].get<double>(), j.value("energy_err", NAN));
+  s += strfmt(", %.1f s", j.value("wall_seconds", 0.0));
+  return s;
+}
+
+}  // namespace
+
+std::string cell_state(const Cell& cell) {
+  const std::string dir = dir_of(cell);
+  const auto j = read_status(dir);
+  const std::string status = j.value("status", "");
+  if (status == "done" || status == "failed" || status == "interrupted") return status;
+  if (fs::exists(dir + "/checkpoint.h5")) return "started";
+  return "new";
+}
+
+namespace {
+/// Whether the cell's directory holds this configuration (true when there is none yet).
+bool same_configuration(const Cell& cell) {
+  const std::string path = dir_of(cell) + "/cell.yaml";
+  if (!fs::exists(path)) return true;
+  try {
+    return cell_identity(load_config(path)) == cell_identity(cell.config);
+  } catch (const ConfigError&) {
+    return false;  // unreadable: a different run
+  }
+}
+bool has_progress(const Cell& cell) {
+  const std::string state = cell_state(cell);
+  return state == "done" || state == "started" || state == "interrupted";
+}
+}  // namespace
+
+void check_cells(const CompareSpec& spec) {
+  for (const auto& cell : spec.cells)
+    if (!same_configuration(cell) && has_progress(cell))
+      throw InputError("output '" + spec.output + "' already holds cell " + cell.id +
+                       " run with a different configuration; delete " + dir_of(cell) +
+                       " to redo it, or choose another output");
+}
+
+void prepare_cells(const CompareSpec& spec, const RunnerOptions& o) {
+  check_cells(spec);
+  for (const auto& cell : spec.cells)
+    if (!same_configuration(cell) || (o.retry_failed && cell_state(cell) == "failed")) fs::remove_all(dir_of(cell));
+  for (const auto& cell : spec.cells) {
+    const std::string dir = dir_of(cell);
+    fs::create_directories(dir);
+    const std::string tmp = dir + "/cell.yaml.tmp";
+    std::ofstream(tmp) << to_yaml(with_threads(cell, spec, o));
+    fs::rename(tmp, dir + "/cell.yaml");
+  }
+}
+
+RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
+  RunSummary summary;
+  std::deque<const Cell*> queue;
+  for (const auto& cell : spec.cells) {
+    const std::string state = cell_state(cell);
+    if (state == "done") {
+      ++summary.done;
+    } else if (state == "failed" && !o.retry_failed) {
+      ++summary.failed;
+    } else {
+      queue.push_back(&cell);
+    }
+  }
+  const int total = static_cast<int>(spec.cells.size());
+  if (queue.empty()) return summary;
+  log::info(strfmt("%d of %d cells to run (%d done, %d failed before), %d at a time, %d threads each",
+                   static_cast<int>(queue.size()), total, summary.done, summary.failed, o.jobs,
+                   spec.threads ? spec.threads : o.threads_per_cell));
+  SignalGuard guard;
+  struct Running {
+    const Cell* cell;
+    std::chrono::steady_clock::time_point start;
+    double wall_before;  ///< wall seconds of the cell's earlier runs
+  };
+  std::map<pid_t, Running> running;
+  bool stopping = false;
+  int started = 0;
+  const auto stop_all = [&] {
+    if (!stopping) log::warn("stopping: running cells write checkpoints; re-run the same command to continue");
+    stopping = true;
+    for (const auto& [pid, r] : running) kill(pid, SIGTERM);
+  };
+  while (!queue.empty() || !running.empty()) {
+    while (!stopping && !g_signal && !queue.empty() && static_cast<int>(running.size()) < o.jobs &&
+           (o.max_cells == 0 || started < o.max_cells)) {
+      const Cell* cell = queue.front();
+      queue.pop_front();
+      const int threads = spec.threads ? spec.threads : o.threads_per_cell;
+      std::vector<std::string> argv{o.executable, "compare-cell", dir_of(*cell)};
+      if (spec.minutes > 0) argv.insert(argv.end(), {"--minutes", strfmt("%.17g", spec.minutes)});
+      if (cell->id == o.interrupt_cell && o.interrupt_at >= 0)
+        argv.insert(argv.end(), {"--interrupt-at", std::to_string(o.interrupt_at)});
+      const std::string state = cell_state(*cell);
+      log::info(strfmt("[%d/%d] %s: %s", summary.done + summary.failed + static_cast<int>(running.size()) + 1, total,
+                       cell->id.c_str(), state == "new" ? "starting" : "continuing from its checkpoint"));
+      const pid_t pid = spawn_process(argv, dir_of(*cell) + "/log.txt",
+                                      {"OMP_NUM_THREADS=" + std::to_string(threads)});
+      running[pid] = Running{cell, std::chrono::steady_clock::now(), read_status(dir_of(*cell)).value("wall_seconds", 0.0)};
+      ++started;
+      ++summary.ran;
+    }
+    if (running.empty()) break;  // max_cells reached or stopping
+    if (g_signal && !stopping) stop_all();
+    ExitStatus st;
+    const pid_t pid = wait_process(-1, st);
+    if (pid == 0) continue;  // a signal: handled at the top of the loop
+    const auto it = running.find(pid);
+    if (it == running.end()) continue;
+    const Cell* cell = it->second.cell;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - it->second.start).count();
+    const double wall_before = it->second.wall_before;
+    running.erase(it);
+    nlohmann::json j = read_status(dir_of(*cell));
+    // The cell's wall time as the comparison sees it: its processes from start to exit.
+    j["wall_seconds"] = wall_before + elapsed;
+    {
+      const std::string tmp = dir_of(*cell) + "/cell.json.tmp";
+      std::ofstream(tmp) << j.dump(2) << "\n";
+      fs::rename(tmp, dir_of(*cell) + "/cell.json");
+    }
+    if (st.code == cell_interrupted) {
+      summary.interrupted = true;
+      log::warn(strfmt("%s: interrupted at its checkpoint", cell->id.c_str()));
+      if (!stopping) stop_all();
+      continue;
+    }
+    if (st.code != cell_done && st.code != cell_failed) {
+      if (stopping) {  // killed while we were stopping: resumable from its last checkpoint
+        summary.interrupted = true;
+        continue;
+      }
+      j["status"] = "failed";
+      j["reason"] = "the cell's process ended with " + st.describe() + " (see " + dir_of(*cell) + "/log.txt)";
+      j["max_rss_bytes"] = static_cast<std::int64_t>(st.max_rss_kib) * 1024;
+      std::ofstream(dir_of(*cell) + "/cell.json.tmp") << j.dump(2) << "\n";
+      fs::rename(dir_of(*cell) + "/cell.json.tmp", dir_of(*cell) + "/cell.json");
+    }
+    const bool done = j.value("status", "") == "done";
+    done ? ++summary.done : ++summary.failed;
+    log::info(strfmt("[%d/%d] %s: %s", summary.done + summary.failed, total, cell->id.c_str(),
+                     finished_line(*cell, j).c_str()));
+  }
+  if (g_signal) summary.interrupted = true;
+  return summary;
+}
+
+}  // namespace nnvmc::compare

@@ -1,0 +1,49 @@
+#pragma once
+/// @file runner.hpp
+/// Runs the cells of a comparison, each as a child process `nnvmc compare-cell DIR` (so cells
+/// share no global state: RNG, thread pools, allocator counts), K at a time. Resumable: a cell
+/// whose cell.json says done (or failed) is not run again; one with a checkpoint continues from
+/// it. SIGINT/SIGTERM are passed on to running cells, which checkpoint; nothing new starts.
+/// Torch-free.
+#include <cstdint>
+#include <string>
+
+#include "compare/spec.hpp"
+
+namespace nnvmc::compare {
+
+/// How to run the cells.
+struct RunnerOptions {
+  int jobs = 1;                   ///< cells run at once
+  int threads_per_cell = 1;       ///< run.threads of each cell unless the file sets threads
+  bool retry_failed = false;      ///< run failed cells again (from scratch)
+  int max_cells = 0;              ///< start at most this many cells in this invocation (0: all)
+  std::string executable;         ///< the nnvmc executable
+  std::string interrupt_cell;     ///< testing: this cell stops as SIGTERM would ...
+  std::int64_t interrupt_at = -1;  ///< ... before this iteration
+};
+
+/// Counts after a run.
+struct RunSummary {
+  int done = 0;          ///< cells done (now or before)
+  int failed = 0;        ///< cells failed (now or before)
+  int ran = 0;           ///< cells started in this invocation
+  bool interrupted = false;  ///< stopped by a signal (or the testing hook); re-run to continue
+};
+
+/// State of a cell on disk: "new", "started" (has a checkpoint), "done", "failed", "interrupted".
+std::string cell_state(const Cell& cell);
+
+/// Checks every cell directory against its cell's config, writing nothing: a directory holding
+/// a different run (other than a failed or never-checkpointed one) is an InputError naming
+/// the cell.
+void check_cells(const CompareSpec& spec);
+
+/// Clears cell directories holding another configuration (failed or never checkpointed; see
+/// check_cells) and failed ones when retrying, then writes each cell's cell.yaml.
+void prepare_cells(const CompareSpec& spec, const RunnerOptions& options);
+
+/// Runs the cells not yet done. Prints one line per finished cell.
+RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& options);
+
+}  // namespace nnvmc::compare

@@ -1,0 +1,412 @@
+#include "compare/spec.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "core/config_yaml.hpp"
+#include "core/errors.hpp"
+
+namespace nnvmc::compare {
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Iterations of a cell whose budget is minutes only (training ends on the clock).
+constexpr int kUnboundedIterations = 100000000;
+
+/// Top-level keys of a comparison file (read with the run-config reader: unknown keys and
+/// wrong types are ConfigErrors naming the key). The polymorphic entries are read from the
+/// YAML nodes directly.
+struct CompareFile {
+  InlineYaml ansatze{""}, molecules{""}, laplacian{""}, optim{""}, dtype{""}, base{""};
+  std::optional<int> iterations, walkers, eval_steps, threads, seed;
+  double minutes = 0;
+  std::string references = "auto";
+  std::string reference_basis = "cc-pvdz";
+  std::string output = "runs/<name>";
+  std::vector<std::string> overrides;
+  template <class V> void visit(V& v) {
+    v("ansatze", ansatze, "model blocks (as under model:) or run-config paths");
+    v("molecules", molecules, "molecule names, files or inline molecules");
+    v("laplacian", laplacian, "optional axis: hamiltonian.laplacian values");
+    v("optim", optim, "optional axis: optimizer types or optim blocks");
+    v("dtype", dtype, "optional axis: run.dtype values");
+    v("base", base, "run config (path or mapping) under the model blocks");
+    v("iterations", iterations, "training iterations per cell");
+    v("minutes", minutes, "training wall time per cell (0: no limit)");
+    v("walkers", walkers, "walkers per cell");
+    v("eval_steps", eval_steps, "evaluation steps per cell");
+    v("threads", threads, "intra-op threads per cell (default: cores / jobs)");
+    v("seed", seed, "random seed of every cell");
+    v("references", references, "exact | ccsd_t | auto");
+    v("reference_basis", reference_basis, "basis of CCSD(T) references");
+    v("output", output, "output directory (<name> is the file's stem)");
+    v("overrides", overrides, "key.path=value applied to every cell");
+  }
+};
+
+/// An ansatz entry: the run config it starts from, its model block, extra overrides.
+struct AnsatzEntry {
+  std::string label;
+  YAML::Node base;   ///< run config mapping (may be empty)
+  YAML::Node model;  ///< model block (undefined: the base's)
+  std::vector<std::string> overrides;
+};
+
+/// An entry of an optional axis.
+struct AxisEntry {
+  std::string label;
+  YAML::Node value;
+};
+
+std::string at(const std::string& key, size_t i) { return key + "[" + std::to_string(i) + "]"; }
+
+std::string resolve_path(const std::string& p, const std::string& file_dir) {
+  if (fs::path(p).is_absolute() || fs::exists(p)) return p;
+  const fs::path alt = fs::path(file_dir) / p;
+  return fs::exists(alt) ? alt.string() : p;
+}
+
+YAML::Node load_yaml_file(const std::string& path, const std::string& key) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError("'" + key + "': cannot open run config '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    YAML::Node n = YAML::Load(ss.str());
+    return n && !n.IsNull() ? n : YAML::Node(YAML::NodeType::Map);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError("'" + key + "': " + path + ":" + std::to_string(e.mark.line + 1) + ": malformed YAML: " + e.msg);
+  }
+}
+
+/// Sets root[a][b]... = value, creating mappings on the way (yaml-cpp nodes are handles).
+void set_path(YAML::Node& root, const std::vector<std::string>& path, const YAML::Node& value) {
+  std::vector<YAML::Node> chain{root};
+  for (size_t i = 0; i + 1 < path.size(); ++i) {
+    YAML::Node child = chain.back()[path[i]];
+    if (!child.IsDefined() || !child.IsMap()) {
+      chain.back()[path[i]] = YAML::Node(YAML::NodeType::Map);
+      child = chain.back()[path[i]];
+    }
+    chain.push_back(child);
+  }
+  chain.back()[path.back()] = value;
+}
+
+/// A run config file used as an ansatz or base: checked on its own first (its own file:line
+/// in messages), then returned as YAML.
+YAML::Node run_config_node(const std::string& spec_path, const std::string& file_dir, const std::string& key) {
+  const std::string path = resolve_path(spec_path, file_dir);
+  try {
+    load_config(path);
+  } catch (const ConfigError& e) {
+    throw ConfigError("'" + key + "': " + e.what());
+  }
+  return load_yaml_file(path, key);
+}
+
+std::vector<YAML::Node> list_of(const YAML::Node& root, const std::string& key, const std::string& where,
+                                bool required) {
+  const YAML::Node n = root[key];
+  if (!n || n.IsNull()) {
+    if (required) throw ConfigError(where + ": missing '" + key + "'");
+    return {};
+  }
+  std::vector<YAML::Node> out;
+  if (n.IsSequence()) {
+    for (const auto& e : n) out.push_back(e);
+  } else {
+    out.push_back(n);
+  }
+  if (required && out.empty())
+    throw ConfigError(config_yaml::location(n, where) + ": '" + key + "' must not be empty");
+  return out;
+}
+
+/// Makes labels unique ("x", "x-2", ...).
+void uniquify(std::vector<std::string*> labels) {
+  std::map<std::string, int> seen;
+  for (auto* l : labels) {
+    const int k = ++seen[*l];
+    if (k > 1) *l += "-" + std::to_string(k);
+  }
+}
+
+std::vector<AnsatzEntry> parse_ansatze(const YAML::Node& root, const YAML::Node& base, const std::string& where,
+                                       const std::string& file_dir) {
+  std::vector<AnsatzEntry> out;
+  const auto entries = list_of(root, "ansatze", where, true);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const auto& e = entries[i];
+    const std::string key = at("ansatze", i);
+    AnsatzEntry a;
+    if (e.IsScalar()) {
+      a.base = run_config_node(e.Scalar(), file_dir, key);
+      a.label = fs::path(e.Scalar()).stem().string();
+    } else if (e.IsMap()) {
+      YAML::Node model(YAML::NodeType::Map);
+      std::string config_path;
+      for (const auto& kv : e) {
+        const auto k = kv.first.as<std::string>();
+        if (k == "label") a.label = kv.second.as<std::string>();
+        else if (k == "config") config_path = kv.second.as<std::string>();
+        else if (k == "overrides") {
+          try {
+            a.overrides = kv.second.as<std::vector<std::string>>();
+          } catch (const YAML::Exception&) {
+            throw ConfigError(config_yaml::location(kv.second, where) + ": '" + key +
+                              ".overrides' must be a list of key.path=value");
+          }
+        } else model[k] = kv.second;
+      }
+      if (!config_path.empty()) {
+        if (model.size() > 0)
+          throw ConfigError(config_yaml::location(e, where) + ": '" + key +
+                            "' gives both config: and model keys; give one of them");
+        a.base = run_config_node(config_path, file_dir, key + ".config");
+        if (a.label.empty()) a.label = fs::path(config_path).stem().string();
+      } else {
+        if (!model["type"])
+          throw ConfigError(config_yaml::location(e, where) + ": '" + key +
+                            ".type' is missing (a model block names its ansatz, e.g. type: ferminet)");
+        a.base = YAML::Clone(base);
+        a.model = model;
+        if (a.label.empty()) a.label = model["type"].as<std::string>();
+      }
+    } else {
+      throw ConfigError(config_yaml::location(e, where) + ": '" + key +
+                        "' must be a model block or a run-config path");
+    }
+    a.label = sanitize_label(a.label);
+    out.push_back(std::move(a));
+  }
+  std::vector<std::string*> labels;
+  for (auto& a : out) labels.push_back(&a.label);
+  uniquify(labels);
+  return out;
+}
+
+std::vector<std::pair<MoleculeEntry, YAML::Node>> parse_molecules(const YAML::Node& root, const std::string& where,
+                                                                  const std::string& file_dir) {
+  std::vector<std::pair<MoleculeEntry, YAML::Node>> out;
+  const auto entries = list_of(root, "molecules", where, true);
+  // A bare list of atoms ([[H, 0, 0, 0], ...]) is one inline molecule, not a list of molecules.
+  std::vector<YAML::Node> items = entries;
+  if (root["molecules"].IsSequence() && !entries.empty() && entries[0].IsSequence() && entries[0].size() == 4 &&
+      entries[0][0].IsScalar() && !entries[0][0].IsSequence())
+    items = {root["molecules"]};
+  for (size_t i = 0; i < items.size(); ++i) {
+    const auto& e = items[i];
+    const std::string key = at("molecules", i);
+    MoleculeEntry m;
+    YAML::Node spec;
+    try {
+      if (e.IsScalar()) {
+        const std::string s = e.Scalar();
+        const bool path = s.find('/') != std::string::npos || fs::path(s).has_extension();
+        const std::string p = path ? resolve_path(s, file_dir) : s;
+        m.system = load_molecule(p, default_molecules_dir());
+        m.label = m.system.name;
+        spec = YAML::Node(p);
+      } else {
+        m.system = parse_molecule_yaml(YAML::Dump(e), config_yaml::location(e, where) + ": " + key);
+        m.label = e.IsMap() && e["name"] ? e["name"].as<std::string>() : "inline" + std::to_string(i + 1);
+        m.system.name = m.label;
+        spec = e;
+      }
+      m.system.validate();
+    } catch (const ConfigError&) {
+      throw;
+    } catch (const InputError& err) {
+      throw ConfigError("'" + key + "': " + err.what());
+    }
+    m.label = sanitize_label(m.label);
+    out.emplace_back(std::move(m), spec);
+  }
+  std::vector<std::string*> labels;
+  for (auto& m : out) labels.push_back(&m.first.label);
+  uniquify(labels);
+  return out;
+}
+
+/// An optional axis: scalars (labels = values) or, for optim, mappings merged into optim.
+std::vector<AxisEntry> parse_axis(const YAML::Node& root, const std::string& key, const std::string& where,
+                                  bool mappings_allowed) {
+  std::vector<AxisEntry> out;
+  const auto entries = list_of(root, key, where, false);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const auto& e = entries[i];
+    AxisEntry a;
+    if (e.IsScalar()) {
+      a.label = e.Scalar();
+      a.value = e;
+    } else if (mappings_allowed && e.IsMap()) {
+      YAML::Node v(YAML::NodeType::Map);
+      for (const auto& kv : e) {
+        const auto k = kv.first.as<std::string>();
+        if (k == "label") a.label = kv.second.as<std::string>();
+        else v[k] = kv.second;
+      }
+      if (a.label.empty()) a.label = v["type"] ? v["type"].as<std::string>() : key + std::to_string(i + 1);
+      a.value = v;
+    } else {
+      throw ConfigError(config_yaml::location(e, where) + ": '" + at(key, i) + "' must be a " +
+                        (mappings_allowed ? "name or an optim block" : "name"));
+    }
+    a.label = sanitize_label(a.label);
+    out.push_back(std::move(a));
+  }
+  std::vector<std::string*> labels;
+  for (auto& a : out) labels.push_back(&a.label);
+  uniquify(labels);
+  return out;
+}
+
+ReferenceMode parse_references(const std::string& s) {
+  if (s == "exact") return ReferenceMode::exact;
+  if (s == "ccsd_t") return ReferenceMode::ccsd_t;
+  if (s == "auto") return ReferenceMode::automatic;
+  throw ConfigError("'references' must be one of exact, ccsd_t, auto, got '" + s + "'");
+}
+
+void apply_overrides(YAML::Node& root, const std::vector<std::string>& overrides, const std::string& key) {
+  for (const auto& o : overrides) {
+    try {
+      config_yaml::apply_override(root, o);
+    } catch (const ConfigError& e) {
+      throw ConfigError("'" + key + "': " + e.what());
+    }
+  }
+}
+
+}  // namespace
+
+std::string sanitize_label(const std::string& label) {
+  std::string out = label;
+  for (auto& c : out)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_')) c = '_';
+  return out.empty() ? "_" : out;
+}
+
+std::string cell_identity(const Config& config) {
+  Config c = config;
+  c.run.threads = 0;
+  return to_yaml(c);
+}
+
+CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<std::string>& overrides,
+                               const std::string& where, const std::string& file_dir) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(where + ":" + std::to_string(e.mark.line + 1) + ": malformed YAML: " + e.msg);
+  }
+  if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  for (const auto& o : overrides) config_yaml::apply_override(root, o);
+  CompareFile f;
+  config_yaml::read_struct(root, f, "", where);
+
+  CompareSpec spec;
+  spec.source = where;
+  spec.name = fs::path(where).stem().string();
+  spec.references = parse_references(f.references);
+  spec.reference_basis = f.reference_basis;
+  if (f.minutes < 0) throw ConfigError("'minutes' must be >= 0");
+  if (f.iterations && *f.iterations <= 0) throw ConfigError("'iterations' must be > 0");
+  if (f.walkers && *f.walkers <= 0) throw ConfigError("'walkers' must be > 0");
+  if (f.eval_steps && *f.eval_steps < 0) throw ConfigError("'eval_steps' must be >= 0");
+  if (f.threads && *f.threads <= 0) throw ConfigError("'threads' must be > 0");
+  if (f.seed && *f.seed < 0) throw ConfigError("'seed' must be >= 0");
+  spec.minutes = f.minutes;
+  spec.iterations = f.iterations.value_or(0);
+  spec.threads = f.threads.value_or(0);
+  spec.output = f.output;
+  if (const auto pos = spec.output.find("<name>"); pos != std::string::npos) spec.output.replace(pos, 6, spec.name);
+
+  YAML::Node base(YAML::NodeType::Map);
+  if (root["base"] && !root["base"].IsNull())
+    base = root["base"].IsScalar() ? run_config_node(root["base"].Scalar(), file_dir, "base") : root["base"];
+  const auto ansatze = parse_ansatze(root, base, where, file_dir);
+  const auto molecules = parse_molecules(root, where, file_dir);
+  const auto laplacians = parse_axis(root, "laplacian", where, false);
+  const auto optims = parse_axis(root, "optim", where, true);
+  const auto dtypes = parse_axis(root, "dtype", where, false);
+  for (const auto& a : ansatze) spec.ansatze.push_back(a.label);
+  for (const auto& m : molecules) {
+    if (spec.references == ReferenceMode::exact && !m.first.system.e_ref)
+      throw ConfigError("'references': exact, but molecule '" + m.first.label +
+                        "' has no e_ref in its file (use references: auto or ccsd_t)");
+    spec.molecules.push_back(m.first);
+  }
+
+  // Optional axes iterate once with "not given" when absent.
+  const std::vector<AxisEntry> none{AxisEntry{}};
+  const auto& lap_axis = laplacians.empty() ? none : laplacians;
+  const auto& opt_axis = optims.empty() ? none : optims;
+  const auto& dt_axis = dtypes.empty() ? none : dtypes;
+  for (const auto& a : ansatze)
+    for (size_t mi = 0; mi < molecules.size(); ++mi)
+      for (const auto& lap : lap_axis)
+        for (const auto& opt : opt_axis)
+          for (const auto& dt : dt_axis) {
+            Cell cell;
+            cell.ansatz = a.label;
+            cell.molecule = molecules[mi].first.label;
+            cell.molecule_index = static_cast<int>(mi);
+            cell.id = a.label + "__" + cell.molecule;
+            for (const auto* axis : {&lap, &opt, &dt})
+              if (!axis->label.empty()) cell.id += "__" + axis->label;
+            YAML::Node node = YAML::Clone(a.base);
+            if (!node.IsMap()) node = YAML::Node(YAML::NodeType::Map);
+            if (a.model) node["model"] = YAML::Clone(a.model);
+            YAML::Node system(YAML::NodeType::Map);
+            system["molecule"] = YAML::Clone(molecules[mi].second);
+            node["system"] = system;
+            // (An absent axis entry holds a null node, which must not replace the base's value.)
+            if (lap.value.IsScalar()) set_path(node, {"hamiltonian", "laplacian"}, lap.value);
+            if (opt.value.IsScalar()) set_path(node, {"optim", "type"}, opt.value);
+            if (opt.value.IsMap())
+              for (const auto& kv : opt.value) set_path(node, {"optim", kv.first.as<std::string>()}, kv.second);
+            if (dt.value.IsScalar()) set_path(node, {"run", "dtype"}, dt.value);
+            const auto set_int = [&](const std::vector<std::string>& path, long long v) {
+              set_path(node, path, YAML::Node(v));
+            };
+            if (f.iterations) set_int({"optim", "iterations"}, *f.iterations);
+            else if (f.minutes > 0) set_int({"optim", "iterations"}, kUnboundedIterations);
+            if (f.walkers) set_int({"sampler", "walkers"}, *f.walkers);
+            if (f.eval_steps) set_int({"eval", "steps"}, *f.eval_steps);
+            if (f.threads) set_int({"run", "threads"}, *f.threads);
+            if (f.seed) set_int({"run", "seed"}, *f.seed);
+            apply_overrides(node, f.overrides, "overrides");
+            apply_overrides(node, a.overrides, "ansatze overrides of " + a.label);
+            set_path(node, {"run", "output"}, YAML::Node(spec.output + "/cells/" + cell.id));
+            set_path(node, {"run", "name"}, YAML::Node(cell.id));
+            const std::string cell_where = where + " (cell " + cell.id + ")";
+            config_yaml::read_struct(node, cell.config, "", cell_where);
+            try {
+              validate(cell.config);
+            } catch (const ConfigError& e) {
+              throw ConfigError(cell_where + ": " + e.what());
+            }
+            cell.laplacian = cell.config.hamiltonian.laplacian;
+            cell.optim = opt.label.empty() ? cell.config.optim.type : opt.label;
+            cell.dtype = cell.config.run.dtype;
+            spec.cells.push_back(std::move(cell));
+          }
+  return spec;
+}
+
+CompareSpec load_compare_spec(const std::string& path, const std::vector<std::string>& overrides) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(path + ": cannot open comparison file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_compare_spec(ss.str(), overrides, path, fs::path(path).parent_path().string());
+}
+
+}  // namespace nnvmc::compare

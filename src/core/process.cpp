@@ -1,0 +1,113 @@
+#include "core/process.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "core/errors.hpp"
+
+extern char** environ;
+
+namespace nnvmc {
+
+std::string ExitStatus::describe() const {
+  if (signal != 0) return "killed by signal " + std::to_string(signal) + " (" + strsignal(signal) + ")";
+  return "exit code " + std::to_string(code);
+}
+
+pid_t spawn_process(const std::vector<std::string>& argv, const std::string& log_path,
+                    const std::vector<std::string>& env) {
+  if (argv.empty()) throw Error("spawn_process: empty command");
+  // Environment: ours, with `env` entries replacing same-named ones.
+  std::map<std::string, std::string> vars;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string kv(*e);
+    vars[kv.substr(0, kv.find('='))] = kv;
+  }
+  for (const auto& kv : env) vars[kv.substr(0, kv.find('='))] = kv;
+  std::vector<std::string> env_strings;
+  for (const auto& [k, kv] : vars) env_strings.push_back(kv);
+  std::vector<char*> envp, args;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_copy = argv;
+  for (auto& s : argv_copy) args.push_back(s.data());
+  args.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (!log_path.empty()) {
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  }
+  pid_t pid = 0;
+  const int rc = argv[0].find('/') == std::string::npos
+                     ? posix_spawnp(&pid, argv[0].c_str(), &actions, nullptr, args.data(), envp.data())
+                     : posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) throw Error("cannot start '" + argv[0] + "': " + std::strerror(rc));
+  return pid;
+}
+
+pid_t wait_process(pid_t pid, ExitStatus& status) {
+  int wstatus = 0;
+  rusage usage{};
+  const pid_t done = wait4(pid, &wstatus, 0, &usage);
+  if (done < 0) {
+    if (errno == EINTR) return 0;
+    throw Error(std::string("waiting for a child process: ") + std::strerror(errno));
+  }
+  status = ExitStatus{};
+  if (WIFEXITED(wstatus)) status.code = WEXITSTATUS(wstatus);
+  if (WIFSIGNALED(wstatus)) status.signal = WTERMSIG(wstatus);
+  status.max_rss_kib = usage.ru_maxrss;
+  return done;
+}
+
+std::string self_executable() {
+  std::error_code ec;
+  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) throw Error("cannot find this executable (/proc/self/exe): " + ec.message());
+  return p.string();
+}
+
+std::string default_scripts_dir() {
+  if (const char* env = std::getenv("NNVMC_SCRIPTS")) return env;
+  return std::string(NNVMC_SOURCE_DIR_DEFAULT) + "/scripts";
+}
+
+bool run_python_script(const std::string& script, const std::vector<std::string>& args,
+                       const std::string& log_path, std::string& why) {
+  const std::string path = default_scripts_dir() + "/" + script;
+  if (!std::filesystem::exists(path)) {
+    why = "no " + path;
+    return false;
+  }
+  std::vector<std::string> argv{"python3", path};
+  argv.insert(argv.end(), args.begin(), args.end());
+  pid_t pid = 0;
+  try {
+    pid = spawn_process(argv, log_path);
+  } catch (const Error& e) {
+    why = e.what();
+    return false;
+  }
+  ExitStatus st;
+  while (wait_process(pid, st) == 0) {
+  }
+  if (st.ok()) return true;
+  why = "python3 " + script + " failed (" + st.describe() + "; see " + log_path +
+        "; it needs python3-matplotlib and python3-h5py)";
+  return false;
+}
+
+}  // namespace nnvmc

@@ -1,0 +1,261 @@
+#include "profile/op_profile.hpp"
+
+#include <torch/csrc/autograd/profiler_kineto.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "core/errors.hpp"
+#include "profile/stage_recorder.hpp"
+
+namespace nnvmc::profile {
+
+namespace prof = torch::autograd::profiler;
+namespace pimpl = torch::profiler::impl;
+
+double StageOps::seconds() const {
+  double s = 0;
+  for (const auto& [g, st] : groups) s += st.seconds;
+  return s;
+}
+double StageOps::flops() const {
+  double s = 0;
+  for (const auto& [g, st] : groups) s += st.flops;
+  return s;
+}
+double StageOps::bytes() const {
+  double s = 0;
+  for (const auto& [g, st] : groups) s += st.bytes;
+  return s;
+}
+
+namespace {
+
+// Kineto activity types (libkineto/ActivityType.h).
+constexpr int kCpuOp = 0, kUserAnnotation = 1, kGpuMemcpy = 3, kGpuMemset = 4, kKernel = 5, kCudaRuntime = 7;
+
+struct Event {
+  std::string name;
+  std::uint64_t start = 0, end = 0, thread = 0, correlation = 0, linked = 0;
+  int type = 0;
+  double reported_flops = 0;
+  std::vector<OpInput> inputs;
+  int parent = -1;
+  double child_seconds = 0;
+  bool descendant_cost = false;
+  OpCost cost;
+};
+
+std::vector<OpInput> inputs_of(const prof::KinetoEvent& e, int default_bytes) {
+  std::vector<OpInput> in;
+  const auto shapes = e.structuredInputShapes();
+  const auto dtypes = e.dtypes();
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    OpInput x;
+    const std::string dt = i < dtypes.size() ? dtypes[i] : std::string();
+    if (const auto* s = std::get_if<std::vector<int64_t>>(&shapes[i])) {
+      x.element_bytes = dtype_bytes(dt);
+      if (x.element_bytes > 0) x.shapes.push_back(*s);
+    } else if (const auto* l = std::get_if<std::vector<std::vector<int64_t>>>(&shapes[i])) {
+      x.element_bytes = default_bytes;
+      x.shapes = *l;
+    }
+    if (x.element_bytes > 0) in.push_back(std::move(x));
+  }
+  return in;
+}
+
+/// The stage names a stage's numbers also count toward: "a.b" → {"a.b", "a"}.
+std::vector<std::string> with_ancestors(const std::string& stage) {
+  std::vector<std::string> out{stage};
+  for (auto p = stage.rfind('.'); p != std::string::npos; p = stage.rfind('.', p - 1)) {
+    out.push_back(stage.substr(0, p));
+    if (p == 0) break;
+  }
+  return out;
+}
+
+}  // namespace
+
+namespace {
+double median_of_values(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+}  // namespace
+
+std::map<std::string, StageOps> median_of(const std::vector<std::map<std::string, StageOps>>& its) {
+  std::map<std::string, StageOps> out;
+  for (const auto& it : its)
+    for (const auto& [stage, so] : it) {
+      auto& o = out[stage];
+      for (const auto& [g, gs] : so.groups) o.groups[g];
+      for (const auto& [n, sec] : so.op_seconds) o.op_seconds[n];
+    }
+  const auto pick = [&](auto&& get) {
+    std::vector<double> v;
+    for (const auto& it : its) v.push_back(get(it));
+    return median_of_values(v);
+  };
+  for (auto& [stage, o] : out) {
+    const auto find = [&](const std::map<std::string, StageOps>& it) -> const StageOps* {
+      const auto f = it.find(stage);
+      return f == it.end() ? nullptr : &f->second;
+    };
+    o.wall_seconds = pick([&](const auto& it) { const auto* s = find(it); return s ? s->wall_seconds : 0.0; });
+    o.coverage = pick([&](const auto& it) {
+      const auto* s = find(it);
+      return s && s->wall_seconds > 0 ? s->seconds() / s->wall_seconds : 0.0;
+    });
+    for (auto& [g, gs] : o.groups) {
+      const auto field = [&](double GroupStats::*m) {
+        return pick([&](const auto& it) {
+          const auto* s = find(it);
+          if (!s) return 0.0;
+          const auto f = s->groups.find(g);
+          return f == s->groups.end() ? 0.0 : f->second.*m;
+        });
+      };
+      gs.seconds = field(&GroupStats::seconds);
+      gs.calls = field(&GroupStats::calls);
+      gs.flops = field(&GroupStats::flops);
+      gs.bytes = field(&GroupStats::bytes);
+      gs.reported_flops = field(&GroupStats::reported_flops);
+    }
+    for (auto& [n, sec] : o.op_seconds)
+      sec = pick([&](const auto& it) {
+        const auto* s = find(it);
+        if (!s) return 0.0;
+        const auto f = s->op_seconds.find(n);
+        return f == s->op_seconds.end() ? 0.0 : f->second;
+      });
+  }
+  return out;
+}
+
+OpProfiler::OpProfiler(bool cuda, int default_element_bytes)
+    : cuda_(cuda), default_element_bytes_(default_element_bytes) {}
+
+void OpProfiler::start() {
+  const pimpl::ProfilerConfig config(pimpl::ProfilerState::KINETO, /*report_input_shapes=*/true,
+                                     /*profile_memory=*/false, /*with_stack=*/false, /*with_flops=*/true);
+  std::set<pimpl::ActivityType> activities{pimpl::ActivityType::CPU};
+  if (cuda_) activities.insert(pimpl::ActivityType::CUDA);
+  prof::prepareProfiler(config, activities);
+  prof::enableProfiler(config, activities);
+  running_ = true;
+}
+
+std::map<std::string, StageOps> OpProfiler::stop() {
+  if (!running_) throw Error("OpProfiler::stop without start");
+  running_ = false;
+  const auto result = prof::disableProfiler();
+  std::vector<Event> ops, stages, kernels;
+  std::unordered_map<std::uint64_t, std::size_t> runtime_by_correlation;  // CUDA runtime call → index in ops
+  for (const auto& k : result->events()) {
+    Event e;
+    e.name = k.name();
+    e.start = k.startNs();
+    e.end = k.endNs();
+    e.thread = k.startThreadId();
+    e.type = k.activityType();
+    e.correlation = k.correlationId();
+    e.linked = k.linkedCorrelationId();
+    if (e.name.rfind(kStageRangePrefix, 0) == 0) {
+      e.name = e.name.substr(kStageRangePrefix.size());
+      stages.push_back(std::move(e));
+    } else if (e.type == kCpuOp || e.type == kCudaRuntime) {
+      e.reported_flops = static_cast<double>(k.flops());
+      e.inputs = inputs_of(k, default_element_bytes_);
+      ops.push_back(std::move(e));
+    } else if (e.type == kKernel || e.type == kGpuMemcpy || e.type == kGpuMemset) {
+      kernels.push_back(std::move(e));
+    } else if (e.type == kUserAnnotation) {
+      continue;
+    }
+  }
+  // Nesting of CPU events per thread: parents start first and end last.
+  std::vector<std::size_t> order(ops.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const auto &x = ops[a], &y = ops[b];
+    if (x.thread != y.thread) return x.thread < y.thread;
+    if (x.start != y.start) return x.start < y.start;
+    return x.end > y.end;
+  });
+  std::vector<std::size_t> stack;
+  for (std::size_t idx : order) {
+    auto& e = ops[idx];
+    while (!stack.empty() && (ops[stack.back()].thread != e.thread || ops[stack.back()].end <= e.start))
+      stack.pop_back();
+    if (!stack.empty()) {
+      e.parent = static_cast<int>(stack.back());
+      ops[stack.back()].child_seconds += 1e-9 * static_cast<double>(e.end - e.start);
+    }
+    stack.push_back(idx);
+    if (e.type == kCudaRuntime) runtime_by_correlation[e.correlation] = idx;
+  }
+  // Work is counted once, at the deepest operator that has an estimate (matmul → mm).
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    auto& e = ops[*it];
+    if (e.type != kCpuOp) continue;
+    const OpCost c = estimate_cost(e.name, classify_op(e.name), e.inputs, e.reported_flops);
+    const bool has = c.flops > 0 || c.bytes > 0;
+    if (!e.descendant_cost) e.cost = c;
+    if ((has || e.descendant_cost) && e.parent >= 0) ops[e.parent].descendant_cost = true;
+  }
+  // Innermost stage range containing a time point.
+  std::sort(stages.begin(), stages.end(), [](const Event& a, const Event& b) { return a.start < b.start; });
+  const auto stage_at = [&](std::uint64_t t) -> std::string {
+    const Event* best = nullptr;
+    for (const auto& s : stages) {
+      if (s.start > t) break;
+      if (t < s.end && (!best || s.end - s.start < best->end - best->start)) best = &s;
+    }
+    return best ? best->name : kOutsideStages;
+  };
+  std::map<std::string, StageOps> out;
+  for (const auto& s : stages) out[s.name].wall_seconds += 1e-9 * static_cast<double>(s.end - s.start);
+  const auto add = [&](const std::string& stage, const std::string& name, OpGroup g, double seconds,
+                       const OpCost& cost, double reported) {
+    for (const auto& st : with_ancestors(stage)) {
+      auto& ops_of = out[st];
+      auto& gs = ops_of.groups[group_name(g)];
+      gs.seconds += seconds;
+      gs.calls += 1;
+      gs.flops += cost.flops;
+      gs.bytes += cost.bytes;
+      gs.reported_flops += reported;
+      ops_of.op_seconds[name] += seconds;
+    }
+  };
+  if (!cuda_ || kernels.empty()) {
+    for (const auto& e : ops) {
+      if (e.type != kCpuOp) continue;
+      const double self = std::max(0.0, 1e-9 * static_cast<double>(e.end - e.start) - e.child_seconds);
+      add(stage_at(e.start), e.name, classify_op(e.name), self, e.cost, e.reported_flops);
+    }
+  } else {
+    // CUDA: kernel time, grouped by the operator that launched the kernel (the innermost CPU
+    // operator around its runtime call); stages by time (the recorder synchronises at stage ends).
+    std::vector<bool> costed(ops.size(), false);
+    for (const auto& k : kernels) {
+      std::string name = k.name;
+      OpGroup g = k.type == kKernel ? OpGroup::other : OpGroup::data_movement;
+      OpCost cost;
+      const auto r = runtime_by_correlation.find(k.linked ? k.linked : k.correlation);
+      if (r != runtime_by_correlation.end() && ops[r->second].parent >= 0) {
+        const auto parent = static_cast<std::size_t>(ops[r->second].parent);
+        name = ops[parent].name;
+        g = classify_op(name);
+        if (!costed[parent]) cost = ops[parent].cost;  // once per operator call, at its first kernel
+        costed[parent] = true;
+      }
+      add(stage_at(k.start), name, g, 1e-9 * static_cast<double>(k.end - k.start), cost, 0);
+    }
+  }
+  return out;
+}
+
+}  // namespace nnvmc::profile

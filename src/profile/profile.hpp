@@ -1,0 +1,87 @@
+#pragma once
+/// @file profile.hpp
+/// `nnvmc profile`: where the time of a training iteration goes. For each molecule the run
+/// config's trainer runs warm-up iterations, then N timed iterations (stage times from the
+/// trainer's own StageTimers scopes, peak working memory per stage; medians), then a few
+/// iterations under libtorch's profiler (operator mix per stage). Together with the measured
+/// roofline and power-law fits of time and memory against the number of electrons.
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "profile/op_profile.hpp"
+#include "profile/roofline.hpp"
+
+namespace nnvmc::profile {
+
+/// What to profile.
+struct ProfileOptions {
+  std::vector<std::string> molecules;  ///< molecule names/files (empty: the config's molecule)
+  int warmup = 3;                      ///< iterations before measuring (chunk calibration, caches)
+  int iterations = 10;                 ///< timed iterations (medians over these)
+  int profiled = 2;                    ///< iterations under the operator profiler (0: none)
+  std::string output;                  ///< output directory (run directories go under runs/)
+  bool roofline = true;                ///< measure the roofline
+};
+
+/// Stages that are not tensor work (results files, progress lines, checkpoints): reported,
+/// but not part of the operators' coverage of the profiled time.
+inline const std::vector<std::string> kNonComputeStages = {"bookkeeping"};
+
+/// One stage of one molecule.
+struct StageProfile {
+  double seconds = 0;     ///< median per iteration (timed iterations)
+  double peak_bytes = 0;  ///< median per-iteration peak working memory
+  StageOps ops;           ///< operator mix per profiled iteration (medians over them)
+};
+
+/// One molecule.
+struct MoleculeProfile {
+  std::string molecule;
+  int n_electrons = 0;
+  int walkers = 0;
+  long long parameters = 0;
+  double iteration_seconds = 0;  ///< median wall time of an iteration (hook to hook)
+  double stage_seconds = 0;      ///< median over iterations of Σ top-level stage times
+  double stage_share = 0;        ///< median over iterations of Σ top-level stage times / iteration time
+  double profiled_wall = 0;      ///< Σ top-level compute stages' wall time per profiled iteration
+  double profiled_ops = 0;       ///< Σ operator self time within those stages, per profiled iteration
+  std::map<std::string, StageProfile> stages;  ///< top-level stages, sub-stages ("a.b"), outside
+  std::vector<double> iteration_series;  ///< wall time of each timed iteration
+  std::vector<double> stage_series;      ///< Σ top-level stage times of each timed iteration
+};
+
+/// time (or memory) ≈ prefactor · N_electrons^exponent, least squares in log-log.
+struct PowerLaw {
+  double exponent = std::numeric_limits<double>::quiet_NaN();
+  double prefactor = std::numeric_limits<double>::quiet_NaN();
+  int points = 0;
+};
+PowerLaw fit_power_law(const std::vector<double>& n, const std::vector<double>& y);
+
+/// Everything `nnvmc profile` reports.
+struct ProfileReport {
+  std::string config;     ///< the run config profiled
+  std::string ansatz, laplacian, optimizer, dtype, device;
+  int threads = 1;
+  ProfileOptions options;
+  std::vector<MoleculeProfile> molecules;
+  Roofline roofline;      ///< measured (zeros when not measured)
+  CpuPeak cpu;            ///< theoretical CPU peak inputs
+  std::map<std::string, PowerLaw> time_scaling, memory_scaling;  ///< by stage
+};
+
+/// Profiles `config_path` (with `overrides`) on each molecule. Writes nothing but the run
+/// directories under options.output/runs/.
+ProfileReport run_profile(const std::string& config_path, const std::vector<std::string>& overrides,
+                          const ProfileOptions& options);
+
+/// Top-level stages of a molecule in a fixed order (sampling, local_energy, gradient,
+/// optimizer, then others), without sub-stages and the outside-stages entry.
+std::vector<std::string> top_level_stages(const MoleculeProfile& m);
+
+/// Writes profile.json, profile.h5, report.md (and the plots when python3 can make them).
+void write_profile_outputs(const ProfileReport& report, const std::string& dir, bool plots);
+
+}  // namespace nnvmc::profile

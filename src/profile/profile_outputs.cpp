@@ -1,0 +1,266 @@
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/log.hpp"
+#include "core/process.hpp"
+#include "io/hdf5_file.hpp"
+#include "profile/profile.hpp"
+
+namespace nnvmc::profile {
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Number or null (JSON has no NaN).
+nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
+
+nlohmann::json stage_json(const StageProfile& s) {
+  nlohmann::json j;
+  j["seconds"] = s.seconds;
+  j["peak_bytes"] = s.peak_bytes;
+  j["profiled_wall_seconds"] = s.ops.wall_seconds;
+  j["op_seconds"] = s.ops.seconds();
+  j["op_coverage"] = s.ops.coverage;
+  j["flops"] = s.ops.flops();
+  j["bytes"] = s.ops.bytes();
+  j["intensity"] = number(s.ops.bytes() > 0 ? s.ops.flops() / s.ops.bytes() : NAN);
+  j["gflops"] = number(s.seconds > 0 && s.ops.flops() > 0 ? s.ops.flops() / s.seconds * 1e-9 : NAN);
+  for (const auto g : all_groups()) {
+    const auto it = s.ops.groups.find(group_name(g));
+    const GroupStats gs = it != s.ops.groups.end() ? it->second : GroupStats{};
+    j["groups"][group_name(g)] = {{"seconds", gs.seconds}, {"calls", gs.calls}, {"flops", gs.flops},
+                                  {"bytes", gs.bytes}, {"reported_flops", gs.reported_flops}};
+  }
+  std::vector<std::pair<double, std::string>> top;
+  for (const auto& [name, sec] : s.ops.op_seconds) top.emplace_back(sec, name);
+  std::sort(top.rbegin(), top.rend());
+  j["top_ops"] = nlohmann::json::array();
+  for (size_t i = 0; i < top.size() && i < 12; ++i)
+    j["top_ops"].push_back({top[i].second, group_name(classify_op(top[i].second)), top[i].first});
+  return j;
+}
+
+std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  std::string a, b, c;
+  in >> a >> b >> c;
+  return a.empty() ? "unknown" : a + " " + b + " " + c;
+}
+
+nlohmann::json to_json(const ProfileReport& r) {
+  nlohmann::json j;
+  j["config"] = r.config;
+  j["ansatz"] = r.ansatz;
+  j["laplacian"] = r.laplacian;
+  j["optimizer"] = r.optimizer;
+  j["dtype"] = r.dtype;
+  j["device"] = r.device;
+  j["threads"] = r.threads;
+  j["load_average"] = load_average();
+  j["options"] = {{"warmup", r.options.warmup}, {"iterations", r.options.iterations}, {"profiled", r.options.profiled}};
+  const auto& rl = r.roofline;
+  j["roofline"] = {{"device", rl.device}, {"dtype", rl.dtype}, {"threads", rl.threads},
+                   {"peak_gflops", rl.peak_gflops}, {"gemm_size", rl.gemm_size},
+                   {"bandwidth_gbs", rl.bandwidth_gbs}, {"triad_mib", rl.triad_mib},
+                   {"ridge", rl.ridge()}, {"theoretical_gflops", rl.theoretical_gflops}};
+  j["cpu"] = {{"model", r.cpu.model}, {"ghz", r.cpu.ghz}, {"flops_per_cycle_f64", r.cpu.flops_per_cycle_f64},
+              {"cores", r.cpu.cores}, {"assumption", r.cpu.assumption}};
+  j["molecules"] = nlohmann::json::array();
+  for (const auto& m : r.molecules) {
+    nlohmann::json mj = {{"molecule", m.molecule}, {"n_electrons", m.n_electrons}, {"walkers", m.walkers},
+                         {"parameters", m.parameters}, {"iteration_seconds", m.iteration_seconds},
+                         {"stage_seconds", m.stage_seconds}, {"stage_share", m.stage_share},
+                         {"profiled_wall_seconds", m.profiled_wall},
+                         {"profiled_op_seconds", m.profiled_ops},
+                         {"op_coverage", number(m.profiled_wall > 0 ? m.profiled_ops / m.profiled_wall : NAN)},
+                         {"top_level_stages", top_level_stages(m)},
+                         {"iteration_series", m.iteration_series}, {"stage_series", m.stage_series}};
+    for (const auto& [s, st] : m.stages) mj["stages"][s] = stage_json(st);
+    j["molecules"].push_back(mj);
+  }
+  for (const auto& [s, f] : r.time_scaling)
+    j["time_scaling"][s] = {{"exponent", number(f.exponent)}, {"prefactor", number(f.prefactor)}, {"points", f.points}};
+  for (const auto& [s, f] : r.memory_scaling)
+    j["memory_scaling"][s] = {{"exponent", number(f.exponent)}, {"prefactor", number(f.prefactor)}, {"points", f.points}};
+  return j;
+}
+
+void write_h5(const ProfileReport& r, const std::string& path, const nlohmann::json& j) {
+  std::set<std::string> stage_set;
+  for (const auto& m : r.molecules)
+    for (const auto& [s, st] : m.stages) stage_set.insert(s);
+  const std::vector<std::string> stages(stage_set.begin(), stage_set.end());
+  const auto M = static_cast<std::int64_t>(r.molecules.size()), S = static_cast<std::int64_t>(stages.size());
+  const auto G = static_cast<std::int64_t>(all_groups().size());
+  std::vector<double> ne, it, sec(M * S, NAN), peak(M * S, NAN), flops(M * S, NAN), bytes(M * S, NAN),
+      groups(M * S * G, 0.0);
+  for (std::int64_t a = 0; a < M; ++a) {
+    const auto& m = r.molecules[a];
+    ne.push_back(m.n_electrons);
+    it.push_back(m.iteration_seconds);
+    for (std::int64_t b = 0; b < S; ++b) {
+      const auto f = m.stages.find(stages[b]);
+      if (f == m.stages.end()) continue;
+      sec[a * S + b] = f->second.seconds;
+      peak[a * S + b] = f->second.peak_bytes;
+      flops[a * S + b] = f->second.ops.flops();
+      bytes[a * S + b] = f->second.ops.bytes();
+      for (std::int64_t g = 0; g < G; ++g) {
+        const auto gi = f->second.ops.groups.find(group_name(all_groups()[g]));
+        if (gi != f->second.ops.groups.end()) groups[(a * S + b) * G + g] = gi->second.seconds;
+      }
+    }
+  }
+  io::write_atomically(path, [&](io::H5File& f) {
+    using io::DType;
+    f.write("n_electrons", io::make_array(DType::f64, {M}, ne.data()));
+    f.write("iteration_seconds", io::make_array(DType::f64, {M}, it.data()));
+    f.write("stage_seconds", io::make_array(DType::f64, {M, S}, sec.data()));
+    f.write("stage_peak_bytes", io::make_array(DType::f64, {M, S}, peak.data()));
+    f.write("stage_flops", io::make_array(DType::f64, {M, S}, flops.data()));
+    f.write("stage_bytes", io::make_array(DType::f64, {M, S}, bytes.data()));
+    f.write("group_seconds", io::make_array(DType::f64, {M, S, G}, groups.data()));
+    nlohmann::json names = nlohmann::json::array(), gnames = nlohmann::json::array(), mols = nlohmann::json::array();
+    for (const auto& s : stages) names.push_back(s);
+    for (const auto g : all_groups()) gnames.push_back(group_name(g));
+    for (const auto& m : r.molecules) mols.push_back(m.molecule);
+    f.set_attr("stages", names.dump());
+    f.set_attr("groups", gnames.dump());
+    f.set_attr("molecules", mols.dump());
+    f.set_attr("profile_json", j.dump());
+  });
+}
+
+std::string fmt_bytes(double b) {
+  if (!(b > 0)) return "0";
+  const char* u[] = {"B", "KiB", "MiB", "GiB"};
+  int k = 0;
+  while (b >= 1024 && k < 3) b /= 1024, ++k;
+  return strfmt("%.1f %s", b, u[k]);
+}
+
+std::string pct(double part, double whole) { return whole > 0 ? strfmt("%.0f%%", 100.0 * part / whole) : "–"; }
+
+void write_report(const ProfileReport& r, const std::string& path, const std::string& plot_note) {
+  std::ostringstream o;
+  o << "# Profile of `" << r.config << "`\n\n";
+  o << "Ansatz `" << r.ansatz << "`, Laplacian `" << r.laplacian << "`, optimizer `" << r.optimizer << "`, "
+    << r.dtype << " on " << r.device << ", " << r.threads << " thread(s). Per molecule: " << r.options.warmup
+    << " warm-up, " << r.options.iterations << " timed (medians) and " << r.options.profiled
+    << " profiled iterations. Load average at the end: " << load_average() << ".\n\n";
+  o << "## Stage times (median s/iteration)\n\nStages are the trainer's own StageTimers scopes; `local_energy` "
+       "contains `laplacian` (kinetic terms) and `potential`; `bookkeeping` is the trainer writing results, progress "
+       "lines and checkpoints. The last column is the median over iterations of the stages' share of the "
+       "iteration's wall time.\n\n";
+  o << "| molecule | N_e | walkers | iteration | sampling | local energy | ↳ laplacian | ↳ potential | gradient | "
+       "optimizer | bookkeeping | Σ stages / iteration |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  const auto sec = [](const MoleculeProfile& m, const std::string& s) {
+    const auto it = m.stages.find(s);
+    return it == m.stages.end() ? std::string("–")
+                                : strfmt("%.4f (%s)", it->second.seconds, pct(it->second.seconds, m.iteration_seconds).c_str());
+  };
+  for (const auto& m : r.molecules)
+    o << "| " << m.molecule << " | " << m.n_electrons << " | " << m.walkers << " | "
+      << strfmt("%.4f", m.iteration_seconds) << " | " << sec(m, "sampling") << " | " << sec(m, "local_energy") << " | "
+      << sec(m, "local_energy.laplacian") << " | " << sec(m, "local_energy.potential") << " | " << sec(m, "gradient")
+      << " | " << sec(m, "optimizer") << " | " << sec(m, "bookkeeping") << " | "
+      << strfmt("%.0f%%", 100.0 * m.stage_share) << " |\n";
+  o << "\n## Peak working memory per stage (tensor memory allocated within the stage)\n\n| molecule |";
+  std::vector<std::string> mem_stages{"sampling", "local_energy", "local_energy.laplacian", "gradient", "optimizer"};
+  for (const auto& s : mem_stages) o << " " << s << " |";
+  o << "\n|---|";
+  for (size_t i = 0; i < mem_stages.size(); ++i) o << "---|";
+  o << "\n";
+  for (const auto& m : r.molecules) {
+    o << "| " << m.molecule << " |";
+    for (const auto& s : mem_stages) {
+      const auto it = m.stages.find(s);
+      o << " " << (it == m.stages.end() ? std::string("–") : fmt_bytes(it->second.peak_bytes)) << " |";
+    }
+    o << "\n";
+  }
+  o << "\n## Operator mix (share of operator self time per stage, profiled iterations)\n\nMedians over the "
+       "profiled iterations. `ops cover`: operator self time / the stage's wall time under the profiler (the rest "
+       "is the profiler's own overhead and code between operators); FLOP/byte and GFLOP/s (FLOPs over the timed "
+       "median stage time) from the FLOP and byte estimates.\n\n"
+       "| molecule | stage | gemm | elementwise | reduction | data movement | linalg | other | ops/iteration | "
+       "ops cover | FLOP/byte | GFLOP/s |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& m : r.molecules) {
+    auto stages = top_level_stages(m);
+    for (const char* sub : {"local_energy.laplacian", "local_energy.potential"})
+      if (m.stages.count(sub)) stages.push_back(sub);
+    for (const auto& s : stages) {
+      const auto& st = m.stages.at(s);
+      const double total = st.ops.seconds();
+      double calls = 0;
+      o << "| " << m.molecule << " | " << s << " |";
+      for (const auto g : all_groups()) {
+        const auto it = st.ops.groups.find(group_name(g));
+        o << " " << (it == st.ops.groups.end() ? std::string("0%") : pct(it->second.seconds, total)) << " |";
+        if (it != st.ops.groups.end()) calls += it->second.calls;
+      }
+      const double ai = st.ops.bytes() > 0 ? st.ops.flops() / st.ops.bytes() : NAN;
+      o << " " << strfmt("%.0f", calls) << " | " << strfmt("%.0f%%", 100.0 * st.ops.coverage) << " | "
+        << (std::isfinite(ai) ? strfmt("%.3f", ai) : "–") << " | "
+        << (st.seconds > 0 ? strfmt("%.2f", st.ops.flops() / st.seconds * 1e-9) : "–") << " |\n";
+    }
+  }
+  const auto& rl = r.roofline;
+  o << "\n## Roofline\n\n";
+  if (rl.peak_gflops > 0) {
+    o << strfmt("Measured on this machine: %s (n = %d) %.1f GFLOP/s, triad bandwidth %.1f GB/s (%.0f MiB), "
+                "ridge point %.2f FLOP/byte, %d thread(s).",
+                rl.dtype == "float32" ? "SGEMM" : "DGEMM", rl.gemm_size, rl.peak_gflops, rl.bandwidth_gbs,
+                rl.triad_mib, rl.ridge(), rl.threads);
+    if (rl.theoretical_gflops > 0)
+      o << strfmt(" Theoretical peak of the cores used: %.1f GFLOP/s (%s; %s).", rl.theoretical_gflops,
+                  r.cpu.model.c_str(), r.cpu.assumption.c_str());
+    o << " A stage whose FLOP/byte is below the ridge point is memory-bound on this machine. FLOPs and bytes "
+         "are estimates from the profiler's input shapes (see src/profile/op_groups.hpp).\n\n";
+  } else {
+    o << "Not measured.\n\n";
+  }
+  o << "## Scaling with the number of electrons (time ∝ N^p)\n\n| stage | p (time) | p (peak memory) |\n|---|---|---|\n";
+  for (const auto& [s, f] : r.time_scaling) {
+    const auto mem = r.memory_scaling.find(s);
+    o << "| " << s << " | " << (std::isfinite(f.exponent) ? strfmt("%.2f", f.exponent) : "–") << " | "
+      << (mem != r.memory_scaling.end() && std::isfinite(mem->second.exponent) ? strfmt("%.2f", mem->second.exponent) : "–")
+      << " |\n";
+  }
+  o << "\n## Plots\n\n";
+  if (plot_note.empty())
+    o << "![stage times](stage_bars.png)\n\n![operator mix](op_mix.png)\n\n![roofline](roofline.png)\n\n"
+         "![scaling](scaling.png)\n";
+  else
+    o << "Not made: " << plot_note << ".\n";
+  const std::string tmp = path + ".tmp";
+  std::ofstream(tmp) << o.str();
+  io::rename_into_place(tmp, path);
+}
+
+}  // namespace
+
+void write_profile_outputs(const ProfileReport& report, const std::string& dir, bool plots) {
+  fs::create_directories(dir);
+  const nlohmann::json j = to_json(report);
+  {
+    const std::string tmp = dir + "/profile.json.tmp";
+    std::ofstream(tmp) << j.dump(2) << "\n";
+    io::rename_into_place(tmp, dir + "/profile.json");
+  }
+  write_h5(report, dir + "/profile.h5", j);
+  std::string note;
+  if (!plots) note = "plots disabled (--no-plots)";
+  else if (!run_python_script("plot_profile.py", {dir}, dir + "/plot.log", note) && note.empty())
+    note = "the plotting script failed";
+  if (!note.empty()) log::warn("plots: " + note);
+  write_report(report, dir + "/report.md", note);
+}
+
+}  // namespace nnvmc::profile

@@ -1,0 +1,197 @@
+#include "profile/profile.hpp"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include "core/errors.hpp"
+#include "core/log.hpp"
+#include "profile/stage_recorder.hpp"
+#include "train/trainer.hpp"
+
+namespace nnvmc::profile {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int cuda_index(const std::string& device) {
+  if (device == "cpu") return -1;
+  const auto colon = device.find(':');
+  return colon == std::string::npos ? 0 : std::stoi(device.substr(colon + 1));
+}
+
+void profiler_stop(OpProfiler& profiler, StageRecorder& recorder, std::vector<std::map<std::string, StageOps>>& out) {
+  recorder.set_ranges(false);
+  out.push_back(profiler.stop());
+}
+
+MoleculeProfile profile_molecule(const std::string& config_path, std::vector<std::string> overrides,
+                                 const std::string& molecule, const ProfileOptions& o, ProfileReport& report) {
+  const int total = o.warmup + o.iterations + o.profiled;
+  std::string label = molecule.empty() ? "molecule" : std::filesystem::path(molecule).stem().string();
+  for (auto& c : label)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '_';
+  if (!molecule.empty()) overrides.push_back("system.molecule=" + molecule);
+  for (const std::string& kv : {std::string("pretrain.steps=0"), std::string("eval.steps=0"),
+                                std::string("run.checkpoint_every=0"), "optim.iterations=" + std::to_string(total),
+                                "optim.log_every=" + std::to_string(total + 1),
+                                "run.output=" + o.output + "/runs/" + label})
+    overrides.push_back(kv);
+  const Config config = load_config(config_path, overrides);
+  Trainer trainer(config);
+  const auto& setup = trainer.setup();
+  MoleculeProfile m;
+  m.molecule = molecule.empty() ? setup.system.name : molecule;
+  m.n_electrons = setup.system.n_electrons();
+  m.walkers = config.sampler.walkers;
+  for (const auto& p : setup.wf->parameters()) m.parameters += p.numel();
+  report.ansatz = config.model.type;
+  report.laplacian = config.hamiltonian.laplacian;
+  report.optimizer = config.optim.type;
+  report.dtype = config.run.dtype;
+  report.device = config.run.device;
+  report.threads = torch::get_num_threads();
+
+  const int cuda = cuda_index(config.run.device);
+  StageRecorder recorder(cuda);
+  trainer.timers().set_observer(&recorder);
+  OpProfiler profiler(cuda >= 0, config.run.dtype == "float32" ? 4 : 8);
+  std::map<std::string, std::vector<double>> seconds, peaks;
+  std::vector<double> iteration, stage_sum;
+  std::map<std::string, double> previous;
+  Clock::time_point previous_time;
+  std::vector<std::map<std::string, StageOps>> profiled;  // one per profiled iteration
+  trainer.set_iteration_hook([&](std::int64_t t) {
+    const auto now = Clock::now();
+    std::map<std::string, double> current;
+    for (const auto& [stage, e] : trainer.timers().stages()) current[stage] = e.seconds;
+    auto peak = recorder.take_peaks();
+    if (t > o.warmup && t <= o.warmup + o.iterations) {  // iteration t − 1 was a timed one
+      double sum = 0;
+      for (const auto& [stage, s] : current) {
+        const double d = s - (previous.count(stage) ? previous[stage] : 0.0);
+        seconds[stage].push_back(d);
+        peaks[stage].push_back(static_cast<double>(peak[stage]));
+        if (stage.find('.') == std::string::npos) sum += d;
+      }
+      stage_sum.push_back(sum);
+      iteration.push_back(std::chrono::duration<double>(now - previous_time).count());
+    }
+    // Each profiled iteration is its own profiler session (medians over them below).
+    if (t > o.warmup + o.iterations && t <= total) profiler_stop(profiler, recorder, profiled);
+    if (t >= o.warmup + o.iterations && t < total) {
+      recorder.set_ranges(true);
+      profiler.start();
+    }
+    previous = std::move(current);
+    previous_time = Clock::now();
+    return StopAction::none;
+  });
+  log::info(strfmt("profile %s: %d electrons, %d walkers, %d warm-up + %d timed + %d profiled iterations",
+                   m.molecule.c_str(), m.n_electrons, m.walkers, o.warmup, o.iterations, o.profiled));
+  trainer.run(/*final_eval=*/false);
+  trainer.timers().set_observer(nullptr);
+
+  m.iteration_seconds = median(iteration);
+  m.stage_seconds = median(stage_sum);
+  m.iteration_series = iteration;
+  m.stage_series = stage_sum;
+  std::vector<double> share;
+  for (size_t i = 0; i < iteration.size(); ++i) share.push_back(iteration[i] > 0 ? stage_sum[i] / iteration[i] : 0.0);
+  m.stage_share = median(share);
+  for (const auto& [stage, v] : seconds) {
+    m.stages[stage].seconds = median(v);
+    m.stages[stage].peak_bytes = median(peaks[stage]);
+  }
+  for (auto& [stage, so] : median_of(profiled)) {
+    m.stages[stage].ops = so;
+    if (stage.find('.') == std::string::npos && stage != kOutsideStages &&
+        std::find(kNonComputeStages.begin(), kNonComputeStages.end(), stage) == kNonComputeStages.end()) {
+      m.profiled_wall += so.wall_seconds;
+      m.profiled_ops += so.seconds();
+    }
+  }
+  log::info(strfmt("  iteration %.4f s (stages %.4f s); profiled operators cover %.0f%% of the compute stages' time",
+                   m.iteration_seconds, m.stage_seconds,
+                   m.profiled_wall > 0 ? 100.0 * m.profiled_ops / m.profiled_wall : 0.0));
+  return m;
+}
+
+}  // namespace
+
+PowerLaw fit_power_law(const std::vector<double>& n, const std::vector<double>& y) {
+  PowerLaw f;
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  int k = 0;
+  for (size_t i = 0; i < n.size() && i < y.size(); ++i) {
+    if (!(n[i] > 0 && y[i] > 0)) continue;
+    const double x = std::log(n[i]), v = std::log(y[i]);
+    sx += x, sy += v, sxx += x * x, sxy += x * v, ++k;
+  }
+  f.points = k;
+  const double den = k * sxx - sx * sx;
+  if (k < 2 || std::abs(den) < 1e-12) return f;
+  f.exponent = (k * sxy - sx * sy) / den;
+  f.prefactor = std::exp((sy - f.exponent * sx) / k);
+  return f;
+}
+
+std::vector<std::string> top_level_stages(const MoleculeProfile& m) {
+  std::vector<std::string> out;
+  for (const char* s : {"sampling", "local_energy", "gradient", "optimizer", "bookkeeping"})
+    if (m.stages.count(s)) out.push_back(s);
+  for (const auto& [s, st] : m.stages)
+    if (s.find('.') == std::string::npos && s != kOutsideStages &&
+        std::find(out.begin(), out.end(), s) == out.end())
+      out.push_back(s);
+  return out;
+}
+
+ProfileReport run_profile(const std::string& config_path, const std::vector<std::string>& overrides,
+                          const ProfileOptions& options) {
+  if (options.iterations < 1) throw InputError("profile: --iterations must be >= 1");
+  if (options.warmup < 1) throw InputError("profile: --warmup must be >= 1 (the first iteration calibrates chunks)");
+  if (options.profiled < 0) throw InputError("profile: --profile-iterations must be >= 0");
+  ProfileReport r;
+  r.config = config_path;
+  r.options = options;
+  const std::vector<std::string> molecules = options.molecules.empty() ? std::vector<std::string>{""} : options.molecules;
+  for (const auto& mol : molecules) r.molecules.push_back(profile_molecule(config_path, overrides, mol, options, r));
+  r.cpu = read_cpu_peak();
+  if (options.roofline) {
+    log::info("roofline: measuring GEMM peak and triad bandwidth");
+    r.roofline = measure_roofline(r.device, r.dtype);
+  }
+  std::vector<double> ne;
+  for (const auto& m : r.molecules) ne.push_back(m.n_electrons);
+  std::set<std::string> stages;
+  for (const auto& m : r.molecules)
+    for (const auto& [s, st] : m.stages)
+      if (s != kOutsideStages) stages.insert(s);
+  stages.insert("iteration");
+  for (const auto& s : stages) {
+    std::vector<double> t, mem;
+    for (const auto& m : r.molecules) {
+      const auto it = m.stages.find(s);
+      t.push_back(s == "iteration" ? m.iteration_seconds : it != m.stages.end() ? it->second.seconds : 0.0);
+      mem.push_back(it != m.stages.end() ? it->second.peak_bytes : 0.0);
+    }
+    r.time_scaling[s] = fit_power_law(ne, t);
+    if (s != "iteration") r.memory_scaling[s] = fit_power_law(ne, mem);
+  }
+  return r;
+}
+
+}  // namespace nnvmc::profile

@@ -1,0 +1,223 @@
+/// @file recorded_pass.cpp
+/// Per-sample gradients from one recorded forward and one backward pass, with the vmapped
+/// per-chunk method as the fallback for parameters used outside the building blocks.
+#include "train/recorded_pass.hpp"
+
+#include <ATen/LegacyVmapMode.h>
+
+#include <unordered_map>
+
+#include "blocks/per_sample.hpp"
+#include "core/errors.hpp"
+
+namespace nnvmc {
+namespace {
+
+/// Vector–Jacobian products of `out` with c cotangents at once, in one backward pass: the
+/// cotangent carries a leading vmap batch axis (ATen's batched-tensor mode).
+/// @param cotangents [c, *out.shape] @return per input [c, *input.shape] or undefined (unused)
+std::vector<torch::Tensor> batched_vjp(const torch::Tensor& out, const std::vector<torch::Tensor>& inputs,
+                                       const torch::Tensor& cotangents, bool retain_graph) {
+  const std::int64_t c = cotangents.size(0);
+  std::vector<torch::Tensor> result;
+  const int64_t level = at::impl::VmapMode::increment_nesting();
+  struct Pop {
+    ~Pop() { at::impl::VmapMode::decrement_nesting(); }
+  } pop;
+  const auto batched = at::_add_batch_dim(cotangents, 0, level);
+  const auto g = torch::autograd::grad({out}, inputs, {batched}, retain_graph, /*create_graph=*/false,
+                                       /*allow_unused=*/true);
+  result.reserve(g.size());
+  for (const auto& t : g) result.push_back(t.defined() ? at::_remove_batch_dim(t, level, c, 0) : torch::Tensor());
+  return result;
+}
+
+std::vector<std::int64_t> column_offsets(const std::vector<torch::Tensor>& params) {
+  std::vector<std::int64_t> off{0};
+  for (const auto& p : params) off.push_back(off.back() + p.numel());
+  return off;
+}
+
+/// Adds (or, when `written` is false, writes) parameter k's per-sample gradient from the
+/// recorded pass into target [B, numel_k]; sets `written` when anything was written.
+void accumulate(const RecordedPass& pass, int k, torch::Tensor target, bool& written) {
+  const std::int64_t b = pass.batch;
+  for (const auto& e : pass.linear) {
+    if (e.weight == k) {
+      auto view = target.view({b, e.g.size(2), e.x.size(2)});  // strides (P, in, 1)
+      // One batched GEMM straight into the Jacobian's columns: on CUDA a single strided-batched
+      // cuBLAS call (batch stride P); on the CPU ATen loops over the walkers (no copy).
+      const auto gt = e.g.transpose(1, 2);
+      if (view.scalar_type() == e.x.scalar_type()) {
+        if (written) view.baddbmm_(gt, e.x);
+        else torch::bmm_out(view, gt, e.x);
+      } else {
+        const auto v = torch::bmm(gt, e.x);
+        if (written) view.add_(v);
+        else view.copy_(v);
+      }
+      written = true;
+    }
+    if (e.bias == k) {
+      const auto v = e.g.sum(1);
+      if (written) target.add_(v);
+      else target.copy_(v);
+      written = true;
+    }
+  }
+  if (pass.dense[k].defined()) {
+    if (written) target.add_(pass.dense[k]);
+    else target.copy_(pass.dense[k]);
+    written = true;
+  }
+}
+
+}  // namespace
+
+torch::Tensor per_sample_log_gradients_vmap(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r,
+                                            const std::vector<torch::Tensor>& params, std::int64_t chunk) {
+  if (chunk <= 0) throw InputError("per_sample_log_gradients: chunk must be > 0");
+  per_sample::Suspend plain;  // the full graph of every parameter use
+  torch::AutoGradMode grad_mode(true);
+  const std::int64_t b = r.size(0);
+  const auto opts = torch::TensorOptions().dtype(torch::kFloat64).device(r.device());
+  std::vector<torch::Tensor> rows;
+  for (std::int64_t s = 0; s < b; s += chunk) {
+    const auto rc = r.slice(0, s, std::min(b, s + chunk)).detach();
+    const auto logabs = wf.forward(rc, sys).logabs;
+    const std::int64_t c = logabs.size(0);
+    std::vector<torch::Tensor> cols;
+    cols.reserve(params.size());
+    std::vector<torch::Tensor> g(params.size());
+    if (logabs.requires_grad()) g = batched_vjp(logabs, params, torch::eye(c, logabs.options()), false);
+    for (size_t k = 0; k < params.size(); ++k)
+      cols.push_back(g[k].defined() ? g[k].reshape({c, -1}).to(torch::kFloat64)
+                                    : torch::zeros({c, params[k].numel()}, opts));
+    rows.push_back(cols.empty() ? torch::zeros({c, 0}, opts) : torch::cat(cols, 1));
+  }
+  return torch::cat(rows, 0);
+}
+
+RecordedPass record_pass(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r,
+                         const std::vector<torch::Tensor>& params, std::int64_t fallback_chunk) {
+  torch::AutoGradMode grad_mode(true);
+  const std::int64_t b = r.size(0);
+  RecordedPass pass;
+  pass.batch = b;
+  pass.dense.resize(params.size());
+  pass.fallback.assign(params.size(), false);
+  std::unordered_map<const void*, int> index;
+  for (size_t k = 0; k < params.size(); ++k) index[params[k].unsafeGetTensorImpl()] = static_cast<int>(k);
+  const auto param_index = [&](const torch::Tensor& t) {
+    const auto it = index.find(t.unsafeGetTensorImpl());
+    return it == index.end() ? -1 : it->second;
+  };
+
+  std::vector<per_sample::LinearUse> linear;
+  std::vector<per_sample::ConstantUse> constants;
+  torch::Tensor logabs;
+  {
+    per_sample::Recorder recorder;
+    logabs = wf.forward(r.detach(), sys).logabs;
+    linear = recorder.linear_uses();
+    constants = recorder.constant_uses();
+  }
+  if (!logabs.requires_grad()) return pass;  // no parameter reaches log|ψ|: all gradients zero
+
+  std::vector<torch::Tensor> inputs;
+  for (const auto& u : linear) inputs.push_back(u.y);
+  for (const auto& c : constants) inputs.push_back(c.delta);
+  inputs.insert(inputs.end(), params.begin(), params.end());
+  const auto grads = torch::autograd::grad({logabs.sum()}, inputs, {}, /*retain_graph=*/false,
+                                           /*create_graph=*/false, /*allow_unused=*/true);
+  // A parameter that still gets a gradient is used outside the recorded building blocks.
+  const size_t first_param = linear.size() + constants.size();
+  for (size_t k = 0; k < params.size(); ++k) pass.fallback[k] = grads[first_param + k].defined();
+
+  const auto add_dense = [&](int k, const torch::Tensor& g) {
+    const auto flat = g.reshape({b, -1}).to(torch::kFloat64);
+    pass.dense[k] = pass.dense[k].defined() ? pass.dense[k] + flat : flat;
+  };
+  // A tensor computed from parameters (not itself one): pull the per-sample gradients back
+  // through its graph, which does not depend on the walkers.
+  const auto chain = [&](const torch::Tensor& c, const torch::Tensor& per_sample_grad) {
+    if (c.is_leaf()) return;  // requires grad but is not a trainable parameter
+    const auto g = batched_vjp(c, params, per_sample_grad, /*retain_graph=*/true);
+    for (size_t k = 0; k < params.size(); ++k)
+      if (g[k].defined()) add_dense(static_cast<int>(k), g[k]);
+  };
+
+  for (size_t i = 0; i < linear.size(); ++i) {
+    const auto& g = grads[i];
+    if (!g.defined()) continue;  // output does not reach log|ψ|
+    const auto& u = linear[i];
+    RecordedPass::Linear e;
+    e.x = u.x.reshape({b, -1, u.x.size(-1)});
+    e.g = g.reshape({b, -1, g.size(-1)});
+    if (u.weight.requires_grad()) {
+      const int k = param_index(u.weight);
+      if (k >= 0) e.weight = k;
+      else chain(u.weight, torch::bmm(e.g.transpose(1, 2), e.x));
+    }
+    if (u.bias.defined() && u.bias.requires_grad()) {
+      const int k = param_index(u.bias);
+      if (k >= 0) e.bias = k;
+      else chain(u.bias, e.g.sum(1));
+    }
+    if (e.weight >= 0 || e.bias >= 0) pass.linear.push_back(std::move(e));
+  }
+  for (size_t j = 0; j < constants.size(); ++j) {
+    const auto& g = grads[linear.size() + j];
+    if (!g.defined()) continue;
+    const int k = param_index(constants[j].constant);
+    if (k >= 0) add_dense(k, g);
+    else chain(constants[j].constant, g);
+  }
+
+  std::vector<torch::Tensor> leftover;
+  std::vector<int> leftover_index;
+  for (size_t k = 0; k < params.size(); ++k)
+    if (pass.fallback[k]) {
+      leftover.push_back(params[k]);
+      leftover_index.push_back(static_cast<int>(k));
+    }
+  if (!leftover.empty()) {
+    const auto jac = per_sample_log_gradients_vmap(wf, sys, r, leftover, fallback_chunk);
+    std::int64_t col = 0;
+    for (int k : leftover_index) {
+      pass.dense[k] = jac.slice(1, col, col + params[k].numel());
+      col += params[k].numel();
+    }
+    std::vector<RecordedPass::Linear> kept;
+    for (auto& e : pass.linear) {
+      if (e.weight >= 0 && pass.fallback[e.weight]) e.weight = -1;
+      if (e.bias >= 0 && pass.fallback[e.bias]) e.bias = -1;
+      if (e.weight >= 0 || e.bias >= 0) kept.push_back(std::move(e));
+    }
+    pass.linear = std::move(kept);
+  }
+  return pass;
+}
+
+void write_jacobian(const RecordedPass& pass, const std::vector<torch::Tensor>& params, torch::Tensor out) {
+  const auto off = column_offsets(params);
+  if (out.dim() != 2 || out.size(0) != pass.batch || out.size(1) != off.back())
+    throw Error("write_jacobian: output is not [B, P]");
+  for (size_t k = 0; k < params.size(); ++k) {
+    auto target = out.slice(1, off[k], off[k + 1]);
+    bool written = false;
+    accumulate(pass, static_cast<int>(k), target, written);
+    if (!written) target.zero_();
+  }
+}
+
+torch::Tensor per_sample_gradient(const RecordedPass& pass, const std::vector<torch::Tensor>& params, int k) {
+  auto out = torch::empty({pass.batch, params[k].numel()},
+                          torch::TensorOptions().dtype(torch::kFloat64).device(params[k].device()));
+  bool written = false;
+  accumulate(pass, k, out, written);
+  if (!written) out.zero_();
+  return out;
+}
+
+}  // namespace nnvmc

@@ -1,0 +1,217 @@
+// `nnvmc compare` end to end: one row per cell with the right references, resuming after an
+// interruption runs only what is missing, a failing cell does not stop the others, and a bad
+// comparison file exits with code 2 naming the key.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "io/hdf5_file.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int code;
+  std::string out;
+};
+
+Result run(const std::string& args) {
+  const std::string cmd = std::string(NNVMC_EXE) + " " + args + " 2>&1";
+  std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
+  std::string out;
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), p.get())) out.append(buf.data(), n);
+  const int status = pclose(p.release());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+/// A fresh output directory and the comparison file for it.
+std::pair<std::string, std::string> setup(const std::string& name, const std::string& body) {
+  const auto dir = (fs::temp_directory_path() / name).string();
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string file = dir + ".yaml";
+  std::ofstream(file) << body << "output: " << dir << "\n";
+  return {file, dir};
+}
+
+/// Tiny cells: 2 FermiNet sizes × H, He, 5 iterations, a tiny evaluation, one thread each.
+const std::string kTiny =
+    "ansatze:\n"
+    "  - {label: small, type: ferminet, ferminet: {hidden_dims: [[8, 4]], determinants: 1}}\n"
+    "  - {label: large, type: ferminet, ferminet: {hidden_dims: [[12, 4], [12, 4]], determinants: 2}}\n"
+    "molecules: [h, he]\n"
+    "iterations: 5\n"
+    "walkers: 8\n"
+    "eval_steps: 6\n"
+    "threads: 1\n"
+    "references: auto\n"
+    "overrides: [sampler.burn_in=4, sampler.steps_per_iteration=2, eval.burn_in=2, hamiltonian.laplacian=forward]\n";
+
+/// compare.csv as one map per row.
+std::vector<std::map<std::string, std::string>> read_csv(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::string> header;
+  std::stringstream hs(line);
+  for (std::string h; std::getline(hs, h, ',');) header.push_back(h);
+  std::vector<std::map<std::string, std::string>> rows;
+  while (std::getline(in, line)) {
+    std::map<std::string, std::string> row;
+    size_t i = 0, pos = 0;
+    while (pos <= line.size() && i < header.size()) {
+      std::string field;
+      if (pos < line.size() && line[pos] == '"') {
+        size_t end = pos + 1;
+        while (end < line.size()) {
+          if (line[end] == '"' && (end + 1 >= line.size() || line[end + 1] != '"')) break;
+          field += line[end];
+          end += line[end] == '"' ? 2 : 1;
+        }
+        pos = end + 2;
+      } else {
+        const size_t end = std::min(line.find(',', pos), line.size());
+        field = line.substr(pos, end - pos);
+        pos = end + 1;
+      }
+      row[header[i++]] = field;
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+nlohmann::json cell_json(const std::string& dir, const std::string& cell) {
+  std::ifstream in(dir + "/cells/" + cell + "/cell.json");
+  return nlohmann::json::parse(in);
+}
+
+std::int64_t train_rows(const std::string& dir, const std::string& cell) {
+  nnvmc::io::H5File f(dir + "/cells/" + cell + "/result.h5", nnvmc::io::H5File::Mode::read);
+  return f.read("train/energy").numel();
+}
+
+}  // namespace
+
+TEST(CompareCli, InterruptedComparisonResumesOnlyTheMissingCellsAndGivesOneRowPerCell) {
+  const auto [file, dir] = setup("nnvmc_compare_tiny", kTiny);
+  // Stop (as SIGTERM would) in the second cell before its iteration 2: the first cell is done,
+  // the second has a checkpoint at iteration 2, the last two have not started.
+  const auto first = run("compare " + file + " --no-plots --test-interrupt small__he:2");
+  EXPECT_EQ(first.code, 1) << first.out;
+  EXPECT_NE(first.out.find("re-run the same command"), std::string::npos) << first.out;
+  EXPECT_EQ(cell_json(dir, "small__h")["status"], "done");
+  EXPECT_EQ(cell_json(dir, "small__he")["status"], "interrupted");
+  EXPECT_EQ(train_rows(dir, "small__he"), 2);
+  EXPECT_FALSE(fs::exists(dir + "/cells/large__h/cell.json"));
+  const auto partial = read_csv(dir + "/compare.csv");  // the table is written even when stopped
+  ASSERT_EQ(partial.size(), 4u);
+  EXPECT_EQ(partial[3].at("status"), "pending");
+
+  const auto second = run("compare " + file + " --no-plots");
+  ASSERT_EQ(second.code, 0) << second.out;
+  EXPECT_NE(second.out.find("3 of 4 cells to run (1 done"), std::string::npos) << second.out;
+  EXPECT_NE(second.out.find("small__he: continuing from its checkpoint"), std::string::npos) << second.out;
+  EXPECT_EQ(cell_json(dir, "small__h")["segments"], 1);   // not redone
+  EXPECT_EQ(cell_json(dir, "small__he")["segments"], 2);  // resumed ...
+  EXPECT_EQ(train_rows(dir, "small__he"), 5);             // ... to the full 5 iterations
+  const auto rows = read_csv(dir + "/compare.csv");
+  ASSERT_EQ(rows.size(), 4u);
+  const std::map<std::string, double> refs{{"h", -0.5}, {"he", -2.903724377}};
+  for (const auto& r : rows) {
+    EXPECT_EQ(r.at("status"), "done") << r.at("cell");
+    EXPECT_DOUBLE_EQ(std::stod(r.at("reference")), refs.at(r.at("molecule"))) << r.at("cell");
+    const double e = std::stod(r.at("energy")), err = std::stod(r.at("error"));
+    EXPECT_NEAR(err, e - refs.at(r.at("molecule")), 1e-9);
+    EXPECT_EQ(r.at("iterations"), "5");
+    EXPECT_GT(std::stod(r.at("parameters")), 0);
+    EXPECT_GT(std::stod(r.at("s_per_iteration")), 0);
+    EXPECT_GT(std::stod(r.at("peak_tensor_bytes")), 0);
+  }
+  EXPECT_LT(std::stod(rows[0].at("parameters")), std::stod(rows[2].at("parameters")));  // small < large
+  EXPECT_TRUE(fs::exists(dir + "/compare.h5"));
+  std::ifstream report(dir + "/report.md");
+  const std::string md((std::istreambuf_iterator<char>(report)), {});
+  EXPECT_NE(md.find("| large | he |"), std::string::npos) << md;
+  EXPECT_NE(md.find("Pekeris"), std::string::npos);  // the reference's source is named
+
+  // Everything done: a third run does nothing but rewrite the table.
+  const auto third = run("compare " + file + " --no-plots");
+  ASSERT_EQ(third.code, 0) << third.out;
+  EXPECT_EQ(cell_json(dir, "large__he")["segments"], 1);
+  // The same output with another budget would mix two comparisons: refused, nothing touched.
+  const auto changed = run("compare " + file + " --no-plots iterations=6");
+  EXPECT_EQ(changed.code, 2) << changed.out;
+  EXPECT_NE(changed.out.find("different configuration"), std::string::npos) << changed.out;
+  EXPECT_EQ(train_rows(dir, "small__h"), 5);
+}
+
+TEST(CompareCli, FailingCellIsReportedAndTheOthersComplete) {
+  const auto [file, dir] = setup(
+      "nnvmc_compare_fail",
+      "ansatze:\n"
+      "  - {label: ok, type: ferminet, ferminet: {hidden_dims: [[8, 4]], determinants: 1}}\n"
+      "  - {label: starved, type: ferminet, ferminet: {hidden_dims: [[8, 4]], determinants: 1},\n"
+      "     overrides: [run.memory_budget=1KiB]}\n"
+      "molecules: [he]\n"
+      "iterations: 3\nwalkers: 8\neval_steps: 4\nthreads: 1\n"
+      "overrides: [sampler.burn_in=2, sampler.steps_per_iteration=2, eval.burn_in=2]\n");
+  const auto r = run("compare " + file + " --jobs 2 --no-plots");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("1 cell failed"), std::string::npos) << r.out;
+  const auto rows = read_csv(dir + "/compare.csv");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].at("status"), "done");
+  EXPECT_EQ(rows[1].at("status"), "failed");
+  EXPECT_NE(rows[1].at("reason").find("one walker"), std::string::npos) << rows[1].at("reason");
+  std::ifstream report(dir + "/report.md");
+  const std::string md((std::istreambuf_iterator<char>(report)), {});
+  EXPECT_NE(md.find("starved__he"), std::string::npos);
+  EXPECT_NE(md.find("Failed cells"), std::string::npos);
+}
+
+TEST(CompareCli, BadComparisonFileExitsWithCode2NamingTheKey) {
+  const auto [file, dir] = setup("nnvmc_compare_bad", kTiny + "iteratons: 4\n");
+  const auto r = run("compare " + file);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("iteratons"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(dir + "/cells")) << "nothing runs for a bad file";
+  const auto [good, dir2] = setup("nnvmc_compare_bad2", kTiny);
+  for (const auto& [override_, key] : std::vector<std::pair<std::string, std::string>>{
+           {"walkers=-3", "walkers"},
+           {"'ansatze=[{type: nosuchnet}]'", "nosuchnet"},
+           {"'molecules=[h, xx]'", "molecules[1]"},
+           {"references=maybe", "references"}}) {
+    const auto b = run("compare " + good + " " + override_);
+    EXPECT_EQ(b.code, 2) << override_ << "\n" << b.out;
+    EXPECT_NE(b.out.find(key), std::string::npos) << override_ << "\n" << b.out;
+  }
+}
+
+TEST(CompareCli, MinutesBudgetEndsTrainingOnTheClockThenEvaluates) {
+  const auto [file, dir] = setup(
+      "nnvmc_compare_minutes",
+      "ansatze: [{label: tiny, type: ferminet, ferminet: {hidden_dims: [[8, 4]], determinants: 1}}]\n"
+      "molecules: [he]\n"
+      "minutes: 0.005\nwalkers: 8\neval_steps: 4\nthreads: 1\n"
+      "overrides: [sampler.burn_in=2, sampler.steps_per_iteration=2, eval.burn_in=2]\n");
+  const auto r = run("compare " + file + " --no-plots");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = cell_json(dir, "tiny__he");
+  EXPECT_EQ(j["status"], "done");
+  EXPECT_FALSE(j["reached_iterations"].get<bool>());  // stopped by the 0.3 s budget
+  EXPECT_GE(j["train_seconds"].get<double>(), 0.25);  // (the last iteration's bookkeeping is not in it)
+  EXPECT_LT(j["train_seconds"].get<double>(), 0.3 + 10.0);  // ended near the budget, not at 10^8 iterations
+  EXPECT_TRUE(j.contains("energy"));
+}

@@ -1,0 +1,166 @@
+// The comparison file: matrix expansion, budget, labels, errors naming the key; references.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "compare/reference.hpp"
+#include "compare/spec.hpp"
+#include "core/errors.hpp"
+#include "models/registry.hpp"
+
+namespace fs = std::filesystem;
+using namespace nnvmc;
+using namespace nnvmc::compare;
+
+namespace {
+
+const std::string kTwoSizes =
+    "ansatze:\n"
+    "  - {label: small, type: ferminet, ferminet: {hidden_dims: [[8, 4]], determinants: 1}}\n"
+    "  - {label: large, type: ferminet, ferminet: {hidden_dims: [[16, 4], [16, 4]], determinants: 2}}\n"
+    "molecules: [h, he]\n"
+    "iterations: 5\n"
+    "walkers: 16\n"
+    "eval_steps: 7\n"
+    "seed: 3\n"
+    "output: /tmp/nnvmc_spec_out\n";
+
+std::string error_of(const std::string& text, const std::vector<std::string>& overrides = {}) {
+  try {
+    parse_compare_spec(text, overrides, "cmp.yaml");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST(CompareSpec, ExpandsAnsatzeTimesMoleculesTimesAxesWithTheCommonBudget) {
+  const auto spec = parse_compare_spec(kTwoSizes + "laplacian: [forward, reverse]\n", {}, "cmp.yaml");
+  ASSERT_EQ(spec.cells.size(), 8u);  // 2 ansätze × 2 molecules × 2 Laplacians
+  EXPECT_EQ(spec.cells[0].id, "small__h__forward");
+  EXPECT_EQ(spec.cells[7].id, "large__he__reverse");
+  for (const auto& c : spec.cells) {
+    EXPECT_EQ(c.config.optim.iterations, 5);
+    EXPECT_EQ(c.config.sampler.walkers, 16);
+    EXPECT_EQ(c.config.eval.steps, 7);
+    EXPECT_EQ(c.config.run.seed, 3u);
+    EXPECT_EQ(c.config.run.output, "/tmp/nnvmc_spec_out/cells/" + c.id);
+    EXPECT_EQ(c.config.run.name, c.id);
+  }
+  EXPECT_EQ(spec.cells[0].config.model.ferminet.hidden_dims->size(), 1u);
+  EXPECT_EQ(spec.cells[4].config.model.ferminet.hidden_dims->size(), 2u);
+  EXPECT_EQ(spec.cells[1].config.hamiltonian.laplacian, "reverse");
+  EXPECT_EQ(spec.cells[2].molecule, "he");
+  ASSERT_EQ(spec.molecules.size(), 2u);
+  ASSERT_TRUE(spec.molecules[1].system.e_ref.has_value());
+  EXPECT_DOUBLE_EQ(*spec.molecules[1].system.e_ref, -2.903724377);
+}
+
+TEST(CompareSpec, RunConfigPathsInlineMoleculesOptimBlocksAndOverrides) {
+  const std::string src = NNVMC_SOURCE_DIR;
+  const std::string text =
+      "ansatze: [" + src + "/configs/runs/he_ferminet_small.yaml]\n"
+      "molecules: [{name: h2x, units: bohr, atoms: [[H, 0, 0, 0], [H, 0, 0, 1.5]]}]\n"
+      "optim: [adam, {label: spring_fast, type: spring, lr: 0.05}]\n"
+      "minutes: 2\n"
+      "overrides: [sampler.steps_per_iteration=3]\n";
+  const auto spec = parse_compare_spec(text, {"output=/tmp/x"}, "cmp.yaml");
+  ASSERT_EQ(spec.cells.size(), 2u);
+  EXPECT_EQ(spec.cells[0].id, "he_ferminet_small__h2x__adam");
+  EXPECT_EQ(spec.cells[1].optim, "spring_fast");
+  EXPECT_EQ(spec.cells[1].config.optim.type, "spring");
+  EXPECT_DOUBLE_EQ(spec.cells[1].config.optim.lr, 0.05);
+  EXPECT_EQ(spec.cells[0].config.sampler.steps_per_iteration, 3);
+  EXPECT_EQ(spec.cells[0].config.sampler.walkers, 256);  // from the run config
+  EXPECT_GT(spec.cells[0].config.optim.iterations, 1000000);  // minutes only: training ends on the clock
+  EXPECT_EQ(spec.molecules[0].system.n_electrons(), 2);
+  EXPECT_FALSE(spec.molecules[0].system.e_ref.has_value());
+  EXPECT_EQ(spec.output, "/tmp/x");
+}
+
+TEST(CompareSpec, BaseSettingsHoldWhereNoAxisOrBudgetReplacesThem) {
+  const auto spec = parse_compare_spec(
+      kTwoSizes + "base: {hamiltonian: {laplacian: forward}, run: {dtype: float32}, optim: {type: spring}}\n", {},
+      "cmp.yaml");
+  for (const auto& c : spec.cells) {
+    EXPECT_EQ(c.config.hamiltonian.laplacian, "forward") << c.id;
+    EXPECT_EQ(c.config.run.dtype, "float32") << c.id;
+    EXPECT_EQ(c.config.optim.type, "spring") << c.id;
+    EXPECT_EQ(c.config.sampler.walkers, 16) << c.id;  // the budget still applies
+  }
+  const auto axis = parse_compare_spec(kTwoSizes + "base: {hamiltonian: {laplacian: forward}}\nlaplacian: [jvp]\n",
+                                       {}, "cmp.yaml");
+  EXPECT_EQ(axis.cells[0].config.hamiltonian.laplacian, "jvp");  // an axis overrides the base
+}
+
+TEST(CompareSpec, BadFilesAreConfigErrorsNamingTheKey) {
+  EXPECT_NE(error_of(kTwoSizes + "iteration: 3\n").find("'iteration' (did you mean 'iterations'?)"), std::string::npos);
+  EXPECT_NE(error_of(kTwoSizes, {"walkers=many"}).find("'walkers'"), std::string::npos);
+  EXPECT_NE(error_of(kTwoSizes, {"references=best"}).find("'references'"), std::string::npos);
+  EXPECT_NE(error_of(kTwoSizes, {"iterations=0"}).find("'iterations'"), std::string::npos);
+  EXPECT_NE(error_of(kTwoSizes, {"laplacian=magic"}).find("hamiltonian.laplacian"), std::string::npos);
+  EXPECT_NE(error_of(kTwoSizes, {"molecules=[h, nosuchmol]"}).find("molecules[1]"), std::string::npos);
+  EXPECT_NE(error_of("molecules: [h]\n").find("'ansatze'"), std::string::npos);
+  EXPECT_NE(error_of("ansatze: [{ferminet: {determinants: 2}}]\nmolecules: [h]\n").find("ansatze[0].type"),
+            std::string::npos);
+  const auto bad_model = error_of(
+      "ansatze: [{type: ferminet, ferminet: {hidden_dim: [[8, 4]]}}]\nmolecules: [h]\n");
+  EXPECT_NE(bad_model.find("model.ferminet.hidden_dim"), std::string::npos) << bad_model;
+  EXPECT_NE(bad_model.find("cmp.yaml"), std::string::npos) << bad_model;
+  EXPECT_NE(error_of(kTwoSizes, {"references=exact", "molecules=[h, c2h6]"}).find("c2h6"), std::string::npos);
+  EXPECT_NE(error_of("ansatze: [/nonexistent/run.yaml]\nmolecules: [h]\n").find("ansatze[0]"), std::string::npos);
+}
+
+TEST(CompareSpec, DuplicateLabelsAreMadeUnique) {
+  const auto spec = parse_compare_spec(
+      "ansatze: [{type: ferminet}, {type: ferminet, ferminet: {determinants: 2}}]\nmolecules: [h, h]\n", {},
+      "cmp.yaml");
+  ASSERT_EQ(spec.cells.size(), 4u);
+  EXPECT_EQ(spec.cells[3].id, "ferminet-2__h-2");
+}
+
+TEST(CompareReferences, FileReferencesAndCcsdTInTheReferenceBasis) {
+  const std::string out = (fs::temp_directory_path() / "nnvmc_spec_refs").string();
+  fs::remove_all(out);
+  auto spec = parse_compare_spec(kTwoSizes, {"output=" + out, "references=ccsd_t"}, "cmp.yaml");
+  auto refs = compute_references(spec);
+  ASSERT_EQ(refs.size(), 2u);
+  EXPECT_EQ(refs[0].kind, "none");  // H: open shell, no closed-shell CCSD(T)
+  EXPECT_TRUE(std::isnan(refs[0].energy));
+  EXPECT_EQ(refs[1].kind, "ccsd_t");
+  EXPECT_EQ(refs[1].label, "CCSD(T)/cc-pvdz (nnvmc ccsd)");
+  // Two electrons: CCSD is full CI in the basis; He/cc-pVDZ FCI = -2.887594831 Eh.
+  EXPECT_NEAR(refs[1].energy, -2.887594831, 2e-6);
+  EXPECT_TRUE(fs::exists(out + "/references.json"));
+  EXPECT_DOUBLE_EQ(compute_references(spec)[1].energy, refs[1].energy);  // from the cache
+  spec = parse_compare_spec(kTwoSizes, {"output=" + out}, "cmp.yaml");  // auto: the files' e_ref
+  refs = compute_references(spec);
+  EXPECT_EQ(refs[0].kind, "e_ref");
+  EXPECT_DOUBLE_EQ(refs[0].energy, -0.5);
+  EXPECT_DOUBLE_EQ(refs[1].energy, -2.903724377);
+  EXPECT_EQ(refs[1].label, "exact nonrelativistic (Pekeris/Drake)");
+  EXPECT_THROW(compute_references(parse_compare_spec(
+                   kTwoSizes, {"output=" + out, "references=ccsd_t", "reference_basis=nosuchbasis"}, "cmp.yaml")),
+               ConfigError);
+}
+
+// Every comparison file the repository ships parses, and names only registered ansätze.
+TEST(CompareSpec, EveryShippedComparisonFileParses) {
+  const fs::path dir = fs::path(NNVMC_SOURCE_DIR) / "configs" / "compare";
+  int n = 0;
+  for (const auto& f : fs::directory_iterator(dir)) {
+    if (f.path().extension() != ".yaml") continue;
+    CompareSpec spec;
+    ASSERT_NO_THROW(spec = load_compare_spec(f.path().string())) << f.path();
+    EXPECT_FALSE(spec.cells.empty()) << f.path();
+    const auto names = nnvmc::model_registry().names();
+    for (const auto& c : spec.cells)
+      EXPECT_NE(std::find(names.begin(), names.end(), c.config.model.type), names.end()) << c.id;
+    ++n;
+  }
+  EXPECT_GE(n, 1);
+}

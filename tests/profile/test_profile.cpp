@@ -1,0 +1,172 @@
+// `nnvmc profile`: the stage times come from the trainer's own scopes and account for the
+// iteration; the profiler's operators cover the stages' time; the measured roofline is
+// positive and below the cores' theoretical peak; operator groups and cost estimates.
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "profile/op_groups.hpp"
+#include "profile/profile.hpp"
+#include "profile/roofline.hpp"
+
+namespace fs = std::filesystem;
+using namespace nnvmc::profile;
+
+namespace {
+
+/// One profile of a small FermiNet on He and LiH, shared by the tests below.
+class ProfileRun : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    torch::set_num_threads(1);
+    // ctest runs each test of the suite in its own process, in parallel: one directory each.
+    dir_ = fs::temp_directory_path() / ("nnvmc_profile_test_" + std::to_string(getpid()));
+    const auto& dir = dir_;
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string config = (dir / "tiny.yaml").string();
+    std::ofstream(config) << "system: {molecule: he}\n"
+                             "model: {type: ferminet, ferminet: {hidden_dims: [[16, 4], [16, 4]], determinants: 2}}\n"
+                             "sampler: {walkers: 64, steps_per_iteration: 2, burn_in: 4}\n"
+                             "hamiltonian: {laplacian: forward}\n"
+                             "run: {threads: 1}\n";
+    ProfileOptions o;
+    o.molecules = {"he", "lih"};
+    o.warmup = 2;
+    o.iterations = 5;
+    o.profiled = 5;
+    o.roofline = false;
+    o.output = (dir / "out").string();
+    report_ = new ProfileReport(run_profile(config, {}, o));
+    write_profile_outputs(*report_, o.output, /*plots=*/false);
+  }
+  static void TearDownTestSuite() {
+    delete report_;
+    fs::remove_all(dir_);
+  }
+  static ProfileReport* report_;
+  static fs::path dir_;
+};
+ProfileReport* ProfileRun::report_ = nullptr;
+fs::path ProfileRun::dir_;
+
+}  // namespace
+
+TEST_F(ProfileRun, StageTimesSumToWithinTenPercentOfTheIterationTime) {
+  ASSERT_EQ(report_->molecules.size(), 2u);
+  for (const auto& m : report_->molecules) {
+    for (const char* s : {"sampling", "local_energy", "local_energy.laplacian", "local_energy.potential", "gradient",
+                          "optimizer", "bookkeeping"})
+      EXPECT_GT(m.stages.at(s).seconds, 0) << m.molecule << " " << s;
+    EXPECT_NEAR(m.stage_share, 1.0, 0.1) << m.molecule;
+    // The parts of the local energy lie within it.
+    EXPECT_LE(m.stages.at("local_energy.laplacian").seconds + m.stages.at("local_energy.potential").seconds,
+              1.02 * m.stages.at("local_energy").seconds);
+    EXPECT_GT(m.stages.at("local_energy").peak_bytes, 0) << m.molecule;
+  }
+  EXPECT_EQ(report_->molecules[1].n_electrons, 4);
+  EXPECT_TRUE(fs::exists(dir_ / "out/profile.json"));
+  EXPECT_TRUE(fs::exists(dir_ / "out/profile.h5"));
+  EXPECT_TRUE(fs::exists(dir_ / "out/report.md"));
+  EXPECT_TRUE(std::isfinite(report_->time_scaling.at("iteration").exponent));
+}
+
+TEST_F(ProfileRun, OperatorGroupsCoverAtLeastNinetyPercentOfTheProfiledOperatorTime) {
+  for (const auto& m : report_->molecules) {
+    double all = 0, named = 0;
+    for (const char* s : {"sampling", "local_energy", "gradient", "optimizer"}) {
+      const auto& ops = m.stages.at(s).ops;
+      EXPECT_GT(ops.seconds(), 0) << m.molecule << " " << s;
+      for (const auto& [g, st] : ops.groups) {
+        all += st.seconds;
+        if (g != "other") named += st.seconds;
+      }
+    }
+    // GEMM, elementwise, reductions, data movement and linear algebra, not "other".
+    EXPECT_GE(named / all, 0.9) << m.molecule;
+    EXPECT_GT(m.profiled_ops, 0);
+    const auto& grad = m.stages.at("gradient").ops;
+    EXPECT_GT(grad.groups.at("gemm").seconds, 0) << m.molecule;  // the network's layers
+    EXPECT_GT(grad.groups.at("gemm").flops, 0) << m.molecule;
+    EXPECT_GT(m.stages.at("local_energy.laplacian").ops.groups.at("linalg").calls, 0) << m.molecule;  // LU
+  }
+}
+
+TEST(Roofline, PeaksArePositiveAndDgemmIsBelowTheCoresTheoreticalPeak) {
+  torch::set_num_threads(1);
+  const CpuPeak cpu = read_cpu_peak();
+  ASSERT_GT(cpu.ghz, 0) << "no clock in /proc/cpuinfo";
+  const Roofline r = measure_roofline("cpu", "float64", 512, 1 << 21, 2);
+  EXPECT_GT(r.peak_gflops, 0);
+  EXPECT_GT(r.bandwidth_gbs, 0);
+  EXPECT_EQ(r.threads, 1);
+  EXPECT_GT(r.theoretical_gflops, 0);
+  EXPECT_LT(r.peak_gflops, r.theoretical_gflops) << cpu.assumption;
+}
+
+TEST(Roofline, TheoreticalPeakFromCpuinfoFlagsAndClock) {
+  const auto path = (fs::temp_directory_path() / "nnvmc_cpuinfo").string();
+  std::ofstream(path) << "processor\t: 0\nmodel name\t: Some CPU @ 3.00GHz\nflags\t\t: fpu sse2 avx avx2 fma\n"
+                         "cpu MHz\t\t: 2000.0\n\nprocessor\t: 1\ncpu MHz\t\t: 2100.0\n";
+  const CpuPeak p = read_cpu_peak(path);
+  EXPECT_EQ(p.cores, 2);
+  EXPECT_DOUBLE_EQ(p.ghz, 3.0);  // the model name's nominal clock beats the current cpu MHz
+  EXPECT_EQ(p.flops_per_cycle_f64, 16);
+  EXPECT_DOUBLE_EQ(p.gflops_per_core(false), 48.0);
+  EXPECT_DOUBLE_EQ(p.gflops_per_core(true), 96.0);
+}
+
+TEST(OpGroups, NamesMapToGroups) {
+  EXPECT_EQ(classify_op("aten::mm"), OpGroup::gemm);
+  EXPECT_EQ(classify_op("aten::addmm"), OpGroup::gemm);
+  EXPECT_EQ(classify_op("aten::mul_"), OpGroup::elementwise);
+  EXPECT_EQ(classify_op("aten::tanh_backward"), OpGroup::elementwise);
+  EXPECT_EQ(classify_op("aten::sum"), OpGroup::reduction);
+  EXPECT_EQ(classify_op("aten::linalg_vector_norm"), OpGroup::reduction);
+  EXPECT_EQ(classify_op("aten::copy_"), OpGroup::data_movement);
+  EXPECT_EQ(classify_op("aten::cat"), OpGroup::data_movement);
+  EXPECT_EQ(classify_op("aten::permute"), OpGroup::data_movement);
+  EXPECT_EQ(classify_op("aten::select_backward"), OpGroup::data_movement);
+  EXPECT_EQ(classify_op("aten::linalg_lu_factor_ex"), OpGroup::linalg);
+  EXPECT_EQ(classify_op("aten::linalg_solve_triangular"), OpGroup::linalg);
+  EXPECT_EQ(classify_op("aten::relu"), OpGroup::elementwise);  // not "lu"
+  EXPECT_EQ(classify_op("MulBackward0"), OpGroup::elementwise);
+  EXPECT_EQ(classify_op("autograd::engine::evaluate_function: MmBackward0"), OpGroup::gemm);
+  EXPECT_EQ(classify_op("LinalgLuFactorExBackward0"), OpGroup::linalg);
+  EXPECT_EQ(classify_op("SelectBackward0"), OpGroup::data_movement);
+  EXPECT_EQ(classify_op("torch::autograd::AccumulateGrad"), OpGroup::other);
+  EXPECT_EQ(classify_op("aten::empty"), OpGroup::other);
+}
+
+TEST(OpGroups, CostEstimatesFromShapes) {
+  const OpInput a{{{4, 3}}, 8}, b{{{3, 5}}, 8};
+  const auto mm = estimate_cost("aten::mm", OpGroup::gemm, {a, b}, 0);
+  EXPECT_DOUBLE_EQ(mm.flops, 2.0 * 4 * 3 * 5);
+  EXPECT_DOUBLE_EQ(mm.bytes, 8.0 * (12 + 15 + 20));
+  const OpInput x{{{10, 1}}, 4}, y{{{1, 6}}, 4};
+  const auto add = estimate_cost("aten::add", OpGroup::elementwise, {x, y}, 0);
+  EXPECT_DOUBLE_EQ(add.flops, 60);  // broadcast output
+  EXPECT_DOUBLE_EQ(add.bytes, 4.0 * (10 + 6 + 60));
+  const OpInput batch{{{7, 3, 3}}, 8};
+  EXPECT_DOUBLE_EQ(estimate_cost("aten::linalg_lu_factor_ex", OpGroup::linalg, {batch}, 0).flops, 7 * 2.0 / 3 * 27);
+  EXPECT_DOUBLE_EQ(estimate_cost("aten::permute", OpGroup::data_movement, {batch}, 0).bytes, 0);  // a view
+  EXPECT_DOUBLE_EQ(estimate_cost("aten::clone", OpGroup::data_movement, {batch}, 0).bytes, 2.0 * 63 * 8);
+  const OpInput list{{{2, 3}, {4, 3}}, 8};
+  EXPECT_DOUBLE_EQ(estimate_cost("aten::cat", OpGroup::data_movement, {list}, 0).bytes, 2.0 * 18 * 8);
+  EXPECT_DOUBLE_EQ(estimate_cost("aten::mm", OpGroup::gemm, {a, b}, 123).flops, 123);  // the profiler's count
+}
+
+TEST(PowerLaw, FitRecoversTheExponent) {
+  const std::vector<double> n{4, 10, 18, 28};
+  std::vector<double> y;
+  for (double v : n) y.push_back(0.003 * std::pow(v, 2.5));
+  const PowerLaw f = fit_power_law(n, y);
+  EXPECT_NEAR(f.exponent, 2.5, 1e-12);
+  EXPECT_NEAR(f.prefactor, 0.003, 1e-12);
+  EXPECT_EQ(f.points, 4);
+  EXPECT_TRUE(std::isnan(fit_power_law({4}, {1.0}).exponent));
+}

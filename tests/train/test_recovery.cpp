@@ -1,0 +1,172 @@
+// Failure recovery of the training loop: a failed step is retried with fresh random moves (not
+// replayed), a few non-finite walkers are left out, a failure that persists stops the run cleanly
+// with a checkpoint of the last good state, and a resumed run repeats all of this exactly.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <map>
+
+#include "common/run_files.hpp"
+#include "common/test_util.hpp"
+#include "core/errors.hpp"
+#include "models/analytic/hydrogenic.hpp"
+#include "train/finite_walkers.hpp"
+#include "train/trainer.hpp"
+
+using namespace nnvmc;
+using test::column;
+using test::fresh_dir;
+namespace fs = std::filesystem;
+
+namespace {
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+/// H atom, ψ = exp(−ζr) with ζ trainable from 0.6: the exact ground state is ζ = 1, E = −½.
+Trainer hydrogen_trainer(const std::string& out, int iterations, int max_failures = 10) {
+  Config c = parse_config(
+      "system: {molecule: h}\n"
+      "sampler: {walkers: 64, steps_per_iteration: 5, burn_in: 20, step_size: 0.5}\n"
+      "hamiltonian: {laplacian: forward}\n"
+      "optim: {type: adam, lr: 0.05, lr_delay: 20, log_every: 1000}\n"
+      "eval: {steps: 0}\n"
+      "run: {seed: 4, checkpoint_every: 5}\n",
+      {}, "hydrogen.yaml");
+  c.optim.iterations = iterations;
+  c.optim.max_consecutive_failures = max_failures;
+  c.run.output = out;
+  c.run.threads = 1;
+  VmcSetup s = make_setup(c);
+  s.wf = std::make_shared<Hydrogenic>(s.system, 0.6);
+  return Trainer(std::move(s));
+}
+
+double zeta(Trainer& t) { return t.setup().wf->named_parameters()["zeta"].item<double>(); }
+}  // namespace
+
+TEST(Recovery, ANonFiniteStepIsRetriedWithNewMovesAndTrainingConverges) {
+  const auto dir = fresh_dir("nnvmc_recover_once");
+  Trainer t = hydrogen_trainer(dir, 60);
+  std::vector<std::int64_t> seen;
+  torch::Tensor first_try_positions;
+  t.set_energy_hook([&](std::int64_t it, torch::Tensor& e) {
+    seen.push_back(it);
+    if (it == 7 && std::count(seen.begin(), seen.end(), 7) == 1) {  // iteration 8 fails once
+      first_try_positions = t.setup().sampler->positions().clone();
+      e = torch::full_like(e, kNaN);
+    } else if (it == 7) {
+      // The retry starts from the same walkers but draws new moves: other positions.
+      EXPECT_FALSE(torch::equal(t.setup().sampler->positions(), first_try_positions));
+    }
+  });
+  const auto out = t.run(false);
+  EXPECT_EQ(out.iterations, 60);
+  EXPECT_EQ(out.failed_steps, 1);
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 7), 2);
+  const auto e = column(dir + "/result.h5", "train/energy");
+  ASSERT_EQ(e.size(), 60u);  // one row per completed iteration, none for the failed try
+  for (double v : e) EXPECT_TRUE(std::isfinite(v));
+  // Converged to the exact ground state: ζ → 1, E → −½ with vanishing variance.
+  EXPECT_NEAR(zeta(t), 1.0, 0.03);
+  EXPECT_NEAR(e.back(), -0.5, 2e-3);
+  EXPECT_LT(column(dir + "/result.h5", "train/variance").back(), 1e-3);
+}
+
+TEST(Recovery, AFewNonFiniteWalkersAreLeftOutAndCounted) {
+  const auto dir = fresh_dir("nnvmc_recover_walker");
+  Trainer t = hydrogen_trainer(dir, 6);
+  t.set_energy_hook([](std::int64_t it, torch::Tensor& e) {
+    if (it == 2) e[5] = kNaN;  // one walker of 64 (at most max(1, B/100) may be left out)
+  });
+  const auto out = t.run(false);
+  EXPECT_EQ(out.iterations, 6);
+  EXPECT_EQ(out.failed_steps, 0);
+  EXPECT_EQ(out.excluded_walkers, 1);
+  const auto excluded = column(dir + "/result.h5", "train/excluded_walkers");
+  EXPECT_EQ(excluded, (std::vector<double>{0, 0, 1, 0, 0, 0}));
+  for (double v : column(dir + "/result.h5", "train/energy")) EXPECT_TRUE(std::isfinite(v));
+}
+
+TEST(Recovery, APersistentFailureStopsCleanlyWithACheckpointOfTheLastGoodState) {
+  const auto dir = fresh_dir("nnvmc_recover_stop");
+  Trainer t = hydrogen_trainer(dir, 30, /*max_failures=*/4);
+  int calls = 0;
+  t.set_energy_hook([&](std::int64_t it, torch::Tensor& e) {
+    if (it >= 3) {
+      ++calls;
+      e = torch::full_like(e, kNaN);
+    }
+  });
+  try {
+    t.run(false);
+    FAIL() << "expected NumericalError";
+  } catch (const NumericalError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("4 consecutive"), std::string::npos) << what;
+    EXPECT_NE(what.find("optim.max_consecutive_failures"), std::string::npos) << what;
+    EXPECT_NE(what.find("checkpoint.h5"), std::string::npos) << what;
+  }
+  EXPECT_EQ(calls, 4);
+  const Checkpoint c = load_checkpoint(dir + "/checkpoint.h5");
+  EXPECT_EQ(c.iteration, 3);
+  EXPECT_TRUE(torch::equal(c.parameters.at("zeta"), t.setup().wf->named_parameters()["zeta"].detach()));
+  EXPECT_EQ(column(dir + "/result.h5", "train/energy").size(), 3u);
+}
+
+TEST(Recovery, ResumeRepeatsARecoveredRunBitForBit) {
+  // The retry's fresh moves come from the sampler's own stream (not restored on failure), so a
+  // run resumed from a checkpoint before the failures repeats them and their retries exactly.
+  auto tiny = [](const std::string& out, int iterations) {
+    Config c = parse_config(
+        "system: {molecule: he}\n"
+        "model: {ferminet: {hidden_dims: [[8, 4], [8, 4]], determinants: 2}}\n"
+        "sampler: {walkers: 16, steps_per_iteration: 2, burn_in: 5, step_size: 0.3}\n"
+        "optim: {log_every: 1000}\n"
+        "eval: {steps: 0}\n"
+        "run: {seed: 11, checkpoint_every: 3}\n",
+        {}, "tiny.yaml");
+    c.optim.iterations = iterations;
+    c.run.output = out;
+    c.run.threads = 1;
+    return c;
+  };
+  // The first try of iterations 5 and 6 fails: 2 of 16 local energies non-finite.
+  auto first_try_fails = [](std::map<std::int64_t, int>& tries) {
+    return [&tries](std::int64_t it, torch::Tensor& e) {
+      if ((it == 4 || it == 5) && tries[it]++ == 0) e[0] = kNaN, e[1] = kNaN;
+    };
+  };
+  const auto dir_a = fresh_dir("nnvmc_recover_resume_a"), dir_b = fresh_dir("nnvmc_recover_resume_b");
+  std::map<std::int64_t, int> tries_a, tries_b;
+  Trainer a(tiny(dir_a, 7));
+  a.set_energy_hook(first_try_fails(tries_a));
+  EXPECT_EQ(a.run(false).failed_steps, 2);
+  {
+    Trainer b(tiny(dir_b, 3));
+    b.run(false);
+  }
+  Trainer resumed(tiny(dir_b, 7), dir_b + "/checkpoint.h5");
+  resumed.set_energy_hook(first_try_fails(tries_b));
+  EXPECT_EQ(resumed.run(false).failed_steps, 2);
+  const auto pa = module_state(*a.setup().wf), pb = module_state(*resumed.setup().wf);
+  for (const auto& [k, v] : pa) EXPECT_TRUE(torch::equal(v, pb.at(k))) << k;
+  EXPECT_TRUE(torch::equal(a.setup().sampler->positions(), resumed.setup().sampler->positions()));
+  EXPECT_EQ(column(dir_a + "/result.h5", "train/energy"), column(dir_b + "/result.h5", "train/energy"));
+}
+
+TEST(FiniteWalkers, AtMostOnePercentOrOneWalkerMayBeLeftOut) {
+  EXPECT_EQ(max_excluded_walkers(16), 1);
+  EXPECT_EQ(max_excluded_walkers(1000), 10);
+  auto e = torch::zeros({200}, torch::kFloat64);
+  EXPECT_TRUE(finite_walkers(e).ok);
+  e[3] = kNaN;
+  e[9] = std::numeric_limits<double>::infinity();
+  auto f = finite_walkers(e);
+  EXPECT_TRUE(f.ok);
+  EXPECT_EQ(f.excluded, 2);
+  EXPECT_FALSE(f.mask[3].item<bool>());
+  e[11] = -std::numeric_limits<double>::infinity();
+  EXPECT_FALSE(finite_walkers(e).ok);
+  EXPECT_FALSE(finite_walkers(torch::full({1}, kNaN, torch::kFloat64)).ok);  // nothing left
+}

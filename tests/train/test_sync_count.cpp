@@ -1,0 +1,82 @@
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "common/run_files.hpp"
+#include "train/op_counts.hpp"
+#include "train/trainer.hpp"
+
+using namespace nnvmc;
+using test::fresh_dir;
+
+namespace {
+
+/// A He run with `walkers` walkers, `layers` FermiNet layers and `steps` MH steps per iteration.
+Config config(const std::string& type, int walkers, int layers, int steps, int iterations, const std::string& out) {
+  std::string dims;
+  for (int l = 0; l < layers; ++l) dims += std::string(l ? ", " : "") + "[8, 4]";
+  Config c = parse_config(
+      "system: {molecule: he}\n"
+      "model: {ferminet: {hidden_dims: [" + dims + "], determinants: 2}}\n"
+      "hamiltonian: {laplacian: forward}\n"
+      "optim: {lr: 0.01, log_every: 1000}\n"
+      "run: {seed: 3, checkpoint_every: 0}\n",
+      {"optim.type=" + type}, "sync.yaml");
+  c.sampler.walkers = walkers;
+  c.sampler.steps_per_iteration = steps;
+  c.sampler.burn_in = 0;
+  c.hamiltonian.chunk_walkers = walkers;  // no chunk calibration in the counted runs
+  c.optim.iterations = iterations;
+  c.run.output = out;
+  c.run.threads = 1;
+  return c;
+}
+
+/// Operators of one training iteration: a run of two iterations minus a run of one (the same
+/// setup, start and final checkpoint), so one-time work of the first iteration is excluded.
+OpCounts one_iteration(const std::string& type, int walkers, int layers, int steps) {
+  const auto run = [&](int iterations) {
+    Trainer t(config(type, walkers, layers, steps, iterations, fresh_dir("nnvmc_sync_" + type)));
+    return count_ops([&] { t.run(false); });
+  };
+  const auto one = run(1), two = run(2);
+  OpCounts d;
+  d.aten = two.aten - one.aten;
+  d.syncs = two.syncs - one.syncs;
+  for (const auto& [k, v] : two.by_name) {
+    const auto it = one.by_name.find(k);
+    d.by_name[k] = v - (it == one.by_name.end() ? 0 : it->second);
+  }
+  return d;
+}
+
+}  // namespace
+
+TEST(SyncCount, OneIterationSyncsAFewTimesWhateverTheWalkersLayersAndSteps) {
+  // Sampler acceptance (one read per iteration), the count of non-finite local energies (one),
+  // the optimizer's own decision (Adam/K-FAC: a fused finiteness check or δᵀg; SPRING: the
+  // Cholesky status, its step length stays on the device), and the trainer's one fused
+  // finiteness check of energies and parameters.
+  for (const char* type : {"adam", "spring", "kfac"}) {
+    const auto small = one_iteration(type, 8, 1, 2), large = one_iteration(type, 16, 2, 4);
+    std::printf("%-7s syncs per iteration %ld / %ld, aten ops %ld / %ld (8 walkers, 1 layer, 2 steps / 16, 2, 4)\n",
+                type, small.syncs, large.syncs, small.aten, large.aten);
+    for (const auto& [name, n] : small.by_name)
+      if (is_sync_op(name) && n != 0) std::printf("        %ld x %s\n", n, name.c_str());
+    EXPECT_GT(small.aten, 0) << type;
+    EXPECT_LE(small.syncs, 4) << type;
+    EXPECT_EQ(small.syncs, large.syncs) << type;
+  }
+}
+
+TEST(SyncCount, SyncOpsAreTheOnesThatReadTheDevice) {
+  EXPECT_TRUE(is_sync_op("aten::_local_scalar_dense"));
+  EXPECT_TRUE(is_sync_op("aten::nonzero"));
+  EXPECT_FALSE(is_sync_op("aten::mm"));
+  const auto counts = count_ops([] {
+    const auto x = torch::ones({3});
+    (void)x.sum().item<double>();
+    (void)torch::nonzero(x);
+  });
+  EXPECT_EQ(counts.syncs, 2);
+}
