@@ -51,7 +51,7 @@ CcsdResult run_rccsd(const MoIntegrals& mo, const CcsdOptions& options) {
   const RetainedHeap heap(options.retain_heap);
   const auto& s = mo.space;
   const std::int64_t o = s.n_act_occ(), v = s.n_vir();
-  Contractor c(options.plan, options.explain);
+  Contractor c(options.plan, options.explain, options.backend);
   CcsdResult res;
   res.e_hf = mo.e_hf;
   const auto t_setup = std::chrono::steady_clock::now();
@@ -64,6 +64,7 @@ CcsdResult run_rccsd(const MoIntegrals& mo, const CcsdOptions& options) {
   res.cached_integrals = bool(cached);
   res.seconds_setup = seconds_since(t_setup);
   c.reset_stats();  // per-term statistics are about the iterations
+  res.bytes_h2d_setup = c.bytes_h2d();
   const torch::Tensor eo = mo.eps.narrow(0, s.n_frozen, o), ev = mo.eps.narrow(0, s.n_occ, v);
   const torch::Tensor d1 = eo.unsqueeze(1) - ev.unsqueeze(0);                      // [o, v]
   const torch::Tensor d2 = (d1.unsqueeze(2).unsqueeze(3) + d1.unsqueeze(0).unsqueeze(0)).contiguous();  // [o,v,o,v]
@@ -74,6 +75,7 @@ CcsdResult run_rccsd(const MoIntegrals& mo, const CcsdOptions& options) {
   const auto t_start = std::chrono::steady_clock::now();
   const Usage u_start = Usage::now();
   for (int it = 1; it <= options.max_iterations; ++it) {
+    const std::int64_t h2d0 = c.bytes_h2d(), d2h0 = c.bytes_d2h();
     Residual r;
     if (cached) {
       r = ccsd_residual(*cached, c, t1, t2);
@@ -90,6 +92,8 @@ CcsdResult run_rccsd(const MoIntegrals& mo, const CcsdOptions& options) {
     const double e = cached ? ccsd_correlation_energy_L(L_ovov, t1, t2)
                             : ccsd_correlation_energy(h.block("ovov"), t1, t2);
     res.iterations = it;
+    res.bytes_h2d_per_iteration.push_back(c.bytes_h2d() - h2d0);
+    res.bytes_d2h_per_iteration.push_back(c.bytes_d2h() - d2h0);
     if (options.verbose)
       log::info(strfmt("ccsd iter %3d  E_corr %.12f  dE %.2e  |dt| %.2e", it, e, e - e_old, dnorm));
     const bool done = std::abs(e - e_old) < options.energy_tolerance && dnorm < options.residual_tolerance;

@@ -4,6 +4,7 @@
 #include <torch/types.h>
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,10 @@ struct CcsdOptions {
   bool retain_heap = true;
   bool triples = false;              ///< also compute the (T) correction
   batching::PlanOptions plan;        ///< budget, split, backend and device of every heavy contraction
+  /// Runs every contraction's GEMMs for the whole run (set-up, iterations, (T)), so operands it
+  /// keeps resident stay on the device across iterations (e.g. the staged backend, or it on a
+  /// simulated device in tests); null: one backend of plan.backend per contraction.
+  std::shared_ptr<batching::GemmBackend> backend;
   bool explain = false;              ///< keep the plan of each term (CcsdResult::plans)
   bool verbose = false;              ///< log one line per iteration
 };
@@ -51,6 +56,9 @@ struct CcsdResult {
   std::vector<std::string> plans;     ///< plans of every term (options.explain)
   bool cached_integrals = false;      ///< the iteration ran on cached bare integrals (CcsdOptions::cache_integrals)
   double seconds_setup = 0;           ///< wall time of preparing the cached integrals
+  std::int64_t bytes_h2d_setup = 0;   ///< host → device bytes before the first iteration
+  std::vector<std::int64_t> bytes_h2d_per_iteration;  ///< host → device bytes of each iteration
+  std::vector<std::int64_t> bytes_d2h_per_iteration;  ///< device → host bytes of each iteration
   torch::Tensor t1;                   ///< converged singles [o, v]
   torch::Tensor t2;                   ///< converged doubles [o, v, o, v]
 };

@@ -44,6 +44,12 @@ void print_summary(const ccsd::CcsdRun& run, const CcsdArgs& a) {
   const auto& u = cc.usage_per_iteration;
   std::printf("per iteration: wall %.3f s, user %.3f s, system %.3f s, %lld page faults\n", u.wall, u.user, u.sys,
               static_cast<long long>(u.minor_faults));
+  if (!cc.bytes_h2d_per_iteration.empty())
+    std::printf("host<->device per iteration: first %s / %s, last %s / %s (h2d / d2h)\n",
+                batching::format_bytes(double(cc.bytes_h2d_per_iteration.front())).c_str(),
+                batching::format_bytes(double(cc.bytes_d2h_per_iteration.front())).c_str(),
+                batching::format_bytes(double(cc.bytes_h2d_per_iteration.back())).c_str(),
+                batching::format_bytes(double(cc.bytes_d2h_per_iteration.back())).c_str());
   std::printf("%-14s %10s %10s %10s %10s %8s %12s %s\n", "term", "s/iter", "cpu s/iter", "GFLOP/cpu-s", "copied/it",
               "batches", "peak", "split");
   const double it = std::max(cc.iterations, 1);
@@ -97,11 +103,15 @@ void run_ccsd_command(const CcsdArgs& a) {
   j["seconds_setup"] = run.cc.seconds_setup;
   const auto& u = run.cc.usage_per_iteration;
   j["per_iteration"] = {{"wall", u.wall}, {"user", u.user}, {"sys", u.sys}, {"minor_faults", u.minor_faults}};
+  j["bytes_h2d_setup"] = run.cc.bytes_h2d_setup;
+  j["bytes_h2d_per_iteration"] = run.cc.bytes_h2d_per_iteration;
+  j["bytes_d2h_per_iteration"] = run.cc.bytes_d2h_per_iteration;
   j["seconds_scf"] = run.seconds_scf;
   j["seconds_integrals"] = run.seconds_integrals;
   for (const auto& [term, st] : run.cc.terms)
     j["terms"][term] = {{"seconds", st.seconds}, {"cpu_seconds", st.cpu_seconds}, {"sys_seconds", st.sys_seconds},
-                        {"minor_faults", st.minor_faults}, {"copy_bytes", st.copy_bytes}, {"flops", st.flops},
+                        {"minor_faults", st.minor_faults}, {"copy_bytes", st.copy_bytes}, {"bytes_h2d", st.bytes_h2d},
+                        {"bytes_d2h", st.bytes_d2h}, {"flops", st.flops},
                         {"batches", st.batches}, {"peak_bytes", st.peak_bytes}, {"split", st.strategy}};
   std::cout << j.dump(2) << std::endl;
 }

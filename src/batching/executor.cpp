@@ -369,6 +369,8 @@ ExecReport execute(const Plan& plan, const std::vector<at::Tensor>& operands, co
       throw InputError("einsum '" + plan.spec.text() +
                        "': the plan passes strided slices or tiles (planned for the torch backend on the "
                        "CPU), which this GEMM backend does not take; plan it for the backend that runs it");
+  // a backend may outlive this call (kept for a whole CCSD run): count only what this call moves
+  const std::int64_t h2d0 = gemm.bytes_h2d(), d2h0 = gemm.bytes_d2h();
   std::vector<at::Tensor> ops = operands;
   Workspace local;
   Workspace& ws = options.workspace ? *options.workspace : local;
@@ -420,8 +422,8 @@ ExecReport execute(const Plan& plan, const std::vector<at::Tensor>& operands, co
     throw;
   }
   ExecReport rep = run.rep;
-  rep.bytes_h2d += gemm.bytes_h2d();
-  rep.bytes_d2h += gemm.bytes_d2h();
+  rep.bytes_h2d += gemm.bytes_h2d() - h2d0;
+  rep.bytes_d2h += gemm.bytes_d2h() - d2h0;
   rep.peak_bytes = run.tr.peak;
   rep.strategy = to_string(plan.strategy);
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
