@@ -1,15 +1,19 @@
 #pragma once
 /// @file cholesky.hpp
 /// Pivoted (incomplete) Cholesky decomposition of the AO ERI matrix (pq)×(rs).
-#include <Eigen/Dense>
+#include <torch/types.h>
 
 #include "scf/basis.hpp"
+#include "scf/integrals.hpp"
 
 namespace nnvmc::ccsd {
 
-/// AO Cholesky vectors: (pq|rs) ≈ Σ_x L(pq, x) L(rs, x), with max residual diagonal < tau.
-/// Result: [n·n, n_vec] column-major (row p·n + q). Columns of the ERI matrix are computed
-/// a shell pair at a time (scf::eri_columns). @throws InputError if tau <= 0.
-Eigen::MatrixXd cholesky_ao_eri(const scf::BasisSet& basis, double tau);
+/// AO Cholesky vectors L [n_vec, n, n] (symmetric in the last two axes): (pq|rs) ≈ Σ_x L_xpq L_xrs
+/// with every residual diagonal below tau. The largest residual diagonal picks the next shell
+/// pair; its ERI columns are computed on demand (never the n⁴ tensor) over the unique pairs
+/// p ≥ q, the earlier vectors are subtracted from them in one GEMM, and pivots are taken inside
+/// the block while their diagonal stays above max(tau, 1e-2 × the largest diagonal).
+/// @throws InputError if tau <= 0.
+torch::Tensor cholesky_ao_eri(const scf::BasisSet& basis, double tau, const scf::IntegralOptions& options = {});
 
 }  // namespace nnvmc::ccsd

@@ -2,13 +2,15 @@
 
 #include <torch/torch.h>
 
+#include "batching/backend.hpp"
 #include "batching/contract.hpp"
 #include "batching/workspace.hpp"
+#include "ccsd/usage.hpp"
 
 namespace nnvmc::ccsd {
 
-Contractor::Contractor(batching::PlanOptions options, bool explain)
-    : options_(std::move(options)), explain_(explain) {
+Contractor::Contractor(batching::PlanOptions options, bool explain, std::shared_ptr<batching::GemmBackend> backend)
+    : options_(std::move(options)), explain_(explain), backend_(std::move(backend)) {
   if (!options_.cost) options_.cost = batching::CostModel::measure(options_.device);
   // buffers are reused from one iteration to the next (held within the budget)
   if (!options_.workspace) options_.workspace = std::make_shared<batching::Workspace>();
@@ -16,6 +18,7 @@ Contractor::Contractor(batching::PlanOptions options, bool explain)
 
 torch::Tensor Contractor::operator()(const std::string& term, const std::string& spec,
                                      const std::vector<torch::Tensor>& ops) {
+  const Usage u0 = Usage::now();
   const auto es = batching::parse_einsum(spec);
   const auto ext = batching::label_extents(es, [&] {
     std::vector<std::vector<std::int64_t>> s;
@@ -26,10 +29,20 @@ torch::Tensor Contractor::operator()(const std::string& term, const std::string&
   for (char l : es.output) shape.push_back(ext.at(l));
   torch::Tensor out = torch::empty(shape, ops[0].options());
   const auto plan = batching::plan_contraction(spec, ops, out, options_);
-  const auto rep = batching::execute(plan, ops, out, options_);
+  const auto rep = backend_ ? batching::execute(plan, ops, out, options_, *backend_)
+                            : batching::execute(plan, ops, out, options_);
+  const Usage du = Usage::now() - u0;
   auto& s = stats_[term];
   if (explain_ && s.calls == 0) plans_.push_back(term + ": " + plan.explain());
-  s.seconds += rep.seconds;
+  s.seconds += du.wall;
+  s.cpu_seconds += du.cpu();
+  s.sys_seconds += du.sys;
+  s.minor_faults += du.minor_faults;
+  s.copy_bytes += double(rep.copy_bytes);
+  s.bytes_h2d += rep.bytes_h2d;
+  s.bytes_d2h += rep.bytes_d2h;
+  bytes_h2d_ += rep.bytes_h2d;
+  bytes_d2h_ += rep.bytes_d2h;
   s.flops += rep.flops;
   s.batches += rep.batches;
   s.peak_bytes = std::max(s.peak_bytes, rep.peak_bytes);

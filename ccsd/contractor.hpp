@@ -5,16 +5,27 @@
 #include <torch/types.h>
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "batching/plan.hpp"
+
+namespace nnvmc::batching {
+class GemmBackend;
+}
 
 namespace nnvmc::ccsd {
 
 /// Accumulated statistics of one named term.
 struct TermStats {
   double seconds = 0;             ///< wall time
+  double cpu_seconds = 0;         ///< process CPU time (user + system)
+  double sys_seconds = 0;         ///< of which system (kernel) time
+  std::int64_t minor_faults = 0;  ///< page faults (first touches of fresh memory)
+  double copy_bytes = 0;          ///< bytes written by layout copies, reductions and output writes
+  std::int64_t bytes_h2d = 0;     ///< host → device bytes (executor and backend)
+  std::int64_t bytes_d2h = 0;     ///< device → host bytes
   double flops = 0;               ///< GEMM FLOPs
   std::int64_t batches = 0;       ///< batches run
   std::int64_t peak_bytes = 0;    ///< largest accounted peak
@@ -26,7 +37,11 @@ struct TermStats {
 class Contractor {
  public:
   /// `options`: budget, split, backend, device of every contraction; `explain`: keep plans.
-  explicit Contractor(batching::PlanOptions options, bool explain = false);
+  /// `backend`: runs every contraction's GEMMs and lives as long as the contractor (operands it
+  /// keeps resident stay on the device from one iteration to the next); null: a backend of
+  /// options.backend per contraction.
+  explicit Contractor(batching::PlanOptions options, bool explain = false,
+                      std::shared_ptr<batching::GemmBackend> backend = nullptr);
 
   /// out = einsum(spec, ops), allocated like ops[0]; `term` names the statistics entry.
   torch::Tensor operator()(const std::string& term, const std::string& spec,
@@ -36,12 +51,17 @@ class Contractor {
   const std::vector<std::string>& plans() const { return plans_; }  ///< first plan of each term (explain)
   const batching::PlanOptions& options() const { return options_; }  ///< the plan options
   void reset_stats() { stats_.clear(); }                             ///< forget statistics
+  /// Host → device / device → host bytes of every contraction so far (not reset by reset_stats).
+  std::int64_t bytes_h2d() const { return bytes_h2d_; }
+  std::int64_t bytes_d2h() const { return bytes_d2h_; }
 
  private:
   batching::PlanOptions options_;
   bool explain_;
   std::map<std::string, TermStats> stats_;
   std::vector<std::string> plans_;
+  std::shared_ptr<batching::GemmBackend> backend_;
+  std::int64_t bytes_h2d_ = 0, bytes_d2h_ = 0;
 };
 
 }  // namespace nnvmc::ccsd

@@ -40,7 +40,8 @@ void DressedHamiltonian::dress(const torch::Tensor& t1) {
     x_ = X;
     yt_ = Yt;
   }
-  blocks_.clear();
+  // the ovov block is t1-independent: dressed = bare, kept across dressings
+  for (auto it = blocks_.begin(); it != blocks_.end();) it = it->first == "ovov" ? std::next(it) : blocks_.erase(it);
 }
 
 torch::Tensor DressedHamiltonian::range(char space, int dim, const torch::Tensor& t) const {
@@ -105,14 +106,12 @@ torch::Tensor DressedHamiltonian::fock() const {
 }
 
 torch::Tensor DressedHamiltonian::block(const std::string& sp) const {
-  if (!mo_.cholesky()) {
-    auto it = blocks_.find(sp);
-    if (it == blocks_.end()) it = blocks_.emplace(sp, dressed_eri_block(sp)).first;
-    return it->second;
-  }
+  auto it = blocks_.find(sp);
+  if (it != blocks_.end()) return it->second;
+  if (!mo_.cholesky()) return blocks_.emplace(sp, dressed_eri_block(sp)).first->second;
   const auto left = range(sp[1], 2, range(sp[0], 1, l_)).contiguous();
   const auto right = range(sp[3], 2, range(sp[2], 1, l_)).contiguous();
-  return c_("block " + sp, "xpq,xrs->pqrs", {left, right});
+  return blocks_.emplace(sp, c_("block " + sp, "xpq,xrs->pqrs", {left, right})).first->second;
 }
 
 torch::Tensor DressedHamiltonian::ladder(const torch::Tensor& t2) const {

@@ -26,7 +26,8 @@ class DressedHamiltonian {
   torch::Tensor fock() const;
 
   /// Dressed block ĝ in chemists' order, e.g. block("vvov") → [v, v, o, v] (letters o, v;
-  /// conventional integrals also O = all occupied and * = all orbitals). Cached until dress().
+  /// conventional integrals also O = all occupied and * = all orbitals). Cached until the next
+  /// dress() (ovov, which t1 does not change, for good).
   torch::Tensor block(const std::string& spaces) const;
 
   /// Particle–particle ladder Σ_cd ĝ_acbd t2[i,c,j,d] → [o, v, o, v]; with Cholesky

@@ -55,9 +55,7 @@ MoIntegrals conventional_integrals(const scf::ScfResult& rhf, const scf::BasisSe
 
 MoIntegrals cholesky_integrals(const scf::ScfResult& rhf, const scf::BasisSet& basis, int n_frozen, double tau) {
   MoIntegrals mo = common(rhf, n_frozen);
-  const std::int64_t n = std::int64_t(basis.n_functions());
-  const Eigen::MatrixXd l_ao = cholesky_ao_eri(basis, tau);
-  const torch::Tensor l = torch::from_blob(const_cast<double*>(l_ao.data()), {l_ao.cols(), n, n}, torch::kFloat64);
+  const torch::Tensor l = cholesky_ao_eri(basis, tau);
   const torch::Tensor c = to_torch(rhf.c_alpha);
   mo.chol = batching::contract("xpq,pP,qQ->xPQ", {l, c, c});
   return mo;

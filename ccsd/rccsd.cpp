@@ -1,10 +1,13 @@
-/// CCSD iterations: dress, residual, Jacobi update with orbital-energy denominators, DIIS.
+/// CCSD iterations: dress (or use cached bare integrals), residual, Jacobi update with
+/// orbital-energy denominators, DIIS.
 #include "ccsd/rccsd.hpp"
 
+#include <malloc.h>
 #include <torch/torch.h>
 
 #include <chrono>
 #include <cmath>
+#include <memory>
 
 #include "ccsd/diis.hpp"
 #include "ccsd/dressed.hpp"
@@ -18,36 +21,79 @@ namespace {
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
+
+/// While alive, glibc keeps freed blocks in the heap instead of unmapping them (large blocks are
+/// not mmap'd, the top is not trimmed); afterwards the defaults return and the heap is trimmed.
+class RetainedHeap {
+ public:
+  explicit RetainedHeap(bool on) : on_(on) {
+    if (!on_) return;
+    mallopt(M_MMAP_MAX, 0);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);  // bytes kept at the top of the heap before trimming
+    mallopt(M_TOP_PAD, 64 << 20);        // grow the heap in 64 MiB steps
+  }
+  ~RetainedHeap() {
+    if (!on_) return;
+    mallopt(M_MMAP_MAX, 65536);  // glibc's defaults
+    mallopt(M_TRIM_THRESHOLD, 128 * 1024);
+    mallopt(M_TOP_PAD, 128 * 1024);
+    malloc_trim(0);
+  }
+  RetainedHeap(const RetainedHeap&) = delete;
+  RetainedHeap& operator=(const RetainedHeap&) = delete;
+
+ private:
+  bool on_;
+};
 }  // namespace
 
 CcsdResult run_rccsd(const MoIntegrals& mo, const CcsdOptions& options) {
+  const RetainedHeap heap(options.retain_heap);
   const auto& s = mo.space;
   const std::int64_t o = s.n_act_occ(), v = s.n_vir();
-  Contractor c(options.plan, options.explain);
+  Contractor c(options.plan, options.explain, options.backend);
+  CcsdResult res;
+  res.e_hf = mo.e_hf;
+  const auto t_setup = std::chrono::steady_clock::now();
+  const std::int64_t budget = options.plan.budget_bytes;
+  std::unique_ptr<CachedIntegrals> cached;
+  if (options.cache_integrals && (budget <= 0 || 2 * CachedIntegrals::bytes(o, v) <= budget))
+    cached = std::make_unique<CachedIntegrals>(mo, c);
   DressedHamiltonian h(mo, c);
+  const torch::Tensor L_ovov = cached ? cached->blocks.L_ovov : torch::Tensor();
+  res.cached_integrals = bool(cached);
+  res.seconds_setup = seconds_since(t_setup);
+  c.reset_stats();  // per-term statistics are about the iterations
+  res.bytes_h2d_setup = c.bytes_h2d();
   const torch::Tensor eo = mo.eps.narrow(0, s.n_frozen, o), ev = mo.eps.narrow(0, s.n_occ, v);
   const torch::Tensor d1 = eo.unsqueeze(1) - ev.unsqueeze(0);                      // [o, v]
   const torch::Tensor d2 = (d1.unsqueeze(2).unsqueeze(3) + d1.unsqueeze(0).unsqueeze(0)).contiguous();  // [o,v,o,v]
   torch::Tensor t1 = torch::zeros({o, v}, torch::kFloat64);
   torch::Tensor t2 = torch::zeros({o, v, o, v}, torch::kFloat64);
   Diis diis(options.diis_size);
-  CcsdResult res;
-  res.e_hf = mo.e_hf;
   double e_old = 0;
   const auto t_start = std::chrono::steady_clock::now();
+  const Usage u_start = Usage::now();
   for (int it = 1; it <= options.max_iterations; ++it) {
-    h.dress(t1);
-    const Residual r = ccsd_residual(h, c, t1, t2);
-    torch::Tensor n1 = t1 + r.r1 / d1, n2 = t2 + r.r2 / d2;
-    const torch::Tensor flat = torch::cat({n1.flatten(), n2.flatten()});
-    const torch::Tensor err = flat - torch::cat({t1.flatten(), t2.flatten()});
-    const double dnorm = err.norm().item<double>();
-    const torch::Tensor next = diis.extrapolate(flat, err);
-    t1 = next.narrow(0, 0, o * v).view({o, v}).clone();
-    t2 = next.narrow(0, o * v, o * v * o * v).view({o, v, o, v}).clone();
-    t2 = 0.5 * (t2 + t2.permute({2, 3, 0, 1}));  // keep t_ij^ab = t_ji^ba exactly
-    const double e = ccsd_correlation_energy(h.block("ovov"), t1, t2);
+    const std::int64_t h2d0 = c.bytes_h2d(), d2h0 = c.bytes_d2h();
+    Residual r;
+    if (cached) {
+      r = ccsd_residual(*cached, c, t1, t2);
+    } else {
+      h.dress(t1);
+      r = ccsd_residual(h, c, t1, t2);
+    }
+    std::vector<torch::Tensor> next{t1 + r.r1 / d1, r.r2.div_(d2).add_(t2)};
+    const std::vector<torch::Tensor> err{next[0] - t1, next[1] - t2};
+    const double dnorm = std::sqrt(err[0].square().sum().item<double>() + err[1].square().sum().item<double>());
+    diis.extrapolate(next, err);
+    t1 = next[0];
+    t2 = (next[1] + next[1].permute({2, 3, 0, 1})).mul_(0.5);  // keep t_ij^ab = t_ji^ba exactly
+    const double e = cached ? ccsd_correlation_energy_L(L_ovov, t1, t2)
+                            : ccsd_correlation_energy(h.block("ovov"), t1, t2);
     res.iterations = it;
+    res.bytes_h2d_per_iteration.push_back(c.bytes_h2d() - h2d0);
+    res.bytes_d2h_per_iteration.push_back(c.bytes_d2h() - d2h0);
     if (options.verbose)
       log::info(strfmt("ccsd iter %3d  E_corr %.12f  dE %.2e  |dt| %.2e", it, e, e - e_old, dnorm));
     const bool done = std::abs(e - e_old) < options.energy_tolerance && dnorm < options.residual_tolerance;
@@ -58,6 +104,7 @@ CcsdResult run_rccsd(const MoIntegrals& mo, const CcsdOptions& options) {
     }
   }
   res.seconds_per_iteration = seconds_since(t_start) / std::max(res.iterations, 1);
+  res.usage_per_iteration = (Usage::now() - u_start).scaled(1.0 / std::max(res.iterations, 1));
   if (!res.converged && options.require_convergence)
     throw NumericalError("CCSD did not converge in " + std::to_string(options.max_iterations) + " iterations");
   // energy of the final amplitudes with the bare ovov block (equal to the dressed one)

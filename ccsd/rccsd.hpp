@@ -4,12 +4,14 @@
 #include <torch/types.h>
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "batching/plan.hpp"
 #include "ccsd/contractor.hpp"
 #include "ccsd/mo_integrals.hpp"
+#include "ccsd/usage.hpp"
 
 namespace nnvmc::ccsd {
 
@@ -21,8 +23,19 @@ struct CcsdOptions {
   double energy_tolerance = 1e-10;   ///< converged when |ΔE| < this (hartree) ...
   double residual_tolerance = 1e-8;  ///< ... and the amplitude update norm |Δt| < this
   int diis_size = 8;                 ///< stored DIIS vectors (0: plain Jacobi)
+  /// Keep the t1-independent integral blocks (bare o²v², o v³ blocks and the packed ladder
+  /// integrals, ~v⁴/2 + 2ov³ doubles) for the whole run when they fit half the budget: an
+  /// iteration then never touches the ERIs / Cholesky vectors. false: dress them every iteration.
+  bool cache_integrals = true;
+  /// Keep freed memory in the process during the iterations (glibc mallopt: no mmap for large
+  /// blocks, no trimming), so buffers of one iteration are not page-faulted in again the next.
+  bool retain_heap = true;
   bool triples = false;              ///< also compute the (T) correction
   batching::PlanOptions plan;        ///< budget, split, backend and device of every heavy contraction
+  /// Runs every contraction's GEMMs for the whole run (set-up, iterations, (T)), so operands it
+  /// keeps resident stay on the device across iterations (e.g. the staged backend, or it on a
+  /// simulated device in tests); null: one backend of plan.backend per contraction.
+  std::shared_ptr<batching::GemmBackend> backend;
   bool explain = false;              ///< keep the plan of each term (CcsdResult::plans)
   bool verbose = false;              ///< log one line per iteration
 };
@@ -37,9 +50,15 @@ struct CcsdResult {
   int iterations = 0;                 ///< CCSD iterations
   bool converged = false;             ///< tolerances met
   double seconds_per_iteration = 0;   ///< mean wall time of one iteration
+  Usage usage_per_iteration;          ///< mean wall, user, system time and page faults of one iteration
   double seconds_triples = 0;         ///< wall time of (T)
   std::map<std::string, TermStats> terms;  ///< per contraction term, over all iterations
   std::vector<std::string> plans;     ///< plans of every term (options.explain)
+  bool cached_integrals = false;      ///< the iteration ran on cached bare integrals (CcsdOptions::cache_integrals)
+  double seconds_setup = 0;           ///< wall time of preparing the cached integrals
+  std::int64_t bytes_h2d_setup = 0;   ///< host → device bytes before the first iteration
+  std::vector<std::int64_t> bytes_h2d_per_iteration;  ///< host → device bytes of each iteration
+  std::vector<std::int64_t> bytes_d2h_per_iteration;  ///< device → host bytes of each iteration
   torch::Tensor t1;                   ///< converged singles [o, v]
   torch::Tensor t2;                   ///< converged doubles [o, v, o, v]
 };

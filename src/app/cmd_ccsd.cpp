@@ -26,6 +26,7 @@ struct CcsdArgs {
   std::string device = "cpu";
   int max_iterations = 100;
   bool frozen_core = false, triples = false, json = false, explain = false, allow_unconverged = false;
+  bool no_cache = false;
 };
 
 void print_summary(const ccsd::CcsdRun& run, const CcsdArgs& a) {
@@ -37,12 +38,25 @@ void print_summary(const ccsd::CcsdRun& run, const CcsdArgs& a) {
   std::printf("E(HF)       %18.10f\n", cc.e_hf);
   std::printf("E(CCSD)     %18.10f   (correlation %.10f)\n", cc.e_ccsd, cc.e_corr);
   if (a.triples) std::printf("E(CCSD(T))  %18.10f   ((T) %.10f, %.2f s)\n", cc.e_ccsd_t, cc.e_t, cc.seconds_triples);
-  std::printf("iterations %d, %.3f s per iteration (SCF %.2f s, integrals %.2f s)\n", cc.iterations,
-              cc.seconds_per_iteration, run.seconds_scf, run.seconds_integrals);
-  std::printf("%-14s %10s %10s %8s %12s %s\n", "term", "s/iter", "GFLOP/s", "batches", "peak", "split");
+  std::printf("iterations %d, %.3f s per iteration (SCF %.2f s, integrals %.2f s, %s %.2f s)\n", cc.iterations,
+              cc.seconds_per_iteration, run.seconds_scf, run.seconds_integrals,
+              cc.cached_integrals ? "cached blocks" : "no cached blocks", cc.seconds_setup);
+  const auto& u = cc.usage_per_iteration;
+  std::printf("per iteration: wall %.3f s, user %.3f s, system %.3f s, %lld page faults\n", u.wall, u.user, u.sys,
+              static_cast<long long>(u.minor_faults));
+  if (!cc.bytes_h2d_per_iteration.empty())
+    std::printf("host<->device per iteration: first %s / %s, last %s / %s (h2d / d2h)\n",
+                batching::format_bytes(double(cc.bytes_h2d_per_iteration.front())).c_str(),
+                batching::format_bytes(double(cc.bytes_d2h_per_iteration.front())).c_str(),
+                batching::format_bytes(double(cc.bytes_h2d_per_iteration.back())).c_str(),
+                batching::format_bytes(double(cc.bytes_d2h_per_iteration.back())).c_str());
+  std::printf("%-14s %10s %10s %10s %10s %8s %12s %s\n", "term", "s/iter", "cpu s/iter", "GFLOP/cpu-s", "copied/it",
+              "batches", "peak", "split");
+  const double it = std::max(cc.iterations, 1);
   for (const auto& [term, st] : cc.terms)
-    std::printf("%-14s %10.4f %10.2f %8lld %12s %s\n", term.c_str(), st.seconds / std::max(cc.iterations, 1),
-                st.seconds > 0 ? st.flops / st.seconds * 1e-9 : 0.0, static_cast<long long>(st.batches),
+    std::printf("%-14s %10.4f %10.4f %10.2f %10s %8lld %12s %s\n", term.c_str(), st.seconds / it,
+                st.cpu_seconds / it, st.cpu_seconds > 0 ? st.flops / st.cpu_seconds * 1e-9 : 0.0,
+                batching::format_bytes(st.copy_bytes / it).c_str(), static_cast<long long>(st.batches),
                 batching::format_bytes(double(st.peak_bytes)).c_str(), st.strategy.c_str());
   if (a.explain)
     for (const auto& p : cc.plans) std::printf("%s", p.c_str());
@@ -57,6 +71,7 @@ void run_ccsd_command(const CcsdArgs& a) {
   o.ccsd.max_iterations = a.max_iterations;
   o.ccsd.require_convergence = !a.allow_unconverged;
   o.ccsd.explain = a.explain;
+  o.ccsd.cache_integrals = !a.no_cache;
   o.ccsd.verbose = !a.json;
   o.ccsd.plan.budget_bytes = batching::MemoryBudget::parse(a.memory, a.device, "--memory").bytes();
   o.ccsd.plan.split = batching::parse_split(a.split);
@@ -84,11 +99,20 @@ void run_ccsd_command(const CcsdArgs& a) {
   j["iterations"] = run.cc.iterations;
   j["converged"] = run.cc.converged;
   j["seconds_per_iteration"] = run.cc.seconds_per_iteration;
+  j["cached_integrals"] = run.cc.cached_integrals;
+  j["seconds_setup"] = run.cc.seconds_setup;
+  const auto& u = run.cc.usage_per_iteration;
+  j["per_iteration"] = {{"wall", u.wall}, {"user", u.user}, {"sys", u.sys}, {"minor_faults", u.minor_faults}};
+  j["bytes_h2d_setup"] = run.cc.bytes_h2d_setup;
+  j["bytes_h2d_per_iteration"] = run.cc.bytes_h2d_per_iteration;
+  j["bytes_d2h_per_iteration"] = run.cc.bytes_d2h_per_iteration;
   j["seconds_scf"] = run.seconds_scf;
   j["seconds_integrals"] = run.seconds_integrals;
   for (const auto& [term, st] : run.cc.terms)
-    j["terms"][term] = {{"seconds", st.seconds}, {"flops", st.flops}, {"batches", st.batches},
-                        {"peak_bytes", st.peak_bytes}, {"split", st.strategy}};
+    j["terms"][term] = {{"seconds", st.seconds}, {"cpu_seconds", st.cpu_seconds}, {"sys_seconds", st.sys_seconds},
+                        {"minor_faults", st.minor_faults}, {"copy_bytes", st.copy_bytes}, {"bytes_h2d", st.bytes_h2d},
+                        {"bytes_d2h", st.bytes_d2h}, {"flops", st.flops},
+                        {"batches", st.batches}, {"peak_bytes", st.peak_bytes}, {"split", st.strategy}};
   std::cout << j.dump(2) << std::endl;
 }
 
@@ -111,6 +135,8 @@ void add_ccsd_command(CLI::App& app) {
   cmd->add_flag("--frozen-core", a->frozen_core, "freeze core orbitals");
   cmd->add_flag("--triples", a->triples, "add the (T) correction");
   cmd->add_flag("--json", a->json, "print a JSON summary");
+  cmd->add_flag("--no-cached-integrals", a->no_cache,
+                "dress the integrals every iteration instead of keeping t1-independent blocks (least memory)");
   cmd->add_flag("--explain", a->explain, "print the contraction plan of every term");
   cmd->callback([a] { run_ccsd_command(*a); });
 }

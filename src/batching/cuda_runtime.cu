@@ -32,6 +32,15 @@ int cuda_device_count() {
   return n;
 }
 
+std::string cuda_device_name(int index) {
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, index) != cudaSuccess) {
+    cudaGetLastError();
+    return "";
+  }
+  return prop.name;
+}
+
 bool built_with_cuda() { return true; }
 
 }  // namespace nnvmc::batching

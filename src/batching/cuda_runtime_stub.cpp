@@ -13,6 +13,8 @@ std::int64_t cuda_free_bytes(int) {
 
 int cuda_device_count() { return 0; }
 
+std::string cuda_device_name(int) { return ""; }
+
 bool built_with_cuda() { return false; }
 
 std::unique_ptr<GemmBackend> make_cublas_backend(int) {

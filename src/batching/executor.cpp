@@ -157,6 +157,7 @@ struct Runner {
       Slot r = take(shape, s.t.options(), kept);
       r.labels = kept;
       at::sum_out(r.t, s.t, dims);
+      rep.copy_bytes += r.t.nbytes();
       drop(s);
       s = std::move(r);
     }
@@ -207,6 +208,7 @@ struct Runner {
       Slot c = take(shape, s.t.options(), order);
       c.labels = order;
       const at::Tensor m = copy_to_gemm(s.t, s.labels, c.t, x, is_a, st);
+      rep.copy_bytes += m.numel() * m.element_size();
       drop(s);
       s = std::move(c);
       s.t = m;
@@ -290,6 +292,7 @@ struct Runner {
           const std::int64_t len = std::min(st.tile, e - start);
           const at::Tensor m = copy_to_gemm(src.t.narrow(pos, start, len), src.labels, tile.t,
                                             ts == 0 ? st.a : st.b, ts == 0, st);
+          rep.copy_bytes += m.numel() * m.element_size();
           const at::Tensor cs = c.narrow(ts == 0 ? 1 : 2, start * per, len * per);
           if (ts == 0) gemm.bmm(m, b.t, cs, accumulate, false, stable_b);
           else gemm.bmm(a.t, m, cs, accumulate, stable_a, false);
@@ -317,6 +320,7 @@ struct Runner {
 
   void write_out(const at::Tensor& r, const std::string& labels, const Box& box) {
     slice(out, plan.spec.output, box).copy_(r.permute(permutation(labels, plan.spec.output)));
+    rep.copy_bytes += r.nbytes();
     if (!plan.out_on_device) rep.bytes_d2h += r.nbytes();
   }
 
@@ -365,14 +369,17 @@ ExecReport execute(const Plan& plan, const std::vector<at::Tensor>& operands, co
       throw InputError("einsum '" + plan.spec.text() +
                        "': the plan passes strided slices or tiles (planned for the torch backend on the "
                        "CPU), which this GEMM backend does not take; plan it for the backend that runs it");
+  // a backend may outlive this call (kept for a whole CCSD run): count only what this call moves
+  const std::int64_t h2d0 = gemm.bytes_h2d(), d2h0 = gemm.bytes_d2h();
   std::vector<at::Tensor> ops = operands;
   Workspace local;
   Workspace& ws = options.workspace ? *options.workspace : local;
-  Runner run{plan, ops, out, device, gemm, ws, Tracker{}, ExecReport{}, false, Slot{}, {}};
+  Runner run{plan, ops, out, device, gemm, ws, Tracker{}, ExecReport{}, false, Slot{}, {}, {}};
   for (std::size_t i = 0; i < ops.size(); ++i) {
     if (!ops[i].is_contiguous()) {  // the plan assumes row-major operands
       ops[i] = ops[i].contiguous();
       run.tr.alloc(ops[i].nbytes());
+      run.rep.copy_bytes += ops[i].nbytes();
     }
     if (plan.resident[i]) {
       ops[i] = to_device(ops[i], device);
@@ -415,8 +422,8 @@ ExecReport execute(const Plan& plan, const std::vector<at::Tensor>& operands, co
     throw;
   }
   ExecReport rep = run.rep;
-  rep.bytes_h2d += gemm.bytes_h2d();
-  rep.bytes_d2h += gemm.bytes_d2h();
+  rep.bytes_h2d += gemm.bytes_h2d() - h2d0;
+  rep.bytes_d2h += gemm.bytes_d2h() - d2h0;
   rep.peak_bytes = run.tr.peak;
   rep.strategy = to_string(plan.strategy);
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

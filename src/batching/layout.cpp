@@ -226,14 +226,9 @@ void evaluate(Plan& plan) {
   for (const auto& st : plan.steps) {
     const double f = st.flops * repeats(st.batch + st.m + st.n + st.k);
     plan.flops += f;
-    // thin GEMMs run below the peak rate: efficiency d/(d + 24) per matrix dimension, relative
-    // to the n = 512 GEMM the rate was measured with (on this CPU, MKL at m = 70, n = 3430,
-    // k = 250 ran at 0.75 of the rate of m = n = 490)
+    // thin GEMMs run below the peak rate (CostModel::dim_efficiency per matrix dimension)
     double eff = 1;
-    for (const std::string& g : {st.m, st.n, st.k}) {
-      const double d = double(volume(g, box));
-      eff *= std::min(1.0, (d / (d + 24.0)) / (512.0 / 536.0));
-    }
+    for (const std::string& g : {st.m, st.n, st.k}) eff *= plan.cost.dim_efficiency(double(volume(g, box)));
     gemm_seconds += f / (plan.cost.gemm_flops_per_s * std::max(eff, 1e-3));
   }
   plan.transfer_bytes = 0;

@@ -108,6 +108,7 @@ struct ExecReport {
   double flops = 0;                 ///< floating-point operations of the GEMMs
   std::int64_t bytes_h2d = 0;       ///< host → device bytes
   std::int64_t bytes_d2h = 0;       ///< device → host bytes
+  std::int64_t copy_bytes = 0;      ///< bytes written by layout copies, reductions and output writes
   std::int64_t peak_bytes = 0;      ///< accounted peak of executor-owned buffers
   std::int64_t batches = 0;         ///< batches run
   double seconds = 0;               ///< wall time

@@ -43,6 +43,7 @@ ExecReport& ExecReport::operator+=(const ExecReport& o) {
   flops += o.flops;
   bytes_h2d += o.bytes_h2d;
   bytes_d2h += o.bytes_d2h;
+  copy_bytes += o.copy_bytes;
   peak_bytes = std::max(peak_bytes, o.peak_bytes);
   batches += o.batches;
   seconds += o.seconds;

@@ -211,6 +211,78 @@ std::vector<double> eri_full(const BasisSet& basis, const IntegralOptions& optio
   return eri;
 }
 
+struct EriPairColumns::Impl {
+  BasisSet basis;
+  IntegralOptions options;
+  int threads = 1;
+  mutable std::vector<Engine> pool;
+  Eigen::MatrixXd Q;  // Schwarz bounds per shell pair
+};
+
+EriPairColumns::EriPairColumns(const BasisSet& basis, const IntegralOptions& options) : impl_(new Impl) {
+  impl_->basis = basis;
+  impl_->options = options;
+  impl_->threads = resolve_threads(options.threads);
+  impl_->pool = engines(eri_engine(basis, options.engine_precision), impl_->threads);
+  impl_->Q = schwarz_bounds(basis, options);
+}
+
+EriPairColumns::~EriPairColumns() = default;
+
+std::size_t EriPairColumns::n_rows() const {
+  const std::size_t n = impl_->basis.n_functions();
+  return n * (n + 1) / 2;
+}
+
+std::vector<double> EriPairColumns::diagonal() const {
+  const auto& shells = impl_->basis.shells();
+  const auto& off = impl_->basis.shell_offsets();
+  const std::size_t ns = shells.size();
+  std::vector<double> diag(n_rows(), 0.0);
+  parallel_for(ns, impl_->threads, [&](std::size_t P, int t) {
+    const auto& buf = impl_->pool[t].results();
+    for (std::size_t Qs = 0; Qs <= P; ++Qs) {
+      impl_->pool[t].compute(shells[P], shells[Qs], shells[P], shells[Qs]);
+      if (!buf[0]) continue;
+      const std::size_t n1 = shells[P].size(), n2 = shells[Qs].size(), n12 = n1 * n2;
+      for (std::size_t a = 0; a < n1; ++a)
+        for (std::size_t b = 0; b < n2; ++b) {
+          const std::size_t p = off[P] + a, q = off[Qs] + b;
+          if (p >= q) diag[p * (p + 1) / 2 + q] = buf[0][(a * n2 + b) * n12 + a * n2 + b];
+        }
+    }
+  });
+  return diag;
+}
+
+void EriPairColumns::columns(int R, int S, double* out) const {
+  const auto& shells = impl_->basis.shells();
+  const auto& off = impl_->basis.shell_offsets();
+  const std::size_t ns = shells.size(), rows = n_rows();
+  if (R < 0 || S < 0 || std::size_t(R) >= ns || std::size_t(S) >= ns)
+    throw InputError("EriPairColumns: shell pair (" + std::to_string(R) + ", " + std::to_string(S) + ") out of range");
+  const std::size_t nr = shells[R].size(), nsz = shells[S].size(), nrs = nr * nsz;
+  std::fill(out, out + nrs * rows, 0.0);
+  const double thr = impl_->options.schwarz_threshold, q_rs = impl_->Q(R, S);
+  parallel_for(ns, impl_->threads, [&](std::size_t P, int t) {
+    const auto& buf = impl_->pool[t].results();
+    for (std::size_t Qs = 0; Qs <= P; ++Qs) {
+      if (impl_->Q(P, Qs) * q_rs < thr) continue;
+      impl_->pool[t].compute(shells[P], shells[Qs], shells[R], shells[S]);
+      if (!buf[0]) continue;
+      const std::size_t np = shells[P].size(), nq = shells[Qs].size();
+      for (std::size_t a = 0; a < np; ++a)
+        for (std::size_t b = 0; b < nq; ++b) {
+          const std::size_t p = off[P] + a, q = off[Qs] + b;
+          if (p < q) continue;  // diagonal shell pair: (q, p) is the same row
+          const double* v = buf[0] + (a * nq + b) * nrs;
+          double* o = out + p * (p + 1) / 2 + q;
+          for (std::size_t c = 0; c < nrs; ++c) o[c * rows] = v[c];
+        }
+    }
+  });
+}
+
 std::pair<int, int> function_to_shell(const BasisSet& basis, std::size_t p) {
   const auto& off = basis.shell_offsets();
   if (p >= basis.n_functions())

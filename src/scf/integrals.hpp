@@ -14,6 +14,7 @@
 #include <Eigen/Dense>
 
 #include <array>
+#include <memory>
 #include <cstddef>
 #include <utility>
 #include <vector>
@@ -75,6 +76,29 @@ std::vector<double> eri_diagonal(const BasisSet& basis, const IntegralOptions& o
 Eigen::MatrixXd eri_columns(const BasisSet& basis,
                             const std::vector<std::pair<int, int>>& shell_pairs,
                             const IntegralOptions& options = {});
+
+/// ERI columns over the unique function pairs p ≥ q, for a pivoted Cholesky decomposition of
+/// the ERI matrix: one engine per thread for all calls, and bra shell pairs whose Schwarz bound
+/// with the column's shell pair is below options.schwarz_threshold left at zero.
+/// Rows: the pair (p, q), p ≥ q, is row p(p+1)/2 + q.
+class EriPairColumns {
+ public:
+  explicit EriPairColumns(const BasisSet& basis, const IntegralOptions& options = {});
+  ~EriPairColumns();
+  EriPairColumns(const EriPairColumns&) = delete;
+  EriPairColumns& operator=(const EriPairColumns&) = delete;
+
+  std::size_t n_rows() const;  ///< n(n+1)/2
+  /// Diagonal (pq|pq) per row (the same engine precision as columns()).
+  std::vector<double> diagonal() const;
+  /// All (pq|rs) with r ∈ R, s ∈ S as out[c · n_rows() + row(p, q)], c = r_local·|S| + s_local
+  /// (|R|·|S| columns; `out` must hold that many n_rows() blocks and is overwritten).
+  void columns(int R, int S, double* out) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 /// Shell containing function p, and its index inside the shell (binary search in offsets).
 std::pair<int, int> function_to_shell(const BasisSet& basis, std::size_t p);

@@ -7,6 +7,7 @@
 
 #include "batching/backend.hpp"
 #include "batching/contract.hpp"
+#include "batching/einsum.hpp"
 #include "batching/cuda_runtime.hpp"
 #include "core/errors.hpp"
 #include "host_device_ops.hpp"
@@ -155,6 +156,31 @@ TEST(StagedGemm, SplitContractionsThroughTheExecutorEqualTheUnsplitResult) {
           EXPECT_LE(rep.peak_bytes, budget);
         }
       }
+    }
+  }
+}
+
+// Host operands planned for a device: what the executor moves (slices uploaded per batch,
+// resident operands once, each output block downloaded once) is what the plan says it moves.
+TEST(StagedGemm, HostOperandPlanMovesWhatItsPlanSays) {
+  torch::manual_seed(6);
+  const auto L = torch::randn({40, 6, 9}, torch::kFloat64), t = torch::randn({4, 9, 4, 9}, torch::kFloat64);
+  const std::string spec = "xac,xbd,icjd->iajb";
+  const auto ref = torch::einsum(spec, {L, L, t});
+  for (const auto split : {batching::SplitStrategy::c, batching::SplitStrategy::x, batching::SplitStrategy::automatic}) {
+    for (const std::int64_t budget : {std::int64_t(0), std::int64_t(60000), std::int64_t(20000)}) {
+      batching::PlanOptions o;
+      o.split = split;
+      o.budget_bytes = budget;
+      o.cost = batching::CostModel{};
+      const auto plan = batching::make_plan(batching::parse_einsum(spec), {{40, 6, 9}, {40, 6, 9}, {4, 9, 4, 9}}, o,
+                                            /*operands_on_device=*/false, /*out_on_device=*/false);
+      auto out = torch::empty_like(ref);
+      const auto rep = batching::execute(plan, {L, L, t}, out, o);
+      EXPECT_TRUE(torch::allclose(out, ref, 1e-11, 1e-11));
+      EXPECT_EQ(double(rep.bytes_h2d + rep.bytes_d2h), plan.transfer_bytes)
+          << "split " << batching::to_string(split) << " budget " << budget << "\n" << plan.explain();
+      EXPECT_EQ(rep.bytes_d2h, out.nbytes());
     }
   }
 }

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <vector>
 
 #include "ccsd/cholesky.hpp"
 #include "ccsd/mo_integrals.hpp"
@@ -23,12 +24,57 @@ nnvmc::ccsd::CcsdOptions options() {
   return o;
 }
 
+/// The reference: the same pivoting rule on the dense ERI matrix (from eri_full), scanning the
+/// unique pairs p ≥ q in the same order (row p(p+1)/2 + q): largest residual diagonal → its shell
+/// pair; pivots inside it while above max(tau, 1e-2 dmax). Returns [n², n_vec].
+Eigen::MatrixXd dense_pivoted_cholesky(const nnvmc::scf::BasisSet& basis, double tau) {
+  const Eigen::Index n = Eigen::Index(basis.n_functions()), nn = n * n;
+  const auto full = nnvmc::scf::eri_full(basis);
+  const Eigen::Map<const Eigen::MatrixXd> g(full.data(), nn, nn);  // symmetric
+  std::vector<Eigen::Index> uniq;                                   // unique pair k → dense row p·n + q
+  for (Eigen::Index p = 0; p < n; ++p)
+    for (Eigen::Index q = 0; q <= p; ++q) uniq.push_back(p * n + q);
+  Eigen::VectorXd d = g.diagonal();
+  const auto& off = basis.shell_offsets();
+  Eigen::MatrixXd L(nn, 0);
+  while (true) {
+    Eigen::Index piv = -1;
+    double dmax = -1;
+    for (const Eigen::Index row : uniq)
+      if (d(row) > dmax) dmax = d(row), piv = row;
+    if (dmax < tau) break;
+    const int P = nnvmc::scf::function_to_shell(basis, std::size_t(piv / n)).first;
+    const int Q = nnvmc::scf::function_to_shell(basis, std::size_t(piv % n)).first;
+    while (true) {
+      Eigen::Index best = -1;
+      double best_d = tau;
+      for (auto a = Eigen::Index(off[P]); a < Eigen::Index(off[P + 1]); ++a)
+        for (auto b = Eigen::Index(off[Q]); b < Eigen::Index(off[Q + 1]) && b <= a; ++b)
+          if (d(a * n + b) > best_d && d(a * n + b) > 1e-2 * dmax) best_d = d(a * n + b), best = a * n + b;
+      if (best < 0) break;
+      Eigen::VectorXd v = g.col(best) - L * L.row(best).transpose();
+      v /= std::sqrt(best_d);
+      d -= v.cwiseAbs2();
+      d(best) = 0, d((best % n) * n + best / n) = 0;
+      L.conservativeResize(nn, L.cols() + 1);
+      L.col(L.cols() - 1) = v;
+    }
+  }
+  return L;
+}
+
+Eigen::MatrixXd as_matrix(const torch::Tensor& l) {  // [n_vec, n, n] → [n², n_vec]
+  const torch::Tensor t = l.reshape({l.size(0), -1}).contiguous();
+  return Eigen::Map<const Eigen::Matrix<double, -1, -1, Eigen::RowMajor>>(t.data_ptr<double>(), t.size(0), t.size(1))
+      .transpose();
+}
+
 }  // namespace
 
 TEST(Cholesky, ReproducesAoEriWithinThreshold) {
   Water w;
   const auto n = std::int64_t(w.basis.n_functions());
-  const auto l = nnvmc::ccsd::cholesky_ao_eri(w.basis, 1e-8);
+  const Eigen::MatrixXd l = as_matrix(nnvmc::ccsd::cholesky_ao_eri(w.basis, 1e-8));
   const auto full = nnvmc::scf::eri_full(w.basis);
   const Eigen::MatrixXd approx = l * l.transpose();
   double max_err = 0;
@@ -37,6 +83,26 @@ TEST(Cholesky, ReproducesAoEriWithinThreshold) {
       max_err = std::max(max_err, std::abs(approx(pq, rs) - full[std::size_t(pq * n * n + rs)]));
   EXPECT_LT(max_err, 1e-7);  // |error| ≤ sqrt(d_pq d_rs) < τ for the residual diagonals
   EXPECT_LT(l.cols(), n * (n + 1) / 2 + 1);
+}
+
+TEST(Cholesky, OnDemandColumnsGiveTheVectorsOfTheDenseDecomposition) {
+  // one hydrogen moved: no symmetry-equivalent diagonals, so both pick the same pivot sequence
+  // (with the two hydrogens equivalent, a tie of two diagonals equal up to rounding may be
+  // broken differently and the rest of the vectors come in another order)
+  nnvmc::System system = nnvmc::load_molecule("h2o", nnvmc::default_molecules_dir());
+  system.atoms.back().position[0] += 0.05;
+  const nnvmc::scf::BasisSet basis = nnvmc::scf::make_basis("6-31g", system);
+  const auto full = nnvmc::scf::eri_full(basis);
+  const auto nn = Eigen::Index(basis.n_functions() * basis.n_functions());
+  const Eigen::Map<const Eigen::MatrixXd> g(full.data(), nn, nn);
+  for (double tau : {1e-4, 1e-8}) {
+    SCOPED_TRACE("tau " + std::to_string(tau));
+    const Eigen::MatrixXd l = as_matrix(nnvmc::ccsd::cholesky_ao_eri(basis, tau));
+    const Eigen::MatrixXd ref = dense_pivoted_cholesky(basis, tau);
+    ASSERT_EQ(l.cols(), ref.cols());
+    EXPECT_LT((l - ref).cwiseAbs().maxCoeff(), 1e-10);
+    EXPECT_LT((l * l.transpose() - g).cwiseAbs().maxCoeff(), tau);  // |error| ≤ sqrt(d_pq d_rs) < τ
+  }
 }
 
 TEST(Cholesky, EnergyErrorShrinksWithThresholdAndMatchesConventionalAtTightTau) {

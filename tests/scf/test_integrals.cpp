@@ -97,6 +97,24 @@ TEST(Integrals, FullEriHasEightfoldSymmetryAndMatchesColumnsAndDiagonal) {
         for (std::size_t p = 0; p < n; ++p)
           for (std::size_t q = 0; q < n; ++q) ASSERT_NEAR(cols(p * n + q, col), at(p, q, r, s), 1e-14);
   EXPECT_EQ(col, static_cast<std::size_t>(cols.cols()));
+
+  // the same columns over the unique pairs p ≥ q (what the on-demand Cholesky reads)
+  const EriPairColumns unique(b);
+  ASSERT_EQ(unique.n_rows(), n * (n + 1) / 2);
+  const auto udiag = unique.diagonal();
+  for (std::size_t p = 0; p < n; ++p)
+    for (std::size_t q = 0; q <= p; ++q) EXPECT_NEAR(udiag[p * (p + 1) / 2 + q], at(p, q, p, q), 1e-14);
+  for (const auto& [R, S] : pairs) {
+    const std::size_t nrs = (off[R + 1] - off[R]) * (off[S + 1] - off[S]);
+    std::vector<double> block(nrs * unique.n_rows(), -1.0);
+    unique.columns(R, S, block.data());
+    for (std::size_t r = off[R], c = 0; r < off[R + 1]; ++r)
+      for (std::size_t s = off[S]; s < off[S + 1]; ++s, ++c)
+        for (std::size_t p = 0; p < n; ++p)
+          for (std::size_t q = 0; q <= p; ++q)
+            ASSERT_NEAR(block[c * unique.n_rows() + p * (p + 1) / 2 + q], at(p, q, r, s), 1e-14);
+  }
+  EXPECT_THROW(unique.columns(int(b.n_shells()), 0, nullptr), InputError);
 }
 
 TEST(Integrals, SchwarzBoundsHoldForEveryQuartetOfASpreadOutMolecule) {

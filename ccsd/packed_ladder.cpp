@@ -1,0 +1,116 @@
+/// Particle–particle ladder in the (ab)± pair basis on bare packed integrals (packed_ladder.hpp).
+#include "ccsd/packed_ladder.hpp"
+
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+namespace nnvmc::ccsd {
+
+PairPacking::PairPacking(std::int64_t n_) : n(n_), n_plus(n_ * (n_ + 1) / 2), n_minus(n_ * (n_ - 1) / 2) {
+  std::vector<std::int64_t> pl, pls, mi, mis, tp(std::size_t(n * n)), tm(std::size_t(n * n));
+  std::vector<double> sg(std::size_t(n * n)), hd;
+  for (std::int64_t p = 0; p < n; ++p)
+    for (std::int64_t q = p; q < n; ++q) {
+      tp[std::size_t(p * n + q)] = tp[std::size_t(q * n + p)] = std::int64_t(pl.size());
+      pl.push_back(p * n + q), pls.push_back(q * n + p), hd.push_back(p == q ? 0.5 : 1.0);
+      if (p == q) {
+        tm[std::size_t(p * n + p)] = n_minus;
+        continue;
+      }
+      tm[std::size_t(p * n + q)] = tm[std::size_t(q * n + p)] = std::int64_t(mi.size());
+      sg[std::size_t(p * n + q)] = 1, sg[std::size_t(q * n + p)] = -1;
+      mi.push_back(p * n + q), mis.push_back(q * n + p);
+    }
+  auto longs = [](const std::vector<std::int64_t>& x) {
+    return torch::tensor(x, torch::kLong);
+  };
+  plus = longs(pl), plus_swap = longs(pls), minus = longs(mi), minus_swap = longs(mis);
+  to_plus = longs(tp), to_minus = longs(tm);
+  sign = torch::tensor(sg, torch::kFloat64);
+  half_diag = torch::tensor(hd, torch::kFloat64);
+}
+
+std::int64_t PackedLadder::bytes(std::int64_t o, std::int64_t v) {
+  const std::int64_t np = v * (v + 1) / 2, nm = v * (v - 1) / 2;
+  return 8 * (np * np + nm * nm + o * v * (np + nm));
+}
+
+namespace {
+/// Symmetric part of the pair columns of m [rows, v·v] (columns c·v + d): m_cd + m_dc for c ≤ d,
+/// times `scale` (a number, or ½ on c = d for integrals: PairPacking::half_diag).
+torch::Tensor pack_plus(const torch::Tensor& m, const PairPacking& pv, const torch::Tensor& scale) {
+  return (m.index_select(1, pv.plus) + m.index_select(1, pv.plus_swap)).mul_(scale);
+}
+/// Antisymmetric part: (m_cd − m_dc)·scale for c < d.
+torch::Tensor pack_minus(const torch::Tensor& m, const PairPacking& pv, double scale) {
+  return (m.index_select(1, pv.minus) - m.index_select(1, pv.minus_swap)).mul_(scale);
+}
+/// a·bᵀ through the contractor; zeros when a shared or free extent is empty.
+torch::Tensor gemm_nt(Contractor& c, const std::string& term, const torch::Tensor& a, const torch::Tensor& b) {
+  if (a.numel() == 0 || b.numel() == 0) return torch::zeros({a.size(0), b.size(0)}, a.options());
+  return c(term, "pc,qc->pq", {a, b});
+}
+}  // namespace
+
+PackedLadder::PackedLadder(const MoIntegrals& mo, const BareBlocks& b, Contractor& c)
+    : c_(c), po_(mo.space.n_act_occ()), pv_(mo.space.n_vir()) {
+  const std::int64_t v = mo.space.n_vir(), o = mo.space.n_act_occ(), occ = mo.space.n_occ;
+  gp_ = torch::empty({pv_.n_plus, pv_.n_plus}, torch::kFloat64);
+  gm_ = torch::empty({pv_.n_minus, pv_.n_minus}, torch::kFloat64);
+  const torch::Tensor lvv =
+      mo.cholesky() ? mo.chol.narrow(1, occ, v).narrow(2, occ, v).contiguous() : torch::Tensor();
+  // rows (a, b ≥ a) for a in [a0, a0 + na): (ac|bd) as [a, c, b, d] → [a, b, (c d)], packed
+  const std::int64_t block = std::max<std::int64_t>(1, std::min<std::int64_t>(v, (std::int64_t(64) << 20) / (8 * v * v * v + 1)));
+  std::int64_t row_p = 0, row_m = 0;
+  for (std::int64_t a0 = 0; a0 < v; a0 += block) {
+    const std::int64_t na = std::min(block, v - a0);
+    const torch::Tensor acbd =
+        mo.cholesky() ? c("set-up", "xac,xbd->acbd", {lvv.narrow(1, a0, na).contiguous(), lvv})
+                      : mo.eri.narrow(0, occ + a0, na).narrow(1, occ, v).narrow(2, occ, v).narrow(3, occ, v);
+    const torch::Tensor abcd = acbd.permute({0, 2, 1, 3}).reshape({na * v, v * v});
+    std::vector<std::int64_t> rows_p, rows_m;
+    for (std::int64_t a = 0; a < na; ++a)
+      for (std::int64_t bb = a0 + a; bb < v; ++bb) {
+        rows_p.push_back(a * v + bb);
+        if (bb > a0 + a) rows_m.push_back(a * v + bb);
+      }
+    gp_.narrow(0, row_p, std::int64_t(rows_p.size()))
+        .copy_(pack_plus(abcd.index_select(0, torch::tensor(rows_p, torch::kLong)), pv_, pv_.half_diag));
+    if (!rows_m.empty())
+      gm_.narrow(0, row_m, std::int64_t(rows_m.size()))
+          .copy_(pack_minus(abcd.index_select(0, torch::tensor(rows_m, torch::kLong)), pv_, 1.0));
+    row_p += std::int64_t(rows_p.size()), row_m += std::int64_t(rows_m.size());
+  }
+  // P^±[(k b), cd] from (kc|bd) = ovvv[k, c, b, d]
+  const torch::Tensor kbcd = b.ovvv.permute({0, 2, 1, 3}).reshape({o * v, v * v});
+  pp_ = pack_plus(kbcd, pv_, pv_.half_diag);
+  pm_ = pack_minus(kbcd, pv_, 1.0);
+}
+
+torch::Tensor PackedLadder::apply(const torch::Tensor& x, const torch::Tensor& t1, const torch::Tensor& w) const {
+  const std::int64_t o = po_.n, v = pv_.n;
+  const torch::Tensor xm = x.permute({0, 2, 1, 3}).reshape({o * o, v * v});  // [(i j), (c d)]
+  const torch::Tensor half = torch::full({}, 0.5, torch::kFloat64);
+  const torch::Tensor xp = pack_plus(xm.index_select(0, po_.plus), pv_, half);    // [i ≤ j, c ≤ d]
+  const torch::Tensor xn = pack_minus(xm.index_select(0, po_.minus), pv_, 0.5);  // [i < j, c < d]
+  const torch::Tensor rp = gemm_nt(c_, "ladder", xp, gp_);    // [i ≤ j, a ≤ b]
+  const torch::Tensor rn = gemm_nt(c_, "ladder", xn, gm_);    // [i < j, a < b]
+  const torch::Tensor zp = gemm_nt(c_, "ladder Z", xp, pp_);  // [i ≤ j, (k b)]
+  const torch::Tensor zn = gemm_nt(c_, "ladder Z", xn, pm_);  // [i < j, (k b)]
+  // unpack: + symmetric, − antisymmetric in (ij) and (ab); the pad row/column is the zero diagonal
+  torch::Tensor r = rp.index_select(0, po_.to_plus).index_select(1, pv_.to_plus);
+  r.add_(torch::constant_pad_nd(rn, {0, 1, 0, 1}).index_select(0, po_.to_minus).index_select(1, pv_.to_minus) *
+         (po_.sign.unsqueeze(1) * pv_.sign.unsqueeze(0)));
+  torch::Tensor z = zp.index_select(0, po_.to_plus);
+  z.add_(torch::constant_pad_nd(zn, {0, 0, 0, 1}).index_select(0, po_.to_minus) * po_.sign.unsqueeze(1));
+  // t1 dressing: C[a,i,j,b] = Σ_k t_ka Z_ij^kb; Q[a,i,b,j] = Σ_kl t_ka t_lb W_kilj
+  const torch::Tensor cz = c_("ladder t1", "ka,ijkb->aijb", {t1, z.view({o, o, o, v})});
+  const torch::Tensor q = c_("ladder t1", "ka,lb,kilj->aibj", {t1, t1, w});
+  torch::Tensor out = r.view({o, o, v, v}).permute({0, 2, 1, 3}).contiguous();  // [i, a, j, b]
+  out.sub_(cz.permute({1, 0, 2, 3})).sub_(cz.permute({2, 3, 1, 0})).add_(q.permute({1, 0, 3, 2}));
+  return out;
+}
+
+}  // namespace nnvmc::ccsd

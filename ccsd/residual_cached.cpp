@@ -1,0 +1,80 @@
+/// CCSD residuals from cached bare integrals: every T1-dressed block is the bare block plus its
+/// t1 terms (ĝ = (X⊗Y⊗X⊗Y) g with X = 1 − t1ᵀ on the first index of each pair and Y = 1 + t1ᵀ
+/// on the second), so an iteration costs the residual's own contractions plus O(o²v³).
+/// Index letters: i, j, k, l active occupied; a, b, c, d virtual; blocks in chemists' notation.
+#include <torch/torch.h>
+
+#include "ccsd/residual.hpp"
+#include "ccsd/residual_parts.hpp"
+
+namespace nnvmc::ccsd {
+
+CachedIntegrals::CachedIntegrals(const MoIntegrals& mo, Contractor& c)
+    : blocks(bare_blocks(mo, c)), ladder(std::make_unique<PackedLadder>(mo, blocks, c)) {}
+
+namespace {
+/// t [o, v] as the batch-broadcast left operand of "kid,kd..." contractions [o, o, v].
+torch::Tensor per_k(const torch::Tensor& t) { return t.unsqueeze(0).expand({t.size(0), t.size(0), t.size(1)}); }
+}  // namespace
+
+Residual ccsd_residual(const CachedIntegrals& ci, Contractor& c, const torch::Tensor& t1, const torch::Tensor& t2) {
+  const BareBlocks& b = ci.blocks;
+  const std::int64_t o = t1.size(0), v = t1.size(1);
+  const torch::Tensor& t = t1;
+  const torch::Tensor tT = t1.t();
+  const torch::Tensor u = (2 * t2 - t2.permute({0, 3, 2, 1})).contiguous();
+
+  // Dressed Fock F̂ = (1 − T) M (1 + T), T[a,i] = t_ia, M = f + 2J(D1) − K(D1) with the t1 density
+  // D1 (occupied–virtual block t): J_pq = Σ_kc (pq|kc) t_kc, K_ps = Σ_kc (pc|ks) t_kc.
+  const torch::Tensor f_oo = b.fock.narrow(0, 0, o).narrow(1, 0, o), f_ov = b.fock.narrow(0, 0, o).narrow(1, o, v);
+  const torch::Tensor f_vo = b.fock.narrow(0, o, v).narrow(1, 0, o), f_vv = b.fock.narrow(0, o, v).narrow(1, o, v);
+  const torch::Tensor J_ov = c("fock", "iakc,kc->ia", {b.ovov, t});
+  const torch::Tensor M_oo = f_oo + 2 * c("fock", "ijkc,kc->ij", {b.ooov, t}) - c("fock", "kjic,kc->ij", {b.ooov, t});
+  const torch::Tensor M_ov = f_ov + 2 * J_ov - c("fock", "ickb,kc->ib", {b.ovov, t});
+  const torch::Tensor M_vo = f_vo + 2 * J_ov.t() - c("fock", "kjac,kc->aj", {b.oovv, t});
+  // Σ_kc (ac|kb) t_kc = Σ_k [Σ_c (kb|ac) t_kc]: one GEMV per k over the contiguous ovvv[k]
+  const torch::Tensor K_vv = torch::bmm(b.ovvv.view({o, v * v, v}), t.unsqueeze(2)).sum(0).view({v, v}).t();
+  const torch::Tensor M_vv = f_vv + 2 * c("fock", "kcab,kc->ab", {b.ovvv, t}) - K_vv;
+  const torch::Tensor Foo = M_oo + M_ov.matmul(tT);
+  const torch::Tensor Fov = M_ov.contiguous();
+  const torch::Tensor Fvo = M_vo + M_vv.matmul(tT) - tT.matmul(M_oo) - tT.matmul(M_ov).matmul(tT);
+  const torch::Tensor Fvv = M_vv - tT.matmul(M_ov);
+
+  // dressed blocks
+  const torch::Tensor ooov = b.ooov + c("dress", "kid,kdlc->kilc", {per_k(t), b.ovov});  // ĝ_kilc
+  const torch::Tensor ovoo_t = c("dress", "kcld,jd->kclj", {b.ovov, t});                 // Σ_d (kc|ld) t_jd
+  const torch::Tensor oooo = b.oooo + c("dress", "kild,jd->kilj", {b.ooov, t}) +        // ĝ_kilj
+                             c("dress", "ic,kclj->kilj", {t, b.ooov.permute({2, 3, 0, 1}) + ovoo_t});
+  const torch::Tensor oovv = b.oovv + c("dress", "kid,kdac->kiac", {per_k(t), b.ovvv}) -  // ĝ_kiac
+                             c("dress", "la,kilc->kiac", {t, ooov});
+  const torch::Tensor voov = b.ovov.permute({1, 0, 2, 3}) +                                // ĝ_aikc
+                             c("dress", "kcad,id->kcai", {b.ovvv, t}).permute({2, 3, 0, 1}) -
+                             c("dress", "la,likc->aikc", {t, ooov});
+
+  Residual r;
+  // singles: A1 = Σ u_kcid ĝ_adkc with ĝ_adkc = (kc|ad) − Σ_l t_la (ld|kc)
+  const torch::Tensor a1 = c("A1", "kcid,kcda->ia", {u, b.ovvv}) -
+                           c("A1", "il,la->ia", {c("A1", "kcid,kcld->il", {u, b.ovov}), t});
+  r.r1 = a1 - c("B1", "kalc,kilc->ia", {u, ooov}) + c("C1", "iakc,kc->ia", {u, Fov}) + Fvo.t();
+
+  // A2 = ĝ_aibj + Σ_cd ĝ_acbd t_ij^cd. The part of ĝ_aibj with both i and j turned into virtuals
+  // (Σ_cd t_ic t_jd ĝ_acbd) is the ladder of t1 t1: the ladder runs on τ = t2 + t1 t1, and the
+  // rest is E = (ai|bj) + Σ_kl t_ka t_lb (ki|lj) + S + Sᵀ (Sᵀ: a,i ↔ b,j) with
+  // S_aibj = Σ_c t_ic (jb|ac) − Σ_k t_ka ĝ_kijb − Σ_lc t_lb t_ic (lj|ac) + Σ_klc t_ka t_lb t_ic (lj|kc).
+  const torch::Tensor tau = t2 + t.view({o, v, 1, 1}) * t.view({1, 1, o, v});
+  const torch::Tensor w_tau = c("B2a", "icjd,kcld->kilj", {tau, b.ovov});
+  const torch::Tensor y2 = c("dress", "ljac,ic->ljai", {b.oovv, t});
+  const torch::Tensor y3 = c("dress", "ljkc,ic->ljki", {b.ooov, t});
+  torch::Tensor S = c("vovo", "jbac,ic->jbai", {b.ovvv, t}).permute({2, 3, 1, 0}) -  // [a,i,b,j]
+                    c("vovo", "ka,kijb->aibj", {t, ooov}) - c("vovo", "lb,ljai->aibj", {t, y2}) +
+                    c("vovo", "ka,lb,ljki->aibj", {t, t, y3});
+  const torch::Tensor E = b.ovov.permute({1, 0, 3, 2}) + c("vovo", "ka,lb,kilj->aibj", {t, t, b.oooo}) + S +
+                          S.permute({2, 3, 0, 1});
+  // W for B2 is built with t2: Σ_cd t_icjd (kc|ld) = w_tau − Σ_c t_ic Σ_d (kc|ld) t_jd
+  DoublesInputs in{t2, u, b.ovov, b.L_ovov, oovv, voov, torch::Tensor(), Foo, Fvv};
+  in.W = oooo + w_tau - c("B2a", "ic,kclj->kilj", {t, ovoo_t});
+  r.r2 = E.permute({1, 0, 3, 2}) + ci.ladder->apply(tau, t, w_tau) + doubles_common(c, in);
+  return r;
+}
+
+}  // namespace nnvmc::ccsd

@@ -1,0 +1,76 @@
+/// Host <-> device bytes per CCSD iteration, counted by the backends, on the simulated device
+/// of tests/batching/host_device_ops.hpp (the staged pipeline that drives cuBLAS on a GPU).
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "batching/backend.hpp"
+#include "ccsd/mo_integrals.hpp"
+#include "ccsd/rccsd.hpp"
+#include "tests/batching/host_device_ops.hpp"
+
+namespace {
+
+namespace b = nnvmc::batching;
+namespace cc = nnvmc::ccsd;
+using nnvmc::test::HostDeviceOps;
+
+const cc::MoIntegrals& water() {
+  static const cc::MoIntegrals mo = [] {
+    const nnvmc::System system = nnvmc::load_molecule("h2o", nnvmc::default_molecules_dir());
+    const nnvmc::scf::BasisSet basis = nnvmc::scf::make_basis("6-31g", system);
+    return cc::conventional_integrals(nnvmc::scf::run_rhf(system, basis), basis, 0);
+  }();
+  return mo;
+}
+
+cc::CcsdOptions options(std::shared_ptr<b::GemmBackend> backend) {
+  cc::CcsdOptions o;
+  o.plan.cost = b::CostModel{};
+  o.max_iterations = 5;
+  o.require_convergence = false;
+  if (backend) o.plan.backend = b::BackendKind::cublas;  // planned for the staged pipeline
+  o.backend = std::move(backend);
+  return o;
+}
+
+std::shared_ptr<b::GemmBackend> simulated_staged(std::int64_t resident_bytes) {
+  b::StagedGemmOptions s;
+  s.resident_bytes = resident_bytes;
+  return b::make_staged_backend(std::make_unique<HostDeviceOps>(HostDeviceOps::Order::run_ahead), s);
+}
+
+}  // namespace
+
+TEST(BytesMoved, HostRunMovesNothing) {
+  const auto r = cc::run_rccsd(water(), options(nullptr));
+  ASSERT_EQ(r.bytes_h2d_per_iteration.size(), 5u);
+  for (std::size_t k = 0; k < 5; ++k) {
+    EXPECT_EQ(r.bytes_h2d_per_iteration[k], 0);
+    EXPECT_EQ(r.bytes_d2h_per_iteration[k], 0);
+  }
+}
+
+TEST(BytesMoved, ResidentIntegralsCrossOnceThenEachIterationMovesOnlyItsAmplitudesAndResults) {
+  const auto host = cc::run_rccsd(water(), options(nullptr));
+  const auto resident = cc::run_rccsd(water(), options(simulated_staged(std::int64_t(1) << 28)));
+  const auto staged = cc::run_rccsd(water(), options(simulated_staged(0)));
+  // the same iterations on every path
+  EXPECT_NEAR(resident.e_ccsd, host.e_ccsd, 1e-10);
+  EXPECT_NEAR(staged.e_ccsd, host.e_ccsd, 1e-10);
+  const auto& hr = resident.bytes_h2d_per_iteration;
+  const auto& hs = staged.bytes_h2d_per_iteration;
+  ASSERT_EQ(hr.size(), 5u);
+  ASSERT_EQ(hs.size(), 5u);
+  // staged: every iteration uploads the same blocks again
+  for (std::size_t k = 1; k < 5; ++k) EXPECT_EQ(hs[k], hs[0]) << "iteration " << k + 1;
+  // resident: the integral blocks cross in the first iteration only; afterwards each iteration
+  // uploads the same (the new amplitudes and intermediates), less than the first and the staged one
+  for (std::size_t k = 2; k < 5; ++k) EXPECT_EQ(hr[k], hr[1]) << "iteration " << k + 1;
+  EXPECT_LT(hr[1], hr[0]);
+  EXPECT_LT(hr[1], hs[1]);
+  // results come back once per contraction either way
+  for (std::size_t k = 0; k < 5; ++k) {
+    EXPECT_GT(staged.bytes_d2h_per_iteration[k], 0);
+    EXPECT_EQ(resident.bytes_d2h_per_iteration[k], staged.bytes_d2h_per_iteration[k]);
+  }
+}
