@@ -5,6 +5,7 @@
 
 #include "app/commands.hpp"
 #include "app/run_args.hpp"
+#include "parallel/communicator.hpp"
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "train/checkpoint.hpp"
@@ -50,6 +51,7 @@ void run_eval(const EvalArgs& a) {
   j["checkpoint"] = ra.file;
   j["laplacian"] = config.hamiltonian.laplacian;
   j["seconds"] = timers_json(timers);
+  if (!parallel::world().is_root()) return;  // every rank holds the same result; rank 0 prints it
   if (a.json) {
     std::cout << j.dump() << std::endl;
   } else {

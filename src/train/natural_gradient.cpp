@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/errors.hpp"
+#include "train/distributed.hpp"
 #include "train/per_sample_gradients.hpp"
 
 namespace nnvmc {
@@ -164,12 +165,20 @@ class NaturalGradientOptimizer final : public Optimizer {
       }
     }
     auto scope = timers.scope("optimizer");
+    // Across ranks every rank gathers all walkers' Jacobian rows and energies (allgather of
+    // B × P float64: see docs/design.md, "Processes") and then solves the whole problem, so δ
+    // is the one a single process computes, on every rank.
+    std::vector<torch::Tensor> gathered;
+    if (parallel::world().size() > 1)
+      for (const auto& j : jacobians_) gathered.push_back(all_walkers(j));
+    auto& jacobians = gathered.empty() ? jacobians_ : gathered;
     std::vector<torch::Tensor> energies;
-    for (const auto& b : batches) energies.push_back(clip_local_energies(b.e_loc.detach(), options_.clip_width));
+    for (const auto& b : batches)
+      energies.push_back(clip_local_energies(all_walkers(b.e_loc.detach()), options_.clip_width));
     // One molecule: Ō is centred in the Jacobian's own buffer. A non-finite Jacobian makes the
     // kernel non-finite, which spd_solve reports (NumericalError): no separate check.
-    const auto problem = batches.size() == 1 ? make_sr_problem_in_place(jacobians_[0], energies[0])
-                                             : make_sr_problem(jacobians_, energies);
+    const auto problem = batches.size() == 1 ? make_sr_problem_in_place(jacobians[0], energies[0])
+                                             : make_sr_problem(jacobians, energies);
     torch::Tensor delta;
     try {
       if (options_.type == "sr") {

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/log.hpp"
+#include "train/distributed.hpp"
 #include "models/hf/hf_determinant.hpp"
 
 namespace nnvmc {
@@ -37,10 +38,18 @@ PretrainResult pretrain(VmcSetup& s, const PretrainOptions& options, StageTimers
       target = hf.orbitals(r, sys);  // [B, 1, N, N], broadcast over the K determinants
     }
     adam.zero_grad();
-    const auto loss = (s.wf->orbitals(r, sys) - target).square().mean();
+    // With several ranks each holds its walkers' share of the mean; gradients and loss are summed.
+    const double share = static_cast<double>(r.size(0)) / s.config.sampler.walkers;
+    const auto loss = (s.wf->orbitals(r, sys) - target).square().mean() * share;
     loss.backward();
+    if (parallel::world().size() > 1) {
+      std::vector<torch::Tensor> grads;
+      for (auto& p : s.wf->parameters())
+        if (p.grad().defined()) grads.push_back(p.mutable_grad());
+      sum_over_ranks_(grads);
+    }
     adam.step();
-    const double l = loss.item<double>();
+    const double l = sum_over_ranks(loss.item<double>());
     if (t == 0) out.initial_loss = l;
     out.final_loss = l;
     out.steps = t + 1;

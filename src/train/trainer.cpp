@@ -5,11 +5,13 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "io/hdf5_file.hpp"
 #include "scf/basis.hpp"
+#include "train/distributed.hpp"
 #include "train/finite_walkers.hpp"
 #include "train/pretrain.hpp"
 #include "train/summary.hpp"
@@ -88,10 +90,12 @@ Trainer::Trainer(VmcSetup setup) : setup_(std::move(setup)) {
   setup_.local_energy->set_timers(&timers_);
   if (config.pretrain.steps > 0) {
     const auto p = pretrain(setup_, config.pretrain, timers_);
-    io::H5File results(output_ + "/result.h5", io::H5File::Mode::append);
-    results.append("pretrain/initial_loss", p.initial_loss);
-    results.append("pretrain/final_loss", p.final_loss);
-    results.append("pretrain/e_hf", p.e_hf);
+    if (writes_output()) {
+      io::H5File results(output_ + "/result.h5", io::H5File::Mode::append);
+      results.append("pretrain/initial_loss", p.initial_loss);
+      results.append("pretrain/final_loss", p.final_loss);
+      results.append("pretrain/e_hf", p.e_hf);
+    }
   }
   // Walkers start (or continue from pretraining) on |ψ|²; burn-in happens in run().
   if (setup_.sampler->positions().defined())
@@ -140,6 +144,7 @@ void Trainer::prepare_new_output() const {
 }
 
 void Trainer::init_output(bool resume) {
+  if (!writes_output()) return;  // rank 0 writes the run's files
   if (!resume) prepare_new_output();
   {
     const std::string tmp = output_ + "/config.yaml.tmp";
@@ -188,13 +193,14 @@ Checkpoint Trainer::checkpoint() const {
   c.system = setup_.system;
   c.parameters = module_state(*setup_.wf);
   c.optimizer = optimizer_->state();
-  c.sampler = setup_.sampler->state();
+  c.sampler = setup_.sampler->global_state();  // all ranks' walkers
   c.laplacian_rng = setup_.local_energy->method().rng_state();
   return c;
 }
 
 void Trainer::write_checkpoint() {
-  save_checkpoint(output_ + "/checkpoint.h5", checkpoint());
+  const Checkpoint c = checkpoint();  // gathers the walkers: called on every rank
+  if (writes_output()) save_checkpoint(output_ + "/checkpoint.h5", c);
 }
 
 void Trainer::log_progress(std::int64_t t, double energy, double err, double var, double acc) {
@@ -220,7 +226,8 @@ TrainOutcome Trainer::run(bool final_eval) {
   auto& cfg = setup_.config;
   auto& sampler = *setup_.sampler;
   const auto logabs = setup_.logabs_fn();
-  io::H5File results(output_ + "/result.h5", io::H5File::Mode::append);
+  std::optional<io::H5File> results;  // rank 0 only
+  if (writes_output()) results.emplace(output_ + "/result.h5", io::H5File::Mode::append);
   TrainOutcome out;
   if (iteration_ == 0 && !resumed_) burn_in(cfg.sampler.burn_in);
   const std::int64_t first = iteration_;
@@ -230,12 +237,16 @@ TrainOutcome Trainer::run(bool final_eval) {
   int consecutive_failures = 0;
   bool finished_early = false;
   for (std::int64_t t = first; t < cfg.optim.iterations;) {
-    const StopAction action = hook_ ? hook_(t) : StopAction::none;
+    // All ranks act on the same answer (a signal or a wall-time hook may reach one rank first).
+    const int asked = static_cast<int>(hook_ ? hook_(t) : StopAction::none);
+    const int stop_code = max_over_ranks(asked + (g_stop ? 8 : 0));
+    const StopAction action = static_cast<StopAction>(stop_code & 7);
+    const bool stop = stop_code >= 8;
     if (action == StopAction::finish) {
       finished_early = true;
       break;
     }
-    if (g_stop || action == StopAction::interrupt) {
+    if (stop || action == StopAction::interrupt) {
       log::warn(strfmt("stop requested: writing checkpoint at iteration %ld", static_cast<long>(iteration_)));
       write_checkpoint();
       out.interrupted = true;
@@ -258,18 +269,23 @@ TrainOutcome Trainer::run(bool final_eval) {
     }
     if (energy_hook_) energy_hook_(t, e);
     // Walkers with a non-finite local energy (e.g. on a node) are left out of this step (one
-    // host read); one fused check of energies and parameters follows the step.
-    const FiniteWalkers finite = finite_walkers(e);
+    // host read); one fused check of energies and parameters follows the step. With several
+    // ranks, every rank decides from the energies of all walkers (so all take the same branch).
+    std::int64_t offset = 0;
+    torch::Tensor e_all = all_walkers(e, &offset);
+    const FiniteWalkers finite = finite_walkers(e_all);
     bool ok = finite.ok;
     torch::Tensor r = sampler.positions();
     if (ok && finite.excluded > 0) {
-      r = r.index({finite.mask});
-      e = e.index({finite.mask});
+      const auto mine = own_rows(finite.mask, offset, e.size(0));
+      r = r.index({mine});
+      e = e.index({mine});
+      e_all = e_all.index({finite.mask});
     }
     if (ok) ok = optimizer_->step(*setup_.wf, {WalkerBatch{&setup_.tensors, r, e}}, t, timers_);
     if (ok) {
       std::vector<torch::Tensor> checked = setup_.wf->parameters();
-      checked.push_back(e);
+      checked.push_back(e_all);
       ok = all_finite(checked);
     }
     if (!ok) {
@@ -285,7 +301,7 @@ TrainOutcome Trainer::run(bool final_eval) {
       sampler.set_state(retry);
       const std::string why = finite.ok ? "non-finite gradient or parameters"
                                         : strfmt("%ld of %ld local energies non-finite",
-                                                 static_cast<long>(finite.excluded), static_cast<long>(e.size(0)));
+                                                 static_cast<long>(finite.excluded), static_cast<long>(e_all.size(0)));
       log::warn(strfmt("iteration %ld: %s; step rejected, last good state restored (%d consecutive)",
                        static_cast<long>(t + 1), why.c_str(), consecutive_failures));
       if (consecutive_failures >= cfg.optim.max_consecutive_failures) {
@@ -310,21 +326,23 @@ TrainOutcome Trainer::run(bool final_eval) {
     }
     auto bookkeeping = timers_.scope("bookkeeping");  // results, progress line, checkpoint: to the end
     iteration_ = t + 1;
-    const auto e64 = e.detach().to(torch::kFloat64).cpu();  // the iteration's one device-to-host copy
+    const auto e64 = e_all.detach().to(torch::kFloat64).cpu();  // the iteration's one device-to-host copy
     const auto mean = e64.mean();  // on the host: read below without a sync
     const auto stats = torch::stack({mean, (e64 - mean).square().sum() / std::max<int64_t>(1, e64.numel() - 1)});
     const double energy = stats.data_ptr<double>()[0], var = stats.data_ptr<double>()[1];
     const double err = std::sqrt(var / e64.numel());
     const double t_now = now();
-    results.append("train/energy", energy);
-    results.append("train/variance", var);
-    results.append("train/acceptance", acc);
-    results.append("train/step_size", sampler.step_size());
-    results.append("train/learning_rate", optimizer_->learning_rate(t));
-    results.append("train/excluded_walkers", static_cast<double>(finite.excluded));
-    results.append("train/seconds", t_now - iter_start);
+    if (results) {
+      results->append("train/energy", energy);
+      results->append("train/variance", var);
+      results->append("train/acceptance", acc);
+      results->append("train/step_size", sampler.step_size());
+      results->append("train/learning_rate", optimizer_->learning_rate(t));
+      results->append("train/excluded_walkers", static_cast<double>(finite.excluded));
+      results->append("train/seconds", t_now - iter_start);
+      results->flush();
+    }
     iter_start = t_now;
-    results.flush();
     if ((t + 1) % cfg.optim.log_every == 0 || t + 1 == cfg.optim.iterations)
       log_progress(t, energy, err, var, acc);
     if (cfg.run.checkpoint_every > 0 && (t + 1) % cfg.run.checkpoint_every == 0) write_checkpoint();
@@ -339,9 +357,11 @@ TrainOutcome Trainer::run(bool final_eval) {
   if (final_eval && cfg.eval.steps > 0) {
     log::info(strfmt("evaluating: %d steps x %d walkers", cfg.eval.steps, cfg.sampler.walkers));
     out.final_eval = evaluate(setup_, cfg.eval, timers_);
-    for (double v : out.final_eval.series) results.append("eval/energy", v);
-    write_summary(output_ + "/summary.json", setup_, out.final_eval, timers_, iteration_,
-                  {{"failed_steps", out.failed_steps}, {"excluded_walkers", out.excluded_walkers}});
+    if (results) {
+      for (double v : out.final_eval.series) results->append("eval/energy", v);
+      write_summary(output_ + "/summary.json", setup_, out.final_eval, timers_, iteration_,
+                    {{"failed_steps", out.failed_steps}, {"excluded_walkers", out.excluded_walkers}});
+    }
     for (std::string text = eval_text(out.final_eval); !text.empty();) {  // one log line per line
       const auto nl = text.find('\n');
       (text.rfind("warning", 0) == 0 ? log::warn : log::info)(text.substr(0, nl));
