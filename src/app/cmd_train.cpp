@@ -3,6 +3,7 @@
 
 #include "app/commands.hpp"
 #include "app/run_args.hpp"
+#include "parallel/communicator.hpp"
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "train/trainer.hpp"
@@ -66,14 +67,17 @@ void add_train_command(CLI::App& app) {
     const auto& s = trainer->setup();
     int64_t n_params = 0;
     for (const auto& p : s.wf->parameters()) n_params += p.numel();
-    log::info(strfmt("%s: %d electrons (%d up, %d down), model %s (%ld parameters), %d walkers, output %s",
+    log::info(strfmt("%s: %d electrons (%d up, %d down), model %s (%ld parameters), %d walkers, %s, output %s",
                      s.system.name.c_str(), s.system.n_electrons(), s.system.n_up(), s.system.n_down(),
                      s.config.model.type.c_str(), static_cast<long>(n_params), s.config.sampler.walkers,
-                     trainer->output_dir().c_str()));
+                     parallel::world().describe().c_str(), trainer->output_dir().c_str()));
     const TrainOutcome out = trainer->run();
     log::info("time per stage:");
     for (const auto& [stage, e] : trainer->timers().stages())
       log::info(strfmt("  %-13s %8.2f s  (%ld calls)", stage.c_str(), e.seconds, e.calls));
+    if (parallel::world().size() > 1)
+      log::info(strfmt("  (of which in MPI collectives on rank 0: %.2f s, %d ranks)",
+                       parallel::world().seconds_in_collectives(), parallel::world().size()));
     if (out.interrupted) throw Error("interrupted; resume with: nnvmc train --resume " + trainer->output_dir());
   });
 }

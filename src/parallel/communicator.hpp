@@ -42,6 +42,9 @@ class Communicator {
   [[noreturn]] virtual void abort(int code) = 0;
   /// "MPI (n ranks)" or "single process".
   virtual std::string describe() const = 0;
+  /// Wall-clock seconds this rank has spent inside collectives so far (including waiting for
+  /// slower ranks); 0 for the single process.
+  virtual double seconds_in_collectives() const { return 0.0; }
 
   /// True on every rank when `flag` is true on any rank (e.g. a stop request seen by one rank).
   bool any(bool flag);

@@ -2,6 +2,7 @@
 /// are copied to the host by tensor_comm.cpp before they reach here.
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -14,6 +15,17 @@ namespace {
 void check(int rc, const char* what) {
   if (rc != MPI_SUCCESS) throw std::runtime_error(std::string("MPI error in ") + what);
 }
+
+/// Adds the lifetime of the object to a counter of seconds.
+class Stopwatch {
+ public:
+  explicit Stopwatch(double& total) : total_(total), start_(std::chrono::steady_clock::now()) {}
+  ~Stopwatch() { total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+
+ private:
+  double& total_;
+  std::chrono::steady_clock::time_point start_;
+};
 
 std::vector<int> ints(const std::vector<std::int64_t>& v, std::vector<int>* displs) {
   std::vector<int> out(v.size());
@@ -42,41 +54,52 @@ class MpiCommunicator final : public Communicator {
   int size() const override { return size_; }
   int local_rank() const override { return local_rank_; }
   void allreduce_sum(double* data, std::size_t n) override {
+    Stopwatch watch(seconds_);
     check(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_DOUBLE, MPI_SUM, comm_), "allreduce");
   }
   void allreduce_max(double* data, std::size_t n) override {
+    Stopwatch watch(seconds_);
     check(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_DOUBLE, MPI_MAX, comm_), "allreduce");
   }
   void allgatherv(const double* send, double* recv, const std::vector<std::int64_t>& counts) override {
+    Stopwatch watch(seconds_);
     std::vector<int> displs;
     const auto c = ints(counts, &displs);
     check(MPI_Allgatherv(send, c.at(rank_), MPI_DOUBLE, recv, c.data(), displs.data(), MPI_DOUBLE, comm_),
           "allgatherv");
   }
   void gatherv(const double* send, double* recv, const std::vector<std::int64_t>& counts, int root) override {
+    Stopwatch watch(seconds_);
     std::vector<int> displs;
     const auto c = ints(counts, &displs);
     check(MPI_Gatherv(send, c.at(rank_), MPI_DOUBLE, recv, c.data(), displs.data(), MPI_DOUBLE, root, comm_),
           "gatherv");
   }
   std::vector<std::int64_t> allgather(std::int64_t value) override {
+    Stopwatch watch(seconds_);
     std::vector<std::int64_t> out(size_);
     check(MPI_Allgather(&value, 1, MPI_INT64_T, out.data(), 1, MPI_INT64_T, comm_), "allgather");
     return out;
   }
   void broadcast(void* data, std::size_t bytes, int root) override {
+    Stopwatch watch(seconds_);
     check(MPI_Bcast(data, static_cast<int>(bytes), MPI_BYTE, root, comm_), "broadcast");
   }
-  void barrier() override { check(MPI_Barrier(comm_), "barrier"); }
+  void barrier() override {
+    Stopwatch watch(seconds_);
+    check(MPI_Barrier(comm_), "barrier");
+  }
   [[noreturn]] void abort(int code) override {
     MPI_Abort(MPI_COMM_WORLD, code);
     std::_Exit(code);
   }
   std::string describe() const override { return "MPI (" + std::to_string(size_) + " ranks)"; }
+  double seconds_in_collectives() const override { return seconds_; }
 
  private:
   MPI_Comm comm_;
   int rank_ = 0, size_ = 1, local_rank_ = 0;
+  double seconds_ = 0;
 };
 
 void finalize_at_exit() {

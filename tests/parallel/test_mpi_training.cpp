@@ -134,7 +134,9 @@ TEST(MpiTraining, OnlyRankZeroWritesAndAllRanksStopTogether) {
   const auto out = t.run(false);
   Trainer::request_stop(false);
   EXPECT_TRUE(out.interrupted);
-  if (world().is_root()) EXPECT_EQ(load_checkpoint(dir + "/checkpoint.h5").iteration, out.iterations);
+  if (world().is_root()) {
+    EXPECT_EQ(load_checkpoint(dir + "/checkpoint.h5").iteration, out.iterations);
+  }
   const auto all = world().allgather(out.iterations);
   for (auto n : all) EXPECT_EQ(n, all[0]);
 }
