@@ -76,7 +76,7 @@ void add_train_command(CLI::App& app) {
     for (const auto& [stage, e] : trainer->timers().stages())
       log::info(strfmt("  %-13s %8.2f s  (%ld calls)", stage.c_str(), e.seconds, e.calls));
     if (parallel::world().size() > 1)
-      log::info(strfmt("  (of which in MPI collectives on rank 0: %.2f s, %d ranks)",
+      log::info(strfmt("  time inside MPI collectives on rank 0 (incl. waiting for other ranks): %.2f s, %d ranks",
                        parallel::world().seconds_in_collectives(), parallel::world().size()));
     if (out.interrupted) throw Error("interrupted; resume with: nnvmc train --resume " + trainer->output_dir());
   });

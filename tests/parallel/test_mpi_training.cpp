@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 
@@ -84,10 +85,14 @@ void check_rank_independence(const std::string& optimizer) {
     world().broadcast(copy.data_ptr<double>(), sizeof(double) * copy.numel(), 0);
     EXPECT_TRUE(torch::equal(copy, v.detach().to(torch::kFloat64))) << name << " differs on rank " << world().rank();
   }
+  const int ranks = world().size();
   on_root_alone([&] {
     Trainer one(lih_config(optimizer, dir_1, 5));
     const auto out_1 = one.run(true);
-    EXPECT_LE(max_relative_difference(module_state(*one.setup().wf), params_k), 1e-10);
+    const double diff = max_relative_difference(module_state(*one.setup().wf), params_k);
+    std::printf("[ info     ] %s, %d ranks vs 1: largest relative parameter difference %.3g\n", optimizer.c_str(),
+                ranks, diff);
+    EXPECT_LE(diff, 1e-10);
     expect_same_series(column(dir_1 + "/result.h5", "train/energy"), column(dir_k + "/result.h5", "train/energy"), 1e-10);
     expect_same_series(column(dir_1 + "/result.h5", "train/acceptance"),
                        column(dir_k + "/result.h5", "train/acceptance"), 1e-10);
