@@ -10,8 +10,8 @@ BUILD=${1:-build}; ITERS=${2:-12}; REPS=${3:-3}; WALKERS=${4:-512}
 NNVMC=$BUILD/src/app/nnvmc
 OUT=$(mktemp -d /tmp/nnvmc_mpi_scaling.XXXX)
 export OMP_NUM_THREADS=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
-echo "# $(date -u +%FT%TZ)  $(uptime)"
+MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none ${MPI_EXTRA:-})
+echo "# $(date -u +%FT%TZ)  $(uptime)  MPI_EXTRA=${MPI_EXTRA:-}"
 echo "# nnvmc train configs/runs/lih_ferminet_spring.yaml optim.iterations=$ITERS sampler.walkers=$WALKERS pretrain.steps=0 sampler.burn_in=10 eval.steps=0 run.threads=1"
 for rep in $(seq 1 "$REPS"); do
   for np in 1 2; do
@@ -25,7 +25,7 @@ d, np_, rep = sys.argv[1:]
 s = h5py.File(d + "/result.h5", "r")["train/seconds"][1:]
 log = open(d + ".log").read()
 stages = dict((m[0], float(m[1])) for m in re.findall(r"\s{2}(\w+)\s+([\d.]+) s\s+\(\d+ calls\)", log))
-comm = re.search(r"in MPI collectives on rank 0: ([\d.]+) s", log)
+comm = re.search(r"MPI collectives on rank 0 \(incl\. waiting for other ranks\): ([\d.]+) s", log)
 per = {k: v for k, v in stages.items()}
 print(f"np={np_} rep={rep}  median s/iteration {statistics.median(s):.3f}  stages(s): " +
       " ".join(f"{k}={v:.2f}" for k, v in per.items()) +
