@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ccsd/dressed.hpp"
+#include "parallel/communicator.hpp"
 #include "ccsd/rccsd.hpp"
 
 namespace nnvmc::ccsd {
@@ -38,10 +39,15 @@ double triples_correction(const MoIntegrals& mo, const torch::Tensor& t1, const 
   // Only i ≥ j ≥ k are visited: the six orderings of a triple share W and V up to a
   // permutation of the virtual axes; `weight` is how many distinct orderings there are
   // (6 all different, 3 two equal, 1 all equal).
+  // Across ranks (parallel::world()): triple number n goes to rank n mod K (round robin keeps
+  // the i-dependent costs balanced); the partial sums are added at the end.
+  auto& comm = parallel::world();
+  std::int64_t triple = -1;
   double e_t = 0;
   for (std::int64_t i = 0; i < o; ++i)
     for (std::int64_t j = 0; j <= i; ++j)
       for (std::int64_t k = 0; k <= j; ++k) {
+        if (++triple % comm.size() != comm.rank()) continue;
         const std::array<std::int64_t, 3> occ{i, j, k};
         const double weight = (i == j && j == k) ? 1.0 : (i == j || j == k) ? 3.0 : 6.0;
         // X_s[a,b,c] = Σ_d t_pq[a,d] (bd|cr) − Σ_l t_p[a,b,l] (lq|cr) for the six (p,q,r) = σ(i,j,k),
@@ -79,6 +85,7 @@ double triples_correction(const MoIntegrals& mo, const torch::Tensor& t1, const 
         }
         e_t += weight / 6.0 * sum.item<double>() / 3.0;
       }
+  comm.allreduce_sum(&e_t, 1);
   return e_t;
 }
 

@@ -6,6 +6,8 @@
 #include <cmath>
 
 #include "core/errors.hpp"
+#include "core/log.hpp"
+#include "parallel/tensor_comm.hpp"
 
 namespace nnvmc {
 
@@ -15,7 +17,13 @@ MetropolisSampler::MetropolisSampler(const SamplerOptions& options, const System
       system_(system),
       tensor_(tensor),
       gen_(at::make_generator<at::CPUGeneratorImpl>(seed)),
-      step_size_(options.step_size) {}
+      step_size_(options.step_size),
+      comm_(&parallel::world()) {
+  if (options.walkers < comm_->size())
+    throw ConfigError(strfmt("'sampler.walkers': %d walkers cannot be shared by %d ranks (at least one each)",
+                             options.walkers, comm_->size()));
+  part_ = parallel::partition(options.walkers, comm_->rank(), comm_->size());
+}
 
 std::vector<int> MetropolisSampler::initial_assignment(const System& system) {
   // Electrons per atom: neutral counts, then remove (cation) / add (anion) round-robin.
@@ -48,7 +56,7 @@ void MetropolisSampler::initialize(const LogAbsFn& logabs) {
   for (int64_t i = 0; i < n; ++i)
     for (int k = 0; k < 3; ++k) centres[i][k] = system_.atoms[assign[i]].position[k];
   auto noise = at::normal(0.0, 1.0, {b, n, 3}, gen_, torch::TensorOptions().dtype(torch::kFloat64));
-  r_ = (centres.unsqueeze(0) + noise).to(tensor_);
+  r_ = (centres.unsqueeze(0) + mine(noise)).to(tensor_);
   refresh(logabs);
 }
 
@@ -57,7 +65,7 @@ void MetropolisSampler::initialize_from(const torch::Tensor& r, const LogAbsFn& 
     throw InputError("initial positions do not match the molecule's electron count");
   const int64_t b = options_.walkers, have = r.size(0);
   const int64_t reps = (b + have - 1) / have;
-  r_ = r.repeat({reps, 1, 1}).slice(0, 0, b).to(tensor_).contiguous();
+  r_ = mine(r.repeat({reps, 1, 1}).slice(0, 0, b)).to(tensor_).contiguous();
   refresh(logabs);
 }
 
@@ -70,12 +78,15 @@ double MetropolisSampler::run(const LogAbsFn& logabs, int n) {
   torch::NoGradGuard no_grad;
   if (!r_.defined()) throw Error("sampler used before initialize()");
   const auto cpu64 = torch::TensorOptions().dtype(torch::kFloat64);
-  // Acceptance accumulates on the device and is read once per call (no host sync per step).
+  // Accepted moves are counted on the device and read once per call (no host sync per step).
   auto accepted = torch::zeros({}, r_.options().dtype(torch::kFloat64));
+  const std::int64_t total = options_.walkers;
   for (int s = 0; s < n; ++s) {
-    // Draw on the CPU in float64 so chains do not depend on dtype/device of the model.
-    const auto noise = at::normal(0.0, 1.0, r_.sizes(), gen_, cpu64).to(tensor_);
-    const auto u = at::empty({r_.size(0)}, cpu64).uniform_(0.0, 1.0, gen_).to(tensor_);
+    // Draw on the CPU in float64 so chains do not depend on dtype/device of the model. Every
+    // rank draws the random numbers of ALL walkers from the same generator and keeps its own
+    // rows, so walker i sees the same numbers whatever the number of ranks.
+    const auto noise = mine(at::normal(0.0, 1.0, {total, r_.size(1), 3}, gen_, cpu64)).to(tensor_);
+    const auto u = mine(at::empty({total}, cpu64).uniform_(0.0, 1.0, gen_)).to(tensor_);
     const auto proposal = r_ + step_size_ * noise;
     const auto new_logabs = logabs(proposal);
     // Accept with probability min(1, |ψ'|²/|ψ|²). A proposal with a non-finite log|ψ| (a node,
@@ -85,9 +96,12 @@ double MetropolisSampler::run(const LogAbsFn& logabs, int n) {
                         ((torch::log(u) < 2.0 * (new_logabs - logabs_)) | ~torch::isfinite(logabs_));
     r_ = torch::where(accept.view({-1, 1, 1}), proposal, r_);
     logabs_ = torch::where(accept, new_logabs, logabs_);
-    accepted += accept.to(torch::kFloat64).mean();
+    accepted += accept.to(torch::kFloat64).sum();
   }
-  return n > 0 ? accepted.item<double>() / n : 0.0;
+  if (n <= 0) return 0.0;
+  double count = accepted.item<double>();  // an integer: the sum over ranks is exact
+  comm_->allreduce_sum(&count, 1);
+  return count / (static_cast<double>(total) * n);
 }
 
 void MetropolisSampler::adapt(double acceptance) {
@@ -100,14 +114,24 @@ SamplerState MetropolisSampler::state() const {
   return {r_, logabs_, step_size_, gen_.get_state()};
 }
 
+SamplerState MetropolisSampler::global_state() const {
+  return {parallel::allgather_rows(*comm_, r_), parallel::allgather_rows(*comm_, logabs_), step_size_,
+          gen_.get_state()};
+}
+
+torch::Tensor MetropolisSampler::mine(const torch::Tensor& all) const {
+  return comm_->size() == 1 ? all : all.slice(0, part_.offset, part_.offset + part_.count);
+}
+
 void MetropolisSampler::set_state(const SamplerState& state) {
-  if (state.r.dim() != 3 || state.r.size(0) != options_.walkers ||
-      state.r.size(1) != system_.n_electrons())
+  const bool global = state.r.dim() == 3 && state.r.size(0) == options_.walkers;
+  const bool local = state.r.dim() == 3 && state.r.size(0) == part_.count;
+  if (!(global || local) || state.r.size(1) != system_.n_electrons())
     throw CheckpointError("sampler state has positions of shape " +
                           std::to_string(state.r.dim() == 3 ? state.r.size(0) : -1) +
                           " walkers; the config asks for " + std::to_string(options_.walkers));
-  r_ = state.r.to(tensor_);
-  logabs_ = state.logabs.to(tensor_);
+  r_ = (global ? mine(state.r) : state.r).to(tensor_);
+  logabs_ = (global ? mine(state.logabs) : state.logabs).to(tensor_);
   step_size_ = state.step_size;
   gen_.set_state(state.rng_state);
 }

@@ -7,6 +7,7 @@
 
 #include "core/config.hpp"
 #include "core/system.hpp"
+#include "parallel/communicator.hpp"
 
 namespace nnvmc {
 
@@ -23,6 +24,12 @@ struct SamplerState {
 
 /// Metropolis–Hastings walkers. Random numbers come from one CPU generator (seeded), so a
 /// chain is reproducible and can be resumed exactly from a SamplerState.
+///
+/// Across ranks (parallel::world()): options.walkers is the total; this process holds the
+/// walkers of its parallel::partition() (positions(), logabs() are local). Every rank draws the
+/// random numbers of all walkers from the same generator and keeps its own rows, so walker i
+/// follows the same chain with any number of ranks, and the generator state is the same on all
+/// ranks (cost: each rank draws B·N·3 + B numbers per step instead of its share).
 class MetropolisSampler {
  public:
   MetropolisSampler(const SamplerOptions& options, const System& system, torch::TensorOptions tensor,
@@ -44,8 +51,15 @@ class MetropolisSampler {
   const torch::Tensor& positions() const { return r_; }
   const torch::Tensor& logabs() const { return logabs_; }
   double step_size() const { return step_size_; }
+  /// This rank's walkers (r, logabs [b_local, ...]) and the generator.
   SamplerState state() const;
+  /// All walkers, gathered from every rank (a collective: call on all ranks); for checkpoints.
+  SamplerState global_state() const;
+  /// From this rank's state or from a global one (all walkers; this rank keeps its rows), so
+  /// a checkpoint written with any number of ranks continues with any other.
   void set_state(const SamplerState& state);
+  /// Index of this rank's first walker among all walkers.
+  std::int64_t walker_offset() const { return part_.offset; }
 
   /// Electron → nucleus assignment used for initialisation: atom index per electron [N],
   /// spin-up electrons first. Exposed for tests.
@@ -58,6 +72,10 @@ class MetropolisSampler {
   torch::Generator gen_;
   torch::Tensor r_, logabs_;
   double step_size_;
+  parallel::Communicator* comm_;  ///< world() at construction
+  parallel::Partition part_;      ///< this rank's walkers
+  /// This rank's rows of a tensor over all walkers.
+  torch::Tensor mine(const torch::Tensor& all) const;
 };
 
 }  // namespace nnvmc

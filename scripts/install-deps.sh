@@ -9,6 +9,7 @@ DEB_PACKAGES=(
   libeigen3-dev libyaml-cpp-dev libhdf5-dev libspdlog-dev libfmt-dev
   nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   libint2-dev libboost-dev
+  libopenmpi-dev openmpi-bin        # multi-process runs (mpirun -np K nnvmc ...) and their tests
   python3-matplotlib python3-h5py   # plots of `nnvmc compare` and `nnvmc profile`
 )
 

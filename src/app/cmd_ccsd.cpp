@@ -9,6 +9,7 @@
 #include "app/commands.hpp"
 #include "batching/budget.hpp"
 #include "ccsd/driver.hpp"
+#include "parallel/communicator.hpp"
 #include "core/errors.hpp"
 #include "core/log.hpp"
 
@@ -82,6 +83,7 @@ void run_ccsd_command(const CcsdArgs& a) {
   if (!run.cc.converged)
     log::warn(strfmt("CCSD not converged after %d iterations (--allow-unconverged): energies are not final",
                      run.cc.iterations));
+  if (!parallel::world().is_root()) return;  // every rank holds the same energies; rank 0 prints
   if (!a.json) return print_summary(run, a);
   nlohmann::json j;
   j["molecule"] = a.molecule;

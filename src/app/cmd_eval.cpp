@@ -8,6 +8,7 @@
 #include "app/commands.hpp"
 #include "app/run_args.hpp"
 #include "core/elements.hpp"
+#include "parallel/communicator.hpp"
 #include "core/errors.hpp"
 #include "core/molecule_list.hpp"
 #include "core/log.hpp"
@@ -122,6 +123,7 @@ void run_eval(const EvalArgs& a) {
     list.push_back(std::move(j));
     text += (chosen.size() > 1 ? m.name() + ":\n" : "") + eval_text(r);
   }
+  if (!parallel::world().is_root()) return;  // every rank holds the same results; rank 0 prints them
   if (a.json) {
     std::cout << (list.size() == 1 ? list[0] : list).dump() << std::endl;
   } else {

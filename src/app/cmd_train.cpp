@@ -3,6 +3,7 @@
 
 #include "app/commands.hpp"
 #include "app/run_args.hpp"
+#include "parallel/communicator.hpp"
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "train/trainer.hpp"
@@ -71,15 +72,19 @@ void add_train_command(CLI::App& app) {
     };
     const std::string what = s.molecules.size() == 1 ? describe(s.molecules[0].system)
                                                      : strfmt("%zu molecules", s.molecules.size());
-    log::info(strfmt("%s, model %s (%ld parameters), %d walkers%s, output %s", what.c_str(),
+    log::info(strfmt("%s, model %s (%ld parameters), %d walkers%s, %s, output %s", what.c_str(),
                      s.config.model.type.c_str(), static_cast<long>(n_params), s.config.sampler.walkers,
-                     s.molecules.size() == 1 ? "" : " per molecule", trainer->output_dir().c_str()));
+                     s.molecules.size() == 1 ? "" : " per molecule", parallel::world().describe().c_str(),
+                     trainer->output_dir().c_str()));
     if (s.molecules.size() > 1)
       for (const auto& m : s.molecules) log::info("  " + describe(m.system));
     const TrainOutcome out = trainer->run();
     log::info("time per stage:");
     for (const auto& [stage, e] : trainer->timers().stages())
       log::info(strfmt("  %-13s %8.2f s  (%ld calls)", stage.c_str(), e.seconds, e.calls));
+    if (parallel::world().size() > 1)
+      log::info(strfmt("  time inside MPI collectives on rank 0 (incl. waiting for other ranks): %.2f s, %d ranks",
+                       parallel::world().seconds_in_collectives(), parallel::world().size()));
     if (out.interrupted) throw Error("interrupted; resume with: nnvmc train --resume " + trainer->output_dir());
   });
 }

@@ -9,14 +9,19 @@
 #include "core/data_paths.hpp"
 #include "core/errors.hpp"
 #include "core/log.hpp"
+#include "parallel/communicator.hpp"
 
 int main(int argc, char** argv) {
+  // Under mpirun/srun: MPI is initialised and world() spans the ranks; otherwise one process.
+  nnvmc::parallel::init_world(&argc, &argv);
+  const bool root = nnvmc::parallel::world().is_root();
   CLI::App app{"nnvmc: neural-network variational Monte Carlo for molecules"};
   app.require_subcommand(1);
   app.fallthrough();  // global options (--log-level) may follow the subcommand
   std::string level = "info";
   app.add_option("--log-level", level, "debug | info | warn | error");
-  app.parse_complete_callback([&] { nnvmc::setup_logging(level); });
+  // Other ranks compute the same numbers: only rank 0 prints progress (errors from any rank).
+  app.parse_complete_callback([&] { nnvmc::setup_logging(root ? level : "error"); });
   app.add_flag_callback(
       "--version",
       [] {
@@ -37,17 +42,14 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
+    const int rc = root ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 2);
+    return rc == 0 ? 0 : 2;  // every rank parses the same command line
   } catch (const nnvmc::InputError& e) {
-    std::fprintf(stderr, "nnvmc: error: %s\n", e.what());
-    return 2;
+    return nnvmc::parallel::fail(e.what(), 2);  // with several ranks: MPI_Abort, no rank left waiting
   } catch (const nnvmc::BudgetError& e) {  // the memory budget the user set cannot be met
-    std::fprintf(stderr, "nnvmc: error: %s\n", e.what());
-    return 2;
+    return nnvmc::parallel::fail(e.what(), 2);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "nnvmc: error: %s\n", e.what());
-    return 1;
+    return nnvmc::parallel::fail(e.what(), 1);
   }
   return 0;
 }

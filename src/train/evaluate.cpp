@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/errors.hpp"
+#include "train/distributed.hpp"
 #include "train/finite_walkers.hpp"
 
 namespace nnvmc {
@@ -32,7 +33,8 @@ EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers
       acc += sampler.run(logabs, s.config.sampler.steps_per_iteration);
     }
     auto scope = timers.scope("local_energy");
-    auto e = (*m.local_energy)(*s.wf, sampler.positions()).energy.to(torch::kFloat64).cpu();
+    // All walkers' energies on every rank (every rank then computes the same statistics).
+    auto e = all_walkers((*m.local_energy)(*s.wf, sampler.positions()).energy.to(torch::kFloat64).cpu());
     const FiniteWalkers finite = finite_walkers(e);
     if (!finite.ok)
       throw NumericalError("evaluation step " + std::to_string(t + 1) + ": " + std::to_string(finite.excluded) +

@@ -4,6 +4,7 @@
 
 #include "core/errors.hpp"
 #include "models/determinant_balance.hpp"
+#include "train/distributed.hpp"
 #include "train/per_sample_gradients.hpp"
 
 namespace nnvmc {
@@ -181,7 +182,8 @@ class NaturalGradientOptimizer final : public Optimizer {
         const auto& b = batches[i];
         if (chunk_ == 0) chunk_ = fit_chunk(wf, *b.sys, b.r);
         per_sample_log_gradients_into(wf, *b.sys, b.r, chunk_, jacobians_[i]);
-        energies.push_back(clip_local_energies(b.e_loc.detach(), options_.clip_width));
+        // all ranks' walkers (one rank: its own)
+        energies.push_back(clip_local_energies(all_walkers(b.e_loc.detach()), options_.clip_width));
       }
       if (penalty_weight_ > 0) penalty = penalty_gradient(wf, params, batches, energies);
     }
@@ -189,9 +191,15 @@ class NaturalGradientOptimizer final : public Optimizer {
     // One molecule: Ō is centred in the Jacobian's own buffer. A non-finite Jacobian makes the
     // kernel non-finite, which spd_solve reports (NumericalError): no separate check; a
     // non-finite penalty gradient makes δ and so the parameters non-finite, which the trainer's
-    // fused check rejects.
-    const auto problem = batches.size() == 1 ? make_sr_problem_in_place(jacobians_[0], energies[0])
-                                             : make_sr_problem(jacobians_, energies);
+    // fused check rejects. Across ranks every rank gathers all walkers' Jacobian rows (allgather
+    // of B × P float64: see docs/design.md, "Processes"; the energies were gathered above) and
+    // then solves the whole problem, so δ is the one a single process computes, on every rank.
+    std::vector<torch::Tensor> gathered;
+    if (parallel::world().size() > 1)
+      for (const auto& j : jacobians_) gathered.push_back(all_walkers(j));
+    auto& jacobians = gathered.empty() ? jacobians_ : gathered;
+    const auto problem = batches.size() == 1 ? make_sr_problem_in_place(jacobians[0], energies[0])
+                                             : make_sr_problem(jacobians, energies);
     torch::Tensor delta;
     try {
       if (options_.type == "sr") {
@@ -257,14 +265,15 @@ class NaturalGradientOptimizer final : public Optimizer {
     const double per_molecule = 1.0 / static_cast<double>(batches.size());
     for (size_t m = 0; m < batches.size(); ++m) {
       const auto& b = batches[m];
-      const std::int64_t n = b.r.size(0), chunk = std::max<std::int64_t>(1, chunk_);
-      if (n < 2) continue;
+      // this rank's walkers n of all ranks' total (energies hold all walkers)
+      const std::int64_t n = b.r.size(0), total = energies[m].size(0), chunk = std::max<std::int64_t>(1, chunk_);
+      if (total < 2) continue;
       const auto sigma = energy_std(energies[m]);  // stays on the device
       for (std::int64_t lo = 0; lo < n; lo += chunk) {
         const std::int64_t hi = std::min(n, lo + chunk);
         const auto p = determinant_balance_penalty(wf, b.r.slice(0, lo, hi).detach(), *b.sys, sigma);
         if (!p.defined()) return {};
-        const double scale = penalty_weight_ * per_molecule * static_cast<double>(hi - lo) / static_cast<double>(n);
+        const double scale = penalty_weight_ * per_molecule * static_cast<double>(hi - lo) / static_cast<double>(total);
         const auto g = torch::autograd::grad({p * scale}, params, {}, false, false, /*allow_unused=*/true);
         for (size_t k = 0; k < params.size(); ++k)
           if (g[k].defined()) sum[k] = sum[k].defined() ? sum[k] + g[k] : g[k];
@@ -274,7 +283,9 @@ class NaturalGradientOptimizer final : public Optimizer {
     for (size_t k = 0; k < params.size(); ++k)
       flat.push_back(sum[k].defined() ? sum[k].reshape(-1).to(torch::kFloat64)
                                       : torch::zeros({params[k].numel()}, params[k].options().dtype(torch::kFloat64)));
-    return torch::cat(flat);
+    std::vector<torch::Tensor> out{torch::cat(flat)};
+    if (parallel::world().size() > 1) sum_over_ranks_(out);  // each rank held its walkers' share
+    return out[0];
   }
 
   /// optim.sr.chunk_walkers (0: all), reduced if the measured memory per walker says it does not fit.

@@ -4,6 +4,7 @@
 
 #include "core/errors.hpp"
 #include "models/determinant_balance.hpp"
+#include "train/distributed.hpp"
 #include "train/kfac.hpp"
 #include "train/natural_gradient.hpp"
 
@@ -48,13 +49,20 @@ class AdamOptimizer final : public Optimizer {
       adam_.zero_grad();
       const double per_molecule = 1.0 / static_cast<double>(batches.size());
       for (const auto& b : batches) {  // gradients accumulate over molecules
-        const auto e = clip_local_energies(b.e_loc.detach(), options_.clip_width);
-        const auto centred = e - e.mean();
+        // Clipping and centring use all ranks' walkers; this rank's walkers contribute their
+        // share of the mean, and the gradients are summed over ranks below.
+        std::int64_t offset = 0;
+        const auto e = clip_local_energies(all_walkers(b.e_loc.detach(), &offset), options_.clip_width);
+        const auto centred = own_rows(e - e.mean(), offset, b.e_loc.size(0));
+        const double share = static_cast<double>(b.e_loc.size(0)) / static_cast<double>(e.size(0));
         const auto logabs = wf.forward(b.r.detach(), *b.sys).logabs;
-        auto loss = 2.0 * per_molecule * (centred * logabs).mean();
-        if (penalty_weight_ > 0 && e.numel() > 1) {
+        // Σ over this rank's walkers / all walkers' count: the share of the mean (no NaN when a
+        // rank's walkers were all left out).
+        const double total = static_cast<double>(e.size(0));
+        auto loss = 2.0 * per_molecule * (centred * logabs).sum() / total;
+        if (penalty_weight_ > 0 && e.numel() > 1 && b.r.size(0) > 0) {
           const auto p = determinant_balance_penalty(wf, b.r.detach(), *b.sys, energy_std(e));
-          if (p.defined()) loss = loss + 2.0 * per_molecule * penalty_weight_ * p;
+          if (p.defined()) loss = loss + 2.0 * per_molecule * penalty_weight_ * share * p;
         }
         loss.backward();
       }
@@ -62,6 +70,12 @@ class AdamOptimizer final : public Optimizer {
     auto scope = timers.scope("optimizer");
     std::vector<torch::Tensor> grads;
     for (const auto& p : wf.parameters()) grads.push_back(p.grad());
+    if (parallel::world().size() > 1) {
+      std::vector<torch::Tensor> defined;
+      for (const auto& g : grads)
+        if (g.defined()) defined.push_back(g);
+      sum_over_ranks_(defined);
+    }
     if (!all_finite(grads)) return false;
     for (auto& group : adam_.param_groups())
       static_cast<torch::optim::AdamOptions&>(group.options()).lr(learning_rate(t));
@@ -139,6 +153,8 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimOptions& options, WaveFunct
   const auto it = registry.find(options.type);
   if (it == registry.end())
     throw ConfigError("'optim.type': unknown optimizer '" + options.type + "'");
+  if (options.type == "kfac" && parallel::world().size() > 1)
+    throw ConfigError("'optim.type': kfac does not run across ranks yet; use adam, sr, minsr or spring with mpirun");
   return it->second(options, wf, budget);
 }
 

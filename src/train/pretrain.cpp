@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "core/log.hpp"
+#include "train/distributed.hpp"
 #include "models/hf/hf_determinant.hpp"
 
 namespace nnvmc {
@@ -50,15 +51,24 @@ PretrainResult pretrain(VmcSetup& s, const PretrainOptions& options, StageTimers
         torch::NoGradGuard ng;
         target = hf[i]->orbitals(r, m.tensors);  // [B, 1, N, N], broadcast over the K determinants
       }
-      const auto loss = (s.wf->orbitals(r, m.tensors) - target).square().mean();
+      // With several ranks each holds its walkers' share of the mean; gradients and losses are
+      // summed over ranks below.
+      const double share = static_cast<double>(r.size(0)) / s.config.sampler.walkers;
+      const auto loss = (s.wf->orbitals(r, m.tensors) - target).square().mean() * share;
       (n == 1 ? loss : per_molecule * loss).backward();  // gradients accumulate over molecules
-      const double l = loss.item<double>();
+      const double l = sum_over_ranks(loss.item<double>());
       if (t == 0) out.molecules[i].initial_loss = l;
       out.molecules[i].final_loss = l;
       total += l;
     }
     {
       auto scope = timers.scope("pretrain_fit");
+      if (parallel::world().size() > 1) {
+        std::vector<torch::Tensor> grads;
+        for (auto& p : s.wf->parameters())
+          if (p.grad().defined()) grads.push_back(p.mutable_grad());
+        sum_over_ranks_(grads);
+      }
       adam.step();
     }
     if (t == 0) out.initial_loss = total * per_molecule;

@@ -2,6 +2,7 @@
 
 #include "batching/backend.hpp"
 #include "core/errors.hpp"
+#include "parallel/communicator.hpp"
 #include "core/log.hpp"
 #include "core/molecule_list.hpp"
 #include "models/registry.hpp"
@@ -21,6 +22,10 @@ torch::TensorOptions tensor_options(const Config& config) {
     if (!torch::cuda::is_available())
       throw InputError("run.device: '" + config.run.device + "' requested but no CUDA device is available");
     device = torch::Device(config.run.device);
+    // Several ranks on a node: one GPU per rank ("cuda" without an index → local rank's GPU).
+    auto& comm = parallel::world();
+    if (comm.size() > 1 && device.is_cuda() && !device.has_index())
+      device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(comm.local_rank() % torch::cuda::device_count()));
   }
   return torch::TensorOptions().dtype(dtype).device(device);
 }

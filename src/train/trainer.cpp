@@ -9,11 +9,13 @@
 #include <fstream>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "io/hdf5_file.hpp"
 #include "scf/basis.hpp"
+#include "train/distributed.hpp"
 #include "train/finite_walkers.hpp"
 #include "train/molecule_batches.hpp"
 #include "train/pretrain.hpp"
@@ -126,18 +128,20 @@ Trainer::Trainer(VmcSetup setup) : setup_(std::move(setup)) {
   for (auto& m : setup_.molecules) m.local_energy->set_timers(&timers_);
   if (config.pretrain.steps > 0) {
     const auto p = pretrain(setup_, config.pretrain, timers_);
-    io::H5File results(output_ + "/result.h5", io::H5File::Mode::append);
-    double e_hf = 0;
-    for (size_t i = 0; i < p.molecules.size(); ++i) {
-      const std::string g = "pretrain/" + setup_.molecules[i].name() + "/";
-      results.append(g + "initial_loss", p.molecules[i].initial_loss);
-      results.append(g + "final_loss", p.molecules[i].final_loss);
-      results.append(g + "e_hf", p.molecules[i].e_hf);
-      e_hf += p.molecules[i].e_hf / static_cast<double>(p.molecules.size());
+    if (writes_output()) {
+      io::H5File results(output_ + "/result.h5", io::H5File::Mode::append);
+      double e_hf = 0;
+      for (size_t i = 0; i < p.molecules.size(); ++i) {
+        const std::string g = "pretrain/" + setup_.molecules[i].name() + "/";
+        results.append(g + "initial_loss", p.molecules[i].initial_loss);
+        results.append(g + "final_loss", p.molecules[i].final_loss);
+        results.append(g + "e_hf", p.molecules[i].e_hf);
+        e_hf += p.molecules[i].e_hf / static_cast<double>(p.molecules.size());
+      }
+      results.append("pretrain/initial_loss", p.initial_loss);
+      results.append("pretrain/final_loss", p.final_loss);
+      results.append("pretrain/e_hf", e_hf);
     }
-    results.append("pretrain/initial_loss", p.initial_loss);
-    results.append("pretrain/final_loss", p.final_loss);
-    results.append("pretrain/e_hf", e_hf);
   }
   // Walkers start (or continue from pretraining) on |ψ|²; burn-in happens in run().
   for (size_t i = 0; i < setup_.molecules.size(); ++i) {
@@ -197,6 +201,7 @@ void Trainer::prepare_new_output() const {
 }
 
 void Trainer::init_output(bool resume) {
+  if (!writes_output()) return;  // rank 0 writes the run's files
   if (!resume) prepare_new_output();
   {
     const std::string tmp = output_ + "/config.yaml.tmp";
@@ -243,21 +248,23 @@ Checkpoint Trainer::checkpoint() const {
   c.iteration = iteration_;
   c.config_yaml = to_yaml(setup_.config);
   for (const auto& m : setup_.molecules)
-    c.molecules.push_back({m.system, m.sampler->state(), m.local_energy->method().rng_state()});
+    c.molecules.push_back({m.system, m.sampler->global_state(), m.local_energy->method().rng_state()});  // all ranks' walkers
   c.parameters = module_state(*setup_.wf);
   c.optimizer = optimizer_->state();
   return c;
 }
 
 void Trainer::write_checkpoint() {
-  save_checkpoint(output_ + "/checkpoint.h5", checkpoint());
+  const Checkpoint c = checkpoint();  // gathers the walkers: called on every rank
+  if (writes_output()) save_checkpoint(output_ + "/checkpoint.h5", c);
 }
 
 /// What an iteration measured for one molecule of its batch.
 struct Trainer::MoleculeStep {
   std::size_t index = 0;        ///< molecule of the setup
   double acceptance = 0;        ///< MH acceptance of this iteration's steps
-  torch::Tensor e;              ///< [B'] finite local energies used in the step
+  torch::Tensor e;              ///< [b'] this rank's finite local energies, used in the step
+  torch::Tensor e_all;          ///< [B'] finite local energies of all ranks' walkers
   std::int64_t excluded = 0;    ///< walkers left out (non-finite E_L)
   double energy = 0, variance = 0, error = 0;
 };
@@ -307,7 +314,8 @@ TrainOutcome Trainer::run(bool final_eval) {
   const auto batch_at = [&](std::int64_t t) {
     return molecules_for_iteration(n_mol, cfg.optim.molecules_per_step, cfg.run.seed, t);
   };
-  io::H5File results(output_ + "/result.h5", io::H5File::Mode::append);
+  std::optional<io::H5File> results;  // rank 0 only
+  if (writes_output()) results.emplace(output_ + "/result.h5", io::H5File::Mode::append);
   TrainOutcome out;
   if (iteration_ == 0 && !resumed_) burn_in(cfg.sampler.burn_in);
   const std::int64_t first = iteration_;
@@ -317,12 +325,16 @@ TrainOutcome Trainer::run(bool final_eval) {
   int consecutive_failures = 0;
   bool finished_early = false;
   for (std::int64_t t = first; t < cfg.optim.iterations;) {
-    const StopAction action = hook_ ? hook_(t) : StopAction::none;
+    // All ranks act on the same answer (a signal or a wall-time hook may reach one rank first).
+    const int asked = static_cast<int>(hook_ ? hook_(t) : StopAction::none);
+    const int stop_code = max_over_ranks(asked + (g_stop ? 8 : 0));
+    const StopAction action = static_cast<StopAction>(stop_code & 7);
+    const bool stop = stop_code >= 8;
     if (action == StopAction::finish) {
       finished_early = true;
       break;
     }
-    if (g_stop || action == StopAction::interrupt) {
+    if (stop || action == StopAction::interrupt) {
       log::warn(strfmt("stop requested: writing checkpoint at iteration %ld", static_cast<long>(iteration_)));
       write_checkpoint();
       out.interrupted = true;
@@ -359,23 +371,29 @@ TrainOutcome Trainer::run(bool final_eval) {
     }
     // Walkers with a non-finite local energy (e.g. on a node) are left out of this step (one
     // host read per molecule); one fused check of energies and parameters follows the step.
+    // With several ranks, every rank decides from the energies of all walkers (so all ranks
+    // take the same branch); the optimizer gets this rank's walkers.
     bool ok = true;
     std::string why;
     std::vector<WalkerBatch> walker_batches;
     for (auto& m : steps) {
       if (energy_hook_) energy_hook_(t, m.e);
-      const FiniteWalkers finite = finite_walkers(m.e);
+      std::int64_t offset = 0;
+      m.e_all = all_walkers(m.e, &offset);
+      const FiniteWalkers finite = finite_walkers(m.e_all);
       m.excluded = finite.excluded;
       if (!finite.ok) {
         ok = false;
         why = strfmt("%ld of %ld local energies of %s non-finite", static_cast<long>(finite.excluded),
-                     static_cast<long>(m.e.size(0)), mols[m.index].name().c_str());
+                     static_cast<long>(m.e_all.size(0)), mols[m.index].name().c_str());
         continue;
       }
       torch::Tensor r = mols[m.index].sampler->positions();
       if (finite.excluded > 0) {
-        r = r.index({finite.mask});
-        m.e = m.e.index({finite.mask});
+        const auto mine = own_rows(finite.mask, offset, m.e.size(0));
+        r = r.index({mine});
+        m.e = m.e.index({mine});
+        m.e_all = m.e_all.index({finite.mask});
       }
       walker_batches.push_back(WalkerBatch{&mols[m.index].tensors, r, m.e});
     }
@@ -385,7 +403,7 @@ TrainOutcome Trainer::run(bool final_eval) {
     }
     if (ok) {
       std::vector<torch::Tensor> checked = setup_.wf->parameters();
-      for (const auto& m : steps) checked.push_back(m.e);
+      for (const auto& m : steps) checked.push_back(m.e_all);
       ok = all_finite(checked);
       if (!ok) why = "non-finite gradient or parameters";
     }
@@ -435,7 +453,7 @@ TrainOutcome Trainer::run(bool final_eval) {
     const double per = 1.0 / static_cast<double>(steps.size());
     std::vector<const MoleculeStep*> of(n_mol, nullptr);
     for (auto& m : steps) {
-      const auto e64 = m.e.detach().to(torch::kFloat64).cpu();  // the molecule's one device-to-host copy
+      const auto e64 = m.e_all.detach().to(torch::kFloat64).cpu();  // the molecule's one device-to-host copy
       const auto mean = e64.mean();  // on the host: read below without a sync
       const auto stats = torch::stack({mean, (e64 - mean).square().sum() / std::max<int64_t>(1, e64.numel() - 1)});
       m.energy = stats.data_ptr<double>()[0];
@@ -449,25 +467,27 @@ TrainOutcome Trainer::run(bool final_eval) {
       of[m.index] = &m;
     }
     const double t_now = now();
-    results.append("train/energy", energy);
-    results.append("train/variance", var);
-    results.append("train/acceptance", acc);
-    results.append("train/step_size", step);
-    results.append("train/learning_rate", optimizer_->learning_rate(t));
-    results.append("train/excluded_walkers", excluded);
-    results.append("train/seconds", t_now - iter_start);
-    for (std::size_t i = 0; i < n_mol; ++i) {
-      const std::string g = "train/" + mols[i].name() + "/";
-      const MoleculeStep* m = of[i];
-      const double nan = std::numeric_limits<double>::quiet_NaN();
-      results.append(g + "energy", m ? m->energy : nan);
-      results.append(g + "variance", m ? m->variance : nan);
-      results.append(g + "acceptance", m ? m->acceptance : nan);
-      results.append(g + "step_size", mols[i].sampler->step_size());
-      results.append(g + "excluded_walkers", m ? static_cast<double>(m->excluded) : nan);
+    if (results) {
+      results->append("train/energy", energy);
+      results->append("train/variance", var);
+      results->append("train/acceptance", acc);
+      results->append("train/step_size", step);
+      results->append("train/learning_rate", optimizer_->learning_rate(t));
+      results->append("train/excluded_walkers", excluded);
+      results->append("train/seconds", t_now - iter_start);
+      for (std::size_t i = 0; i < n_mol; ++i) {
+        const std::string g = "train/" + mols[i].name() + "/";
+        const MoleculeStep* m = of[i];
+        const double nan = std::numeric_limits<double>::quiet_NaN();
+        results->append(g + "energy", m ? m->energy : nan);
+        results->append(g + "variance", m ? m->variance : nan);
+        results->append(g + "acceptance", m ? m->acceptance : nan);
+        results->append(g + "step_size", mols[i].sampler->step_size());
+        results->append(g + "excluded_walkers", m ? static_cast<double>(m->excluded) : nan);
+      }
+      results->flush();
     }
     iter_start = t_now;
-    results.flush();
     if ((t + 1) % cfg.optim.log_every == 0 || t + 1 == cfg.optim.iterations) log_progress(t, steps);
     if (cfg.run.checkpoint_every > 0 && (t + 1) % cfg.run.checkpoint_every == 0) write_checkpoint();
     ++t;
@@ -478,11 +498,11 @@ TrainOutcome Trainer::run(bool final_eval) {
   if (out.failed_steps > 0 || out.excluded_walkers > 0)
     log::warn(strfmt("training: %ld step(s) rejected and retried, %ld walker sample(s) left out",
                      static_cast<long>(out.failed_steps), static_cast<long>(out.excluded_walkers)));
-  if (final_eval && cfg.eval.steps > 0) final_evaluation(out, results);
+  if (final_eval && cfg.eval.steps > 0) final_evaluation(out, results ? &*results : nullptr);
   return out;
 }
 
-void Trainer::final_evaluation(TrainOutcome& out, io::H5File& results) {
+void Trainer::final_evaluation(TrainOutcome& out, io::H5File* results) {
   const auto& cfg = setup_.config;
   auto& mols = setup_.molecules;
   std::vector<double> mean_series(static_cast<std::size_t>(cfg.eval.steps), 0.0);
@@ -493,13 +513,16 @@ void Trainer::final_evaluation(TrainOutcome& out, io::H5File& results) {
     const auto& series = out.evals.back().series;
     for (std::size_t k = 0; k < series.size() && k < mean_series.size(); ++k)
       mean_series[k] += series[k] / static_cast<double>(mols.size());
-    for (double v : series) results.append("eval/" + mols[i].name() + "/energy", v);
+    if (results)
+      for (double v : series) results->append("eval/" + mols[i].name() + "/energy", v);
   }
   // Run-level series: per step, the mean over molecules (for one molecule, its series).
-  for (double v : mean_series) results.append("eval/energy", v);
   out.final_eval = out.evals.front();
-  write_summary(output_ + "/summary.json", setup_, out.evals, timers_, iteration_,
-                {{"failed_steps", out.failed_steps}, {"excluded_walkers", out.excluded_walkers}});
+  if (results) {  // rank 0 writes
+    for (double v : mean_series) results->append("eval/energy", v);
+    write_summary(output_ + "/summary.json", setup_, out.evals, timers_, iteration_,
+                  {{"failed_steps", out.failed_steps}, {"excluded_walkers", out.excluded_walkers}});
+  }
   for (std::size_t i = 0; i < mols.size(); ++i) {
     if (mols.size() > 1) log::info(mols[i].name() + ":");
     for (std::string text = eval_text(out.evals[i]); !text.empty();) {  // one log line per line

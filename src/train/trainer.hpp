@@ -88,7 +88,8 @@ class Trainer {
   void write_checkpoint();
   struct MoleculeStep;
   void log_progress(std::int64_t t, const std::vector<MoleculeStep>& steps);
-  void final_evaluation(TrainOutcome& out, io::H5File& results);
+  /// @param results result.h5 on the rank that writes, nullptr on the others
+  void final_evaluation(TrainOutcome& out, io::H5File* results);
 
   VmcSetup setup_;
   std::unique_ptr<Optimizer> optimizer_;

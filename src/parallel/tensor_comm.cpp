@@ -1,0 +1,96 @@
+#include "parallel/tensor_comm.hpp"
+
+#include <stdexcept>
+
+namespace nnvmc::parallel {
+namespace {
+torch::Tensor host64(const torch::Tensor& t) {
+  return t.detach().to(torch::kCPU, torch::kFloat64).contiguous();
+}
+torch::Tensor back(const torch::Tensor& h, const torch::Tensor& like) { return h.to(like.options()); }
+std::int64_t row_size(const torch::Tensor& t) {
+  std::int64_t n = 1;
+  for (int d = 1; d < t.dim(); ++d) n *= t.size(d);
+  return n;
+}
+}  // namespace
+
+torch::Tensor allreduce_sum(Communicator& comm, const torch::Tensor& t) {
+  if (comm.size() == 1) return t;
+  auto h = host64(t).clone();
+  comm.allreduce_sum(h.data_ptr<double>(), static_cast<std::size_t>(h.numel()));
+  return back(h, t);
+}
+
+void allreduce_sum_(Communicator& comm, std::vector<torch::Tensor>& ts) {
+  if (comm.size() == 1 || ts.empty()) return;
+  std::vector<torch::Tensor> flat;
+  for (const auto& t : ts) flat.push_back(host64(t).reshape({-1}));
+  auto h = torch::cat(flat);
+  comm.allreduce_sum(h.data_ptr<double>(), static_cast<std::size_t>(h.numel()));
+  std::int64_t at = 0;
+  for (auto& t : ts) {
+    const auto n = t.numel();
+    t.copy_(h.slice(0, at, at + n).view(t.sizes()));
+    at += n;
+  }
+}
+
+torch::Tensor allgather_rows(Communicator& comm, const torch::Tensor& local, std::int64_t* offset) {
+  if (comm.size() == 1) {
+    if (offset != nullptr) *offset = 0;
+    return local;
+  }
+  const auto rows = comm.allgather(local.size(0));
+  const std::int64_t width = row_size(local);
+  std::vector<std::int64_t> counts;
+  std::int64_t total = 0, mine = 0;
+  for (int r = 0; r < comm.size(); ++r) {
+    if (r == comm.rank()) mine = total;
+    counts.push_back(rows[r] * width);
+    total += rows[r];
+  }
+  if (offset != nullptr) *offset = mine;
+  auto sizes = local.sizes().vec();
+  sizes[0] = total;
+  const auto h = host64(local);
+  auto out = torch::empty(sizes, torch::kFloat64);
+  comm.allgatherv(h.data_ptr<double>(), out.data_ptr<double>(), counts);
+  return back(out, local);
+}
+
+torch::Tensor gather_rows(Communicator& comm, const torch::Tensor& local, int root) {
+  if (comm.size() == 1) return local;
+  const auto rows = comm.allgather(local.size(0));
+  const std::int64_t width = row_size(local);
+  std::vector<std::int64_t> counts;
+  std::int64_t total = 0;
+  for (auto r : rows) {
+    counts.push_back(r * width);
+    total += r;
+  }
+  const auto h = host64(local);
+  torch::Tensor out;
+  if (comm.rank() == root) {
+    auto sizes = local.sizes().vec();
+    sizes[0] = total;
+    out = torch::empty(sizes, torch::kFloat64);
+  }
+  comm.gatherv(h.data_ptr<double>(), out.defined() ? out.data_ptr<double>() : nullptr, counts, root);
+  return out.defined() ? back(out, local) : out;
+}
+
+void broadcast_(Communicator& comm, torch::Tensor& t, int root) {
+  if (comm.size() == 1) return;
+  auto h = host64(t).clone();
+  comm.broadcast(h.data_ptr<double>(), sizeof(double) * h.numel(), root);
+  t.copy_(h);
+}
+
+torch::Tensor local_rows(const Communicator& comm, const torch::Tensor& global) {
+  if (comm.size() == 1) return global;
+  const auto p = partition(global.size(0), comm.rank(), comm.size());
+  return global.slice(0, p.offset, p.offset + p.count);
+}
+
+}  // namespace nnvmc::parallel

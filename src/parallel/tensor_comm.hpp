@@ -1,0 +1,33 @@
+#pragma once
+/// @file tensor_comm.hpp
+/// Collectives on torch tensors over a Communicator. Tensors travel as float64 host buffers
+/// (device tensors are copied to the host and back; NCCL is not wired in yet) and keep their
+/// dtype and device on return. With one rank every function is an identity (no copy).
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "parallel/communicator.hpp"
+
+namespace nnvmc::parallel {
+
+/// Σ_ranks t, on every rank (t unchanged in shape, dtype and device).
+torch::Tensor allreduce_sum(Communicator& comm, const torch::Tensor& t);
+
+/// Sums every tensor of `ts` across ranks in place, in one message (e.g. all gradients).
+void allreduce_sum_(Communicator& comm, std::vector<torch::Tensor>& ts);
+
+/// Rows of all ranks concatenated in rank order: local [b_r, ...] → [Σ b_r, ...] on every rank;
+/// `offset` (when given) receives the index of this rank's first row. Row counts may differ.
+torch::Tensor allgather_rows(Communicator& comm, const torch::Tensor& local, std::int64_t* offset = nullptr);
+
+/// Like allgather_rows, but only `root` receives the result (an undefined tensor elsewhere).
+torch::Tensor gather_rows(Communicator& comm, const torch::Tensor& local, int root = 0);
+
+/// Root's tensor on every rank (same shape on all ranks required).
+void broadcast_(Communicator& comm, torch::Tensor& t, int root = 0);
+
+/// Rows [offset, offset + count) of this rank's block of `global` [B, ...] (see partition()).
+torch::Tensor local_rows(const Communicator& comm, const torch::Tensor& global);
+
+}  // namespace nnvmc::parallel

@@ -1,0 +1,42 @@
+/// CCSD(T) across ranks (ladder rows and (T) triples split over ranks) equals one process.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "ccsd/driver.hpp"
+#include "core/system.hpp"
+#include "parallel/communicator.hpp"
+
+using namespace nnvmc;
+
+namespace {
+ccsd::CcsdRun water(double cholesky_tau) {
+  ccsd::CcsdRunOptions o;
+  o.basis = "cc-pvdz";
+  o.cholesky_tau = cholesky_tau;
+  o.ccsd.triples = true;
+  o.ccsd.verbose = false;
+  o.ccsd.plan.cost = batching::CostModel{};
+  return ccsd::run_ccsd(load_molecule("h2o", default_molecules_dir()), o);
+}
+
+void expect_same_as_one_process(double cholesky_tau) {
+  auto& w = parallel::world();
+  ASSERT_GT(w.size(), 1);
+  const auto k = water(cholesky_tau);
+  if (w.is_root()) {
+    auto saved = parallel::set_world(parallel::make_self());
+    const auto one = water(cholesky_tau);
+    parallel::set_world(std::move(saved));
+    EXPECT_EQ(k.cc.iterations, one.cc.iterations);
+    EXPECT_NEAR(k.cc.e_ccsd, one.cc.e_ccsd, 1e-10 * std::abs(one.cc.e_ccsd));
+    EXPECT_NEAR(k.cc.e_t, one.cc.e_t, 1e-10 * std::abs(one.cc.e_ccsd_t));
+    EXPECT_NEAR(k.cc.e_ccsd_t, one.cc.e_ccsd_t, 1e-10 * std::abs(one.cc.e_ccsd_t));
+  }
+  w.barrier();
+}
+}  // namespace
+
+TEST(MpiCcsd, WaterCcpvdzEqualsOneProcess) { expect_same_as_one_process(0.0); }
+
+TEST(MpiCcsd, WaterCcpvdzCholeskyEqualsOneProcess) { expect_same_as_one_process(1e-6); }

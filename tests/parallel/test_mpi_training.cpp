@@ -1,0 +1,147 @@
+/// Training across ranks equals training in one process (run by mpirun with 2 and 3 ranks; the
+/// one-process reference runs on rank 0 with MPI_COMM_SELF while the other ranks wait).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+
+#include "common/run_files.hpp"
+#include "parallel/communicator.hpp"
+#include "train/trainer.hpp"
+
+using namespace nnvmc;
+using test::column;
+namespace fs = std::filesystem;
+
+namespace {
+parallel::Communicator& world() { return parallel::world(); }
+
+/// A small FermiNet on LiH (4 electrons), float64. 31 walkers: uneven over 2 and 3 ranks.
+Config lih_config(const std::string& optimizer, const std::string& out, int iterations) {
+  Config c = parse_config(
+      "system: {molecule: lih}\n"
+      "model: {ferminet: {hidden_dims: [[8, 4], [8, 4]], determinants: 2}}\n"
+      "sampler: {walkers: 31, steps_per_iteration: 2, burn_in: 4, step_size: 0.3}\n"
+      "optim: {lr: 0.02, log_every: 1000, sr: {damping: 0.001, norm_constraint: 0.001}, spring: {momentum: 0.9}}\n"
+      "eval: {steps: 2, burn_in: 1}\n"
+      "pretrain: {steps: 0}\n"
+      "run: {seed: 7, checkpoint_every: 0, dtype: float64}\n",
+      {"optim.type=" + optimizer}, "lih_mpi.yaml");
+  c.optim.iterations = iterations;
+  c.run.output = out;
+  c.run.threads = 1;
+  return c;
+}
+
+/// A scratch directory named after the world size (ctest runs the 2- and 3-rank jobs at once).
+std::string scratch(const std::string& name) {
+  const auto dir = (fs::temp_directory_path() / (name + "_np" + std::to_string(world().size()))).string();
+  if (world().is_root()) fs::remove_all(dir);
+  world().barrier();
+  return dir;
+}
+
+/// Runs `fn` on rank 0 alone as a one-process job (world() = MPI_COMM_SELF); others wait.
+void on_root_alone(const std::function<void()>& fn) {
+  if (world().is_root()) {
+    auto saved = parallel::set_world(parallel::make_self());
+    try {
+      fn();
+    } catch (...) {
+      parallel::set_world(std::move(saved));
+      throw;
+    }
+    parallel::set_world(std::move(saved));
+  }
+  world().barrier();
+}
+
+/// Largest |a − b| / max|a| over the tensors of two parameter sets.
+double max_relative_difference(const TensorMap& a, const TensorMap& b) {
+  double worst = 0;
+  for (const auto& [k, v] : a) {
+    const double scale = std::max(v.abs().max().item<double>(), 1e-300);
+    worst = std::max(worst, (v - b.at(k)).abs().max().item<double>() / scale);
+  }
+  return worst;
+}
+
+void expect_same_series(const std::vector<double>& a, const std::vector<double>& b, double rel) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], rel * std::abs(a[i])) << "row " << i;
+}
+
+void check_rank_independence(const std::string& optimizer) {
+  ASSERT_GT(world().size(), 1) << "run me under mpirun -np K with K > 1";
+  const auto dir_k = scratch("nnvmc_mpi_" + optimizer + "_k"), dir_1 = scratch("nnvmc_mpi_" + optimizer + "_1");
+  Trainer k(lih_config(optimizer, dir_k, 5));
+  const auto out_k = k.run(true);
+  const TensorMap params_k = module_state(*k.setup().wf);
+  // Parameters are replicated: every rank holds the same.
+  for (const auto& [name, v] : params_k) {
+    auto copy = v.detach().to(torch::kFloat64).clone();
+    world().broadcast(copy.data_ptr<double>(), sizeof(double) * copy.numel(), 0);
+    EXPECT_TRUE(torch::equal(copy, v.detach().to(torch::kFloat64))) << name << " differs on rank " << world().rank();
+  }
+  const int ranks = world().size();
+  on_root_alone([&] {
+    Trainer one(lih_config(optimizer, dir_1, 5));
+    const auto out_1 = one.run(true);
+    const double diff = max_relative_difference(module_state(*one.setup().wf), params_k);
+    std::printf("[ info     ] %s, %d ranks vs 1: largest relative parameter difference %.3g\n", optimizer.c_str(),
+                ranks, diff);
+    EXPECT_LE(diff, 1e-10);
+    expect_same_series(column(dir_1 + "/result.h5", "train/energy"), column(dir_k + "/result.h5", "train/energy"), 1e-10);
+    expect_same_series(column(dir_1 + "/result.h5", "train/acceptance"),
+                       column(dir_k + "/result.h5", "train/acceptance"), 1e-10);
+    expect_same_series(out_1.final_eval.series, out_k.final_eval.series, 1e-10);
+    EXPECT_TRUE(fs::exists(dir_k + "/summary.json"));
+  });
+}
+}  // namespace
+
+TEST(MpiTraining, AdamEqualsOneProcess) { check_rank_independence("adam"); }
+
+TEST(MpiTraining, SpringEqualsOneProcess) { check_rank_independence("spring"); }
+
+TEST(MpiTraining, CheckpointOfKRanksResumesOnOneRank) {
+  const auto dir_a = scratch("nnvmc_mpi_resume_a"), dir_b = scratch("nnvmc_mpi_resume_b");
+  Trainer a(lih_config("spring", dir_a, 5));  // uninterrupted, K ranks
+  a.run(false);
+  const TensorMap params_a = module_state(*a.setup().wf);
+  const auto r_a = a.checkpoint().molecules.at(0).sampler.r;  // all walkers
+  {
+    Trainer b(lih_config("spring", dir_b, 3));  // "interrupted" after 3 iterations, K ranks
+    b.run(false);
+  }
+  on_root_alone([&] {
+    const auto saved = load_checkpoint(dir_b + "/checkpoint.h5");
+    ASSERT_EQ(saved.molecules.at(0).sampler.r.size(0), 31);  // the checkpoint holds every rank's walkers
+    Trainer resumed(lih_config("spring", dir_b, 5), dir_b + "/checkpoint.h5");
+    resumed.run(false);
+    EXPECT_LE(max_relative_difference(module_state(*resumed.setup().wf), params_a), 1e-10);
+    EXPECT_LE((resumed.setup().molecules.at(0).sampler->positions() - r_a).abs().max().item<double>(), 1e-10);
+    expect_same_series(column(dir_b + "/result.h5", "train/energy"), column(dir_a + "/result.h5", "train/energy"),
+                       1e-10);
+  });
+}
+
+TEST(MpiTraining, OnlyRankZeroWritesAndAllRanksStopTogether) {
+  const auto dir = scratch("nnvmc_mpi_stop");
+  Trainer t(lih_config("adam", dir, 50));
+  // A stop request reaching one rank only (a signal) stops every rank at the same iteration.
+  t.set_iteration_hook([](std::int64_t it) {
+    if (it == 2 && world().rank() == world().size() - 1) Trainer::request_stop(true);
+    return StopAction::none;
+  });
+  const auto out = t.run(false);
+  Trainer::request_stop(false);
+  EXPECT_TRUE(out.interrupted);
+  if (world().is_root()) {
+    EXPECT_EQ(load_checkpoint(dir + "/checkpoint.h5").iteration, out.iterations);
+  }
+  const auto all = world().allgather(out.iterations);
+  for (auto n : all) EXPECT_EQ(n, all[0]);
+}
