@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "common/run_files.hpp"
+#include "common/test_util.hpp"
 #include "parallel/communicator.hpp"
 #include "train/trainer.hpp"
 
@@ -101,6 +102,55 @@ void check_rank_independence(const std::string& optimizer) {
   });
 }
 }  // namespace
+
+/// Two geometries of H2 trained together by a tiny Orbformer (a transferable ansatz), with the
+/// determinant-balance penalty on: each molecule's walkers are split over the ranks.
+Config two_h2_config(const std::string& optimizer, const std::string& out, int iterations) {
+  Config c = parse_config(
+      "system:\n"
+      "  molecules:\n"
+      "    - {molecule: h2, name: h2_short}\n"
+      "    - {molecule: h2, geometry: [[0, 0, 0], [0, 0, 2.0]], name: h2_long}\n"
+      "model: {type: orbformer}\n"
+      "sampler: {walkers: 31, steps_per_iteration: 2, burn_in: 4, step_size: 0.3}\n"
+      "hamiltonian: {laplacian: forward}\n"
+      "optim: {lr: 0.01, log_every: 1000, determinant_balance: 0.01, sr: {damping: 0.001}}\n"
+      "eval: {steps: 2, burn_in: 1}\n"
+      "run: {seed: 3, checkpoint_every: 0, dtype: float64}\n",
+      {"optim.type=" + optimizer}, "two_h2_mpi.yaml");
+  c.model.orbformer = test::small_orbformer(2);
+  c.optim.iterations = iterations;
+  c.run.output = out;
+  c.run.threads = 1;
+  return c;
+}
+
+void check_two_molecules(const std::string& optimizer) {
+  ASSERT_GT(world().size(), 1) << "run me under mpirun -np K with K > 1";
+  const auto dir_k = scratch("nnvmc_mpi_mol_" + optimizer + "_k"), dir_1 = scratch("nnvmc_mpi_mol_" + optimizer + "_1");
+  Trainer k(two_h2_config(optimizer, dir_k, 3));
+  const auto out_k = k.run(true);
+  const TensorMap params_k = module_state(*k.setup().wf);
+  const int ranks = world().size();
+  on_root_alone([&] {
+    Trainer one(two_h2_config(optimizer, dir_1, 3));
+    const auto out_1 = one.run(true);
+    const double diff = max_relative_difference(module_state(*one.setup().wf), params_k);
+    std::printf("[ info     ] two molecules, %s, %d ranks vs 1: largest relative parameter difference %.3g\n",
+                optimizer.c_str(), ranks, diff);
+    EXPECT_LE(diff, 1e-10);
+    for (const char* name : {"h2_short", "h2_long"})
+      expect_same_series(column(dir_1 + "/result.h5", std::string("train/") + name + "/energy"),
+                         column(dir_k + "/result.h5", std::string("train/") + name + "/energy"), 1e-10);
+    ASSERT_EQ(out_1.evals.size(), 2u);
+    ASSERT_EQ(out_k.evals.size(), 2u);
+    for (size_t i = 0; i < 2; ++i) expect_same_series(out_1.evals[i].series, out_k.evals[i].series, 1e-10);
+  });
+}
+
+TEST(MpiTraining, TwoMoleculesWithAdamEqualOneProcess) { check_two_molecules("adam"); }
+
+TEST(MpiTraining, TwoMoleculesWithSpringEqualOneProcess) { check_two_molecules("spring"); }
 
 TEST(MpiTraining, AdamEqualsOneProcess) { check_rank_independence("adam"); }
 
