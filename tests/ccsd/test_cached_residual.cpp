@@ -59,8 +59,9 @@ void expect_cached_equals_dressed(const cc::MoIntegrals& mo, std::int64_t budget
     const auto r = cc::ccsd_residual(ci, c, t1, t2);
     EXPECT_LE(rel(r.r1, ref.r1), 1e-12);
     EXPECT_LE(rel(r.r2, ref.r2), 1e-12);
-    if (budget > 0)
+    if (budget > 0) {
       for (const auto& [term, st] : c.stats()) EXPECT_LE(st.peak_bytes, budget) << term;
+    }
     if (budget == 0) break;  // one unlimited run is enough
   }
 }
