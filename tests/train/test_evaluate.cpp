@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/test_util.hpp"
+#include "models/hf/hf_determinant.hpp"
 #include "train/evaluate.hpp"
 
 using namespace nnvmc;
@@ -47,4 +48,44 @@ TEST(Evaluate, WithoutBurnInTheGivenStepSizeIsUsedUnchanged) {
   EXPECT_EQ(s.molecules[0].sampler->step_size(), 0.123);
   EXPECT_EQ(r.series.size(), 4u);
   EXPECT_FALSE(r.stats.plateau);  // 4 values: too few blocks for a trustworthy error bar
+}
+
+// The Hartree–Fock determinant's exact expectation value is E_HF of its basis, so independent
+// evaluations (seeds 1..40) of it can be checked against the truth: a 1σ error bar must cover
+// E_HF in about 68 % of them and a 2σ bar in about 95 %. Short, strongly correlated chains
+// (small MH steps, 2 per iteration) make the reblocking do real work: the naive σ/√n bar is
+// checked to be too small on the same data.
+TEST(Evaluate, IndependentEvaluationsCoverTheExactExpectationAtTheStatedRate) {
+  int within_1 = 0, within_2 = 0, naive_within_1 = 0, plateaus = 0;
+  const int repeats = 40;
+  double e_hf = 0, ratio = 0;
+  for (int seed = 1; seed <= repeats; ++seed) {
+    Config c = parse_config(
+        "system: {molecule: he}\n"
+        "model: {type: hf, hf: {basis: sto-3g}}\n"
+        "sampler: {walkers: 16, steps_per_iteration: 2, step_size: 0.15}\n"
+        "hamiltonian: {laplacian: forward}\n"
+        "run: {threads: 1}\n",
+        {"run.seed=" + std::to_string(seed)}, "he_hf.yaml");
+    VmcSetup s = make_setup(c);
+    s.molecules[0].sampler->initialize(s.logabs_fn());
+    StageTimers timers;
+    const EvalResult r = evaluate(s, EvalOptions{.steps = 300, .burn_in = 100}, timers);
+    e_hf = dynamic_cast<HartreeFockDeterminant&>(*s.wf).energy();
+    const double dev = std::abs(r.stats.mean - e_hf);
+    within_1 += dev <= r.stats.error;
+    within_2 += dev <= 2 * r.stats.error;
+    naive_within_1 += dev <= r.stats.naive_error;
+    plateaus += r.stats.plateau;
+    ratio += r.stats.error / r.stats.naive_error / repeats;
+  }
+  std::printf("[ info     ] He/STO-3G E_HF = %.6f: 1σ covers %d/%d, 2σ %d, naive 1σ %d, "
+              "plateau %d, mean error/naive %.2f\n",
+              e_hf, within_1, repeats, within_2, naive_within_1, plateaus, ratio);
+  EXPECT_NEAR(e_hf, -2.8077839575, 1e-6);  // He/STO-3G RHF
+  // Expected 68 % and 95 %; the bounds allow ~2 binomial standard deviations (40 repeats).
+  EXPECT_GE(within_1, 22);                 // ≥ 55 %
+  EXPECT_GE(within_2, 34);                 // ≥ 85 %
+  EXPECT_GT(ratio, 1.2);                   // the chains are correlated: reblocking widens the bar
+  EXPECT_LT(naive_within_1, within_1);     // and the naive bar would undercover
 }
