@@ -3,6 +3,7 @@
 #include "common/test_util.hpp"
 #include "core/system.hpp"
 #include "models/ferminet/ferminet.hpp"
+#include "models/registry.hpp"
 #include "train/per_sample_gradients.hpp"
 
 using namespace nnvmc;
@@ -130,6 +131,32 @@ TEST(RecordedPass, OneBackwardPassEqualsTheVmapMethodForFermiNet) {
   // Every FermiNet parameter goes through the building blocks: no fallback.
   const auto pass = record_pass(wf, test::tensors(sys), r, params);
   for (size_t k = 0; k < params.size(); ++k) EXPECT_FALSE(pass.fallback[k]) << k;
+}
+
+// The same check for the other ansätze written over the building blocks (PauliNet's rows are
+// checked against single-walker gradients in test_paulinet_training.cpp).
+TEST(RecordedPass, OneBackwardPassEqualsTheVmapMethodForPsiformerAndOrbformer) {
+  const auto sys = lih();
+  ModelConfig psiformer;
+  psiformer.type = "psiformer";
+  psiformer.psiformer = test::small_psiformer();
+  ModelConfig orbformer;
+  orbformer.type = "orbformer";
+  orbformer.orbformer = test::small_orbformer(2);
+  for (const auto& model : {psiformer, orbformer}) {
+    const auto wf = make_model(model, sys, torch::kFloat64, torch::kCPU);
+    const auto r = test::random_positions(sys, 7, 5);
+    const auto params = trainable_parameters(*wf);
+    const auto fast = per_sample_log_gradients(*wf, test::tensors(sys), r, 7);
+    const auto old = per_sample_log_gradients_vmap(*wf, test::tensors(sys), r, params, 3);
+    EXPECT_LT(rel_err(fast, old), 1e-10) << model.type;
+    EXPECT_GT(fast.abs().sum().item<double>(), 0.0) << model.type;
+    const auto pass = record_pass(*wf, test::tensors(sys), r, params);
+    int fallback = 0;
+    for (size_t k = 0; k < params.size(); ++k) fallback += pass.fallback[k];
+    std::printf("[ info     ] %s: %zu parameter tensors, %d outside the blocks (vmap fallback)\n", model.type.c_str(),
+                params.size(), fallback);
+  }
 }
 
 TEST(RecordedPass, OneBackwardPassEqualsTheVmapMethodInFloat32) {
