@@ -18,6 +18,7 @@
 #include "core/log.hpp"
 #include "core/process.hpp"
 #include "models/registry.hpp"
+#include "parallel/communicator.hpp"
 
 namespace nnvmc::app {
 
@@ -49,9 +50,16 @@ void run_compare(const CompareArgs& a) {
   if (a.jobs < 1) throw InputError("--jobs must be >= 1");
   const compare::CompareSpec spec = compare::load_compare_spec(ra.file, ra.overrides);
   check_models(spec);
+  // Under mpirun the cells are shared out over the ranks (each rank runs its cells, `--jobs` at
+  // a time, as one-process children); rank 0 prepares the directories and writes the table.
+  auto& world = parallel::world();
+  const bool root = world.is_root();
   compare::RunnerOptions o;
   o.jobs = a.jobs;
-  o.threads_per_cell = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / a.jobs);
+  o.rank = world.rank();
+  o.ranks = world.size();
+  o.threads_per_cell =
+      std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / (a.jobs * world.size()));
   o.retry_failed = a.retry_failed;
   o.max_cells = a.max_cells;
   o.executable = self_executable();
@@ -64,10 +72,17 @@ void run_compare(const CompareArgs& a) {
   if (spec.threads && spec.threads * a.jobs > static_cast<int>(std::thread::hardware_concurrency()))
     log::warn(strfmt("%d jobs x %d threads exceed the %u cores: cells will slow each other down", a.jobs,
                      spec.threads, std::thread::hardware_concurrency()));
-  compare::check_cells(spec);  // before anything is computed or written
-  const auto references = compare::compute_references(spec);
-  compare::prepare_cells(spec, o);
-  const compare::RunSummary summary = compare::run_cells(spec, o);
+  if (root) compare::check_cells(spec);  // before anything is computed or written
+  const auto references = compare::compute_references(spec);  // every rank: CCSD(T) is shared out
+  if (root) compare::prepare_cells(spec, o);
+  world.barrier();
+  compare::RunSummary summary = compare::run_cells(spec, o);
+  if (world.size() > 1) {  // the counts of all ranks' cells
+    double counts[4] = {double(summary.done), double(summary.failed), double(summary.ran), summary.interrupted ? 1.0 : 0.0};
+    world.allreduce_sum(counts, 4);
+    summary = {int(counts[0]), int(counts[1]), int(counts[2]), counts[3] > 0};
+    if (!root) return;  // rank 0 writes the table and reports the outcome (its exit code is the job's)
+  }
   compare::ReportInfo info;
   info.jobs = a.jobs;
   info.threads_per_cell = o.threads_per_cell;

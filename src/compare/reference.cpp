@@ -1,3 +1,4 @@
+#include "parallel/communicator.hpp"
 #include "compare/reference.hpp"
 
 #include <chrono>
@@ -89,10 +90,12 @@ std::vector<Reference> compute_references(const CompareSpec& spec) {
         cache[m.label] = {{"fingerprint", fingerprint(m.system)}, {"basis", spec.reference_basis},
                           {"kind", r.kind}, {"label", r.label}, {"seconds", r.seconds}};
         cache[m.label]["energy"] = std::isfinite(r.energy) ? nlohmann::json(r.energy) : nlohmann::json();
-        fs::create_directories(spec.output);
-        const std::string tmp = cache_path + ".tmp";
-        std::ofstream(tmp) << cache.dump(2) << "\n";
-        io::rename_into_place(tmp, cache_path);
+        if (parallel::world().is_root()) {  // under mpirun every rank computed it (CCSD is shared out)
+          fs::create_directories(spec.output);
+          const std::string tmp = cache_path + ".tmp";
+          std::ofstream(tmp) << cache.dump(2) << "\n";
+          io::rename_into_place(tmp, cache_path);
+        }
       }
     }
     log::info(strfmt("reference %-10s %s  (%s)", m.label.c_str(),

@@ -126,7 +126,9 @@ void prepare_cells(const CompareSpec& spec, const RunnerOptions& o) {
 RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
   RunSummary summary;
   std::deque<const Cell*> queue;
-  for (const auto& cell : spec.cells) {
+  for (std::size_t i = 0; i < spec.cells.size(); ++i) {
+    if (static_cast<int>(i % static_cast<std::size_t>(std::max(1, o.ranks))) != o.rank) continue;  // another rank's
+    const Cell& cell = spec.cells[i];
     const std::string state = cell_state(cell);
     if (state == "done") {
       ++summary.done;
@@ -168,8 +170,9 @@ RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
       const std::string state = cell_state(*cell);
       log::info(strfmt("[%d/%d] %s: %s", summary.done + summary.failed + static_cast<int>(running.size()) + 1, total,
                        cell->id.c_str(), state == "new" ? "starting" : "continuing from its checkpoint"));
+      // The child is a process of its own even when this one is an mpirun rank.
       const pid_t pid = spawn_process(argv, dir_of(*cell) + "/log.txt",
-                                      {"OMP_NUM_THREADS=" + std::to_string(threads)});
+                                      {"OMP_NUM_THREADS=" + std::to_string(threads)}, {"OMPI_", "PMIX_", "PMI_"});
       running[pid] = Running{cell, std::chrono::steady_clock::now(), read_status(dir_of(*cell)).value("wall_seconds", 0.0)};
       ++started;
       ++summary.ran;
@@ -188,6 +191,7 @@ RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
     nlohmann::json j = read_status(dir_of(*cell));
     // The cell's wall time as the comparison sees it: its processes from start to exit.
     j["wall_seconds"] = wall_before + elapsed;
+    j["runner_rank"] = o.rank;
     {
       const std::string tmp = dir_of(*cell) + "/cell.json.tmp";
       std::ofstream(tmp) << j.dump(2) << "\n";

@@ -21,6 +21,10 @@ struct RunnerOptions {
   std::string executable;         ///< the nnvmc executable
   std::string interrupt_cell;     ///< testing: this cell stops as SIGTERM would ...
   std::int64_t interrupt_at = -1;  ///< ... before this iteration
+  /// Under mpirun the cells are shared out: this process runs cell i when i % ranks == rank
+  /// (each as a one-process child, without the launcher's OMPI_/PMIX_/PMI_ variables).
+  int rank = 0;
+  int ranks = 1;
 };
 
 /// Counts after a run.
@@ -43,7 +47,8 @@ void check_cells(const CompareSpec& spec);
 /// check_cells) and failed ones when retrying, then writes each cell's cell.yaml.
 void prepare_cells(const CompareSpec& spec, const RunnerOptions& options);
 
-/// Runs the cells not yet done. Prints one line per finished cell.
+/// Runs the cells not yet done (of this rank: see RunnerOptions::rank); the counts are of this
+/// rank's cells. Prints one line per finished cell; cell.json records `runner_rank`.
 RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& options);
 
 }  // namespace nnvmc::compare

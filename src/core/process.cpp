@@ -27,13 +27,16 @@ std::string ExitStatus::describe() const {
 }
 
 pid_t spawn_process(const std::vector<std::string>& argv, const std::string& log_path,
-                    const std::vector<std::string>& env) {
+                    const std::vector<std::string>& env, const std::vector<std::string>& unset_prefixes) {
   if (argv.empty()) throw Error("spawn_process: empty command");
   // Environment: ours, with `env` entries replacing same-named ones.
   std::map<std::string, std::string> vars;
   for (char** e = environ; e && *e; ++e) {
     const std::string kv(*e);
-    vars[kv.substr(0, kv.find('='))] = kv;
+    const std::string name = kv.substr(0, kv.find('='));
+    bool unset = false;
+    for (const auto& prefix : unset_prefixes) unset = unset || name.rfind(prefix, 0) == 0;
+    if (!unset) vars[name] = kv;
   }
   for (const auto& kv : env) vars[kv.substr(0, kv.find('='))] = kv;
   std::vector<std::string> env_strings;

@@ -20,9 +20,12 @@ struct ExitStatus {
 
 /// Starts `argv[0]` (searched in PATH when it has no '/') with `argv`, stdout and stderr appended
 /// to `log_path` (or inherited when empty), and `env` ("NAME=value") added to this process's
-/// environment. @throws Error when it cannot be started.
+/// environment, without the variables whose names start with one of `unset_prefixes` (e.g. a
+/// child of an mpirun rank without OMPI_/PMIX_: it then runs as a process of its own).
+/// @throws Error when it cannot be started.
 pid_t spawn_process(const std::vector<std::string>& argv, const std::string& log_path,
-                    const std::vector<std::string>& env = {});
+                    const std::vector<std::string>& env = {},
+                    const std::vector<std::string>& unset_prefixes = {});
 
 /// Waits for `pid` (pid = −1: any child). Returns the pid that ended (0 when interrupted by a
 /// signal before any child ended), filling `status`.
