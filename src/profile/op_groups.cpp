@@ -201,8 +201,13 @@ OpCost estimate_cost(const std::string& name, OpGroup group, const std::vector<O
         const double batch = static_cast<double>(numel(a)) / (rows * inner);
         out = batch * rows * cols;
         c.flops = 2.0 * batch * rows * inner * cols;
+      } else if (m.size() == 1) {
+        // Matrix × vector (mv, addmv, addr's outer product is elementwise-like): 2·rows·cols.
+        // (Broadcasting a [P] bias against [P, B] and [B] would count P·P.)
+        out = static_cast<double>(m[0][m[0].size() - 2]);
+        c.flops = 2.0 * static_cast<double>(numel(m[0]));
       } else {
-        out = 1;
+        out = 1;  // dot / vdot of vectors
         c.flops = 2.0 * broadcast_numel(inputs);
       }
       c.bytes = in_bytes + out * es;

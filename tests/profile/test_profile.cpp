@@ -158,6 +158,10 @@ TEST(OpGroups, CostEstimatesFromShapes) {
   const OpInput list{{{2, 3}, {4, 3}}, 8};
   EXPECT_DOUBLE_EQ(estimate_cost("aten::cat", OpGroup::data_movement, {list}, 0).bytes, 2.0 * 18 * 8);
   EXPECT_DOUBLE_EQ(estimate_cost("aten::mm", OpGroup::gemm, {a, b}, 123).flops, 123);  // the profiler's count
+  // addmv(bias [P], mat [P, B], vec [B]): 2·P·B, not the P·P a broadcast of the shapes gives.
+  const OpInput bias{{{500}}, 8}, mat{{{500, 20}}, 8}, vec{{{20}}, 8};
+  EXPECT_DOUBLE_EQ(estimate_cost("aten::addmv_", OpGroup::gemm, {bias, mat, vec}, 0).flops, 2.0 * 500 * 20);
+  EXPECT_DOUBLE_EQ(estimate_cost("aten::mv", OpGroup::gemm, {mat, vec}, 0).flops, 2.0 * 500 * 20);
 }
 
 TEST(PowerLaw, FitRecoversTheExponent) {
