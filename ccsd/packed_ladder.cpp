@@ -3,6 +3,8 @@
 
 #include <torch/torch.h>
 
+#include "parallel/tensor_comm.hpp"
+
 #include <string>
 #include <vector>
 
@@ -95,10 +97,18 @@ torch::Tensor PackedLadder::apply(const torch::Tensor& x, const torch::Tensor& t
   const torch::Tensor half = torch::full({}, 0.5, torch::kFloat64);
   const torch::Tensor xp = pack_plus(xm.index_select(0, po_.plus), pv_, half);    // [i ≤ j, c ≤ d]
   const torch::Tensor xn = pack_minus(xm.index_select(0, po_.minus), pv_, 0.5);  // [i < j, c < d]
-  const torch::Tensor rp = gemm_nt(c_, "ladder", xp, gp_);    // [i ≤ j, a ≤ b]
-  const torch::Tensor rn = gemm_nt(c_, "ladder", xn, gm_);    // [i < j, a < b]
-  const torch::Tensor zp = gemm_nt(c_, "ladder Z", xp, pp_);  // [i ≤ j, (k b)]
-  const torch::Tensor zn = gemm_nt(c_, "ladder Z", xn, pm_);  // [i < j, (k b)]
+  // Across ranks (parallel::world()) each rank multiplies its block of occupied pair rows and
+  // the blocks are gathered in rank order (amplitudes and integrals stay replicated).
+  auto& comm = parallel::world();
+  const auto split = [&](const torch::Tensor& rows, const torch::Tensor& g, const char* term) {
+    if (comm.size() == 1) return gemm_nt(c_, term, rows, g);
+    const auto part = parallel::partition(rows.size(0), comm.rank(), comm.size());
+    return parallel::allgather_rows(comm, gemm_nt(c_, term, rows.narrow(0, part.offset, part.count), g));
+  };
+  const torch::Tensor rp = split(xp, gp_, "ladder");    // [i ≤ j, a ≤ b]
+  const torch::Tensor rn = split(xn, gm_, "ladder");    // [i < j, a < b]
+  const torch::Tensor zp = split(xp, pp_, "ladder Z");  // [i ≤ j, (k b)]
+  const torch::Tensor zn = split(xn, pm_, "ladder Z");  // [i < j, (k b)]
   // unpack: + symmetric, − antisymmetric in (ij) and (ab); the pad row/column is the zero diagonal
   torch::Tensor r = rp.index_select(0, po_.to_plus).index_select(1, pv_.to_plus);
   r.add_(torch::constant_pad_nd(rn, {0, 1, 0, 1}).index_select(0, po_.to_minus).index_select(1, pv_.to_minus) *

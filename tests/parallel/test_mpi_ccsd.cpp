@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "ccsd/driver.hpp"
 #include "core/system.hpp"
@@ -32,6 +33,11 @@ void expect_same_as_one_process(double cholesky_tau) {
     EXPECT_NEAR(k.cc.e_ccsd, one.cc.e_ccsd, 1e-10 * std::abs(one.cc.e_ccsd));
     EXPECT_NEAR(k.cc.e_t, one.cc.e_t, 1e-10 * std::abs(one.cc.e_ccsd_t));
     EXPECT_NEAR(k.cc.e_ccsd_t, one.cc.e_ccsd_t, 1e-10 * std::abs(one.cc.e_ccsd_t));
+    // The ladder is shared out: rank 0 multiplies about 1/K of the one-process ladder FLOPs.
+    const double mine = k.cc.terms.at("ladder").flops, all = one.cc.terms.at("ladder").flops;
+    std::printf("[ info     ] ladder GEMM FLOPs on rank 0: %.3g of %.3g (%d ranks)\n", mine, all, w.size());
+    EXPECT_GT(all, 0.0);
+    EXPECT_LT(mine, (1.0 / w.size() + 0.15) * all);
   }
   w.barrier();
 }
