@@ -8,7 +8,8 @@
 #      SPRING step vs its FLOP count, K-FAC step), LiH preset at 4096 walkers, float64 and float32;
 #   2. training iterations: LiH (4096 walkers), CH4 and C4H4 (1024/4096) with SPRING and K-FAC,
 #      forward Laplacian, float64 and float32: s/iteration per stage from the trainer's timers;
-#   3. the 16-core CPU of the same machine on LiH at 4096 walkers for the GPU/CPU ratio.
+#   3. the 16-core CPU of the same machine on LiH at 4096 walkers for the GPU/CPU ratio;
+#   4. `nnvmc profile` on CUDA and one short CUDA training run of Psiformer, PauliNet, Orbformer.
 # Goals (issue 16): LiH 4096 walkers <= 0.15 s/it, C4H4 4096 <= 1 s/it, GPU >= 10x the 16 cores.
 set -u
 OUT=${OUT:-gpu_out}
@@ -49,4 +50,14 @@ if [ -f configs/molecules/c4h4.yaml ]; then
   done
 fi
 train "lih_4096_spring_cpu16" configs/runs/lih_ferminet_spring.yaml 4096 float64 spring cpu 16 150
+
+# 4. `nnvmc profile` on CUDA (issue 15: stage times from CUDA events, kernel mix from the
+#    profiler's CUDA activities) and the four ansätze's first CUDA iterations (issues 12-14).
+timeout 120 bash "$R" nnvmc profile configs/runs/lih_psiformer.yaml --molecules lih,ch4 --warmup 2 --iterations 3 \
+  --profile-iterations 2 --output "$OUT/profile_psiformer_cuda" sampler.walkers=1024 run.device=cuda \
+  > "$OUT/profile_cuda.log" 2>&1
+log "profile psiformer cuda rc=$?"; grep -E "iteration|cover" "$OUT/profile_cuda.log" | tail -4 >> "$OUT/summary.txt"
+for a in psiformer paulinet orbformer; do
+  train "lih_1024_${a}" "configs/runs/lih_$a.yaml" 1024 float64 spring cuda 1 60
+done
 log "done"
