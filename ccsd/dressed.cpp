@@ -119,17 +119,11 @@ torch::Tensor DressedHamiltonian::block(const std::string& sp) const {
 torch::Tensor DressedHamiltonian::ladder(const torch::Tensor& t2) const {
   // Across ranks (parallel::world()): each rank contracts its block of occupied rows i, and the
   // blocks are gathered in order (amplitudes stay replicated).
-  auto& comm = parallel::world();
-  const auto part = parallel::partition(t2.size(0), comm.rank(), comm.size());
-  const auto mine = comm.size() == 1 ? t2 : t2.narrow(0, part.offset, part.count);
-  torch::Tensor out;
-  if (!mo_.cholesky()) {
-    out = c_("ladder", "acbd,icjd->iajb", {block("vvvv"), mine});
-  } else {
+  return parallel::map_rows(parallel::world(), t2, [&](const torch::Tensor& mine) {
+    if (!mo_.cholesky()) return c_("ladder", "acbd,icjd->iajb", {block("vvvv"), mine});
     const auto lvv = range('v', 2, range('v', 1, l_)).contiguous();
-    out = c_("ladder", "xac,xbd,icjd->iajb", {lvv, lvv, mine});
-  }
-  return parallel::allgather_rows(comm, out);
+    return c_("ladder", "xac,xbd,icjd->iajb", {lvv, lvv, mine});
+  });
 }
 
 }  // namespace nnvmc::ccsd

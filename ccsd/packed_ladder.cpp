@@ -99,11 +99,8 @@ torch::Tensor PackedLadder::apply(const torch::Tensor& x, const torch::Tensor& t
   const torch::Tensor xn = pack_minus(xm.index_select(0, po_.minus), pv_, 0.5);  // [i < j, c < d]
   // Across ranks (parallel::world()) each rank multiplies its block of occupied pair rows and
   // the blocks are gathered in rank order (amplitudes and integrals stay replicated).
-  auto& comm = parallel::world();
   const auto split = [&](const torch::Tensor& rows, const torch::Tensor& g, const char* term) {
-    if (comm.size() == 1) return gemm_nt(c_, term, rows, g);
-    const auto part = parallel::partition(rows.size(0), comm.rank(), comm.size());
-    return parallel::allgather_rows(comm, gemm_nt(c_, term, rows.narrow(0, part.offset, part.count), g));
+    return parallel::map_rows(parallel::world(), rows, [&](const torch::Tensor& mine) { return gemm_nt(c_, term, mine, g); });
   };
   const torch::Tensor rp = split(xp, gp_, "ladder");    // [i ≤ j, a ≤ b]
   const torch::Tensor rn = split(xn, gm_, "ladder");    // [i < j, a < b]

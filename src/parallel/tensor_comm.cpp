@@ -93,4 +93,10 @@ torch::Tensor local_rows(const Communicator& comm, const torch::Tensor& global) 
   return global.slice(0, p.offset, p.offset + p.count);
 }
 
+torch::Tensor map_rows(Communicator& comm, const torch::Tensor& rows,
+                       const std::function<torch::Tensor(const torch::Tensor&)>& f) {
+  if (comm.size() == 1) return f(rows);
+  return allgather_rows(comm, f(local_rows(comm, rows)));
+}
+
 }  // namespace nnvmc::parallel

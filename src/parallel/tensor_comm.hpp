@@ -5,6 +5,7 @@
 /// dtype and device on return. With one rank every function is an identity (no copy).
 #include <torch/torch.h>
 
+#include <functional>
 #include <vector>
 
 #include "parallel/communicator.hpp"
@@ -29,5 +30,10 @@ void broadcast_(Communicator& comm, torch::Tensor& t, int root = 0);
 
 /// Rows [offset, offset + count) of this rank's block of `global` [B, ...] (see partition()).
 torch::Tensor local_rows(const Communicator& comm, const torch::Tensor& global);
+
+/// A row-wise computation shared out over the ranks: `f` of this rank's rows of `rows`
+/// [B, ...], gathered in rank order → f(rows) [B, ...] on every rank (one rank: f(rows)).
+torch::Tensor map_rows(Communicator& comm, const torch::Tensor& rows,
+                       const std::function<torch::Tensor(const torch::Tensor&)>& f);
 
 }  // namespace nnvmc::parallel
