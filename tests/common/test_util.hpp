@@ -23,6 +23,14 @@ inline FermiNetOptions small_ferminet(int width1 = 16, int width2 = 4, int layer
 }
 
 /// A small Orbformer for elements H–O (fast in tests); seeds the global RNG like small_ferminet.
+/// Two geometries of H2 (R = 1.4 and 2.0 bohr, named h2_short and h2_long) as a `system:` block
+/// of a config, for multi-molecule runs.
+inline constexpr const char* kTwoH2System =
+    "system:\n"
+    "  molecules:\n"
+    "    - {molecule: h2, name: h2_short}\n"
+    "    - {molecule: h2, geometry: [[0, 0, 0], [0, 0, 2.0]], name: h2_long}\n";
+
 inline OrbformerOptions small_orbformer(int dets = 3) {
   torch::manual_seed(0);
   OrbformerOptions o;

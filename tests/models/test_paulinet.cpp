@@ -170,8 +170,9 @@ TEST(PauliNet, UnfrozenBaselineTrainsTheMoCoefficients) {
   const auto out = net.forward(r, test::tensors(s));
   out.logabs.sum().backward();
   for (const auto& p : net.named_parameters())
-    if (p.key() == "mo_coefficients" || p.key() == "cusp_shift")
+    if (p.key() == "mo_coefficients" || p.key() == "cusp_shift") {
       EXPECT_GT(p.value().grad().abs().max().item<double>(), 0) << p.key();
+    }
 }
 
 TEST(PauliNet, WorksInFloat32) {

@@ -107,10 +107,7 @@ void check_rank_independence(const std::string& optimizer) {
 /// determinant-balance penalty on: each molecule's walkers are split over the ranks.
 Config two_h2_config(const std::string& optimizer, const std::string& out, int iterations) {
   Config c = parse_config(
-      "system:\n"
-      "  molecules:\n"
-      "    - {molecule: h2, name: h2_short}\n"
-      "    - {molecule: h2, geometry: [[0, 0, 0], [0, 0, 2.0]], name: h2_long}\n"
+      std::string(test::kTwoH2System) +
       "model: {type: orbformer}\n"
       "sampler: {walkers: 31, steps_per_iteration: 2, burn_in: 4, step_size: 0.3}\n"
       "hamiltonian: {laplacian: forward}\n"

@@ -31,10 +31,7 @@ double mean(const std::vector<double>& v, size_t lo, size_t hi) {
 /// Two geometries of H2 (R = 1.4 and 2.0 bohr) with a tiny Orbformer.
 Config two_h2_config(const std::string& out, int iterations, int walkers = 64) {
   Config c = parse_config(
-      "system:\n"
-      "  molecules:\n"
-      "    - {molecule: h2, name: h2_short}\n"
-      "    - {molecule: h2, geometry: [[0, 0, 0], [0, 0, 2.0]], name: h2_long}\n"
+      std::string(test::kTwoH2System) +
       "model: {type: orbformer}\n"
       "sampler: {walkers: 64, steps_per_iteration: 5, burn_in: 50, step_size: 0.3}\n"
       "hamiltonian: {laplacian: forward}\n"
@@ -179,7 +176,9 @@ TEST(MultiMolecule, InitFromLoadsTheWeightsExactlyAndStartsAFreshRun) {
   // Adam's moments started from zero: after 2 steps its step count is 2, not 3 + 2.
   EXPECT_EQ(fine.optimizer.begin()->second.defined(), true);
   for (const auto& [k, v] : fine.optimizer)
-    if (k.rfind("adam/step/", 0) == 0) EXPECT_EQ(v.item<double>(), 2.0) << k;
+    if (k.rfind("adam/step/", 0) == 0) {
+      EXPECT_EQ(v.item<double>(), 2.0) << k;
+    }
   // Other model options: the parameters do not fit, and the error names the key.
   Config other = c;
   other.run.output = fresh_dir("nnvmc_multi_init_c");
@@ -215,8 +214,9 @@ TEST(MultiMolecule, FailuresRejectTheWholeBatchAndLeaveOutWalkersPerMolecule) {
     const int call = calls[it]++;
     if (it == 1 && call == 0) first_try_0 = t.setup().molecules[0].sampler->positions().clone();
     if (it == 1 && call == 1) e = torch::full_like(e, std::numeric_limits<double>::quiet_NaN());  // h2_long fails
-    if (it == 1 && call == 2)  // the retry: molecule 0 was restored and moved anew
+    if (it == 1 && call == 2) {  // the retry: molecule 0 was restored and moved anew
       EXPECT_FALSE(torch::equal(t.setup().molecules[0].sampler->positions(), first_try_0));
+    }
     if (it == 3 && call == 0) e[2] = std::numeric_limits<double>::quiet_NaN();  // one walker of h2_short
   });
   const auto out = t.run(false);
