@@ -156,6 +156,7 @@ TEST(RecordedPass, OneBackwardPassEqualsTheVmapMethodForPsiformerAndOrbformer) {
     for (size_t k = 0; k < params.size(); ++k) fallback += pass.fallback[k];
     std::printf("[ info     ] %s: %zu parameter tensors, %d outside the blocks (vmap fallback)\n", model.type.c_str(),
                 params.size(), fallback);
+    EXPECT_EQ(fallback, 0) << model.type << ": every parameter goes through the building blocks";
   }
 }
 
