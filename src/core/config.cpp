@@ -4,6 +4,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <utility>
 
@@ -256,12 +257,22 @@ FermiNetOptions FermiNetOptions::sized_for(int n_electrons) const {
 }
 
 namespace {
-/// Defaults that depend on another key: optim.lr by optim.type (unless given).
+/// Ansätze whose orbitals start random and learn much faster from a Hartree-Fock fit first.
+bool learns_orbitals_from_scratch(const ModelConfig& m) {
+  static const std::set<std::string> kFromScratch = {"ferminet", "psiformer", "orbformer"};
+  return m.init_from.empty() && kFromScratch.count(m.type) > 0;
+}
+
+/// Defaults that depend on another key: optim.lr by optim.type, pretrain.steps by model.type
+/// (unless given).
 void apply_dependent_defaults(Config& c, const YAML::Node& root) {
   const YAML::Node optim = root.IsMap() ? root["optim"] : YAML::Node();
   const bool lr_given = optim && optim.IsMap() && optim["lr"];
   if (!lr_given && c.optim.type == "kfac") c.optim.lr = kKfacLr;
   else if (!lr_given && c.optim.type != "adam") c.optim.lr = kNaturalGradientLr;
+  const YAML::Node pretrain = root.IsMap() ? root["pretrain"] : YAML::Node();
+  const bool steps_given = pretrain && pretrain.IsMap() && pretrain["steps"];
+  if (!steps_given) c.pretrain.steps = learns_orbitals_from_scratch(c.model) ? kPretrainSteps : 0;
 }
 
 /// The keys that choose the molecules of a run: an override of one replaces the others.

@@ -302,11 +302,14 @@ struct OptimOptions {
 
 /// `pretrain:` — Hartree–Fock pretraining of the orbitals.
 struct PretrainOptions {
-  int steps = 0;                ///< pretraining iterations (0: none)
+  /// Pretraining iterations (0: none). Unset in the YAML: kPretrainSteps for ansätze whose
+  /// orbitals are learned from scratch (ferminet, psiformer, orbformer), 0 otherwise (paulinet's
+  /// Hartree-Fock baseline is built in, hf has no parameters) and with model.init_from.
+  int steps = 0;
   std::string basis = "sto-6g";  ///< basis of the UHF target orbitals
-  double lr = 3e-4;             ///< pretraining learning rate
+  double lr = 3e-3;             ///< pretraining learning rate (Adam)
   template <class V> void visit(V& v) {
-    v("steps", steps, "HF pretraining iterations (0: none)");
+    v("steps", steps, "HF pretraining iterations (0: none; default by model.type)");
     v("basis", basis, "basis set of the HF target");
     v("lr", lr, "pretraining learning rate");
   }
@@ -352,6 +355,10 @@ constexpr double kNaturalGradientLr = 0.1;
 /// optim.lr when it is not given and optim.type is kfac (DeepQMC's K-FAC preset).
 constexpr double kKfacLr = 0.05;
 
+/// pretrain.steps when it is not given and model.type is ferminet, psiformer or orbformer
+/// (without model.init_from): the shipped LiH configs' setting.
+constexpr int kPretrainSteps = 300;
+
 /// optim.determinant_balance when it is not given and optim.type is adam (oneqmc's
 /// det_penalty_weight of the published Orbformer runs).
 constexpr double kDeterminantBalanceDefault = 1e-3;
@@ -381,7 +388,8 @@ struct Config {
 /// Reads a config: YAML text (file contents) plus `key.path=value` overrides.
 /// `where` names the source in errors. Checks unknown keys, types and ranges. Keys that are not
 /// given take their defaults, except optim.lr, which defaults by optim.type (kNaturalGradientLr
-/// for sr, minsr and spring, kKfacLr for kfac).
+/// for sr, minsr and spring, kKfacLr for kfac), and pretrain.steps, which defaults by model.type
+/// (kPretrainSteps for ferminet, psiformer and orbformer without model.init_from, else 0).
 /// @throws ConfigError naming the key path (and file line when known).
 Config parse_config(const std::string& yaml_text, const std::vector<std::string>& overrides,
                     const std::string& where);

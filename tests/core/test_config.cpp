@@ -52,6 +52,26 @@ TEST(Config, NaturalGradientOptimizersDefaultToTheShippedSpringSetting) {
   EXPECT_EQ(to_yaml(parse_config(to_yaml(spring), {}, "resolved.yaml")), to_yaml(spring));
 }
 
+// HF pretraining is on by default for the ansätze whose orbitals start random, off for PauliNet
+// (HF baseline built in), the bare HF determinant and fine-tuning; a given value always wins.
+TEST(Config, PretrainingDefaultsOnForAnsatzeThatLearnOrbitalsFromScratch) {
+  for (const char* type : {"ferminet", "psiformer", "orbformer"})
+    EXPECT_EQ(parse_config(std::string("model: {type: ") + type + "}", {}, "c.yaml").pretrain.steps,
+              kPretrainSteps)
+        << type;
+  EXPECT_EQ(parse_config("", {}, "c.yaml").pretrain.steps, kPretrainSteps);  // ferminet
+  EXPECT_DOUBLE_EQ(parse_config("", {}, "c.yaml").pretrain.lr, 3e-3);
+  for (const char* type : {"paulinet", "hf"})
+    EXPECT_EQ(parse_config(std::string("model: {type: ") + type + "}", {}, "c.yaml").pretrain.steps, 0) << type;
+  EXPECT_EQ(parse_config("model: {init_from: runs/x/checkpoint.h5}", {}, "c.yaml").pretrain.steps, 0);
+  EXPECT_EQ(parse_config("pretrain: {steps: 0}", {}, "c.yaml").pretrain.steps, 0);
+  EXPECT_EQ(parse_config("", {"pretrain.steps=20"}, "c.yaml").pretrain.steps, 20);
+  EXPECT_EQ(parse_config("pretrain: {basis: sto-3g}", {}, "c.yaml").pretrain.steps, kPretrainSteps);
+  // The resolved config states the value, so reading it back does not depend on the rule.
+  const Config paulinet = parse_config("model: {type: paulinet}", {}, "c.yaml");
+  EXPECT_EQ(to_yaml(parse_config(to_yaml(paulinet), {}, "resolved.yaml")), to_yaml(paulinet));
+}
+
 TEST(Config, FermiNetSizeFollowsTheElectronCountUnlessGiven) {
   const FermiNetOptions unset;
   auto dims = [](const FermiNetOptions& o) { return *o.hidden_dims; };

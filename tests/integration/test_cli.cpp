@@ -40,6 +40,7 @@ const std::string kTiny =
     "model: {ferminet: {hidden_dims: [[8, 4]], determinants: 2}}\n"
     "sampler: {walkers: 8, steps_per_iteration: 2, burn_in: 2}\n"
     "optim: {iterations: 2}\n"
+    "pretrain: {steps: 0}\n"
     "eval: {steps: 4, burn_in: 2}\n";
 
 void expect_input_error(const std::string& args, const std::string& needle) {
@@ -114,6 +115,7 @@ std::string trained_lih(const std::string& name) {
                                 "sampler: {walkers: 8, steps_per_iteration: 2, burn_in: 4}\n"
                                 "optim: {iterations: 2}\n"
                                 "eval: {steps: 0}\n"
+                                "pretrain: {steps: 0}\n"
                                 "run: {output: " + out + ", threads: 1}\n");
   const auto t = run("train " + cfg);
   EXPECT_EQ(t.code, 0) << t.out;
@@ -183,6 +185,7 @@ TEST(Cli, ARunOfTwoMoleculesEvaluatesEachAndPrintsAJsonList) {
                                 "sampler: {walkers: 8, steps_per_iteration: 2, burn_in: 4}\n"
                                 "optim: {type: adam, iterations: 2}\n"
                                 "eval: {steps: 2, burn_in: 2}\n"
+                                "pretrain: {steps: 0}\n"
                                 "run: {output: " + out + ", threads: 1}\n");
   const auto t = run("train " + cfg);
   ASSERT_EQ(t.code, 0) << t.out;

@@ -113,6 +113,7 @@ Config two_h2_config(const std::string& optimizer, const std::string& out, int i
       "hamiltonian: {laplacian: forward}\n"
       "optim: {lr: 0.01, log_every: 1000, determinant_balance: 0.01, sr: {damping: 0.001}}\n"
       "eval: {steps: 2, burn_in: 1}\n"
+      "pretrain: {steps: 0}\n"
       "run: {seed: 3, checkpoint_every: 0, dtype: float64}\n",
       {"optim.type=" + optimizer}, "two_h2_mpi.yaml");
   c.model.orbformer = test::small_orbformer(2);

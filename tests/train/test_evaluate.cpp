@@ -14,6 +14,7 @@ VmcSetup tiny_he(double step_size) {
       "system: {molecule: he}\n"
       "model: {ferminet: {hidden_dims: [[8, 4], [8, 4]], determinants: 2}}\n"
       "sampler: {walkers: 32, steps_per_iteration: 5, target_acceptance: 0.5}\n"
+      "pretrain: {steps: 0}\n"
       "run: {seed: 2, threads: 1}\n",
       {}, "tiny.yaml");
   c.sampler.step_size = step_size;

@@ -37,6 +37,7 @@ Config two_h2_config(const std::string& out, int iterations, int walkers = 64) {
       "hamiltonian: {laplacian: forward}\n"
       "optim: {type: adam, lr: 0.01, iterations: 60, log_every: 1000}\n"
       "eval: {steps: 0}\n"
+      "pretrain: {steps: 0}\n"
       "run: {seed: 3, checkpoint_every: 0}\n",
       {}, "two_h2.yaml");
   c.model.orbformer = test::small_orbformer(2);

@@ -30,6 +30,7 @@ TEST(OrbformerTraining, ShortAdamRunOnH2LowersTheEnergy) {
       "sampler: {walkers: 64, steps_per_iteration: 5, burn_in: 50, step_size: 0.3}\n"
       "hamiltonian: {laplacian: forward}\n"
       "optim: {type: adam, lr: 0.01, iterations: 60, log_every: 1000}\n"
+      "pretrain: {steps: 0}\n"
       "run: {seed: 3, checkpoint_every: 0}\n",
       {}, "orbformer_h2.yaml");
   c.model.orbformer = test::small_orbformer(2);

@@ -31,6 +31,7 @@ Trainer hydrogen_trainer(const std::string& out, int iterations, int max_failure
       "hamiltonian: {laplacian: forward}\n"
       "optim: {type: adam, lr: 0.05, lr_delay: 20, log_every: 1000}\n"
       "eval: {steps: 0}\n"
+      "pretrain: {steps: 0}\n"
       "run: {seed: 4, checkpoint_every: 5}\n",
       {}, "hydrogen.yaml");
   c.optim.iterations = iterations;
@@ -124,6 +125,7 @@ TEST(Recovery, ResumeRepeatsARecoveredRunBitForBit) {
         "sampler: {walkers: 16, steps_per_iteration: 2, burn_in: 5, step_size: 0.3}\n"
         "optim: {log_every: 1000}\n"
         "eval: {steps: 0}\n"
+        "pretrain: {steps: 0}\n"
         "run: {seed: 11, checkpoint_every: 3}\n",
         {}, "tiny.yaml");
     c.optim.iterations = iterations;

@@ -22,6 +22,7 @@ Config tiny_config(const std::string& type, const std::string& out, int iteratio
       "optim: {lr: 0.05, log_every: 1000, sr: {damping: 0.001, norm_constraint: 0.001, chunk_walkers: 5},"
       " spring: {momentum: 0.9}}\n"
       "eval: {steps: 3, burn_in: 2}\n"
+      "pretrain: {steps: 0}\n"
       "run: {seed: 5, checkpoint_every: 2}\n",
       {"optim.type=" + type}, "tiny_ngd.yaml");
   c.optim.iterations = iterations;

@@ -20,6 +20,7 @@ Config config(const std::string& type, int walkers, int layers, int steps, int i
       "model: {ferminet: {hidden_dims: [" + dims + "], determinants: 2}}\n"
       "hamiltonian: {laplacian: forward}\n"
       "optim: {lr: 0.01, log_every: 1000}\n"
+      "pretrain: {steps: 0}\n"
       "run: {seed: 3, checkpoint_every: 0}\n",
       {"optim.type=" + type}, "sync.yaml");
   c.sampler.walkers = walkers;

@@ -26,6 +26,7 @@ Config tiny_config(const std::string& out, int iterations) {
       "sampler: {walkers: 16, steps_per_iteration: 2, burn_in: 5, step_size: 0.3}\n"
       "optim: {iterations: 1, log_every: 1000}\n"
       "eval: {steps: 3, burn_in: 2}\n"
+      "pretrain: {steps: 0}\n"
       "run: {seed: 11, checkpoint_every: 2}\n",
       {}, "tiny.yaml");
   c.optim.iterations = iterations;
