@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Issue 18: undo each reliability fix in the source, rebuild the test binary, run the test that guards it, restore.
-Usage: revert_check.py [item ...]   (run in /work/main; restores files with git checkout)"""
+Usage: revert_check.py [item ...]   (from a built checkout; restores the files with git checkout)"""
 import subprocess, sys, re, time
 import os
 R = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -31,6 +31,12 @@ class LaplacianMethod {
   /// RNG state of a stochastic method (undefined tensor for exact ones), for checkpoints.
   virtual torch::Tensor rng_state() const { return {}; }
   virtual void set_rng_state(const torch::Tensor& /*state*/) {}
+  /// A stochastic method draws its numbers per walker (counter-based streams keyed by the
+  /// global walker index), so they do not depend on walker chunks or ranks: begin_evaluation()
+  /// starts a new draw for one local-energy evaluation of all walkers, set_first_walker()
+  /// gives the global index of the first row of the next compute() calls. Exact methods ignore both.
+  virtual void begin_evaluation() {}
+  virtual void set_first_walker(std::int64_t /*first*/) {}
 };
 
 /// Factory of Laplacian methods by name; `seed` seeds stochastic methods.

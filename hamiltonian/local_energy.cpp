@@ -24,8 +24,10 @@ LocalEnergyTerms LocalEnergy::evaluate(WaveFunction& wf, const torch::Tensor& r,
   const int64_t b = r.size(0);
   chunk = chunk > 0 ? std::min(chunk, b) : b;
   std::vector<torch::Tensor> kin, pot;
+  method_->begin_evaluation();
   for (int64_t lo = 0; lo < b; lo += chunk) {
     const auto rc = r.slice(0, lo, std::min(b, lo + chunk));
+    method_->set_first_walker(first_walker_ + lo);
     {
       std::optional<StageTimers::Scope> scope;
       if (timers_) scope.emplace(*timers_, "local_energy.laplacian");

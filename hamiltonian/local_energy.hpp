@@ -54,6 +54,9 @@ class LocalEnergy {
   /// Times the parts of each evaluation as stages "local_energy.laplacian" and
   /// "local_energy.potential" in `timers` (nullptr: not timed). Not owned.
   void set_timers(StageTimers* timers) { timers_ = timers; }
+  /// Global index of the first walker this process evaluates (its rank's walker offset), so a
+  /// stochastic Laplacian draws each walker's own numbers whatever the ranks and chunks.
+  void set_first_walker(std::int64_t first) { first_walker_ = first; }
 
  private:
   LocalEnergyTerms evaluate(WaveFunction& wf, const torch::Tensor& r, std::int64_t chunk);
@@ -66,6 +69,7 @@ class LocalEnergy {
   std::int64_t chunk_;
   batching::ChunkFit calibration_;
   StageTimers* timers_ = nullptr;
+  std::int64_t first_walker_ = 0;
 };
 
 }  // namespace nnvmc

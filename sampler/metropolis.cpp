@@ -1,13 +1,12 @@
 #include "sampler/metropolis.hpp"
 
-#include <ATen/CPUGeneratorImpl.h>
-
 #include <algorithm>
 #include <cmath>
 
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "parallel/tensor_comm.hpp"
+#include "parallel/walker_random.hpp"
 
 namespace nnvmc {
 
@@ -16,13 +15,14 @@ MetropolisSampler::MetropolisSampler(const SamplerOptions& options, const System
     : options_(options),
       system_(system),
       tensor_(tensor),
-      gen_(at::make_generator<at::CPUGeneratorImpl>(seed)),
+      seed_(seed),
       step_size_(options.step_size),
       comm_(&parallel::world()) {
   if (options.walkers < comm_->size())
     throw ConfigError(strfmt("'sampler.walkers': %d walkers cannot be shared by %d ranks (at least one each)",
                              options.walkers, comm_->size()));
   part_ = parallel::partition(options.walkers, comm_->rank(), comm_->size());
+  walker_ids_ = torch::arange(part_.offset, part_.offset + part_.count, tensor_.dtype(torch::kInt64));
 }
 
 std::vector<int> MetropolisSampler::initial_assignment(const System& system) {
@@ -51,12 +51,12 @@ std::vector<int> MetropolisSampler::initial_assignment(const System& system) {
 
 void MetropolisSampler::initialize(const LogAbsFn& logabs) {
   const auto assign = initial_assignment(system_);
-  const int64_t n = static_cast<int64_t>(assign.size()), b = options_.walkers;
+  const int64_t n = static_cast<int64_t>(assign.size());
   auto centres = torch::empty({n, 3}, torch::kFloat64);
   for (int64_t i = 0; i < n; ++i)
     for (int k = 0; k < 3; ++k) centres[i][k] = system_.atoms[assign[i]].position[k];
-  auto noise = at::normal(0.0, 1.0, {b, n, 3}, gen_, torch::TensorOptions().dtype(torch::kFloat64));
-  r_ = (centres.unsqueeze(0) + mine(noise)).to(tensor_);
+  const auto noise = parallel::walker_normal(seed_, parallel::RandomPurpose::initial_positions, draw_++, walker_ids_, n * 3);
+  r_ = (centres.to(noise.device()).unsqueeze(0) + noise.view({-1, n, 3})).to(tensor_);
   refresh(logabs);
 }
 
@@ -77,16 +77,20 @@ void MetropolisSampler::refresh(const LogAbsFn& logabs) {
 double MetropolisSampler::run(const LogAbsFn& logabs, int n) {
   torch::NoGradGuard no_grad;
   if (!r_.defined()) throw Error("sampler used before initialize()");
-  const auto cpu64 = torch::TensorOptions().dtype(torch::kFloat64);
+  const int64_t b = r_.size(0), coords = r_.size(1) * 3;
   // Accepted moves are counted on the device and read once per call (no host sync per step).
   auto accepted = torch::zeros({}, r_.options().dtype(torch::kFloat64));
   const std::int64_t total = options_.walkers;
   for (int s = 0; s < n; ++s) {
-    // Draw on the CPU in float64 so chains do not depend on dtype/device of the model. Every
-    // rank draws the random numbers of ALL walkers from the same generator and keeps its own
-    // rows, so walker i sees the same numbers whatever the number of ranks.
-    const auto noise = mine(at::normal(0.0, 1.0, {total, r_.size(1), 3}, gen_, cpu64)).to(tensor_);
-    const auto u = mine(at::empty({total}, cpu64).uniform_(0.0, 1.0, gen_)).to(tensor_);
+    // Each walker's own stream, drawn in float64 on the walkers' device (so chains do not
+    // depend on the dtype or device of the model, nor on the number of ranks).
+    const auto noise = parallel::walker_normal(seed_, parallel::RandomPurpose::proposal, draw_, walker_ids_, coords)
+                           .view({b, -1, 3})
+                           .to(tensor_);
+    const auto u = parallel::walker_uniform(seed_, parallel::RandomPurpose::acceptance, draw_, walker_ids_, 1)
+                       .view({b})
+                       .to(tensor_);
+    ++draw_;
     const auto proposal = r_ + step_size_ * noise;
     const auto new_logabs = logabs(proposal);
     // Accept with probability min(1, |ψ'|²/|ψ|²). A proposal with a non-finite log|ψ| (a node,
@@ -111,12 +115,12 @@ void MetropolisSampler::adapt(double acceptance) {
 }
 
 SamplerState MetropolisSampler::state() const {
-  return {r_, logabs_, step_size_, gen_.get_state()};
+  return {r_, logabs_, step_size_, parallel::counter_state(seed_, draw_)};
 }
 
 SamplerState MetropolisSampler::global_state() const {
   return {parallel::allgather_rows(*comm_, r_), parallel::allgather_rows(*comm_, logabs_), step_size_,
-          gen_.get_state()};
+          parallel::counter_state(seed_, draw_)};
 }
 
 torch::Tensor MetropolisSampler::mine(const torch::Tensor& all) const {
@@ -133,7 +137,17 @@ void MetropolisSampler::set_state(const SamplerState& state) {
   r_ = (global ? mine(state.r) : state.r).to(tensor_);
   logabs_ = (global ? mine(state.logabs) : state.logabs).to(tensor_);
   step_size_ = state.step_size;
-  gen_.set_state(state.rng_state);
+  if (state.rng_state.defined() && !parallel::read_counter_state(state.rng_state, seed_, draw_)) {
+    // A checkpoint of an older nnvmc holds a CPU generator's state: continue with the walker
+    // streams from a counter derived from it (deterministic, far from the counters a new run
+    // uses; not the numbers the old version would have drawn).
+    std::uint64_t h = 1469598103934665603ULL;  // FNV-1a over the old state's bytes
+    const auto bytes = state.rng_state.contiguous().cpu();
+    for (std::int64_t i = 0; i < bytes.numel(); ++i) h = (h ^ bytes.data_ptr<std::uint8_t>()[i]) * 1099511628211ULL;
+    draw_ = (std::uint64_t(1) << 40) | (h & 0xffffffffffULL);
+    log::warn("the checkpoint holds the random state of an older nnvmc: the chain continues with new random "
+              "numbers (a resumed run is not bit-identical to one the older version would have continued)");
+  }
 }
 
 }  // namespace nnvmc

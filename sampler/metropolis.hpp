@@ -19,17 +19,17 @@ struct SamplerState {
   torch::Tensor r;          ///< [B, N, 3] positions (bohr)
   torch::Tensor logabs;     ///< [B] log|ψ(r)|
   double step_size = 0.02;  ///< Gaussian move width (bohr)
-  torch::Tensor rng_state;  ///< uint8 state of the sampler's CPU generator
+  torch::Tensor rng_state;  ///< uint8 [24]: the walker streams' seed and counter (parallel::counter_state)
 };
 
-/// Metropolis–Hastings walkers. Random numbers come from one CPU generator (seeded), so a
-/// chain is reproducible and can be resumed exactly from a SamplerState.
+/// Metropolis–Hastings walkers. Every walker owns a counter-based random stream keyed by the
+/// seed and its global index (parallel/walker_random.hpp), drawn on the walkers' device, so a
+/// chain is reproducible, resumes exactly from a SamplerState (the stream state is one
+/// counter), and does not depend on the device or dtype of the model.
 ///
 /// Across ranks (parallel::world()): options.walkers is the total; this process holds the
-/// walkers of its parallel::partition() (positions(), logabs() are local). Every rank draws the
-/// random numbers of all walkers from the same generator and keeps its own rows, so walker i
-/// follows the same chain with any number of ranks, and the generator state is the same on all
-/// ranks (cost: each rank draws B·N·3 + B numbers per step instead of its share).
+/// walkers of its parallel::partition() (positions(), logabs() are local) and draws their
+/// numbers only, so walker i follows the same chain with any number of ranks.
 class MetropolisSampler {
  public:
   MetropolisSampler(const SamplerOptions& options, const System& system, torch::TensorOptions tensor,
@@ -60,6 +60,8 @@ class MetropolisSampler {
   void set_state(const SamplerState& state);
   /// Index of this rank's first walker among all walkers.
   std::int64_t walker_offset() const { return part_.offset; }
+  /// Draws taken from the walker streams so far (one per MH step and per initialize()).
+  std::uint64_t draws() const { return draw_; }
 
   /// Electron → nucleus assignment used for initialisation: atom index per electron [N],
   /// spin-up electrons first. Exposed for tests.
@@ -69,7 +71,9 @@ class MetropolisSampler {
   SamplerOptions options_;
   System system_;
   torch::TensorOptions tensor_;
-  torch::Generator gen_;
+  std::uint64_t seed_;            ///< key of the walker streams
+  std::uint64_t draw_ = 0;        ///< the streams' counter: the next draw
+  torch::Tensor walker_ids_;      ///< [b_local] int64 global walker indices, on the walkers' device
   torch::Tensor r_, logabs_;
   double step_size_;
   parallel::Communicator* comm_;  ///< world() at construction

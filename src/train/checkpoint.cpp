@@ -8,6 +8,7 @@
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "io/hdf5_file.hpp"
+#include "parallel/walker_random.hpp"
 
 namespace nnvmc {
 namespace {
@@ -293,7 +294,8 @@ Checkpoint load_checkpoint(const std::string& path) {
   for (const auto& m : c.molecules) {
     for (const auto& state : {m.sampler.rng_state, m.laplacian_rng}) {
       if (!state.defined()) continue;
-      try {
+      if (parallel::is_counter_state(state)) continue;
+      try {  // a generator state written by an older nnvmc
         at::make_generator<at::CPUGeneratorImpl>(0).set_state(state);
       } catch (const c10::Error&) {
         throw CheckpointError(path + ": malformed random-number generator state");

@@ -120,6 +120,7 @@ VmcSetup make_setup(const Config& config) {
     m.local_energy = std::make_unique<LocalEnergy>(
         m.system, make_laplacian(config.hamiltonian, molecule_seed(config.run.seed, i, 2)), s.options,
         ChunkPolicy{config.hamiltonian.chunk_walkers, s.budget});
+    m.local_energy->set_first_walker(m.sampler->walker_offset());
     s.molecules.push_back(std::move(m));
   }
   return s;

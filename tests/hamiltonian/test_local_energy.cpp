@@ -67,6 +67,27 @@ TEST(LocalEnergy, ResultDoesNotDependOnChunkSize) {
   }
 }
 
+// Hutchinson probes come from each walker's own stream (seed, evaluation, global walker index):
+// chunking does not change them, a process that holds walkers [5, 10) (another rank) draws the
+// same probes for them, and the next evaluation draws new ones.
+TEST(LocalEnergy, HutchinsonProbesBelongToWalkersNotToChunksOrRanks) {
+  const System s = load_molecule("lih", test::molecules_dir());
+  FermiNet net(test::small_ferminet(), s);
+  const auto r = test::random_positions(s, 10);
+  auto whole = make(s, "hutchinson", 0);
+  const auto all = whole(net, r).energy;
+  for (int64_t chunk : {1, 3}) {
+    const auto e = make(s, "hutchinson", chunk)(net, r).energy;
+    EXPECT_LT(((e - all).abs().max() / all.abs().max()).item<double>(), 1e-11) << "chunk " << chunk;
+  }
+  auto second_rank = make(s, "hutchinson", 0);
+  second_rank.set_first_walker(5);
+  const auto tail = second_rank(net, r.slice(0, 5)).energy;
+  EXPECT_LT(((tail - all.slice(0, 5)).abs().max() / all.abs().max()).item<double>(), 1e-11);
+  const auto next = whole(net, r).energy;  // a new evaluation: new probes
+  EXPECT_GT((next - all).abs().max().item<double>(), 1e-6);
+}
+
 namespace {
 /// Peak working memory of one local-energy evaluation of all walkers, in bytes.
 std::int64_t peak_of(LocalEnergy& le, WaveFunction& wf, const torch::Tensor& r, torch::Tensor* e = nullptr) {

@@ -20,7 +20,8 @@ namespace {
 parallel::Communicator& world() { return parallel::world(); }
 
 /// A small FermiNet on LiH (4 electrons), float64. 31 walkers: uneven over 2 and 3 ranks.
-Config lih_config(const std::string& optimizer, const std::string& out, int iterations) {
+Config lih_config(const std::string& optimizer, const std::string& out, int iterations,
+                  const std::string& laplacian = "forward") {
   Config c = parse_config(
       "system: {molecule: lih}\n"
       "model: {ferminet: {hidden_dims: [[8, 4], [8, 4]], determinants: 2}}\n"
@@ -30,6 +31,7 @@ Config lih_config(const std::string& optimizer, const std::string& out, int iter
       "pretrain: {steps: 0}\n"
       "run: {seed: 7, checkpoint_every: 0, dtype: float64}\n",
       {"optim.type=" + optimizer}, "lih_mpi.yaml");
+  c.hamiltonian.laplacian = laplacian;
   c.optim.iterations = iterations;
   c.run.output = out;
   c.run.threads = 1;
@@ -74,10 +76,11 @@ void expect_same_series(const std::vector<double>& a, const std::vector<double>&
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], rel * std::abs(a[i])) << "row " << i;
 }
 
-void check_rank_independence(const std::string& optimizer) {
+void check_rank_independence(const std::string& optimizer, const std::string& laplacian = "forward") {
   ASSERT_GT(world().size(), 1) << "run me under mpirun -np K with K > 1";
-  const auto dir_k = scratch("nnvmc_mpi_" + optimizer + "_k"), dir_1 = scratch("nnvmc_mpi_" + optimizer + "_1");
-  Trainer k(lih_config(optimizer, dir_k, 5));
+  const auto tag = optimizer + "_" + laplacian;
+  const auto dir_k = scratch("nnvmc_mpi_" + tag + "_k"), dir_1 = scratch("nnvmc_mpi_" + tag + "_1");
+  Trainer k(lih_config(optimizer, dir_k, 5, laplacian));
   const auto out_k = k.run(true);
   const TensorMap params_k = module_state(*k.setup().wf);
   // Parameters are replicated: every rank holds the same.
@@ -88,11 +91,11 @@ void check_rank_independence(const std::string& optimizer) {
   }
   const int ranks = world().size();
   on_root_alone([&] {
-    Trainer one(lih_config(optimizer, dir_1, 5));
+    Trainer one(lih_config(optimizer, dir_1, 5, laplacian));
     const auto out_1 = one.run(true);
     const double diff = max_relative_difference(module_state(*one.setup().wf), params_k);
-    std::printf("[ info     ] %s, %d ranks vs 1: largest relative parameter difference %.3g\n", optimizer.c_str(),
-                ranks, diff);
+    std::printf("[ info     ] %s, %s, %d ranks vs 1: largest relative parameter difference %.3g\n", optimizer.c_str(),
+                laplacian.c_str(), ranks, diff);
     EXPECT_LE(diff, 1e-10);
     expect_same_series(column(dir_1 + "/result.h5", "train/energy"), column(dir_k + "/result.h5", "train/energy"), 1e-10);
     expect_same_series(column(dir_1 + "/result.h5", "train/acceptance"),
@@ -136,7 +139,13 @@ void check_two_molecules(const std::string& optimizer) {
     const double diff = max_relative_difference(module_state(*one.setup().wf), params_k);
     std::printf("[ info     ] two molecules, %s, %d ranks vs 1: largest relative parameter difference %.3g\n",
                 optimizer.c_str(), ranks, diff);
-    EXPECT_LE(diff, 1e-10);
+    // Adam divides each gradient by its running RMS, so the rounding of a gradient that is a
+    // near-cancelling sum is not damped: the Jastrow's ∂log|ψ|/∂α is almost the same for every
+    // walker, its centred covariance with E_L nearly cancels, and the order in which walkers
+    // are summed (per rank, then over ranks) moves α by ~1e-10 after 3 steps (measured 1.4e-10
+    // with 2 ranks, 2.6e-10 with 3; every other parameter < 1e-11, SPRING < 3e-12). Energies
+    // are still compared at 1e-10 below.
+    EXPECT_LE(diff, optimizer == "adam" ? 1e-9 : 1e-10);
     for (const char* name : {"h2_short", "h2_long"})
       expect_same_series(column(dir_1 + "/result.h5", std::string("train/") + name + "/energy"),
                          column(dir_k + "/result.h5", std::string("train/") + name + "/energy"), 1e-10);
@@ -153,6 +162,9 @@ TEST(MpiTraining, TwoMoleculesWithSpringEqualOneProcess) { check_two_molecules("
 TEST(MpiTraining, AdamEqualsOneProcess) { check_rank_independence("adam"); }
 
 TEST(MpiTraining, SpringEqualsOneProcess) { check_rank_independence("spring"); }
+
+// The stochastic Laplacian too: each walker's Hutchinson probes come from its own stream.
+TEST(MpiTraining, SpringWithHutchinsonEqualsOneProcess) { check_rank_independence("spring", "hutchinson"); }
 
 TEST(MpiTraining, CheckpointOfKRanksResumesOnOneRank) {
   const auto dir_a = scratch("nnvmc_mpi_resume_a"), dir_b = scratch("nnvmc_mpi_resume_b");
