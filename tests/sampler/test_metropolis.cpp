@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <ATen/CPUGeneratorImpl.h>
 
 #include <cmath>
 #include <limits>
@@ -70,6 +71,29 @@ TEST(Metropolis, RestoredStateContinuesTheSameChain) {
   b.set_state(saved);
   b.run(logabs, 4);
   EXPECT_TRUE(torch::equal(a.positions(), b.positions()));
+}
+
+// A checkpoint of an older nnvmc holds an mt19937 state: the chain continues (deterministically,
+// from a counter derived from that state) instead of failing.
+TEST(Metropolis, AnOlderGeneratorStateContinuesDeterministically) {
+  const System s = load_molecule("lih", test::molecules_dir());
+  Hydrogenic wf(s, 1.0);
+  const auto sys = test::tensors(s);
+  const LogAbsFn logabs = [&](const torch::Tensor& r) { return wf.forward(r, sys).logabs; };
+  MetropolisSampler a(options(32), s, torch::TensorOptions().dtype(torch::kFloat64), 5);
+  a.initialize(logabs);
+  SamplerState old = a.state();
+  old.rng_state = at::make_generator<at::CPUGeneratorImpl>(3).get_state();
+  MetropolisSampler b(options(32), s, torch::TensorOptions().dtype(torch::kFloat64), 5);
+  MetropolisSampler c(options(32), s, torch::TensorOptions().dtype(torch::kFloat64), 5);
+  b.set_state(old);
+  c.set_state(old);
+  EXPECT_GE(b.draws(), std::uint64_t(1) << 40);  // far from the counters of a new chain
+  b.run(logabs, 3);
+  c.run(logabs, 3);
+  a.run(logabs, 3);  // the new chain's own draws 1-3
+  EXPECT_TRUE(torch::equal(b.positions(), c.positions()));
+  EXPECT_FALSE(torch::equal(b.positions(), a.positions()));
 }
 
 TEST(Metropolis, InitialElectronsAreSpinBalancedOnEachAtom) {
