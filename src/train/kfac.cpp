@@ -5,6 +5,8 @@
 #include <cmath>
 
 #include "core/errors.hpp"
+#include "parallel/communicator.hpp"
+#include "train/distributed.hpp"
 #include "train/natural_gradient.hpp"
 #include "train/per_sample_gradients.hpp"
 #include "train/recorded_pass.hpp"
@@ -26,6 +28,20 @@ struct StepSums {
   std::vector<double> positions;          ///< per block: Σ_b S_b (positions × walkers)
   std::vector<torch::Tensor> d, grad_d;   ///< per diagonal parameter: Σ_b O_b², Σ_b w_b O_b
 };
+
+/// Every rank's sums added up (one message for the tensors, one for the position counts):
+/// afterwards each rank holds the statistics of all walkers. Communication per step: the
+/// factors' Σ (in'² + out²) + 2P doubles, independent of the walkers.
+void sum_over_ranks(StepSums& sums) {
+  std::vector<torch::Tensor> all;
+  for (auto* list : {&sums.a, &sums.g, &sums.grad, &sums.d, &sums.grad_d})
+    for (auto& t : *list) all.push_back(t);
+  sum_over_ranks_(all);
+  std::size_t k = 0;
+  for (auto* list : {&sums.a, &sums.g, &sums.grad, &sums.d, &sums.grad_d})
+    for (auto& t : *list) t = all[k++];
+  for (auto& p : sums.positions) p = nnvmc::sum_over_ranks(p);
+}
 
 torch::Tensor add_or_set(const torch::Tensor& sum, const torch::Tensor& x) {
   return sum.defined() ? sum + x : x;
@@ -56,10 +72,13 @@ class KfacOptimizer final : public Optimizer {
       const double molecules = static_cast<double>(batches.size());
       for (const auto& batch : batches) {
         const std::int64_t b = batch.r.size(0);
-        walkers += b;
-        const auto e = clip_local_energies(batch.e_loc.detach(), options_.clip_width).to(kF64);
+        // Clipping and centring use all ranks' walkers (every rank the same vector); this rank
+        // accumulates its walkers' statistics, which are summed over ranks below.
+        std::int64_t offset = 0;
+        const auto e = clip_local_energies(all_walkers(batch.e_loc.detach(), &offset), options_.clip_width).to(kF64);
+        walkers += e.size(0);
         // g = mean over molecules of E_b[(E_L − Ē)·O_b].
-        const auto w = (e - e.mean()) / (static_cast<double>(b) * molecules);
+        const auto w = own_rows(e - e.mean(), offset, b) / (static_cast<double>(e.size(0)) * molecules);
         if (chunk_ == 0) chunk_ = fit_per_sample_chunk(wf, *batch.sys, batch.r, options_.sr.chunk_walkers, budget_, 0);
         for (std::int64_t s = 0; s < b; s += chunk_) {
           const std::int64_t end = std::min(b, s + chunk_);
@@ -70,6 +89,7 @@ class KfacOptimizer final : public Optimizer {
       }
     }
     auto scope = timers.scope("optimizer");
+    if (parallel::world().size() > 1) sum_over_ranks(sums);
     const double n = static_cast<double>(walkers), rho = options_.kfac.cov_ema_decay;
     const double new_weight = rho * ema_weight_ + 1.0;
     const double lambda = options_.kfac.damping;

@@ -153,8 +153,6 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimOptions& options, WaveFunct
   const auto it = registry.find(options.type);
   if (it == registry.end())
     throw ConfigError("'optim.type': unknown optimizer '" + options.type + "'");
-  if (options.type == "kfac" && parallel::world().size() > 1)
-    throw ConfigError("'optim.type': kfac does not run across ranks yet; use adam, sr, minsr or spring with mpirun");
   return it->second(options, wf, budget);
 }
 

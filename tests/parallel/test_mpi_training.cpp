@@ -163,6 +163,9 @@ TEST(MpiTraining, AdamEqualsOneProcess) { check_rank_independence("adam"); }
 
 TEST(MpiTraining, SpringEqualsOneProcess) { check_rank_independence("spring"); }
 
+// K-FAC: each rank accumulates its walkers' factor statistics; the sums are added over ranks.
+TEST(MpiTraining, KfacEqualsOneProcess) { check_rank_independence("kfac"); }
+
 // The stochastic Laplacian too: each walker's Hutchinson probes come from its own stream.
 TEST(MpiTraining, SpringWithHutchinsonEqualsOneProcess) { check_rank_independence("spring", "hutchinson"); }
 
