@@ -7,7 +7,9 @@
 # inflates much less than wall time: DeepQMC's from per-iteration process_time() stamps,
 # nnvmc's from the difference of a SKIP- and an ITERS-iteration run (same start).
 #   sh bench/deepqmc_compare.sh [BUILD_DIR] > bench/results/deepqmc_compare.txt
-# Env: ITERS (default 40), SKIP (5), ROUNDS (2), CASES (all: see below), VENV (/work/venv-deepqmc).
+# Env: ITERS (default 40), SKIP (5), ROUNDS (2), CASES (all: see below), VENV (/work/venv-deepqmc),
+# PIN (a core number: both programs run under taskset on that one core, so "one thread" is one
+# core for each; without it XLA's helper threads give DeepQMC ~1.3 cores: cpu > wall).
 # The venv is made on first use with the versions DeepQMC 1.2.0 runs with (newer pins crash it).
 # Cases (program:optimizer:laplacian):
 #   nnvmc:spring:forward nnvmc:kfac:forward dq:kfac:forward    natural gradient
@@ -23,6 +25,7 @@ VENV=${VENV:-/work/venv-deepqmc}
 CASES=${CASES:-"nnvmc:spring:forward nnvmc:kfac:forward dq:kfac:forward nnvmc:adam:forward dq:adamw:forward nnvmc:kfac:jvp dq:kfac:loop"}
 TMP=${TMPDIR:-/tmp}/nnvmc_dq_compare
 HERE=$(cd "$(dirname "$0")" && pwd)
+PINCMD=${PIN:+taskset -c $PIN}
 
 if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
@@ -52,7 +55,7 @@ run_case() {  # program:optimizer:laplacian round
     # iterations and one of ITERS, the same start; the difference is iterations SKIP+1..ITERS.
     cpu_of() {  # iterations → user+sys seconds of the whole run
       rm -rf "$out"
-      /usr/bin/time -f "%U %S" -o "$out.time" "$NNVMC" train "$cfg" pretrain.steps=0 sampler.burn_in=0 \
+      /usr/bin/time -f "%U %S" -o "$out.time" $PINCMD "$NNVMC" train "$cfg" pretrain.steps=0 sampler.burn_in=0 \
         optim.iterations="$1" eval.steps=0 run.threads=1 hamiltonian.laplacian="$lap" run.output="$out" \
         run.checkpoint_every=0 > "$out.log" 2>&1
       awk '{print $1 + $2}' "$out.time"
@@ -66,13 +69,13 @@ run_case() {  # program:optimizer:laplacian round
     printf "%-6s %-7s %-8s %8s s/it wall %8s s/it cpu  (%s iterations timed; wall s/it per stage incl. first: %s)\n" \
       nnvmc "$opt" "$lap" "$1" "$cpu" "$2" "$stages"
   else
-    "$VENV/bin/python" "$HERE/deepqmc_run.py" --opt "$opt" --laplacian "$lap" --steps "$ITERS" --skip "$SKIP" \
+    $PINCMD "$VENV/bin/python" "$HERE/deepqmc_run.py" --opt "$opt" --laplacian "$lap" --steps "$ITERS" --skip "$SKIP" \
       2> "$TMP/dq-$opt-$lap-$2.log" | tail -2 | head -1
   fi
 }
 
 echo "# $(date -u +%Y-%m-%dT%H:%MZ)  host $(hostname)  $(nproc --all) cores  load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# nnvmc $(git -C "$HERE/.." rev-parse --short HEAD), deepqmc $("$VENV/bin/pip" show deepqmc 2>/dev/null | awk '/^Version/{print $2}'), ITERS=$ITERS SKIP=$SKIP ROUNDS=$ROUNDS, one thread, float64, 512 walkers"
+echo "# nnvmc $(git -C "$HERE/.." rev-parse --short HEAD), deepqmc $("$VENV/bin/pip" show deepqmc 2>/dev/null | awk '/^Version/{print $2}'), ITERS=$ITERS SKIP=$SKIP ROUNDS=$ROUNDS, one thread, float64, 512 walkers${PIN:+, both pinned to core $PIN}"
 r=1
 while [ "$r" -le "$ROUNDS" ]; do
   list=$CASES

@@ -4,19 +4,20 @@
 # times each. Per run: median seconds per iteration (result.h5 train/seconds, first iteration
 # dropped), the per-stage totals rank 0 logs, and the seconds rank 0 spent inside MPI collectives
 # (communication + waiting for the other rank). One intra-op thread per rank.
-# Usage: bench/mpi_scaling.sh [BUILD_DIR] [ITERATIONS] [REPS] [WALKERS]
+# Usage: [CONFIG=run.yaml] bench/mpi_scaling.sh [BUILD_DIR] [ITERATIONS] [REPS] [WALKERS]
 set -euo pipefail
 BUILD=${1:-build}; ITERS=${2:-12}; REPS=${3:-3}; WALKERS=${4:-512}
+CONFIG=${CONFIG:-configs/runs/lih_ferminet_spring.yaml}  # e.g. CONFIG=configs/runs/lih_ferminet_kfac.yaml
 NNVMC=$BUILD/src/app/nnvmc
 OUT=$(mktemp -d /tmp/nnvmc_mpi_scaling.XXXX)
 export OMP_NUM_THREADS=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none ${MPI_EXTRA:-})
 echo "# $(date -u +%FT%TZ)  $(uptime)  MPI_EXTRA=${MPI_EXTRA:-}"
-echo "# nnvmc train configs/runs/lih_ferminet_spring.yaml optim.iterations=$ITERS sampler.walkers=$WALKERS pretrain.steps=0 sampler.burn_in=10 eval.steps=0 run.threads=1"
+echo "# nnvmc train $CONFIG optim.iterations=$ITERS sampler.walkers=$WALKERS pretrain.steps=0 sampler.burn_in=10 eval.steps=0 run.threads=1"
 for rep in $(seq 1 "$REPS"); do
   for np in 1 2; do
     dir=$OUT/np${np}_rep$rep
-    "${MPIRUN[@]}" -np "$np" "$NNVMC" train configs/runs/lih_ferminet_spring.yaml \
+    "${MPIRUN[@]}" -np "$np" "$NNVMC" train "$CONFIG" \
       optim.iterations="$ITERS" sampler.walkers="$WALKERS" pretrain.steps=0 sampler.burn_in=10 eval.steps=0 \
       run.threads=1 optim.log_every=1000 run.checkpoint_every=0 run.output="$dir" > "$dir.log" 2>&1
     python3 - "$dir" "$np" "$rep" <<'PY'
