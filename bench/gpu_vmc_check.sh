@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # VMC training on a CUDA device (issue 16), prepared for a session that is lent the H200 machine.
 # Build and pack HERE (the device has no -dev packages and no network), then run there:
-#   ../shared/tools/device/pack.sh nnvmc psgrad_bench op_count_bench
+#   ../shared/tools/device/pack.sh nnvmc psgrad_bench op_count_bench bench_walker_random
 #   run(command="bash bench/gpu_vmc_check.sh", carry=[".device"], timeout_s=560)
 # Stages (each with its own time limit, results under $OUT, one line each in $OUT/summary.txt):
 #   1. per-sample gradients and optimizer steps on CUDA (psgrad_bench: Jacobian / batch gradient,
@@ -9,7 +9,8 @@
 #   2. training iterations: LiH (4096 walkers), CH4 and C4H4 (1024/4096) with SPRING and K-FAC,
 #      forward Laplacian, float64 and float32: s/iteration per stage from the trainer's timers;
 #   3. the 16-core CPU of the same machine on LiH at 4096 walkers for the GPU/CPU ratio;
-#   4. `nnvmc profile` on CUDA and one short CUDA training run of Psiformer, PauliNet, Orbformer.
+#   4. `nnvmc profile` on CUDA and one short CUDA training run of Psiformer, PauliNet, Orbformer;
+#   5. the counter-based walker streams on CUDA: time per MH step, same bits as the CPU.
 # Goals (issue 16): LiH 4096 walkers <= 0.15 s/it, C4H4 4096 <= 1 s/it, GPU >= 10x the 16 cores.
 set -u
 OUT=${OUT:-gpu_out}
@@ -60,4 +61,7 @@ log "profile psiformer cuda rc=$?"; grep -E "iteration|cover" "$OUT/profile_cuda
 for a in psiformer paulinet orbformer; do
   train "lih_1024_${a}" "configs/runs/lih_$a.yaml" 1024 float64 spring cuda 1 60
 done
+# 5. Walker streams on the device (the sampler's and Hutchinson's random numbers).
+timeout 60 bash "$R" bench_walker_random --walkers 4096 --repeats 50 --device cuda > "$OUT/walker_random.txt" 2>&1
+log "walker streams cuda rc=$?"; tail -2 "$OUT/walker_random.txt" >> "$OUT/summary.txt"
 log "done"

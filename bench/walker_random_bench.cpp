@@ -2,7 +2,9 @@
 /// Cost of the counter-based walker streams (parallel/walker_random.hpp) against the CPU
 /// generator the sampler used before, per Metropolis step (B·3N normals + B uniforms), and
 /// against one MH step of a FermiNet (its log|ψ| evaluation), median of repeats, one thread.
-/// usage: bench_walker_random [--walkers 512] [--molecule lih] [--repeats 200]
+/// With --device cuda: also the device path (integer tensor ops), its time per MH step and
+/// whether its uniforms equal the CPU loop's bit for bit.
+/// usage: bench_walker_random [--walkers 512] [--molecule lih] [--repeats 200] [--device cuda]
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
@@ -36,11 +38,12 @@ template <class F> double median_seconds(int repeats, F&& f) {
 int main(int argc, char** argv) {
   std::int64_t walkers = 512;
   int repeats = 200;
-  std::string molecule = "lih";
+  std::string molecule = "lih", device = "cpu";
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--walkers")) walkers = std::stoll(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--repeats")) repeats = std::stoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--molecule")) molecule = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--device")) device = argv[i + 1];
   }
   torch::set_num_threads(1);
   const System s = load_molecule(molecule, std::string(NNVMC_SOURCE_DIR) + "/configs/molecules");
@@ -74,5 +77,26 @@ int main(int argc, char** argv) {
               uniform_only * 1e6);
   std::printf("  FermiNet log|psi| of the proposal (default size): %8.1f us  (streams = %.1f %% of an MH step)\n",
               forward * 1e6, 100 * new_rng / (forward + new_rng));
+  if (device != "cpu") {
+    const auto dev_ids = ids.to(torch::Device(device));
+    auto sync = [&] {
+      if (dev_ids.is_cuda()) torch::cuda::synchronize();
+    };
+    const double dev = median_seconds(repeats, [&](int i) {
+      auto z = parallel::walker_normal(1, parallel::RandomPurpose::proposal, i, dev_ids, coords);
+      auto u = parallel::walker_uniform(1, parallel::RandomPurpose::acceptance, i, dev_ids, 1);
+      sync();
+    });
+    const bool same = torch::equal(parallel::walker_uniform(3, parallel::RandomPurpose::proposal, 17, ids, coords),
+                                   parallel::walker_uniform(3, parallel::RandomPurpose::proposal, 17, dev_ids, coords).cpu());
+    const double dz = (parallel::walker_normal(3, parallel::RandomPurpose::proposal, 17, ids, coords) -
+                       parallel::walker_normal(3, parallel::RandomPurpose::proposal, 17, dev_ids, coords).cpu())
+                          .abs()
+                          .max()
+                          .item<double>();
+    std::printf("  %s walker streams, normals + uniforms  : %8.1f us; uniforms equal the CPU's bit for bit: %s; "
+                "normals max |diff| %.1e\n",
+                device.c_str(), dev * 1e6, same ? "yes" : "NO", dz);
+  }
   return 0;
 }

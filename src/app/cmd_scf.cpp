@@ -1,5 +1,5 @@
 /// nnvmc scf MOLECULE [--basis B] [--uhf] [--json] [--guess core|sad] [--max-iter N]
-///                    [--level-shift MU] [--damping D] [--threads T]
+///                    [--level-shift MU] [--damping D] [--cholesky TAU] [--threads T]
 #include <chrono>
 #include <cmath>
 #include <iostream>
@@ -59,6 +59,7 @@ void run_scf_command(ScfArgs& a) {
                      {"e_hf", r.energy}, {"e_nuc", r.e_nuc}, {"n_basis", r.n_basis},
                      {"n_alpha", r.n_alpha}, {"n_beta", r.n_beta}, {"converged", r.converged},
                      {"iterations", r.iterations}, {"homo", r.homo()}, {"seconds", seconds},
+                     {"cholesky_tau", a.options.jk.cholesky_tau},
                      {"eps_alpha", to_json(r.eps_alpha)}};
     if (std::isfinite(r.lumo())) j["lumo"] = r.lumo();
     if (r.unrestricted) j["eps_beta"] = to_json(r.eps_beta);
@@ -97,6 +98,10 @@ void add_scf_command(CLI::App& app) {
   cmd->add_option("--schwarz", a->options.jk.integrals.schwarz_threshold,
                   "skip ERI shell quartets with Schwarz bound below this (Eh)")
       ->capture_default_str();
+  cmd->add_option("--cholesky", a->options.jk.cholesky_tau,
+                  "J/K from Cholesky vectors of the ERIs to this threshold (e.g. 1e-6; 0 = exact ERIs)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--threads", a->options.jk.integrals.threads, "integral threads (0 = all cores)")
       ->capture_default_str();
   cmd->callback([a] { run_scf_command(*a); });

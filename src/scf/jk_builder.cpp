@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "scf/cholesky_eri.hpp"
 #include "scf/parallel.hpp"
 
 namespace nnvmc::scf {
@@ -37,6 +38,39 @@ struct JKBuilder::Impl {
   std::vector<double> eri;   // in-core blocks (empty when direct)
   bool in_core = false;
   std::vector<libint2::Engine> engines;
+  Eigen::MatrixXd chol;  ///< Cholesky mode: [n·n, M], column x = vec(L_x) (symmetric n × n)
+
+  /// J and K from the Cholesky vectors.
+  void build_cholesky(const Eigen::MatrixXd& d_coulomb, const std::vector<Eigen::MatrixXd>& d_exchange,
+                      Eigen::MatrixXd& J, std::vector<Eigen::MatrixXd>& K) const {
+    const Eigen::Index n = Eigen::Index(basis.n_functions()), M = chol.cols();
+    const Eigen::VectorXd c = chol.transpose() * Eigen::Map<const Eigen::VectorXd>(d_coulomb.data(), n * n);
+    J = Eigen::Map<const Eigen::MatrixXd>(Eigen::VectorXd(chol * c).data(), n, n);
+    K.assign(d_exchange.size(), Eigen::MatrixXd());
+    for (std::size_t k = 0; k < d_exchange.size(); ++k) {
+      // D = W₊W₊ᵀ − W₋W₋ᵀ (eigenvectors scaled by sqrt|λ|, negligible λ dropped)
+      Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(d_exchange[k]);
+      const Eigen::VectorXd& lambda = es.eigenvalues();
+      const double keep = 1e-12 * std::max(1e-300, lambda.cwiseAbs().maxCoeff());
+      std::vector<Eigen::Index> pos, neg;
+      for (Eigen::Index i = 0; i < n; ++i) (lambda(i) > keep ? pos : neg).push_back(i);
+      neg.erase(std::remove_if(neg.begin(), neg.end(), [&](Eigen::Index i) { return lambda(i) >= -keep; }), neg.end());
+      K[k] = Eigen::MatrixXd::Zero(n, n);
+      for (const auto* cols : {&pos, &neg}) {
+        const Eigen::Index r = Eigen::Index(cols->size());
+        if (r == 0) continue;
+        Eigen::MatrixXd W(n, r);
+        for (Eigen::Index j = 0; j < r; ++j) W.col(j) = es.eigenvectors().col((*cols)[j]) * std::sqrt(std::abs(lambda((*cols)[j])));
+        Eigen::MatrixXd B(n, M * r);  // block x: L_x W
+        parallel_for(std::size_t(M), threads, [&](std::size_t x, int) {
+          B.middleCols(Eigen::Index(x) * r, r).noalias() =
+              Eigen::Map<const Eigen::MatrixXd>(chol.col(Eigen::Index(x)).data(), n, n) * W;
+        });
+        K[k].selfadjointView<Eigen::Lower>().rankUpdate(B, cols == &pos ? 1.0 : -1.0);
+      }
+      K[k] = Eigen::MatrixXd(K[k].selfadjointView<Eigen::Lower>());
+    }
+  }
 
   /// Adds the contributions of one quartet block (values v) to per-thread accumulators.
   /// Since J = (A + Aᵀ)/4 and K = (B + Bᵀ)/8, each contribution may go to (i, j) or (j, i):
@@ -113,6 +147,15 @@ JKBuilder::JKBuilder(const BasisSet& basis, const JKOptions& options) : impl_(ne
   libint2::Engine proto(libint2::Operator::coulomb, basis.max_nprim(), basis.max_l(), 0,
                         options.integrals.engine_precision);
   m.engines.assign(m.threads, proto);
+  if (options.cholesky_tau > 0) {
+    const Eigen::MatrixXd L = cholesky_eri_pairs(basis, options.cholesky_tau, options.integrals);
+    const Eigen::Index n = Eigen::Index(basis.n_functions());
+    m.chol.resize(n * n, L.cols());
+    for (Eigen::Index x = 0; x < L.cols(); ++x)
+      for (Eigen::Index q = 0; q < n; ++q)
+        for (Eigen::Index p = 0; p < n; ++p) m.chol(p + q * n, x) = L(p >= q ? p * (p + 1) / 2 + q : q * (q + 1) / 2 + p, x);
+    return;
+  }
 
   // Shell pairs that can contribute at all, then unique pair-of-pairs quartets.
   const Eigen::MatrixXd Q = schwarz_bounds(basis, options.integrals);
@@ -156,12 +199,14 @@ JKBuilder::JKBuilder(const BasisSet& basis, const JKOptions& options) : impl_(ne
 JKBuilder::~JKBuilder() = default;
 
 bool JKBuilder::in_core() const { return impl_->in_core; }
+std::size_t JKBuilder::cholesky_vectors() const { return std::size_t(impl_->chol.cols()); }
 std::size_t JKBuilder::n_quartets() const { return impl_->quartets.size(); }
-std::size_t JKBuilder::stored_doubles() const { return impl_->eri.size(); }
+std::size_t JKBuilder::stored_doubles() const { return impl_->eri.size() + std::size_t(impl_->chol.size()); }
 
 void JKBuilder::build(const Eigen::MatrixXd& d_coulomb, const std::vector<Eigen::MatrixXd>& d_exchange,
                       Eigen::MatrixXd& J, std::vector<Eigen::MatrixXd>& K) const {
   auto& m = *impl_;
+  if (m.chol.size() > 0) return m.build_cholesky(d_coulomb, d_exchange, J, K);
   const std::size_t n = m.basis.n_functions(), nx = d_exchange.size();
   // Per-thread accumulators: A for J, B[k] for K[k].
   std::vector<Eigen::MatrixXd> A(m.threads, Eigen::MatrixXd::Zero(n, n));

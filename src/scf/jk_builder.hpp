@@ -3,7 +3,10 @@
 /// Coulomb and exchange matrices J[D], K[D] from ERIs, for the SCF Fock build.
 /// Unique shell quartets (8-fold symmetry) that survive Schwarz screening are computed
 /// once and kept in memory when they fit in the budget (in-core); otherwise they are
-/// recomputed on every build (direct). Both paths run multithreaded.
+/// recomputed on every build (direct). Both paths run multithreaded. With cholesky_tau > 0 the
+/// ERIs are replaced by pivoted Cholesky vectors (scf/cholesky_eri.hpp, error per ERI below
+/// tau): J = Σ_x L_x (L_x·D), K = Σ_x (L_x W)(L_x W)ᵀ with D = W S Wᵀ its eigen-factorisation
+/// (S = ±1), i.e. GEMMs over n²·M values instead of the shell quartets.
 #include <Eigen/Dense>
 
 #include <cstddef>
@@ -19,6 +22,7 @@ namespace nnvmc::scf {
 struct JKOptions {
   IntegralOptions integrals;          ///< threads and screening thresholds
   std::size_t max_incore_mb = 2048;   ///< in-core ERI storage limit (MB); above it the build is direct
+  double cholesky_tau = 0;            ///< > 0: J/K from Cholesky vectors of the ERIs to this threshold
 };
 
 /// Builds J_pq = Σ_rs (pq|rs) D_rs and K_pq = Σ_rs (pr|qs) D_rs for symmetric densities.
@@ -36,6 +40,7 @@ class JKBuilder {
              Eigen::MatrixXd& J, std::vector<Eigen::MatrixXd>& K) const;
 
   bool in_core() const;                 ///< true when ERIs are stored
+  std::size_t cholesky_vectors() const; ///< Cholesky vectors used (0: exact ERIs)
   std::size_t n_quartets() const;       ///< unique shell quartets kept after screening
   std::size_t stored_doubles() const;   ///< ERIs held in memory (0 when direct)
 

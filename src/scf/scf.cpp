@@ -62,8 +62,12 @@ ScfResult solve(const System& system, const BasisSet& basis, const ScfOptions& o
   r.overlap = overlap_matrix(basis, o.jk.integrals);
   r.h_core = core_hamiltonian(basis, system, o.jk.integrals);
   const JKBuilder jk(basis, o.jk);
-  spdlog::debug("scf: {} functions, {} shell quartets, {}; integrals {:.3f} s", n, jk.n_quartets(),
-                jk.in_core() ? "in-core ERIs" : "direct ERIs", since(t0));
+  if (jk.cholesky_vectors() > 0)
+    spdlog::debug("scf: {} functions, {} Cholesky vectors (tau {:.0e}); integrals {:.3f} s", n, jk.cholesky_vectors(),
+                  o.jk.cholesky_tau, since(t0));
+  else
+    spdlog::debug("scf: {} functions, {} shell quartets, {}; integrals {:.3f} s", n, jk.n_quartets(),
+                  jk.in_core() ? "in-core ERIs" : "direct ERIs", since(t0));
   t0 = clock::now();
 
   const Eigen::MatrixXd d_guess =

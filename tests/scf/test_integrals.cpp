@@ -176,6 +176,39 @@ TEST(JKBuilder, InCoreAndDirectAgreeWithContractionsOfTheFullTensor) {
   }
 }
 
+// Cholesky J/K: the residual of the decomposition is positive semi-definite with diagonal below
+// tau, so every ERI is off by at most tau (Cauchy–Schwarz) and |ΔJ|, |ΔK| ≤ tau·Σ|D_rs|; an
+// indefinite D (as an incremental or DIIS density can be) is handled through its signed
+// eigen-factorisation.
+TEST(JKBuilder, CholeskyJKIsWithinTauOfTheExactOneAndConverges) {
+  const BasisSet b = make_basis("6-31g*", h2o());
+  const std::size_t n = b.n_functions();
+  Eigen::MatrixXd D = Eigen::MatrixXd::Random(n, n);
+  D = (D + D.transpose()).eval();
+  const JKBuilder exact(b);
+  Eigen::MatrixXd J_ref;
+  std::vector<Eigen::MatrixXd> K_ref;
+  exact.build(D, {D}, J_ref, K_ref);
+  double previous = 1e300;
+  for (double tau : {1e-3, 1e-6, 1e-9}) {
+    JKOptions o;
+    o.cholesky_tau = tau;
+    const JKBuilder jk(b, o);
+    EXPECT_GT(jk.cholesky_vectors(), 0u);
+    EXPECT_LT(jk.cholesky_vectors(), n * (n + 1) / 2);
+    Eigen::MatrixXd J;
+    std::vector<Eigen::MatrixXd> K;
+    jk.build(D, {D, -D}, J, K);
+    const double bound = tau * D.cwiseAbs().sum();
+    const double dj = (J - J_ref).cwiseAbs().maxCoeff(), dk = (K[0] - K_ref[0]).cwiseAbs().maxCoeff();
+    EXPECT_LE(dj, bound) << tau;
+    EXPECT_LE(dk, bound) << tau;
+    EXPECT_LT((K[1] + K_ref[0]).cwiseAbs().maxCoeff(), bound) << tau;  // K is linear in D
+    EXPECT_LT(std::max(dj, dk), previous) << tau;
+    previous = std::max(dj, dk);
+  }
+}
+
 TEST(JKBuilder, RepeatedBuildsOnSeveralThreadsAreBitIdentical) {
   // Resumed runs must equal uninterrupted ones bit for bit, and PauliNet's baseline comes from
   // this SCF: J and K may not depend on which thread happened to take which quartets.

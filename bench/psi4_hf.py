@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""RHF with Psi4 (Debian `psi4`, system BLAS) on one molecule, as its users run it: --scf-type pk
+(exact integrals), cd (Cholesky, --cholesky TAU) or df (its default, cc-pVDZ-JKFIT fitting).
+Prints one JSON line: energy, iterations, wall seconds of the psi4 process, its BLAS.
+usage: bench/psi4_hf.py MOLECULE.xyz [--basis cc-pvdz] [--scf-type pk|cd|df] [--cholesky 1e-5] [--threads 1]"""
+import argparse, json, os, re, subprocess, sys, tempfile, time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "tools"))
+from psi4_reference import system_blas  # noqa: E402  (helper of the shared tool)
+
+ap = argparse.ArgumentParser()
+ap.add_argument("xyz")
+ap.add_argument("--basis", default="cc-pvdz")
+ap.add_argument("--scf-type", default="pk")
+ap.add_argument("--cholesky", type=float, default=1e-5)
+ap.add_argument("--threads", type=int, default=1)
+ap.add_argument("--memory-gb", type=int, default=8)
+a = ap.parse_args()
+lines = open(a.xyz).read().splitlines()
+atoms = "\n".join(lines[2:2 + int(lines[0])])
+extra = f"  cholesky_tolerance {a.cholesky}\n" if a.scf_type == "cd" else ""
+inp = (f"memory {a.memory_gb} gb\nmolecule {{\n{atoms}\nunits angstrom\nsymmetry c1\nno_reorient\nno_com\n}}\n"
+       f"set {{\n  basis {a.basis}\n  scf_type {a.scf_type}\n  e_convergence 1e-8\n  d_convergence 1e-6\n{extra}}}\n"
+       "energy('scf')\n")
+with tempfile.TemporaryDirectory() as d:
+    open(os.path.join(d, "in.dat"), "w").write(inp)
+    env = dict(os.environ, OMP_NUM_THREADS=str(a.threads), MKL_NUM_THREADS=str(a.threads), PSI_SCRATCH=d)
+    t0 = time.perf_counter()
+    subprocess.run(["psi4", "in.dat", "-n", str(a.threads)], cwd=d, capture_output=True, text=True,
+                   stdin=subprocess.DEVNULL, timeout=6 * 3600, env=env)
+    dt = time.perf_counter() - t0
+    out = open(os.path.join(d, "in.out")).read() if os.path.exists(os.path.join(d, "in.out")) else ""
+m = re.search(r"Total Energy =\s+(-?\d+\.\d+)", out)
+if not m:
+    sys.exit("psi4 failed:\n" + out[-2000:])
+iters = re.findall(r"@RHF iter\s+(\d+):", out)
+print(json.dumps({"program": "psi4", "scf_type": a.scf_type, "cholesky": a.cholesky if a.scf_type == "cd" else None,
+                  "e_hf": float(m.group(1)), "iterations": int(iters[-1]) if iters else None,
+                  "seconds": round(dt, 2), "blas": system_blas()}))
