@@ -10,7 +10,8 @@
 
 namespace nnvmc::scf {
 
-Eigen::MatrixXd cholesky_eri_pairs(const BasisSet& basis, double tau, const IntegralOptions& options) {
+Eigen::MatrixXd cholesky_eri_pairs(const BasisSet& basis, double tau, const IntegralOptions& options,
+                                   const CholeskyBlockUpdate& update) {
   if (!(tau > 0)) throw InputError("Cholesky threshold must be positive");
   const EriPairColumns eri(basis, options);
   const std::int64_t n = std::int64_t(basis.n_functions()), rows = std::int64_t(eri.n_rows());
@@ -47,7 +48,10 @@ Eigen::MatrixXd cholesky_eri_pairs(const BasisSet& basis, double tau, const Inte
     if (n_vec > 0) {
       Eigen::MatrixXd Lc(nc, n_vec);
       for (std::int64_t k = 0; k < nc; ++k) Lc.row(k) = L.row(cand_row[std::size_t(k)]).head(n_vec);
-      Bc.noalias() -= L.leftCols(n_vec) * Lc.transpose();
+      if (update)
+        update(Bc.data(), L.data(), Lc.data(), rows, nc, n_vec);
+      else
+        Bc.noalias() -= L.leftCols(n_vec) * Lc.transpose();
     }
     const std::int64_t first = n_vec;
     while (n_vec < rows) {
