@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "app/allocator_tuning.hpp"
 #include "app/commands.hpp"
 #include "batching/torch_lib_dir.hpp"
 #include "core/data_paths.hpp"
@@ -12,6 +13,7 @@
 #include "parallel/communicator.hpp"
 
 int main(int argc, char** argv) {
+  nnvmc::app::tune_allocator();  // before the first large allocation
   // Under mpirun/srun: MPI is initialised and world() spans the ranks; otherwise one process.
   nnvmc::parallel::init_world(&argc, &argv);
   const bool root = nnvmc::parallel::world().is_root();

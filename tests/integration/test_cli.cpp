@@ -325,3 +325,15 @@ TEST(Cli, DamagedOrForeignCheckpointsAreCleanErrors) {
   expect_input_error("eval " + old, "format version 1");
   expect_input_error("train --resume " + old, "format version 1");
 }
+
+// The allocator settings (src/app/allocator_tuning.hpp) change speed only: with glibc's defaults
+// (NNVMC_MALLOC=default) a run gives the same numbers bit for bit.
+TEST(Cli, AllocatorSettingsDoNotChangeResults) {
+  const auto tuned = run("scf h2o --basis sto-3g --json --threads 1");
+  setenv("NNVMC_MALLOC", "default", 1);
+  const auto plain = run("scf h2o --basis sto-3g --json --threads 1");
+  unsetenv("NNVMC_MALLOC");
+  ASSERT_EQ(tuned.code, 0) << tuned.out;
+  ASSERT_EQ(plain.code, 0) << plain.out;
+  EXPECT_EQ(json_of(tuned.out)["e_hf"].get<double>(), json_of(plain.out)["e_hf"].get<double>());
+}
