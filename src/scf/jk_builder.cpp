@@ -53,8 +53,10 @@ struct JKBuilder::Impl {
       const Eigen::VectorXd& lambda = es.eigenvalues();
       const double keep = 1e-12 * std::max(1e-300, lambda.cwiseAbs().maxCoeff());
       std::vector<Eigen::Index> pos, neg;
-      for (Eigen::Index i = 0; i < n; ++i) (lambda(i) > keep ? pos : neg).push_back(i);
-      neg.erase(std::remove_if(neg.begin(), neg.end(), [&](Eigen::Index i) { return lambda(i) >= -keep; }), neg.end());
+      for (Eigen::Index i = 0; i < n; ++i) {
+        if (lambda(i) > keep) pos.push_back(i);
+        else if (lambda(i) < -keep) neg.push_back(i);
+      }
       K[k] = Eigen::MatrixXd::Zero(n, n);
       for (const auto* cols : {&pos, &neg}) {
         const Eigen::Index r = Eigen::Index(cols->size());

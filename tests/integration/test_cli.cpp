@@ -337,3 +337,15 @@ TEST(Cli, AllocatorSettingsDoNotChangeResults) {
   ASSERT_EQ(plain.code, 0) << plain.out;
   EXPECT_EQ(json_of(tuned.out)["e_hf"].get<double>(), json_of(plain.out)["e_hf"].get<double>());
 }
+
+// `nnvmc scf --cholesky TAU`: J/K from Cholesky vectors, the energy within tau's reach of the
+// exact-ERI one (H2O/cc-pVDZ: 8e-9 Eh at 1e-8), stated in the JSON.
+TEST(Cli, ScfWithCholeskyJKAgreesWithExactIntegrals) {
+  const auto exact = run("scf h2o --basis cc-pvdz --json --threads 1");
+  const auto chol = run("scf h2o --basis cc-pvdz --json --threads 1 --cholesky 1e-8");
+  ASSERT_EQ(exact.code, 0) << exact.out;
+  ASSERT_EQ(chol.code, 0) << chol.out;
+  EXPECT_EQ(json_of(chol.out)["cholesky_tau"].get<double>(), 1e-8);
+  EXPECT_NEAR(json_of(chol.out)["e_hf"].get<double>(), json_of(exact.out)["e_hf"].get<double>(), 1e-7);
+  expect_input_error("scf h2o --cholesky -1", "cholesky");
+}

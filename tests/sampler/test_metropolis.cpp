@@ -18,6 +18,17 @@ SamplerOptions options(int walkers) {
   o.step_size = 0.5;
   return o;
 }
+
+/// LiH with a hydrogenic product wavefunction, and samplers of 32 walkers on it.
+struct LiHChain {
+  System s = load_molecule("lih", test::molecules_dir());
+  Hydrogenic wf{s, 1.0};
+  SystemTensors sys = test::tensors(s);
+  LogAbsFn logabs = [this](const torch::Tensor& r) { return wf.forward(r, sys).logabs; };
+  MetropolisSampler sampler(std::uint64_t seed) const {
+    return MetropolisSampler(options(32), s, torch::TensorOptions().dtype(torch::kFloat64), seed);
+  }
+};
 }  // namespace
 
 TEST(Metropolis, ReproducesMomentsOfTheHydrogenGroundStateDensity) {
@@ -58,40 +69,33 @@ TEST(Metropolis, StepSizeAdaptsTowardTargetAcceptance) {
 }
 
 TEST(Metropolis, RestoredStateContinuesTheSameChain) {
-  const System s = load_molecule("lih", test::molecules_dir());
-  Hydrogenic wf(s, 1.0);
-  const auto sys = test::tensors(s);
-  const LogAbsFn logabs = [&](const torch::Tensor& r) { return wf.forward(r, sys).logabs; };
-  MetropolisSampler a(options(32), s, torch::TensorOptions().dtype(torch::kFloat64), 5);
-  a.initialize(logabs);
-  a.run(logabs, 3);
+  const LiHChain c;
+  MetropolisSampler a = c.sampler(5);
+  a.initialize(c.logabs);
+  a.run(c.logabs, 3);
   const SamplerState saved = a.state();
-  a.run(logabs, 4);
-  MetropolisSampler b(options(32), s, torch::TensorOptions().dtype(torch::kFloat64), 999);
+  a.run(c.logabs, 4);
+  MetropolisSampler b = c.sampler(999);
   b.set_state(saved);
-  b.run(logabs, 4);
+  b.run(c.logabs, 4);
   EXPECT_TRUE(torch::equal(a.positions(), b.positions()));
 }
 
 // A checkpoint of an older nnvmc holds an mt19937 state: the chain continues (deterministically,
 // from a counter derived from that state) instead of failing.
 TEST(Metropolis, AnOlderGeneratorStateContinuesDeterministically) {
-  const System s = load_molecule("lih", test::molecules_dir());
-  Hydrogenic wf(s, 1.0);
-  const auto sys = test::tensors(s);
-  const LogAbsFn logabs = [&](const torch::Tensor& r) { return wf.forward(r, sys).logabs; };
-  MetropolisSampler a(options(32), s, torch::TensorOptions().dtype(torch::kFloat64), 5);
-  a.initialize(logabs);
+  const LiHChain chain;
+  MetropolisSampler a = chain.sampler(5);
+  a.initialize(chain.logabs);
   SamplerState old = a.state();
   old.rng_state = at::make_generator<at::CPUGeneratorImpl>(3).get_state();
-  MetropolisSampler b(options(32), s, torch::TensorOptions().dtype(torch::kFloat64), 5);
-  MetropolisSampler c(options(32), s, torch::TensorOptions().dtype(torch::kFloat64), 5);
+  MetropolisSampler b = chain.sampler(5), c = chain.sampler(5);
   b.set_state(old);
   c.set_state(old);
   EXPECT_GE(b.draws(), std::uint64_t(1) << 40);  // far from the counters of a new chain
-  b.run(logabs, 3);
-  c.run(logabs, 3);
-  a.run(logabs, 3);  // the new chain's own draws 1-3
+  b.run(chain.logabs, 3);
+  c.run(chain.logabs, 3);
+  a.run(chain.logabs, 3);  // the new chain's own draws 1-3
   EXPECT_TRUE(torch::equal(b.positions(), c.positions()));
   EXPECT_FALSE(torch::equal(b.positions(), a.positions()));
 }
