@@ -14,7 +14,8 @@
 /// identical work, so this is a linear extrapolation, marked by timed < walkers in the output.
 /// --model-from takes the model (type and options) of a run config, e.g.
 /// configs/runs/lih_psiformer.yaml, and --set applies space-separated overrides to it (e.g.
-/// "model.psiformer.layers=4 model.psiformer.head_dim=64"); --width small applies to FermiNet.
+/// "model.psiformer.layers=4 model.psiformer.head_dim=64"); --width applies to FermiNet (with
+/// --model-from only when given; the config keeps its widths otherwise).
 /// Ends with the growth exponent p of time ∝ N^p per method (least squares over molecules).
 #include <malloc.h>
 
@@ -55,6 +56,7 @@ int main(int argc, char** argv) {
   std::string molecules = "lih", methods = "jvp,reverse,hutchinson", dtype = "float64", width = "default";
   std::string budget = "auto", device = "cpu", model_from, overrides;
   int walkers = 256, repeats = 3, threads = 0, chunk = 0, timed_walkers = 0;
+  bool width_given = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--molecules") molecules = v;
@@ -62,7 +64,7 @@ int main(int argc, char** argv) {
     else if (k == "--dtype") dtype = v;
     else if (k == "--walkers") walkers = std::stoi(v);
     else if (k == "--repeats") repeats = std::stoi(v);
-    else if (k == "--width") width = v;
+    else if (k == "--width") width = v, width_given = true;
     else if (k == "--threads") threads = std::stoi(v);
     else if (k == "--chunk") chunk = std::stoi(v);
     else if (k == "--budget") budget = v;
@@ -96,11 +98,14 @@ int main(int argc, char** argv) {
       c.run.memory_budget = budget;
       c.run.device = device;
       // "default" is the published FermiNet ([[256, 32]]x4, 16 determinants) whatever the
-      // molecule (the config's own default is sized by the electron count).
-      const bool small = width == "small";
-      c.model.ferminet.hidden_dims = std::vector<std::array<int, 2>>(small ? 3 : 4, small ? std::array<int, 2>{32, 8}
-                                                                                          : std::array<int, 2>{256, 32});
-      c.model.ferminet.determinants = small ? 4 : 16;
+      // molecule (the config's own default is sized by the electron count); a --model-from
+      // config keeps its own widths unless --width is given.
+      if (model_from.empty() || width_given) {
+        const bool small = width == "small";
+        c.model.ferminet.hidden_dims = std::vector<std::array<int, 2>>(
+            small ? 3 : 4, small ? std::array<int, 2>{32, 8} : std::array<int, 2>{256, 32});
+        c.model.ferminet.determinants = small ? 4 : 16;
+      }
       VmcSetup s = make_setup(c);
       s.molecules[0].sampler->initialize(s.logabs_fn());
       s.molecules[0].sampler->run(s.logabs_fn(), 20);

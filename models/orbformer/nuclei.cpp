@@ -1,6 +1,7 @@
 #include "models/orbformer/nuclei.hpp"
 
 #include <cmath>
+#include <vector>
 
 #include "core/errors.hpp"
 #include "models/orbformer/init.hpp"
@@ -76,7 +77,10 @@ NucleiGnnImpl::NucleiGnnImpl(int64_t max_z, int64_t dim, int64_t layers, int64_t
 torch::Tensor NucleiGnnImpl::forward(const std::vector<int>& z, const torch::Tensor& edges) {
   std::vector<int64_t> idx;
   for (int v : z) idx.push_back(v - 1);
-  const auto index = torch::tensor(idx, torch::kLong).to(embedding.device());
+  // from_blob + copy, not torch::tensor: that one writes through data_ptr, which tensors
+  // created under the jvp Laplacian's functorch transforms do not allow.
+  const auto index = torch::from_blob(idx.data(), {static_cast<int64_t>(idx.size())}, torch::kLong)
+                         .to(embedding.device(), torch::kLong, /*non_blocking=*/false, /*copy=*/true);
   auto x = embedding.index_select(0, index).unsqueeze(0);  // [1, M, D]
   for (auto& b : blocks) x = b->forward(x, edges, {});
   const auto c = x - x.mean(-1, true);
@@ -96,15 +100,19 @@ OrbitalGeneratorImpl::OrbitalGeneratorImpl(int64_t max_z_, int64_t width, int64_
 torch::Tensor OrbitalGeneratorImpl::forward(const std::vector<int>& z, int64_t n_orbitals,
                                             const torch::Tensor& edges, const torch::Tensor& nuclear_features) {
   const int64_t m = static_cast<int64_t>(z.size()), slots = max_z * (max_z + 1) / 2;
-  auto onehot = torch::zeros({n_orbitals, m, slots}, torch::kFloat64);
-  auto hot = onehot.accessor<double, 3>();
+  // Filled on the host and copied in (from_blob): a tensor created under the jvp Laplacian's
+  // functorch transforms has no storage to write through.
+  std::vector<double> hot(static_cast<std::size_t>(n_orbitals * m * slots), 0.0);
   int64_t o = 0;
   for (int64_t n = 0; n < m && o < n_orbitals; ++n)
-    for (int k = 0; k < z[n] && o < n_orbitals; ++k, ++o) hot[o][n][z[n] * (z[n] - 1) / 2 + k] = 1.0;
+    for (int k = 0; k < z[n] && o < n_orbitals; ++k, ++o)
+      hot[static_cast<std::size_t>((o * m + n) * slots + z[n] * (z[n] - 1) / 2 + k)] = 1.0;
   if (o < n_orbitals)
     throw InputError("orbformer: " + std::to_string(n_orbitals) + " electrons exceed the nuclei's " +
                      std::to_string(o) + " atomic slots (anions with more electrons than protons are not supported)");
-  auto x = embedding(onehot.to(embedding->weight.options()));  // [N, M, width]
+  const auto onehot = torch::from_blob(hot.data(), {n_orbitals, m, slots}, torch::kFloat64)
+                          .to(embedding->weight.options(), /*non_blocking=*/false, /*copy=*/true);
+  auto x = embedding(onehot);  // [N, M, width]
   for (auto& b : blocks) x = b->forward(x, edges, nuclear_features);
   return x;
 }

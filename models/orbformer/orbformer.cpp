@@ -115,7 +115,10 @@ OrbformerMolecule Orbformer::molecule(const SystemTensors& sys) {
   mol.projection = torch::einsum("mac,mn->manc", {p, eye}).reshape({6 * m, 3 * m});
   std::vector<int64_t> zi;
   for (int z : sys.atomic_numbers) zi.push_back(z - 1);
-  const auto index = torch::tensor(zi, torch::kLong).to(exponent_embedding_.device());
+  // from_blob + copy, not torch::tensor: that one writes through data_ptr, which tensors
+  // created under the jvp Laplacian's functorch transforms do not allow.
+  const auto index = torch::from_blob(zi.data(), {static_cast<int64_t>(zi.size())}, torch::kLong)
+                         .to(exponent_embedding_.device(), torch::kLong, /*non_blocking=*/false, /*copy=*/true);
   mol.exponents = 0.1 + torch::softplus(exponent_embedding_.index_select(0, index));  // [M, S]
   const auto orb = generator_->forward(sys.atomic_numbers, n, edges, nf);  // [N, M, Wo]
   for (int s = 0; s < 2; ++s) {

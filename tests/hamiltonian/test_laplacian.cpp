@@ -1,6 +1,8 @@
+#include <ATen/functorch/DynamicLayer.h>
 #include <gtest/gtest.h>
 
 #include "common/test_util.hpp"
+#include "core/errors.hpp"
 #include "hamiltonian/laplacian.hpp"
 #include "laplacian_checks.hpp"
 #include "models/analytic/hydrogenic.hpp"
@@ -35,6 +37,22 @@ TEST(Laplacian, JvpAndReverseAgreeOnFermiNetTo1e10) {
   const auto a = run("jvp", net, s, r), b = run("reverse", net, s, r);
   expect_close(a.laplacian, b.laplacian, 1e-10, 0);
   expect_close(a.grad_sq, b.grad_sq, 1e-12, 0);
+}
+
+TEST(Laplacian, JvpLeavesNoTransformLevelBehindWhenTheWavefunctionThrows) {
+  // jvp runs the wavefunction inside functorch's vmap/jvp/grad levels; an exception from the
+  // model must pop them, or every later autograd call on this thread would run transformed.
+  const System s = lih();
+  FermiNet net(test::small_ferminet(), s);
+  const auto wrong = test::random_positions(s, 4).narrow(1, 0, 3);  // 3 of LiH's 4 electrons
+  HamiltonianOptions o;
+  o.laplacian = "jvp";
+  auto method = make_laplacian(o, 3);
+  EXPECT_THROW(method->compute(net, test::tensors(s, torch::kFloat64), wrong), InputError);
+  EXPECT_TRUE(at::functorch::getDynamicLayerStack().empty());
+  const auto r = test::random_positions(s, 4);
+  expect_close(method->compute(net, test::tensors(s, torch::kFloat64), r).laplacian,
+               run("reverse", net, s, r).laplacian, 1e-10, 0);
 }
 
 TEST(Laplacian, ExactMethodsMatchFiniteDifferencesOnFermiNet) {
