@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # VMC training on a CUDA device (issue 16), prepared for a session that is lent the H200 machine.
 # Build and pack HERE (the device has no -dev packages and no network), then run there:
-#   ../shared/tools/device/pack.sh nnvmc psgrad_bench op_count_bench bench_walker_random
+#   ../shared/tools/device/pack.sh nnvmc psgrad_bench op_count_bench bench_walker_random \
+#     bench_device_collectives bench_laplacian
 #   run(command="bash bench/gpu_vmc_check.sh", carry=[".device"], timeout_s=560)
 # Stages (each with its own time limit, results under $OUT, one line each in $OUT/summary.txt):
 #   1. per-sample gradients and optimizer steps on CUDA (psgrad_bench: Jacobian / batch gradient,
@@ -10,7 +11,8 @@
 #      forward Laplacian, float64 and float32: s/iteration per stage from the trainer's timers;
 #   3. the 16-core CPU of the same machine on LiH at 4096 walkers for the GPU/CPU ratio;
 #   4. `nnvmc profile` on CUDA and one short CUDA training run of Psiformer, PauliNet, Orbformer;
-#   5. the counter-based walker streams on CUDA: time per MH step, same bits as the CPU.
+#   5. the counter-based walker streams on CUDA: time per MH step, same bits as the CPU;
+#   6. NCCL device collectives (one rank) and the functorch jvp Laplacian on CUDA.
 # Goals (issue 16): LiH 4096 walkers <= 0.15 s/it, C4H4 4096 <= 1 s/it, GPU >= 10x the 16 cores.
 set -u
 OUT=${OUT:-gpu_out}
@@ -64,4 +66,12 @@ done
 # 5. Walker streams on the device (the sampler's and Hutchinson's random numbers).
 timeout 60 bash "$R" bench_walker_random --walkers 4096 --repeats 50 --device cuda > "$OUT/walker_random.txt" 2>&1
 log "walker streams cuda rc=$?"; tail -2 "$OUT/walker_random.txt" >> "$OUT/summary.txt"
+# 6. NCCL device collectives (issue 19), one rank (one GPU here): results of all-reduce,
+#    broadcast and uneven all-gather against their definitions, all-reduce time per size; and the
+#    jvp Laplacian's functorch transforms on CUDA (issue 16) against the reverse method.
+timeout 60 bash "$R" bench_device_collectives --max-mib 64 > "$OUT/device_collectives.txt" 2>&1
+log "nccl collectives rc=$?"; head -1 "$OUT/device_collectives.txt" >> "$OUT/summary.txt"
+timeout 90 bash "$R" bench_laplacian --model-from configs/runs/lih_ferminet_kfac.yaml --walkers 1024 \
+  --methods jvp,reverse,forward --device cuda > "$OUT/laplacian_cuda.txt" 2>&1
+log "jvp/reverse/forward cuda rc=$?"; grep -E "^lih" "$OUT/laplacian_cuda.txt" >> "$OUT/summary.txt"
 log "done"

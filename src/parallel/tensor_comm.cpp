@@ -1,9 +1,24 @@
 #include "parallel/tensor_comm.hpp"
 
+#include <algorithm>
 #include <stdexcept>
+
+#include "parallel/device_collectives.hpp"
 
 namespace nnvmc::parallel {
 namespace {
+/// Whether `t` is reduced on its device through NCCL (a CUDA float tensor, a build with NCCL)
+/// rather than through a float64 host buffer.
+bool on_device(const torch::Tensor& t) {
+  return device_collectives_built() && t.is_cuda() &&
+         (t.scalar_type() == torch::kFloat64 || t.scalar_type() == torch::kFloat32);
+}
+DeviceCollectives& device_of(Communicator& comm, const torch::Tensor& t) {
+  return device_collectives(comm, t.get_device());
+}
+DeviceDtype device_dtype(const torch::Tensor& t) {
+  return t.scalar_type() == torch::kFloat64 ? DeviceDtype::float64 : DeviceDtype::float32;
+}
 torch::Tensor host64(const torch::Tensor& t) {
   return t.detach().to(torch::kCPU, torch::kFloat64).contiguous();
 }
@@ -17,6 +32,11 @@ std::int64_t row_size(const torch::Tensor& t) {
 
 torch::Tensor allreduce_sum(Communicator& comm, const torch::Tensor& t) {
   if (comm.size() == 1) return t;
+  if (on_device(t)) {
+    auto c = t.detach().contiguous().clone();
+    device_of(comm, c).allreduce_sum(c.data_ptr(), static_cast<std::size_t>(c.numel()), device_dtype(c));
+    return c;
+  }
   auto h = host64(t).clone();
   comm.allreduce_sum(h.data_ptr<double>(), static_cast<std::size_t>(h.numel()));
   return back(h, t);
@@ -24,7 +44,21 @@ torch::Tensor allreduce_sum(Communicator& comm, const torch::Tensor& t) {
 
 void allreduce_sum_(Communicator& comm, std::vector<torch::Tensor>& ts) {
   if (comm.size() == 1 || ts.empty()) return;
+  const bool same_device = std::all_of(ts.begin(), ts.end(), [&](const torch::Tensor& t) {
+    return on_device(t) && t.device() == ts[0].device() && t.scalar_type() == ts[0].scalar_type();
+  });
   std::vector<torch::Tensor> flat;
+  if (same_device) {  // one NCCL all-reduce of the concatenation, on the device
+    for (const auto& t : ts) flat.push_back(t.detach().reshape({-1}));
+    auto d = torch::cat(flat);
+    device_of(comm, d).allreduce_sum(d.data_ptr(), static_cast<std::size_t>(d.numel()), device_dtype(d));
+    std::int64_t at = 0;
+    for (auto& t : ts) {
+      t.copy_(d.slice(0, at, at + t.numel()).view(t.sizes()));
+      at += t.numel();
+    }
+    return;
+  }
   for (const auto& t : ts) flat.push_back(host64(t).reshape({-1}));
   auto h = torch::cat(flat);
   comm.allreduce_sum(h.data_ptr<double>(), static_cast<std::size_t>(h.numel()));
@@ -53,6 +87,14 @@ torch::Tensor allgather_rows(Communicator& comm, const torch::Tensor& local, std
   if (offset != nullptr) *offset = mine;
   auto sizes = local.sizes().vec();
   sizes[0] = total;
+  if (on_device(local)) {
+    const auto c = local.detach().contiguous();
+    auto out = torch::empty(sizes, c.options());
+    std::vector<std::int64_t> bytes;
+    for (auto n : counts) bytes.push_back(n * static_cast<std::int64_t>(c.element_size()));
+    device_of(comm, c).allgatherv(c.data_ptr(), out.data_ptr(), bytes);
+    return out;
+  }
   const auto h = host64(local);
   auto out = torch::empty(sizes, torch::kFloat64);
   comm.allgatherv(h.data_ptr<double>(), out.data_ptr<double>(), counts);
@@ -82,6 +124,12 @@ torch::Tensor gather_rows(Communicator& comm, const torch::Tensor& local, int ro
 
 void broadcast_(Communicator& comm, torch::Tensor& t, int root) {
   if (comm.size() == 1) return;
+  if (on_device(t)) {
+    auto c = t.detach().contiguous().clone();
+    device_of(comm, c).broadcast(c.data_ptr(), static_cast<std::size_t>(c.nbytes()), root);
+    t.copy_(c);
+    return;
+  }
   auto h = host64(t).clone();
   comm.broadcast(h.data_ptr<double>(), sizeof(double) * h.numel(), root);
   t.copy_(h);

@@ -1,8 +1,9 @@
 #pragma once
 /// @file tensor_comm.hpp
-/// Collectives on torch tensors over a Communicator. Tensors travel as float64 host buffers
-/// (device tensors are copied to the host and back; NCCL is not wired in yet) and keep their
-/// dtype and device on return. With one rank every function is an identity (no copy).
+/// Collectives on torch tensors over a Communicator. Host tensors travel as float64 host
+/// buffers over MPI. CUDA float tensors are reduced on their device through NCCL when the build
+/// has it (device_collectives.hpp; in their own dtype), else through float64 host buffers.
+/// Results keep the input's dtype and device. With one rank every function is an identity.
 #include <torch/torch.h>
 
 #include <functional>

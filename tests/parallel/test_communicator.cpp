@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include "core/errors.hpp"
+#include "batching/cuda_runtime.hpp"
 #include "parallel/communicator.hpp"
+#include "parallel/device_collectives.hpp"
 #include "parallel/tensor_comm.hpp"
 
 using namespace nnvmc::parallel;
@@ -40,4 +43,22 @@ TEST(SingleProcess, CollectivesAreIdentities) {
 TEST(World, IsOneProcessOutsideMpirun) {
   EXPECT_EQ(world().size(), 1);
   EXPECT_EQ(world().rank(), 0);
+}
+
+TEST(DeviceCollectives, NeedAGpuAndOtherwiseFailWithATypedErrorNotACrash) {
+  // NCCL needs a GPU per rank. Without one (CI), asking for the device collectives must raise
+  // nnvmc's error (no NCCL in the build, no libnccl, or no CUDA device), never abort; with one
+  // (the device script), a one-rank NCCL communicator comes up.
+  auto c = make_single_process();
+  if (device_collectives_built() && nnvmc::batching::cuda_device_count() > 0) {
+    EXPECT_NE(device_collectives(*c, 0).describe().find("NCCL"), std::string::npos);
+    return;
+  }
+  try {
+    device_collectives(*c, 0);
+    FAIL() << "device collectives were created without a GPU";
+  } catch (const nnvmc::Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(device_collectives_built() ? "NCCL" : "without NCCL"), std::string::npos) << what;
+  }
 }
