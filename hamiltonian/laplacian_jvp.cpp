@@ -79,7 +79,10 @@ class JvpLaplacian final : public LaplacianMethod {
  public:
   KineticTerms compute(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r) override {
     const int64_t b = r.size(0), n = r.size(1), d = 3 * n;
-    const auto x = r.detach().reshape({b, d});
+    // Transforms need ordinary tensors: leave inference mode (as torch.func does) and copy an
+    // inference tensor out of it.
+    c10::InferenceMode not_inference(false);
+    const auto x = (r.is_inference() ? r.clone() : r.detach()).reshape({b, d});
     // Tangent k is e_k for every walker: [3N (batched), B, 3N].
     const auto tangents = torch::eye(d, x.options()).unsqueeze(1).expand({d, b, d});
     torch::Tensor hess, grad;  // [3N, B, 3N] and [B, 3N]

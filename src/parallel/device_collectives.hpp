@@ -40,7 +40,12 @@ bool device_collectives_built();
 
 /// The device collectives of `comm` on CUDA device `device`, created on first use (a
 /// collective call: all ranks make theirs at the same point) and kept for the process.
-/// @throws Error when the build has no NCCL or NCCL cannot be loaded or initialised.
+/// @throws Error when the build has no NCCL, or NCCL cannot serve every rank (libnccl missing,
+///         no such device, two ranks on one GPU); all ranks throw together.
 DeviceCollectives& device_collectives(Communicator& comm, int device);
+
+/// Like device_collectives(), but returns nullptr on every rank when any rank cannot use NCCL
+/// (the reason is logged once), so callers fall back to host buffers. Collective on first use.
+DeviceCollectives* device_collectives_if_usable(Communicator& comm, int device);
 
 }  // namespace nnvmc::parallel

@@ -11,4 +11,6 @@ DeviceCollectives& device_collectives(Communicator& /*comm*/, int /*device*/) {
   throw Error("device collectives: this nnvmc was built without NCCL (needs CUDA, MPI and nccl.h)");
 }
 
+DeviceCollectives* device_collectives_if_usable(Communicator& /*comm*/, int /*device*/) { return nullptr; }
+
 }  // namespace nnvmc::parallel

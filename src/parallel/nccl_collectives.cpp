@@ -3,10 +3,17 @@
 /// time: on a CUDA run libtorch_cuda has already loaded the wheel's copy, which dlopen then
 /// returns; the functions are looked up once. Communicators live until the process ends (no
 /// destruction at exit, where the CUDA runtime may already be gone).
+///
+/// Before NCCL is initialised, the ranks agree that every one of them can take part (NCCL
+/// loads, the device can be selected, no two ranks share a GPU — NCCL refuses that): a rank
+/// that could not would leave the others waiting in ncclCommInitRank for ever.
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <nccl.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -14,6 +21,7 @@
 #include <utility>
 
 #include "core/errors.hpp"
+#include "core/log.hpp"
 #include "parallel/device_collectives.hpp"
 
 namespace nnvmc::parallel {
@@ -30,6 +38,8 @@ struct NcclApi {
   decltype(&ncclGetErrorString) error_string = nullptr;
   decltype(&ncclGetVersion) get_version = nullptr;
 };
+
+constexpr const char* kWhat = "device collectives (NCCL): ";
 
 const NcclApi& nccl() {
   static std::once_flag once;
@@ -54,29 +64,80 @@ const NcclApi& nccl() {
     sym(api.error_string, "ncclGetErrorString");
     sym(api.get_version, "ncclGetVersion");
   });
-  if (!error.empty()) throw Error("device collectives (NCCL): cannot load libnccl.so.2 (" + error + ")");
+  if (!error.empty()) throw Error(std::string(kWhat) + "cannot load libnccl.so.2 (" + error + ")");
   return api;
 }
 
 void check(ncclResult_t r, const char* what) {
-  if (r != ncclSuccess) throw Error(std::string("device collectives (NCCL): ") + what + ": " + nccl().error_string(r));
+  if (r != ncclSuccess) throw Error(std::string(kWhat) + what + ": " + nccl().error_string(r));
 }
 void check(cudaError_t r, const char* what) {
-  if (r != cudaSuccess)
-    throw Error(std::string("device collectives (NCCL): CUDA ") + what + ": " + cudaGetErrorString(r));
+  if (r != cudaSuccess) throw Error(std::string(kWhat) + "CUDA " + what + ": " + cudaGetErrorString(r));
+}
+
+/// Makes `device` current for the scope and restores the previous current device (torch
+/// allocates on the current device when no index is given).
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    check(cudaGetDevice(&previous_), "cudaGetDevice");
+    check(cudaSetDevice(device), "cudaSetDevice");
+  }
+  ~DeviceScope() { cudaSetDevice(previous_); }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
+/// ncclGroupStart … ncclGroupEnd; the group is closed also when a call inside it throws.
+class NcclGroup {
+ public:
+  NcclGroup() { check(nccl().group_start(), "ncclGroupStart"); }
+  ~NcclGroup() {
+    if (open_) nccl().group_end();
+  }
+  void end() {
+    open_ = false;
+    check(nccl().group_end(), "ncclGroupEnd");
+  }
+  NcclGroup(const NcclGroup&) = delete;
+  NcclGroup& operator=(const NcclGroup&) = delete;
+
+ private:
+  bool open_ = true;
+};
+
+/// Why this rank cannot take part in NCCL collectives on `device` ("" when it can); then, with
+/// every rank's (host, device) pair, whether two ranks share a GPU. Collective.
+std::string why_not(Communicator& host, int device) {
+  std::string why;
+  try {
+    nccl();
+    DeviceScope scope(device);
+  } catch (const Error& e) {
+    why = e.what();
+  }
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  const auto key = static_cast<std::int64_t>(std::hash<std::string>{}(name) & 0xFFFFFFFFFFFFULL) * 4096 + device;
+  auto keys = host.allgather(key);
+  std::sort(keys.begin(), keys.end());
+  if (why.empty() && std::adjacent_find(keys.begin(), keys.end()) != keys.end())
+    why = std::string(kWhat) + "two ranks share a GPU (NCCL needs one GPU per rank)";
+  return why;
 }
 
 class NcclCollectives final : public DeviceCollectives {
  public:
-  NcclCollectives(Communicator& host, int device) : device_(device) {
+  NcclCollectives(Communicator& host, int device) : device_(device), rank_(host.rank()), size_(host.size()) {
     const auto& api = nccl();
-    check(cudaSetDevice(device), "cudaSetDevice");
+    DeviceScope scope(device);
     ncclUniqueId id{};
     if (host.is_root()) check(api.get_unique_id(&id), "ncclGetUniqueId");
     host.broadcast(&id, sizeof id, 0);
-    check(api.comm_init_rank(&comm_, host.size(), id, host.rank()), "ncclCommInitRank");
-    rank_ = host.rank();
-    size_ = host.size();
+    check(api.comm_init_rank(&comm_, size_, id, rank_), "ncclCommInitRank");
     int version = 0;
     api.get_version(&version);
     version_ = std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) + "." +
@@ -84,61 +145,102 @@ class NcclCollectives final : public DeviceCollectives {
   }
 
   void allreduce_sum(void* data, std::size_t n, DeviceDtype dtype) override {
+    DeviceScope scope(device_);
+    before();
     const auto type = dtype == DeviceDtype::float64 ? ncclFloat64 : ncclFloat32;
     check(nccl().all_reduce(data, data, n, type, ncclSum, comm_, stream()), "ncclAllReduce");
-    finish();
+    after();
   }
 
   void broadcast(void* data, std::size_t bytes, int root) override {
+    DeviceScope scope(device_);
+    before();
     check(nccl().broadcast(data, data, bytes, ncclUint8, root, comm_, stream()), "ncclBroadcast");
-    finish();
+    after();
   }
 
   void allgatherv(const void* send, void* recv, const std::vector<std::int64_t>& bytes) override {
-    if (static_cast<int>(bytes.size()) != size_) throw Error("device allgatherv: one count per rank needed");
-    // One broadcast per rank inside a group: NCCL's allgather needs equal counts.
-    const auto& api = nccl();
-    check(api.group_start(), "ncclGroupStart");
-    std::int64_t at = 0;
-    for (int r = 0; r < size_; ++r) {
-      auto* dst = static_cast<char*>(recv) + at;
-      const void* src = r == rank_ ? send : dst;
-      check(api.broadcast(src, dst, static_cast<std::size_t>(bytes[r]), ncclUint8, r, comm_, stream()),
-            "ncclBroadcast");
-      at += bytes[r];
+    if (static_cast<int>(bytes.size()) != size_) throw Error(std::string(kWhat) + "allgatherv needs one count per rank");
+    DeviceScope scope(device_);
+    before();
+    {  // one broadcast per rank inside a group: NCCL's allgather needs equal counts
+      NcclGroup group;
+      std::int64_t at = 0;
+      for (int r = 0; r < size_; ++r) {
+        auto* dst = static_cast<char*>(recv) + at;
+        const void* src = r == rank_ ? send : dst;
+        check(nccl().broadcast(src, dst, static_cast<std::size_t>(bytes[r]), ncclUint8, r, comm_, stream()),
+              "ncclBroadcast");
+        at += bytes[r];
+      }
+      group.end();
     }
-    check(api.group_end(), "ncclGroupEnd");
-    finish();
+    after();
   }
 
   std::string describe() const override {
     return "NCCL " + version_ + " on cuda:" + std::to_string(device_) + " (" + std::to_string(size_) + " ranks)";
   }
 
+  bool serves(const Communicator& host) const { return host.rank() == rank_ && host.size() == size_; }
+
  private:
-  /// torch's default stream on this device (the legacy default stream).
+  /// The legacy default stream, which torch uses unless told otherwise.
   static cudaStream_t stream() { return nullptr; }
-  void finish() const {
-    check(cudaSetDevice(device_), "cudaSetDevice");
-    check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
-  }
+  /// The input may have been produced on any stream of the device: wait for all of them.
+  static void before() { check(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
+  /// Results are in place when the call returns.
+  static void after() { check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize"); }
   ncclComm_t comm_ = nullptr;
   int device_ = 0, rank_ = 0, size_ = 1;
   std::string version_;
 };
+
+/// Per (communicator, device): the collectives, or null with the reason when a rank cannot
+/// use NCCL. Kept for the process (intentionally never destroyed, see the file comment).
+struct Slot {
+  std::unique_ptr<NcclCollectives> collectives;
+  std::string why_not;
+};
+
+Slot& slot_for(Communicator& comm, int device) {
+  static std::mutex mutex;
+  static auto* slots = new std::map<std::pair<const Communicator*, int>, Slot>();
+  std::lock_guard<std::mutex> lock(mutex);
+  auto [it, made] = slots->try_emplace({&comm, device});
+  Slot& s = it->second;
+  if (made) {
+    s.why_not = why_not(comm, device);
+    if (comm.any(!s.why_not.empty())) {  // every rank falls back together
+      if (s.why_not.empty()) s.why_not = std::string(kWhat) + "another rank cannot use NCCL";
+    } else {
+      s.collectives = std::make_unique<NcclCollectives>(comm, device);
+    }
+  } else if (s.collectives && !s.collectives->serves(comm)) {
+    throw Error(std::string(kWhat) + "a communicator at a reused address (internal error)");
+  }
+  return s;
+}
 
 }  // namespace
 
 bool device_collectives_built() { return true; }
 
 DeviceCollectives& device_collectives(Communicator& comm, int device) {
-  // Kept for the process (intentionally never destroyed, see the file comment).
-  static std::mutex mutex;
-  static auto* made = new std::map<std::pair<const Communicator*, int>, std::unique_ptr<DeviceCollectives>>();
-  std::lock_guard<std::mutex> lock(mutex);
-  auto& slot = (*made)[{&comm, device}];
-  if (!slot) slot = std::make_unique<NcclCollectives>(comm, device);
-  return *slot;
+  Slot& s = slot_for(comm, device);
+  if (!s.collectives) throw Error(s.why_not);
+  return *s.collectives;
+}
+
+DeviceCollectives* device_collectives_if_usable(Communicator& comm, int device) {
+  Slot& s = slot_for(comm, device);
+  if (!s.collectives) {
+    static std::once_flag warned;
+    std::call_once(warned, [&] {
+      if (comm.is_root()) log::warn(s.why_not + "; device tensors are reduced through host buffers");
+    });
+  }
+  return s.collectives.get();
 }
 
 }  // namespace nnvmc::parallel

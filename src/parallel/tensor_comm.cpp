@@ -7,14 +7,14 @@
 
 namespace nnvmc::parallel {
 namespace {
-/// Whether `t` is reduced on its device through NCCL (a CUDA float tensor, a build with NCCL)
-/// rather than through a float64 host buffer.
-bool on_device(const torch::Tensor& t) {
-  return device_collectives_built() && t.is_cuda() &&
-         (t.scalar_type() == torch::kFloat64 || t.scalar_type() == torch::kFloat32);
-}
-DeviceCollectives& device_of(Communicator& comm, const torch::Tensor& t) {
-  return device_collectives(comm, t.get_device());
+/// The NCCL collectives that reduce `t` on its device (a CUDA float tensor, a build with NCCL,
+/// every rank able to use it), or null: then `t` goes through a float64 host buffer.
+/// Collective the first time it is asked for a device.
+DeviceCollectives* on_device(Communicator& comm, const torch::Tensor& t) {
+  if (!device_collectives_built() || !t.is_cuda() ||
+      (t.scalar_type() != torch::kFloat64 && t.scalar_type() != torch::kFloat32))
+    return nullptr;
+  return device_collectives_if_usable(comm, t.get_device());
 }
 DeviceDtype device_dtype(const torch::Tensor& t) {
   return t.scalar_type() == torch::kFloat64 ? DeviceDtype::float64 : DeviceDtype::float32;
@@ -32,9 +32,9 @@ std::int64_t row_size(const torch::Tensor& t) {
 
 torch::Tensor allreduce_sum(Communicator& comm, const torch::Tensor& t) {
   if (comm.size() == 1) return t;
-  if (on_device(t)) {
+  if (auto* dc = on_device(comm, t)) {
     auto c = t.detach().contiguous().clone();
-    device_of(comm, c).allreduce_sum(c.data_ptr(), static_cast<std::size_t>(c.numel()), device_dtype(c));
+    dc->allreduce_sum(c.data_ptr(), static_cast<std::size_t>(c.numel()), device_dtype(c));
     return c;
   }
   auto h = host64(t).clone();
@@ -45,13 +45,14 @@ torch::Tensor allreduce_sum(Communicator& comm, const torch::Tensor& t) {
 void allreduce_sum_(Communicator& comm, std::vector<torch::Tensor>& ts) {
   if (comm.size() == 1 || ts.empty()) return;
   const bool same_device = std::all_of(ts.begin(), ts.end(), [&](const torch::Tensor& t) {
-    return on_device(t) && t.device() == ts[0].device() && t.scalar_type() == ts[0].scalar_type();
+    return t.device() == ts[0].device() && t.scalar_type() == ts[0].scalar_type();
   });
   std::vector<torch::Tensor> flat;
-  if (same_device) {  // one NCCL all-reduce of the concatenation, on the device
+  auto* dc = same_device ? on_device(comm, ts[0]) : nullptr;
+  if (dc != nullptr) {  // one NCCL all-reduce of the concatenation, on the device
     for (const auto& t : ts) flat.push_back(t.detach().reshape({-1}));
     auto d = torch::cat(flat);
-    device_of(comm, d).allreduce_sum(d.data_ptr(), static_cast<std::size_t>(d.numel()), device_dtype(d));
+    dc->allreduce_sum(d.data_ptr(), static_cast<std::size_t>(d.numel()), device_dtype(d));
     std::int64_t at = 0;
     for (auto& t : ts) {
       t.copy_(d.slice(0, at, at + t.numel()).view(t.sizes()));
@@ -87,12 +88,12 @@ torch::Tensor allgather_rows(Communicator& comm, const torch::Tensor& local, std
   if (offset != nullptr) *offset = mine;
   auto sizes = local.sizes().vec();
   sizes[0] = total;
-  if (on_device(local)) {
+  if (auto* dc = on_device(comm, local)) {
     const auto c = local.detach().contiguous();
     auto out = torch::empty(sizes, c.options());
     std::vector<std::int64_t> bytes;
     for (auto n : counts) bytes.push_back(n * static_cast<std::int64_t>(c.element_size()));
-    device_of(comm, c).allgatherv(c.data_ptr(), out.data_ptr(), bytes);
+    dc->allgatherv(c.data_ptr(), out.data_ptr(), bytes);
     return out;
   }
   const auto h = host64(local);
@@ -124,9 +125,9 @@ torch::Tensor gather_rows(Communicator& comm, const torch::Tensor& local, int ro
 
 void broadcast_(Communicator& comm, torch::Tensor& t, int root) {
   if (comm.size() == 1) return;
-  if (on_device(t)) {
+  if (auto* dc = on_device(comm, t)) {
     auto c = t.detach().contiguous().clone();
-    device_of(comm, c).broadcast(c.data_ptr(), static_cast<std::size_t>(c.nbytes()), root);
+    dc->broadcast(c.data_ptr(), static_cast<std::size_t>(c.nbytes()), root);
     t.copy_(c);
     return;
   }
