@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "core/errors.hpp"
 #include "batching/cuda_runtime.hpp"
+#include "core/errors.hpp"
 #include "parallel/communicator.hpp"
 #include "parallel/device_collectives.hpp"
 #include "parallel/tensor_comm.hpp"
@@ -47,8 +47,9 @@ TEST(World, IsOneProcessOutsideMpirun) {
 
 TEST(DeviceCollectives, NeedAGpuAndOtherwiseFailWithATypedErrorNotACrash) {
   // NCCL needs a GPU per rank. Without one (CI), asking for the device collectives must raise
-  // nnvmc's error (no NCCL in the build, no libnccl, or no CUDA device), never abort; with one
-  // (the device script), a one-rank NCCL communicator comes up.
+  // nnvmc's error (no NCCL in the build, no libnccl, or no CUDA device), never abort; with one,
+  // a one-rank NCCL communicator comes up (on the H200 script, bench_device_collectives checks
+  // the collectives' results too).
   auto c = make_single_process();
   if (device_collectives_built() && nnvmc::batching::cuda_device_count() > 0) {
     EXPECT_NE(device_collectives(*c, 0).describe().find("NCCL"), std::string::npos);
