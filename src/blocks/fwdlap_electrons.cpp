@@ -150,12 +150,13 @@ FwdLap Op::add_global(FwdLap&& x, const FwdLap& g) {
 
 FwdLap Op::envelope(const FwdLap& d, const torch::Tensor& pi, const torch::Tensor& sigma) {
   require(d.electron_axes() == 1, "envelope needs distances [B, E, M]");
-  const auto s = torch::abs(sigma);                                  // [O, M]
-  const auto pe = pi * torch::exp(-d.value.unsqueeze(2) * s);        // [B, E, O, M]
+  // Laid out [B, E, M, O] (contiguous constants, see Blocks<Tensor>::envelope) and summed over M.
+  const auto s = torch::abs(sigma).t().contiguous();                              // [M, O]
+  const auto pe = pi.t().contiguous() * torch::exp(-d.value.unsqueeze(-1) * s);  // [B, E, M, O]
   // ∂_c e^{−s d} = −s e ∂_c d;  Σ_c ∂_c² e^{−s d} = e (s² |∇d|² − s ∇²d)
-  const auto jac = torch::matmul(d.jac, (-s * pe).transpose(-1, -2));  // [B, E, C, O]
-  const auto lap = (pe * (s.square() * d.coord_sq().unsqueeze(2) - s * d.lap.unsqueeze(2))).sum(-1);
-  return like(d, pe.sum(-1), jac, lap);
+  const auto jac = torch::matmul(d.jac, -s * pe);  // [B, E, C, M] · [B, E, M, O] → [B, E, C, O]
+  const auto lap = (pe * (s.square() * d.coord_sq().unsqueeze(-1) - s * d.lap.unsqueeze(-1))).sum(-2);
+  return like(d, pe.sum(-2), jac, lap);
 }
 
 }  // namespace nnvmc

@@ -135,9 +135,15 @@ struct Blocks<torch::Tensor> {
   /// x[b, i, ...] + g[b, ...] (global features broadcast over electrons).
   static T add_global(const T& x, const T& g) { return x + g.unsqueeze(1); }
   /// Σ_m π_om exp(−|σ_om| d_im). @param d [B, E, M] @param pi,sigma [O, M] @return [B, E, O]
+  /// Laid out [B, E, M, O] in memory and summed over M: libtorch's sum over a short innermost
+  /// axis is slow ([512, 2, 32, 2] over M = 2: 0.87 ms, against 0.044 ms over an outer M).
+  /// The transposed constants are made contiguous: elementwise ops lay their output out like
+  /// their inputs, so a transposed view would bring back the slow layout.
   static T envelope(const T& d, const torch::Tensor& pi, const torch::Tensor& sigma) {
-    const auto d4 = d.unsqueeze(2);  // [B, E, 1, M]
-    return (per_sample::constant(pi, d4) * torch::exp(-d4 * torch::abs(per_sample::constant(sigma, d4)))).sum(-1);
+    const auto d4 = d.unsqueeze(-1);  // [B, E, M, 1]
+    const auto pi_mo = per_sample::constant(pi, d4).transpose(-1, -2).contiguous();                   // [.., M, O]
+    const auto sigma_mo = torch::abs(per_sample::constant(sigma, d4).transpose(-1, -2).contiguous());  // [.., M, O]
+    return (pi_mo * torch::exp(-d4 * sigma_mo)).sum(-2);
   }
   /// sign and log|det| of K matrices given electron-major. @param x [B, E, K, E] (row i =
   /// electron i) @return sign [B, K], log|det| [B, K]
