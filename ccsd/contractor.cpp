@@ -51,4 +51,19 @@ torch::Tensor Contractor::operator()(const std::string& term, const std::string&
   return out;
 }
 
+Contractor::Section::Section(Contractor& c, std::string term) : c_(c), term_(std::move(term)) {
+  const Usage u = Usage::now();
+  wall0_ = u.wall, cpu0_ = u.cpu(), sys0_ = u.sys, faults0_ = u.minor_faults;
+}
+
+Contractor::Section::~Section() {
+  const Usage u = Usage::now();
+  auto& s = c_.stats_[term_];
+  s.seconds += u.wall - wall0_;
+  s.cpu_seconds += u.cpu() - cpu0_;
+  s.sys_seconds += u.sys - sys0_;
+  s.minor_faults += u.minor_faults - faults0_;
+  s.calls += 1;
+}
+
 }  // namespace nnvmc::ccsd

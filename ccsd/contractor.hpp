@@ -47,6 +47,24 @@ class Contractor {
   torch::Tensor operator()(const std::string& term, const std::string& spec,
                            const std::vector<torch::Tensor>& ops);
 
+  /// Times a stretch of work that is not a contraction (elementwise assembly, the amplitude
+  /// update, DIIS) under `term` while alive (RAII), so the per-term table accounts for the
+  /// whole iteration. Such terms have no FLOPs. Do not open one around a contraction: its
+  /// time would be counted twice.
+  class Section {
+   public:
+    Section(Contractor& c, std::string term);
+    ~Section();
+    Section(const Section&) = delete;
+    Section& operator=(const Section&) = delete;
+
+   private:
+    Contractor& c_;
+    std::string term_;
+    double wall0_, cpu0_, sys0_;
+    std::int64_t faults0_;
+  };
+
   const std::map<std::string, TermStats>& stats() const { return stats_; }  ///< per term
   const std::vector<std::string>& plans() const { return plans_; }  ///< first plan of each term (explain)
   const batching::PlanOptions& options() const { return options_; }  ///< the plan options

@@ -3,14 +3,14 @@
 /// Pulay DIIS on amplitude vectors with error vectors e = t_new − t_old.
 #include <torch/types.h>
 
-#include <deque>
 #include <vector>
 
 namespace nnvmc::ccsd {
 
 /// Keeps the last `size` (vector, error) pairs and extrapolates. A vector is a list of tensors
-/// (e.g. {t1, t2}); their overlaps are kept, so each step costs one dot product per stored
-/// vector, and the storage of the oldest pair is reused for the newest.
+/// (e.g. {t1, t2}); each is stored as a row of a preallocated [size, numel] matrix (slots reused
+/// round-robin), so a step is one copy per pair, one GEMV for the new overlaps (E·e) and one for
+/// the extrapolation (Tᵀc), not one pass per stored vector.
 class Diis {
  public:
   explicit Diis(int size) : size_(size) {}
@@ -20,8 +20,10 @@ class Diis {
 
  private:
   int size_;
-  std::deque<std::vector<torch::Tensor>> ts_, es_;
-  std::deque<std::vector<double>> overlap_;  ///< overlap_[i][j] = e_i·e_j for j ≤ i
+  int stored_ = 0;                    ///< pairs stored (≤ size_)
+  int next_ = 0;                      ///< slot the next pair goes to
+  std::vector<torch::Tensor> t_, e_;  ///< per component: [size, numel] rows by slot
+  std::vector<std::vector<double>> overlap_;  ///< [size][size] e_i·e_j by slot
 };
 
 }  // namespace nnvmc::ccsd

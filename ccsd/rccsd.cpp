@@ -83,14 +83,29 @@ CcsdResult run_rccsd(const MoIntegrals& mo, const CcsdOptions& options) {
       h.dress(t1);
       r = ccsd_residual(h, c, t1, t2);
     }
-    std::vector<torch::Tensor> next{t1 + r.r1 / d1, r.r2.div_(d2).add_(t2)};
-    const std::vector<torch::Tensor> err{next[0] - t1, next[1] - t2};
-    const double dnorm = std::sqrt(err[0].square().sum().item<double>() + err[1].square().sum().item<double>());
-    diis.extrapolate(next, err);
-    t1 = next[0];
-    t2 = (next[1] + next[1].permute({2, 3, 0, 1})).mul_(0.5);  // keep t_ij^ab = t_ji^ba exactly
-    const double e = cached ? ccsd_correlation_energy_L(L_ovov, t1, t2)
-                            : ccsd_correlation_energy(h.block("ovov"), t1, t2);
+    std::vector<torch::Tensor> next, err;
+    double dnorm = 0;
+    {
+      const Contractor::Section section(c, "update");
+      err = {r.r1 / d1, r.r2.div_(d2)};  // the Jacobi step is the DIIS error vector
+      next = {t1 + err[0], t2 + err[1]};
+      dnorm = std::sqrt(err[0].flatten().dot(err[0].flatten()).item<double>() +
+                        err[1].flatten().dot(err[1].flatten()).item<double>());
+    }
+    {
+      const Contractor::Section section(c, "diis");
+      diis.extrapolate(next, err);
+    }
+    {
+      const Contractor::Section section(c, "update");
+      t1 = next[0];
+      t2 = (next[1] + next[1].permute({2, 3, 0, 1})).mul_(0.5);  // keep t_ij^ab = t_ji^ba exactly
+    }
+    double e = 0;
+    {
+      const Contractor::Section section(c, "energy");
+      e = cached ? ccsd_correlation_energy_L(L_ovov, t1, t2) : ccsd_correlation_energy(h.block("ovov"), t1, t2);
+    }
     res.iterations = it;
     res.bytes_h2d_per_iteration.push_back(c.bytes_h2d() - h2d0);
     res.bytes_d2h_per_iteration.push_back(c.bytes_d2h() - d2h0);

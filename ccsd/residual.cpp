@@ -16,20 +16,25 @@ torch::Tensor doubles_common(Contractor& c, const DoublesInputs& in) {
   const torch::Tensor& t2 = in.t2;
   // B2: hole–hole ladder with W_kilj = ĝ_kilj + Σ_cd t_ij^cd g_kcld
   torch::Tensor r2 = c("B2", "kalb,kilj->iajb", {t2, in.W});
+  // The o²v² combinations below are fused passes over the contraction outputs (no scaled copies).
   // C2 with X_kiac = ĝ_kiac − ½ Σ_dl t_li^ad g_kdlc; the two C2 contractions are one GEMM:
-  // Σ_kc t_kbic X_kjac = Z_jaib for Z_iajb = Σ_kc t_kbjc X_kiac
-  const torch::Tensor X = in.oovv - 0.5 * c("C2a", "laid,kdlc->kiac", {t2, in.g_ovov});
-  const torch::Tensor Z = c("C2", "kbjc,kiac->iajb", {t2, X});
-  torch::Tensor s = -0.5 * Z - Z.permute({2, 1, 0, 3});
-  // D2 with Y_aikc = L̂_aikc + ½ Σ_dl u_il^ad L_ldkc, L̂_aikc = 2ĝ_aikc − ĝ_acki (ĝ_acki = ĝ_kiac)
-  const torch::Tensor Lhat = 2 * in.voov - in.oovv.permute({2, 1, 0, 3});
-  const torch::Tensor Y = Lhat + 0.5 * c("D2a", "iald,ldkc->aikc", {in.u, in.L_ovov});
-  s += 0.5 * c("D2", "jbkc,aikc->iajb", {in.u, Y});
+  // Σ_kc t_kbic X_kiac = Z_jaib for Z_iajb = Σ_kc t_kbjc X_kiac. X carries the factor −½ of s.
+  torch::Tensor X = c("C2a", "laid,kdlc->kiac", {t2, in.g_ovov});
+  X.mul_(0.25).sub_(in.oovv, 0.5);  // −½ X
+  const torch::Tensor Z = c("C2", "kbjc,kiac->iajb", {t2, X});  // −½ Z
+  // D2 with Y_aikc = L̂_aikc + ½ Σ_dl u_il^ad L_ldkc, L̂_aikc = 2ĝ_aikc − ĝ_acki (ĝ_acki = ĝ_kiac);
+  // Y carries the factor ½ of s
+  torch::Tensor Y = c("D2a", "iald,ldkc->aikc", {in.u, in.L_ovov});
+  Y.mul_(0.25).add_(in.voov).sub_(in.oovv.permute({2, 1, 0, 3}), 0.5);  // ½ Y
+  // s = −½ Z − Zᵀ' + ½ D2 + E2 (+ extra), Zᵀ'_iajb = Z_jaib
+  torch::Tensor s = c("D2", "jbkc,aikc->iajb", {in.u, Y});
+  s.add_(Z).add_(Z.permute({2, 1, 0, 3}), 2.0);
   // E2: dressed Fock blocks with doubles corrections; Σ_k t_iakb G_kj enters as Σ_k G_ki t_kajb
   // (its image under P, a plain GEMM)
   const torch::Tensor Gv = in.Fvv - c("E2a", "kbld,ldkc->bc", {in.u, in.g_ovov});
   const torch::Tensor Go = in.Foo + c("E2b", "lcjd,kdlc->kj", {in.u, in.g_ovov});
-  s += c("E2c", "iajc,bc->iajb", {t2, Gv.contiguous()}) - c("E2d", "kajb,ki->iajb", {t2, Go.contiguous()});
+  s.add_(c("E2c", "iajc,bc->iajb", {t2, Gv.contiguous()})).sub_(c("E2d", "kajb,ki->iajb", {t2, Go.contiguous()}));
+  if (in.extra.defined()) s.add_(in.extra);
   return r2.add_(s).add_(s.permute({2, 3, 0, 1}));
 }
 
@@ -57,8 +62,10 @@ Residual ccsd_residual(const DressedHamiltonian& h, Contractor& c, const torch::
 }
 
 double ccsd_correlation_energy_L(const torch::Tensor& L_ovov, const torch::Tensor& t1, const torch::Tensor& t2) {
-  const torch::Tensor t1t1 = t1.unsqueeze(2).unsqueeze(3) * t1.unsqueeze(0).unsqueeze(0);
-  return ((t2 * L_ovov).sum() + (t1t1 * L_ovov).sum()).item<double>();
+  // Σ_iajb (t_iajb + t_ia t_jb) L_iajb as a dot product and t1ᵀ L t1 (L viewed [(ia), (jb)])
+  const std::int64_t n = t1.numel();
+  const torch::Tensor L = L_ovov.reshape({n, n}), x = t1.reshape({n});
+  return (t2.reshape({n * n}).dot(L.reshape({n * n})) + x.dot(torch::mv(L, x))).item<double>();
 }
 
 double ccsd_correlation_energy(const torch::Tensor& g_ovov, const torch::Tensor& t1, const torch::Tensor& t2) {

@@ -22,7 +22,7 @@ Residual ccsd_residual(const CachedIntegrals& ci, Contractor& c, const torch::Te
   const std::int64_t o = t1.size(0), v = t1.size(1);
   const torch::Tensor& t = t1;
   const torch::Tensor tT = t1.t();
-  const torch::Tensor u = (2 * t2 - t2.permute({0, 3, 2, 1})).contiguous();
+  const torch::Tensor u = torch::lerp(t2.permute({0, 3, 2, 1}), t2, 2.0);  // 2 t2 − t2(a ↔ b), one pass
 
   // Dressed Fock F̂ = (1 − T) M (1 + T), T[a,i] = t_ia, M = f + 2J(D1) − K(D1) with the t1 density
   // D1 (occupied–virtual block t): J_pq = Σ_kc (pq|kc) t_kc, K_ps = Σ_kc (pc|ks) t_kc.
@@ -40,16 +40,17 @@ Residual ccsd_residual(const CachedIntegrals& ci, Contractor& c, const torch::Te
   const torch::Tensor Fvo = M_vo + M_vv.matmul(tT) - tT.matmul(M_oo) - tT.matmul(M_ov).matmul(tT);
   const torch::Tensor Fvv = M_vv - tT.matmul(M_ov);
 
-  // dressed blocks
-  const torch::Tensor ooov = b.ooov + c("dress", "kid,kdlc->kilc", {per_k(t), b.ovov});  // ĝ_kilc
-  const torch::Tensor ovoo_t = c("dress", "kcld,jd->kclj", {b.ovov, t});                 // Σ_d (kc|ld) t_jd
+  // dressed blocks; Δ_kilc = Σ_d t_id (kd|lc) is also Σ_d (lc|kd) t_id, the t1 part of ĝ's ovoo
+  const torch::Tensor d_ooov = c("dress", "kid,kdlc->kilc", {per_k(t), b.ovov});
+  const torch::Tensor ooov = b.ooov + d_ooov;                                            // ĝ_kilc
   const torch::Tensor oooo = b.oooo + c("dress", "kild,jd->kilj", {b.ooov, t}) +        // ĝ_kilj
-                             c("dress", "ic,kclj->kilj", {t, b.ooov.permute({2, 3, 0, 1}) + ovoo_t});
-  const torch::Tensor oovv = b.oovv + c("dress", "kid,kdac->kiac", {per_k(t), b.ovvv}) -  // ĝ_kiac
-                             c("dress", "la,kilc->kiac", {t, ooov});
-  const torch::Tensor voov = b.ovov.permute({1, 0, 2, 3}) +                                // ĝ_aikc
-                             c("dress", "kcad,id->kcai", {b.ovvv, t}).permute({2, 3, 0, 1}) -
-                             c("dress", "la,likc->aikc", {t, ooov});
+                             c("dress", "ic,kclj->kilj", {t, ooov.permute({2, 3, 0, 1})});
+  torch::Tensor oovv = c("dress", "la,kilc->kiac", {t, ooov});                            // ĝ_kiac
+  oovv.neg_().add_(b.oovv).add_(c("dress", "kid,kdac->kiac", {per_k(t), b.ovvv}));
+  // Q_kcai = Σ_d (kc|ad) t_id enters both ĝ_aikc and the vovo part S below
+  const torch::Tensor Q = c("dress", "kcad,id->kcai", {b.ovvv, t});
+  torch::Tensor voov = c("dress", "la,likc->aikc", {t, ooov});                           // ĝ_aikc
+  voov.neg_().add_(b.ovov.permute({1, 0, 2, 3})).add_(Q.permute({2, 3, 0, 1}));
 
   Residual r;
   // singles: A1 = Σ u_kcid ĝ_adkc with ĝ_adkc = (kc|ad) − Σ_l t_la (ld|kc)
@@ -59,21 +60,22 @@ Residual ccsd_residual(const CachedIntegrals& ci, Contractor& c, const torch::Te
 
   // A2 = ĝ_aibj + Σ_cd ĝ_acbd t_ij^cd. The part of ĝ_aibj with both i and j turned into virtuals
   // (Σ_cd t_ic t_jd ĝ_acbd) is the ladder of t1 t1: the ladder runs on τ = t2 + t1 t1, and the
-  // rest is E = (ai|bj) + Σ_kl t_ka t_lb (ki|lj) + S + Sᵀ (Sᵀ: a,i ↔ b,j) with
+  // rest is (ai|bj) + Σ_kl t_ka t_lb (ki|lj) + S + Sᵀ (Sᵀ: a,i ↔ b,j) with
   // S_aibj = Σ_c t_ic (jb|ac) − Σ_k t_ka ĝ_kijb − Σ_lc t_lb t_ic (lj|ac) + Σ_klc t_ka t_lb t_ic (lj|kc).
+  // Everything is laid out [i, a, j, b] as r2: (ai|bj) is the bare ovov block itself, S + Sᵀ
+  // joins the doubles' P(·), and the (ki|lj) term joins the ladder's t1·t1 term.
   const torch::Tensor tau = t2 + t.view({o, v, 1, 1}) * t.view({1, 1, o, v});
   const torch::Tensor w_tau = c("B2a", "icjd,kcld->kilj", {tau, b.ovov});
   const torch::Tensor y2 = c("dress", "ljac,ic->ljai", {b.oovv, t});
   const torch::Tensor y3 = c("dress", "ljkc,ic->ljki", {b.ooov, t});
-  torch::Tensor S = c("vovo", "jbac,ic->jbai", {b.ovvv, t}).permute({2, 3, 1, 0}) -  // [a,i,b,j]
-                    c("vovo", "ka,kijb->aibj", {t, ooov}) - c("vovo", "lb,ljai->aibj", {t, y2}) +
-                    c("vovo", "ka,lb,ljki->aibj", {t, t, y3});
-  const torch::Tensor E = b.ovov.permute({1, 0, 3, 2}) + c("vovo", "ka,lb,kilj->aibj", {t, t, b.oooo}) + S +
-                          S.permute({2, 3, 0, 1});
-  // W for B2 is built with t2: Σ_cd t_icjd (kc|ld) = w_tau − Σ_c t_ic Σ_d (kc|ld) t_jd
-  DoublesInputs in{t2, u, b.ovov, b.L_ovov, oovv, voov, torch::Tensor(), Foo, Fvv};
-  in.W = oooo + w_tau - c("B2a", "ic,kclj->kilj", {t, ovoo_t});
-  r.r2 = E.permute({1, 0, 3, 2}) + ci.ladder->apply(tau, t, w_tau) + doubles_common(c, in);
+  torch::Tensor S = c("vovo", "ka,kijb->iajb", {t, ooov});
+  S.neg_().add_(Q.permute({3, 2, 0, 1})).sub_(c("vovo", "lb,ljai->iajb", {t, y2}));  // Q_jbai as [i, a, j, b]
+  S.add_(c("vovo", "ka,lb,ljki->iajb", {t, t, y3}));
+  // W for B2 is built with t2: Σ_cd t_icjd (kc|ld) = w_tau − Σ_c t_ic Σ_d (kc|ld) t_jd, and
+  // Σ_d (kc|ld) t_jd = Δ_ljkc
+  DoublesInputs in{t2, u, b.ovov, b.L_ovov, oovv, voov, torch::Tensor(), Foo, Fvv, S};
+  in.W = oooo + w_tau - c("B2a", "ic,kclj->kilj", {t, d_ooov.permute({2, 3, 0, 1})});
+  r.r2 = ci.ladder->apply(tau, t, w_tau + b.oooo).add_(b.ovov).add_(doubles_common(c, in));
   return r;
 }
 
