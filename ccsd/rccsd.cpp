@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <memory>
 
@@ -29,7 +30,7 @@ class RetainedHeap {
   explicit RetainedHeap(bool on) : on_(on) {
     if (!on_) return;
     mallopt(M_MMAP_MAX, 0);
-    mallopt(M_TRIM_THRESHOLD, 1 << 30);  // bytes kept at the top of the heap before trimming
+    mallopt(M_TRIM_THRESHOLD, INT_MAX);  // freed memory stays in the heap (not trimmed) until the end
     mallopt(M_TOP_PAD, 64 << 20);        // grow the heap in 64 MiB steps
   }
   ~RetainedHeap() {

@@ -31,8 +31,10 @@ torch::Tensor doubles_common(Contractor& c, const DoublesInputs& in) {
   s.add_(Z).add_(Z.permute({2, 1, 0, 3}), 2.0);
   // E2: dressed Fock blocks with doubles corrections; Σ_k t_iakb G_kj enters as Σ_k G_ki t_kajb
   // (its image under P, a plain GEMM)
-  const torch::Tensor Gv = in.Fvv - c("E2a", "kbld,ldkc->bc", {in.u, in.g_ovov});
-  const torch::Tensor Go = in.Foo + c("E2b", "lcjd,kdlc->kj", {in.u, in.g_ovov});
+  // (written with u_kbld = u_ldkb and u_lcjd = u_jdlc, so the summed indices lead or trail
+  // both operands and neither is copied into another layout)
+  const torch::Tensor Gv = in.Fvv - c("E2a", "ldkb,ldkc->bc", {in.u, in.g_ovov});
+  const torch::Tensor Go = in.Foo + c("E2b", "jdlc,kdlc->kj", {in.u, in.g_ovov});
   s.add_(c("E2c", "iajc,bc->iajb", {t2, Gv.contiguous()})).sub_(c("E2d", "kajb,ki->iajb", {t2, Go.contiguous()}));
   if (in.extra.defined()) s.add_(in.extra);
   return r2.add_(s).add_(s.permute({2, 3, 0, 1}));

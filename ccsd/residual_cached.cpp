@@ -55,7 +55,7 @@ Residual ccsd_residual(const CachedIntegrals& ci, Contractor& c, const torch::Te
   Residual r;
   // singles: A1 = Σ u_kcid ĝ_adkc with ĝ_adkc = (kc|ad) − Σ_l t_la (ld|kc)
   const torch::Tensor a1 = c("A1", "kcid,kcda->ia", {u, b.ovvv}) -
-                           c("A1", "il,la->ia", {c("A1", "kcid,kcld->il", {u, b.ovov}), t});
+                           c("A1", "il,la->ia", {c("A1", "idkc,ldkc->il", {u, b.ovov}), t});  // u_kcid = u_idkc
   r.r1 = a1 - c("B1", "kalc,kilc->ia", {u, ooov}) + c("C1", "iakc,kc->ia", {u, Fov}) + Fvo.t();
 
   // A2 = ĝ_aibj + Σ_cd ĝ_acbd t_ij^cd. The part of ĝ_aibj with both i and j turned into virtuals
