@@ -35,8 +35,8 @@ PairPacking::PairPacking(std::int64_t n_) : n(n_), n_plus(n_ * (n_ + 1) / 2), n_
 }
 
 std::int64_t PackedLadder::bytes(std::int64_t o, std::int64_t v) {
-  const std::int64_t np = v * (v + 1) / 2, nm = v * (v - 1) / 2;
-  return 8 * (np * np + nm * nm + o * v * (np + nm));
+  const std::int64_t np = v * (v + 1) / 2, nm = v * (v - 1) / 2, op = o * (o + 1) / 2, om = o * (o - 1) / 2;
+  return 8 * (np * np + nm * nm + o * v * (np + nm) + op * np + om * nm);
 }
 
 namespace {
@@ -89,34 +89,73 @@ PackedLadder::PackedLadder(const MoIntegrals& mo, const BareBlocks& b, Contracto
   const torch::Tensor kbcd = b.ovvv.permute({0, 2, 1, 3}).reshape({o * v, v * v});
   pp_ = pack_plus(kbcd, pv_, pv_.half_diag);
   pm_ = pack_minus(kbcd, pv_, 1.0);
+  // g^± [(k l), cd] from (kc|ld) = ovov[k, c, l, d]
+  const torch::Tensor klcd = b.ovov.permute({0, 2, 1, 3}).reshape({o * o, v * v});
+  gop_ = pack_plus(klcd.index_select(0, po_.plus), pv_, pv_.half_diag);
+  gom_ = pack_minus(klcd.index_select(0, po_.minus), pv_, 1.0);
 }
 
-torch::Tensor PackedLadder::apply(const torch::Tensor& x, const torch::Tensor& t1, const torch::Tensor& w) const {
+namespace {
+/// The full [(p q), (r s)] matrix of a packed pair-pair product (+ symmetric, − antisymmetric
+/// under p ↔ q together with r ↔ s): plus [p ≤ q, r ≤ s], minus [p < q, r < s].
+torch::Tensor unpack_pairs(const torch::Tensor& plus, const torch::Tensor& minus, const PairPacking& rows,
+                           const PairPacking& cols) {
+  torch::Tensor r = plus.index_select(0, rows.to_plus).index_select(1, cols.to_plus);
+  return r.add_(torch::constant_pad_nd(minus, {0, 1, 0, 1}).index_select(0, rows.to_minus).index_select(1, cols.to_minus) *
+                (rows.sign.unsqueeze(1) * cols.sign.unsqueeze(0)));
+}
+}  // namespace
+
+PackedLadder::Packed PackedLadder::pack(const torch::Tensor& x) const {
   const std::int64_t o = po_.n, v = pv_.n;
   const torch::Tensor xm = x.permute({0, 2, 1, 3}).reshape({o * o, v * v});  // [(i j), (c d)]
   const torch::Tensor half = torch::full({}, 0.5, torch::kFloat64);
-  const torch::Tensor xp = pack_plus(xm.index_select(0, po_.plus), pv_, half);    // [i ≤ j, c ≤ d]
-  const torch::Tensor xn = pack_minus(xm.index_select(0, po_.minus), pv_, 0.5);  // [i < j, c < d]
+  return {pack_plus(xm.index_select(0, po_.plus), pv_, half),     // [i ≤ j, c ≤ d]
+          pack_minus(xm.index_select(0, po_.minus), pv_, 0.5)};  // [i < j, c < d]
+}
+
+torch::Tensor PackedLadder::w(const Packed& x) const {
+  const std::int64_t o = po_.n;
+  const auto split = [&](const torch::Tensor& rows, const torch::Tensor& g) {
+    return parallel::map_rows(parallel::world(), rows, [&](const torch::Tensor& mine) { return gemm_nt(c_, "B2a", mine, g); });
+  };
+  // [(i j), (k l)] → [k, i, l, j]
+  return unpack_pairs(split(x.plus, gop_), split(x.minus, gom_), po_, po_).view({o, o, o, o}).permute({2, 0, 3, 1}).contiguous();
+}
+
+torch::Tensor PackedLadder::apply(const Packed& x, const torch::Tensor& t1, const torch::Tensor& q,
+                                  const torch::Tensor& W) const {
+  const std::int64_t o = po_.n, v = pv_.n;
+  const torch::Tensor &xp = x.plus, &xn = x.minus;
   // Across ranks (parallel::world()) each rank multiplies its block of occupied pair rows and
   // the blocks are gathered in rank order (amplitudes and integrals stay replicated).
   const auto split = [&](const torch::Tensor& rows, const torch::Tensor& g, const char* term) {
     return parallel::map_rows(parallel::world(), rows, [&](const torch::Tensor& mine) { return gemm_nt(c_, term, mine, g); });
   };
-  const torch::Tensor rp = split(xp, gp_, "ladder");    // [i ≤ j, a ≤ b]
-  const torch::Tensor rn = split(xn, gm_, "ladder");    // [i < j, a < b]
+  torch::Tensor rp = split(xp, gp_, "ladder");          // [i ≤ j, a ≤ b]
+  torch::Tensor rn = split(xn, gm_, "ladder");          // [i < j, a < b]
   const torch::Tensor zp = split(xp, pp_, "ladder Z");  // [i ≤ j, (k b)]
   const torch::Tensor zn = split(xn, pm_, "ladder Z");  // [i < j, (k b)]
+  if (W.defined()) {
+    // Σ_kl x_kalb W_kilj: W'[(i j), (k l)] = W_kilj packed over (k l) like the integrals
+    const torch::Tensor wm = W.permute({1, 3, 0, 2}).reshape({o * o, o * o});
+    const auto mul = [&](const torch::Tensor& rows, const torch::Tensor& xs) {
+      return parallel::map_rows(parallel::world(), rows, [&](const torch::Tensor& mine) {
+        return mine.size(0) == 0 ? torch::zeros({0, xs.size(1)}, xs.options()) : c_("B2", "pk,kq->pq", {mine, xs});
+      });
+    };
+    rp.add_(mul(pack_plus(wm.index_select(0, po_.plus), po_, po_.half_diag), xp));
+    if (xn.numel() > 0) rn.add_(mul(pack_minus(wm.index_select(0, po_.minus), po_, 1.0), xn));
+  }
   // unpack: + symmetric, − antisymmetric in (ij) and (ab); the pad row/column is the zero diagonal
-  torch::Tensor r = rp.index_select(0, po_.to_plus).index_select(1, pv_.to_plus);
-  r.add_(torch::constant_pad_nd(rn, {0, 1, 0, 1}).index_select(0, po_.to_minus).index_select(1, pv_.to_minus) *
-         (po_.sign.unsqueeze(1) * pv_.sign.unsqueeze(0)));
+  const torch::Tensor r = unpack_pairs(rp, rn, po_, pv_);
   torch::Tensor z = zp.index_select(0, po_.to_plus);
   z.add_(torch::constant_pad_nd(zn, {0, 0, 0, 1}).index_select(0, po_.to_minus) * po_.sign.unsqueeze(1));
-  // t1 dressing: C[a,i,j,b] = Σ_k t_ka Z_ij^kb; Q[a,i,b,j] = Σ_kl t_ka t_lb W_kilj
+  // t1 dressing: C[a,i,j,b] = Σ_k t_ka Z_ij^kb; Q[a,i,b,j] = Σ_kl t_ka t_lb q_kilj
   const torch::Tensor cz = c_("ladder t1", "ka,ijkb->aijb", {t1, z.view({o, o, o, v})});
-  const torch::Tensor q = c_("ladder t1", "ka,lb,kilj->aibj", {t1, t1, w});
+  const torch::Tensor qt = c_("ladder t1", "ka,lb,kilj->aibj", {t1, t1, q});
   torch::Tensor out = r.view({o, o, v, v}).permute({0, 2, 1, 3}).contiguous();  // [i, a, j, b]
-  out.sub_(cz.permute({1, 0, 2, 3})).sub_(cz.permute({2, 3, 1, 0})).add_(q.permute({1, 0, 3, 2}));
+  out.sub_(cz.permute({1, 0, 2, 3})).sub_(cz.permute({2, 3, 1, 0})).add_(qt.permute({1, 0, 3, 2}));
   return out;
 }
 

@@ -8,6 +8,9 @@
 /// dressing ĝ_acbd = Σ X_aa' X_bb' (a'c|b'd) (X = 1 − t1ᵀ) adds
 ///   − Σ_k t_ka Z_ij^kb − Σ_l t_lb Z_ji^la + Σ_kl t_ka t_lb W_kilj,  Z_ij^kb = Σ_cd (kc|bd) x_ij^cd,
 /// with Z packed the same way (P^± = (kc|bd) ± (kd|bc)): o³v³/2 FLOPs.
+/// The hole–hole pieces reuse the packed amplitudes: w_kilj = Σ_cd x_icjd (kc|ld) with
+/// g^±_kl,cd = (kc|ld) ± (kd|lc), and Σ_kl x_kalb W_kilj (for W_kilj = W_ljki) with W packed over
+/// (kl): o²v²·o²/2 FLOPs each instead of 2o⁴v².
 #include <torch/types.h>
 
 #include <cstdint>
@@ -40,14 +43,32 @@ class PackedLadder {
   /// virtuals, and P^± from b.ovvv.
   PackedLadder(const MoIntegrals& mo, const BareBlocks& b, Contractor& c);
 
-  /// Σ_cd ĝ_acbd x_ij^cd as [i, a, j, b] for amplitudes x [i, c, j, d] with x_ij^cd = x_ji^dc,
-  /// ĝ dressed with t1 [o, v]; w [k, i, l, j] = Σ_cd x_icjd (kc|ld).
-  torch::Tensor apply(const torch::Tensor& x, const torch::Tensor& t1, const torch::Tensor& w) const;
+  /// Amplitudes x [i, c, j, d] (x_ij^cd = x_ji^dc) in the pair basis: plus [i ≤ j, c ≤ d] =
+  /// ½(x_ij^cd + x_ij^dc), minus [i < j, c < d] = ½(x_ij^cd − x_ij^dc).
+  struct Packed {
+    torch::Tensor plus, minus;
+  };
+  Packed pack(const torch::Tensor& x) const;
+
+  /// w [k, i, l, j] = Σ_cd x_icjd (kc|ld) from the packed amplitudes.
+  torch::Tensor w(const Packed& x) const;
+
+  /// Σ_cd ĝ_acbd x_ij^cd as [i, a, j, b], ĝ dressed with t1 [o, v]; q [k, i, l, j] is the
+  /// operand of its t1·t1 term Σ_kl t_ka t_lb q_kilj (Σ_cd x_icjd (kc|ld) alone, or with more
+  /// oooo terms the caller adds). With W [k, i, l, j] (W_kilj = W_ljki) defined, the hole–hole
+  /// ladder Σ_kl x_kalb W_kilj is added in the pair basis.
+  torch::Tensor apply(const Packed& x, const torch::Tensor& t1, const torch::Tensor& q,
+                      const torch::Tensor& W = torch::Tensor()) const;
+  /// The same from unpacked amplitudes x [i, c, j, d], without W.
+  torch::Tensor apply(const torch::Tensor& x, const torch::Tensor& t1, const torch::Tensor& q) const {
+    return apply(pack(x), t1, q);
+  }
 
  private:
   Contractor& c_;
   PairPacking po_, pv_;
   torch::Tensor gp_, gm_, pp_, pm_;
+  torch::Tensor gop_, gom_;  ///< g^± [o(o±1)/2, v(v±1)/2] from (kc|ld)
 };
 
 }  // namespace nnvmc::ccsd

@@ -14,8 +14,8 @@ torch::Tensor swap_virtuals(const torch::Tensor& x) { return x.permute({0, 3, 2,
 
 torch::Tensor doubles_common(Contractor& c, const DoublesInputs& in) {
   const torch::Tensor& t2 = in.t2;
-  // B2: hole–hole ladder with W_kilj = ĝ_kilj + Σ_cd t_ij^cd g_kcld
-  torch::Tensor r2 = c("B2", "kalb,kilj->iajb", {t2, in.W});
+  // B2: hole–hole ladder with W_kilj = ĝ_kilj + Σ_cd t_ij^cd g_kcld (when W is given)
+  torch::Tensor r2 = in.W.defined() ? c("B2", "kalb,kilj->iajb", {t2, in.W}) : torch::Tensor();
   // The o²v² combinations below are fused passes over the contraction outputs (no scaled copies).
   // C2 with X_kiac = ĝ_kiac − ½ Σ_dl t_li^ad g_kdlc; the two C2 contractions are one GEMM:
   // Σ_kc t_kbic X_kiac = Z_jaib for Z_iajb = Σ_kc t_kbjc X_kiac. X carries the factor −½ of s.
@@ -37,6 +37,7 @@ torch::Tensor doubles_common(Contractor& c, const DoublesInputs& in) {
   const torch::Tensor Go = in.Foo + c("E2b", "jdlc,kdlc->kj", {in.u, in.g_ovov});
   s.add_(c("E2c", "iajc,bc->iajb", {t2, Gv.contiguous()})).sub_(c("E2d", "kajb,ki->iajb", {t2, Go.contiguous()}));
   if (in.extra.defined()) s.add_(in.extra);
+  if (!r2.defined()) return s.permute({2, 3, 0, 1}).add(s);
   return r2.add_(s).add_(s.permute({2, 3, 0, 1}));
 }
 

@@ -65,17 +65,20 @@ Residual ccsd_residual(const CachedIntegrals& ci, Contractor& c, const torch::Te
   // Everything is laid out [i, a, j, b] as r2: (ai|bj) is the bare ovov block itself, S + Sᵀ
   // joins the doubles' P(·), and the (ki|lj) term joins the ladder's t1·t1 term.
   const torch::Tensor tau = t2 + t.view({o, v, 1, 1}) * t.view({1, 1, o, v});
-  const torch::Tensor w_tau = c("B2a", "icjd,kcld->kilj", {tau, b.ovov});
+  const PackedLadder::Packed tau_p = ci.ladder->pack(tau);
+  const torch::Tensor w_tau = ci.ladder->w(tau_p);  // Σ_cd τ_icjd (kc|ld), [k, i, l, j]
   const torch::Tensor y2 = c("dress", "ljac,ic->ljai", {b.oovv, t});
   const torch::Tensor y3 = c("dress", "ljkc,ic->ljki", {b.ooov, t});
   torch::Tensor S = c("vovo", "ka,kijb->iajb", {t, ooov});
   S.neg_().add_(Q.permute({3, 2, 0, 1})).sub_(c("vovo", "lb,ljai->iajb", {t, y2}));  // Q_jbai as [i, a, j, b]
   S.add_(c("vovo", "ka,lb,ljki->iajb", {t, t, y3}));
-  // W for B2 is built with t2: Σ_cd t_icjd (kc|ld) = w_tau − Σ_c t_ic Σ_d (kc|ld) t_jd, and
-  // Σ_d (kc|ld) t_jd = Δ_ljkc
-  DoublesInputs in{t2, u, b.ovov, b.L_ovov, oovv, voov, torch::Tensor(), Foo, Fvv, S};
-  in.W = oooo + w_tau - c("B2a", "ic,kclj->kilj", {t, d_ooov.permute({2, 3, 0, 1})});
-  r.r2 = ci.ladder->apply(tau, t, w_tau + b.oooo).add_(b.ovov).add_(doubles_common(c, in));
+  // B2's W_kilj = ĝ_kilj + Σ_cd t_icjd (kc|ld) is built with t2: Σ_cd t_icjd (kc|ld) =
+  // w_tau − Σ_c t_ic Σ_d (kc|ld) t_jd, and Σ_d (kc|ld) t_jd = Δ_ljkc. B2 = Σ_kl t_kalb W_kilj runs
+  // in the ladder's pair basis on τ: Σ_kl τ_kalb W_kilj − Σ_kl t_ka t_lb W_kilj, the second part
+  // joining the ladder's t1·t1 term (as does the bare (ki|lj) of A2 above).
+  const torch::Tensor W = oooo + w_tau - c("B2a", "ic,kclj->kilj", {t, d_ooov.permute({2, 3, 0, 1})});
+  DoublesInputs in{t2, u, b.ovov, b.L_ovov, oovv, voov, torch::Tensor(), Foo, Fvv, S};  // no W: B2 is here
+  r.r2 = ci.ladder->apply(tau_p, t, w_tau + b.oooo - W, W).add_(b.ovov).add_(doubles_common(c, in));
   return r;
 }
 
