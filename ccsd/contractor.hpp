@@ -29,7 +29,7 @@ struct TermStats {
   double flops = 0;               ///< GEMM FLOPs
   std::int64_t batches = 0;       ///< batches run
   std::int64_t peak_bytes = 0;    ///< largest accounted peak
-  std::int64_t calls = 0;         ///< contractions run
+  std::int64_t calls = 0;         ///< contractions run (or sections timed)
   std::string strategy;           ///< split strategy of the last call
 };
 
@@ -47,10 +47,10 @@ class Contractor {
   torch::Tensor operator()(const std::string& term, const std::string& spec,
                            const std::vector<torch::Tensor>& ops);
 
-  /// Times a stretch of work that is not a contraction (elementwise assembly, the amplitude
-  /// update, DIIS) under `term` while alive (RAII), so the per-term table accounts for the
-  /// whole iteration. Such terms have no FLOPs. Do not open one around a contraction: its
-  /// time would be counted twice.
+  /// Times a stretch of work that is not a contraction (the amplitude update, DIIS, the energy)
+  /// under `term` while alive (RAII), so the per-term table shows it; the residual's own
+  /// elementwise work stays outside every term. Such terms have no FLOPs. Do not open one
+  /// around a contraction: its time would be counted twice.
   class Section {
    public:
     Section(Contractor& c, std::string term);

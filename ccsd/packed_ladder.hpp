@@ -6,7 +6,8 @@
 /// in (ab) and (ij), the − part antisymmetric, so only a ≤ b, i ≤ j (a < b, i < j) are computed:
 /// o²v⁴/2 GEMM FLOPs instead of 2o²v⁴. G^± are t1-independent (bare integrals, built once); the
 /// dressing ĝ_acbd = Σ X_aa' X_bb' (a'c|b'd) (X = 1 − t1ᵀ) adds
-///   − Σ_k t_ka Z_ij^kb − Σ_l t_lb Z_ji^la + Σ_kl t_ka t_lb W_kilj,  Z_ij^kb = Σ_cd (kc|bd) x_ij^cd,
+///   − Σ_k t_ka Z_ij^kb − Σ_l t_lb Z_ji^la + Σ_kl t_ka t_lb q_kilj,  Z_ij^kb = Σ_cd (kc|bd) x_ij^cd,
+/// q_kilj = Σ_cd x_icjd (kc|ld) (callers add further oooo operands of the same t1·t1 form),
 /// with Z packed the same way (P^± = (kc|bd) ± (kd|bc)): o³v³/2 FLOPs.
 /// The hole–hole pieces reuse the packed amplitudes: w_kilj = Σ_cd x_icjd (kc|ld) with
 /// g^±_kl,cd = (kc|ld) ± (kd|lc), and Σ_kl x_kalb W_kilj (for W_kilj = W_ljki) with W packed over
@@ -34,13 +35,14 @@ struct PairPacking {
   torch::Tensor half_diag;          ///< [n_plus] ½ on p = q, else 1 (float64)
 };
 
-/// Packed bare ladder integrals G^± [v(v±1)/2, v(v±1)/2] and P^± [o·v, v(v±1)/2].
+/// Packed bare ladder integrals G^± [v(v±1)/2, v(v±1)/2], P^± [o·v, v(v±1)/2] and
+/// g^± [o(o±1)/2, v(v±1)/2].
 class PackedLadder {
  public:
-  /// Bytes of G^± and P^± (float64).
+  /// Bytes of G^±, P^± and g^± (float64).
   static std::int64_t bytes(std::int64_t o, std::int64_t v);
   /// Builds G^± from the vvvv ERIs (conventional) or the vv Cholesky vectors in blocks of
-  /// virtuals, and P^± from b.ovvv.
+  /// virtuals, P^± from b.ovvv and g^± from b.ovov.
   PackedLadder(const MoIntegrals& mo, const BareBlocks& b, Contractor& c);
 
   /// Amplitudes x [i, c, j, d] (x_ij^cd = x_ji^dc) in the pair basis: plus [i ≤ j, c ≤ d] =

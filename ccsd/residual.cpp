@@ -37,7 +37,7 @@ torch::Tensor doubles_common(Contractor& c, const DoublesInputs& in) {
   const torch::Tensor Go = in.Foo + c("E2b", "jdlc,kdlc->kj", {in.u, in.g_ovov});
   s.add_(c("E2c", "iajc,bc->iajb", {t2, Gv.contiguous()})).sub_(c("E2d", "kajb,ki->iajb", {t2, Go.contiguous()}));
   if (in.extra.defined()) s.add_(in.extra);
-  if (!r2.defined()) return s.permute({2, 3, 0, 1}).add(s);
+  if (!r2.defined()) return s.add(s.permute({2, 3, 0, 1}));
   return r2.add_(s).add_(s.permute({2, 3, 0, 1}));
 }
 

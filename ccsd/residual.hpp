@@ -22,7 +22,9 @@ struct Residual {
 };
 
 /// Residuals for (t1, t2); `h` must be dressed with t1. Every heavy term is a planned
-/// contraction of h's Contractor.
+/// contraction of h's Contractor. Both residuals assume t2 exactly pair-symmetric
+/// (t_iajb = t_jbia, as the iterations keep it): some contractions are written with the
+/// symmetric index order so their operands need no re-layout.
 Residual ccsd_residual(const DressedHamiltonian& h, Contractor& c, const torch::Tensor& t1,
                        const torch::Tensor& t2);
 

@@ -22,7 +22,8 @@ Residual ccsd_residual(const CachedIntegrals& ci, Contractor& c, const torch::Te
   const std::int64_t o = t1.size(0), v = t1.size(1);
   const torch::Tensor& t = t1;
   const torch::Tensor tT = t1.t();
-  const torch::Tensor u = torch::lerp(t2.permute({0, 3, 2, 1}), t2, 2.0);  // 2 t2 − t2(a ↔ b), one pass
+  // 2 t2 − t2(a ↔ b) in one pass, laid out like t2 (lerp's output follows its first operand)
+  const torch::Tensor u = torch::lerp(t2, t2.permute({0, 3, 2, 1}), -1.0);
 
   // Dressed Fock F̂ = (1 − T) M (1 + T), T[a,i] = t_ia, M = f + 2J(D1) − K(D1) with the t1 density
   // D1 (occupied–virtual block t): J_pq = Σ_kc (pq|kc) t_kc, K_ps = Σ_kc (pc|ks) t_kc.
