@@ -54,6 +54,12 @@ torch::Tensor gemm_nt(Contractor& c, const std::string& term, const torch::Tenso
   if (a.numel() == 0 || b.numel() == 0) return torch::zeros({a.size(0), b.size(0)}, a.options());
   return c(term, "pc,qc->pq", {a, b});
 }
+/// rows · gᵀ with the rows split across ranks (parallel::world()): each rank multiplies its
+/// block of occupied pair rows and the blocks are gathered in rank order (amplitudes and
+/// integrals stay replicated).
+torch::Tensor rows_gemm_nt(Contractor& c, const std::string& term, const torch::Tensor& rows, const torch::Tensor& g) {
+  return parallel::map_rows(parallel::world(), rows, [&](const torch::Tensor& mine) { return gemm_nt(c, term, mine, g); });
+}
 }  // namespace
 
 PackedLadder::PackedLadder(const MoIntegrals& mo, const BareBlocks& b, Contractor& c)
@@ -116,26 +122,18 @@ PackedLadder::Packed PackedLadder::pack(const torch::Tensor& x) const {
 
 torch::Tensor PackedLadder::w(const Packed& x) const {
   const std::int64_t o = po_.n;
-  const auto split = [&](const torch::Tensor& rows, const torch::Tensor& g) {
-    return parallel::map_rows(parallel::world(), rows, [&](const torch::Tensor& mine) { return gemm_nt(c_, "B2a", mine, g); });
-  };
   // [(i j), (k l)] → [k, i, l, j]
-  return unpack_pairs(split(x.plus, gop_), split(x.minus, gom_), po_, po_).view({o, o, o, o}).permute({2, 0, 3, 1}).contiguous();
+  return unpack_pairs(rows_gemm_nt(c_, "B2a", x.plus, gop_), rows_gemm_nt(c_, "B2a", x.minus, gom_), po_, po_).view({o, o, o, o}).permute({2, 0, 3, 1}).contiguous();
 }
 
 torch::Tensor PackedLadder::apply(const Packed& x, const torch::Tensor& t1, const torch::Tensor& q,
                                   const torch::Tensor& W) const {
   const std::int64_t o = po_.n, v = pv_.n;
   const torch::Tensor &xp = x.plus, &xn = x.minus;
-  // Across ranks (parallel::world()) each rank multiplies its block of occupied pair rows and
-  // the blocks are gathered in rank order (amplitudes and integrals stay replicated).
-  const auto split = [&](const torch::Tensor& rows, const torch::Tensor& g, const char* term) {
-    return parallel::map_rows(parallel::world(), rows, [&](const torch::Tensor& mine) { return gemm_nt(c_, term, mine, g); });
-  };
-  torch::Tensor rp = split(xp, gp_, "ladder");          // [i ≤ j, a ≤ b]
-  torch::Tensor rn = split(xn, gm_, "ladder");          // [i < j, a < b]
-  const torch::Tensor zp = split(xp, pp_, "ladder Z");  // [i ≤ j, (k b)]
-  const torch::Tensor zn = split(xn, pm_, "ladder Z");  // [i < j, (k b)]
+  torch::Tensor rp = rows_gemm_nt(c_, "ladder", xp, gp_);          // [i ≤ j, a ≤ b]
+  torch::Tensor rn = rows_gemm_nt(c_, "ladder", xn, gm_);          // [i < j, a < b]
+  const torch::Tensor zp = rows_gemm_nt(c_, "ladder Z", xp, pp_);  // [i ≤ j, (k b)]
+  const torch::Tensor zn = rows_gemm_nt(c_, "ladder Z", xn, pm_);  // [i < j, (k b)]
   if (W.defined()) {
     // Σ_kl x_kalb W_kilj: W'[(i j), (k l)] = W_kilj packed over (k l) like the integrals
     const torch::Tensor wm = W.permute({1, 3, 0, 2}).reshape({o * o, o * o});

@@ -98,7 +98,7 @@ CcsdResult run_rccsd(const MoIntegrals& mo, const CcsdOptions& options) {
       diis.extrapolate(next, err);
     }
     {
-      const Contractor::Section section(c, "update");
+      const Contractor::Section section(c, "symmetrize");
       t1 = next[0];
       t2 = (next[1] + next[1].permute({2, 3, 0, 1})).mul_(0.5);  // keep t_ij^ab = t_ji^ba exactly
     }
