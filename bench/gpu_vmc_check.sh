@@ -9,7 +9,8 @@
 #      SPRING step vs its FLOP count, K-FAC step), LiH preset at 4096 walkers, float64 and float32;
 #   2. training iterations: LiH (4096 walkers), CH4 and C4H4 (1024/4096) with SPRING and K-FAC,
 #      forward Laplacian, float64 and float32: s/iteration per stage from the trainer's timers;
-#   3. the 16-core CPU of the same machine on LiH at 4096 walkers for the GPU/CPU ratio;
+#   3. the 16-core CPU of the same machine on LiH at 4096 walkers for the GPU/CPU ratio, and
+#      its thread scaling at 512 walkers with and without walker parts (run.walker_threads);
 #   4. `nnvmc profile` on CUDA and one short CUDA training run of Psiformer, PauliNet, Orbformer;
 #   5. the counter-based walker streams on CUDA: time per MH step, same bits as the CPU;
 #   6. NCCL device collectives (one rank) and the functorch jvp Laplacian on CUDA.
@@ -53,6 +54,12 @@ if [ -f configs/molecules/c4h4.yaml ]; then
   done
 fi
 train "lih_4096_spring_cpu16" configs/runs/lih_ferminet_spring.yaml 4096 float64 spring cpu 16 150
+# 3b. Thread scaling of the 16 cores at 512 walkers (issue 16: 2.4x over one core before): one
+#     thread, then 16 with walker parts (the default) and with libtorch's intra-op threads only.
+train "lih_512_spring_cpu1" configs/runs/lih_ferminet_spring.yaml 512 float64 spring cpu 1 60
+train "lih_512_spring_cpu16_parts" configs/runs/lih_ferminet_spring.yaml 512 float64 spring cpu 16 30
+train "lih_512_spring_cpu16_intraop" configs/runs/lih_ferminet_spring.yaml 512 float64 spring cpu 16 30 \
+  run.walker_threads=false
 
 # 4. `nnvmc profile` on CUDA (issue 15: stage times from CUDA events, kernel mix from the
 #    profiler's CUDA activities) and the four ansätze's first CUDA iterations (issues 12-14).

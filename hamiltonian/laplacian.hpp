@@ -25,18 +25,27 @@ class LaplacianMethod {
  public:
   virtual ~LaplacianMethod() = default;
   /// @param sys the molecule @param r [B, N, 3] (no grad required; the method makes its own leaf)
-  virtual KineticTerms compute(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r) = 0;
+  /// @param first_walker global index of r's first row: a stochastic method draws each walker's
+  /// numbers from the walker's own counter-based stream (keyed by this index and the draw that
+  /// begin_evaluation() started), so they do not depend on walker parts or ranks; exact methods
+  /// ignore it. When thread_safe(), callable from several threads at once on different rows
+  /// (LocalEnergy's walker parts): the method keeps no state per call.
+  virtual KineticTerms compute(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r,
+                               std::int64_t first_walker) = 0;
+  /// compute(wf, sys, r, 0): r's rows are walkers 0..B−1.
+  KineticTerms compute(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r) {
+    return compute(wf, sys, r, 0);
+  }
   /// True when the result is exact (not a stochastic estimate).
   virtual bool exact() const = 0;
+  /// True when compute() may run on several threads at once (on different walkers).
+  virtual bool thread_safe() const { return true; }
   /// RNG state of a stochastic method (undefined tensor for exact ones), for checkpoints.
   virtual torch::Tensor rng_state() const { return {}; }
   virtual void set_rng_state(const torch::Tensor& /*state*/) {}
-  /// A stochastic method draws its numbers per walker (counter-based streams keyed by the
-  /// global walker index), so they do not depend on walker chunks or ranks: begin_evaluation()
-  /// starts a new draw for one local-energy evaluation of all walkers, set_first_walker()
-  /// gives the global index of the first row of the next compute() calls. Exact methods ignore both.
+  /// Starts a new draw of a stochastic method's numbers for one local-energy evaluation of all
+  /// walkers (the compute() calls until the next begin_evaluation()). Exact methods ignore it.
   virtual void begin_evaluation() {}
-  virtual void set_first_walker(std::int64_t /*first*/) {}
 };
 
 /// Factory of Laplacian methods by name; `seed` seeds stochastic methods.

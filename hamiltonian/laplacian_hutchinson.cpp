@@ -8,11 +8,12 @@ class HutchinsonLaplacian final : public LaplacianMethod {
  public:
   HutchinsonLaplacian(const HutchinsonOptions& o, std::uint64_t seed) : options_(o), seed_(seed) {}
 
-  KineticTerms compute(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r) override {
+  KineticTerms compute(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r,
+                       std::int64_t first_walker) override {
     auto [x, g] = gradient_with_graph(wf, sys, r);
     const int64_t b = x.size(0), n = x.size(1);
     // Fresh probes per walker and evaluation, from each walker's own stream: [B, probes, 3N].
-    const auto ids = torch::arange(first_, first_ + b, x.options().dtype(torch::kInt64).requires_grad(false));
+    const auto ids = torch::arange(first_walker, first_walker + b, x.options().dtype(torch::kInt64).requires_grad(false));
     torch::Tensor probes;
     if (options_.distribution == "gaussian") {
       probes = parallel::walker_normal(seed_, parallel::RandomPurpose::probe, draw_, ids, options_.probes * n);
@@ -37,13 +38,11 @@ class HutchinsonLaplacian final : public LaplacianMethod {
     if (state.defined()) parallel::read_counter_state(state, seed_, draw_);
   }
   void begin_evaluation() override { ++draw_; }
-  void set_first_walker(std::int64_t first) override { first_ = first; }
 
  private:
   HutchinsonOptions options_;
   std::uint64_t seed_;
   std::uint64_t draw_ = 0;   ///< the walker streams' counter (one draw per evaluation)
-  std::int64_t first_ = 0;   ///< global index of the next compute()'s first walker
 };
 
 }  // namespace

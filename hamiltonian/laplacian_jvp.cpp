@@ -78,7 +78,8 @@ class ForwardGradMode {
 
 class JvpLaplacian final : public LaplacianMethod {
  public:
-  KineticTerms compute(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r) override {
+  KineticTerms compute(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r,
+                       std::int64_t /*first_walker*/) override {
     const int64_t b = r.size(0), n = r.size(1), d = 3 * n;
     // Transforms need ordinary tensors: leave inference mode (as torch.func does) and copy an
     // inference tensor out of it.
@@ -126,6 +127,10 @@ class JvpLaplacian final : public LaplacianMethod {
     return {lap, grad_sq};
   }
   bool exact() const override { return true; }
+  /// No: libtorch's forward-AD levels (the dual numbers of the jvp level) are process-wide, one
+  /// at a time ("Nested forward mode AD is not supported"), so two threads cannot both be
+  /// inside a jvp. Intra-op threads only.
+  bool thread_safe() const override { return false; }
 };
 
 }  // namespace

@@ -5,7 +5,8 @@ namespace {
 
 class ReverseLaplacian final : public LaplacianMethod {
  public:
-  KineticTerms compute(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r) override {
+  KineticTerms compute(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r,
+                       std::int64_t /*first_walker*/) override {
     auto [x, g] = gradient_with_graph(wf, sys, r);
     const int64_t dims = x.size(1);
     auto lap = torch::zeros({x.size(0)}, x.options().requires_grad(false));

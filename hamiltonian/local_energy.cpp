@@ -7,6 +7,7 @@
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "hamiltonian/potential.hpp"
+#include "parallel/walker_threads.hpp"
 
 namespace nnvmc {
 
@@ -22,24 +23,34 @@ LocalEnergy::LocalEnergy(const System& system, std::unique_ptr<LaplacianMethod> 
 
 LocalEnergyTerms LocalEnergy::evaluate(WaveFunction& wf, const torch::Tensor& r, std::int64_t chunk) {
   const int64_t b = r.size(0);
-  chunk = chunk > 0 ? std::min(chunk, b) : b;
-  std::vector<torch::Tensor> kin, pot;
+  const int64_t parts = parallel::walker_parts(b, r.device().is_cpu(), method_->thread_safe());
+  // Parts run at once, so each takes chunks of chunk/parts walkers (0: no limit).
+  const int64_t part_chunk = chunk > 0 ? std::max<int64_t>(1, chunk / parts) : 0;
   method_->begin_evaluation();
-  for (int64_t lo = 0; lo < b; lo += chunk) {
-    const auto rc = r.slice(0, lo, std::min(b, lo + chunk));
-    method_->set_first_walker(first_walker_ + lo);
-    {
-      std::optional<StageTimers::Scope> scope;
-      if (timers_) scope.emplace(*timers_, "local_energy.laplacian");
-      const auto t = method_->compute(wf, sys_, rc);
-      kin.push_back(-0.5 * (t.laplacian + t.grad_sq));
-    }
+  auto kinetic = torch::empty({b}, r.options().requires_grad(false));
+  {
     std::optional<StageTimers::Scope> scope;
-    if (timers_) scope.emplace(*timers_, "local_energy.potential");
-    torch::NoGradGuard no_grad;
-    pot.push_back(potential_energy(rc, sys_.nuclei, sys_.charges, e_nn_));
+    if (timers_) scope.emplace(*timers_, "local_energy.laplacian");
+    parallel::for_each_walker_part(b, parts, [&](int64_t part_lo, int64_t part_hi) {
+      const int64_t step = part_chunk > 0 ? part_chunk : part_hi - part_lo;
+      for (int64_t lo = part_lo; lo < part_hi; lo += step) {
+        const int64_t hi = std::min(part_hi, lo + step);
+        const auto t = method_->compute(wf, sys_, r.slice(0, lo, hi), first_walker_ + lo);
+        kinetic.slice(0, lo, hi).copy_(-0.5 * (t.laplacian + t.grad_sq));
+      }
+    });
   }
-  LocalEnergyTerms out{torch::Tensor(), torch::cat(kin), torch::cat(pot)};
+  // The potential is cheap: one thread, in the same chunks (so within the fitted memory).
+  std::optional<StageTimers::Scope> scope;
+  if (timers_) scope.emplace(*timers_, "local_energy.potential");
+  torch::NoGradGuard no_grad;
+  auto potential = torch::empty({b}, kinetic.options());
+  const int64_t step = chunk > 0 ? std::min(chunk, b) : b;
+  for (int64_t lo = 0; lo < b; lo += step) {
+    const auto rc = r.slice(0, lo, std::min(b, lo + step));
+    potential.slice(0, lo, lo + rc.size(0)).copy_(potential_energy(rc, sys_.nuclei, sys_.charges, e_nn_));
+  }
+  LocalEnergyTerms out{torch::Tensor(), kinetic, potential};
   out.energy = out.kinetic + out.potential;
   return out;
 }

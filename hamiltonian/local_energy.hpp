@@ -37,6 +37,10 @@ struct ChunkPolicy {
 /// of libtorch's CUDA caching allocator for walkers on a CUDA device), fits
 /// peak(c) = fixed + c·per_walker, and uses the largest chunk with peak ≤ margin·budget. The
 /// stochastic method's RNG is restored after the measurement, so results do not depend on it.
+///
+/// On the CPU with several intra-op threads, the walkers are split into one part per thread
+/// (parallel::for_each_walker_part) and each part is evaluated in chunks of chunk()/parts
+/// walkers, so the parts together stay within the memory the chunk was fitted to.
 class LocalEnergy {
  public:
   LocalEnergy(const System& system, std::unique_ptr<LaplacianMethod> method,
@@ -55,7 +59,7 @@ class LocalEnergy {
   /// "local_energy.potential" in `timers` (nullptr: not timed). Not owned.
   void set_timers(StageTimers* timers) { timers_ = timers; }
   /// Global index of the first walker this process evaluates (its rank's walker offset), so a
-  /// stochastic Laplacian draws each walker's own numbers whatever the ranks and chunks.
+  /// stochastic Laplacian draws each walker's own numbers whatever the ranks, parts and chunks.
   void set_first_walker(std::int64_t first) { first_walker_ = first; }
 
  private:

@@ -7,7 +7,8 @@ namespace {
 /// Hamiltonian knows no model by name.
 class ForwardLaplacian final : public LaplacianMethod {
  public:
-  KineticTerms compute(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r) override {
+  KineticTerms compute(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r,
+                       std::int64_t /*first_walker*/) override {
     torch::NoGradGuard no_grad;
     const auto out = wf.forward_laplacian(Blocks<FwdLap>::positions(r.detach()), sys).logabs;
     return {out.lap, out.jac.square().sum(1)};

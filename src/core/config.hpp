@@ -335,6 +335,7 @@ struct RunOptions {
   int checkpoint_every = 500;              ///< iterations between checkpoints (0: only at the end)
   std::string memory_budget = "auto";      ///< bytes or e.g. "2GiB"; auto = fraction of free memory
   int threads = 0;                         ///< intra-op threads (0: all cores)
+  bool walker_threads = true;              ///< on the CPU, walkers split into one part per thread
   bool overwrite = false;                  ///< a new run may replace a run already in `output`
   template <class V> void visit(V& v) {
     v("name", name, "run name (default: config file name)");
@@ -345,6 +346,9 @@ struct RunOptions {
     v("checkpoint_every", checkpoint_every, "iterations between checkpoints");
     v("memory_budget", memory_budget, "bytes, e.g. 2GiB, or auto");
     v("threads", threads, "CPU threads (0: all cores)");
+    v("walker_threads", walker_threads,
+      "on the CPU, run the wavefunction and local energy on one part of the walkers per thread "
+      "(false: libtorch's intra-op threads only)");
     v("overwrite", overwrite, "start over in an output directory that holds a run (nnvmc train --force)");
   }
 };

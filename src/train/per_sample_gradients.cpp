@@ -1,4 +1,5 @@
 #include "train/per_sample_gradients.hpp"
+#include "parallel/walker_threads.hpp"
 
 #include "batching/chunk_fit.hpp"
 #include "core/errors.hpp"
@@ -34,11 +35,17 @@ void per_sample_log_gradients_into(WaveFunction& wf, const SystemTensors& sys, c
   if (!out.defined() || out.size(0) != b || out.size(1) != p || out.scalar_type() != torch::kFloat64 ||
       out.device() != r.device())
     out = torch::empty({b, p}, torch::TensorOptions().dtype(torch::kFloat64).device(r.device()));
-  for (std::int64_t s = 0; s < b; s += chunk) {
-    const std::int64_t e = std::min(b, s + chunk);
-    const auto pass = record_pass(wf, sys, r.slice(0, s, e), params, std::min<std::int64_t>(chunk, kFallbackChunk));
-    write_jacobian(pass, params, out.slice(0, s, e));
-  }
+  // On the CPU, one part of the walkers per thread; parts run at once, so each takes chunks of
+  // chunk/parts walkers (the memory the chunk was fitted to).
+  const std::int64_t parts = parallel::walker_parts(b, r.device().is_cpu());
+  const std::int64_t step = std::max<std::int64_t>(1, chunk / parts);
+  parallel::for_each_walker_part(b, parts, [&](std::int64_t lo, std::int64_t hi) {
+    for (std::int64_t s = lo; s < hi; s += step) {
+      const std::int64_t e = std::min(hi, s + step);
+      const auto pass = record_pass(wf, sys, r.slice(0, s, e), params, std::min<std::int64_t>(step, kFallbackChunk));
+      write_jacobian(pass, params, out.slice(0, s, e));
+    }
+  });
 }
 
 std::int64_t fit_per_sample_chunk(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r,

@@ -3,6 +3,7 @@
 #include "batching/backend.hpp"
 #include "core/errors.hpp"
 #include "parallel/communicator.hpp"
+#include "parallel/walker_threads.hpp"
 #include "core/log.hpp"
 #include "core/molecule_list.hpp"
 #include "models/registry.hpp"
@@ -32,7 +33,18 @@ torch::TensorOptions tensor_options(const Config& config) {
 
 LogAbsFn VmcSetup::logabs_fn(std::size_t i) const {
   auto wf_ptr = wf;
-  return [wf_ptr, sys = molecules.at(i).tensors](const torch::Tensor& r) { return wf_ptr->forward(r, sys).logabs; };
+  return [wf_ptr, sys = molecules.at(i).tensors](const torch::Tensor& r) {
+    // Without a graph (the sampler), one part of the walkers per CPU thread; with one, one pass
+    // (parts writing into one output would race on its autograd history).
+    const auto b = r.size(0);
+    const auto parts = parallel::walker_parts(b, r.device().is_cpu(), !torch::GradMode::is_enabled());
+    if (parts == 1) return wf_ptr->forward(r, sys).logabs;
+    auto out = torch::empty({b}, r.options());
+    parallel::for_each_walker_part(b, parts, [&](std::int64_t lo, std::int64_t hi) {
+      out.slice(0, lo, hi).copy_(wf_ptr->forward(r.slice(0, lo, hi), sys).logabs);
+    });
+    return out;
+  };
 }
 
 std::size_t VmcSetup::molecule_index(const std::string& name) const {
@@ -88,6 +100,7 @@ VmcSetup make_setup(const Config& config) {
   s.config.model.ferminet = config.model.ferminet.sized_for(systems[0].n_electrons());
   s.options = tensor_options(config);
   if (config.run.threads > 0) torch::set_num_threads(config.run.threads);
+  parallel::set_walker_threads(config.run.walker_threads);
   torch::manual_seed(config.run.seed);  // parameter initialisation
   s.budget = batching::MemoryBudget::parse(config.run.memory_budget, config.run.device, "run.memory_budget");
   check_walker_memory(config, systems, s.budget);

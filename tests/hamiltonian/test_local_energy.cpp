@@ -10,6 +10,7 @@
 #include "hamiltonian/potential.hpp"
 #include "models/analytic/hydrogenic.hpp"
 #include "models/ferminet/ferminet.hpp"
+#include "parallel/walker_threads.hpp"
 
 using namespace nnvmc;
 
@@ -65,6 +66,30 @@ TEST(LocalEnergy, ResultDoesNotDependOnChunkSize) {
     const double diff = (e - all).abs().max().item<double>() / all.abs().max().item<double>();
     EXPECT_LT(diff, 1e-11) << "chunk " << chunk;
   }
+}
+
+// On two threads the walkers are split into two parts evaluated at once (each part's ops
+// single-threaded); every method, with and without chunks, gives the energies of one pass.
+TEST(LocalEnergy, WalkerPartsOnTwoThreadsGiveTheEnergiesOfOnePass) {
+  const int previous = at::get_num_threads();
+  at::set_num_threads(2);
+  const System s = load_molecule("lih", test::molecules_dir());
+  FermiNet net(test::small_ferminet(), s);
+  const auto r = test::random_positions(s, 40);  // parts of 20 walkers (≥ kMinWalkersPerThread)
+  for (const auto* method : {"forward", "jvp", "reverse", "hutchinson"}) {
+    parallel::set_walker_threads(false);
+    const auto one_pass = make(s, method, 0)(net, r);
+    parallel::set_walker_threads(true);
+    for (int64_t chunk : {0, 6}) {
+      const auto parts = make(s, method, chunk)(net, r);
+      const double scale = one_pass.energy.abs().max().item<double>();
+      EXPECT_LT((parts.energy - one_pass.energy).abs().max().item<double>() / scale, 1e-11)
+          << method << " chunk " << chunk;
+      EXPECT_LT((parts.kinetic - one_pass.kinetic).abs().max().item<double>() / scale, 1e-11) << method;
+      EXPECT_TRUE(torch::equal(parts.potential, one_pass.potential)) << method;
+    }
+  }
+  at::set_num_threads(previous);
 }
 
 // Hutchinson probes come from each walker's own stream (seed, evaluation, global walker index):

@@ -75,6 +75,7 @@ TEST(PerSampleGradients, AddToParametersFollowsTheJacobianLayout) {
 #include "core/timer.hpp"
 #include "models/analytic/hydrogenic.hpp"
 #include "train/natural_gradient.hpp"
+#include "parallel/walker_threads.hpp"
 #include "train/recorded_pass.hpp"
 
 namespace {
@@ -245,4 +246,35 @@ TEST(RecordedPass, NaturalGradientStaysWithinTheMemoryBudget) {
   EXPECT_LE(peak, budget);
   const auto a = trainable_parameters(free), b = trainable_parameters(bounded);
   for (size_t k = 0; k < a.size(); ++k) EXPECT_LT(rel_err(b[k], a[k]), 1e-10) << k;
+}
+
+// On two threads the walkers are split into two parts whose recorded passes run at once: the
+// Jacobian is the one of one pass, for models in the building blocks, for parameters used
+// outside them and for the vmap fallback.
+TEST(PerSampleGradients, WalkerPartsOnTwoThreadsGiveTheJacobianOfOnePass) {
+  const int previous = at::get_num_threads();
+  at::set_num_threads(2);
+  const auto sys = lih();
+  ModelConfig psiformer;
+  psiformer.type = "psiformer";
+  psiformer.psiformer = test::small_psiformer();
+  ModelConfig orbformer;
+  orbformer.type = "orbformer";
+  orbformer.orbformer = test::small_orbformer(2);
+  std::vector<std::shared_ptr<WaveFunction>> models{std::make_shared<FermiNet>(test::small_ferminet(), sys),
+                                                    make_model(psiformer, sys, torch::kFloat64, torch::kCPU),
+                                                    make_model(orbformer, sys, torch::kFloat64, torch::kCPU),
+                                                    std::make_shared<Hydrogenic>(sys, 1.3),
+                                                    std::make_shared<BlocksToy>(static_cast<int64_t>(sys.atoms.size()))};
+  const auto r = test::random_positions(sys, 40, 4);  // parts of 20 walkers
+  for (const auto& wf : models) {
+    parallel::set_walker_threads(false);
+    const auto one_pass = per_sample_log_gradients(*wf, test::tensors(sys), r, 40);
+    parallel::set_walker_threads(true);
+    for (std::int64_t chunk : {40, 6}) {
+      const auto parts = per_sample_log_gradients(*wf, test::tensors(sys), r, chunk);
+      EXPECT_LT(rel_err(parts, one_pass), 1e-12) << wf->type() << " chunk " << chunk;
+    }
+  }
+  at::set_num_threads(previous);
 }

@@ -2,13 +2,16 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cmath>
 #include <map>
+#include <vector>
 
 #include "common/run_files.hpp"
 #include "common/test_util.hpp"
 #include "io/hdf5_file.hpp"
 #include "train/setup.hpp"
 #include "train/trainer.hpp"
+#include "parallel/walker_threads.hpp"
 #include "batching/cuda_runtime.hpp"
 #include "core/errors.hpp"
 
@@ -53,6 +56,31 @@ TEST(Trainer, ResumedRunEqualsUninterruptedRun) {
   const auto eb = column(dir_b + "/result.h5", "train/energy");
   ASSERT_EQ(ea.size(), 6u);
   EXPECT_EQ(ea, eb);  // bit-identical energies, no duplicated rows
+}
+
+// On two threads the sampler's wavefunction evaluations and the local energies run on one part
+// of the walkers per thread: the run is the one libtorch's intra-op threads alone give, to
+// rounding (parts may block their GEMMs differently).
+TEST(Trainer, WalkerThreadsLeaveTheTrainingRunUnchanged) {
+  std::map<bool, std::vector<double>> energies;
+  std::map<bool, torch::Tensor> positions;
+  for (bool walker_threads : {false, true}) {
+    const auto dir = fresh_dir(walker_threads ? "nnvmc_walker_threads" : "nnvmc_intra_op_threads");
+    Config c = tiny_config(dir, 3);
+    c.sampler.walkers = 64;
+    c.run.threads = 2;
+    c.run.walker_threads = walker_threads;
+    Trainer t(c);
+    t.run(false);
+    energies[walker_threads] = column(dir + "/result.h5", "train/energy");
+    positions[walker_threads] = t.setup().molecules[0].sampler->positions().clone();
+  }
+  torch::set_num_threads(1);
+  parallel::set_walker_threads(true);
+  ASSERT_EQ(energies[true].size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i)
+    EXPECT_NEAR(energies[true][i], energies[false][i], 1e-10 * std::abs(energies[false][i])) << "iteration " << i;
+  EXPECT_LT((positions[true] - positions[false]).abs().max().item<double>(), 1e-10);
 }
 
 TEST(Trainer, TinyTrainingStaysFiniteAndWritesResults) {
