@@ -187,7 +187,8 @@ void write_report(const ProfileReport& r, const std::string& path, const std::st
   }
   o << "\n## Operator mix (share of operator self time per stage, profiled iterations)\n\nMedians over the "
        "profiled iterations. `ops cover`: operator self time / the stage's wall time under the profiler (the rest "
-       "is the profiler's own overhead and code between operators); FLOP/byte and GFLOP/s (FLOPs over the timed "
+       "is the profiler's own overhead and code between operators; above 100 % when walker parts run on several "
+       "threads at once, run.walker_threads, as self time is summed over threads); FLOP/byte and GFLOP/s (FLOPs over the timed "
        "median stage time) from the FLOP and byte estimates.\n\n"
        "| molecule | stage | gemm | elementwise | reduction | data movement | linalg | other | ops/iteration | "
        "ops cover | FLOP/byte | GFLOP/s |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";

@@ -123,7 +123,8 @@ MoleculeProfile profile_molecule(const std::string& config_path, std::vector<std
       m.profiled_ops += so.seconds();
     }
   }
-  log::info(strfmt("  iteration %.4f s (stages %.4f s); profiled operators cover %.0f%% of the compute stages' time",
+  log::info(strfmt("  iteration %.4f s (stages %.4f s); profiled operators cover %.0f%% of the compute stages' time"
+                   " (summed over threads)",
                    m.iteration_seconds, m.stage_seconds,
                    m.profiled_wall > 0 ? 100.0 * m.profiled_ops / m.profiled_wall : 0.0));
   return m;
