@@ -2,6 +2,7 @@
 /// K-FAC on the statistics of one recorded pass (see kfac.hpp for the conventions).
 #include "train/kfac.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/errors.hpp"
@@ -9,6 +10,7 @@
 #include "train/distributed.hpp"
 #include "train/natural_gradient.hpp"
 #include "train/per_sample_gradients.hpp"
+#include "parallel/walker_threads.hpp"
 #include "train/recorded_pass.hpp"
 
 namespace nnvmc {
@@ -47,6 +49,18 @@ torch::Tensor add_or_set(const torch::Tensor& sum, const torch::Tensor& x) {
   return sum.defined() ? sum + x : x;
 }
 
+/// sums += x, list by list (x's entries may be undefined where a part saw no walkers).
+void add_sums(StepSums& sums, const StepSums& x) {
+  const auto add = [](std::vector<torch::Tensor>& to, const std::vector<torch::Tensor>& from) {
+    if (to.size() < from.size()) to.resize(from.size());
+    for (std::size_t i = 0; i < from.size(); ++i)
+      if (from[i].defined()) to[i] = add_or_set(to[i], from[i]);
+  };
+  add(sums.a, x.a), add(sums.g, x.g), add(sums.grad, x.grad), add(sums.d, x.d), add(sums.grad_d, x.grad_d);
+  if (sums.positions.size() < x.positions.size()) sums.positions.resize(x.positions.size(), 0.0);
+  for (std::size_t i = 0; i < x.positions.size(); ++i) sums.positions[i] += x.positions[i];
+}
+
 /// Moving average as kfac-jax keeps it: value = Σ_t ρ^(T−t) x_t / Σ_t ρ^(T−t).
 torch::Tensor average(const torch::Tensor& old, double old_weight, const torch::Tensor& x, double new_weight) {
   if (!old.defined() || old_weight == 0) return x;
@@ -80,12 +94,30 @@ class KfacOptimizer final : public Optimizer {
         // g = mean over molecules of E_b[(E_L − Ē)·O_b].
         const auto w = own_rows(e - e.mean(), offset, b) / (static_cast<double>(e.size(0)) * molecules);
         if (chunk_ == 0) chunk_ = fit_per_sample_chunk(wf, *batch.sys, batch.r, options_.sr.chunk_walkers, budget_, 0);
-        for (std::int64_t s = 0; s < b; s += chunk_) {
-          const std::int64_t end = std::min(b, s + chunk_);
-          const auto pass = record_pass(wf, *batch.sys, batch.r.slice(0, s, end), params);
-          if (!structured_) discover(pass, params);
-          accumulate(pass, params, w.slice(0, s, end).to(batch.r.device()), sums);
+        // On the CPU, one part of the walkers per thread, each with its own sums (added in part
+        // order below) and chunks of chunk/parts walkers (the parts run at once). The block
+        // structure comes from the first chunk before the parts start.
+        const std::int64_t parts = parallel::walker_parts(b, batch.r.device().is_cpu());
+        const std::int64_t step = std::max<std::int64_t>(1, chunk_ / parts);
+        const auto run = [&](std::int64_t lo, std::int64_t hi, StepSums& part_sums) {
+          for (std::int64_t s = lo; s < hi; s += step) {
+            const std::int64_t end = std::min(hi, s + step);
+            const auto pass = record_pass(wf, *batch.sys, batch.r.slice(0, s, end), params);
+            if (!structured_) discover(pass, params);
+            accumulate(pass, params, w.slice(0, s, end).to(batch.r.device()), part_sums);
+          }
+        };
+        if (parts == 1) {
+          run(0, b, sums);
+          continue;
         }
+        if (!structured_) discover(record_pass(wf, *batch.sys, batch.r.slice(0, 0, 1), params), params);
+        std::vector<StepSums> part_sums(static_cast<std::size_t>(parts));
+        // The "walkers" handed out are the part indices, one each.
+        parallel::for_each_walker_part(parts, parts, [&](std::int64_t p, std::int64_t) {
+          run(b * p / parts, b * (p + 1) / parts, part_sums[static_cast<std::size_t>(p)]);
+        });
+        for (const auto& ps : part_sums) add_sums(sums, ps);
       }
     }
     auto scope = timers.scope("optimizer");

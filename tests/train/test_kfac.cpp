@@ -2,11 +2,13 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "blocks/tensor_blocks.hpp"
 #include "common/test_util.hpp"
 #include "core/timer.hpp"
 #include "models/ferminet/ferminet.hpp"
+#include "parallel/walker_threads.hpp"
 #include "train/optimizer.hpp"
 #include "train/per_sample_gradients.hpp"
 
@@ -236,4 +238,33 @@ TEST(Kfac, GradientMatchesTheJacobianOnFermiNet) {
   for (size_t k = 0; k < params.size(); ++k) change.push_back(params[k].detach().reshape(-1) - before[k]);
   const auto step = torch::cat(change) * (-damping / lr);
   EXPECT_LT(rel_diff(step, grad), 1e-5);
+}
+
+// On two threads the recorded passes of the two walker parts run at once, each into its own
+// sums; the steps equal those of one pass to rounding (the first step also finds the blocks).
+TEST(Kfac, WalkerPartsOnTwoThreadsGiveTheStepsOfOnePass) {
+  const int previous = at::get_num_threads();
+  at::set_num_threads(2);
+  const auto sys = load_molecule("lih", test::molecules_dir());
+  const auto tensors = test::tensors(sys);
+  const auto r = test::random_positions(sys, 40, 3);  // parts of 20 walkers
+  const auto e = torch::linspace(-8.3, -7.7, 40, torch::kFloat64);
+  std::map<bool, torch::Tensor> after;
+  for (bool parts : {false, true}) {
+    parallel::set_walker_threads(parts);
+    FermiNet wf(test::small_ferminet(), sys);  // same initial parameters (small_ferminet seeds)
+    auto opt = make_optimizer(kfac_options(1e-3), wf);
+    StageTimers timers;
+    for (int t = 0; t < 2; ++t) ASSERT_TRUE(opt->step(wf, {WalkerBatch{&tensors, r, e}}, t, timers));
+    std::vector<torch::Tensor> flat;
+    for (const auto& p : trainable_parameters(wf)) flat.push_back(p.detach().reshape(-1).clone());
+    after[parts] = torch::cat(flat);
+  }
+  parallel::set_walker_threads(true);
+  at::set_num_threads(previous);
+  FermiNet initial(test::small_ferminet(), sys);
+  std::vector<torch::Tensor> flat;
+  for (const auto& p : trainable_parameters(initial)) flat.push_back(p.detach().reshape(-1));
+  EXPECT_GT(rel_diff(after[false], torch::cat(flat)), 1e-6);  // the steps moved the parameters
+  EXPECT_LT(rel_diff(after[true], after[false]), 1e-11);
 }
