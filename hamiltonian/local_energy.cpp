@@ -23,9 +23,10 @@ LocalEnergy::LocalEnergy(const System& system, std::unique_ptr<LaplacianMethod> 
 
 LocalEnergyTerms LocalEnergy::evaluate(WaveFunction& wf, const torch::Tensor& r, std::int64_t chunk) {
   const int64_t b = r.size(0);
-  const int64_t parts = parallel::walker_parts(b, r.device().is_cpu(), method_->thread_safe());
-  // Parts run at once, so each takes chunks of chunk/parts walkers (0: no limit).
-  const int64_t part_chunk = chunk > 0 ? std::max<int64_t>(1, chunk / parts) : 0;
+  // Parts run at once: together they stay within the memory the chunk was fitted to.
+  const auto split = parallel::split_chunk(parallel::walker_parts(b, r.device().is_cpu(), method_->thread_safe()),
+                                           chunk, calibration_.fixed_bytes, calibration_.bytes_per_item);
+  const int64_t parts = split.parts, part_chunk = split.chunk;
   method_->begin_evaluation();
   auto kinetic = torch::empty({b}, r.options().requires_grad(false));
   {

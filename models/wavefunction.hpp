@@ -14,7 +14,8 @@ namespace nnvmc {
 /// A many-electron wavefunction ψ(r; molecule). Positions r are [B, N, 3] (bohr), electrons
 /// ordered spin-up first. The molecule (nuclei, electron counts) is passed at every
 /// evaluation; a module holds no geometry. Must be differentiable by libtorch autograd in r
-/// (twice) and in parameters.
+/// (twice) and in parameters. forward/forward_laplacian may run on several threads at once on
+/// different walkers (parallel::for_each_walker_part): a cache set on first use needs a lock.
 class WaveFunction : public torch::nn::Module {
  public:
   ~WaveFunction() override = default;

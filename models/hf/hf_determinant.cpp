@@ -22,9 +22,12 @@ HartreeFockDeterminant::HartreeFockDeterminant(const System& system, const std::
 SignedFwdLap HartreeFockDeterminant::forward_laplacian(const FwdLap& r, const SystemTensors& sys) {
   using Op = Blocks<FwdLap>;
   const auto opts = r.value.options();
-  if (!table_.prim_exp.defined() || table_.prim_exp.scalar_type() != opts.dtype().toScalarType() ||
-      table_.prim_exp.device() != opts.device())
-    table_ = table64_.to(opts);
+  {
+    const std::lock_guard<std::mutex> lock(cache_mutex_);
+    if (!table_.prim_exp.defined() || table_.prim_exp.scalar_type() != opts.dtype().toScalarType() ||
+        table_.prim_exp.device() != opts.device())
+      table_ = table64_.to(opts);
+  }
   const Eigen::MatrixXd* coefficients[2] = {&c_alpha_, &c_beta_};
   const int64_t ranges[2][2] = {{0, n_up_}, {n_up_, n_up_ + n_down_}};
   torch::Tensor sign;
@@ -54,8 +57,11 @@ void HartreeFockDeterminant::set_options(torch::TensorOptions options) {
 }
 
 torch::Tensor HartreeFockDeterminant::orbitals(const torch::Tensor& r, const SystemTensors&) {
-  if (r.scalar_type() != options_.dtype().toScalarType() || r.device() != options_.device())
-    set_options(r.options().requires_grad(false));
+  {
+    const std::lock_guard<std::mutex> lock(cache_mutex_);
+    if (r.scalar_type() != options_.dtype().toScalarType() || r.device() != options_.device())
+      set_options(r.options().requires_grad(false));
+  }
   const int64_t b = r.size(0), n = n_up_ + n_down_;
   auto phi = torch::zeros({b, n, n}, r.options().requires_grad(false));
   std::vector<torch::Tensor> rows;

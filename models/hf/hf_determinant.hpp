@@ -5,6 +5,7 @@
 /// orbitals + Laplacian + local energy chain (its VMC energy is E_HF). It has no parameters:
 /// the orbitals belong to the geometry it was built for (rebuilt with the model for another).
 #include <memory>
+#include <mutex>
 
 #include "models/wavefunction.hpp"
 #include "blocks/gaussian_orbitals.hpp"
@@ -35,6 +36,7 @@ class HartreeFockDeterminant : public WaveFunction {
   double energy_;
   scf::GaussianOrbitals alpha_, beta_;
   GaussianBasisTable table64_, table_;  ///< the basis as tensors (float64; in the walkers' dtype)
+  std::mutex cache_mutex_;  ///< table_ and the orbitals' dtype are set on first use, maybe by several walker parts
   torch::TensorOptions options_ = torch::kFloat64;
 };
 

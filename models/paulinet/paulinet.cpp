@@ -87,6 +87,7 @@ std::array<int64_t, 5> PauliNet::parameter_counts() const {
 }
 
 const GaussianBasisTable& PauliNet::table_for(const torch::Tensor& like) {
+  const std::lock_guard<std::mutex> lock(table_mutex_);
   if (!table_.prim_exp.defined() || table_.prim_exp.scalar_type() != like.scalar_type() ||
       table_.prim_exp.device() != like.device())
     table_ = table64_.to(like.options());

@@ -15,6 +15,7 @@
 
 #include <array>
 #include <memory>
+#include <mutex>
 
 #include "blocks/fwdlap.hpp"
 #include "blocks/tensor_blocks.hpp"
@@ -58,6 +59,7 @@ class PauliNet : public WaveFunction {
   double e_hf_ = 0;
   GaussianBasisTable table64_;              ///< baseline basis (float64, CPU)
   GaussianBasisTable table_;                ///< the same in the dtype/device of the last evaluation
+  std::mutex table_mutex_;                  ///< table_ is set on first use, maybe by several walker parts at once
   torch::Tensor coefficients_[2];           ///< [n_basis, O] per spin (RHF: both the same tensor)
   torch::Tensor shifts_[2];                 ///< [M, O] cusp value shifts per spin (or undefined)
   std::vector<std::array<int64_t, 2>> spins_;  ///< [begin, end) of each nonempty spin group

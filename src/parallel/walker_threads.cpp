@@ -21,6 +21,16 @@ std::int64_t walker_parts(std::int64_t walkers, bool on_cpu, bool allows) {
   return std::max<std::int64_t>(1, std::min(threads, walkers / kMinWalkersPerThread));
 }
 
+PartChunks split_chunk(std::int64_t parts, std::int64_t chunk, std::int64_t fixed_bytes, std::int64_t bytes_per_walker) {
+  if (chunk <= 0) return {std::max<std::int64_t>(1, parts), 0};
+  for (std::int64_t p = std::max<std::int64_t>(1, parts); p > 1; --p) {
+    const std::int64_t c = bytes_per_walker > 0 ? (chunk * bytes_per_walker - (p - 1) * fixed_bytes) / (p * bytes_per_walker)
+                                                : chunk / p;
+    if (c >= 1) return {p, c};
+  }
+  return {1, chunk};
+}
+
 void for_each_walker_part(std::int64_t walkers, std::int64_t parts,
                           const std::function<void(std::int64_t lo, std::int64_t hi)>& fn) {
   if (parts <= 1) {

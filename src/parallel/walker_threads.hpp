@@ -24,6 +24,17 @@ bool walker_threads_enabled();
 /// parallelise inside each op).
 std::int64_t walker_parts(std::int64_t walkers, bool on_cpu, bool allows = true);
 
+/// Parts and walkers per part's chunk for a batch whose one-pass chunk of `chunk` walkers was
+/// fitted to a memory budget as fixed + chunk·per_walker bytes (chunk 0: no limit). Parts run at
+/// once, so each takes (chunk·per_walker − (parts−1)·fixed) / (parts·per_walker) walkers at a
+/// time (chunk/parts when the bytes are not known); when that is below one walker, fewer parts.
+struct PartChunks {
+  std::int64_t parts = 1;  ///< parts to run at once
+  std::int64_t chunk = 0;  ///< walkers per chunk inside a part (0: the whole part)
+};
+PartChunks split_chunk(std::int64_t parts, std::int64_t chunk, std::int64_t fixed_bytes = 0,
+                       std::int64_t bytes_per_walker = 0);
+
 /// Runs fn(lo, hi) on the contiguous parts [lo, hi) of [0, walkers) (part p: from
 /// walkers·p/parts to walkers·(p+1)/parts), all parts at once on libtorch's intra-op thread
 /// pool. Each call sees the caller's thread-local state (grad mode, inference mode, dispatch

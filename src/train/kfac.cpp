@@ -97,8 +97,8 @@ class KfacOptimizer final : public Optimizer {
         // On the CPU, one part of the walkers per thread, each with its own sums (added in part
         // order below) and chunks of chunk/parts walkers (the parts run at once). The block
         // structure comes from the first chunk before the parts start.
-        const std::int64_t parts = parallel::walker_parts(b, batch.r.device().is_cpu());
-        const std::int64_t step = std::max<std::int64_t>(1, chunk_ / parts);
+        const auto split = parallel::split_chunk(parallel::walker_parts(b, batch.r.device().is_cpu()), chunk_);
+        const std::int64_t parts = split.parts, step = split.chunk;
         const auto run = [&](std::int64_t lo, std::int64_t hi, StepSums& part_sums) {
           for (std::int64_t s = lo; s < hi; s += step) {
             const std::int64_t end = std::min(hi, s + step);

@@ -37,8 +37,8 @@ void per_sample_log_gradients_into(WaveFunction& wf, const SystemTensors& sys, c
     out = torch::empty({b, p}, torch::TensorOptions().dtype(torch::kFloat64).device(r.device()));
   // On the CPU, one part of the walkers per thread; parts run at once, so each takes chunks of
   // chunk/parts walkers (the memory the chunk was fitted to).
-  const std::int64_t parts = parallel::walker_parts(b, r.device().is_cpu());
-  const std::int64_t step = std::max<std::int64_t>(1, chunk / parts);
+  const auto split = parallel::split_chunk(parallel::walker_parts(b, r.device().is_cpu()), chunk);
+  const std::int64_t parts = split.parts, step = split.chunk;
   parallel::for_each_walker_part(b, parts, [&](std::int64_t lo, std::int64_t hi) {
     for (std::int64_t s = lo; s < hi; s += step) {
       const std::int64_t e = std::min(hi, s + step);
@@ -62,7 +62,12 @@ std::int64_t fit_per_sample_chunk(WaveFunction& wf, const SystemTensors& sys, co
   o.reserved_bytes = reserved_bytes;
   const auto fit = batching::fit_chunk(
       [&](std::int64_t k) { per_sample_log_gradients(wf, sys, r.slice(0, 0, k), k); }, b, budget, o);
-  return std::max<std::int64_t>(1, std::min(want, fit.chunk));
+  // Walker parts (run at once) each pay the fixed memory: the chunk they share leaves room for it.
+  const std::int64_t parts = parallel::walker_parts(b, r.device().is_cpu());
+  const std::int64_t shared = fit.bytes_per_item > 0
+                                  ? fit.chunk - ((parts - 1) * fit.fixed_bytes + fit.bytes_per_item - 1) / fit.bytes_per_item
+                                  : fit.chunk;
+  return std::max<std::int64_t>(1, std::min(want, shared));
 }
 
 void add_to_parameters(const std::vector<torch::Tensor>& params, const torch::Tensor& delta,

@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 #include "common/test_util.hpp"
 #include "hamiltonian/local_energy.hpp"
 #include "laplacian_checks.hpp"
 #include "models/paulinet/paulinet.hpp"
+#include "parallel/walker_threads.hpp"
 
 using namespace nnvmc;
 using test::expect_close;
@@ -148,4 +150,26 @@ TEST(PauliNetLaplacian, ForwardMethodWorksInFloat32) {
   EXPECT_EQ(f32.laplacian.scalar_type(), torch::kFloat32);
   expect_close(f32.laplacian, ref.laplacian, 1e-3, 1e-3, "float32 laplacian");
   expect_close(f32.grad_sq, ref.grad_sq, 1e-3, 1e-3, "float32 grad_sq");
+}
+
+// PauliNet converts its basis table to the walkers' dtype on first use. On two threads that
+// first use happens in two walker parts at once (here under the reverse method, whose first
+// call is not preceded by a forward-Laplacian check); the energies are those of one pass.
+TEST(PauliNetLaplacian, FirstEvaluationInTwoWalkerPartsEqualsOnePass) {
+  const int previous = at::get_num_threads();
+  at::set_num_threads(2);
+  const System s = load_molecule("lih", test::molecules_dir());
+  const auto r = test::random_positions(s, 40, 6);  // parts of 20 walkers
+  HamiltonianOptions h;
+  h.laplacian = "reverse";
+  std::map<bool, torch::Tensor> energies;
+  for (bool parts : {false, true}) {
+    parallel::set_walker_threads(parts);
+    PauliNet net(small_paulinet(), s);  // fresh: no table converted yet
+    LocalEnergy e(s, make_laplacian(h, 1), torch::kFloat64);
+    energies[parts] = e(net, r).energy;
+  }
+  parallel::set_walker_threads(true);
+  at::set_num_threads(previous);
+  EXPECT_LT(((energies[true] - energies[false]).abs().max() / energies[false].abs().max()).item<double>(), 1e-11);
 }

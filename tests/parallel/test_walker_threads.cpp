@@ -94,3 +94,23 @@ TEST(WalkerThreads, AnExceptionInOnePartReachesTheCallerWithItsType) {
                                               }),
                InputError);
 }
+
+TEST(WalkerThreads, PartsTogetherStayWithinTheMemoryTheChunkWasFittedTo) {
+  EXPECT_EQ(parallel::split_chunk(2, 0).parts, 2);  // no limit: whole parts
+  EXPECT_EQ(parallel::split_chunk(2, 0).chunk, 0);
+  EXPECT_EQ(parallel::split_chunk(2, 10).chunk, 5);
+  EXPECT_EQ(parallel::split_chunk(16, 3).parts, 3);  // never more parts than walkers in a chunk
+  EXPECT_EQ(parallel::split_chunk(16, 3).chunk, 1);
+  EXPECT_EQ(parallel::split_chunk(2, 10, 100, 10).parts, 1);  // a second part's fixed bytes do not fit
+  for (std::int64_t parts : {1, 2, 3, 8, 16})
+    for (std::int64_t chunk : {1, 2, 5, 40, 1000})
+      for (std::int64_t fixed : {0, 7, 100, 5000}) {
+        const std::int64_t per = 10;
+        const auto s = parallel::split_chunk(parts, chunk, fixed, per);
+        EXPECT_GE(s.parts, 1);
+        EXPECT_LE(s.parts, parts);
+        EXPECT_GE(s.chunk, 1);
+        EXPECT_LE(s.parts * (fixed + s.chunk * per), fixed + chunk * per)
+            << parts << " parts, chunk " << chunk << ", fixed " << fixed;
+      }
+}
