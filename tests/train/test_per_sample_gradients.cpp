@@ -80,6 +80,17 @@ TEST(PerSampleGradients, AddToParametersFollowsTheJacobianLayout) {
 
 namespace {
 
+/// Small Psiformer and Orbformer model blocks (in that order).
+std::vector<ModelConfig> small_transformer_models() {
+  ModelConfig psiformer;
+  psiformer.type = "psiformer";
+  psiformer.psiformer = test::small_psiformer();
+  ModelConfig orbformer;
+  orbformer.type = "orbformer";
+  orbformer.orbformer = test::small_orbformer(2);
+  return {psiformer, orbformer};
+}
+
 /// Largest |a − b| relative to 1 + max|b|.
 double rel_err(const torch::Tensor& a, const torch::Tensor& b) {
   return ((a - b).abs().max() / (1 + b.abs().max())).item<double>();
@@ -138,13 +149,7 @@ TEST(RecordedPass, OneBackwardPassEqualsTheVmapMethodForFermiNet) {
 // checked against single-walker gradients in test_paulinet_training.cpp).
 TEST(RecordedPass, OneBackwardPassEqualsTheVmapMethodForPsiformerAndOrbformer) {
   const auto sys = lih();
-  ModelConfig psiformer;
-  psiformer.type = "psiformer";
-  psiformer.psiformer = test::small_psiformer();
-  ModelConfig orbformer;
-  orbformer.type = "orbformer";
-  orbformer.orbformer = test::small_orbformer(2);
-  for (const auto& model : {psiformer, orbformer}) {
+  for (const auto& model : small_transformer_models()) {
     const auto wf = make_model(model, sys, torch::kFloat64, torch::kCPU);
     const auto r = test::random_positions(sys, 7, 5);
     const auto params = trainable_parameters(*wf);
@@ -255,15 +260,10 @@ TEST(PerSampleGradients, WalkerPartsOnTwoThreadsGiveTheJacobianOfOnePass) {
   const int previous = at::get_num_threads();
   at::set_num_threads(2);
   const auto sys = lih();
-  ModelConfig psiformer;
-  psiformer.type = "psiformer";
-  psiformer.psiformer = test::small_psiformer();
-  ModelConfig orbformer;
-  orbformer.type = "orbformer";
-  orbformer.orbformer = test::small_orbformer(2);
+  const auto transformers = small_transformer_models();
   std::vector<std::shared_ptr<WaveFunction>> models{std::make_shared<FermiNet>(test::small_ferminet(), sys),
-                                                    make_model(psiformer, sys, torch::kFloat64, torch::kCPU),
-                                                    make_model(orbformer, sys, torch::kFloat64, torch::kCPU),
+                                                    make_model(transformers[0], sys, torch::kFloat64, torch::kCPU),
+                                                    make_model(transformers[1], sys, torch::kFloat64, torch::kCPU),
                                                     std::make_shared<Hydrogenic>(sys, 1.3),
                                                     std::make_shared<BlocksToy>(static_cast<int64_t>(sys.atoms.size()))};
   const auto r = test::random_positions(sys, 40, 4);  // parts of 20 walkers
