@@ -13,7 +13,6 @@ std::atomic<bool> g_enabled{true};
 }  // namespace
 
 void set_walker_threads(bool enabled) { g_enabled = enabled; }
-bool walker_threads_enabled() { return g_enabled; }
 
 std::int64_t walker_parts(std::int64_t walkers, bool on_cpu, bool allows) {
   if (!g_enabled || !allows || !on_cpu || at::in_parallel_region()) return 1;

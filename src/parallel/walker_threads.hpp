@@ -16,7 +16,6 @@ inline constexpr std::int64_t kMinWalkersPerThread = 16;
 /// Turns walker parts on or off for the process (config `run.walker_threads`, set like
 /// `run.threads` sets libtorch's intra-op threads). On by default.
 void set_walker_threads(bool enabled);
-bool walker_threads_enabled();
 
 /// How many parts to split `walkers` rows into: libtorch's intra-op thread count when walker
 /// parts are on, the rows live on the CPU, the caller's work `allows` it (e.g. it is

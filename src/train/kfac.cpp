@@ -7,10 +7,10 @@
 
 #include "core/errors.hpp"
 #include "parallel/communicator.hpp"
+#include "parallel/walker_threads.hpp"
 #include "train/distributed.hpp"
 #include "train/natural_gradient.hpp"
 #include "train/per_sample_gradients.hpp"
-#include "parallel/walker_threads.hpp"
 #include "train/recorded_pass.hpp"
 
 namespace nnvmc {
@@ -95,27 +95,21 @@ class KfacOptimizer final : public Optimizer {
         const auto w = own_rows(e - e.mean(), offset, b) / (static_cast<double>(e.size(0)) * molecules);
         if (chunk_ == 0) chunk_ = fit_per_sample_chunk(wf, *batch.sys, batch.r, options_.sr.chunk_walkers, budget_, 0);
         // On the CPU, one part of the walkers per thread, each with its own sums (added in part
-        // order below) and chunks of chunk/parts walkers (the parts run at once). The block
-        // structure comes from the first chunk before the parts start.
+        // order below) and chunks within the fitted memory (the parts run at once). With several
+        // parts, the block structure comes from the first walker before they start.
         const auto split = parallel::split_chunk(parallel::walker_parts(b, batch.r.device().is_cpu()), chunk_);
         const std::int64_t parts = split.parts, step = split.chunk;
-        const auto run = [&](std::int64_t lo, std::int64_t hi, StepSums& part_sums) {
-          for (std::int64_t s = lo; s < hi; s += step) {
-            const std::int64_t end = std::min(hi, s + step);
-            const auto pass = record_pass(wf, *batch.sys, batch.r.slice(0, s, end), params);
-            if (!structured_) discover(pass, params);
-            accumulate(pass, params, w.slice(0, s, end).to(batch.r.device()), part_sums);
-          }
-        };
-        if (parts == 1) {
-          run(0, b, sums);
-          continue;
-        }
-        if (!structured_) discover(record_pass(wf, *batch.sys, batch.r.slice(0, 0, 1), params), params);
+        if (!structured_ && parts > 1) discover(record_pass(wf, *batch.sys, batch.r.slice(0, 0, 1), params), params);
         std::vector<StepSums> part_sums(static_cast<std::size_t>(parts));
         // The "walkers" handed out are the part indices, one each.
         parallel::for_each_walker_part(parts, parts, [&](std::int64_t p, std::int64_t) {
-          run(b * p / parts, b * (p + 1) / parts, part_sums[static_cast<std::size_t>(p)]);
+          const std::int64_t lo = b * p / parts, hi = b * (p + 1) / parts;
+          for (std::int64_t s = lo; s < hi; s += step) {
+            const std::int64_t end = std::min(hi, s + step);
+            const auto pass = record_pass(wf, *batch.sys, batch.r.slice(0, s, end), params);
+            if (!structured_) discover(pass, params);  // one part: the first chunk
+            accumulate(pass, params, w.slice(0, s, end).to(batch.r.device()), part_sums[static_cast<std::size_t>(p)]);
+          }
         });
         for (const auto& ps : part_sums) add_sums(sums, ps);
       }

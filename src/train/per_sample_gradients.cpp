@@ -1,8 +1,8 @@
 #include "train/per_sample_gradients.hpp"
-#include "parallel/walker_threads.hpp"
 
 #include "batching/chunk_fit.hpp"
 #include "core/errors.hpp"
+#include "parallel/walker_threads.hpp"
 #include "train/recorded_pass.hpp"
 
 namespace nnvmc {
@@ -35,8 +35,8 @@ void per_sample_log_gradients_into(WaveFunction& wf, const SystemTensors& sys, c
   if (!out.defined() || out.size(0) != b || out.size(1) != p || out.scalar_type() != torch::kFloat64 ||
       out.device() != r.device())
     out = torch::empty({b, p}, torch::TensorOptions().dtype(torch::kFloat64).device(r.device()));
-  // On the CPU, one part of the walkers per thread; parts run at once, so each takes chunks of
-  // chunk/parts walkers (the memory the chunk was fitted to).
+  // On the CPU, one part of the walkers per thread; the parts run at once, within the memory the
+  // chunk was fitted to (parallel::split_chunk).
   const auto split = parallel::split_chunk(parallel::walker_parts(b, r.device().is_cpu()), chunk);
   const std::int64_t parts = split.parts, step = split.chunk;
   parallel::for_each_walker_part(b, parts, [&](std::int64_t lo, std::int64_t hi) {

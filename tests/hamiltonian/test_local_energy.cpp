@@ -69,7 +69,8 @@ TEST(LocalEnergy, ResultDoesNotDependOnChunkSize) {
 }
 
 // On two threads the walkers are split into two parts evaluated at once (each part's ops
-// single-threaded); every method, with and without chunks, gives the energies of one pass.
+// single-threaded); every method, with and without chunks, gives the energies of one pass
+// (jvp stays one pass, LaplacianMethod::thread_safe() is false, and must still work here).
 TEST(LocalEnergy, WalkerPartsOnTwoThreadsGiveTheEnergiesOfOnePass) {
   const int previous = at::get_num_threads();
   at::set_num_threads(2);
