@@ -74,13 +74,23 @@ void MetropolisSampler::refresh(const LogAbsFn& logabs) {
   logabs_ = logabs(r_);
 }
 
-double MetropolisSampler::run(const LogAbsFn& logabs, int n) {
+namespace {
+/// Metropolis acceptance of proposals with log|ψ'| `proposed`, uniforms u [b]: accept with
+/// probability min(1, |ψ'|²/|ψ|²). A proposal with a non-finite log|ψ| (a node, where an
+/// orbital matrix is singular, or NaN) is rejected; a walker whose own log|ψ| is not finite
+/// takes any finite proposal (so no walker is stuck on a node). @return bool [b]
+torch::Tensor accepted_moves(const torch::Tensor& u, const torch::Tensor& proposed, const torch::Tensor& current) {
+  return torch::isfinite(proposed) & ((torch::log(u) < 2.0 * (proposed - current)) | ~torch::isfinite(current));
+}
+}  // namespace
+
+double MetropolisSampler::run(const LogAbsFn& logabs, int n, const parallel::GraphKey& key) {
   torch::NoGradGuard no_grad;
   if (!r_.defined()) throw Error("sampler used before initialize()");
+  if (graph_mode_ != parallel::GraphMode::eager && !key.empty()) return run_graphed(logabs, n, key);
   const int64_t b = r_.size(0), coords = r_.size(1) * 3;
   // Accepted moves are counted on the device and read once per call (no host sync per step).
   auto accepted = torch::zeros({}, r_.options().dtype(torch::kFloat64));
-  const std::int64_t total = options_.walkers;
   for (int s = 0; s < n; ++s) {
     // Each walker's own stream, drawn in float64 on the walkers' device (so chains do not
     // depend on the dtype or device of the model, nor on the number of ranks).
@@ -93,11 +103,7 @@ double MetropolisSampler::run(const LogAbsFn& logabs, int n) {
     ++draw_;
     const auto proposal = r_ + step_size_ * noise;
     const auto new_logabs = logabs(proposal);
-    // Accept with probability min(1, |ψ'|²/|ψ|²). A proposal with a non-finite log|ψ| (a node,
-    // where an orbital matrix is singular, or NaN) is rejected; a walker whose own log|ψ| is
-    // not finite takes any finite proposal (so no walker is stuck on a node).
-    const auto accept = torch::isfinite(new_logabs) &
-                        ((torch::log(u) < 2.0 * (new_logabs - logabs_)) | ~torch::isfinite(logabs_));
+    const auto accept = accepted_moves(u, new_logabs, logabs_);
     r_ = torch::where(accept.view({-1, 1, 1}), proposal, r_);
     logabs_ = torch::where(accept, new_logabs, logabs_);
     accepted += accept.to(torch::kFloat64).sum();
@@ -105,7 +111,59 @@ double MetropolisSampler::run(const LogAbsFn& logabs, int n) {
   if (n <= 0) return 0.0;
   double count = accepted.item<double>();  // an integer: the sum over ranks is exact
   comm_->allreduce_sum(&count, 1);
-  return count / (static_cast<double>(total) * n);
+  return count / (static_cast<double>(options_.walkers) * n);
+}
+
+void MetropolisSampler::set_graph_mode(parallel::GraphMode mode) {
+  graph_mode_ = mode;
+  graph_.reset();
+}
+
+void MetropolisSampler::graph_step(const LogAbsFn& logabs) {
+  const int64_t b = g_r_.size(0), coords = g_r_.size(1) * 3;
+  // The counter is read from g_draw_ when the step runs (the same numbers as the host counter).
+  const auto noise = parallel::walker_normal(seed_, parallel::RandomPurpose::proposal, g_draw_, walker_ids_, coords)
+                         .view({b, -1, 3})
+                         .to(tensor_);
+  const auto u = parallel::walker_uniform(seed_, parallel::RandomPurpose::acceptance, g_draw_, walker_ids_, 1)
+                     .view({b})
+                     .to(tensor_);
+  const auto proposal = g_r_ + g_step_ * noise;
+  const auto new_logabs = logabs(proposal);
+  const auto accept = accepted_moves(u, new_logabs, g_logabs_);
+  g_r_.copy_(torch::where(accept.view({-1, 1, 1}), proposal, g_r_));
+  g_logabs_.copy_(torch::where(accept, new_logabs, g_logabs_));
+  g_accepted_.add_(accept.to(torch::kFloat64).sum());
+  g_draw_.add_(1);
+}
+
+double MetropolisSampler::run_graphed(const LogAbsFn& logabs, int n, const parallel::GraphKey& key) {
+  if (!graph_) graph_ = std::make_unique<parallel::DeviceGraph>(graph_mode_, r_.device(), "the MH step");
+  if (!g_r_.defined() || !g_r_.sizes().equals(r_.sizes()) || g_r_.options().dtype() != r_.options().dtype() ||
+      g_r_.device() != r_.device()) {
+    g_r_ = r_.clone();
+    g_logabs_ = logabs_.clone();
+    g_draw_ = torch::zeros({}, walker_ids_.options());
+    g_step_ = torch::zeros({}, tensor_);
+    g_accepted_ = torch::zeros({}, r_.options().dtype(torch::kFloat64));
+  }
+  // State set since (initialize, set_state, refresh) arrives by copy: the buffers stay put.
+  if (!r_.is_same(g_r_)) g_r_.copy_(r_);
+  if (!logabs_.is_same(g_logabs_)) g_logabs_.copy_(logabs_);
+  r_ = g_r_;
+  logabs_ = g_logabs_;
+  g_draw_.fill_(static_cast<std::int64_t>(draw_));  // fills from host scalars: no sync
+  g_step_.fill_(step_size_);
+  g_accepted_.zero_();
+  parallel::GraphKey full = key;
+  for (const auto& t : {g_r_, g_logabs_, g_draw_, g_step_, g_accepted_, walker_ids_}) full.push_back(t.data_ptr());
+  const std::function<void()> body = [this, logabs] { graph_step(logabs); };  // no reference to this call's stack
+  for (int s = 0; s < n; ++s) graph_->run(full, body);
+  draw_ += static_cast<std::uint64_t>(std::max(n, 0));
+  if (n <= 0) return 0.0;
+  double count = g_accepted_.item<double>();
+  comm_->allreduce_sum(&count, 1);
+  return count / (static_cast<double>(options_.walkers) * n);
 }
 
 void MetropolisSampler::adapt(double acceptance) {
@@ -115,12 +173,15 @@ void MetropolisSampler::adapt(double acceptance) {
 }
 
 SamplerState MetropolisSampler::state() const {
-  return {r_, logabs_, step_size_, parallel::counter_state(seed_, draw_)};
+  // After a graphed run r_ and logabs_ are the graph's buffers, which the next run overwrites.
+  const bool buffers = g_r_.defined() && r_.is_same(g_r_);
+  return {buffers ? r_.clone() : r_, buffers ? logabs_.clone() : logabs_, step_size_,
+          parallel::counter_state(seed_, draw_)};
 }
 
 SamplerState MetropolisSampler::global_state() const {
-  return {parallel::allgather_rows(*comm_, r_), parallel::allgather_rows(*comm_, logabs_), step_size_,
-          parallel::counter_state(seed_, draw_)};
+  const auto s = state();
+  return {parallel::allgather_rows(*comm_, s.r), parallel::allgather_rows(*comm_, s.logabs), step_size_, s.rng_state};
 }
 
 torch::Tensor MetropolisSampler::mine(const torch::Tensor& all) const {

@@ -8,6 +8,7 @@
 #include "core/config.hpp"
 #include "core/system.hpp"
 #include "parallel/communicator.hpp"
+#include "parallel/device_graph.hpp"
 
 namespace nnvmc {
 
@@ -42,7 +43,16 @@ class MetropolisSampler {
   /// keeping this sampler's own generator. @param r [B', N, 3]
   void initialize_from(const torch::Tensor& r, const LogAbsFn& logabs);
   /// Runs `n` MH steps. @return acceptance fraction over those steps.
-  double run(const LogAbsFn& logabs, int n);
+  /// @param key what `logabs` depends on (parallel::GraphKey: the function's identity and the
+  ///   storages it reads). With a key and a graph mode other than eager (set_graph_mode), each
+  ///   step is one replay of a captured graph that keeps positions, log|ψ|, the stream counter
+  ///   and the step size in device buffers; the chain is the same as without. Empty: eager.
+  double run(const LogAbsFn& logabs, int n, const parallel::GraphKey& key = {});
+  /// How run() executes its steps when given a key: eager (default), captured (CUDA graphs on
+  /// a CUDA device, eager elsewhere), or emulated (the graph code path on the CPU, for tests).
+  void set_graph_mode(parallel::GraphMode mode);
+  /// The MH step's graph (null until a keyed run() in a non-eager mode). For tests and reports.
+  const parallel::DeviceGraph* step_graph() const { return graph_.get(); }
   /// Multiplies the step size toward the target acceptance (after `run`).
   void adapt(double acceptance);
   /// Re-evaluates log|ψ| at the current positions (after a parameter update).
@@ -80,6 +90,17 @@ class MetropolisSampler {
   parallel::Partition part_;      ///< this rank's walkers
   /// This rank's rows of a tensor over all walkers.
   torch::Tensor mine(const torch::Tensor& all) const;
+
+  // The graph path: one MH step reads and writes only these device buffers (static for a graph).
+  parallel::GraphMode graph_mode_ = parallel::GraphMode::eager;
+  std::unique_ptr<parallel::DeviceGraph> graph_;
+  torch::Tensor g_r_, g_logabs_;  ///< [b, N, 3], [b]: r_ and logabs_ alias these after a graphed run
+  torch::Tensor g_draw_;          ///< 0-dim int64: the streams' counter on the device
+  torch::Tensor g_step_;          ///< 0-dim: step size (tensor_ dtype)
+  torch::Tensor g_accepted_;      ///< 0-dim float64: accepted moves since the run started
+  double run_graphed(const LogAbsFn& logabs, int n, const parallel::GraphKey& key);
+  /// One MH step on the graph buffers (what the graph captures).
+  void graph_step(const LogAbsFn& logabs);
 };
 
 }  // namespace nnvmc

@@ -22,15 +22,17 @@ std::pair<torch::Tensor, torch::Tensor> mulhilo(const torch::Tensor& a, std::int
 }
 
 /// Counters [b·blocks, 4] of `blocks` consecutive blocks per walker of one draw.
-torch::Tensor counters(RandomPurpose purpose, std::uint64_t draw, const torch::Tensor& walkers, std::int64_t blocks) {
+/// @param draw 0-dim int64 on walkers' device (so a captured device graph reads it at replay)
+torch::Tensor counters(RandomPurpose purpose, const torch::Tensor& draw, const torch::Tensor& walkers,
+                       std::int64_t blocks) {
   const auto opts = walkers.options().dtype(torch::kInt64);
   const std::int64_t b = walkers.size(0);
   const auto block = torch::arange(blocks, opts).repeat({b});
   const auto walker = walkers.to(torch::kInt64).repeat_interleave(blocks);
-  const auto c1 = torch::full({b * blocks}, static_cast<std::int64_t>(draw & 0xffffffffu), opts);
-  const auto c3 = torch::full({b * blocks},
-                              (static_cast<std::int64_t>(purpose) << 24) | static_cast<std::int64_t>((draw >> 32) & 0xffffff),
-                              opts);
+  const auto c1 = torch::bitwise_and(draw, kMask32).expand({b * blocks});
+  const auto c3 = torch::bitwise_or(torch::bitwise_and(torch::bitwise_right_shift(draw, 32), 0xffffff),
+                                    static_cast<std::int64_t>(purpose) << 24)
+                      .expand({b * blocks});
   return torch::stack({block, c1, torch::bitwise_and(walker, kMask32), c3}, 1);
 }
 
@@ -79,16 +81,32 @@ torch::Tensor uniform_blocks_cpu(std::uint64_t seed, RandomPurpose purpose, std:
   return out;
 }
 
-/// [b, 2·blocks] uniforms in (0, 1): each block's four words give two 53-bit numbers. CPU
-/// walkers take the scalar loop, other devices the integer tensor ops (the same bits).
-torch::Tensor uniform_blocks(std::uint64_t seed, RandomPurpose purpose, std::uint64_t draw,
-                             const torch::Tensor& walkers, std::int64_t blocks, bool tensor_ops = false) {
-  if (walkers.device().is_cpu() && !tensor_ops) return uniform_blocks_cpu(seed, purpose, draw, walkers, blocks);
+/// uniform_blocks through integer tensor operations (any device). @param draw as counters()
+torch::Tensor uniform_blocks_tensor_ops(std::uint64_t seed, RandomPurpose purpose, const torch::Tensor& draw,
+                                        const torch::Tensor& walkers, std::int64_t blocks) {
   const std::array<std::uint32_t, 2> key = {static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32)};
   const auto w = philox4x32_10(counters(purpose, draw, walkers, blocks), key).view({-1, 2, 2});  // [M, 2, (a, b)]
   const auto hi = torch::bitwise_right_shift(w.select(2, 0), 5), lo = torch::bitwise_right_shift(w.select(2, 1), 6);
   const auto bits = hi * (std::int64_t(1) << 26) + lo;  // < 2^53, exact in float64
   return ((bits.to(torch::kFloat64) + 0.5) * std::ldexp(1.0, -53)).view({walkers.size(0), 2 * blocks});
+}
+
+/// [b, 2·blocks] uniforms in (0, 1): each block's four words give two 53-bit numbers. CPU
+/// walkers take the scalar loop, other devices the integer tensor ops (the same bits).
+torch::Tensor uniform_blocks(std::uint64_t seed, RandomPurpose purpose, std::uint64_t draw,
+                             const torch::Tensor& walkers, std::int64_t blocks, bool tensor_ops = false) {
+  if (walkers.device().is_cpu() && !tensor_ops) return uniform_blocks_cpu(seed, purpose, draw, walkers, blocks);
+  // A fill from a host scalar: no host round-trip on a device.
+  const auto d = torch::full({}, static_cast<std::int64_t>(draw), walkers.options().dtype(torch::kInt64));
+  return uniform_blocks_tensor_ops(seed, purpose, d, walkers, blocks);
+}
+
+/// Box–Muller: standard normals [b, 2·pairs] from uniforms [b, 2·pairs].
+torch::Tensor box_muller(const torch::Tensor& uniforms) {
+  const auto u = uniforms.view({uniforms.size(0), -1, 2});
+  const auto radius = torch::sqrt(-2.0 * torch::log(u.select(2, 0)));
+  const auto angle = (2.0 * M_PI) * u.select(2, 1);
+  return torch::stack({radius * torch::cos(angle), radius * torch::sin(angle)}, 2).view({uniforms.size(0), -1});
 }
 
 }  // namespace
@@ -121,13 +139,17 @@ torch::Tensor walker_uniform_tensor_ops(std::uint64_t seed, RandomPurpose purpos
 
 torch::Tensor walker_normal(std::uint64_t seed, RandomPurpose purpose, std::uint64_t draw,
                             const torch::Tensor& walkers, std::int64_t n) {
-  const std::int64_t pairs = (n + 1) / 2;
-  const auto u = uniform_blocks(seed, purpose, draw, walkers, pairs).view({walkers.size(0), pairs, 2});
-  const auto radius = torch::sqrt(-2.0 * torch::log(u.select(2, 0)));
-  const auto angle = (2.0 * M_PI) * u.select(2, 1);
-  return torch::stack({radius * torch::cos(angle), radius * torch::sin(angle)}, 2)
-      .view({walkers.size(0), 2 * pairs})
-      .narrow(1, 0, n);
+  return box_muller(uniform_blocks(seed, purpose, draw, walkers, (n + 1) / 2)).narrow(1, 0, n);
+}
+
+torch::Tensor walker_uniform(std::uint64_t seed, RandomPurpose purpose, const torch::Tensor& draw,
+                             const torch::Tensor& walkers, std::int64_t n) {
+  return uniform_blocks_tensor_ops(seed, purpose, draw, walkers, (n + 1) / 2).narrow(1, 0, n);
+}
+
+torch::Tensor walker_normal(std::uint64_t seed, RandomPurpose purpose, const torch::Tensor& draw,
+                            const torch::Tensor& walkers, std::int64_t n) {
+  return box_muller(uniform_blocks_tensor_ops(seed, purpose, draw, walkers, (n + 1) / 2)).narrow(1, 0, n);
 }
 
 torch::Tensor counter_state(std::uint64_t seed, std::uint64_t draw) {

@@ -49,6 +49,16 @@ torch::Tensor walker_uniform_tensor_ops(std::uint64_t seed, RandomPurpose purpos
 torch::Tensor walker_normal(std::uint64_t seed, RandomPurpose purpose, std::uint64_t draw,
                             const torch::Tensor& walkers, std::int64_t n);
 
+/// walker_uniform / walker_normal with the counter on the walkers' device: draw is a 0-dim
+/// int64 tensor (< 2^56) there, read when the operations run, so a captured device graph
+/// (parallel/device_graph.hpp) draws new numbers at each replay. Always the integer tensor
+/// operations; the same numbers as the host-counter versions.
+torch::Tensor walker_uniform(std::uint64_t seed, RandomPurpose purpose, const torch::Tensor& draw,
+                             const torch::Tensor& walkers, std::int64_t n);
+/// See the walker_uniform overload above. @return [b, n] float64 standard normals
+torch::Tensor walker_normal(std::uint64_t seed, RandomPurpose purpose, const torch::Tensor& draw,
+                            const torch::Tensor& walkers, std::int64_t n);
+
 /// A stream's whole state as a checkpointable uint8 tensor [24]: "NNVMCCTR", then the 8 bytes
 /// of `seed` and of `draw`, little endian.
 torch::Tensor counter_state(std::uint64_t seed, std::uint64_t draw);

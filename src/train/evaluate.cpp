@@ -12,6 +12,7 @@ namespace nnvmc {
 EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers,
                     const ProgressFn& progress, std::size_t molecule) {
   const auto logabs = s.logabs_fn(molecule);
+  const auto key = s.graph_key(molecule);
   auto& m = s.molecules.at(molecule);
   auto& sampler = *m.sampler;
   EvalResult out;
@@ -22,7 +23,7 @@ EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers
     auto scope = timers.scope("sampling");
     sampler.refresh(logabs);
     for (int done = 0; done < options.burn_in; done += block)
-      sampler.adapt(sampler.run(logabs, std::min(block, options.burn_in - done)));
+      sampler.adapt(sampler.run(logabs, std::min(block, options.burn_in - done), key));
   }
   out.step_size = sampler.step_size();  // frozen from here on: measurement uses a fixed kernel
   double sum_sq = 0, acc = 0;
@@ -30,7 +31,7 @@ EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers
   for (int t = 0; t < options.steps; ++t) {
     {
       auto scope = timers.scope("sampling");
-      acc += sampler.run(logabs, s.config.sampler.steps_per_iteration);
+      acc += sampler.run(logabs, s.config.sampler.steps_per_iteration, key);
     }
     auto scope = timers.scope("local_energy");
     // All walkers' energies on every rank (every rank then computes the same statistics).

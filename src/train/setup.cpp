@@ -47,6 +47,14 @@ LogAbsFn VmcSetup::logabs_fn(std::size_t i) const {
   };
 }
 
+parallel::GraphKey VmcSetup::graph_key(std::size_t i) const {
+  // logabs_fn(i) evaluates this wavefunction on molecule i's tensors with these parameters.
+  parallel::GraphKey key = {wf.get(), molecules.at(i).tensors.nuclei.data_ptr(), molecules.at(i).tensors.charges.data_ptr()};
+  for (const auto& p : wf->parameters()) key.push_back(p.data_ptr());
+  for (const auto& b : wf->buffers()) key.push_back(b.data_ptr());
+  return key;
+}
+
 std::size_t VmcSetup::molecule_index(const std::string& name) const {
   std::string all;
   for (std::size_t i = 0; i < molecules.size(); ++i) {
@@ -130,6 +138,7 @@ VmcSetup make_setup(const Config& config) {
     check_laplacian_method(s, m);
     m.sampler = std::make_unique<MetropolisSampler>(config.sampler, m.system, s.options,
                                                     molecule_seed(config.run.seed, i, 1));
+    if (config.run.cuda_graphs) m.sampler->set_graph_mode(parallel::GraphMode::captured);
     m.local_energy = std::make_unique<LocalEnergy>(
         m.system, make_laplacian(config.hamiltonian, molecule_seed(config.run.seed, i, 2)), s.options,
         ChunkPolicy{config.hamiltonian.chunk_walkers, s.budget});

@@ -38,6 +38,9 @@ struct VmcSetup {
   batching::MemoryBudget budget = batching::MemoryBudget::unlimited();
   /// log|ψ| of molecule `i` without gradients, for its sampler.
   LogAbsFn logabs_fn(std::size_t i = 0) const;
+  /// What logabs_fn(i) depends on, for MetropolisSampler::run's graph of the MH step: the
+  /// wavefunction, the molecule, and the storage of every parameter and buffer.
+  parallel::GraphKey graph_key(std::size_t i = 0) const;
   /// Index of the molecule named `name`. @throws InputError listing the names
   std::size_t molecule_index(const std::string& name) const;
 };

@@ -301,7 +301,9 @@ void Trainer::burn_in(int steps) {
   for (size_t i = 0; i < setup_.molecules.size(); ++i) {
     const auto logabs = setup_.logabs_fn(i);
     auto& sampler = *setup_.molecules[i].sampler;
-    for (int done = 0; done < steps; done += block) sampler.adapt(sampler.run(logabs, std::min(block, steps - done)));
+    const auto key = setup_.graph_key(i);
+    for (int done = 0; done < steps; done += block)
+      sampler.adapt(sampler.run(logabs, std::min(block, steps - done), key));
   }
 }
 
@@ -360,7 +362,7 @@ TrainOutcome Trainer::run(bool final_eval) {
       for (std::size_t i : batch) {
         MoleculeStep m;
         m.index = i;
-        m.acceptance = mols[i].sampler->run(logabs[i], cfg.sampler.steps_per_iteration);
+        m.acceptance = mols[i].sampler->run(logabs[i], cfg.sampler.steps_per_iteration, setup_.graph_key(i));
         mols[i].sampler->adapt(m.acceptance);
         steps.push_back(std::move(m));
       }

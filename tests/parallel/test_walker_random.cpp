@@ -34,6 +34,21 @@ TEST(WalkerRandom, TensorOpPathGivesTheCpuLoopsBits) {
           << seed << " " << draw;
 }
 
+// The counter can live on the walkers' device (what a captured MH step reads at each replay):
+// the same numbers as the host counter, uniform and normal.
+TEST(WalkerRandom, ACounterOnTheDeviceGivesTheHostCountersNumbers) {
+  const auto ids = torch::tensor(std::vector<std::int64_t>{0, 3, 4294967295LL, 77});
+  for (std::uint64_t draw : {std::uint64_t(0), std::uint64_t(9), (std::uint64_t(1) << 32) + 5, (std::uint64_t(1) << 55) + 1}) {
+    const auto d = torch::tensor(static_cast<std::int64_t>(draw));
+    EXPECT_TRUE(torch::equal(walker_uniform(11, RandomPurpose::acceptance, d, ids, 3),
+                             walker_uniform(11, RandomPurpose::acceptance, draw, ids, 3)))
+        << draw;
+    EXPECT_TRUE(torch::equal(walker_normal(11, RandomPurpose::proposal, d, ids, 7),
+                             walker_normal(11, RandomPurpose::proposal, draw, ids, 7)))
+        << draw;
+  }
+}
+
 TEST(WalkerRandom, UniformAndNormalNumbersHaveTheirMoments) {
   const auto walkers = torch::arange(2000, torch::kInt64);
   const auto u = walker_uniform(7, RandomPurpose::acceptance, 3, walkers, 51);  // odd n: the last pair is cut

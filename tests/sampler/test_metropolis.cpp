@@ -142,3 +142,58 @@ TEST(Metropolis, NonFiniteProposalsAreRejectedAndAWalkerOnANodeMovesOff) {
   EXPECT_FALSE(torch::equal(sampler.positions()[1], start[1]));
   EXPECT_TRUE(std::isfinite(sampler.logabs()[1].item<double>()));
 }
+
+// The MH step as a CUDA device captures it (counter, step size, positions and log|ψ| in device
+// buffers), run on the CPU in the emulated graph mode: the same chain as eager steps, through
+// step-size adaptation, parameter changes with refresh(), set_state() and a new function.
+TEST(Metropolis, GraphedStepsFollowTheSameChainAsEagerSteps) {
+  LiHChain c;
+  auto scale = torch::ones({}, torch::kFloat64);  // a "parameter", changed in place
+  const LogAbsFn logabs = [&c, scale](const torch::Tensor& r) { return scale * c.logabs(r); };
+  const parallel::GraphKey key = {&c, scale.data_ptr()};
+  auto eager = c.sampler(5), graphed = c.sampler(5);
+  graphed.set_graph_mode(parallel::GraphMode::emulated);
+  eager.initialize(logabs);
+  graphed.initialize(logabs);
+  const auto same = [&](const char* where) {
+    EXPECT_TRUE(torch::equal(eager.positions(), graphed.positions())) << where;
+    EXPECT_TRUE(torch::equal(eager.logabs(), graphed.logabs())) << where;
+    EXPECT_EQ(eager.draws(), graphed.draws()) << where;
+    EXPECT_EQ(eager.step_size(), graphed.step_size()) << where;
+  };
+  for (int block = 0; block < 3; ++block) {
+    const double a = eager.run(logabs, 4, key), b = graphed.run(logabs, 4, key);
+    EXPECT_EQ(a, b);
+    eager.adapt(a);
+    graphed.adapt(b);
+    same("adapted blocks");
+  }
+  ASSERT_NE(graphed.step_graph(), nullptr);
+  EXPECT_EQ(graphed.step_graph()->captures(), 1);
+  EXPECT_EQ(graphed.step_graph()->replays(), 11);  // 12 steps: a warm-up, then a capture and 11 replays
+
+  // A state taken now is not overwritten by later graphed steps (the buffers are reused).
+  const auto saved = graphed.state();
+  const auto saved_r = saved.r.clone();
+  scale.fill_(0.8);  // parameters change in place: same key, the graph reads the new value
+  eager.refresh(logabs);
+  graphed.refresh(logabs);
+  EXPECT_EQ(eager.run(logabs, 3, key), graphed.run(logabs, 3, key));
+  same("after an in-place parameter change");
+  EXPECT_TRUE(torch::equal(saved.r, saved_r));
+
+  // Back to the saved state (a retried iteration) on both.
+  eager.set_state(saved);
+  graphed.set_state(saved);
+  EXPECT_EQ(eager.run(logabs, 2, key), graphed.run(logabs, 2, key));
+  same("after set_state");
+
+  // Another function under another key: captured again, and the chain follows it.
+  const LogAbsFn half = [&c](const torch::Tensor& r) { return 0.5 * c.logabs(r); };
+  const parallel::GraphKey half_key = {&c, &half};
+  graphed.refresh(half);
+  eager.refresh(half);
+  EXPECT_EQ(eager.run(half, 3, half_key), graphed.run(half, 3, half_key));
+  same("another function");
+  EXPECT_EQ(graphed.step_graph()->captures(), 2);
+}

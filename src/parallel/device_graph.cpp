@@ -1,0 +1,168 @@
+/// DeviceGraph: capture/replay through the nnvmc_cuda_graph plugin (opened at run time, so a
+/// CPU-only process never loads libtorch_cuda), eager fallback, CPU emulation for tests.
+#include "parallel/device_graph.hpp"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <exception>
+#include <filesystem>
+#include <mutex>
+
+#include "core/errors.hpp"
+#include "core/log.hpp"
+#include "parallel/cuda_graph_plugin.h"
+
+namespace nnvmc::parallel {
+namespace {
+
+/// The plugin's entry points (cuda_graph_plugin.h), resolved once.
+struct PluginApi {
+  decltype(&nnvmc_cuda_graph_new) create = nullptr;
+  decltype(&nnvmc_cuda_graph_delete) destroy = nullptr;
+  decltype(&nnvmc_cuda_graph_capture) capture = nullptr;
+  decltype(&nnvmc_cuda_graph_replay) replay = nullptr;
+};
+
+/// Folders searched for the plugin: $NNVMC_PLUGIN_DIR, the executable's folder, ../lib/nnvmc
+/// beside it (an installed nnvmc), the build tree's folder.
+std::vector<std::string> plugin_dirs() {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("NNVMC_PLUGIN_DIR")) dirs.emplace_back(env);
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    dirs.push_back(exe.parent_path().string());
+    dirs.push_back((exe.parent_path().parent_path() / "lib" / "nnvmc").string());
+  }
+#ifdef NNVMC_PLUGIN_BUILD_DIR
+  dirs.emplace_back(NNVMC_PLUGIN_BUILD_DIR);
+#endif
+  return dirs;
+}
+
+const PluginApi* plugin(std::string* why) {
+  static std::once_flag once;
+  static PluginApi api;
+  static std::string error;
+  std::call_once(once, [] {
+    void* lib = nullptr;
+    std::string tried;
+    for (const auto& dir : plugin_dirs()) {
+      const auto path = dir + "/libnnvmc_cuda_graph.so";
+      if (!std::filesystem::exists(path)) continue;
+      lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (lib != nullptr) break;
+      tried += std::string(tried.empty() ? "" : "; ") + dlerror();
+    }
+    if (lib == nullptr) {
+      error = tried.empty() ? "libnnvmc_cuda_graph.so not found (built with NNVMC_WITH_CUDA; set NNVMC_PLUGIN_DIR)"
+                            : tried;
+      return;
+    }
+    auto sym = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+      if (fn == nullptr && error.empty()) error = std::string("missing symbol ") + name;
+    };
+    sym(api.create, "nnvmc_cuda_graph_new");
+    sym(api.destroy, "nnvmc_cuda_graph_delete");
+    sym(api.capture, "nnvmc_cuda_graph_capture");
+    sym(api.replay, "nnvmc_cuda_graph_replay");
+  });
+  if (!error.empty()) {
+    if (why) *why = error;
+    return nullptr;
+  }
+  return &api;
+}
+
+/// Calls the body from the plugin; an exception becomes a return code and a message (nothing
+/// unwinds through the plugin's C interface).
+struct BodyCall {
+  const std::function<void()>* body;
+  std::string error;
+  static int call(void* self) {
+    auto* c = static_cast<BodyCall*>(self);
+    try {
+      (*c->body)();
+      return 0;
+    } catch (const std::exception& e) {
+      c->error = e.what();
+    } catch (...) {
+      c->error = "unknown exception";
+    }
+    return 1;
+  }
+};
+
+}  // namespace
+
+struct DeviceGraph::Captured {
+  void* graph = nullptr;             ///< the plugin's graph (captured mode)
+  std::function<void()> kept;        ///< the body of the capturing call (emulated mode)
+  ~Captured() {
+    if (graph != nullptr) plugin(nullptr)->destroy(graph);
+  }
+};
+
+bool cuda_graphs_available(std::string* why) { return plugin(why) != nullptr; }
+
+DeviceGraph::DeviceGraph(GraphMode mode, c10::Device device, std::string what)
+    : mode_(mode), device_(device), what_(std::move(what)) {
+  if (mode_ == GraphMode::captured && !device_.is_cuda()) mode_ = GraphMode::eager;
+  if (mode_ == GraphMode::captured) {
+    std::string why;
+    if (!cuda_graphs_available(&why)) {
+      failure_ = why;
+      mode_ = GraphMode::eager;
+      log::warn("CUDA graphs for " + what_ + " are not available (" + why + "): it runs without them");
+    }
+  }
+}
+
+DeviceGraph::~DeviceGraph() = default;
+
+void DeviceGraph::run(const GraphKey& key, const std::function<void()>& body) {
+  if (mode_ == GraphMode::eager) return body();
+  if (graph_ && key == key_) {
+    ++replays_;
+    if (mode_ == GraphMode::emulated) return graph_->kept();
+    char message[512] = {0};
+    if (plugin(nullptr)->replay(graph_->graph, message, sizeof message) != 0)
+      throw Error("CUDA graph replay of " + what_ + " failed: " + message);
+    return;
+  }
+  if (key != key_ || !warmed_) {  // a new key: one eager call first
+    graph_.reset();
+    key_ = key;
+    warmed_ = true;
+    return body();
+  }
+  capture(body);
+  if (mode_ == GraphMode::eager) return body();  // capture failed: nothing ran
+  run(key, body);
+}
+
+void DeviceGraph::capture(const std::function<void()>& body) {
+  auto g = std::make_unique<Captured>();
+  if (mode_ == GraphMode::emulated) {
+    g->kept = body;
+  } else {
+    const auto* api = plugin(nullptr);
+    BodyCall call{&body, {}};
+    char message[512] = {0};
+    g->graph = api->create(message, sizeof message);
+    if (g->graph == nullptr ||
+        api->capture(g->graph, device_.has_index() ? device_.index() : -1, &BodyCall::call, &call, message,
+                     sizeof message) != 0) {
+      failure_ = call.error.empty() ? std::string(message) : call.error;
+      mode_ = GraphMode::eager;
+      log::warn("CUDA graph capture of " + what_ + " failed (" + failure_ + "): it runs without a graph from now on");
+      return;
+    }
+  }
+  graph_ = std::move(g);
+  ++captures_;
+}
+
+}  // namespace nnvmc::parallel

@@ -1,0 +1,74 @@
+#pragma once
+/// @file device_graph.hpp
+/// A fixed sequence of device work captured once and then replayed with one launch (CUDA
+/// graphs, through libtorch's at::cuda::CUDAGraph in the nnvmc_cuda_graph plugin), with an
+/// eager fallback when capture is not possible. No torch headers: the body is a callback.
+///
+/// The body must only read and write tensors whose storage outlives the graph and stays put
+/// (static buffers, parameters updated in place), must not sync with the host, and must not
+/// refer to the caller's stack (a replay does not call it again). What its owner may replace
+/// between calls (the function evaluated, a parameter's storage) goes into the key: a new key
+/// captures again.
+#include <c10/core/Device.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace nnvmc::parallel {
+
+/// What a DeviceGraph does with its body.
+enum class GraphMode {
+  eager,     ///< every call runs the body: graphs off, a non-CUDA device, or capture failed
+  captured,  ///< CUDA: captured after a warm-up call, then replayed
+  emulated,  ///< for CPU tests: the same calls as `captured` (warm-up, "capture" keeps the body
+             ///< of that call, "replay" calls the kept body), so the CPU runs the code a CUDA
+             ///< device captures, with the same stale-key hazards
+};
+
+/// Identifies what a captured body depends on (function identity, tensor storages).
+using GraphKey = std::vector<const void*>;
+
+class DeviceGraph {
+ public:
+  /// @param mode captured (only honoured on a CUDA device; eager elsewhere) or emulated
+  /// @param what names the body in the single warning a failed capture logs
+  DeviceGraph(GraphMode mode, c10::Device device, std::string what);
+  ~DeviceGraph();
+  DeviceGraph(const DeviceGraph&) = delete;
+  DeviceGraph& operator=(const DeviceGraph&) = delete;
+
+  /// Does the body's work once. With a new key: the first call runs it eagerly (warm-up:
+  /// lazy initialisations, workspaces), the next captures it and replays; later calls with
+  /// the same key replay.
+  void run(const GraphKey& key, const std::function<void()>& body);
+
+  GraphMode mode() const { return mode_; }
+  /// Captures taken so far (a changed key captures again).
+  int captures() const { return captures_; }
+  /// Replays so far.
+  std::int64_t replays() const { return replays_; }
+  /// Why capture failed ("" if it did not; the graph then runs eagerly for good).
+  const std::string& failure() const { return failure_; }
+
+ private:
+  struct Captured;  ///< the plugin's graph, or the kept body when emulated
+  GraphMode mode_;
+  c10::Device device_;
+  std::string what_;
+  GraphKey key_;
+  bool warmed_ = false;
+  std::unique_ptr<Captured> graph_;
+  int captures_ = 0;
+  std::int64_t replays_ = 0;
+  std::string failure_;
+  void capture(const std::function<void()>& body);
+};
+
+/// Whether CUDA graph capture is available in this process (the plugin loads); the reason
+/// otherwise. Cheap after the first call.
+bool cuda_graphs_available(std::string* why = nullptr);
+
+}  // namespace nnvmc::parallel
