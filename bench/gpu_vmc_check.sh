@@ -2,13 +2,16 @@
 # VMC training on a CUDA device (issue 16), prepared for a session that is lent the H200 machine.
 # Build and pack HERE (the device has no -dev packages and no network), then run there:
 #   ../shared/tools/device/pack.sh nnvmc psgrad_bench op_count_bench bench_walker_random \
-#     bench_device_collectives bench_laplacian
+#     bench_device_collectives bench_laplacian nnvmc_cuda_graph
+#   mkdir -p .device/plugins && cp build-device/src/app/libnnvmc_cuda_graph.so .device/plugins/
 #   run(command="bash bench/gpu_vmc_check.sh", carry=[".device"], timeout_s=560)
 # Stages (each with its own time limit, results under $OUT, one line each in $OUT/summary.txt):
 #   1. per-sample gradients and optimizer steps on CUDA (psgrad_bench: Jacobian / batch gradient,
 #      SPRING step vs its FLOP count, K-FAC step), LiH preset at 4096 walkers, float64 and float32;
 #   2. training iterations: LiH (4096 walkers), CH4 and C4H4 (1024/4096) with SPRING and K-FAC,
 #      forward Laplacian, float64 and float32: s/iteration per stage from the trainer's timers;
+#   2b. the MH step as a CUDA graph (run.cuda_graphs) against launching its kernels: sampling
+#      s/iteration and the energies of the same seed (the same chain, so they should agree);
 #   3. the 16-core CPU of the same machine on LiH at 4096 walkers for the GPU/CPU ratio, and
 #      its thread scaling at 512 walkers with and without walker parts (run.walker_threads);
 #   4. `nnvmc profile` on CUDA and one short CUDA training run of Psiformer, PauliNet, Orbformer;
@@ -19,6 +22,7 @@ set -u
 OUT=${OUT:-gpu_out}
 mkdir -p "$OUT"
 R=".device/run.sh"
+export NNVMC_PLUGIN_DIR="$PWD/.device/plugins"  # libnnvmc_cuda_graph.so (run.cuda_graphs)
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 [ -f "$R" ] || { log "no .device/ (run ../shared/tools/device/pack.sh here first)"; exit 1; }
 bash "$R" nvidia-smi --query-gpu=name,memory.total --format=csv,noheader > "$OUT/env.txt" 2>&1
@@ -53,6 +57,19 @@ if [ -f configs/molecules/c4h4.yaml ]; then
       system.molecule=c4h4
   done
 fi
+# 2b. CUDA graphs of the MH step, K-FAC LiH at 512 and 4096 walkers and Psiformer/Orbformer at 1024.
+for w in 512 4096; do
+  for g in false true; do
+    train "lih_${w}_kfac_graphs_$g" configs/runs/lih_ferminet_kfac.yaml $w float64 kfac cuda 1 60 run.cuda_graphs=$g
+  done
+  grep -h "CUDA graph" "$OUT"/train_lih_${w}_kfac_graphs_true.log | head -2 >> "$OUT/summary.txt"
+  log "energies same seed, graphs off/on: $(grep -h ' info it ' "$OUT"/train_lih_${w}_kfac_graphs_false.log | tail -1) | \
+$(grep -h ' info it ' "$OUT"/train_lih_${w}_kfac_graphs_true.log | tail -1)"
+done
+for a in psiformer orbformer; do
+  train "lih_1024_${a}_graphs" "configs/runs/lih_$a.yaml" 1024 float64 spring cuda 1 60 run.cuda_graphs=true
+  grep -h "CUDA graph" "$OUT/train_lih_1024_${a}_graphs.log" | head -2 >> "$OUT/summary.txt"
+done
 train "lih_4096_spring_cpu16" configs/runs/lih_ferminet_spring.yaml 4096 float64 spring cpu 16 150
 # 3b. Thread scaling of the 16 cores at 512 walkers (issue 16: 2.4x over one core before): one
 #     thread, then 16 with walker parts (the default) and with libtorch's intra-op threads only.

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "common/run_files.hpp"
+#include "common/test_util.hpp"
 #include "train/op_counts.hpp"
 #include "train/trainer.hpp"
 
@@ -80,4 +81,37 @@ TEST(SyncCount, SyncOpsAreTheOnesThatReadTheDevice) {
     (void)torch::nonzero(x);
   });
   EXPECT_EQ(counts.syncs, 2);
+}
+
+// What a CUDA graph of the MH step needs: its body (proposal, log|ψ| of every ansatz, acceptance)
+// never reads device data on the host. Runs of 1 and 4 graphed steps (the CPU's emulated graph,
+// the code a CUDA device captures) have the same syncs: the one acceptance read per run().
+TEST(SyncCount, TheGraphedMhStepOfEveryAnsatzNeverSyncs) {
+  for (const char* type : {"ferminet", "psiformer", "paulinet", "orbformer"}) {
+    Config c = parse_config("system: {molecule: lih}\nmodel: {type: " + std::string(type) + "}\n", {}, "graph.yaml");
+    c.model.ferminet = test::small_ferminet();
+    c.model.psiformer = test::small_psiformer();
+    c.model.orbformer = test::small_orbformer();
+    c.model.paulinet.embedding_dim = 8;
+    c.model.paulinet.kernel_dim = 8;
+    c.model.paulinet.distance_features = 4;
+    c.model.paulinet.basis = "sto-6g";
+    c.sampler.walkers = 8;
+    c.run.threads = 1;
+    auto s = make_setup(c);
+    auto& sampler = *s.molecules[0].sampler;
+    sampler.set_graph_mode(parallel::GraphMode::emulated);
+    const auto logabs = s.logabs_fn(0);
+    const auto key = s.graph_key(0);
+    sampler.initialize(logabs);
+    sampler.run(logabs, 2, key);  // warm-up and capture
+    const auto one = count_ops([&] { sampler.run(logabs, 1, key); });
+    const auto four = count_ops([&] { sampler.run(logabs, 4, key); });
+    for (const auto& [name, n] : four.by_name)
+      if (is_sync_op(name) && n != 0) std::printf("%-9s %ld x %s in 4 steps\n", type, n, name.c_str());
+    EXPECT_EQ(one.syncs, 1) << type;
+    EXPECT_EQ(four.syncs, 1) << type;
+    EXPECT_EQ(sampler.step_graph()->replays(), 6) << type;
+    EXPECT_GT(four.aten, one.aten) << type;
+  }
 }
