@@ -74,13 +74,10 @@ NucleiGnnImpl::NucleiGnnImpl(int64_t max_z, int64_t dim, int64_t layers, int64_t
     blocks.push_back(register_module("block" + std::to_string(l), NuclearMessagePassing(dim, heads, 0, false)));
 }
 
-torch::Tensor NucleiGnnImpl::forward(const std::vector<int>& z, const torch::Tensor& edges) {
-  std::vector<int64_t> idx;
-  for (int v : z) idx.push_back(v - 1);
-  // from_blob + copy, not torch::tensor: that one writes through data_ptr, which tensors
-  // created under the jvp Laplacian's functorch transforms do not allow.
-  const auto index = torch::from_blob(idx.data(), {static_cast<int64_t>(idx.size())}, torch::kLong)
-                         .to(embedding.device(), torch::kLong, /*non_blocking=*/false, /*copy=*/true);
+torch::Tensor NucleiGnnImpl::forward(const torch::Tensor& charges, const torch::Tensor& edges) {
+  // Element rows from the charges on the device (no host data in the pass: a CUDA graph can
+  // capture it, and a functorch transform has nothing to write through).
+  const auto index = charges.round().to(torch::kLong) - 1;  // [M]
   auto x = embedding.index_select(0, index).unsqueeze(0);  // [1, M, D]
   for (auto& b : blocks) x = b->forward(x, edges, {});
   const auto c = x - x.mean(-1, true);
@@ -97,21 +94,26 @@ OrbitalGeneratorImpl::OrbitalGeneratorImpl(int64_t max_z_, int64_t width, int64_
                                      NuclearMessagePassing(width, heads, node_dim, true)));
 }
 
-torch::Tensor OrbitalGeneratorImpl::forward(const std::vector<int>& z, int64_t n_orbitals,
+torch::Tensor OrbitalGeneratorImpl::forward(const std::vector<int>& z, const torch::Tensor& charges, int64_t n_orbitals,
                                             const torch::Tensor& edges, const torch::Tensor& nuclear_features) {
   const int64_t m = static_cast<int64_t>(z.size()), slots = max_z * (max_z + 1) / 2;
-  // Filled on the host and copied in (from_blob): a tensor created under the jvp Laplacian's
-  // functorch transforms has no storage to write through.
-  std::vector<double> hot(static_cast<std::size_t>(n_orbitals * m * slots), 0.0);
-  int64_t o = 0;
-  for (int64_t n = 0; n < m && o < n_orbitals; ++n)
-    for (int k = 0; k < z[n] && o < n_orbitals; ++k, ++o)
-      hot[static_cast<std::size_t>((o * m + n) * slots + z[n] * (z[n] - 1) / 2 + k)] = 1.0;
-  if (o < n_orbitals)
+  int64_t capacity = 0;
+  for (int v : z) capacity += v;
+  if (n_orbitals > capacity)
     throw InputError("orbformer: " + std::to_string(n_orbitals) + " electrons exceed the nuclei's " +
-                     std::to_string(o) + " atomic slots (anions with more electrons than protons are not supported)");
-  const auto onehot = torch::from_blob(hot.data(), {n_orbitals, m, slots}, torch::kFloat64)
-                          .to(embedding->weight.options(), /*non_blocking=*/false, /*copy=*/true);
+                     std::to_string(capacity) + " atomic slots (anions with more electrons than protons are not supported)");
+  // Orbital o is slot k of atom n (atoms in order, each filling its Z slots), one-hot at
+  // (o, n, Z(Z−1)/2 + k); built with device operations from the charges (no host data).
+  const auto zl = charges.round().to(torch::kLong);                                    // [M]
+  const auto end = torch::cumsum(zl, 0);                                              // [M]
+  const auto o = torch::arange(n_orbitals, zl.options());                             // [N]
+  const auto atom = torch::searchsorted(end, o, /*out_int32=*/false, /*right=*/true);  // [N]
+  const auto za = zl.index_select(0, atom);
+  const auto slot = torch::div(za * (za - 1), 2, "floor") + o - (end - zl).index_select(0, atom);  // [N]
+  const auto opts = embedding->weight.options();
+  const auto on_atom = (atom.unsqueeze(1) == torch::arange(m, zl.options()).unsqueeze(0)).to(opts);      // [N, M]
+  const auto on_slot = (slot.unsqueeze(1) == torch::arange(slots, zl.options()).unsqueeze(0)).to(opts);  // [N, S]
+  const auto onehot = on_atom.unsqueeze(2) * on_slot.unsqueeze(1);                                      // [N, M, S]
   auto x = embedding(onehot);  // [N, M, width]
   for (auto& b : blocks) x = b->forward(x, edges, nuclear_features);
   return x;

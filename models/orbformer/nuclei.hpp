@@ -53,8 +53,9 @@ TORCH_MODULE(NuclearMessagePassing);
 struct NucleiGnnImpl : torch::nn::Module {
   /// @param max_z elements 1..max_z @param dim feature width @param layers, heads blocks
   NucleiGnnImpl(int64_t max_z, int64_t dim, int64_t layers, int64_t heads);
-  /// @param z atomic numbers (M) @param edges nuclear_edges [M, M, 16] @return [M, dim]
-  torch::Tensor forward(const std::vector<int>& z, const torch::Tensor& edges);
+  /// @param charges nuclear charges Z [M] (on the parameters' device) @param edges nuclear_edges
+  /// [M, M, 16] @return [M, dim]
+  torch::Tensor forward(const torch::Tensor& charges, const torch::Tensor& edges);
 
   torch::Tensor embedding;  ///< [max_z, dim]
   std::vector<NuclearMessagePassing> blocks;
@@ -70,10 +71,12 @@ struct OrbitalGeneratorImpl : torch::nn::Module {
   /// @param max_z elements 1..max_z @param width heads · per-head width @param node_dim
   /// nuclear feature width
   OrbitalGeneratorImpl(int64_t max_z, int64_t width, int64_t layers, int64_t heads, int64_t node_dim);
-  /// @param z atomic numbers (M) @param n_orbitals N ≤ Σ Z @param edges [M, M, 16]
+  /// @param z atomic numbers (M, host copy: checks) @param charges the same [M] on the
+  /// parameters' device @param n_orbitals N ≤ Σ Z @param edges [M, M, 16]
   /// @param nuclear_features [M, node_dim] @return [N, M, width]
-  torch::Tensor forward(const std::vector<int>& z, int64_t n_orbitals, const torch::Tensor& edges,
-                        const torch::Tensor& nuclear_features);
+  /// @throws InputError when N > Σ Z
+  torch::Tensor forward(const std::vector<int>& z, const torch::Tensor& charges, int64_t n_orbitals,
+                        const torch::Tensor& edges, const torch::Tensor& nuclear_features);
 
   int64_t max_z;
   torch::nn::Linear embedding{nullptr};  ///< one-hot slot → features (no bias)

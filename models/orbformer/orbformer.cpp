@@ -101,7 +101,7 @@ OrbformerMolecule Orbformer::molecule(const SystemTensors& sys) {
   const int64_t w = electrons_->width;
   OrbformerMolecule mol;
   const auto edges = orbformer::nuclear_edges(sys.nuclei);
-  mol.nuclear_features = nuclei_->forward(sys.atomic_numbers, edges);  // [M, D]
+  mol.nuclear_features = nuclei_->forward(sys.charges, edges);  // [M, D]
   const auto nf = mol.nuclear_features;
   // Gate of the electron–nucleus features: spin embedding (row 1 up, 0 down) + nuclear linear.
   const auto nuc = sender_nuclei_(nf);  // [M, W]
@@ -113,14 +113,9 @@ OrbformerMolecule Orbformer::molecule(const SystemTensors& sys) {
   const auto p = projection_(nf).view({m, 6, 3}) / std::sqrt(3.0);
   const auto eye = torch::eye(m, p.options());
   mol.projection = torch::einsum("mac,mn->manc", {p, eye}).reshape({6 * m, 3 * m});
-  std::vector<int64_t> zi;
-  for (int z : sys.atomic_numbers) zi.push_back(z - 1);
-  // from_blob + copy, not torch::tensor: that one writes through data_ptr, which tensors
-  // created under the jvp Laplacian's functorch transforms do not allow.
-  const auto index = torch::from_blob(zi.data(), {static_cast<int64_t>(zi.size())}, torch::kLong)
-                         .to(exponent_embedding_.device(), torch::kLong, /*non_blocking=*/false, /*copy=*/true);
+  const auto index = sys.charges.round().to(torch::kLong) - 1;  // [M] element rows, on the device
   mol.exponents = 0.1 + torch::softplus(exponent_embedding_.index_select(0, index));  // [M, S]
-  const auto orb = generator_->forward(sys.atomic_numbers, n, edges, nf);  // [N, M, Wo]
+  const auto orb = generator_->forward(sys.atomic_numbers, sys.charges, n, edges, nf);  // [N, M, Wo]
   for (int s = 0; s < 2; ++s) {
     const auto f = orb * torch::sigmoid(orbital_gate_[s](orb));
     const auto coef = envelope_coef_[s](f).view({n, m, s_env, k}) / std::sqrt(static_cast<double>(s_env));

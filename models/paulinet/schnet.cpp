@@ -46,9 +46,9 @@ SchNetImpl::SchNetImpl(int64_t up, int64_t down, int64_t n_atoms, const Paulinet
   const int q = o.distance_features;
   const double delta = 1.0 / (2 * q);
   const auto qs = torch::linspace(delta, 1 - delta, q, torch::kFloat64);
-  mu = o.cutoff * qs.square();
-  inv_sigma2 = (49.0 / (1 + o.cutoff * qs).square());
-  spin_index = torch::cat({torch::zeros({up}, torch::kInt64), torch::full({down}, kinds - 1, torch::kInt64)});
+  // Buffers: they follow the module to its device and dtype (a forward pass reads no host data).
+  mu = register_buffer("mu", o.cutoff * qs.square());
+  inv_sigma2 = register_buffer("inv_sigma2", 49.0 / (1 + o.cutoff * qs).square());
 }
 
 }  // namespace nnvmc

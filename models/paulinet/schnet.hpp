@@ -57,11 +57,10 @@ struct SchNetImpl : torch::nn::Module {
   T distance_features(const T& d) const;
 
   int64_t n_up, n_down;
-  torch::Tensor electron_embedding;  ///< X [1 or 2, D]
+  torch::Tensor electron_embedding;  ///< X [1 or 2, D]: row 0 spin up, the last row spin down
   torch::Tensor nuclear_embedding;   ///< Y [M, K]
   std::vector<SchNetLayer> layers;
-  torch::Tensor mu, inv_sigma2;      ///< distance-feature centres and 1/σ² [features] (float64, not parameters)
-  torch::Tensor spin_index;          ///< [N] row of X of each electron (int64)
+  torch::Tensor mu, inv_sigma2;      ///< distance-feature centres and 1/σ² [features] (buffers, not parameters)
 };
 TORCH_MODULE(SchNet);
 

@@ -50,7 +50,12 @@ T SchNetImpl::apply(const T& r, const T& d_ee, const SystemTensors& sys) const {
   std::vector<torch::Tensor> self_mask;
   for (const auto& s : spins) self_mask.push_back(1 - torch::eye(s[1] - s[0], opts));
   const auto y = nuclear_embedding.to(opts);
-  T x = Op::constant_electrons(r, electron_embedding.index_select(0, spin_index.to(opts.device())));  // [B, N, D]
+  // Row 0 of X for spin-up electrons, the last row for spin-down ones (no index tensor: nothing
+  // from the host in the pass).
+  const int64_t dim = electron_embedding.size(1);
+  const auto rows = torch::cat({electron_embedding.select(0, 0).expand({n_up, dim}),
+                                electron_embedding.select(0, electron_embedding.size(0) - 1).expand({n_down, dim})});
+  T x = Op::constant_electrons(r, rows);  // [B, N, D]
   for (const auto& layer : layers) {
     const auto h = Op::linear(layer->h, x);                                                        // [B, N, K]
     const auto z_nuc = Op::sum_feature_axis(Op::mul_const(layer->w_nuc->apply(e_nuc), y), -2);  // [B, N, K]
