@@ -40,6 +40,10 @@ class LaplacianMethod {
   virtual bool exact() const = 0;
   /// True when compute() may run on several threads at once (on different walkers).
   virtual bool thread_safe() const { return true; }
+  /// True when a captured device graph may replay compute() (LocalEnergy's graph): it draws no
+  /// random numbers (a replay would repeat them) and holds no process-wide state (jvp's
+  /// forward-AD levels). Exact, thread-safe methods: forward and reverse.
+  virtual bool capturable() const { return exact() && thread_safe(); }
   /// RNG state of a stochastic method (undefined tensor for exact ones), for checkpoints.
   virtual torch::Tensor rng_state() const { return {}; }
   virtual void set_rng_state(const torch::Tensor& /*state*/) {}

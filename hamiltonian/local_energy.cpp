@@ -75,11 +75,46 @@ void LocalEnergy::calibrate(WaveFunction& wf, const torch::Tensor& r) {
                    policy_.budget_key.c_str(), batching::format_bytes(double(policy_.budget.bytes())).c_str()));
 }
 
-LocalEnergyTerms LocalEnergy::operator()(WaveFunction& wf, const torch::Tensor& r) {
+LocalEnergyTerms LocalEnergy::operator()(WaveFunction& wf, const torch::Tensor& r, const parallel::GraphKey& key) {
   if (chunk_ == 0 && policy_.walkers == 0 && !policy_.budget.is_unlimited()) {
     calibrate(wf, r);
   }
+  if (graph_mode_ != parallel::GraphMode::eager && !key.empty() && method_->capturable())
+    return evaluate_graphed(wf, r, key);
   return evaluate(wf, r, chunk_);
+}
+
+void LocalEnergy::set_graph_mode(parallel::GraphMode mode) {
+  graph_mode_ = mode;
+  graph_.reset();
+}
+
+LocalEnergyTerms LocalEnergy::evaluate_graphed(WaveFunction& wf, const torch::Tensor& r, const parallel::GraphKey& key) {
+  if (!graph_) graph_ = std::make_unique<parallel::DeviceGraph>(graph_mode_, r.device(), "the local energy");
+  if (!g_r_.defined() || !g_r_.sizes().equals(r.sizes()) || g_r_.scalar_type() != r.scalar_type() ||
+      g_r_.device() != r.device()) {
+    g_r_ = torch::empty_like(r, r.options().requires_grad(false));
+    g_kinetic_ = torch::empty({r.size(0)}, g_r_.options());
+    g_potential_ = torch::empty({r.size(0)}, g_r_.options());
+  }
+  {
+    torch::NoGradGuard no_grad;
+    g_r_.copy_(r);
+  }
+  parallel::GraphKey full = key;
+  for (const auto& t : {g_r_, g_kinetic_, g_potential_}) full.push_back(t.data_ptr());
+  full.push_back(&wf);
+  WaveFunction* w = &wf;
+  graph_->run(full, [this, w] {
+    const auto t = evaluate(*w, g_r_, chunk_);
+    torch::NoGradGuard no_grad;
+    g_kinetic_.copy_(t.kinetic);
+    g_potential_.copy_(t.potential);
+  });
+  // Copies: the buffers are overwritten by the next evaluation.
+  LocalEnergyTerms out{torch::Tensor(), g_kinetic_.clone(), g_potential_.clone()};
+  out.energy = out.kinetic + out.potential;
+  return out;
 }
 
 }  // namespace nnvmc

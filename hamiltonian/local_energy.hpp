@@ -12,6 +12,7 @@
 #include "core/system.hpp"
 #include "core/timer.hpp"
 #include "hamiltonian/laplacian.hpp"
+#include "parallel/device_graph.hpp"
 
 namespace nnvmc {
 
@@ -46,8 +47,18 @@ class LocalEnergy {
   LocalEnergy(const System& system, std::unique_ptr<LaplacianMethod> method,
               torch::TensorOptions options, ChunkPolicy policy = {});
   /// @param r [B, N, 3] @return terms per walker
+  /// @param key what `wf` evaluates with (parallel::GraphKey: the wavefunction, the storage of
+  ///   its parameters). With a key, a graph mode other than eager and a capturable() method,
+  ///   the evaluation (after the chunk calibration) is one replay of a captured graph that reads
+  ///   r from a device buffer; the results are the same. Empty: eager.
   /// @throws BudgetError when one walker does not fit the budget.
-  LocalEnergyTerms operator()(WaveFunction& wf, const torch::Tensor& r);
+  LocalEnergyTerms operator()(WaveFunction& wf, const torch::Tensor& r, const parallel::GraphKey& key = {});
+  /// How keyed evaluations run: eager (default), captured (CUDA graphs on a CUDA device) or
+  /// emulated (the graph code path on the CPU, for tests).
+  void set_graph_mode(parallel::GraphMode mode);
+  /// The evaluation's graph (null until a keyed evaluation in a non-eager mode with a
+  /// capturable method). For tests and reports.
+  const parallel::DeviceGraph* graph() const { return graph_.get(); }
   /// Walkers per chunk (0: all; before the first evaluation also when still to be measured).
   std::int64_t chunk() const { return chunk_; }
   /// The calibration (zeros unless the chunk came from the budget).
@@ -74,6 +85,12 @@ class LocalEnergy {
   batching::ChunkFit calibration_;
   StageTimers* timers_ = nullptr;
   std::int64_t first_walker_ = 0;
+
+  // The graph path: the captured evaluation reads g_r_ and writes g_kinetic_, g_potential_.
+  parallel::GraphMode graph_mode_ = parallel::GraphMode::eager;
+  std::unique_ptr<parallel::DeviceGraph> graph_;
+  torch::Tensor g_r_, g_kinetic_, g_potential_;  ///< [B, N, 3], [B], [B]
+  LocalEnergyTerms evaluate_graphed(WaveFunction& wf, const torch::Tensor& r, const parallel::GraphKey& key);
 };
 
 }  // namespace nnvmc

@@ -6,6 +6,8 @@
 ///   ∇χ  = R ∇A + 2 R' A d,
 ///   ∇²χ = R ∇²A + 4 l R' A + A (4 |d|² R'' + 6 R')          (d·∇A = l A).
 /// The cusp term is radial, f(ρ) with ρ = |d|: ∇f = f'(ρ) d/ρ, ∇²f = f'' + 2 f'/ρ.
+#include <atomic>
+
 #include "blocks/fwdlap.hpp"
 #include "blocks/fwdlap_detail.hpp"
 
@@ -76,8 +78,15 @@ AoDerivatives ao_derivatives(const GaussianBasisTable& b, const torch::Tensor& d
 FwdLap Op::gaussian_orbitals(const FwdLap& r, const GaussianOrbitalSpec& spec) {
   require(r.kind == Sparsity::local && r.value.dim() == 3 && r.value.size(2) == 3,
           "gaussian_orbitals needs electron positions [B, E, 3]");
-  require(torch::equal(r.jac, torch::eye(3, r.jac.options()).expand_as(r.jac)) && !r.lap.any().item<bool>(),
-          "gaussian_orbitals needs the positions themselves (Blocks<FwdLap>::positions)");
+  // That r is the positions themselves is a fact of the calling code, checked on the first call
+  // only: the check reads device data on the host, which a captured CUDA graph cannot contain
+  // (the first call is an eager warm-up).
+  static std::atomic<bool> checked{false};
+  if (!checked.load(std::memory_order_relaxed)) {
+    require(torch::equal(r.jac, torch::eye(3, r.jac.options()).expand_as(r.jac)) && !r.lap.any().item<bool>(),
+            "gaussian_orbitals needs the positions themselves (Blocks<FwdLap>::positions)");
+    checked.store(true, std::memory_order_relaxed);
+  }
   const auto& b = *spec.basis;
   const auto d = r.value.unsqueeze(2) - spec.nuclei;  // [B, E, M, 3]
   const auto r2 = d.square().sum(-1);                 // [B, E, M]

@@ -336,7 +336,7 @@ struct RunOptions {
   std::string memory_budget = "auto";      ///< bytes or e.g. "2GiB"; auto = fraction of free memory
   int threads = 0;                         ///< intra-op threads (0: all cores)
   bool walker_threads = true;              ///< on the CPU, walkers split into one part per thread
-  bool cuda_graphs = false;                ///< on CUDA, each MH step is one replay of a captured graph
+  bool cuda_graphs = false;                ///< on CUDA, MH steps and local energies replay captured graphs
   bool overwrite = false;                  ///< a new run may replace a run already in `output`
   template <class V> void visit(V& v) {
     v("name", name, "run name (default: config file name)");
@@ -351,8 +351,9 @@ struct RunOptions {
       "on the CPU, run the wavefunction and local energy on one part of the walkers per thread "
       "(false: libtorch's intra-op threads only)");
     v("cuda_graphs", cuda_graphs,
-      "on a CUDA device, capture the MH step (proposal, log|psi|, acceptance) in a CUDA graph and replay it "
-      "(falls back to launching its kernels if capture fails; no effect on the CPU)");
+      "on a CUDA device, capture the MH step (proposal, log|psi|, acceptance) and the local energy "
+      "(forward and reverse Laplacians) in CUDA graphs and replay them (falls back to launching the "
+      "kernels if capture fails; no effect on the CPU)");
     v("overwrite", overwrite, "start over in an output directory that holds a run (nnvmc train --force)");
   }
 };

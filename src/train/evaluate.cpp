@@ -35,7 +35,7 @@ EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers
     }
     auto scope = timers.scope("local_energy");
     // All walkers' energies on every rank (every rank then computes the same statistics).
-    auto e = all_walkers((*m.local_energy)(*s.wf, sampler.positions()).energy.to(torch::kFloat64).cpu());
+    auto e = all_walkers((*m.local_energy)(*s.wf, sampler.positions(), key).energy.to(torch::kFloat64).cpu());
     const FiniteWalkers finite = finite_walkers(e);
     if (!finite.ok)
       throw NumericalError("evaluation step " + std::to_string(t + 1) + ": " + std::to_string(finite.excluded) +

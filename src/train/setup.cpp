@@ -138,11 +138,14 @@ VmcSetup make_setup(const Config& config) {
     check_laplacian_method(s, m);
     m.sampler = std::make_unique<MetropolisSampler>(config.sampler, m.system, s.options,
                                                     molecule_seed(config.run.seed, i, 1));
-    if (config.run.cuda_graphs) m.sampler->set_graph_mode(parallel::GraphMode::captured);
     m.local_energy = std::make_unique<LocalEnergy>(
         m.system, make_laplacian(config.hamiltonian, molecule_seed(config.run.seed, i, 2)), s.options,
         ChunkPolicy{config.hamiltonian.chunk_walkers, s.budget});
     m.local_energy->set_first_walker(m.sampler->walker_offset());
+    if (config.run.cuda_graphs) {
+      m.sampler->set_graph_mode(parallel::GraphMode::captured);
+      m.local_energy->set_graph_mode(parallel::GraphMode::captured);
+    }
     s.molecules.push_back(std::move(m));
   }
   return s;

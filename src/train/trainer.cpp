@@ -369,7 +369,9 @@ TrainOutcome Trainer::run(bool final_eval) {
     }
     {
       auto scope = timers_.scope("local_energy");
-      for (auto& m : steps) m.e = (*mols[m.index].local_energy)(*setup_.wf, mols[m.index].sampler->positions()).energy;
+      for (auto& m : steps)
+        m.e = (*mols[m.index].local_energy)(*setup_.wf, mols[m.index].sampler->positions(), setup_.graph_key(m.index))
+                  .energy;
     }
     // Walkers with a non-finite local energy (e.g. on a node) are left out of this step (one
     // host read per molecule); one fused check of energies and parameters follows the step.

@@ -114,6 +114,43 @@ TEST(LocalEnergy, HutchinsonProbesBelongToWalkersNotToChunksOrRanks) {
   EXPECT_GT((next - all).abs().max().item<double>(), 1e-6);
 }
 
+// The local energy as a CUDA device captures it (r copied into a device buffer, terms written
+// into buffers), run on the CPU in the emulated graph mode: the same energies as eager
+// evaluations, for new positions each time and after an in-place parameter change. Stochastic
+// (hutchinson) and jvp evaluations are never graphed (a replay would repeat the probes; jvp's
+// forward-AD levels are process-wide).
+TEST(LocalEnergy, GraphedEvaluationsGiveTheEagerEnergiesAndOnlyForCapturableMethods) {
+  const System s = load_molecule("lih", test::molecules_dir());
+  FermiNet net(test::small_ferminet(), s);
+  std::vector<torch::Tensor> params;
+  for (const auto& p : net.parameters()) params.push_back(p);
+  parallel::GraphKey key = {&net};
+  for (const auto& p : params) key.push_back(p.data_ptr());
+  for (const auto* method : {"forward", "reverse", "jvp", "hutchinson"}) {
+    auto eager = make(s, method, 4), graphed = make(s, method, 4);
+    graphed.set_graph_mode(parallel::GraphMode::emulated);
+    for (int call = 0; call < 4; ++call) {
+      if (call == 3) {
+        torch::NoGradGuard no_grad;
+        params[0].mul_(1.01);  // in place: the key (storages) stays the same
+      }
+      const auto r = test::random_positions(s, 10, 20 + call);
+      const auto a = eager(net, r, key), b = graphed(net, r, key);
+      EXPECT_TRUE(torch::equal(a.energy, b.energy)) << method << " call " << call;
+      EXPECT_TRUE(torch::equal(a.kinetic, b.kinetic)) << method << " call " << call;
+      EXPECT_TRUE(torch::equal(a.potential, b.potential)) << method << " call " << call;
+    }
+    const bool capturable = std::string(method) == "forward" || std::string(method) == "reverse";
+    EXPECT_EQ(graphed.graph() != nullptr, capturable) << method;
+    if (capturable) {
+      EXPECT_EQ(graphed.graph()->captures(), 1) << method;
+      EXPECT_EQ(graphed.graph()->replays(), 3) << method;
+    }
+    torch::NoGradGuard no_grad;
+    params[0].div_(1.01);
+  }
+}
+
 namespace {
 /// Peak working memory of one local-energy evaluation of all walkers, in bytes.
 std::int64_t peak_of(LocalEnergy& le, WaveFunction& wf, const torch::Tensor& r, torch::Tensor* e = nullptr) {

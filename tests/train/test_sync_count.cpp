@@ -115,3 +115,33 @@ TEST(SyncCount, TheGraphedMhStepOfEveryAnsatzNeverSyncs) {
     EXPECT_GT(four.aten, one.aten) << type;
   }
 }
+
+// The same for the local energy with the forward Laplacian: once captured, an evaluation of any
+// ansatz reads nothing from the device on the host.
+TEST(SyncCount, TheGraphedForwardLaplacianLocalEnergyOfEveryAnsatzNeverSyncs) {
+  for (const char* type : {"ferminet", "psiformer", "paulinet", "orbformer"}) {
+    Config c = parse_config("system: {molecule: lih}\nmodel: {type: " + std::string(type) + "}\n"
+                            "hamiltonian: {laplacian: forward}\n", {}, "graph.yaml");
+    c.model.ferminet = test::small_ferminet();
+    c.model.psiformer = test::small_psiformer();
+    c.model.orbformer = test::small_orbformer();
+    c.model.paulinet.embedding_dim = 8;
+    c.model.paulinet.kernel_dim = 8;
+    c.model.paulinet.distance_features = 4;
+    c.model.paulinet.basis = "sto-6g";
+    c.sampler.walkers = 8;
+    c.hamiltonian.chunk_walkers = 8;
+    c.run.threads = 1;
+    auto s = make_setup(c);
+    auto& m = s.molecules[0];
+    m.local_energy->set_graph_mode(parallel::GraphMode::emulated);
+    m.sampler->initialize(s.logabs_fn(0));
+    const auto key = s.graph_key(0);
+    for (int i = 0; i < 2; ++i) (void)(*m.local_energy)(*s.wf, m.sampler->positions(), key);  // warm-up, capture
+    const auto counts = count_ops([&] { (void)(*m.local_energy)(*s.wf, m.sampler->positions(), key); });
+    for (const auto& [name, n] : counts.by_name)
+      if (is_sync_op(name) && n != 0) std::printf("%-9s %ld x %s\n", type, n, name.c_str());
+    EXPECT_EQ(counts.syncs, 0) << type;
+    EXPECT_EQ(m.local_energy->graph()->replays(), 2) << type;
+  }
+}

@@ -83,6 +83,36 @@ TEST(Trainer, WalkerThreadsLeaveTheTrainingRunUnchanged) {
   EXPECT_LT((positions[true] - positions[false]).abs().max().item<double>(), 1e-10);
 }
 
+// run.cuda_graphs on a CUDA device replays captured graphs of the MH step and the local
+// energy. The CPU runs the same code in the emulated graph mode: the training run, its
+// checkpoint and its final evaluation are the eager run's, bit for bit.
+TEST(Trainer, GraphedStepsAndEnergiesLeaveTheTrainingRunUnchanged) {
+  std::map<bool, std::vector<double>> energies;
+  std::map<bool, torch::Tensor> positions;
+  std::map<bool, double> final_energy;
+  for (bool graphs : {false, true}) {
+    const auto dir = fresh_dir(graphs ? "nnvmc_graphs_on" : "nnvmc_graphs_off");
+    Config c = tiny_config(dir, 4);
+    c.run.cuda_graphs = graphs;  // on the CPU: no effect by itself
+    Trainer t(c);
+    if (graphs) {
+      t.setup().molecules[0].sampler->set_graph_mode(parallel::GraphMode::emulated);
+      t.setup().molecules[0].local_energy->set_graph_mode(parallel::GraphMode::emulated);
+    }
+    final_energy[graphs] = t.run(true).final_eval.stats.mean;
+    energies[graphs] = column(dir + "/result.h5", "train/energy");
+    positions[graphs] = t.setup().molecules[0].sampler->positions().clone();
+    if (graphs) {
+      EXPECT_GT(t.setup().molecules[0].sampler->step_graph()->replays(), 10);
+      EXPECT_GT(t.setup().molecules[0].local_energy->graph()->replays(), 3);
+    }
+  }
+  ASSERT_EQ(energies[true].size(), 4u);
+  EXPECT_EQ(energies[true], energies[false]);
+  EXPECT_TRUE(torch::equal(positions[true], positions[false]));
+  EXPECT_EQ(final_energy[true], final_energy[false]);
+}
+
 TEST(Trainer, TinyTrainingStaysFiniteAndWritesResults) {
   const auto dir = fresh_dir("nnvmc_tiny");
   Trainer t(tiny_config(dir, 4));
