@@ -47,5 +47,24 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < names.size() && i < 12; ++i) std::printf("  %8ld  %s\n", names[i].first, names[i].second.c_str());
   for (const auto& [d, k] : names)
     if (is_sync_op(k)) std::printf("  sync: %ld x %s\n", d, k.c_str());
+  // What one replay of a captured CUDA graph (run.cuda_graphs) stands for: the operators of one
+  // MH step and of one local-energy evaluation, each launched as one graph on a CUDA device.
+  auto o = overrides;
+  o.push_back("run.output=" + out);
+  std::filesystem::remove_all(out);
+  Trainer t(load_config(argv[1], o));
+  auto& s = t.setup();
+  auto& m = s.molecules[0];
+  const auto logabs = s.logabs_fn(0);
+  const auto key = s.graph_key(0);
+  m.sampler->initialize(logabs);
+  (void)(*m.local_energy)(*s.wf, m.sampler->positions());  // chunk calibration, first-call checks
+  m.sampler->run(logabs, 1);
+  const auto step = count_ops([&] { m.sampler->run(logabs, 1); });
+  const auto energy = count_ops([&] { (void)(*m.local_energy)(*s.wf, m.sampler->positions()); });
+  std::printf("per MH step: aten ops %ld (sync ops %ld, the acceptance read); per local-energy evaluation: aten ops %ld "
+              "(sync ops %ld); with run.cuda_graphs each is one graph launch on CUDA (%s Laplacian%s)\n",
+              step.aten, step.syncs, energy.aten, energy.syncs, s.config.hamiltonian.laplacian.c_str(),
+              m.local_energy->method().capturable() ? "" : ": not capturable, launched op by op");
   return 0;
 }
