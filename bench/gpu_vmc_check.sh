@@ -57,7 +57,9 @@ if [ -f configs/molecules/c4h4.yaml ]; then
       system.molecule=c4h4
   done
 fi
-# 2b. CUDA graphs of the MH step, K-FAC LiH at 512 and 4096 walkers and Psiformer/Orbformer at 1024.
+# 2b. CUDA graphs of the MH step and the local energy, K-FAC LiH at 512 and 4096 walkers and
+#     Psiformer/PauliNet/Orbformer at 1024. "captured ... as a CUDA graph" lines show that graphs ran
+#     (without them, graphs off/on compares eager with eager).
 for w in 512 4096; do
   for g in false true; do
     train "lih_${w}_kfac_graphs_$g" configs/runs/lih_ferminet_kfac.yaml $w float64 kfac cuda 1 60 run.cuda_graphs=$g
@@ -66,7 +68,7 @@ for w in 512 4096; do
   log "energies same seed, graphs off/on: $(grep -h ' info it ' "$OUT"/train_lih_${w}_kfac_graphs_false.log | tail -1) | \
 $(grep -h ' info it ' "$OUT"/train_lih_${w}_kfac_graphs_true.log | tail -1)"
 done
-for a in psiformer orbformer; do
+for a in psiformer paulinet orbformer; do
   train "lih_1024_${a}_graphs" "configs/runs/lih_$a.yaml" 1024 float64 spring cuda 1 60 run.cuda_graphs=true
   grep -h "CUDA graph" "$OUT/train_lih_1024_${a}_graphs.log" | head -2 >> "$OUT/summary.txt"
 done

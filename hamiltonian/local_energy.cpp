@@ -21,7 +21,7 @@ LocalEnergy::LocalEnergy(const System& system, std::unique_ptr<LaplacianMethod> 
     : method_(std::move(method)), sys_(system_tensors(system, options)), e_nn_(system.nuclear_repulsion()),
       policy_(std::move(policy)), chunk_(policy_.walkers) {}
 
-LocalEnergyTerms LocalEnergy::evaluate(WaveFunction& wf, const torch::Tensor& r, std::int64_t chunk) {
+LocalEnergyTerms LocalEnergy::evaluate(WaveFunction& wf, const torch::Tensor& r, std::int64_t chunk, bool timed) {
   const int64_t b = r.size(0);
   // Parts run at once: together they stay within the memory the chunk was fitted to.
   const auto split = parallel::split_chunk(parallel::walker_parts(b, r.device().is_cpu(), method_->thread_safe()),
@@ -31,7 +31,7 @@ LocalEnergyTerms LocalEnergy::evaluate(WaveFunction& wf, const torch::Tensor& r,
   auto kinetic = torch::empty({b}, r.options().requires_grad(false));
   {
     std::optional<StageTimers::Scope> scope;
-    if (timers_) scope.emplace(*timers_, "local_energy.laplacian");
+    if (timers_ && timed) scope.emplace(*timers_, "local_energy.laplacian");
     parallel::for_each_walker_part(b, parts, [&](int64_t part_lo, int64_t part_hi) {
       const int64_t step = part_chunk > 0 ? part_chunk : part_hi - part_lo;
       for (int64_t lo = part_lo; lo < part_hi; lo += step) {
@@ -43,7 +43,7 @@ LocalEnergyTerms LocalEnergy::evaluate(WaveFunction& wf, const torch::Tensor& r,
   }
   // The potential is cheap: one thread, in the same chunks (so within the fitted memory).
   std::optional<StageTimers::Scope> scope;
-  if (timers_) scope.emplace(*timers_, "local_energy.potential");
+  if (timers_ && timed) scope.emplace(*timers_, "local_energy.potential");
   torch::NoGradGuard no_grad;
   auto potential = torch::empty({b}, kinetic.options());
   const int64_t step = chunk > 0 ? std::min(chunk, b) : b;
@@ -79,7 +79,8 @@ LocalEnergyTerms LocalEnergy::operator()(WaveFunction& wf, const torch::Tensor& 
   if (chunk_ == 0 && policy_.walkers == 0 && !policy_.budget.is_unlimited()) {
     calibrate(wf, r);
   }
-  if (graph_mode_ != parallel::GraphMode::eager && !key.empty() && method_->capturable())
+  if (graph_mode_ != parallel::GraphMode::eager && !key.empty() && method_->capturable() &&
+      !(graph_ && graph_->mode() == parallel::GraphMode::eager))  // not after a failed capture
     return evaluate_graphed(wf, r, key);
   return evaluate(wf, r, chunk_);
 }
@@ -105,8 +106,10 @@ LocalEnergyTerms LocalEnergy::evaluate_graphed(WaveFunction& wf, const torch::Te
   for (const auto& t : {g_r_, g_kinetic_, g_potential_}) full.push_back(t.data_ptr());
   full.push_back(&wf);
   WaveFunction* w = &wf;
+  // The parts' timers stay out of the graph (a replay would not run them; a profiler's timer
+  // syncs); the caller's "local_energy" stage times the whole evaluation.
   graph_->run(full, [this, w] {
-    const auto t = evaluate(*w, g_r_, chunk_);
+    const auto t = evaluate(*w, g_r_, chunk_, /*timed=*/false);
     torch::NoGradGuard no_grad;
     g_kinetic_.copy_(t.kinetic);
     g_potential_.copy_(t.potential);

@@ -74,7 +74,8 @@ class LocalEnergy {
   void set_first_walker(std::int64_t first) { first_walker_ = first; }
 
  private:
-  LocalEnergyTerms evaluate(WaveFunction& wf, const torch::Tensor& r, std::int64_t chunk);
+  /// @param timed record the laplacian/potential parts in timers_ (not inside a graph)
+  LocalEnergyTerms evaluate(WaveFunction& wf, const torch::Tensor& r, std::int64_t chunk, bool timed = true);
   void calibrate(WaveFunction& wf, const torch::Tensor& r);
 
   std::unique_ptr<LaplacianMethod> method_;

@@ -157,6 +157,7 @@ double MetropolisSampler::run_graphed(const LogAbsFn& logabs, int n, const paral
   g_accepted_.zero_();
   parallel::GraphKey full = key;
   for (const auto& t : {g_r_, g_logabs_, g_draw_, g_step_, g_accepted_, walker_ids_}) full.push_back(t.data_ptr());
+  full.push_back(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(seed_)));  // the streams' key, baked in
   const std::function<void()> body = [this, logabs] { graph_step(logabs); };  // no reference to this call's stack
   for (int s = 0; s < n; ++s) graph_->run(full, body);
   draw_ += static_cast<std::uint64_t>(std::max(n, 0));
@@ -174,9 +175,10 @@ void MetropolisSampler::adapt(double acceptance) {
 
 SamplerState MetropolisSampler::state() const {
   // After a graphed run r_ and logabs_ are the graph's buffers, which the next run overwrites.
-  const bool buffers = g_r_.defined() && r_.is_same(g_r_);
-  return {buffers ? r_.clone() : r_, buffers ? logabs_.clone() : logabs_, step_size_,
-          parallel::counter_state(seed_, draw_)};
+  const auto own = [](const torch::Tensor& t, const torch::Tensor& buffer) {
+    return buffer.defined() && t.is_same(buffer) ? t.clone() : t;
+  };
+  return {own(r_, g_r_), own(logabs_, g_logabs_), step_size_, parallel::counter_state(seed_, draw_)};
 }
 
 SamplerState MetropolisSampler::global_state() const {

@@ -25,22 +25,27 @@ SignedFwdLap HartreeFockDeterminant::forward_laplacian(const FwdLap& r, const Sy
   {
     const std::lock_guard<std::mutex> lock(cache_mutex_);
     if (!table_.prim_exp.defined() || table_.prim_exp.scalar_type() != opts.dtype().toScalarType() ||
-        table_.prim_exp.device() != opts.device())
+        table_.prim_exp.device() != opts.device()) {
       table_ = table64_.to(opts);
+      // The coefficients in the walkers' dtype/device, once (no host data in later passes).
+      const Eigen::MatrixXd* coefficients[2] = {&c_alpha_, &c_beta_};
+      for (int s = 0; s < 2; ++s) {
+        const auto& c = *coefficients[s];
+        coefficients_[s] = torch::from_blob(const_cast<double*>(c.data()), {c.cols(), c.rows()}, torch::kFloat64)
+                               .t()
+                               .to(opts, /*non_blocking=*/false, /*copy=*/true);  // [n_basis, n_s] (Eigen is column-major)
+      }
+    }
   }
-  const Eigen::MatrixXd* coefficients[2] = {&c_alpha_, &c_beta_};
   const int64_t ranges[2][2] = {{0, n_up_}, {n_up_, n_up_ + n_down_}};
   torch::Tensor sign;
   FwdLap logabs;
   for (int s = 0; s < 2; ++s) {
     const int64_t lo = ranges[s][0], hi = ranges[s][1];
     if (hi == lo) continue;
-    const auto& c = *coefficients[s];
     GaussianOrbitalSpec spec;
     spec.basis = &table_;
-    spec.coefficients = torch::from_blob(const_cast<double*>(c.data()), {c.cols(), c.rows()}, torch::kFloat64)
-                            .t()
-                            .to(opts);  // [n_basis, n_s] (Eigen is column-major)
+    spec.coefficients = coefficients_[s];
     spec.nuclei = sys.nuclei.to(opts);
     const auto phi = Op::gaussian_orbitals(Op::slice_electrons(r, 1, lo, hi), spec);   // [B, n_s, n_s]
     const auto det = Op::log_det(Op::reshape_features(phi, 1, {1, hi - lo}));          // [B, 1]

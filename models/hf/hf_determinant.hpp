@@ -36,7 +36,8 @@ class HartreeFockDeterminant : public WaveFunction {
   double energy_;
   scf::GaussianOrbitals alpha_, beta_;
   GaussianBasisTable table64_, table_;  ///< the basis as tensors (float64; in the walkers' dtype)
-  std::mutex cache_mutex_;  ///< table_ and the orbitals' dtype are set on first use, maybe by several walker parts
+  torch::Tensor coefficients_[2];       ///< c_alpha_, c_beta_ [n_basis, n_s] in table_'s dtype/device
+  std::mutex cache_mutex_;  ///< table_, coefficients_ and the orbitals' dtype are set on first use, maybe by several walker parts
   torch::TensorOptions options_ = torch::kFloat64;
 };
 

@@ -48,7 +48,9 @@ PauliNet::PauliNet(const PaulinetOptions& options, const System& system)
   for (int s = 0; s < (restricted_ ? 1 : 2); ++s) {
     const std::string suffix = restricted_ ? "" : tag[s];
     auto coef = to_tensor(c[s]->leftCols(n_orb_));
-    coefficients_[s] = options.freeze_baseline ? coef : register_parameter("mo_coefficients" + suffix, coef);
+    // Frozen: a buffer (follows the module's device and dtype; not a parameter, not checkpointed).
+    coefficients_[s] = options.freeze_baseline ? register_buffer("mo_coefficients" + suffix, coef)
+                                               : register_parameter("mo_coefficients" + suffix, coef);
     if (options.cusp_correction && options.cusp_shifts)
       shifts_[s] = register_parameter("cusp_shift" + suffix, torch::zeros({n_atoms_, n_orb_}, torch::kFloat64));
   }

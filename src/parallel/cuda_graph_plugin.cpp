@@ -3,30 +3,53 @@
 #include "parallel/cuda_graph_plugin.h"
 
 #include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
+#include <torch/version.h>
 
 #include <cstdio>
 #include <exception>
+#include <map>
+#include <mutex>
+#include <optional>
 
 namespace {
+using PoolId = decltype(at::cuda::graph_pool_handle());  // MempoolId_t, wherever a torch version declares it
+
 struct Graph {
+  c10::DeviceIndex device;
+  c10::cuda::CUDAStream side;  ///< warm-up and capture (graphs are captured on a non-default stream)
   at::cuda::CUDAGraph graph;
 };
 
-int fail(char* error, size_t size, const char* what) {
+int fail(char* error, size_t size, const char* what, int code = 2) {
   if (error != nullptr && size > 0) std::snprintf(error, size, "%s", what);
   cudaGetLastError();  // an invalidated capture leaves its error behind: clear it
-  return 1;
+  return code;
+}
+
+/// One graph memory pool per device, shared by every graph of the process.
+PoolId shared_pool(c10::DeviceIndex device) {
+  static std::mutex mutex;
+  static std::map<c10::DeviceIndex, PoolId> pools;
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto it = pools.find(device);
+  if (it != pools.end()) return it->second;
+  return pools[device] = at::cuda::graph_pool_handle();
 }
 }  // namespace
 
 extern "C" {
 
-void* nnvmc_cuda_graph_new(char* error, size_t size) {
+const char* nnvmc_cuda_graph_torch_version(void) { return TORCH_VERSION; }
+
+void* nnvmc_cuda_graph_new(int device, char* error, size_t size) {
   try {
-    return new Graph();
+    const c10::DeviceIndex index = device >= 0 ? static_cast<c10::DeviceIndex>(device) : c10::cuda::current_device();
+    c10::cuda::CUDAGuard guard(index);
+    return new Graph{index, c10::cuda::getStreamFromPool(/*isHighPriority=*/false, index), {}};
   } catch (const std::exception& e) {
     fail(error, size, e.what());
   } catch (...) {
@@ -42,41 +65,83 @@ void nnvmc_cuda_graph_delete(void* graph) {
   }
 }
 
-int nnvmc_cuda_graph_capture(void* graph, int device, int (*body)(void*), void* context, char* error, size_t size) {
+int nnvmc_cuda_graph_warmup(void* graph, int (*body)(void*), void* context, char* error, size_t size) {
   auto* g = static_cast<Graph*>(graph);
   if (g == nullptr) return fail(error, size, "no graph");
   try {
-    const c10::DeviceIndex index = device >= 0 ? static_cast<c10::DeviceIndex>(device) : c10::cuda::current_device();
-    c10::cuda::CUDAGuard device_guard(index);
-    c10::cuda::getCurrentCUDAStream(index).synchronize();  // the capture starts after queued work
-    auto side = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, index);
-    c10::cuda::CUDAStreamGuard stream_guard(side);  // graphs are captured on a non-default stream
-    g->graph.capture_begin();
+    c10::cuda::CUDAGuard device_guard(g->device);
+    c10::cuda::getCurrentCUDAStream(g->device).synchronize();  // inputs written on the current stream
+    int rc = 0;
+    {
+      c10::cuda::CUDAStreamGuard stream_guard(g->side);
+      rc = body(context);
+    }
+    g->side.synchronize();  // results read on the current stream
+    return rc != 0 ? 1 : 0;
+  } catch (const std::exception& e) {
+    return fail(error, size, e.what());
+  }
+}
+
+int nnvmc_cuda_graph_capture(void* graph, int (*body)(void*), void* context, char* error, size_t size) {
+  auto* g = static_cast<Graph*>(graph);
+  if (g == nullptr) return fail(error, size, "no graph");
+  std::optional<PoolId> pool;  // set once the allocator routes to it
+  try {
+    c10::cuda::CUDAGuard device_guard(g->device);
+    c10::cuda::getCurrentCUDAStream(g->device).synchronize();
+    c10::cuda::CUDAStreamGuard stream_guard(g->side);
+    g->graph.capture_begin(shared_pool(g->device));
+    pool = g->graph.pool();
     int rc = 0;
     try {
       rc = body(context);
     } catch (...) {
       rc = 1;
     }
-    if (rc != 0) {
-      try {
-        g->graph.capture_end();
-      } catch (...) {
-      }
-      return fail(error, size, "the captured body failed");
+    bool ended = false;
+    try {
+      g->graph.capture_end();
+      ended = true;
+    } catch (const std::exception& e) {
+      if (rc == 0) fail(error, size, e.what());
     }
-    g->graph.capture_end();
-    side.synchronize();
-    return 0;
+    if (ended) {
+      g->side.synchronize();
+      if (rc == 0) return 0;
+      return fail(error, size, "the captured body failed");  // the graph's destructor releases the pool
+    }
   } catch (const std::exception& e) {
-    return fail(error, size, e.what());
+    fail(error, size, e.what());
   }
+  // The capture did not end cleanly: end it on the stream if CUDA still captures, and give the
+  // allocator its pool back (capture_end throws before it does so).
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(g->side.stream(), &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
+    cudaGraph_t partial = nullptr;
+    cudaStreamEndCapture(g->side.stream(), &partial);
+    if (partial != nullptr) cudaGraphDestroy(partial);
+  }
+  if (pool) {
+    try {
+      c10::cuda::CUDACachingAllocator::endAllocateToPool(g->device, *pool);
+    } catch (...) {  // already ended
+    }
+    try {
+      c10::cuda::CUDACachingAllocator::releasePool(g->device, *pool);
+    } catch (...) {
+    }
+  }
+  cudaGetLastError();
+  if (error != nullptr && size > 0 && error[0] == '\0') std::snprintf(error, size, "the captured body failed");
+  return 1;
 }
 
 int nnvmc_cuda_graph_replay(void* graph, char* error, size_t size) {
   auto* g = static_cast<Graph*>(graph);
   if (g == nullptr) return fail(error, size, "no graph");
   try {
+    c10::cuda::CUDAGuard device_guard(g->device);
     g->graph.replay();
     return 0;
   } catch (const std::exception& e) {

@@ -12,14 +12,17 @@
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "parallel/cuda_graph_plugin.h"
+#include "torch/version.h"
 
 namespace nnvmc::parallel {
 namespace {
 
 /// The plugin's entry points (cuda_graph_plugin.h), resolved once.
 struct PluginApi {
+  decltype(&nnvmc_cuda_graph_torch_version) torch_version = nullptr;
   decltype(&nnvmc_cuda_graph_new) create = nullptr;
   decltype(&nnvmc_cuda_graph_delete) destroy = nullptr;
+  decltype(&nnvmc_cuda_graph_warmup) warmup = nullptr;
   decltype(&nnvmc_cuda_graph_capture) capture = nullptr;
   decltype(&nnvmc_cuda_graph_replay) replay = nullptr;
 };
@@ -64,10 +67,15 @@ const PluginApi* plugin(std::string* why) {
       fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
       if (fn == nullptr && error.empty()) error = std::string("missing symbol ") + name;
     };
+    sym(api.torch_version, "nnvmc_cuda_graph_torch_version");
     sym(api.create, "nnvmc_cuda_graph_new");
     sym(api.destroy, "nnvmc_cuda_graph_delete");
+    sym(api.warmup, "nnvmc_cuda_graph_warmup");
     sym(api.capture, "nnvmc_cuda_graph_capture");
     sym(api.replay, "nnvmc_cuda_graph_replay");
+    if (error.empty() && std::string(api.torch_version()) != TORCH_VERSION)
+      error = std::string("libnnvmc_cuda_graph.so was built against torch ") + api.torch_version() + ", nnvmc against " +
+              TORCH_VERSION;
   });
   if (!error.empty()) {
     if (why) *why = error;
@@ -76,30 +84,42 @@ const PluginApi* plugin(std::string* why) {
   return &api;
 }
 
-/// Calls the body from the plugin; an exception becomes a return code and a message (nothing
+/// Calls the body from the plugin; an exception becomes a return code and is kept (nothing
 /// unwinds through the plugin's C interface).
 struct BodyCall {
   const std::function<void()>* body;
-  std::string error;
+  std::exception_ptr error;
   static int call(void* self) {
     auto* c = static_cast<BodyCall*>(self);
     try {
       (*c->body)();
       return 0;
-    } catch (const std::exception& e) {
-      c->error = e.what();
     } catch (...) {
-      c->error = "unknown exception";
+      c->error = std::current_exception();
     }
     return 1;
   }
+  std::string message() const {
+    try {
+      if (error) std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      return e.what();
+    } catch (...) {
+      return "unknown exception";
+    }
+    return "";
+  }
 };
+
+/// The first line of a message (c10 errors append a backtrace).
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 }  // namespace
 
 struct DeviceGraph::Captured {
-  void* graph = nullptr;             ///< the plugin's graph (captured mode)
-  std::function<void()> kept;        ///< the body of the capturing call (emulated mode)
+  void* graph = nullptr;       ///< the plugin's graph (captured mode), with its side stream
+  bool ready = false;          ///< captured: replays from now on
+  std::function<void()> kept;  ///< the body of the capturing call (emulated mode)
   ~Captured() {
     if (graph != nullptr) plugin(nullptr)->destroy(graph);
   }
@@ -122,21 +142,41 @@ DeviceGraph::DeviceGraph(GraphMode mode, c10::Device device, std::string what)
 
 DeviceGraph::~DeviceGraph() = default;
 
+void DeviceGraph::give_up(const std::string& why) {
+  failure_ = first_line(why);
+  mode_ = GraphMode::eager;
+  graph_.reset();
+  log::warn("CUDA graph of " + what_ + " failed (" + failure_ + "): it runs without a graph from now on");
+}
+
 void DeviceGraph::run(const GraphKey& key, const std::function<void()>& body) {
   if (mode_ == GraphMode::eager) return body();
-  if (graph_ && key == key_) {
+  if (graph_ && graph_->ready && key == key_) {
     ++replays_;
     if (mode_ == GraphMode::emulated) return graph_->kept();
     char message[512] = {0};
     if (plugin(nullptr)->replay(graph_->graph, message, sizeof message) != 0)
-      throw Error("CUDA graph replay of " + what_ + " failed: " + message);
+      throw Error("CUDA graph replay of " + what_ + " failed: " + first_line(message));
     return;
   }
-  if (key != key_ || !warmed_) {  // a new key: one eager call first
-    graph_.reset();
+  if (!graph_ || key != key_) {  // a new key: an eager warm-up call first
     key_ = key;
-    warmed_ = true;
-    return body();
+    graph_ = std::make_unique<Captured>();
+    if (mode_ == GraphMode::emulated) return body();
+    char message[512] = {0};
+    graph_->graph = plugin(nullptr)->create(device_.has_index() ? device_.index() : -1, message, sizeof message);
+    if (graph_->graph == nullptr) {
+      give_up(message);
+      return body();
+    }
+    BodyCall call{&body, nullptr};
+    const int rc = plugin(nullptr)->warmup(graph_->graph, &BodyCall::call, &call, message, sizeof message);
+    if (rc == 1) std::rethrow_exception(call.error);  // the body's own error (the work itself failed)
+    if (rc != 0) {
+      give_up(message);
+      return body();
+    }
+    return;
   }
   capture(body);
   if (mode_ == GraphMode::eager) return body();  // capture failed: nothing ran
@@ -144,24 +184,16 @@ void DeviceGraph::run(const GraphKey& key, const std::function<void()>& body) {
 }
 
 void DeviceGraph::capture(const std::function<void()>& body) {
-  auto g = std::make_unique<Captured>();
   if (mode_ == GraphMode::emulated) {
-    g->kept = body;
+    graph_->kept = body;
   } else {
-    const auto* api = plugin(nullptr);
-    BodyCall call{&body, {}};
+    BodyCall call{&body, nullptr};
     char message[512] = {0};
-    g->graph = api->create(message, sizeof message);
-    if (g->graph == nullptr ||
-        api->capture(g->graph, device_.has_index() ? device_.index() : -1, &BodyCall::call, &call, message,
-                     sizeof message) != 0) {
-      failure_ = call.error.empty() ? std::string(message) : call.error;
-      mode_ = GraphMode::eager;
-      log::warn("CUDA graph capture of " + what_ + " failed (" + failure_ + "): it runs without a graph from now on");
-      return;
-    }
+    if (plugin(nullptr)->capture(graph_->graph, &BodyCall::call, &call, message, sizeof message) != 0)
+      return give_up(call.error ? call.message() : std::string(message));
+    log::info("captured " + what_ + " as a CUDA graph (replayed with one launch)");
   }
-  graph_ = std::move(g);
+  graph_->ready = true;
   ++captures_;
 }
 

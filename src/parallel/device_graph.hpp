@@ -41,8 +41,10 @@ class DeviceGraph {
   DeviceGraph& operator=(const DeviceGraph&) = delete;
 
   /// Does the body's work once. With a new key: the first call runs it eagerly (warm-up:
-  /// lazy initialisations, workspaces), the next captures it and replays; later calls with
-  /// the same key replay.
+  /// lazy initialisations, workspaces; on CUDA on the graph's own side stream), the next
+  /// captures it and replays; later calls with the same key replay. An exception of the body
+  /// in an eager call propagates; a capture that fails (the body syncs, CUDA refuses) makes
+  /// the graph eager for good, with one warning.
   void run(const GraphKey& key, const std::function<void()>& body);
 
   GraphMode mode() const { return mode_; }
@@ -59,12 +61,13 @@ class DeviceGraph {
   c10::Device device_;
   std::string what_;
   GraphKey key_;
-  bool warmed_ = false;
-  std::unique_ptr<Captured> graph_;
+  std::unique_ptr<Captured> graph_;  ///< from the warm-up call of key_ on
   int captures_ = 0;
   std::int64_t replays_ = 0;
   std::string failure_;
   void capture(const std::function<void()>& body);
+  /// Falls back to eager calls for good, with one warning.
+  void give_up(const std::string& why);
 };
 
 /// Whether CUDA graph capture is available in this process (the plugin loads); the reason
