@@ -62,6 +62,18 @@ inline PsiformerOptions small_psiformer(int layers = 2, int heads = 2, int head_
   return o;
 }
 
+/// Small options for every ansatz in `model` (FermiNet, Psiformer, Orbformer, PauliNet with an
+/// STO-6G baseline), so a test can build any model.type fast.
+inline void use_small_models(ModelConfig& model) {
+  model.ferminet = small_ferminet();
+  model.psiformer = small_psiformer();
+  model.orbformer = small_orbformer();
+  model.paulinet.embedding_dim = 8;
+  model.paulinet.kernel_dim = 8;
+  model.paulinet.distance_features = 4;
+  model.paulinet.basis = "sto-6g";
+}
+
 /// Random electron positions around the nuclei: [B, N, 3] float64.
 inline torch::Tensor random_positions(const System& s, int64_t b, std::uint64_t seed = 1) {
   torch::manual_seed(seed);

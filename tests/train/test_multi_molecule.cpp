@@ -239,12 +239,7 @@ TEST(MultiMolecule, NonTransferableAnsatzeRejectTwoMolecules) {
     Config c = parse_config("system: {molecules: [h2, {molecule: h2, geometry: [[0, 0, 0], [0, 0, 1.6]]}]}\n"
                             "model: {type: " + std::string(type) + "}\n",
                             {}, "two.yaml");
-    c.model.ferminet = test::small_ferminet();
-    c.model.psiformer = test::small_psiformer();
-    c.model.paulinet.embedding_dim = 8;
-    c.model.paulinet.kernel_dim = 8;
-    c.model.paulinet.distance_features = 4;
-    c.model.paulinet.basis = "sto-6g";
+    test::use_small_models(c.model);
     try {
       (void)make_setup(c);
       FAIL() << type << ": expected ConfigError";

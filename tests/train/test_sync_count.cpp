@@ -89,13 +89,7 @@ TEST(SyncCount, SyncOpsAreTheOnesThatReadTheDevice) {
 TEST(SyncCount, TheGraphedMhStepOfEveryAnsatzNeverSyncs) {
   for (const char* type : {"ferminet", "psiformer", "paulinet", "orbformer"}) {
     Config c = parse_config("system: {molecule: lih}\nmodel: {type: " + std::string(type) + "}\n", {}, "graph.yaml");
-    c.model.ferminet = test::small_ferminet();
-    c.model.psiformer = test::small_psiformer();
-    c.model.orbformer = test::small_orbformer();
-    c.model.paulinet.embedding_dim = 8;
-    c.model.paulinet.kernel_dim = 8;
-    c.model.paulinet.distance_features = 4;
-    c.model.paulinet.basis = "sto-6g";
+    test::use_small_models(c.model);
     c.sampler.walkers = 8;
     c.run.threads = 1;
     auto s = make_setup(c);
@@ -122,13 +116,7 @@ TEST(SyncCount, TheGraphedForwardLaplacianLocalEnergyOfEveryAnsatzNeverSyncs) {
   for (const char* type : {"ferminet", "psiformer", "paulinet", "orbformer"}) {
     Config c = parse_config("system: {molecule: lih}\nmodel: {type: " + std::string(type) + "}\n"
                             "hamiltonian: {laplacian: forward}\n", {}, "graph.yaml");
-    c.model.ferminet = test::small_ferminet();
-    c.model.psiformer = test::small_psiformer();
-    c.model.orbformer = test::small_orbformer();
-    c.model.paulinet.embedding_dim = 8;
-    c.model.paulinet.kernel_dim = 8;
-    c.model.paulinet.distance_features = 4;
-    c.model.paulinet.basis = "sto-6g";
+    test::use_small_models(c.model);
     c.sampler.walkers = 8;
     c.hamiltonian.chunk_walkers = 8;
     c.run.threads = 1;
