@@ -3,8 +3,8 @@
 #include "parallel/device_graph.hpp"
 
 #include <dlfcn.h>
-#include <unistd.h>
 
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <mutex>
