@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "train/op_counts.hpp"
+#include "train/per_sample_gradients.hpp"
 #include "train/trainer.hpp"
 
 using namespace nnvmc;
@@ -43,7 +44,8 @@ int main(int argc, char** argv) {
   std::sort(names.rbegin(), names.rend());
   std::printf("config %s", argv[1]);
   for (const auto& o : overrides) std::printf(" %s", o.c_str());
-  std::printf("\naten ops per iteration %ld, sync ops per iteration %ld\n", two.aten - one.aten, syncs);
+  std::printf("\naten ops per iteration %ld (top-level, not views: %ld), sync ops per iteration %ld\n", two.aten - one.aten,
+              two.launches - one.launches, syncs);
   for (size_t i = 0; i < names.size() && i < 12; ++i) std::printf("  %8ld  %s\n", names[i].first, names[i].second.c_str());
   for (const auto& [d, k] : names)
     if (is_sync_op(k)) std::printf("  sync: %ld x %s\n", d, k.c_str());
@@ -62,9 +64,17 @@ int main(int argc, char** argv) {
   m.sampler->run(logabs, 1);
   const auto step = count_ops([&] { m.sampler->run(logabs, 1); });
   const auto energy = count_ops([&] { (void)(*m.local_energy)(*s.wf, m.sampler->positions()); });
-  std::printf("per MH step: aten ops %ld (sync ops %ld, the acceptance read); per local-energy evaluation: aten ops %ld "
-              "(sync ops %ld); with run.cuda_graphs each is one graph launch on CUDA (%s Laplacian%s)\n",
-              step.aten, step.syncs, energy.aten, energy.syncs, s.config.hamiltonian.laplacian.c_str(),
+  std::printf("per MH step: aten ops %ld (top-level %ld, sync ops %ld, the acceptance read); per local-energy evaluation: "
+              "aten ops %ld (top-level %ld, sync ops %ld); with run.cuda_graphs each is one graph launch on CUDA (%s Laplacian%s)\n",
+              step.aten, step.launches, step.syncs, energy.aten, energy.launches, energy.syncs, s.config.hamiltonian.laplacian.c_str(),
               m.local_energy->method().capturable() ? "" : ": not capturable, launched op by op");
+  // The per-sample Jacobian (natural-gradient optimizers) of all walkers in one recorded pass,
+  // and the same in passes of 16 walkers (optim.sr.chunk_walkers: 16): the op count grows with
+  // the number of passes.
+  for (const std::int64_t chunk : {m.sampler->positions().size(0), std::int64_t{16}}) {
+    const auto jac = count_ops([&] { (void)per_sample_log_gradients(*s.wf, m.tensors, m.sampler->positions(), chunk); });
+    std::printf("per-sample Jacobian of %ld walkers in passes of %ld: aten ops %ld (top-level %ld, sync ops %ld)\n",
+                static_cast<long>(m.sampler->positions().size(0)), static_cast<long>(chunk), jac.aten, jac.launches, jac.syncs);
+  }
   return 0;
 }

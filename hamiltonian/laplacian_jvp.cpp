@@ -9,53 +9,15 @@
 /// implementation replicated every walker 3N times and so recomputed the primal passes 3N
 /// times; this one is 1.4–2.4× faster with 2.6–4.5× less memory on the four ansätze's LiH
 /// configs (bench/results/deepqmc_compare_jvp.txt).
-#include <ATen/functorch/BatchedTensorImpl.h>
-#include <ATen/functorch/DynamicLayer.h>
-#include <ATen/functorch/TensorWrapper.h>
 #include <torch/csrc/autograd/forward_grad.h>
 
+#include "blocks/transform_level.hpp"
 #include "hamiltonian/laplacian_methods.hpp"
 
 namespace nnvmc {
 namespace {
 
 namespace ft = at::functorch;
-
-/// One functorch transform level (vmap, jvp or grad) on the thread's transform stack for the
-/// lifetime of the object; popped on scope exit, also when the wavefunction throws.
-class TransformLevel {
- public:
-  TransformLevel(ft::TransformType type, std::optional<c10::SymInt> batch,
-                 std::optional<ft::RandomnessType> randomness, std::optional<bool> prev_grad,
-                 std::optional<bool> prev_fwd_grad)
-      : level_(ft::initAndPushDynamicLayer(type, std::move(batch), randomness, prev_grad, prev_fwd_grad)) {}
-  ~TransformLevel() { ft::popDynamicLayerAndDeleteMetadata(); }
-  TransformLevel(const TransformLevel&) = delete;
-  TransformLevel& operator=(const TransformLevel&) = delete;
-  int64_t level() const { return level_; }
-  /// The tensor a grad or jvp transform returns at this level: its wrapper removed.
-  torch::Tensor unwrap(const torch::Tensor& t) const {
-    auto* w = ft::maybeGetTensorWrapper(t);
-    return (w != nullptr && w->level() == level_) ? w->value() : t;
-  }
-  /// `t` batched along `dim` at this vmap level (functorch's BatchedTensor; at::_add_batch_dim
-  /// would make the legacy one, which lacks batching rules and loops over the batch).
-  torch::Tensor batch(const torch::Tensor& t, int64_t dim) const { return ft::addBatchDim(t, dim, level_); }
-  /// What this vmap level returns: the batch dimension of `t` moved to the front, or `t`
-  /// broadcast along a new front dimension of `size` when it does not depend on the batch.
-  torch::Tensor unbatch(const torch::Tensor& t, int64_t size) const {
-    auto* b = ft::maybeGetBatchedImpl(t);
-    if (b == nullptr || b->level() < level_) {
-      auto sizes = t.sizes().vec();
-      sizes.insert(sizes.begin(), size);
-      return t.unsqueeze(0).expand(sizes);
-    }
-    return b->value().movedim(b->bdim(), 0);
-  }
-
- private:
-  int64_t level_;
-};
 
 /// A forward-AD (dual-number) level for the lifetime of the object.
 struct DualLevel {
@@ -91,8 +53,7 @@ class JvpLaplacian final : public LaplacianMethod {
     // No graph towards the parameters: the grad transform below differentiates its own level.
     torch::NoGradGuard no_parameter_graph;
     {
-      TransformLevel vmap(ft::TransformType::Vmap, c10::SymInt(d), ft::RandomnessType::Error,
-                          std::nullopt, std::nullopt);
+      const auto vmap = TransformLevel::vmap(d);
       const auto tangent = vmap.batch(tangents, 0);
       torch::Tensor g_primal, g_tangent;
       {

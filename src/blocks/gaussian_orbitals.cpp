@@ -2,6 +2,7 @@
 /// Gaussian orbitals on plain tensors (autograd) and the fit of the nuclear cusp correction.
 #include "blocks/gaussian_orbitals.hpp"
 
+#include "blocks/per_sample.hpp"
 #include "core/errors.hpp"
 
 namespace nnvmc {
@@ -129,9 +130,16 @@ OrbitalCusps fit_orbital_cusps(const GaussianBasisTable& basis, const torch::Ten
 
 torch::Tensor gaussian_orbitals_tensor(const torch::Tensor& r, const GaussianOrbitalSpec& spec) {
   const auto& b = *spec.basis;
+  // Trainable inputs (MO coefficients, cusp fits from trainable shifts) enter as per-sample
+  // replicas while a per_sample::Recorder is active (one backward gives per-walker gradients).
+  const auto per_walker = [&](const torch::Tensor& c, int64_t dims) {
+    per_sample::Recorder* rec = per_sample::active();
+    return rec != nullptr && c.defined() && c.requires_grad() ? rec->constant(c, r.size(0), dims) : c;
+  };
   const auto d = r.unsqueeze(2) - spec.nuclei;  // [B, E, M, 3]
   const auto r2 = d.square().sum(-1);           // [B, E, M]
-  auto phi = torch::matmul(grouped_aos(b, d, r2), grouped_coefficients(b, spec.coefficients));  // [B, E, O]
+  // [B, E, K] · ([K, O] or per walker [B, K, O]) → [B, E, O]
+  auto phi = torch::matmul(grouped_aos(b, d, r2), per_walker(grouped_coefficients(b, spec.coefficients), 3));
   const auto& cu = spec.cusps;
   if (!cu.radius.defined()) return phi;
   // Inside r_c: φ += C + sign·exp(p(ρ)) − s(ρ). ρ is clamped to r_c so that nothing outside
@@ -139,12 +147,14 @@ torch::Tensor gaussian_orbitals_tensor(const torch::Tensor& r, const GaussianOrb
   const auto rho = torch::sqrt(r2);
   const auto inside = (rho < cu.radius).detach().to(r.scalar_type()).unsqueeze(-1);  // [B, E, M, 1]
   const auto rc = torch::minimum(rho, cu.radius).unsqueeze(-1);                        // [B, E, M, 1]
-  const auto p = cu.poly.select(-1, 0) +
-                 rc * (cu.poly.select(-1, 1) +
-                       rc * (cu.poly.select(-1, 2) + rc * (cu.poly.select(-1, 3) + rc * cu.poly.select(-1, 4))));
-  const auto gauss = torch::exp(-b.prim_exp * rc.square());                        // [B, E, M, P]
-  const auto s = torch::einsum("bemp,mpo->bemo", {gauss, cu.s_coefficients});        // [B, E, M, O]
-  const auto delta = (cu.offset + cu.sign * torch::exp(p) - s) * cu.active * inside;
+  const auto poly = per_walker(cu.poly, 5);                                            // [(B, 1,) M, O, 5]
+  const auto p = poly.select(-1, 0) +
+                 rc * (poly.select(-1, 1) + rc * (poly.select(-1, 2) + rc * (poly.select(-1, 3) + rc * poly.select(-1, 4))));
+  const auto gauss = torch::exp(-b.prim_exp * rc.square());  // [B, E, M, P]
+  const auto s_coef = per_walker(cu.s_coefficients, 4);      // [M, P, O] or [B, M, P, O]
+  const auto s = s_coef.dim() == 4 ? torch::einsum("bemp,bmpo->bemo", {gauss, s_coef})
+                                   : torch::einsum("bemp,mpo->bemo", {gauss, s_coef});  // [B, E, M, O]
+  const auto delta = (per_walker(cu.offset, 4) + per_walker(cu.sign, 4) * torch::exp(p) - s) * cu.active * inside;
   return phi + delta.sum(2);
 }
 

@@ -41,7 +41,7 @@ struct Blocks<torch::Tensor> {
   static T constant_electrons(const T& r, const torch::Tensor& c) {
     std::vector<int64_t> s{r.size(0)};
     s.insert(s.end(), c.sizes().begin(), c.sizes().end());
-    return c.unsqueeze(0).expand(s);
+    return per_sample::constant(c, r).expand(s);  // c [N, D], or its per-sample replica [B, N, D]
   }
   /// Gaussian (cusp-corrected) orbitals on electron positions (gaussian_orbitals.hpp).
   /// @param r [B, E, 3] @return [B, E, O]

@@ -13,7 +13,15 @@ struct OpCounts {
   std::map<std::string, long> by_name;  ///< "aten::mm" → count (nested ops counted too)
   long aten = 0;                        ///< all "aten::" operators
   long syncs = 0;                       ///< ops that read device data on the host (see is_sync_op)
+  /// Estimated kernel launches on a GPU: "aten::" operators called outside any other ATen
+  /// operator (an autograd node's ops count; the CPU's per-matrix loop inside a bmm does not),
+  /// less the ones that only make views or read metadata (is_view_op).
+  long launches = 0;
 };
+
+/// True for operators that only create views or touch metadata (view, reshape, transpose,
+/// slice, expand, detach, resolve_conj, empty…): no kernel on a GPU.
+bool is_view_op(const std::string& name);
 
 /// True for the operators that make the host wait for the device: `_local_scalar_dense` (what
 /// every `.item()` and `bool(tensor)` ends in) and ops whose output shape depends on the data

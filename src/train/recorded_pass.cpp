@@ -3,34 +3,14 @@
 /// per-chunk method as the fallback for parameters used outside the building blocks.
 #include "train/recorded_pass.hpp"
 
-#include <ATen/LegacyVmapMode.h>
-
 #include <unordered_map>
 
 #include "blocks/per_sample.hpp"
 #include "core/errors.hpp"
+#include "train/batched_vjp.hpp"
 
 namespace nnvmc {
 namespace {
-
-/// Vector–Jacobian products of `out` with c cotangents at once, in one backward pass: the
-/// cotangent carries a leading vmap batch axis (ATen's batched-tensor mode).
-/// @param cotangents [c, *out.shape] @return per input [c, *input.shape] or undefined (unused)
-std::vector<torch::Tensor> batched_vjp(const torch::Tensor& out, const std::vector<torch::Tensor>& inputs,
-                                       const torch::Tensor& cotangents, bool retain_graph) {
-  const std::int64_t c = cotangents.size(0);
-  std::vector<torch::Tensor> result;
-  const int64_t level = at::impl::VmapMode::increment_nesting();
-  struct Pop {
-    ~Pop() { at::impl::VmapMode::decrement_nesting(); }
-  } pop;
-  const auto batched = at::_add_batch_dim(cotangents, 0, level);
-  const auto g = torch::autograd::grad({out}, inputs, {batched}, retain_graph, /*create_graph=*/false,
-                                       /*allow_unused=*/true);
-  result.reserve(g.size());
-  for (const auto& t : g) result.push_back(t.defined() ? at::_remove_batch_dim(t, level, c, 0) : torch::Tensor());
-  return result;
-}
 
 std::vector<std::int64_t> column_offsets(const std::vector<torch::Tensor>& params) {
   std::vector<std::int64_t> off{0};
@@ -89,7 +69,7 @@ torch::Tensor per_sample_log_gradients_vmap(WaveFunction& wf, const SystemTensor
     std::vector<torch::Tensor> cols;
     cols.reserve(params.size());
     std::vector<torch::Tensor> g(params.size());
-    if (logabs.requires_grad()) g = batched_vjp(logabs, params, torch::eye(c, logabs.options()), false);
+    if (logabs.requires_grad()) g = batched_vjp({logabs}, params, {torch::eye(c, logabs.options())}, false);
     for (size_t k = 0; k < params.size(); ++k)
       cols.push_back(g[k].defined() ? g[k].reshape({c, -1}).to(torch::kFloat64)
                                     : torch::zeros({c, params[k].numel()}, opts));
@@ -138,15 +118,21 @@ RecordedPass record_pass(WaveFunction& wf, const SystemTensors& sys, const torch
     const auto flat = g.reshape({b, -1}).to(torch::kFloat64);
     pass.dense[k] = pass.dense[k].defined() ? pass.dense[k] + flat : flat;
   };
-  // A tensor computed from parameters (not itself one): pull the per-sample gradients back
-  // through its graph, which does not depend on the walkers.
+  // A tensor computed from parameters (not itself one): its per-sample gradients are pulled
+  // back through its graph, which does not depend on the walkers. All such tensors go back in
+  // one batched backward at the end (they often share a graph, e.g. a hypernetwork's).
+  std::vector<torch::Tensor> chained, chained_grads;
+  std::unordered_map<const void*, size_t> chained_index;
   const auto chain = [&](const torch::Tensor& c, const torch::Tensor& per_sample_grad) {
     if (c.is_leaf()) return;  // requires grad but is not a trainable parameter
-    const auto g = batched_vjp(c, params, per_sample_grad, /*retain_graph=*/true);
-    for (size_t k = 0; k < params.size(); ++k)
-      if (g[k].defined()) add_dense(static_cast<int>(k), g[k]);
+    const auto [it, fresh] = chained_index.emplace(c.unsafeGetTensorImpl(), chained.size());
+    if (fresh) {
+      chained.push_back(c);
+      chained_grads.push_back(per_sample_grad);
+    } else {
+      chained_grads[it->second] = chained_grads[it->second] + per_sample_grad;
+    }
   };
-
   for (size_t i = 0; i < linear.size(); ++i) {
     const auto& g = grads[i];
     if (!g.defined()) continue;  // output does not reach log|ψ|
@@ -172,6 +158,12 @@ RecordedPass record_pass(WaveFunction& wf, const SystemTensors& sys, const torch
     const int k = param_index(constants[j].constant);
     if (k >= 0) add_dense(k, g);
     else chain(constants[j].constant, g);
+  }
+
+  if (!chained.empty()) {
+    const auto g = batched_vjp(chained, params, chained_grads, /*retain_graph=*/false);
+    for (size_t k = 0; k < params.size(); ++k)
+      if (g[k].defined()) add_dense(static_cast<int>(k), g[k]);
   }
 
   std::vector<torch::Tensor> leftover;

@@ -45,7 +45,7 @@ void write_jacobian(const RecordedPass& pass, const std::vector<torch::Tensor>& 
 torch::Tensor per_sample_gradient(const RecordedPass& pass, const std::vector<torch::Tensor>& params, int k);
 
 /// The old method: per-sample gradients of `params` only, by chunks of `chunk` walkers, each a
-/// forward pass and one backward pass with c one-hot cotangents batched by ATen's vmap mode.
+/// forward pass and one backward pass with c one-hot cotangents (batched_vjp).
 /// Exact for any WaveFunction; c times the memory of a backward. @return [B, Σ numel] float64
 torch::Tensor per_sample_log_gradients_vmap(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r,
                                             const std::vector<torch::Tensor>& params, std::int64_t chunk);

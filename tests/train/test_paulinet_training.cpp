@@ -1,6 +1,6 @@
 /// PauliNet through the trainer: its Hartree–Fock limit samples the Hartree–Fock energy,
 /// a short training lowers the energy, a resumed SPRING run is bit-identical, and the
-/// per-sample gradients of the natural-gradient optimizers work for it.
+/// per-sample gradients of the natural-gradient optimizers come from one recorded pass.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +10,7 @@
 #include "models/paulinet/paulinet.hpp"
 #include "train/evaluate.hpp"
 #include "train/per_sample_gradients.hpp"
+#include "train/recorded_pass.hpp"
 #include "train/setup.hpp"
 #include "train/trainer.hpp"
 
@@ -94,20 +95,29 @@ TEST(PauliNetTraining, ResumedSpringRunEqualsUninterruptedRun) {
   EXPECT_EQ(ea, eb);
 }
 
+// With the baseline frozen (default) and trained: every parameter (SchNet's electron
+// embedding, the cusp shifts, the MO coefficients) goes through the building blocks, so one
+// recorded pass gives all per-sample gradients without the vmapped fallback.
 TEST(PauliNetTraining, PerSampleGradientsEqualSingleWalkerGradients) {
-  Config c = paulinet_config("lih", fresh_dir("nnvmc_pn_psg"), 0);
-  auto s = make_setup(c);
-  torch::manual_seed(3);
-  const auto r = 1.5 * torch::randn({3, 4, 3}, torch::kFloat64);
-  const auto rows = per_sample_log_gradients(*s.wf, s.molecules[0].tensors, r, 2);  // [3, P]
-  const auto params = trainable_parameters(*s.wf);
-  for (int64_t w = 0; w < 3; ++w) {
-    const auto out = s.wf->forward(r.narrow(0, w, 1), s.molecules[0].tensors).logabs.sum();
-    const auto g = torch::autograd::grad({out}, params, {}, false, false, true);
-    std::vector<torch::Tensor> flat;
-    for (size_t k = 0; k < g.size(); ++k)
-      flat.push_back(g[k].defined() ? g[k].reshape({-1}) : torch::zeros({params[k].numel()}, torch::kFloat64));
-    EXPECT_TRUE(torch::allclose(rows[w], torch::cat(flat), 1e-10, 1e-12)) << "walker " << w;
+  for (const char* freeze : {"true", "false"}) {
+    Config c = paulinet_config("lih", fresh_dir("nnvmc_pn_psg"), 0,
+                               {std::string("model.paulinet.freeze_baseline=") + freeze});
+    auto s = make_setup(c);
+    torch::manual_seed(3);
+    const auto r = 1.5 * torch::randn({3, 4, 3}, torch::kFloat64);
+    const auto rows = per_sample_log_gradients(*s.wf, s.molecules[0].tensors, r, 3);  // [3, P]
+    const auto params = trainable_parameters(*s.wf);
+    const auto pass = record_pass(*s.wf, s.molecules[0].tensors, r, params);
+    const auto names = s.wf->named_parameters().keys();
+    for (size_t k = 0; k < params.size(); ++k) EXPECT_FALSE(pass.fallback[k]) << names[k] << " freeze " << freeze;
+    for (int64_t w = 0; w < 3; ++w) {
+      const auto out = s.wf->forward(r.narrow(0, w, 1), s.molecules[0].tensors).logabs.sum();
+      const auto g = torch::autograd::grad({out}, params, {}, false, false, true);
+      std::vector<torch::Tensor> flat;
+      for (size_t k = 0; k < g.size(); ++k)
+        flat.push_back(g[k].defined() ? g[k].reshape({-1}) : torch::zeros({params[k].numel()}, torch::kFloat64));
+      EXPECT_TRUE(torch::allclose(rows[w], torch::cat(flat), 1e-10, 1e-12)) << "walker " << w << " freeze " << freeze;
+    }
   }
 }
 

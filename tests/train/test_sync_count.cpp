@@ -83,6 +83,21 @@ TEST(SyncCount, SyncOpsAreTheOnesThatReadTheDevice) {
   EXPECT_EQ(counts.syncs, 2);
 }
 
+// The launch estimate counts what a GPU would launch: a batched matrix product is one
+// operator (not the CPU's loop of one product per matrix inside it), views are none.
+TEST(SyncCount, LaunchesCountTopLevelOperatorsButNotViews) {
+  EXPECT_TRUE(is_view_op("aten::view"));
+  EXPECT_FALSE(is_view_op("aten::bmm"));
+  const auto a = torch::randn({64, 5, 5}, torch::kFloat64);
+  const auto counts = count_ops([&] {
+    const auto b = torch::bmm(a, a);                  // 1 launch (64 products inside on the CPU)
+    const auto c = b.view({64, 25}).transpose(0, 1);  // views only
+    (void)(c * 2);                                     // 1 launch
+  });
+  EXPECT_EQ(counts.launches, 2);
+  EXPECT_GE(counts.aten, 4);
+}
+
 // What a CUDA graph of the MH step needs: its body (proposal, log|ψ| of every ansatz, acceptance)
 // never reads device data on the host. Runs of 1 and 4 graphed steps (the CPU's emulated graph,
 // the code a CUDA device captures) have the same syncs: the one acceptance read per run().
