@@ -145,9 +145,9 @@ TEST(RecordedPass, OneBackwardPassEqualsTheVmapMethodForFermiNet) {
   for (size_t k = 0; k < params.size(); ++k) EXPECT_FALSE(pass.fallback[k]) << k;
 }
 
-// The same check for the other ansätze written over the building blocks (PauliNet's rows are
-// checked against single-walker gradients in test_paulinet_training.cpp).
-TEST(RecordedPass, OneBackwardPassEqualsTheVmapMethodForPsiformerAndOrbformer) {
+// The same check for the other ansätze written over the building blocks, plus single-walker
+// backward passes (PauliNet's are in test_paulinet_training.cpp).
+TEST(RecordedPass, OneBackwardPassEqualsTheVmapMethodAndSingleWalkerPassesForPsiformerAndOrbformer) {
   const auto sys = lih();
   for (const auto& model : small_transformer_models()) {
     const auto wf = make_model(model, sys, torch::kFloat64, torch::kCPU);
@@ -157,6 +157,16 @@ TEST(RecordedPass, OneBackwardPassEqualsTheVmapMethodForPsiformerAndOrbformer) {
     const auto old = per_sample_log_gradients_vmap(*wf, test::tensors(sys), r, params, 3);
     EXPECT_LT(rel_err(fast, old), 1e-10) << model.type;
     EXPECT_GT(fast.abs().sum().item<double>(), 0.0) << model.type;
+    // And against one plain backward per walker (no vmap of any kind): Orbformer's generated
+    // orbitals and Psiformer's parameter-derived constants are pulled back batched.
+    for (int64_t w = 0; w < r.size(0); w += 3) {
+      const auto out = wf->forward(r.narrow(0, w, 1), test::tensors(sys)).logabs.sum();
+      const auto g = torch::autograd::grad({out}, params, {}, false, false, true);
+      std::vector<torch::Tensor> flat;
+      for (size_t k = 0; k < g.size(); ++k)
+        flat.push_back(g[k].defined() ? g[k].reshape({-1}) : torch::zeros({params[k].numel()}, torch::kFloat64));
+      EXPECT_LT(rel_err(fast[w], torch::cat(flat)), 1e-10) << model.type << " walker " << w;
+    }
     const auto pass = record_pass(*wf, test::tensors(sys), r, params);
     int fallback = 0;
     for (size_t k = 0; k < params.size(); ++k) fallback += pass.fallback[k];
