@@ -15,6 +15,7 @@
 #   3. the 16-core CPU of the same machine on LiH at 4096 walkers for the GPU/CPU ratio, and
 #      its thread scaling at 512 walkers with and without walker parts (run.walker_threads);
 #   4. `nnvmc profile` on CUDA and one short CUDA training run of Psiformer, PauliNet, Orbformer;
+#   4b. the PauliNet and Orbformer Jacobians on CUDA (time, exactness against the vmapped method);
 #   5. the counter-based walker streams on CUDA: time per MH step, same bits as the CPU;
 #   6. NCCL device collectives (one rank) and the functorch jvp Laplacian on CUDA.
 # Goals (issue 16): LiH 4096 walkers <= 0.15 s/it, C4H4 4096 <= 1 s/it, GPU >= 10x the 16 cores.
@@ -88,6 +89,14 @@ timeout 120 bash "$R" nnvmc profile configs/runs/lih_psiformer.yaml --molecules 
 log "profile psiformer cuda rc=$?"; grep -E "iteration|cover" "$OUT/profile_cuda.log" | tail -4 >> "$OUT/summary.txt"
 for a in psiformer paulinet orbformer; do
   train "lih_1024_${a}" "configs/runs/lih_$a.yaml" 1024 float64 spring cuda 1 60
+done
+# 4b. Their Jacobians on CUDA (one recorded pass; parameter-derived tensors such as Orbformer's
+#     generated orbitals pulled back in one functorch-batched backward): time against a batch
+#     gradient, and exactness against the vmapped method (--old 1).
+for a in paulinet orbformer; do
+  timeout 60 bash "$R" psgrad_bench --config "configs/runs/lih_$a.yaml" --walkers 1024 --repeats 3 --old 1 \
+    run.device=cuda pretrain.steps=0 > "$OUT/psgrad_$a.txt" 2>&1
+  log "psgrad_bench $a 1024 cuda rc=$?"; grep -iE "jac|exact" "$OUT/psgrad_$a.txt" | tail -4 >> "$OUT/summary.txt"
 done
 # 5. Walker streams on the device (the sampler's and Hutchinson's random numbers).
 timeout 60 bash "$R" bench_walker_random --walkers 4096 --repeats 50 --device cuda > "$OUT/walker_random.txt" 2>&1
