@@ -132,10 +132,7 @@ torch::Tensor gaussian_orbitals_tensor(const torch::Tensor& r, const GaussianOrb
   const auto& b = *spec.basis;
   // Trainable inputs (MO coefficients, cusp fits from trainable shifts) enter as per-sample
   // replicas while a per_sample::Recorder is active (one backward gives per-walker gradients).
-  const auto per_walker = [&](const torch::Tensor& c, int64_t dims) {
-    per_sample::Recorder* rec = per_sample::active();
-    return rec != nullptr && c.defined() && c.requires_grad() ? rec->constant(c, r.size(0), dims) : c;
-  };
+  const auto per_walker = [&](const torch::Tensor& c, int64_t dims) { return per_sample::constant(c, r.size(0), dims); };
   const auto d = r.unsqueeze(2) - spec.nuclei;  // [B, E, M, 3]
   const auto r2 = d.square().sum(-1);           // [B, E, M]
   // [B, E, K] · ([K, O] or per walker [B, K, O]) → [B, E, O]
@@ -154,7 +151,7 @@ torch::Tensor gaussian_orbitals_tensor(const torch::Tensor& r, const GaussianOrb
   const auto s_coef = per_walker(cu.s_coefficients, 4);      // [M, P, O] or [B, M, P, O]
   const auto s = s_coef.dim() == 4 ? torch::einsum("bemp,bmpo->bemo", {gauss, s_coef})
                                    : torch::einsum("bemp,mpo->bemo", {gauss, s_coef});  // [B, E, M, O]
-  const auto delta = (per_walker(cu.offset, 4) + per_walker(cu.sign, 4) * torch::exp(p) - s) * cu.active * inside;
+  const auto delta = (per_walker(cu.offset, 4) + cu.sign * torch::exp(p) - s) * cu.active * inside;
   return phi + delta.sum(2);
 }
 

@@ -90,11 +90,16 @@ inline torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight,
 }
 
 /// The constant c as an op sees it: c itself, or (recorder active, c requires grad) its
-/// per-sample replica broadcasting against `like` [B, …] the way c does.
-inline torch::Tensor constant(const torch::Tensor& c, const torch::Tensor& like) {
-  if (Recorder* r = active(); r != nullptr && c.defined() && c.requires_grad())
-    return r->constant(c, like.size(0), like.dim());
+/// per-sample replica for `batch` walkers, broadcasting like c against a tensor of `dims` axes
+/// (Recorder::constant).
+inline torch::Tensor constant(const torch::Tensor& c, int64_t batch, int64_t dims) {
+  if (Recorder* r = active(); r != nullptr && c.defined() && c.requires_grad()) return r->constant(c, batch, dims);
   return c;
+}
+
+/// As above, broadcasting against `like` [B, …].
+inline torch::Tensor constant(const torch::Tensor& c, const torch::Tensor& like) {
+  return constant(c, like.size(0), like.dim());
 }
 
 }  // namespace nnvmc::per_sample
