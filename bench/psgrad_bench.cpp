@@ -13,6 +13,8 @@
 /// against the old one, system (kernel) seconds per stage (getrusage: page faults from fresh
 /// large buffers show there), and the SPRING step against its FLOP count
 /// (B²P for ŌŌᵀ, B³/3 for the Cholesky, 2BP for Ōᵀx) at the measured DGEMM rate.
+/// malloc is tuned as in nnvmc itself (app/allocator_tuning.hpp); NNVMC_MALLOC=default keeps
+/// glibc's defaults, under which every large buffer is a fresh mmap (page faults each repeat).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -26,6 +28,7 @@
 
 #include <torch/cuda.h>
 
+#include "app/allocator_tuning.hpp"
 #include "core/timer.hpp"
 #include "train/natural_gradient.hpp"
 #include "train/optimizer.hpp"
@@ -92,6 +95,7 @@ torch::Tensor spring_step(const torch::Tensor& jac, const torch::Tensor& e, cons
 }  // namespace
 
 int main(int argc, char** argv) {
+  const bool tuned = app::tune_allocator();  // as nnvmc does; NNVMC_MALLOC=default for glibc's
   std::string config_path = std::string(NNVMC_SOURCE_DIR) + "/configs/runs/lih_ferminet_spring.yaml";
   int walkers = 512, repeats = 5, threads = 1, burn_in = 50;
   bool with_old = true;
@@ -178,8 +182,9 @@ int main(int argc, char** argv) {
   }
   const double gemm_rate = 2.0 * b * b * p / median(t["gemm"]);
   const double flops = static_cast<double>(b) * b * p + std::pow(static_cast<double>(b), 3) / 3 + 2.0 * b * p;
-  std::printf("config %s, walkers %ld, parameters %ld, threads %d, repeats %d (medians)\n", config_path.c_str(),
-              static_cast<long>(b), static_cast<long>(p), threads, repeats);
+  std::printf("config %s, walkers %ld, parameters %ld, threads %d, repeats %d (medians), malloc %s\n",
+              config_path.c_str(), static_cast<long>(b), static_cast<long>(p), threads, repeats,
+              tuned ? "tuned as nnvmc" : "glibc defaults");
   std::printf("%-8s %10s %10s\n", "stage", "seconds", "sys_s");
   for (const char* k : {"batch", "jac_new", "jac_old", "ng_new", "ng_old", "kfac", "gemm"})
     if (!t[k].empty()) std::printf("%-8s %10.4f %10.4f\n", k, median(t[k]), median(sys[k]));
