@@ -69,6 +69,13 @@ for w in 512 4096; do
   log "energies same seed, graphs off/on: $(grep -h ' info it ' "$OUT"/train_lih_${w}_kfac_graphs_false.log | tail -1) | \
 $(grep -h ' info it ' "$OUT"/train_lih_${w}_kfac_graphs_true.log | tail -1)"
 done
+# The graph pool is left out of run.memory_budget (batching/held_memory.hpp): with a budget that
+# binds, the local energy fits half of it and the pool reported at capture must fit beside the
+# gradient stage (its chunk line follows).
+train "lih_4096_spring_graphs_budget" configs/runs/lih_ferminet_spring.yaml 4096 float64 spring cuda 1 60 \
+  run.cuda_graphs=true run.memory_budget=1GiB
+grep -hE "graph pool holds|local energy:|per-sample|BudgetError|budget" "$OUT/train_lih_4096_spring_graphs_budget.log" \
+  | head -5 >> "$OUT/summary.txt"
 for a in psiformer paulinet orbformer; do
   train "lih_1024_${a}_graphs" "configs/runs/lih_$a.yaml" 1024 float64 spring cuda 1 60 run.cuda_graphs=true
   grep -h "CUDA graph" "$OUT/train_lih_1024_${a}_graphs.log" | head -2 >> "$OUT/summary.txt"

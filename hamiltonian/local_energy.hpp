@@ -28,6 +28,10 @@ struct ChunkPolicy {
   std::int64_t walkers = 0;  ///< fixed walkers per chunk; 0: size chunks from `budget`
   batching::MemoryBudget budget = batching::MemoryBudget::unlimited();  ///< working memory
   double margin = 0.85;      ///< fraction of the budget the fitted chunk may use (model error)
+  /// With graphed evaluations (set_graph_mode), the share of the budget the chunk is fitted to:
+  /// the graph's pool keeps that working memory for the whole run, and the rest stays for the
+  /// stages that are not captured (per-sample gradients, optimizer), which plan around the pool.
+  double graph_share = 0.5;
   std::string budget_key = "run.memory_budget";  ///< names the budget in error messages
 };
 
@@ -76,7 +80,8 @@ class LocalEnergy {
  private:
   /// @param timed record the laplacian/potential parts in timers_ (not inside a graph)
   LocalEnergyTerms evaluate(WaveFunction& wf, const torch::Tensor& r, std::int64_t chunk, bool timed = true);
-  void calibrate(WaveFunction& wf, const torch::Tensor& r);
+  /// @param share fraction of the budget to fit the chunk to (ChunkPolicy::graph_share when graphed)
+  void calibrate(WaveFunction& wf, const torch::Tensor& r, double share);
 
   std::unique_ptr<LaplacianMethod> method_;
   SystemTensors sys_;

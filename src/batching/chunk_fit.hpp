@@ -27,12 +27,14 @@ struct ChunkFit {
   std::int64_t fixed_bytes = 0;     ///< working memory independent of the chunk size
   std::int64_t bytes_per_item = 0;  ///< working memory per item
   std::int64_t chunk = 0;           ///< largest chunk predicted to fit (may exceed n_items)
+  std::int64_t held_bytes = 0;      ///< memory held on the device when fitted (held_memory.hpp), left out
 };
 
 /// Runs `probe(1)` and `probe(min(n_items, probe_items))` inside peak-memory scopes, fits
-/// peak(k) = fixed + k·per_item and returns the largest k with reserved + fixed + k·per_item
-/// ≤ margin·budget. @throws BudgetError naming options.key and options.what when one item
-/// does not fit.
+/// peak(k) = fixed + k·per_item and returns the largest k with held + reserved + fixed +
+/// k·per_item ≤ margin·budget, where held is what the device holds outside the stages
+/// (held_bytes(options.cuda_device): captured CUDA graphs' memory pool). @throws BudgetError
+/// naming options.key and options.what when one item does not fit.
 ChunkFit fit_chunk(const std::function<void(std::int64_t)>& probe, std::int64_t n_items,
                    const MemoryBudget& budget, const ChunkFitOptions& options = {});
 

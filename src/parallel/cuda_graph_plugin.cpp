@@ -39,6 +39,23 @@ PoolId shared_pool(c10::DeviceIndex device) {
   if (it != pools.end()) return it->second;
   return pools[device] = at::cuda::graph_pool_handle();
 }
+
+/// Per device: graphs that exist, and the reserved memory their captures added (the pool).
+struct PoolUse {
+  int graphs = 0;
+  long long bytes = 0;
+};
+std::mutex pool_use_mutex;
+std::map<c10::DeviceIndex, PoolUse>& pool_use() {
+  static std::map<c10::DeviceIndex, PoolUse> use;
+  return use;
+}
+
+/// Memory the caching allocator has reserved from the driver on `device`.
+long long reserved_bytes(c10::DeviceIndex device) {
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device);
+  return stats.reserved_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].current;
+}
 }  // namespace
 
 extern "C" {
@@ -49,7 +66,10 @@ void* nnvmc_cuda_graph_new(int device, char* error, size_t size) {
   try {
     const c10::DeviceIndex index = device >= 0 ? static_cast<c10::DeviceIndex>(device) : c10::cuda::current_device();
     c10::cuda::CUDAGuard guard(index);
-    return new Graph{index, c10::cuda::getStreamFromPool(/*isHighPriority=*/false, index), {}};
+    auto* graph = new Graph{index, c10::cuda::getStreamFromPool(/*isHighPriority=*/false, index), {}};
+    const std::lock_guard<std::mutex> lock(pool_use_mutex);
+    ++pool_use()[index].graphs;
+    return graph;
   } catch (const std::exception& e) {
     fail(error, size, e.what());
   } catch (...) {
@@ -60,8 +80,24 @@ void* nnvmc_cuda_graph_new(int device, char* error, size_t size) {
 
 void nnvmc_cuda_graph_delete(void* graph) {
   try {
-    delete static_cast<Graph*>(graph);
+    auto* g = static_cast<Graph*>(graph);
+    if (g == nullptr) return;
+    const auto device = g->device;
+    delete g;
+    const std::lock_guard<std::mutex> lock(pool_use_mutex);
+    auto& use = pool_use()[device];
+    if (--use.graphs <= 0) use = PoolUse{};
   } catch (...) {
+  }
+}
+
+long long nnvmc_cuda_graph_pool_bytes(int device) {
+  try {
+    const c10::DeviceIndex index = device >= 0 ? static_cast<c10::DeviceIndex>(device) : c10::cuda::current_device();
+    const std::lock_guard<std::mutex> lock(pool_use_mutex);
+    return pool_use()[index].bytes;
+  } catch (...) {
+    return 0;
   }
 }
 
@@ -91,6 +127,7 @@ int nnvmc_cuda_graph_capture(void* graph, int (*body)(void*), void* context, cha
     c10::cuda::CUDAGuard device_guard(g->device);
     c10::cuda::getCurrentCUDAStream(g->device).synchronize();
     c10::cuda::CUDAStreamGuard stream_guard(g->side);
+    const long long reserved_before = reserved_bytes(g->device);
     g->graph.capture_begin(shared_pool(g->device));
     pool = g->graph.pool();
     int rc = 0;
@@ -108,7 +145,14 @@ int nnvmc_cuda_graph_capture(void* graph, int (*body)(void*), void* context, cha
     }
     if (ended) {
       g->side.synchronize();
-      if (rc == 0) return 0;
+      if (rc == 0) {
+        // The pool's new segments: during a capture every allocation on the device's capturing
+        // stream comes from the pool, so the reserved memory grew by what the pool took.
+        const long long grown = reserved_bytes(g->device) - reserved_before;
+        const std::lock_guard<std::mutex> lock(pool_use_mutex);
+        if (grown > 0) pool_use()[g->device].bytes += grown;
+        return 0;
+      }
       return fail(error, size, "the captured body failed");  // the graph's destructor releases the pool
     }
   } catch (const std::exception& e) {

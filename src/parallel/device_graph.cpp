@@ -4,11 +4,16 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <map>
 #include <mutex>
 
+#include "batching/budget.hpp"
+#include "batching/held_memory.hpp"
+#include "batching/peak_memory.hpp"
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "parallel/cuda_graph_plugin.h"
@@ -25,6 +30,7 @@ struct PluginApi {
   decltype(&nnvmc_cuda_graph_warmup) warmup = nullptr;
   decltype(&nnvmc_cuda_graph_capture) capture = nullptr;
   decltype(&nnvmc_cuda_graph_replay) replay = nullptr;
+  decltype(&nnvmc_cuda_graph_pool_bytes) pool_bytes = nullptr;
 };
 
 /// Folders searched for the plugin: $NNVMC_PLUGIN_DIR, the executable's folder, ../lib/nnvmc
@@ -73,6 +79,7 @@ const PluginApi* plugin(std::string* why) {
     sym(api.warmup, "nnvmc_cuda_graph_warmup");
     sym(api.capture, "nnvmc_cuda_graph_capture");
     sym(api.replay, "nnvmc_cuda_graph_replay");
+    sym(api.pool_bytes, "nnvmc_cuda_graph_pool_bytes");
     if (error.empty() && std::string(api.torch_version()) != TORCH_VERSION)
       error = std::string("libnnvmc_cuda_graph.so was built against torch ") + api.torch_version() + ", nnvmc against " +
               TORCH_VERSION;
@@ -114,6 +121,28 @@ struct BodyCall {
 /// The first line of a message (c10 errors append a backtrace).
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
+/// The graph pool of a device as its DeviceGraphs account for it (device_graph.hpp).
+struct PoolAccount {
+  int graphs = 0;          ///< graphs using the pool
+  std::int64_t bytes = 0;  ///< what it holds
+};
+std::mutex pool_mutex;
+std::map<int, PoolAccount>& pool_accounts() {
+  static std::map<int, PoolAccount> accounts;
+  return accounts;
+}
+/// The held-memory ledger's key for the graph pools (one entry per device).
+const char kPoolHolder = 0;
+
+/// Ledger device: the CUDA index, or −1 for the CPU (emulated graphs).
+int ledger_device(c10::Device d) { return d.is_cuda() ? (d.has_index() ? d.index() : 0) : -1; }
+
+/// Sets device `dev`'s pool to `bytes` in the account and the ledger (caller holds pool_mutex).
+void set_pool_locked(int dev, std::int64_t bytes) {
+  pool_accounts()[dev].bytes = bytes;
+  batching::hold_memory(dev, &kPoolHolder, bytes);
+}
+
 }  // namespace
 
 struct DeviceGraph::Captured {
@@ -140,12 +169,44 @@ DeviceGraph::DeviceGraph(GraphMode mode, c10::Device device, std::string what)
   }
 }
 
-DeviceGraph::~DeviceGraph() = default;
+DeviceGraph::~DeviceGraph() { leave_pool(); }
+
+std::int64_t DeviceGraph::pool_bytes(c10::Device device) {
+  const std::lock_guard<std::mutex> lock(pool_mutex);
+  const auto it = pool_accounts().find(ledger_device(device));
+  return it == pool_accounts().end() ? 0 : it->second.bytes;
+}
+
+void DeviceGraph::warm_up(const std::function<void()>& call) {
+  const int dev = ledger_device(device_);
+  {
+    batching::PeakMemoryScope scope(dev);
+    call();
+    warmup_peak_ = scope.peak_bytes();
+  }
+  const std::lock_guard<std::mutex> lock(pool_mutex);
+  auto& pool = pool_accounts()[dev];
+  if (!in_pool_) ++pool.graphs;
+  in_pool_ = true;
+  set_pool_locked(dev, std::max(pool.bytes, warmup_peak_));
+}
+
+void DeviceGraph::leave_pool() {
+  if (!in_pool_) return;
+  in_pool_ = false;
+  const int dev = ledger_device(device_);
+  const std::lock_guard<std::mutex> lock(pool_mutex);
+  auto& pool = pool_accounts()[dev];
+  if (--pool.graphs > 0) return;
+  pool = PoolAccount{};
+  batching::release_memory(dev, &kPoolHolder);
+}
 
 void DeviceGraph::give_up(const std::string& why) {
   failure_ = first_line(why);
   mode_ = GraphMode::eager;
   graph_.reset();
+  leave_pool();
   log::warn("CUDA graph of " + what_ + " failed (" + failure_ + "): it runs without a graph from now on");
 }
 
@@ -162,7 +223,7 @@ void DeviceGraph::run(const GraphKey& key, const std::function<void()>& body) {
   if (!graph_ || key != key_) {  // a new key: an eager warm-up call first
     key_ = key;
     graph_ = std::make_unique<Captured>();
-    if (mode_ == GraphMode::emulated) return body();
+    if (mode_ == GraphMode::emulated) return warm_up(body);
     char message[512] = {0};
     graph_->graph = plugin(nullptr)->create(device_.has_index() ? device_.index() : -1, message, sizeof message);
     if (graph_->graph == nullptr) {
@@ -170,7 +231,8 @@ void DeviceGraph::run(const GraphKey& key, const std::function<void()>& body) {
       return body();
     }
     BodyCall call{&body, nullptr};
-    const int rc = plugin(nullptr)->warmup(graph_->graph, &BodyCall::call, &call, message, sizeof message);
+    int rc = 0;
+    warm_up([&] { rc = plugin(nullptr)->warmup(graph_->graph, &BodyCall::call, &call, message, sizeof message); });
     if (rc == 1) std::rethrow_exception(call.error);  // the body's own error (the work itself failed)
     if (rc != 0) {
       give_up(message);
@@ -191,7 +253,14 @@ void DeviceGraph::capture(const std::function<void()>& body) {
     char message[512] = {0};
     if (plugin(nullptr)->capture(graph_->graph, &BodyCall::call, &call, message, sizeof message) != 0)
       return give_up(call.error ? call.message() : std::string(message));
-    log::info("captured " + what_ + " as a CUDA graph (replayed with one launch)");
+    const int dev = ledger_device(device_);
+    const std::int64_t pool = plugin(nullptr)->pool_bytes(dev);
+    {
+      const std::lock_guard<std::mutex> lock(pool_mutex);
+      set_pool_locked(dev, pool);  // measured: replaces the warm-up estimate
+    }
+    log::info("captured " + what_ + " as a CUDA graph (replayed with one launch); the device's graph pool holds " +
+              batching::format_bytes(double(pool)) + ", left out of run.memory_budget");
   }
   graph_->ready = true;
   ++captures_;

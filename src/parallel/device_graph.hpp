@@ -9,6 +9,15 @@
 /// refer to the caller's stack (a replay does not call it again). What its owner may replace
 /// between calls (the function evaluated, a parameter's storage) goes into the key: a new key
 /// captures again.
+///
+/// Memory: a captured body's temporaries stay allocated for its replays, in one graph memory
+/// pool per device that the device's graphs share (captures run one after another, and so do
+/// replays, so a capture reuses what an earlier one freed). The pool is counted in batching's
+/// held-memory ledger (held_memory.hpp), which chunk planners leave out of the budget: from the
+/// warm-up call on, as the larger of the pool so far and the warm-up's peak working memory (what
+/// the capture will keep); after a CUDA capture, as the reserved memory the captures added. The
+/// emulated mode keeps the same account on the CPU (nothing is really held there), so tests see
+/// the planning a CUDA device gets. The entry goes when the device's last graph does.
 #include <c10/core/Device.h>
 
 #include <cstdint>
@@ -54,6 +63,10 @@ class DeviceGraph {
   std::int64_t replays() const { return replays_; }
   /// Why capture failed ("" if it did not; the graph then runs eagerly for good).
   const std::string& failure() const { return failure_; }
+  /// Peak working memory of the last warm-up call (what its capture keeps), bytes; 0 before.
+  std::int64_t warmup_peak_bytes() const { return warmup_peak_; }
+  /// Bytes the graph pool of `device` holds by the account above (0: no graph uses it).
+  static std::int64_t pool_bytes(c10::Device device);
 
  private:
   struct Captured;  ///< the plugin's graph, or the kept body when emulated
@@ -65,9 +78,15 @@ class DeviceGraph {
   int captures_ = 0;
   std::int64_t replays_ = 0;
   std::string failure_;
+  std::int64_t warmup_peak_ = 0;
+  bool in_pool_ = false;  ///< counted among the users of its device's graph pool
   void capture(const std::function<void()>& body);
   /// Falls back to eager calls for good, with one warning.
   void give_up(const std::string& why);
+  /// Runs a warm-up call (`call`) measuring its peak working memory; the pool grows to it.
+  void warm_up(const std::function<void()>& call);
+  /// Stops using the device's pool (the last user takes the pool's entry out of the ledger).
+  void leave_pool();
 };
 
 /// Whether CUDA graph capture is available in this process (the plugin loads); the reason

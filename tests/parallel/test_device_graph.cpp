@@ -3,6 +3,11 @@
 /// emulated mode the CPU runs, the eager fallback, and the CUDA plugin's linkage and error path.
 #include <gtest/gtest.h>
 
+#include <torch/torch.h>
+
+#include <memory>
+
+#include "batching/held_memory.hpp"
 #include "parallel/device_graph.hpp"
 
 using namespace nnvmc::parallel;
@@ -49,6 +54,47 @@ TEST(DeviceGraph, CaptureOnACpuDeviceRunsEagerly) {
   EXPECT_EQ(n, 4);
   EXPECT_EQ(graph.captures(), 0);
   EXPECT_TRUE(graph.failure().empty());
+}
+
+namespace {
+constexpr std::int64_t kMiB = std::int64_t{1} << 20;
+/// A body whose temporaries peak at `mib` MiB (what a capture of it keeps in the pool).
+std::function<void()> body_of(std::int64_t mib) {
+  return [mib] { (void)torch::empty({mib * kMiB / 8}, torch::kFloat64).fill_(0.5); };
+}
+}  // namespace
+
+// Graphs of a device share one memory pool that a capture keeps for its replays: from its
+// warm-up call a graph accounts the pool as the larger of the pool so far and its own peak,
+// in the held-memory ledger that chunk planners leave out of the budget; the entry goes with
+// the device's last graph. Emulated graphs keep that account on the CPU.
+TEST(DeviceGraph, EmulatedGraphsAccountTheirWarmUpPeakAsTheSharedPoolUntilTheLastGoes) {
+  ASSERT_EQ(DeviceGraph::pool_bytes(kCpu), 0);
+  auto a = std::make_unique<DeviceGraph>(GraphMode::emulated, kCpu, "a");
+  auto b = std::make_unique<DeviceGraph>(GraphMode::emulated, kCpu, "b");
+  EXPECT_EQ(nnvmc::batching::held_bytes(-1), 0);  // nothing before a warm-up
+  for (int i = 0; i < 3; ++i) a->run({&dummy_a}, body_of(4));
+  EXPECT_GE(a->warmup_peak_bytes(), 4 * kMiB);
+  EXPECT_LT(a->warmup_peak_bytes(), 5 * kMiB);
+  EXPECT_EQ(DeviceGraph::pool_bytes(kCpu), a->warmup_peak_bytes());
+  EXPECT_EQ(nnvmc::batching::held_bytes(-1), a->warmup_peak_bytes());
+  for (int i = 0; i < 3; ++i) b->run({&dummy_b}, body_of(2));  // fits in what a's capture freed
+  EXPECT_EQ(DeviceGraph::pool_bytes(kCpu), a->warmup_peak_bytes());
+  b->run({&dummy_a}, body_of(6));  // a new key: warms up again, the pool grows to it
+  EXPECT_EQ(DeviceGraph::pool_bytes(kCpu), b->warmup_peak_bytes());
+  EXPECT_GE(b->warmup_peak_bytes(), 6 * kMiB);
+  a.reset();  // b still uses the pool
+  EXPECT_EQ(nnvmc::batching::held_bytes(-1), b->warmup_peak_bytes());
+  b.reset();
+  EXPECT_EQ(DeviceGraph::pool_bytes(kCpu), 0);
+  EXPECT_EQ(nnvmc::batching::held_bytes(-1), 0);
+}
+
+TEST(DeviceGraph, EagerGraphsHoldNoMemory) {
+  DeviceGraph graph(GraphMode::captured, kCpu, "test body");  // eager on the CPU
+  for (int i = 0; i < 3; ++i) graph.run({&dummy_a}, body_of(2));
+  EXPECT_EQ(graph.warmup_peak_bytes(), 0);
+  EXPECT_EQ(nnvmc::batching::held_bytes(-1), 0);
 }
 
 #ifdef NNVMC_TEST_CUDA_GRAPH_PLUGIN

@@ -70,7 +70,9 @@ TEST(PerSampleGradients, AddToParametersFollowsTheJacobianLayout) {
 // ---- One recorded backward pass (train/recorded_pass.hpp) against the vmapped method ----
 
 #include "batching/budget.hpp"
+#include "batching/held_memory.hpp"
 #include "batching/peak_memory.hpp"
+#include "hamiltonian/local_energy.hpp"
 #include "blocks/tensor_blocks.hpp"
 #include "core/timer.hpp"
 #include "models/analytic/hydrogenic.hpp"
@@ -259,6 +261,63 @@ TEST(RecordedPass, NaturalGradientStaysWithinTheMemoryBudget) {
     peak = scope.peak_bytes();
   }
   EXPECT_LE(peak, budget);
+  const auto a = trainable_parameters(free), b = trainable_parameters(bounded);
+  for (size_t k = 0; k < a.size(); ++k) EXPECT_LT(rel_err(b[k], a[k]), 1e-10) << k;
+}
+
+// run.cuda_graphs keeps a captured local energy's working memory (the graph pool) for the
+// whole run; the emulated graph keeps that account on the CPU. The local energy fits its chunk
+// to its share of the budget, and the natural-gradient step plans its Jacobian chunks around
+// the pool: pool + step stay within the budget (which the step alone would fill), and the
+// step is the same as with no budget.
+TEST(RecordedPass, NaturalGradientPlansAroundTheGraphPoolOfACapturedLocalEnergy) {
+  const auto sys = lih();
+  const auto r = test::random_positions(sys, 64, 10);
+  const auto e = torch::randn({64}, torch::kFloat64);
+  OptimOptions o;
+  o.type = "spring";
+  o.sr.chunk_walkers = 0;
+  StageTimers timers;
+  const SystemTensors tensors = test::tensors(sys);
+  FermiNet free(test::small_ferminet(), sys), bounded(test::small_ferminet(), sys);
+  std::int64_t whole = 0;
+  {
+    batching::PeakMemoryScope scope;
+    ASSERT_TRUE(make_optimizer(o, free)->step(free, {WalkerBatch{&tensors, r, e}}, 0, timers));
+    whole = scope.peak_bytes();
+  }
+  const std::int64_t budget = whole * 3 / 2;  // the step alone fits in one pass (0.85 · budget > whole)
+  ASSERT_EQ(batching::held_bytes(-1), 0);
+  {
+    HamiltonianOptions h;
+    h.laplacian = "forward";
+    ChunkPolicy p;
+    p.budget = batching::MemoryBudget(budget);
+    LocalEnergy le(sys, make_laplacian(h, 0), torch::TensorOptions().dtype(torch::kFloat64), p);
+    le.set_graph_mode(parallel::GraphMode::emulated);
+    parallel::GraphKey key = {&bounded};
+    for (const auto& q : trainable_parameters(bounded)) key.push_back(q.data_ptr());
+    const auto eager = LocalEnergy(sys, make_laplacian(h, 0), torch::TensorOptions().dtype(torch::kFloat64))(bounded, r);
+    for (int call = 0; call < 3; ++call)  // in chunks: equal to rounding
+      EXPECT_LT(rel_err(le(bounded, r, key).energy, eager.energy), 1e-12) << call;
+    EXPECT_LT(le.chunk(), 64) << "its share of the budget must split the walkers for this test";
+    const std::int64_t held = batching::held_bytes(-1);
+    ASSERT_NE(le.graph(), nullptr);
+    EXPECT_EQ(held, le.graph()->warmup_peak_bytes());
+    EXPECT_GT(held, 0);
+    EXPECT_LE(held, budget / 2);  // its share of the budget
+    EXPECT_GT(whole + held, budget) << "without the account, step and pool would exceed the budget";
+
+    auto opt = make_optimizer(o, bounded, batching::MemoryBudget(budget));
+    std::int64_t peak = 0;
+    {
+      batching::PeakMemoryScope scope;
+      ASSERT_TRUE(opt->step(bounded, {WalkerBatch{&tensors, r, e}}, 0, timers));
+      peak = scope.peak_bytes();
+    }
+    EXPECT_LE(held + peak, budget) << "pool " << held << ", step " << peak << ", alone " << whole;
+  }
+  EXPECT_EQ(batching::held_bytes(-1), 0);  // the pool went with the graph
   const auto a = trainable_parameters(free), b = trainable_parameters(bounded);
   for (size_t k = 0; k < a.size(); ++k) EXPECT_LT(rel_err(b[k], a[k]), 1e-10) << k;
 }
