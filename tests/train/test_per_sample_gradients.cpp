@@ -231,36 +231,38 @@ TEST(RecordedPass, NoRecordingOutsideAPass) {
   EXPECT_EQ(per_sample::active(), nullptr);
 }
 
+namespace {
+/// SPRING steps of small LiH FermiNets on 64 walkers, for the memory-budget tests.
+struct BudgetedSteps {
+  System sys = lih();
+  torch::Tensor r = test::random_positions(sys, 64, 10);
+  torch::Tensor e = torch::randn({64}, torch::kFloat64);
+  SystemTensors tensors = test::tensors(sys);
+  StageTimers timers;
+  /// Peak working memory of one step of `wf` planned for `budget`.
+  std::int64_t peak(WaveFunction& wf, const batching::MemoryBudget& budget = batching::MemoryBudget::unlimited()) {
+    OptimOptions o;
+    o.type = "spring";
+    o.sr.chunk_walkers = 0;
+    auto opt = make_optimizer(o, wf, budget);
+    batching::PeakMemoryScope scope;
+    EXPECT_TRUE(opt->step(wf, {WalkerBatch{&tensors, r, e}}, 0, timers));
+    return scope.peak_bytes();
+  }
+};
+}  // namespace
+
 TEST(RecordedPass, NaturalGradientStaysWithinTheMemoryBudget) {
   // A budget below what the whole batch needs in one pass: the Jacobian is computed in walker
   // chunks, the step is the same as with no budget, and the peak stays within the budget.
-  const auto sys = lih();
-  const auto r = test::random_positions(sys, 64, 10);
-  const auto e = torch::randn({64}, torch::kFloat64);
-  OptimOptions o;
-  o.type = "spring";
-  o.sr.chunk_walkers = 0;
-  StageTimers timers;
-  const SystemTensors tensors = test::tensors(sys);
-  FermiNet free(test::small_ferminet(), sys), bounded(test::small_ferminet(), sys);
-  std::int64_t whole = 0;
-  {
-    batching::PeakMemoryScope scope;
-    ASSERT_TRUE(make_optimizer(o, free)->step(free, {WalkerBatch{&tensors, r, e}}, 0, timers));
-    whole = scope.peak_bytes();
-  }
+  BudgetedSteps steps;
+  FermiNet free(test::small_ferminet(), steps.sys), bounded(test::small_ferminet(), steps.sys);
+  const std::int64_t whole = steps.peak(free);
   // What the optimizer keeps outside the chunks: the Jacobian, the kernel and its factor.
   const std::int64_t reserved = (64 * parameter_count(trainable_parameters(free)) + 3 * 64 * 64) * 8;
   ASSERT_GT(whole, reserved);
   const std::int64_t budget = reserved + (whole - reserved) / 2;
-  auto opt = make_optimizer(o, bounded, batching::MemoryBudget(budget));
-  std::int64_t peak = 0;
-  {
-    batching::PeakMemoryScope scope;
-    ASSERT_TRUE(opt->step(bounded, {WalkerBatch{&tensors, r, e}}, 0, timers));
-    peak = scope.peak_bytes();
-  }
-  EXPECT_LE(peak, budget);
+  EXPECT_LE(steps.peak(bounded, batching::MemoryBudget(budget)), budget);
   const auto a = trainable_parameters(free), b = trainable_parameters(bounded);
   for (size_t k = 0; k < a.size(); ++k) EXPECT_LT(rel_err(b[k], a[k]), 1e-10) << k;
 }
@@ -271,21 +273,9 @@ TEST(RecordedPass, NaturalGradientStaysWithinTheMemoryBudget) {
 // the pool: pool + step stay within the budget (which the step alone would fill), and the
 // step is the same as with no budget.
 TEST(RecordedPass, NaturalGradientPlansAroundTheGraphPoolOfACapturedLocalEnergy) {
-  const auto sys = lih();
-  const auto r = test::random_positions(sys, 64, 10);
-  const auto e = torch::randn({64}, torch::kFloat64);
-  OptimOptions o;
-  o.type = "spring";
-  o.sr.chunk_walkers = 0;
-  StageTimers timers;
-  const SystemTensors tensors = test::tensors(sys);
-  FermiNet free(test::small_ferminet(), sys), bounded(test::small_ferminet(), sys);
-  std::int64_t whole = 0;
-  {
-    batching::PeakMemoryScope scope;
-    ASSERT_TRUE(make_optimizer(o, free)->step(free, {WalkerBatch{&tensors, r, e}}, 0, timers));
-    whole = scope.peak_bytes();
-  }
+  BudgetedSteps steps;
+  FermiNet free(test::small_ferminet(), steps.sys), bounded(test::small_ferminet(), steps.sys);
+  const std::int64_t whole = steps.peak(free);
   const std::int64_t budget = whole * 3 / 2;  // the step alone fits in one pass (0.85 · budget > whole)
   ASSERT_EQ(batching::held_bytes(-1), 0);
   {
@@ -293,13 +283,14 @@ TEST(RecordedPass, NaturalGradientPlansAroundTheGraphPoolOfACapturedLocalEnergy)
     h.laplacian = "forward";
     ChunkPolicy p;
     p.budget = batching::MemoryBudget(budget);
-    LocalEnergy le(sys, make_laplacian(h, 0), torch::TensorOptions().dtype(torch::kFloat64), p);
+    const auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
+    LocalEnergy le(steps.sys, make_laplacian(h, 0), f64, p);
     le.set_graph_mode(parallel::GraphMode::emulated);
     parallel::GraphKey key = {&bounded};
     for (const auto& q : trainable_parameters(bounded)) key.push_back(q.data_ptr());
-    const auto eager = LocalEnergy(sys, make_laplacian(h, 0), torch::TensorOptions().dtype(torch::kFloat64))(bounded, r);
+    const auto eager = LocalEnergy(steps.sys, make_laplacian(h, 0), f64)(bounded, steps.r);
     for (int call = 0; call < 3; ++call)  // in chunks: equal to rounding
-      EXPECT_LT(rel_err(le(bounded, r, key).energy, eager.energy), 1e-12) << call;
+      EXPECT_LT(rel_err(le(bounded, steps.r, key).energy, eager.energy), 1e-12) << call;
     EXPECT_LT(le.chunk(), 64) << "its share of the budget must split the walkers for this test";
     const std::int64_t held = batching::held_bytes(-1);
     ASSERT_NE(le.graph(), nullptr);
@@ -307,14 +298,7 @@ TEST(RecordedPass, NaturalGradientPlansAroundTheGraphPoolOfACapturedLocalEnergy)
     EXPECT_GT(held, 0);
     EXPECT_LE(held, budget / 2);  // its share of the budget
     EXPECT_GT(whole + held, budget) << "without the account, step and pool would exceed the budget";
-
-    auto opt = make_optimizer(o, bounded, batching::MemoryBudget(budget));
-    std::int64_t peak = 0;
-    {
-      batching::PeakMemoryScope scope;
-      ASSERT_TRUE(opt->step(bounded, {WalkerBatch{&tensors, r, e}}, 0, timers));
-      peak = scope.peak_bytes();
-    }
+    const std::int64_t peak = steps.peak(bounded, batching::MemoryBudget(budget));
     EXPECT_LE(held + peak, budget) << "pool " << held << ", step " << peak << ", alone " << whole;
   }
   EXPECT_EQ(batching::held_bytes(-1), 0);  // the pool went with the graph
