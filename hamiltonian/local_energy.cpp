@@ -56,7 +56,7 @@ LocalEnergyTerms LocalEnergy::evaluate(WaveFunction& wf, const torch::Tensor& r,
   return out;
 }
 
-void LocalEnergy::calibrate(WaveFunction& wf, const torch::Tensor& r, double share) {
+void LocalEnergy::calibrate(WaveFunction& wf, const torch::Tensor& r, bool graphed) {
   const auto rng = method_->rng_state();
   batching::ChunkFitOptions o;
   o.margin = policy_.margin;
@@ -64,14 +64,17 @@ void LocalEnergy::calibrate(WaveFunction& wf, const torch::Tensor& r, double sha
   o.key = policy_.budget_key;
   o.what = "walker (local-energy evaluation)";
   o.cuda_device = static_cast<int>(r.get_device());  // −1 on the CPU: counted by the CPU allocator
-  const auto budget = share < 1 ? policy_.budget.scaled(share) : policy_.budget;
+  // A graphed evaluation fits its share of the budget; its capture joins the shared graph pool
+  // (reusing what earlier captures freed), so what the pool already holds is not subtracted.
+  o.subtract_held = !graphed;
+  const auto budget = graphed ? policy_.budget.scaled(policy_.graph_share) : policy_.budget;
   const auto fit = batching::fit_chunk([&](std::int64_t k) { evaluate(wf, r.slice(0, 0, k), k); }, r.size(0),
                                        budget, o);
   if (rng.defined()) method_->set_rng_state(rng);
   calibration_ = fit;
   chunk_ = fit.chunk;  // may exceed B; evaluate caps it
   std::string context;
-  if (share < 1) context += strfmt(", %.0f%% of it for a graphed evaluation", 100 * share);
+  if (graphed) context += strfmt(", %.0f%% of it for a graphed evaluation", 100 * policy_.graph_share);
   if (fit.held_bytes > 0)
     context += ", less " + batching::format_bytes(double(fit.held_bytes)) + " held by captured CUDA graphs";
   log::info(strfmt("local energy: %s per walker + %s fixed (measured) -> up to %lld walkers per chunk for %s = %s%s",
@@ -87,7 +90,7 @@ LocalEnergyTerms LocalEnergy::operator()(WaveFunction& wf, const torch::Tensor& 
   // A graph that will hold its working memory: captured on a CUDA device, or emulated.
   const bool holds = graphed && (graph_mode_ == parallel::GraphMode::emulated || r.is_cuda());
   if (chunk_ == 0 && policy_.walkers == 0 && !policy_.budget.is_unlimited()) {
-    calibrate(wf, r, holds ? policy_.graph_share : 1.0);
+    calibrate(wf, r, holds);
   }
   if (graphed) return evaluate_graphed(wf, r, key);
   return evaluate(wf, r, chunk_);

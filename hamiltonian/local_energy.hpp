@@ -31,6 +31,8 @@ struct ChunkPolicy {
   /// With graphed evaluations (set_graph_mode), the share of the budget the chunk is fitted to:
   /// the graph's pool keeps that working memory for the whole run, and the rest stays for the
   /// stages that are not captured (per-sample gradients, optimizer), which plan around the pool.
+  /// The pool is shared by the device's graphs (a capture reuses what earlier ones freed), so
+  /// this fit does not subtract what the pool already holds.
   double graph_share = 0.5;
   std::string budget_key = "run.memory_budget";  ///< names the budget in error messages
 };
@@ -80,8 +82,9 @@ class LocalEnergy {
  private:
   /// @param timed record the laplacian/potential parts in timers_ (not inside a graph)
   LocalEnergyTerms evaluate(WaveFunction& wf, const torch::Tensor& r, std::int64_t chunk, bool timed = true);
-  /// @param share fraction of the budget to fit the chunk to (ChunkPolicy::graph_share when graphed)
-  void calibrate(WaveFunction& wf, const torch::Tensor& r, double share);
+  /// @param graphed fit ChunkPolicy::graph_share of the budget, joining the graph pool (held
+  /// memory not subtracted) @see ChunkPolicy::graph_share
+  void calibrate(WaveFunction& wf, const torch::Tensor& r, bool graphed);
 
   std::unique_ptr<LaplacianMethod> method_;
   SystemTensors sys_;

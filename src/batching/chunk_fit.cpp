@@ -20,7 +20,7 @@ ChunkFit fit_chunk(const std::function<void(std::int64_t)>& probe, std::int64_t 
   ChunkFit fit;
   fit.bytes_per_item = std::max<std::int64_t>(k > 1 ? (pk - p1) / (k - 1) : p1, 1);
   fit.fixed_bytes = std::max<std::int64_t>(p1 - fit.bytes_per_item, 0) + std::max<std::int64_t>(o.reserved_bytes, 0);
-  fit.held_bytes = held_bytes(o.cuda_device);
+  fit.held_bytes = o.subtract_held ? held_bytes(o.cuda_device) : 0;
   const MemoryBudget usable = budget.scaled(o.margin);
   const std::int64_t one = std::max(p1 + o.reserved_bytes, fit.fixed_bytes + fit.bytes_per_item) + fit.held_bytes;
   if (one > usable.bytes())

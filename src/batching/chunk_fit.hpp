@@ -20,6 +20,10 @@ struct ChunkFitOptions {
   std::string key = "memory budget";  ///< names the budget in error messages
   std::string what = "item";          ///< names one item in error messages
   int cuda_device = -1;  ///< measure on this CUDA device's caching allocator (−1: the CPU)
+  /// Leave the device's held memory (held_memory.hpp) out of the budget. False for a stage whose
+  /// working memory joins the graph pool itself (a graphed local energy): its capture reuses
+  /// what the pool holds rather than adding to it.
+  bool subtract_held = true;
 };
 
 /// The measurement and the chunk chosen from it.
@@ -27,13 +31,13 @@ struct ChunkFit {
   std::int64_t fixed_bytes = 0;     ///< working memory independent of the chunk size
   std::int64_t bytes_per_item = 0;  ///< working memory per item
   std::int64_t chunk = 0;           ///< largest chunk predicted to fit (may exceed n_items)
-  std::int64_t held_bytes = 0;      ///< memory held on the device when fitted (held_memory.hpp), left out
+  std::int64_t held_bytes = 0;      ///< held memory left out of the budget (0 unless subtract_held)
 };
 
 /// Runs `probe(1)` and `probe(min(n_items, probe_items))` inside peak-memory scopes, fits
 /// peak(k) = fixed + k·per_item and returns the largest k with held + reserved + fixed +
 /// k·per_item ≤ margin·budget, where held is what the device holds outside the stages
-/// (held_bytes(options.cuda_device): captured CUDA graphs' memory pool). @throws BudgetError
+/// (held_bytes(options.cuda_device): captured CUDA graphs' memory pool; 0 without subtract_held). @throws BudgetError
 /// naming options.key and options.what when one item does not fit.
 ChunkFit fit_chunk(const std::function<void(std::int64_t)>& probe, std::int64_t n_items,
                    const MemoryBudget& budget, const ChunkFitOptions& options = {});

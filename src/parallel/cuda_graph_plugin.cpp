@@ -22,6 +22,7 @@ struct Graph {
   c10::DeviceIndex device;
   c10::cuda::CUDAStream side;  ///< warm-up and capture (graphs are captured on a non-default stream)
   at::cuda::CUDAGraph graph;
+  bool holds_pool = false;     ///< holds a use of its device's shared pool (released when deleted)
 };
 
 int fail(char* error, size_t size, const char* what, int code = 2) {
@@ -30,31 +31,46 @@ int fail(char* error, size_t size, const char* what, int code = 2) {
   return code;
 }
 
-/// One graph memory pool per device, shared by every graph of the process.
-PoolId shared_pool(c10::DeviceIndex device) {
-  static std::mutex mutex;
-  static std::map<c10::DeviceIndex, PoolId> pools;
-  const std::lock_guard<std::mutex> lock(mutex);
-  const auto it = pools.find(device);
-  if (it != pools.end()) return it->second;
-  return pools[device] = at::cuda::graph_pool_handle();
-}
-
-/// Per device: graphs that exist, and the reserved memory their captures added (the pool).
-struct PoolUse {
-  int graphs = 0;
-  long long bytes = 0;
+/// One graph memory pool per device, shared by every captured graph of the process. Its id is
+/// kept while a captured graph uses it and forgotten when none does: the allocator frees a pool
+/// nobody uses, and asserts when a capture asks for such a pool again, so the next capture takes
+/// a fresh one.
+struct SharedPool {
+  PoolId id{0, 0};
+  bool valid = false;
+  int captured = 0;  ///< captured graphs that use it
 };
-std::mutex pool_use_mutex;
-std::map<c10::DeviceIndex, PoolUse>& pool_use() {
-  static std::map<c10::DeviceIndex, PoolUse> use;
-  return use;
+std::mutex pool_mutex;
+std::map<c10::DeviceIndex, SharedPool>& shared_pools() {
+  static std::map<c10::DeviceIndex, SharedPool> pools;
+  return pools;
 }
 
-/// Memory the caching allocator has reserved from the driver on `device`.
-long long reserved_bytes(c10::DeviceIndex device) {
-  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device);
-  return stats.reserved_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].current;
+PoolId shared_pool(c10::DeviceIndex device) {
+  const std::lock_guard<std::mutex> lock(pool_mutex);
+  auto& pool = shared_pools()[device];
+  if (!pool.valid) {
+    pool.id = at::cuda::graph_pool_handle();
+    pool.valid = true;
+  }
+  return pool.id;
+}
+
+/// A capture on `device` ended: `holds` when its graph keeps a use of the pool (released when
+/// the graph is deleted); otherwise the use was released already, and a pool no graph uses any
+/// more is forgotten.
+void capture_ended(c10::DeviceIndex device, bool holds) {
+  const std::lock_guard<std::mutex> lock(pool_mutex);
+  auto& pool = shared_pools()[device];
+  if (holds) ++pool.captured;
+  else if (pool.captured == 0) pool = SharedPool{};
+}
+
+/// A graph of `device` that held a use of the pool was deleted (its destructor released it).
+void captured_graph_deleted(c10::DeviceIndex device) {
+  const std::lock_guard<std::mutex> lock(pool_mutex);
+  auto& pool = shared_pools()[device];
+  if (--pool.captured <= 0) pool = SharedPool{};
 }
 }  // namespace
 
@@ -66,10 +82,7 @@ void* nnvmc_cuda_graph_new(int device, char* error, size_t size) {
   try {
     const c10::DeviceIndex index = device >= 0 ? static_cast<c10::DeviceIndex>(device) : c10::cuda::current_device();
     c10::cuda::CUDAGuard guard(index);
-    auto* graph = new Graph{index, c10::cuda::getStreamFromPool(/*isHighPriority=*/false, index), {}};
-    const std::lock_guard<std::mutex> lock(pool_use_mutex);
-    ++pool_use()[index].graphs;
-    return graph;
+    return new Graph{index, c10::cuda::getStreamFromPool(/*isHighPriority=*/false, index), {}};
   } catch (const std::exception& e) {
     fail(error, size, e.what());
   } catch (...) {
@@ -83,10 +96,9 @@ void nnvmc_cuda_graph_delete(void* graph) {
     auto* g = static_cast<Graph*>(graph);
     if (g == nullptr) return;
     const auto device = g->device;
+    const bool holds = g->holds_pool;
     delete g;
-    const std::lock_guard<std::mutex> lock(pool_use_mutex);
-    auto& use = pool_use()[device];
-    if (--use.graphs <= 0) use = PoolUse{};
+    if (holds) captured_graph_deleted(device);
   } catch (...) {
   }
 }
@@ -94,8 +106,19 @@ void nnvmc_cuda_graph_delete(void* graph) {
 long long nnvmc_cuda_graph_pool_bytes(int device) {
   try {
     const c10::DeviceIndex index = device >= 0 ? static_cast<c10::DeviceIndex>(device) : c10::cuda::current_device();
-    const std::lock_guard<std::mutex> lock(pool_use_mutex);
-    return pool_use()[index].bytes;
+    PoolId id{0, 0};
+    {
+      const std::lock_guard<std::mutex> lock(pool_mutex);
+      const auto& pool = shared_pools()[index];
+      if (!pool.valid || pool.captured == 0) return 0;
+      id = pool.id;
+    }
+    // The pool's segments, as the allocator lists them (no traces).
+    const auto snapshot = c10::cuda::CUDACachingAllocator::snapshot(PoolId{0, 0}, /*include_traces=*/false);
+    long long bytes = 0;
+    for (const auto& segment : snapshot.segments)
+      if (segment.device == index && segment.owner_private_pool_id == id) bytes += static_cast<long long>(segment.total_size);
+    return bytes;
   } catch (...) {
     return 0;
   }
@@ -127,7 +150,6 @@ int nnvmc_cuda_graph_capture(void* graph, int (*body)(void*), void* context, cha
     c10::cuda::CUDAGuard device_guard(g->device);
     c10::cuda::getCurrentCUDAStream(g->device).synchronize();
     c10::cuda::CUDAStreamGuard stream_guard(g->side);
-    const long long reserved_before = reserved_bytes(g->device);
     g->graph.capture_begin(shared_pool(g->device));
     pool = g->graph.pool();
     int rc = 0;
@@ -145,15 +167,10 @@ int nnvmc_cuda_graph_capture(void* graph, int (*body)(void*), void* context, cha
     }
     if (ended) {
       g->side.synchronize();
-      if (rc == 0) {
-        // The pool's new segments: during a capture every allocation on the device's capturing
-        // stream comes from the pool, so the reserved memory grew by what the pool took.
-        const long long grown = reserved_bytes(g->device) - reserved_before;
-        const std::lock_guard<std::mutex> lock(pool_use_mutex);
-        if (grown > 0) pool_use()[g->device].bytes += grown;
-        return 0;
-      }
-      return fail(error, size, "the captured body failed");  // the graph's destructor releases the pool
+      g->holds_pool = true;  // until the graph is deleted (its destructor releases the pool)
+      capture_ended(g->device, true);
+      if (rc == 0) return 0;
+      return fail(error, size, "the captured body failed");
     }
   } catch (const std::exception& e) {
     fail(error, size, e.what());
@@ -175,6 +192,7 @@ int nnvmc_cuda_graph_capture(void* graph, int (*body)(void*), void* context, cha
       c10::cuda::CUDACachingAllocator::releasePool(g->device, *pool);
     } catch (...) {
     }
+    capture_ended(g->device, false);
   }
   cudaGetLastError();
   if (error != nullptr && size > 0 && error[0] == '\0') std::snprintf(error, size, "the captured body failed");

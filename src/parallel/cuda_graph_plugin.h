@@ -30,9 +30,9 @@ int nnvmc_cuda_graph_warmup(void* graph, int (*body)(void*), void* context, char
 int nnvmc_cuda_graph_capture(void* graph, int (*body)(void*), void* context, char* error, size_t size);
 /** Replays a captured graph on the current stream. @return 0, or non-zero with `error` filled. */
 int nnvmc_cuda_graph_replay(void* graph, char* error, size_t size);
-/** Bytes the shared graph pool of CUDA device `device` holds: the growth of the caching
- *  allocator's reserved memory over the captures of the device's graphs that exist (0 once
- *  the last of them is deleted: the allocator may then free the pool). */
+/** Bytes the shared graph pool of CUDA device `device` holds: the caching allocator's segments
+ *  owned by the pool (0 when no captured graph uses it: the allocator then frees it, and the
+ *  next capture takes a fresh pool). */
 long long nnvmc_cuda_graph_pool_bytes(int device);
 
 #ifdef __cplusplus

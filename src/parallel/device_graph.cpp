@@ -185,10 +185,13 @@ void DeviceGraph::warm_up(const std::function<void()>& call) {
     warmup_peak_ = scope.peak_bytes();
   }
   const std::lock_guard<std::mutex> lock(pool_mutex);
-  auto& pool = pool_accounts()[dev];
-  if (!in_pool_) ++pool.graphs;
+  join_pool_locked(dev);
+  set_pool_locked(dev, std::max(pool_accounts()[dev].bytes, warmup_peak_));
+}
+
+void DeviceGraph::join_pool_locked(int dev) {
+  if (!in_pool_) ++pool_accounts()[dev].graphs;
   in_pool_ = true;
-  set_pool_locked(dev, std::max(pool.bytes, warmup_peak_));
 }
 
 void DeviceGraph::leave_pool() {
@@ -223,22 +226,28 @@ void DeviceGraph::run(const GraphKey& key, const std::function<void()>& body) {
   if (!graph_ || key != key_) {  // a new key: an eager warm-up call first
     key_ = key;
     graph_ = std::make_unique<Captured>();
-    if (mode_ == GraphMode::emulated) return warm_up(body);
-    char message[512] = {0};
-    graph_->graph = plugin(nullptr)->create(device_.has_index() ? device_.index() : -1, message, sizeof message);
-    if (graph_->graph == nullptr) {
-      give_up(message);
-      return body();
+    try {
+      if (mode_ == GraphMode::emulated) return warm_up(body);
+      char message[512] = {0};
+      graph_->graph = plugin(nullptr)->create(device_.has_index() ? device_.index() : -1, message, sizeof message);
+      if (graph_->graph == nullptr) {
+        give_up(message);
+        return body();
+      }
+      BodyCall call{&body, nullptr};
+      int rc = 0;
+      warm_up([&] { rc = plugin(nullptr)->warmup(graph_->graph, &BodyCall::call, &call, message, sizeof message); });
+      if (rc == 1) std::rethrow_exception(call.error);  // the body's own error (the work itself failed)
+      if (rc != 0) {
+        give_up(message);
+        return body();
+      }
+      return;
+    } catch (...) {  // the next call warms up again
+      graph_.reset();
+      key_.clear();
+      throw;
     }
-    BodyCall call{&body, nullptr};
-    int rc = 0;
-    warm_up([&] { rc = plugin(nullptr)->warmup(graph_->graph, &BodyCall::call, &call, message, sizeof message); });
-    if (rc == 1) std::rethrow_exception(call.error);  // the body's own error (the work itself failed)
-    if (rc != 0) {
-      give_up(message);
-      return body();
-    }
-    return;
   }
   capture(body);
   if (mode_ == GraphMode::eager) return body();  // capture failed: nothing ran
@@ -254,13 +263,19 @@ void DeviceGraph::capture(const std::function<void()>& body) {
     if (plugin(nullptr)->capture(graph_->graph, &BodyCall::call, &call, message, sizeof message) != 0)
       return give_up(call.error ? call.message() : std::string(message));
     const int dev = ledger_device(device_);
-    const std::int64_t pool = plugin(nullptr)->pool_bytes(dev);
+    const std::int64_t measured = plugin(nullptr)->pool_bytes(dev);
+    std::int64_t pool = 0;
     {
       const std::lock_guard<std::mutex> lock(pool_mutex);
-      set_pool_locked(dev, pool);  // measured: replaces the warm-up estimate
+      join_pool_locked(dev);
+      // The pool's segments (rounded up by the allocator) or the warm-up estimates, whichever is
+      // larger: the account never shrinks while graphs use the pool.
+      pool = std::max(measured, pool_accounts()[dev].bytes);
+      set_pool_locked(dev, pool);
     }
     log::info("captured " + what_ + " as a CUDA graph (replayed with one launch); the device's graph pool holds " +
-              batching::format_bytes(double(pool)) + ", left out of run.memory_budget");
+              batching::format_bytes(double(measured)) + " (accounted " + batching::format_bytes(double(pool)) +
+              ", left out of run.memory_budget)");
   }
   graph_->ready = true;
   ++captures_;

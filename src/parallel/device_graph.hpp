@@ -15,7 +15,8 @@
 /// replays, so a capture reuses what an earlier one freed). The pool is counted in batching's
 /// held-memory ledger (held_memory.hpp), which chunk planners leave out of the budget: from the
 /// warm-up call on, as the larger of the pool so far and the warm-up's peak working memory (what
-/// the capture will keep); after a CUDA capture, as the reserved memory the captures added. The
+/// the capture will keep); after a CUDA capture, as the larger of that and the pool's segments
+/// (the plugin's nnvmc_cuda_graph_pool_bytes, from the caching allocator's snapshot). The
 /// emulated mode keeps the same account on the CPU (nothing is really held there), so tests see
 /// the planning a CUDA device gets. The entry goes when the device's last graph does.
 #include <c10/core/Device.h>
@@ -52,8 +53,8 @@ class DeviceGraph {
   /// Does the body's work once. With a new key: the first call runs it eagerly (warm-up:
   /// lazy initialisations, workspaces; on CUDA on the graph's own side stream), the next
   /// captures it and replays; later calls with the same key replay. An exception of the body
-  /// in an eager call propagates; a capture that fails (the body syncs, CUDA refuses) makes
-  /// the graph eager for good, with one warning.
+  /// in an eager call propagates (after a warm-up, the next call warms up again); a capture
+  /// that fails (the body syncs, CUDA refuses) makes the graph eager for good, with one warning.
   void run(const GraphKey& key, const std::function<void()>& body);
 
   GraphMode mode() const { return mode_; }
@@ -85,6 +86,8 @@ class DeviceGraph {
   void give_up(const std::string& why);
   /// Runs a warm-up call (`call`) measuring its peak working memory; the pool grows to it.
   void warm_up(const std::function<void()>& call);
+  /// Counts this graph among the users of device `dev`'s pool (caller holds the pool lock).
+  void join_pool_locked(int dev);
   /// Stops using the device's pool (the last user takes the pool's entry out of the ledger).
   void leave_pool();
 };

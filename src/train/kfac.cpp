@@ -93,11 +93,11 @@ class KfacOptimizer final : public Optimizer {
         walkers += e.size(0);
         // g = mean over molecules of E_b[(E_L − Ē)·O_b].
         const auto w = own_rows(e - e.mean(), offset, b) / (static_cast<double>(e.size(0)) * molecules);
-        if (chunk_ == 0) chunk_ = fit_per_sample_chunk(wf, *batch.sys, batch.r, options_.sr.chunk_walkers, budget_, 0);
+        const auto chunk = chunk_(wf, *batch.sys, batch.r, options_.sr.chunk_walkers, budget_, 0);
         // On the CPU, one part of the walkers per thread, each with its own sums (added in part
         // order below) and chunks within the fitted memory (the parts run at once). With several
         // parts, the block structure comes from the first walker before they start.
-        const auto split = parallel::split_chunk(parallel::walker_parts(b, batch.r.device().is_cpu()), chunk_);
+        const auto split = parallel::split_chunk(parallel::walker_parts(b, batch.r.device().is_cpu()), chunk);
         const std::int64_t parts = split.parts, step = split.chunk;
         if (!structured_ && parts > 1) discover(record_pass(wf, *batch.sys, batch.r.slice(0, 0, 1), params), params);
         std::vector<StepSums> part_sums(static_cast<std::size_t>(parts));
@@ -293,7 +293,7 @@ class KfacOptimizer final : public Optimizer {
   OptimOptions options_;
   batching::MemoryBudget budget_;
   std::vector<std::string> names_;   ///< trainable parameter names, in trainable_parameters() order
-  std::int64_t chunk_ = 0;           ///< walkers per recorded pass (0: not yet sized)
+  PerSampleChunk chunk_;             ///< walkers per recorded pass
   bool structured_ = false;          ///< blocks_ and diagonal_ known
   std::vector<KroneckerBlock> blocks_;
   std::vector<int> diagonal_;        ///< parameters with a diagonal block

@@ -186,8 +186,10 @@ class NaturalGradientOptimizer final : public Optimizer {
       auto scope = timers.scope("gradient");
       for (size_t i = 0; i < batches.size(); ++i) {
         const auto& b = batches[i];
-        if (chunk_ == 0) chunk_ = fit_chunk(wf, *b.sys, b.r);
-        per_sample_log_gradients_into(wf, *b.sys, b.r, chunk_, jacobians_[i]);
+        // Jacobian, kernel and its factor (float64) stay outside the chunks.
+        const std::int64_t reserved = (b.r.size(0) * parameters_ + 3 * b.r.size(0) * b.r.size(0)) * 8;
+        const auto chunk = chunk_(wf, *b.sys, b.r, options_.sr.chunk_walkers, budget_, reserved);
+        per_sample_log_gradients_into(wf, *b.sys, b.r, chunk, jacobians_[i]);
         // all ranks' walkers (one rank: its own)
         energies.push_back(clip_local_energies(all_walkers(b.e_loc.detach()), options_.clip_width));
       }
@@ -272,7 +274,7 @@ class NaturalGradientOptimizer final : public Optimizer {
     for (size_t m = 0; m < batches.size(); ++m) {
       const auto& b = batches[m];
       // this rank's walkers n of all ranks' total (energies hold all walkers)
-      const std::int64_t n = b.r.size(0), total = energies[m].size(0), chunk = std::max<std::int64_t>(1, chunk_);
+      const std::int64_t n = b.r.size(0), total = energies[m].size(0), chunk = std::max<std::int64_t>(1, chunk_.value());
       if (total < 2) continue;
       const auto sigma = energy_std(energies[m]);  // stays on the device
       for (std::int64_t lo = 0; lo < n; lo += chunk) {
@@ -294,18 +296,12 @@ class NaturalGradientOptimizer final : public Optimizer {
     return out[0];
   }
 
-  /// optim.sr.chunk_walkers (0: all), reduced if the measured memory per walker says it does not fit.
-  std::int64_t fit_chunk(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r) const {
-    const std::int64_t b = r.size(0);
-    // Jacobian, kernel and its factor (float64) stay outside the chunks.
-    return fit_per_sample_chunk(wf, sys, r, options_.sr.chunk_walkers, budget_, (b * parameters_ + 3 * b * b) * 8);
-  }
-
   OptimOptions options_;
   std::int64_t parameters_;  ///< P
   batching::MemoryBudget budget_;
   double penalty_weight_;    ///< determinant-balance weight (0: off)
-  std::int64_t chunk_ = 0;   ///< walkers per Jacobian pass (0: not yet sized)
+  /// optim.sr.chunk_walkers (0: all), reduced if the measured memory per walker says it does not fit.
+  PerSampleChunk chunk_;
   torch::Tensor previous_;  ///< SPRING's δ_{t−1} [P] float64 (undefined before the first step)
   std::vector<torch::Tensor> jacobians_;  ///< per molecule [B, P], reused (Ō is formed in place)
   SampleSpaceBuffers buffers_;            ///< kernel, factor and δ, reused

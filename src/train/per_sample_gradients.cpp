@@ -1,6 +1,7 @@
 #include "train/per_sample_gradients.hpp"
 
 #include "batching/chunk_fit.hpp"
+#include "batching/held_memory.hpp"
 #include "core/errors.hpp"
 #include "parallel/walker_threads.hpp"
 #include "train/recorded_pass.hpp"
@@ -68,6 +69,17 @@ std::int64_t fit_per_sample_chunk(WaveFunction& wf, const SystemTensors& sys, co
                                   ? fit.chunk - ((parts - 1) * fit.fixed_bytes + fit.bytes_per_item - 1) / fit.bytes_per_item
                                   : fit.chunk;
   return std::max<std::int64_t>(1, std::min(want, shared));
+}
+
+std::int64_t PerSampleChunk::operator()(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r,
+                                        std::int64_t want, const batching::MemoryBudget& budget,
+                                        std::int64_t reserved_bytes) {
+  const std::int64_t held = batching::held_bytes(r.is_cuda() ? static_cast<int>(r.get_device()) : -1);
+  if (chunk_ == 0 || held > held_) {
+    chunk_ = fit_per_sample_chunk(wf, sys, r, want, budget, reserved_bytes);
+    held_ = held;
+  }
+  return chunk_;
 }
 
 void add_to_parameters(const std::vector<torch::Tensor>& params, const torch::Tensor& delta,

@@ -43,6 +43,22 @@ std::int64_t fit_per_sample_chunk(WaveFunction& wf, const SystemTensors& sys, co
                                   std::int64_t want, const batching::MemoryBudget& budget,
                                   std::int64_t reserved_bytes);
 
+/// fit_per_sample_chunk kept between steps, and fitted again when the device holds more memory
+/// than when it was fitted (batching/held_memory.hpp: a CUDA graph captured since, whose pool
+/// replaces or exceeds its warm-up estimate), so the pool and the passes stay within the budget.
+class PerSampleChunk {
+ public:
+  /// Walkers per pass for these walkers; arguments as fit_per_sample_chunk's.
+  std::int64_t operator()(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r, std::int64_t want,
+                          const batching::MemoryBudget& budget, std::int64_t reserved_bytes);
+  /// The last chunk (0 before the first call).
+  std::int64_t value() const { return chunk_; }
+
+ private:
+  std::int64_t chunk_ = 0;
+  std::int64_t held_ = 0;  ///< held memory when fitted
+};
+
 /// θ ← + alpha·delta, with delta [P] in trainable_parameters() order (converted to each
 /// parameter's dtype and device).
 void add_to_parameters(const std::vector<torch::Tensor>& params, const torch::Tensor& delta,

@@ -17,6 +17,11 @@ const int kCpu = -1;
 constexpr std::int64_t kMiB = std::int64_t{1} << 20;
 /// A probe whose working memory is k MiB (plus torch's small overheads).
 void probe(std::int64_t k) { (void)torch::empty({k * kMiB / 8}, torch::kFloat64).fill_(1.0); }
+/// Memory held on the CPU for the scope's lifetime (released whatever happens).
+struct HeldOnCpu {
+  explicit HeldOnCpu(std::int64_t bytes) { hold_memory(kCpu, this, bytes); }
+  ~HeldOnCpu() { release_memory(kCpu, this); }
+};
 }  // namespace
 
 TEST(HeldMemory, HoldersOfADeviceAddUpAndAReleasedHolderIsForgotten) {
@@ -43,27 +48,27 @@ TEST(ChunkFit, MemoryHeldOnTheDeviceIsLeftOutOfTheBudget) {
   const auto free_fit = fit_chunk(probe, 1000, budget, o);
   EXPECT_EQ(free_fit.held_bytes, 0);
   EXPECT_NEAR(static_cast<double>(free_fit.chunk), 40.0, 1.0);
-  int pool = 0;
-  hold_memory(kCpu, &pool, 16 * kMiB);
+  const HeldOnCpu pool(16 * kMiB);
   const auto fit = fit_chunk(probe, 1000, budget, o);
-  release_memory(kCpu, &pool);
   EXPECT_EQ(fit.held_bytes, 16 * kMiB);
   EXPECT_NEAR(static_cast<double>(fit.chunk), 24.0, 1.0);
   EXPECT_LE(fit.held_bytes + fit.fixed_bytes + fit.chunk * fit.bytes_per_item, budget.bytes());
+  // A stage that joins the pool itself (a graphed local energy) does not subtract it.
+  o.subtract_held = false;
+  const auto joining = fit_chunk(probe, 1000, budget, o);
+  EXPECT_EQ(joining.held_bytes, 0);
+  EXPECT_EQ(joining.chunk, free_fit.chunk);
 }
 
 TEST(ChunkFit, HeldMemoryThatLeavesNoRoomForOneItemIsABudgetErrorSayingSo) {
-  int pool = 0;
-  hold_memory(kCpu, &pool, 39 * kMiB + kMiB / 2);  // half of one item left
+  const HeldOnCpu pool(39 * kMiB + kMiB / 2);  // half of one item left
   ChunkFitOptions o;
   o.margin = 1.0;
   o.key = "run.memory_budget";
   try {
     (void)fit_chunk(probe, 10, MemoryBudget(40 * kMiB), o);
-    release_memory(kCpu, &pool);
     FAIL() << "expected BudgetError";
   } catch (const nnvmc::BudgetError& e) {
-    release_memory(kCpu, &pool);
     const std::string what = e.what();
     EXPECT_NE(what.find("run.memory_budget"), std::string::npos) << what;
     EXPECT_NE(what.find("held by captured CUDA graphs"), std::string::npos) << what;

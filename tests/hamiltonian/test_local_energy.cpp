@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "common/test_util.hpp"
+#include "batching/held_memory.hpp"
 #include "batching/peak_memory.hpp"
 #include "core/errors.hpp"
 #include "hamiltonian/local_energy.hpp"
@@ -189,6 +190,34 @@ TEST(LocalEnergy, BudgetSizedChunksKeepPeakMemoryWithinTheBudget) {
       EXPECT_LT((e - e_all).abs().max().item<double>() / e_all.abs().max().item<double>(), 1e-11) << m;
     }
   }
+}
+
+// Graphed local energies (one per molecule, say) share the device's graph pool: each fits its
+// share of the budget without subtracting what the pool already holds (its capture reuses it),
+// and the pool is the largest warm-up peak, not their sum.
+TEST(LocalEnergy, GraphedEvaluationsShareOnePoolAndEachFitsItsShareOfTheBudget) {
+  const System s = load_molecule("lih", test::molecules_dir());
+  FermiNet net(test::small_ferminet(), s);
+  const auto r = test::random_positions(s, 64);
+  auto whole = make(s, "forward", 0);
+  const std::int64_t budget = peak_of(whole, net, r);  // half of it cannot take all walkers
+  parallel::GraphKey key = {&net};
+  for (const auto& p : net.parameters()) key.push_back(p.data_ptr());
+  ASSERT_EQ(batching::held_bytes(-1), 0);
+  {
+    auto a = budgeted(s, "forward", budget), b = budgeted(s, "forward", budget);
+    a.set_graph_mode(parallel::GraphMode::emulated);
+    b.set_graph_mode(parallel::GraphMode::emulated);
+    for (int call = 0; call < 2; ++call) (void)a(net, r, key);
+    const std::int64_t after_a = batching::held_bytes(-1);
+    for (int call = 0; call < 2; ++call) (void)b(net, r, key);
+    EXPECT_LT(a.chunk(), 64);
+    EXPECT_EQ(b.chunk(), a.chunk()) << "b must not plan around a's pool, which its capture reuses";
+    EXPECT_GT(after_a, 0);
+    EXPECT_LE(after_a, budget / 2);
+    EXPECT_EQ(batching::held_bytes(-1), std::max(a.graph()->warmup_peak_bytes(), b.graph()->warmup_peak_bytes()));
+  }
+  EXPECT_EQ(batching::held_bytes(-1), 0);
 }
 
 TEST(LocalEnergy, CalibrationDoesNotConsumeHutchinsonProbes) {

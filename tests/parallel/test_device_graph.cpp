@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <stdexcept>
 
 #include "batching/held_memory.hpp"
 #include "parallel/device_graph.hpp"
@@ -88,6 +89,24 @@ TEST(DeviceGraph, EmulatedGraphsAccountTheirWarmUpPeakAsTheSharedPoolUntilTheLas
   b.reset();
   EXPECT_EQ(DeviceGraph::pool_bytes(kCpu), 0);
   EXPECT_EQ(nnvmc::batching::held_bytes(-1), 0);
+}
+
+// A warm-up whose body throws: the error propagates, nothing is accounted, and the next call
+// warms up again (it does not capture a body that never ran to the end).
+TEST(DeviceGraph, AWarmUpThatThrowsLeavesNoAccountAndTheNextCallWarmsUpAgain) {
+  DeviceGraph graph(GraphMode::emulated, kCpu, "test body");
+  EXPECT_THROW(graph.run({&dummy_a}, [] {
+    (void)torch::empty({kMiB / 8}, torch::kFloat64).fill_(1.0);
+    throw std::runtime_error("the body failed");
+  }),
+               std::runtime_error);
+  EXPECT_EQ(nnvmc::batching::held_bytes(-1), 0);
+  int n = 0;
+  graph.run({&dummy_a}, [&] { ++n; });  // warm-up again
+  EXPECT_EQ(graph.captures(), 0);
+  graph.run({&dummy_a}, [&] { ++n; });  // capture
+  EXPECT_EQ(graph.captures(), 1);
+  EXPECT_EQ(n, 2);
 }
 
 TEST(DeviceGraph, EagerGraphsHoldNoMemory) {

@@ -306,6 +306,33 @@ TEST(RecordedPass, NaturalGradientPlansAroundTheGraphPoolOfACapturedLocalEnergy)
   for (size_t k = 0; k < a.size(); ++k) EXPECT_LT(rel_err(b[k], a[k]), 1e-10) << k;
 }
 
+// The optimizers' chunk is fitted again when the device holds more memory than when it was
+// fitted (a graph captured after the first step, whose measured pool exceeds its warm-up
+// estimate), and kept when it holds less.
+TEST(PerSampleGradients, ChunkIsFittedAgainWhenHeldMemoryGrows) {
+  const auto sys = lih();
+  FermiNet wf(test::small_ferminet(), sys);
+  const auto r = test::random_positions(sys, 64, 4);
+  const auto t = test::tensors(sys);
+  std::int64_t one_pass = 0;
+  {
+    batching::PeakMemoryScope scope;
+    (void)per_sample_log_gradients(wf, t, r, 64);
+    one_pass = scope.peak_bytes();
+  }
+  const batching::MemoryBudget budget(one_pass * 2);
+  PerSampleChunk chunk;
+  const std::int64_t free = chunk(wf, t, r, 0, budget, 0);
+  EXPECT_EQ(free, 64);
+  int pool = 0;
+  batching::hold_memory(-1, &pool, one_pass);
+  const std::int64_t around = chunk(wf, t, r, 0, budget, 0);
+  EXPECT_LT(around, free);
+  EXPECT_EQ(around, fit_per_sample_chunk(wf, t, r, 0, budget, 0));
+  batching::release_memory(-1, &pool);
+  EXPECT_EQ(chunk(wf, t, r, 0, budget, 0), around);  // less held: kept
+}
+
 // On two threads the walkers are split into two parts whose recorded passes run at once: the
 // Jacobian is the one of one pass, for models in the building blocks, for parameters used
 // outside them and for the vmap fallback.
