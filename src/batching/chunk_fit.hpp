@@ -37,8 +37,9 @@ struct ChunkFit {
 /// Runs `probe(1)` and `probe(min(n_items, probe_items))` inside peak-memory scopes, fits
 /// peak(k) = fixed + k·per_item and returns the largest k with held + reserved + fixed +
 /// k·per_item ≤ margin·budget, where held is what the device holds outside the stages
-/// (held_bytes(options.cuda_device): captured CUDA graphs' memory pool; 0 without subtract_held). @throws BudgetError
-/// naming options.key and options.what when one item does not fit.
+/// (held_bytes(options.cuda_device): captured CUDA graphs' memory pool; 0 without
+/// subtract_held). @throws BudgetError naming options.key and options.what when one item does
+/// not fit.
 ChunkFit fit_chunk(const std::function<void(std::int64_t)>& probe, std::int64_t n_items,
                    const MemoryBudget& budget, const ChunkFitOptions& options = {});
 
