@@ -22,7 +22,7 @@
 set -u
 OUT=${OUT:-gpu_out}
 mkdir -p "$OUT"
-R=".device/run.sh"
+R=${DEVICE_RUN:-.device/run.sh}  # bench/device_dry_run.sh points it at its CPU stand-in
 export NNVMC_PLUGIN_DIR="$PWD/.device/plugins"  # libnnvmc_cuda_graph.so (run.cuda_graphs)
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 [ -f "$R" ] || { log "no .device/ (run ../shared/tools/device/pack.sh here first)"; exit 1; }

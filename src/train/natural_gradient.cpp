@@ -9,40 +9,75 @@
 
 namespace nnvmc {
 namespace {
-/// j ← scale·(j − 1·meanᵀ) for j [B, P] in two passes over it instead of four: the column means
-/// as one GEMV (a strided reduction over dim 0 is twice as slow), then one rank-1 update.
-/// Orbformer LiH, 256 walkers, one thread: 37 → 19 ms (bench/results/psgrad.txt).
-void centre_and_scale_(torch::Tensor& j, double scale) {
-  const auto ones = torch::ones({j.size(0)}, j.options());
-  const auto mean = j.t().mv(ones / static_cast<double>(j.size(0)));
-  j.addr_(ones, mean, /*beta=*/scale, /*alpha=*/-scale);
+/// Subtracts from each block [edges[m], edges[m+1]) of x along `dim` its mean over that block.
+void centre_blocks_(torch::Tensor& x, const std::vector<std::int64_t>& edges, std::int64_t dim) {
+  for (size_t m = 0; m + 1 < edges.size(); ++m) {
+    auto block = x.narrow(dim, edges[m], edges[m + 1] - edges[m]);
+    block.sub_(block.mean(dim, /*keepdim=*/true));
+  }
 }
 }  // namespace
+
+torch::Tensor SrProblem::centre_and_scale(const torch::Tensor& y) const {
+  auto out = y.clone();
+  centre_blocks_(out, edges, 0);
+  for (size_t m = 0; m + 1 < edges.size(); ++m) out.narrow(0, edges[m], edges[m + 1] - edges[m]).mul_(scales[m]);
+  return out;
+}
+
+torch::Tensor SrProblem::o_mv(const torch::Tensor& x) const { return centre_and_scale(j.mv(x)); }
+
+torch::Tensor SrProblem::ot_mv(const torch::Tensor& y, torch::Tensor* out) const {
+  // Ōᵀy = Jᵀ(C D y): C and D commute (D is constant on each block C centres).
+  const auto w = centre_and_scale(y);
+  if (out == nullptr) return j.t().mv(w);
+  if (!out->defined() || out->size(0) != j.size(1) || out->scalar_type() != j.scalar_type() ||
+      out->device() != j.device())
+    *out = torch::empty({j.size(1)}, j.options());
+  torch::mv_out(*out, j.t(), w);
+  return *out;
+}
+
+void SrProblem::gram(torch::Tensor& out) const {
+  // ŌŌᵀ = D C (J Jᵀ) C D: centre the B × B product on both sides, then scale rows and columns.
+  gram_matrix(j, out);
+  centre_blocks_(out, edges, 1);
+  centre_blocks_(out, edges, 0);
+  for (size_t m = 0; m + 1 < edges.size(); ++m) {
+    const auto len = edges[m + 1] - edges[m];
+    out.narrow(0, edges[m], len).mul_(scales[m]);
+    out.narrow(1, edges[m], len).mul_(scales[m]);
+  }
+}
+
+torch::Tensor SrProblem::centred() const {
+  auto o = j.clone();
+  centre_blocks_(o, edges, 0);
+  for (size_t m = 0; m + 1 < edges.size(); ++m) o.narrow(0, edges[m], edges[m + 1] - edges[m]).mul_(scales[m]);
+  return o;
+}
 
 SrProblem make_sr_problem(const torch::Tensor& jacobian, const torch::Tensor& e) {
   return make_sr_problem(std::vector<torch::Tensor>{jacobian}, std::vector<torch::Tensor>{e});
 }
 
 SrProblem make_sr_problem(const std::vector<torch::Tensor>& jacobians, const std::vector<torch::Tensor>& e) {
-  std::vector<torch::Tensor> os, eps;
+  SrProblem p;
+  std::vector<torch::Tensor> js, eps;
   const double m = static_cast<double>(jacobians.size());
+  p.edges.push_back(0);
   for (size_t i = 0; i < jacobians.size(); ++i) {
-    auto o = jacobians[i].to(torch::kFloat64, /*non_blocking=*/false, /*copy=*/true);  // the caller's stays
-    const auto e64 = e[i].detach().to(torch::kFloat64).to(o.device());
-    const double scale = 1.0 / std::sqrt(static_cast<double>(o.size(0)) * m);
-    centre_and_scale_(o, scale);
-    os.push_back(o);
+    const auto ji = jacobians[i].to(torch::kFloat64);  // no copy when it is float64 already
+    const auto e64 = e[i].detach().to(torch::kFloat64).to(ji.device());
+    const double scale = 1.0 / std::sqrt(static_cast<double>(ji.size(0)) * m);
+    js.push_back(ji);
     eps.push_back((e64 - e64.mean()) * scale);
+    p.edges.push_back(p.edges.back() + ji.size(0));
+    p.scales.push_back(scale);
   }
-  if (os.size() == 1) return {os[0], eps[0]};
-  return {torch::cat(os, 0), torch::cat(eps, 0)};
-}
-
-SrProblem make_sr_problem_in_place(torch::Tensor& jacobian, const torch::Tensor& e) {
-  const auto e64 = e.detach().to(torch::kFloat64).to(jacobian.device());
-  const double scale = 1.0 / std::sqrt(static_cast<double>(jacobian.size(0)));
-  centre_and_scale_(jacobian, scale);
-  return {jacobian, (e64 - e64.mean()) * scale};
+  p.j = js.size() == 1 ? js[0] : torch::cat(js, 0);
+  p.eps = eps.size() == 1 ? eps[0] : torch::cat(eps, 0);
+  return p;
 }
 
 void gram_matrix(const torch::Tensor& o, torch::Tensor& out, int blocks) {
@@ -110,27 +145,20 @@ torch::Tensor spd_solve(const torch::Tensor& a, const torch::Tensor& b, SampleSp
 }
 
 torch::Tensor sr_direction(const SrProblem& p, double damping, const torch::Tensor& v) {
-  const auto s = p.o.t().matmul(p.o);
+  const auto o = p.centred();
+  const auto s = o.t().matmul(o);
   const auto eye = torch::eye(s.size(0), s.options());
-  auto rhs = p.o.t().mv(p.eps);
+  auto rhs = o.t().mv(p.eps);
   if (v.defined()) rhs = rhs + v.to(rhs.options());
   return spd_solve(s + damping * eye, rhs);
 }
 
 namespace {
-/// Ōᵀx into buffers->update when given (reused), else a new tensor. @return [P]
-torch::Tensor apply_transpose(const torch::Tensor& o, const torch::Tensor& x, SampleSpaceBuffers* buffers) {
-  if (buffers == nullptr) return o.t().mv(x);
-  auto& u = buffers->update;
-  if (!u.defined() || u.size(0) != o.size(1) || u.scalar_type() != o.scalar_type()) u = torch::empty({o.size(1)}, o.options());
-  torch::mv_out(u, o.t(), x);
-  return u;
-}
 /// ŌŌᵀ + λ (+ shift) in buffers->kernel when given. @return [B, B]
-torch::Tensor sample_kernel(const torch::Tensor& o, double damping, double shift, SampleSpaceBuffers* buffers) {
+torch::Tensor sample_kernel(const SrProblem& p, double damping, double shift, SampleSpaceBuffers* buffers) {
   torch::Tensor local;
   auto& t = buffers != nullptr ? buffers->kernel : local;
-  gram_matrix(o, t);
+  p.gram(t);
   t.diagonal().add_(damping);
   if (shift != 0) t.add_(shift);
   return t;
@@ -139,30 +167,31 @@ torch::Tensor sample_kernel(const torch::Tensor& o, double damping, double shift
 /// Ōv, orthogonal to 1 because Ō's columns are centred, does not see); Ōᵀ K⁻¹ rhs without v.
 torch::Tensor sample_space_solve(const SrProblem& p, const torch::Tensor& kernel, torch::Tensor rhs, double damping,
                                  const torch::Tensor& v, SampleSpaceBuffers* buffers) {
-  if (!v.defined()) return apply_transpose(p.o, spd_solve(kernel, rhs, buffers), buffers);
+  torch::Tensor* out = buffers != nullptr ? &buffers->update : nullptr;
+  if (!v.defined()) return p.ot_mv(spd_solve(kernel, rhs, buffers), out);
   if (!(damping > 0))
     throw ConfigError("'optim.sr.damping' must be > 0 for the determinant-balance penalty with minsr or spring "
                       "(or set optim.determinant_balance=0)");
-  const auto vv = v.to(p.o.options());
-  rhs = rhs - p.o.mv(vv) / damping;
-  return apply_transpose(p.o, spd_solve(kernel, rhs, buffers), buffers) + vv / damping;
+  const auto vv = v.to(p.j.options());
+  rhs = rhs - p.o_mv(vv) / damping;
+  return p.ot_mv(spd_solve(kernel, rhs, buffers), out) + vv / damping;
 }
 }  // namespace
 
 torch::Tensor minsr_direction(const SrProblem& p, double damping, const torch::Tensor& v, SampleSpaceBuffers* buffers) {
-  const auto t = sample_kernel(p.o, damping, 0.0, buffers);
+  const auto t = sample_kernel(p, damping, 0.0, buffers);
   return sample_space_solve(p, t, p.eps, damping, v, buffers);
 }
 
 torch::Tensor spring_direction(const SrProblem& p, double damping, double momentum, const torch::Tensor& previous,
                                const torch::Tensor& v, SampleSpaceBuffers* buffers) {
-  const auto b = p.o.size(0);
+  const auto b = p.walkers();
   // The rows of Ō and ε are centred, so the 11ᵀ/B term does not change the solution; it
   // lifts the kernel's zero mode along 1 for a better-conditioned Cholesky.
-  const auto t = sample_kernel(p.o, damping, 1.0 / static_cast<double>(b), buffers);
+  const auto t = sample_kernel(p, damping, 1.0 / static_cast<double>(b), buffers);
   if (!previous.defined() || momentum == 0) return sample_space_solve(p, t, p.eps, damping, v, buffers);
-  const auto prev = previous.to(p.o.options());
-  const auto rhs = p.eps - momentum * p.o.mv(prev);
+  const auto prev = previous.to(p.j.options());
+  const auto rhs = p.eps - momentum * p.o_mv(prev);
   auto delta = sample_space_solve(p, t, rhs, damping, v, buffers);
   return delta.add_(prev, momentum);
 }
@@ -201,7 +230,7 @@ class NaturalGradientOptimizer final : public Optimizer {
       if (penalty_weight_ > 0) penalty = penalty_gradient(wf, params, batches, energies);
     }
     auto scope = timers.scope("optimizer");
-    // One molecule: Ō is centred in the Jacobian's own buffer. A non-finite Jacobian makes the
+    // Ō stays implicit (SrProblem): the Jacobian buffer is read, not centred. A non-finite Jacobian makes the
     // kernel non-finite, which spd_solve reports (NumericalError): no separate check; a
     // non-finite penalty gradient makes δ and so the parameters non-finite, which the trainer's
     // fused check rejects. Across ranks every rank gathers all walkers' Jacobian rows (allgather
@@ -211,13 +240,12 @@ class NaturalGradientOptimizer final : public Optimizer {
     if (parallel::world().size() > 1)
       for (const auto& j : jacobians_) gathered.push_back(all_walkers(j));
     auto& jacobians = gathered.empty() ? jacobians_ : gathered;
-    const auto problem = batches.size() == 1 ? make_sr_problem_in_place(jacobians[0], energies[0])
-                                             : make_sr_problem(jacobians, energies);
+    const auto problem = make_sr_problem(jacobians, energies);
     torch::Tensor delta;
     try {
       if (options_.type == "sr") {
         // Same update as minsr; solve in the smaller of the two spaces.
-        delta = problem.o.size(1) <= problem.o.size(0)
+        delta = problem.parameters() <= problem.walkers()
                     ? sr_direction(problem, options_.sr.damping, penalty)
                     : minsr_direction(problem, options_.sr.damping, penalty, &buffers_);
       } else if (options_.type == "minsr") {
@@ -236,7 +264,7 @@ class NaturalGradientOptimizer final : public Optimizer {
     const double lr = learning_rate(t);
     torch::Tensor step_length = torch::full({}, lr, delta.options());
     if (options_.sr.norm_constraint > 0) {
-      const auto size = options_.sr.norm == "euclidean" ? delta.square().sum() : problem.o.mv(delta).square().sum();
+      const auto size = options_.sr.norm == "euclidean" ? delta.square().sum() : problem.o_mv(delta).square().sum();
       step_length = torch::minimum(step_length, torch::sqrt(options_.sr.norm_constraint / size));
     }
     add_to_parameters(params, delta * step_length, -1.0);
@@ -308,7 +336,7 @@ class NaturalGradientOptimizer final : public Optimizer {
   /// optim.sr.chunk_walkers (0: all), reduced if the measured memory per walker says it does not fit.
   PerSampleChunk chunk_;
   torch::Tensor previous_;  ///< SPRING's δ_{t−1} [P] float64 (undefined before the first step)
-  std::vector<torch::Tensor> jacobians_;  ///< per molecule [B, P], reused (Ō is formed in place)
+  std::vector<torch::Tensor> jacobians_;  ///< per molecule [B, P], reused (read, never centred)
   SampleSpaceBuffers buffers_;            ///< kernel, factor and δ, reused
 };
 

@@ -12,30 +12,51 @@
 /// stays ≤ norm_constraint (when > 0).
 #include <torch/torch.h>
 
+#include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "train/optimizer.hpp"
 
 namespace nnvmc {
 
-/// Centred and scaled per-walker data of one step.
+/// Centred and scaled per-walker data of one step, with Ō kept implicit: Ō = D·C·J, where J
+/// [B, P] is the Jacobian as computed (never modified), C centres each molecule's block of rows
+/// on that block's column means and D scales the rows of block m by s_m. The products below
+/// apply C and D to B-vectors and to the B × B Gram matrix instead of to J, so a step reads J
+/// only in the Gram GEMM and in its GEMVs, never writing it (two fewer passes over B × P than
+/// centring J; bench/results/psgrad.txt). Centring after the product scales the Gram matrix's
+/// rounding error by about 1 + |m|²/Σσ² (m the column means, σ² their variances); in float64
+/// that is far below the damping (tests compare with centring first at |m|²/Σσ² = 100).
 struct SrProblem {
-  torch::Tensor o;    ///< Ō [B, P] float64
-  torch::Tensor eps;  ///< ε [B] float64
+  torch::Tensor j;                    ///< J [B, P] float64, uncentred (may alias the caller's)
+  torch::Tensor eps;                  ///< ε [B] float64, centred and scaled
+  std::vector<std::int64_t> edges;    ///< molecule m owns rows [edges[m], edges[m+1])
+  std::vector<double> scales;         ///< s_m per molecule
+
+  std::int64_t walkers() const { return j.size(0); }     ///< B
+  std::int64_t parameters() const { return j.size(1); }  ///< P
+  /// Ōx. @param x [P] @return [B]
+  torch::Tensor o_mv(const torch::Tensor& x) const;
+  /// Ōᵀy, into `out` when given (reused if it has the right size). @param y [B] @return [P]
+  torch::Tensor ot_mv(const torch::Tensor& y, torch::Tensor* out = nullptr) const;
+  /// ŌŌᵀ [B, B] into `out` (resized when needed), from gram_matrix of J.
+  void gram(torch::Tensor& out) const;
+  /// Ō as a new matrix (for parameter-space solves and tests). @return [B, P]
+  torch::Tensor centred() const;
+  /// D·C·y: each block of y centred on its mean and scaled by s_m. @param y [B] @return [B]
+  torch::Tensor centre_and_scale(const torch::Tensor& y) const;
 };
 
-/// Ō and ε from the Jacobian J [B, P] and clipped local energies e [B].
+/// Ō and ε from the Jacobian J [B, P] and clipped local energies e [B]; a float64 J is not
+/// copied or modified (the problem aliases it).
 SrProblem make_sr_problem(const torch::Tensor& jacobian, const torch::Tensor& e);
 
 /// Ō and ε of several molecules: rows of molecule m are centred on that molecule's means and
 /// scaled by 1/√(B_m·M), so Ōᵀε is half the mean of the molecules' energy gradients and ŌᵀŌ
-/// their mean Fisher matrix. @param jacobians [B_m, P] each @param e [B_m] each
-/// @return Ō [ΣB_m, P], ε [ΣB_m]
+/// their mean Fisher matrix. The Jacobians are concatenated (one copy).
+/// @param jacobians [B_m, P] each @param e [B_m] each @return Ō [ΣB_m, P], ε [ΣB_m]
 SrProblem make_sr_problem(const std::vector<torch::Tensor>& jacobians, const std::vector<torch::Tensor>& e);
-
-/// Ō and ε of one molecule computed in place: `jacobian` [B, P] float64 is centred and scaled
-/// into Ō (no copy of the B × P matrix). @param e [B] @return Ō (aliasing `jacobian`), ε [B]
-SrProblem make_sr_problem_in_place(torch::Tensor& jacobian, const torch::Tensor& e);
 
 /// Buffers the sample-space solves (minsr, spring) reuse from step to step, so that a step
 /// allocates nothing of size B² or P (fresh large buffers cost page faults on the CPU).

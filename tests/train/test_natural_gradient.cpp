@@ -100,6 +100,39 @@ TEST(NaturalGradient, MinSrEqualsSrWhenWalkersOutnumberParameters) {
     EXPECT_LT(rel_diff(minsr_direction(p, lambda), sr_direction(p, lambda)), 1e-8) << lambda;
 }
 
+// Ō stays implicit (J is never centred); its products must equal those of the explicitly centred
+// and scaled matrix, also when the column means are large next to the spread (|m|²/Σσ² = 100).
+TEST(NaturalGradient, ImplicitCentringGivesTheProductsOfTheCentredJacobian) {
+  torch::manual_seed(13);
+  const int64_t p = 40;
+  const auto mean = torch::randn({p}, torch::kFloat64);
+  const auto spread = 0.1 * mean.norm() / std::sqrt(static_cast<double>(p));  // |m|²/Σσ² = 100
+  const std::vector<torch::Tensor> jac{torch::randn({7, p}, torch::kFloat64) * spread + mean,
+                                       torch::randn({5, p}, torch::kFloat64) * spread - 2 * mean};
+  const std::vector<torch::Tensor> e{torch::randn({7}, torch::kFloat64), torch::randn({5}, torch::kFloat64)};
+  std::vector<torch::Tensor> blocks;
+  for (const auto& j : jac) blocks.push_back((j - j.mean(0, true)) / std::sqrt(2.0 * j.size(0)));
+  const auto expected = torch::cat(blocks, 0);
+  const auto x = torch::randn({p}, torch::kFloat64), y = torch::randn({12}, torch::kFloat64);
+  for (const bool several : {false, true}) {
+    const auto problem = several ? make_sr_problem(jac, e) : make_sr_problem(jac[0], e[0]);
+    const auto o = several ? expected : (jac[0] - jac[0].mean(0, true)) / std::sqrt(7.0);
+    const auto yy = y.slice(0, 0, o.size(0));
+    torch::Tensor g;
+    problem.gram(g);
+    EXPECT_LT(rel_diff(problem.centred(), o), 1e-14) << several;
+    EXPECT_LT(rel_diff(g, o.matmul(o.t())), 1e-12) << several;
+    EXPECT_LT(rel_diff(problem.o_mv(x), o.mv(x)), 1e-12) << several;
+    EXPECT_LT(rel_diff(problem.ot_mv(yy), o.t().mv(yy)), 1e-12) << several;
+  }
+  // One molecule: the problem reads the caller's Jacobian and leaves it as it was.
+  const auto before = jac[0].clone();
+  const auto problem = make_sr_problem(jac[0], e[0]);
+  (void)spring_direction(problem, 1e-3, 0.9, x);
+  EXPECT_TRUE(problem.j.is_same(jac[0]));
+  EXPECT_TRUE(torch::equal(jac[0], before));
+}
+
 TEST(NaturalGradient, SrAndMinSrOptimizersMakeTheSameUpdateOnATinyModel) {
   const Quadratic q;  // B = 50 > P = 12
   EXPECT_LT(rel_diff(q.step(options("minsr", 1e-3)), q.step(options("sr", 1e-3))), 1e-8);
@@ -111,9 +144,10 @@ TEST(NaturalGradient, SpringStepSolvesTheProximalLeastSquaresProblem) {
   const auto p = make_sr_problem(torch::randn({12, 30}, torch::kFloat64), torch::randn({12}, torch::kFloat64));
   const auto prev = torch::randn({30}, torch::kFloat64);
   const double lambda = 0.05, mu = 0.9;
-  const auto s = p.o.t().matmul(p.o);
+  const auto o = p.centred();
+  const auto s = o.t().matmul(o);
   const auto expect = torch::linalg_solve(s + lambda * torch::eye(30, torch::kFloat64),
-                                          p.o.t().mv(p.eps) + lambda * mu * prev, true);
+                                          o.t().mv(p.eps) + lambda * mu * prev, true);
   EXPECT_LT(rel_diff(spring_direction(p, lambda, mu, prev), expect), 1e-9);
 }
 
@@ -192,16 +226,17 @@ TEST(NaturalGradient, AnExtraRightHandSideGivesTheSameStepInParameterAndSampleSp
   const auto e = torch::randn({b}, torch::kFloat64);
   const auto v = 0.3 * torch::randn({p}, torch::kFloat64);
   const auto problem = make_sr_problem(jac, e);
+  const auto o = problem.centred();
   const double damping = 0.05;
   const auto direct = sr_direction(problem, damping, v);
-  const auto s = problem.o.t().matmul(problem.o) + damping * torch::eye(p, torch::kFloat64);
-  EXPECT_LT(rel_diff(s.mv(direct), problem.o.t().mv(problem.eps) + v), 1e-12);
+  const auto s = o.t().matmul(o) + damping * torch::eye(p, torch::kFloat64);
+  EXPECT_LT(rel_diff(s.mv(direct), o.t().mv(problem.eps) + v), 1e-12);
   EXPECT_LT(rel_diff(minsr_direction(problem, damping, v), direct), 1e-10);
   EXPECT_LT(rel_diff(spring_direction(problem, damping, 0.0, {}, v), direct), 1e-10);
   // With momentum: δ = μδ₋ + (S + λ)⁻¹(Ōᵀ(ε − μŌδ₋) + v).
   const auto previous = torch::randn({p}, torch::kFloat64);
   const double mu = 0.9;
-  const auto expected = mu * previous + torch::linalg_solve(s, problem.o.t().mv(problem.eps - mu * problem.o.mv(previous)) + v);
+  const auto expected = mu * previous + torch::linalg_solve(s, o.t().mv(problem.eps - mu * o.mv(previous)) + v);
   EXPECT_LT(rel_diff(spring_direction(problem, damping, mu, previous, v), expected), 1e-10);
   // No extra term: the plain directions.
   EXPECT_LT(rel_diff(minsr_direction(problem, damping, {}), minsr_direction(problem, damping)), 0.0 + 1e-15);

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Rehearses a prepared device script on this machine's CPU, so that a session lent the GPU does not
+# spend its 15 minutes finding a misspelt flag, an unknown config key or a summary grep that
+# matches nothing. Every command runs with the script's own flags and keys, except that:
+#   - the device is the CPU (run.device=cuda, --device cuda and a bare `cuda` argument become cpu),
+#   - walker counts are capped at DRY_WALKERS (default 32) and thread counts at this machine's cores,
+#   - the water clusters are (H2O)2 (SYSTEMS=2, ITERS=2) for bench/ccsd_gpu_figures.sh.
+# Binaries come from BUILD (default build) through argument-rewriting shims; `nvidia-smi` is a stub.
+# Steps that need CUDA (the cuBLAS backend, NCCL, captured graphs) fail with their own errors:
+# that is expected, and shows their error paths are clean. Exit code: the script's.
+# usage: bench/device_dry_run.sh bench/gpu_vmc_check.sh      (or bench/ccsd_gpu_figures.sh)
+#        results under OUT (default dry_out/<script name>/), summary in OUT/summary.txt
+set -u
+script=${1:?usage: bench/device_dry_run.sh bench/<device script>.sh}
+root=$(git rev-parse --show-toplevel); cd "$root"
+build=$(cd "${BUILD:-build}" && pwd)
+OUT=${OUT:-dry_out/$(basename "$script" .sh)}; rm -rf "$OUT"; mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
+shim=$(mktemp -d); trap 'rm -rf "$shim"' EXIT
+mkdir -p "$shim/bin"
+cat > "$shim/shim" <<SH
+#!/usr/bin/env bash
+# argument-rewriting stand-in for a device binary (bench/device_dry_run.sh)
+name=\$(basename "\$0")
+real=\$(find "$build" -type f -perm -u+x -name "\$name" -not -path '*/CMakeFiles/*' | head -1)
+[ -n "\$real" ] || { echo "[dry run] \$name is not built in $build"; exit 127; }
+cores=\$(nproc); cap=${DRY_WALKERS:-32}
+args=(); prev=
+for a in "\$@"; do
+  case "\$prev:\$a" in
+    --walkers:*) [ "\$a" -gt "\$cap" ] && a=\$cap ;;
+    --threads:*) [ "\$a" -gt "\$cores" ] && a=\$cores ;;
+  esac
+  case "\$a" in
+    cuda) a=cpu ;;
+    run.device=cuda) a=run.device=cpu ;;
+    sampler.walkers=*) [ "\${a#*=}" -gt "\$cap" ] && a=sampler.walkers=\$cap ;;
+    run.threads=*) [ "\${a#*=}" -gt "\$cores" ] && a=run.threads=\$cores ;;
+  esac
+  args+=("\$a"); prev=\$a
+done
+exec "\$real" "\${args[@]}"
+SH
+chmod +x "$shim/shim"
+for b in nnvmc psgrad_bench op_count_bench bench_walker_random bench_device_collectives bench_laplacian \
+         test_batching test_ccsd batching_ladder; do
+  ln -s ../shim "$shim/bin/$b"
+done
+printf '#!/bin/sh\necho "dry run: no GPU (bench/device_dry_run.sh)"\n' > "$shim/bin/nvidia-smi"
+chmod +x "$shim/bin/nvidia-smi"
+# the stand-in for .device/run.sh: the shims first on PATH, then the command
+printf '#!/usr/bin/env bash\nexport PATH="%s/bin:$PATH"\nexec "$@"\n' "$shim" > "$shim/run.sh"
+export OUT DEVICE_RUN="$shim/run.sh" SYSTEMS=${SYSTEMS:-2} ITERS=${ITERS:-2}
+start=$(date +%s)
+bash "$shim/run.sh" bash "$script"; rc=$?
+echo "[dry run] $script rc=$rc in $(( $(date +%s) - start )) s; summary: $OUT/summary.txt"
+exit $rc
