@@ -24,7 +24,8 @@
 
 namespace b = nnvmc::batching;
 
-int main(int argc, char** argv) {
+namespace {
+int run(int argc, char** argv) {
   const std::int64_t o = argc > 3 ? std::atol(argv[1]) : 10, v = argc > 3 ? std::atol(argv[2]) : 90,
                      x = argc > 3 ? std::atol(argv[3]) : 300;
   const std::string device = argc > 4 ? argv[4] : "cpu";
@@ -100,4 +101,9 @@ int main(int argc, char** argv) {
       }
     }
   return 0;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  return nnvmc::bench::guarded_main(argv[0], [&] { return run(argc, argv); });
 }

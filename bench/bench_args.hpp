@@ -1,5 +1,7 @@
 #pragma once
 /// Small helpers shared by the benchmark programs' argument parsing.
+#include <cstdio>
+#include <exception>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -12,6 +14,18 @@ inline std::vector<std::string> split_list(const std::string& s) {
   std::stringstream ss(s);
   for (std::string x; std::getline(ss, x, ',');) out.push_back(x);
   return out;
+}
+
+/// Runs a benchmark's body; an exception (a bad argument, a device that is not there) becomes
+/// "<program>: error: <what>" on stderr and exit code 1 instead of std::terminate's abort.
+template <class Body>
+int guarded_main(const char* program, Body&& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: error: %s\n", program, e.what());
+    return 1;
+  }
 }
 
 }  // namespace nnvmc::bench

@@ -13,6 +13,7 @@
 #include "train/blocking.hpp"
 #include "train/checkpoint.hpp"
 #include "train/setup.hpp"
+#include "bench_args.hpp"
 
 using namespace nnvmc;
 
@@ -30,7 +31,8 @@ double hill(const std::vector<double>& desc, std::size_t k) {
 }
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+int run(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr, "usage: %s CHECKPOINT [--repeats R] [--steps S] [--burn-in N] [--exact E] [--threads T]\n", argv[0]);
     return 2;
@@ -156,4 +158,9 @@ int main(int argc, char** argv) {
   for (std::size_t i = 0; i < dev.size(); ++i) (i < dev.size() / 1000 ? top : all) += dev[i];
   std::printf("the 0.1 %% most extreme samples carry %.0f %% of the variance\n", 100 * top / (top + all));
   return 0;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  return nnvmc::bench::guarded_main(argv[0], [&] { return run(argc, argv); });
 }

@@ -74,7 +74,7 @@ done
 # gradient stage (its chunk line follows).
 train "lih_4096_spring_graphs_budget" configs/runs/lih_ferminet_spring.yaml 4096 float64 spring cuda 1 60 \
   run.cuda_graphs=true run.memory_budget=1GiB
-grep -hE "graph pool holds|local energy:|per-sample|BudgetError|budget" "$OUT/train_lih_4096_spring_graphs_budget.log" \
+grep -hE "graph pool holds|local energy:|per-sample gradients:|BudgetError" "$OUT/train_lih_4096_spring_graphs_budget.log" \
   | head -5 >> "$OUT/summary.txt"
 for a in psiformer paulinet orbformer; do
   train "lih_1024_${a}_graphs" "configs/runs/lih_$a.yaml" 1024 float64 spring cuda 1 60 run.cuda_graphs=true

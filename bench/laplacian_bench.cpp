@@ -52,7 +52,8 @@ void reset_peak_rss() {
 }
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+int run(int argc, char** argv) {
   std::string molecules = "lih", methods = "jvp,reverse,hutchinson", dtype = "float64", width = "default";
   std::string budget = "auto", device = "cpu", model_from, overrides;
   int walkers = 256, repeats = 3, threads = 0, chunk = 0, timed_walkers = 0;
@@ -153,4 +154,9 @@ int main(int argc, char** argv) {
                 (m * sxy - sx * sy) / (m * sxx - sx * sx), pts.size());
   }
   return 0;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  return nnvmc::bench::guarded_main(argv[0], [&] { return run(argc, argv); });
 }

@@ -37,7 +37,8 @@ KineticTerms compute_chunked(LaplacianMethod& m, WaveFunction& wf, const System&
 }
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+int run(int argc, char** argv) {
   std::string molecule = "ch4", methods = "jvp,reverse,forward";
   int walkers = 256, threads = 1, worst = 8, hessian = -1, chunk = 4;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -144,4 +145,9 @@ int main(int argc, char** argv) {
   std::printf("median over walkers: log10 cond %.2f, log10 |det| %.2f\n", log10_cond.median().item<double>(),
               log10_det.median().item<double>());
   return 0;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  return nnvmc::bench::guarded_main(argv[0], [&] { return run(argc, argv); });
 }

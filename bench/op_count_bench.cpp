@@ -13,10 +13,12 @@
 #include "train/op_counts.hpp"
 #include "train/per_sample_gradients.hpp"
 #include "train/trainer.hpp"
+#include "bench_args.hpp"
 
 using namespace nnvmc;
 
-int main(int argc, char** argv) {
+namespace {
+int run(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr, "usage: op_count_bench CONFIG [key=value ...]\n");
     return 2;
@@ -77,4 +79,9 @@ int main(int argc, char** argv) {
                 static_cast<long>(m.sampler->positions().size(0)), static_cast<long>(chunk), jac.aten, jac.launches, jac.syncs);
   }
   return 0;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  return nnvmc::bench::guarded_main(argv[0], [&] { return run(argc, argv); });
 }

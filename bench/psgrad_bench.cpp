@@ -35,6 +35,7 @@
 #include "train/per_sample_gradients.hpp"
 #include "train/recorded_pass.hpp"
 #include "train/setup.hpp"
+#include "bench_args.hpp"
 
 using namespace nnvmc;
 
@@ -94,7 +95,8 @@ torch::Tensor spring_step(const torch::Tensor& jac, const torch::Tensor& e, cons
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+int run(int argc, char** argv) {
   const bool tuned = app::tune_allocator();  // as nnvmc does; NNVMC_MALLOC=default for glibc's
   std::string config_path = std::string(NNVMC_SOURCE_DIR) + "/configs/runs/lih_ferminet_spring.yaml";
   int walkers = 512, repeats = 5, threads = 1, burn_in = 50;
@@ -194,4 +196,9 @@ int main(int argc, char** argv) {
   if (with_old) std::printf(", ng_old %.2fx", median(t["ng_old"]) / (flops / gemm_rate));
   std::printf("\n");
   return 0;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  return nnvmc::bench::guarded_main(argv[0], [&] { return run(argc, argv); });
 }

@@ -19,6 +19,7 @@
 #include "models/ferminet/ferminet.hpp"
 #include "models/system_tensors.hpp"
 #include "parallel/walker_random.hpp"
+#include "bench_args.hpp"
 
 using namespace nnvmc;
 
@@ -35,7 +36,8 @@ template <class F> double median_seconds(int repeats, F&& f) {
 }
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+int run(int argc, char** argv) {
   std::int64_t walkers = 512;
   int repeats = 200;
   std::string molecule = "lih", device = "cpu";
@@ -99,4 +101,9 @@ int main(int argc, char** argv) {
                 device.c_str(), dev * 1e6, same ? "yes" : "NO", dz);
   }
   return 0;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  return nnvmc::bench::guarded_main(argv[0], [&] { return run(argc, argv); });
 }

@@ -3,6 +3,7 @@
 #include "batching/chunk_fit.hpp"
 #include "batching/held_memory.hpp"
 #include "core/errors.hpp"
+#include "core/log.hpp"
 #include "parallel/walker_threads.hpp"
 #include "train/recorded_pass.hpp"
 
@@ -68,7 +69,18 @@ std::int64_t fit_per_sample_chunk(WaveFunction& wf, const SystemTensors& sys, co
   const std::int64_t shared = fit.bytes_per_item > 0
                                   ? fit.chunk - ((parts - 1) * fit.fixed_bytes + fit.bytes_per_item - 1) / fit.bytes_per_item
                                   : fit.chunk;
-  return std::max<std::int64_t>(1, std::min(want, shared));
+  const std::int64_t chunk = std::max<std::int64_t>(1, std::min(want, shared));
+  // fit.fixed_bytes includes the reserved bytes (batching::fit_chunk)
+  std::string context;
+  if (fit.held_bytes > 0)
+    context = ", less " + batching::format_bytes(double(fit.held_bytes)) + " held by captured CUDA graphs";
+  log::info(strfmt("per-sample gradients: %s per walker + %s fixed (measured) + %s kept for the step -> chunks of "
+                   "%lld walkers for %s = %s%s",
+                   batching::format_bytes(double(fit.bytes_per_item)).c_str(),
+                   batching::format_bytes(double(std::max<std::int64_t>(fit.fixed_bytes - reserved_bytes, 0))).c_str(),
+                   batching::format_bytes(double(reserved_bytes)).c_str(), static_cast<long long>(chunk),
+                   o.key.c_str(), batching::format_bytes(double(budget.bytes())).c_str(), context.c_str()));
+  return chunk;
 }
 
 std::int64_t PerSampleChunk::operator()(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r,
