@@ -5,7 +5,8 @@
 #   device:  run(command="bash .device/run.sh bash bench/ccsd_gpu_figures.sh", carry=[".device"], timeout_s=560)
 # Writes under $OUT (the run tool's folder; ./gpu_out without it): summary.txt and one JSON per run.
 # Stages, each with its own time limit so a slow one cannot eat the rest (total <= ~9 min):
-#   1. tests with a CUDA branch (StagedGemm* incl. cuBLAS, BytesMoved*) and the ladder micro-benchmark
+#   1. tests with a CUDA branch (StagedGemm* incl. cuBLAS, PeakMemory* on the caching allocator,
+#      BytesMoved*) and the ladder micro-benchmark
 #   2. C4H4 cc-pVDZ conventional: torch-CUDA and cuBLAS staged
 #   3. (H2O)6, 8, 10 cc-pVDZ frozen-core CD-CCSD tau 1e-5: torch-CUDA (resident: everything on the
 #      device) and cuBLAS staged with --memory below the integrals; per run: s/iteration, set-up
@@ -19,7 +20,7 @@ log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 { nvidia-smi; nproc; } > "$OUT/env.txt" 2>&1
 log "env: $(grep -m1 -o 'H200[^|]*' "$OUT/env.txt" | head -1), $(nproc) cores"
 
-timeout 90 test_batching --gtest_filter='StagedGemm*:SplitEquivalence*' > "$OUT/tests_batching.txt" 2>&1
+timeout 90 test_batching --gtest_filter='StagedGemm*:SplitEquivalence*:PeakMemory*' > "$OUT/tests_batching.txt" 2>&1
 log "batching tests rc=$? ($(tail -1 "$OUT/tests_batching.txt"))"
 timeout 60 test_ccsd --gtest_filter='BytesMoved*:CachedResidual*' > "$OUT/tests_ccsd.txt" 2>&1
 log "ccsd tests rc=$? ($(tail -1 "$OUT/tests_ccsd.txt"))"

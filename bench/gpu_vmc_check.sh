@@ -40,9 +40,9 @@ done
 train() {  # tag config walkers dtype optimizer device threads limit [overrides...]
   local tag=$1 cfg=$2 w=$3 dt=$4 opt=$5 dev=$6 th=$7 lim=$8
   shift 8
-  timeout "$lim" bash "$R" nnvmc train "$cfg" "$@" optim.type="$opt" sampler.walkers="$w" run.dtype="$dt" \
+  timeout "$lim" bash "$R" nnvmc train "$cfg" optim.type="$opt" sampler.walkers="$w" run.dtype="$dt" \
     run.device="$dev" run.threads="$th" pretrain.steps=0 sampler.burn_in=10 optim.iterations=12 eval.steps=0 \
-    run.checkpoint_every=0 run.output="$OUT/run_$tag" > "$OUT/train_$tag.log" 2>&1
+    run.checkpoint_every=0 run.output="$OUT/run_$tag" "$@" > "$OUT/train_$tag.log" 2>&1
   local rc=$?
   log "train $tag rc=$rc: $(grep -E ' info   (sampling|local_energy|gradient|optimizer) ' "$OUT/train_$tag.log" \
     | awk '{printf "%s %.3f s/it  ", $3, $4 / 12}')"
@@ -58,6 +58,21 @@ if [ -f configs/molecules/c4h4.yaml ]; then
       system.molecule=c4h4
   done
 fi
+# 2a. The rest of a user's path on CUDA, once each (everything else above skips it): HF
+#     pretraining, Adam, SR and minSR steps, a checkpoint, a resumed run, the evaluation at the
+#     end of training and `nnvmc eval` of the checkpoint.
+train "lih_512_adam_user_path" configs/runs/lih_ferminet_spring.yaml 512 float64 adam cuda 1 90 \
+  pretrain.steps=20 eval.steps=20 run.checkpoint_every=5
+grep -hE "pretrain +20/|energy|E =|error" "$OUT/train_lih_512_adam_user_path.log" | tail -3 >> "$OUT/summary.txt"
+timeout 60 bash "$R" nnvmc train --resume "$OUT/run_lih_512_adam_user_path" optim.iterations=16 \
+  > "$OUT/resume_user_path.log" 2>&1
+log "resume on cuda rc=$?: $(grep -h ' info it ' "$OUT/resume_user_path.log" | tail -1)"
+timeout 60 bash "$R" nnvmc eval "$OUT/run_lih_512_adam_user_path/checkpoint.h5" --steps 20 --walkers 512 --json \
+  > "$OUT/eval_user_path.json" 2> "$OUT/eval_user_path.err"
+log "nnvmc eval on cuda rc=$?: $(head -c 300 "$OUT/eval_user_path.json")"
+for opt in sr minsr; do
+  train "lih_512_$opt" configs/runs/lih_ferminet_spring.yaml 512 float64 $opt cuda 1 45
+done
 # 2b. CUDA graphs of the MH step and the local energy, K-FAC LiH at 512 and 4096 walkers and
 #     Psiformer/PauliNet/Orbformer at 1024. "captured ... as a CUDA graph" lines show that graphs ran
 #     (without them, graphs off/on compares eager with eager).
@@ -110,10 +125,11 @@ timeout 60 bash "$R" bench_walker_random --walkers 4096 --repeats 50 --device cu
 log "walker streams cuda rc=$?"; tail -2 "$OUT/walker_random.txt" >> "$OUT/summary.txt"
 # 6. NCCL device collectives (issue 19), one rank (one GPU here): results of all-reduce,
 #    broadcast and uneven all-gather against their definitions, all-reduce time per size; and the
-#    jvp Laplacian's functorch transforms on CUDA (issue 16) against the reverse method.
+#    jvp Laplacian's functorch transforms on CUDA (issue 16) against the reverse method, and the
+#    Hutchinson estimator on CUDA (its probes come from the walker streams).
 timeout 60 bash "$R" bench_device_collectives --max-mib 64 > "$OUT/device_collectives.txt" 2>&1
 log "nccl collectives rc=$?"; head -1 "$OUT/device_collectives.txt" >> "$OUT/summary.txt"
 timeout 90 bash "$R" bench_laplacian --model-from configs/runs/lih_ferminet_kfac.yaml --walkers 1024 \
-  --methods jvp,reverse,forward --device cuda > "$OUT/laplacian_cuda.txt" 2>&1
-log "jvp/reverse/forward cuda rc=$?"; grep -E "^lih" "$OUT/laplacian_cuda.txt" >> "$OUT/summary.txt"
+  --methods jvp,reverse,forward,hutchinson --device cuda > "$OUT/laplacian_cuda.txt" 2>&1
+log "jvp/reverse/forward/hutchinson cuda rc=$?"; grep -E "^lih" "$OUT/laplacian_cuda.txt" >> "$OUT/summary.txt"
 log "done"
