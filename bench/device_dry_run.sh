@@ -9,12 +9,14 @@
 # Steps that need CUDA (the cuBLAS backend, NCCL, captured graphs) fail with their own errors:
 # that is expected, and shows their error paths are clean. Exit code: the script's.
 # usage: bench/device_dry_run.sh bench/gpu_vmc_check.sh      (or bench/ccsd_gpu_figures.sh)
-#        results under OUT (default dry_out/<script name>/), summary in OUT/summary.txt
+#        results under dry_out/<script name>/ (emptied first), summary in its summary.txt
 set -u
 script=${1:?usage: bench/device_dry_run.sh bench/<device script>.sh}
+[ -f "$script" ] || { echo "no such script: $script"; exit 2; }
+script=$(cd "$(dirname "$script")" && pwd)/$(basename "$script")
 root=$(git rev-parse --show-toplevel); cd "$root"
-build=$(cd "${BUILD:-build}" && pwd)
-OUT=${OUT:-dry_out/$(basename "$script" .sh)}; rm -rf "$OUT"; mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
+build=$(cd "${BUILD:-build}" 2>/dev/null && pwd) || { echo "no build directory '${BUILD:-build}' (build first)"; exit 2; }
+OUT=$root/dry_out/$(basename "$script" .sh); rm -rf "$OUT"; mkdir -p "$OUT"
 shim=$(mktemp -d); trap 'rm -rf "$shim"' EXIT
 mkdir -p "$shim/bin"
 cat > "$shim/shim" <<SH

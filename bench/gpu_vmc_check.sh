@@ -10,6 +10,7 @@
 #      SPRING step vs its FLOP count, K-FAC step), LiH preset at 4096 walkers, float64 and float32;
 #   2. training iterations: LiH (4096 walkers), CH4 and C4H4 (1024/4096) with SPRING and K-FAC,
 #      forward Laplacian, float64 and float32: s/iteration per stage from the trainer's timers;
+#   2a. the rest of a user's path on CUDA once: pretraining, Adam/SR/minSR, checkpoint, resume, eval;
 #   2b. the MH step as a CUDA graph (run.cuda_graphs) against launching its kernels: sampling
 #      s/iteration and the energies of the same seed (the same chain, so they should agree);
 #   3. the 16-core CPU of the same machine on LiH at 4096 walkers for the GPU/CPU ratio, and
@@ -17,7 +18,9 @@
 #   4. `nnvmc profile` on CUDA and one short CUDA training run of Psiformer, PauliNet, Orbformer;
 #   4b. the PauliNet and Orbformer Jacobians on CUDA (time, exactness against the vmapped method);
 #   5. the counter-based walker streams on CUDA: time per MH step, same bits as the CPU;
-#   6. NCCL device collectives (one rank) and the functorch jvp Laplacian on CUDA.
+#   6. NCCL device collectives (one rank), the functorch jvp and the Hutchinson Laplacian on CUDA.
+# They run in priority order, STAGES (default "1 2 4 3 2a 2b 6 4b 5"); each logs how long it took.
+# Rehearse on the CPU first: bench/device_dry_run.sh bench/gpu_vmc_check.sh (about 2 minutes).
 # Goals (issue 16): LiH 4096 walkers <= 0.15 s/it, C4H4 4096 <= 1 s/it, GPU >= 10x the 16 cores.
 set -u
 OUT=${OUT:-gpu_out}
@@ -29,14 +32,8 @@ log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 bash "$R" nvidia-smi --query-gpu=name,memory.total --format=csv,noheader > "$OUT/env.txt" 2>&1
 log "env: $(head -1 "$OUT/env.txt")"
 
-# 1. Jacobian and optimizer steps on the device.
-for dt in float64 float32; do
-  timeout 90 bash "$R" psgrad_bench --walkers 4096 --repeats 3 --old 0 --threads 16 run.device=cuda run.dtype=$dt \
-    > "$OUT/psgrad_$dt.txt" 2>&1
-  log "psgrad_bench lih 4096 $dt rc=$?"; tail -4 "$OUT/psgrad_$dt.txt" >> "$OUT/summary.txt"
-done
-
-# 2. Training iterations per stage (pretraining off, short burn-in, no evaluation).
+# One training run, its per-stage s/iteration in the summary (pretraining off, short burn-in, no
+# evaluation; overrides after `limit` come last, so they win).
 train() {  # tag config walkers dtype optimizer device threads limit [overrides...]
   local tag=$1 cfg=$2 w=$3 dt=$4 opt=$5 dev=$6 th=$7 lim=$8
   shift 8
@@ -47,89 +44,134 @@ train() {  # tag config walkers dtype optimizer device threads limit [overrides.
   log "train $tag rc=$rc: $(grep -E ' info   (sampling|local_energy|gradient|optimizer) ' "$OUT/train_$tag.log" \
     | awk '{printf "%s %.3f s/it  ", $3, $4 / 12}')"
 }
-for dt in float64 float32; do
-  for opt in spring kfac; do
-    train "lih_4096_${opt}_$dt" configs/runs/lih_ferminet_spring.yaml 4096 $dt $opt cuda 1 60
+
+# 1. Jacobian and optimizer steps on the device.
+stage_1() {
+  for dt in float64 float32; do
+    timeout 90 bash "$R" psgrad_bench --walkers 4096 --repeats 3 --old 0 --threads 16 run.device=cuda run.dtype=$dt \
+      > "$OUT/psgrad_$dt.txt" 2>&1
+    log "psgrad_bench lih 4096 $dt rc=$?"; tail -4 "$OUT/psgrad_$dt.txt" >> "$OUT/summary.txt"
   done
-done
-if [ -f configs/molecules/c4h4.yaml ]; then
-  for w in 1024 4096; do
-    train "c4h4_${w}_spring_float64" configs/runs/lih_ferminet_spring.yaml $w float64 spring cuda 1 120 \
-      system.molecule=c4h4
+}
+
+# 2. Training iterations per stage (pretraining off, short burn-in, no evaluation).
+stage_2() {
+  for dt in float64 float32; do
+    for opt in spring kfac; do
+      train "lih_4096_${opt}_$dt" configs/runs/lih_ferminet_spring.yaml 4096 $dt $opt cuda 1 60
+    done
   done
-fi
+  if [ -f configs/molecules/c4h4.yaml ]; then
+    for w in 1024 4096; do
+      train "c4h4_${w}_spring_float64" configs/runs/lih_ferminet_spring.yaml $w float64 spring cuda 1 120 \
+        system.molecule=c4h4
+    done
+  fi
+}
+
 # 2a. The rest of a user's path on CUDA, once each (everything else above skips it): HF
 #     pretraining, Adam, SR and minSR steps, a checkpoint, a resumed run, the evaluation at the
 #     end of training and `nnvmc eval` of the checkpoint.
-train "lih_512_adam_user_path" configs/runs/lih_ferminet_spring.yaml 512 float64 adam cuda 1 90 \
-  pretrain.steps=20 eval.steps=20 run.checkpoint_every=5
-grep -hE "pretrain +20/|energy|E =|error" "$OUT/train_lih_512_adam_user_path.log" | tail -3 >> "$OUT/summary.txt"
-timeout 60 bash "$R" nnvmc train --resume "$OUT/run_lih_512_adam_user_path" optim.iterations=16 \
-  > "$OUT/resume_user_path.log" 2>&1
-log "resume on cuda rc=$?: $(grep -h ' info it ' "$OUT/resume_user_path.log" | tail -1)"
-timeout 60 bash "$R" nnvmc eval "$OUT/run_lih_512_adam_user_path/checkpoint.h5" --steps 20 --walkers 512 --json \
-  > "$OUT/eval_user_path.json" 2> "$OUT/eval_user_path.err"
-log "nnvmc eval on cuda rc=$?: $(head -c 300 "$OUT/eval_user_path.json")"
-for opt in sr minsr; do
-  train "lih_512_$opt" configs/runs/lih_ferminet_spring.yaml 512 float64 $opt cuda 1 45
-done
+stage_2a() {
+  train "lih_512_adam_user_path" configs/runs/lih_ferminet_spring.yaml 512 float64 adam cuda 1 90 \
+    pretrain.steps=20 eval.steps=20 run.checkpoint_every=5
+  log "(the s/it above divide totals that include 20 pretraining and 20 evaluation steps by 12)"
+  grep -hE "pretrain +20/|energy|E =|error" "$OUT/train_lih_512_adam_user_path.log" | tail -3 >> "$OUT/summary.txt"
+  timeout 60 bash "$R" nnvmc train --resume "$OUT/run_lih_512_adam_user_path" optim.iterations=16 \
+    > "$OUT/resume_user_path.log" 2>&1
+  log "resume on cuda rc=$?: $(grep -h ' info it ' "$OUT/resume_user_path.log" | tail -1)"
+  timeout 60 bash "$R" nnvmc eval "$OUT/run_lih_512_adam_user_path/checkpoint.h5" --steps 20 --walkers 512 --json \
+    > "$OUT/eval_user_path.json" 2> "$OUT/eval_user_path.err"
+  log "nnvmc eval on cuda rc=$?: $(head -c 300 "$OUT/eval_user_path.json")"
+  for opt in sr minsr; do
+    train "lih_512_$opt" configs/runs/lih_ferminet_spring.yaml 512 float64 $opt cuda 1 45
+  done
+}
+
 # 2b. CUDA graphs of the MH step and the local energy, K-FAC LiH at 512 and 4096 walkers and
 #     Psiformer/PauliNet/Orbformer at 1024. "captured ... as a CUDA graph" lines show that graphs ran
 #     (without them, graphs off/on compares eager with eager).
-for w in 512 4096; do
-  for g in false true; do
-    train "lih_${w}_kfac_graphs_$g" configs/runs/lih_ferminet_kfac.yaml $w float64 kfac cuda 1 60 run.cuda_graphs=$g
+stage_2b() {
+  for w in 512 4096; do
+    for g in false true; do
+      train "lih_${w}_kfac_graphs_$g" configs/runs/lih_ferminet_kfac.yaml $w float64 kfac cuda 1 60 run.cuda_graphs=$g
+    done
+    grep -h "CUDA graph" "$OUT"/train_lih_${w}_kfac_graphs_true.log | head -2 >> "$OUT/summary.txt"
+    log "energies same seed, graphs off/on: $(grep -h ' info it ' "$OUT"/train_lih_${w}_kfac_graphs_false.log | tail -1) | \
+  $(grep -h ' info it ' "$OUT"/train_lih_${w}_kfac_graphs_true.log | tail -1)"
   done
-  grep -h "CUDA graph" "$OUT"/train_lih_${w}_kfac_graphs_true.log | head -2 >> "$OUT/summary.txt"
-  log "energies same seed, graphs off/on: $(grep -h ' info it ' "$OUT"/train_lih_${w}_kfac_graphs_false.log | tail -1) | \
-$(grep -h ' info it ' "$OUT"/train_lih_${w}_kfac_graphs_true.log | tail -1)"
-done
-# The graph pool is left out of run.memory_budget (batching/held_memory.hpp): with a budget that
-# binds, the local energy fits half of it and the pool reported at capture must fit beside the
-# gradient stage (its chunk line follows).
-train "lih_4096_spring_graphs_budget" configs/runs/lih_ferminet_spring.yaml 4096 float64 spring cuda 1 60 \
-  run.cuda_graphs=true run.memory_budget=1GiB
-grep -hE "graph pool holds|local energy:|per-sample gradients:|BudgetError" "$OUT/train_lih_4096_spring_graphs_budget.log" \
-  | head -5 >> "$OUT/summary.txt"
-for a in psiformer paulinet orbformer; do
-  train "lih_1024_${a}_graphs" "configs/runs/lih_$a.yaml" 1024 float64 spring cuda 1 60 run.cuda_graphs=true
-  grep -h "CUDA graph" "$OUT/train_lih_1024_${a}_graphs.log" | head -2 >> "$OUT/summary.txt"
-done
-train "lih_4096_spring_cpu16" configs/runs/lih_ferminet_spring.yaml 4096 float64 spring cpu 16 150
-# 3b. Thread scaling of the 16 cores at 512 walkers (issue 16: 2.4x over one core before): one
-#     thread, then 16 with walker parts (the default) and with libtorch's intra-op threads only.
-train "lih_512_spring_cpu1" configs/runs/lih_ferminet_spring.yaml 512 float64 spring cpu 1 60
-train "lih_512_spring_cpu16_parts" configs/runs/lih_ferminet_spring.yaml 512 float64 spring cpu 16 30
-train "lih_512_spring_cpu16_intraop" configs/runs/lih_ferminet_spring.yaml 512 float64 spring cpu 16 30 \
-  run.walker_threads=false
+  # The graph pool is left out of run.memory_budget (batching/held_memory.hpp): with a budget that
+  # binds, the local energy fits half of it and the pool reported at capture must fit beside the
+  # gradient stage (its chunk line follows).
+  train "lih_4096_spring_graphs_budget" configs/runs/lih_ferminet_spring.yaml 4096 float64 spring cuda 1 60 \
+    run.cuda_graphs=true run.memory_budget=1GiB
+  grep -hE "graph pool holds|local energy:|per-sample gradients:|too small for one|error:" "$OUT/train_lih_4096_spring_graphs_budget.log" \
+    | head -5 >> "$OUT/summary.txt"
+  for a in psiformer paulinet orbformer; do
+    train "lih_1024_${a}_graphs" "configs/runs/lih_$a.yaml" 1024 float64 spring cuda 1 60 run.cuda_graphs=true
+    grep -h "CUDA graph" "$OUT/train_lih_1024_${a}_graphs.log" | head -2 >> "$OUT/summary.txt"
+  done
+}
+
+# 3. The 16 CPU cores of the same machine on LiH at 4096 walkers (GPU/CPU ratio), and their thread
+#    scaling at 512 walkers.
+stage_3() {
+  train "lih_4096_spring_cpu16" configs/runs/lih_ferminet_spring.yaml 4096 float64 spring cpu 16 150
+  # 3b. Thread scaling of the 16 cores at 512 walkers (issue 16: 2.4x over one core before): one
+  #     thread, then 16 with walker parts (the default) and with libtorch's intra-op threads only.
+  train "lih_512_spring_cpu1" configs/runs/lih_ferminet_spring.yaml 512 float64 spring cpu 1 60
+  train "lih_512_spring_cpu16_parts" configs/runs/lih_ferminet_spring.yaml 512 float64 spring cpu 16 30
+  train "lih_512_spring_cpu16_intraop" configs/runs/lih_ferminet_spring.yaml 512 float64 spring cpu 16 30 \
+    run.walker_threads=false
+}
 
 # 4. `nnvmc profile` on CUDA (issue 15: stage times from CUDA events, kernel mix from the
 #    profiler's CUDA activities) and the four ansätze's first CUDA iterations (issues 12-14).
-timeout 120 bash "$R" nnvmc profile configs/runs/lih_psiformer.yaml --molecules lih,ch4 --warmup 2 --iterations 3 \
-  --profile-iterations 2 --output "$OUT/profile_psiformer_cuda" sampler.walkers=1024 run.device=cuda \
-  > "$OUT/profile_cuda.log" 2>&1
-log "profile psiformer cuda rc=$?"; grep -E "iteration|cover" "$OUT/profile_cuda.log" | tail -4 >> "$OUT/summary.txt"
-for a in psiformer paulinet orbformer; do
-  train "lih_1024_${a}" "configs/runs/lih_$a.yaml" 1024 float64 spring cuda 1 60
-done
+stage_4() {
+  timeout 120 bash "$R" nnvmc profile configs/runs/lih_psiformer.yaml --molecules lih,ch4 --warmup 2 --iterations 3 \
+    --profile-iterations 2 --output "$OUT/profile_psiformer_cuda" sampler.walkers=1024 run.device=cuda \
+    > "$OUT/profile_cuda.log" 2>&1
+  log "profile psiformer cuda rc=$?"; grep -E "iteration|cover" "$OUT/profile_cuda.log" | tail -4 >> "$OUT/summary.txt"
+  for a in psiformer paulinet orbformer; do
+    train "lih_1024_${a}" "configs/runs/lih_$a.yaml" 1024 float64 spring cuda 1 60
+  done
+}
+
 # 4b. Their Jacobians on CUDA (one recorded pass; parameter-derived tensors such as Orbformer's
 #     generated orbitals pulled back in one functorch-batched backward): time against a batch
 #     gradient, and exactness against the vmapped method (--old 1).
-for a in paulinet orbformer; do
-  timeout 60 bash "$R" psgrad_bench --config "configs/runs/lih_$a.yaml" --walkers 1024 --repeats 3 --old 1 \
-    run.device=cuda pretrain.steps=0 > "$OUT/psgrad_$a.txt" 2>&1
-  log "psgrad_bench $a 1024 cuda rc=$?"; grep -iE "jac|exact" "$OUT/psgrad_$a.txt" | tail -4 >> "$OUT/summary.txt"
-done
+stage_4b() {
+  for a in paulinet orbformer; do
+    timeout 60 bash "$R" psgrad_bench --config "configs/runs/lih_$a.yaml" --walkers 1024 --repeats 3 --old 1 \
+      run.device=cuda pretrain.steps=0 > "$OUT/psgrad_$a.txt" 2>&1
+    log "psgrad_bench $a 1024 cuda rc=$?"; grep -iE "jac|exact" "$OUT/psgrad_$a.txt" | tail -4 >> "$OUT/summary.txt"
+  done
+}
+
 # 5. Walker streams on the device (the sampler's and Hutchinson's random numbers).
-timeout 60 bash "$R" bench_walker_random --walkers 4096 --repeats 50 --device cuda > "$OUT/walker_random.txt" 2>&1
-log "walker streams cuda rc=$?"; tail -2 "$OUT/walker_random.txt" >> "$OUT/summary.txt"
+stage_5() {
+  timeout 60 bash "$R" bench_walker_random --walkers 4096 --repeats 50 --device cuda > "$OUT/walker_random.txt" 2>&1
+  log "walker streams cuda rc=$?"; tail -2 "$OUT/walker_random.txt" >> "$OUT/summary.txt"
+}
+
 # 6. NCCL device collectives (issue 19), one rank (one GPU here): results of all-reduce,
 #    broadcast and uneven all-gather against their definitions, all-reduce time per size; and the
 #    jvp Laplacian's functorch transforms on CUDA (issue 16) against the reverse method, and the
 #    Hutchinson estimator on CUDA (its probes come from the walker streams).
-timeout 60 bash "$R" bench_device_collectives --max-mib 64 > "$OUT/device_collectives.txt" 2>&1
-log "nccl collectives rc=$?"; head -1 "$OUT/device_collectives.txt" >> "$OUT/summary.txt"
-timeout 90 bash "$R" bench_laplacian --model-from configs/runs/lih_ferminet_kfac.yaml --walkers 1024 \
-  --methods jvp,reverse,forward,hutchinson --device cuda > "$OUT/laplacian_cuda.txt" 2>&1
-log "jvp/reverse/forward/hutchinson cuda rc=$?"; grep -E "^lih" "$OUT/laplacian_cuda.txt" >> "$OUT/summary.txt"
+stage_6() {
+  timeout 60 bash "$R" bench_device_collectives --max-mib 64 > "$OUT/device_collectives.txt" 2>&1
+  log "nccl collectives rc=$?"; head -1 "$OUT/device_collectives.txt" >> "$OUT/summary.txt"
+  timeout 90 bash "$R" bench_laplacian --model-from configs/runs/lih_ferminet_kfac.yaml --walkers 1024 \
+    --methods jvp,reverse,forward,hutchinson --device cuda > "$OUT/laplacian_cuda.txt" 2>&1
+  log "jvp/reverse/forward/hutchinson cuda rc=$?"; grep -E "^lih" "$OUT/laplacian_cuda.txt" >> "$OUT/summary.txt"
+}
+
+# Priority order: if the run's time limit cuts the script, what is cut is the least needed. A second
+# call can run the rest, e.g. STAGES="4b 5" (the machine stays warm for a while between calls).
+for stage in ${STAGES:-1 2 4 3 2a 2b 6 4b 5}; do
+  declare -F "stage_$stage" > /dev/null || { log "unknown stage '$stage' (STAGES)"; continue; }
+  start=$(date +%s)
+  "stage_$stage"
+  log "stage $stage took $(( $(date +%s) - start )) s"
+done
 log "done"

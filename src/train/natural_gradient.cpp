@@ -50,6 +50,19 @@ void SrProblem::gram(torch::Tensor& out) const {
   }
 }
 
+torch::Tensor SrProblem::fisher() const {
+  torch::Tensor s;
+  for (size_t m = 0; m + 1 < edges.size(); ++m) {
+    const auto len = edges[m + 1] - edges[m];
+    const auto jm = j.narrow(0, edges[m], len);
+    const auto mu = jm.mean(0);
+    const double w = scales[m] * scales[m];
+    auto sm = jm.t().matmul(jm).mul_(w).addr_(mu, mu, /*beta=*/1.0, /*alpha=*/-w * static_cast<double>(len));
+    s = s.defined() ? s.add_(sm) : sm;
+  }
+  return s;
+}
+
 torch::Tensor SrProblem::centred() const {
   auto o = j.clone();
   centre_blocks_(o, edges, 0);
@@ -145,10 +158,9 @@ torch::Tensor spd_solve(const torch::Tensor& a, const torch::Tensor& b, SampleSp
 }
 
 torch::Tensor sr_direction(const SrProblem& p, double damping, const torch::Tensor& v) {
-  const auto o = p.centred();
-  const auto s = o.t().matmul(o);
+  const auto s = p.fisher();
   const auto eye = torch::eye(s.size(0), s.options());
-  auto rhs = o.t().mv(p.eps);
+  auto rhs = p.ot_mv(p.eps);
   if (v.defined()) rhs = rhs + v.to(rhs.options());
   return spd_solve(s + damping * eye, rhs);
 }

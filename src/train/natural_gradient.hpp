@@ -42,7 +42,10 @@ struct SrProblem {
   torch::Tensor ot_mv(const torch::Tensor& y, torch::Tensor* out = nullptr) const;
   /// ŌŌᵀ [B, B] into `out` (resized when needed), from gram_matrix of J.
   void gram(torch::Tensor& out) const;
-  /// Ō as a new matrix (for parameter-space solves and tests). @return [B, P]
+  /// ŌᵀŌ = Σ_m s_m² (J_mᵀJ_m − B_m·μ_m μ_mᵀ) (μ_m block m's column means), without forming Ō.
+  /// @return [P, P]
+  torch::Tensor fisher() const;
+  /// Ō as a new matrix (for tests). @return [B, P]
   torch::Tensor centred() const;
   /// D·C·y: each block of y centred on its mean and scaled by s_m. @param y [B] @return [B]
   torch::Tensor centre_and_scale(const torch::Tensor& y) const;

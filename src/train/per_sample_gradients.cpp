@@ -64,20 +64,22 @@ std::int64_t fit_per_sample_chunk(WaveFunction& wf, const SystemTensors& sys, co
   o.reserved_bytes = reserved_bytes;
   const auto fit = batching::fit_chunk(
       [&](std::int64_t k) { per_sample_log_gradients(wf, sys, r.slice(0, 0, k), k); }, b, budget, o);
-  // Walker parts (run at once) each pay the fixed memory: the chunk they share leaves room for it.
+  // Walker parts (run at once) each pay the measured fixed memory: the chunk they share leaves
+  // room for it. The reserved bytes (fit.fixed_bytes includes them) are held once, not per part.
   const std::int64_t parts = parallel::walker_parts(b, r.device().is_cpu());
+  const std::int64_t measured_fixed = std::max<std::int64_t>(fit.fixed_bytes - std::max<std::int64_t>(reserved_bytes, 0), 0);
   const std::int64_t shared = fit.bytes_per_item > 0
-                                  ? fit.chunk - ((parts - 1) * fit.fixed_bytes + fit.bytes_per_item - 1) / fit.bytes_per_item
+                                  ? fit.chunk - ((parts - 1) * measured_fixed + fit.bytes_per_item - 1) / fit.bytes_per_item
                                   : fit.chunk;
   const std::int64_t chunk = std::max<std::int64_t>(1, std::min(want, shared));
-  // fit.fixed_bytes includes the reserved bytes (batching::fit_chunk)
   std::string context;
+  if (parts > 1) context += strfmt(", shared by %lld walker parts", static_cast<long long>(parts));
   if (fit.held_bytes > 0)
-    context = ", less " + batching::format_bytes(double(fit.held_bytes)) + " held by captured CUDA graphs";
+    context += ", less " + batching::format_bytes(double(fit.held_bytes)) + " held by captured CUDA graphs";
   log::info(strfmt("per-sample gradients: %s per walker + %s fixed (measured) + %s kept for the step -> chunks of "
                    "%lld walkers for %s = %s%s",
                    batching::format_bytes(double(fit.bytes_per_item)).c_str(),
-                   batching::format_bytes(double(std::max<std::int64_t>(fit.fixed_bytes - reserved_bytes, 0))).c_str(),
+                   batching::format_bytes(double(measured_fixed)).c_str(),
                    batching::format_bytes(double(reserved_bytes)).c_str(), static_cast<long long>(chunk),
                    o.key.c_str(), batching::format_bytes(double(budget.bytes())).c_str(), context.c_str()));
   return chunk;

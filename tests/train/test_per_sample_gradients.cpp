@@ -333,6 +333,36 @@ TEST(PerSampleGradients, ChunkIsFittedAgainWhenHeldMemoryGrows) {
   EXPECT_EQ(chunk(wf, t, r, 0, budget, 0), around);  // less held: kept
 }
 
+// Walker parts each pay the pass's measured fixed memory, but what the step keeps outside the
+// chunks (the Jacobian and the kernel) exists once: with R bytes reserved, two walker parts on
+// two threads get the chunk of one part on one thread (the measured fixed memory is a few bytes
+// here), not a chunk smaller by R / (bytes per walker).
+TEST(PerSampleGradients, ReservedBytesAreChargedOnceNotOncePerWalkerPart) {
+  const int previous = at::get_num_threads();
+  parallel::set_walker_threads(true);
+  const auto sys = lih();
+  FermiNet wf(test::small_ferminet(), sys);
+  const auto r = test::random_positions(sys, 64, 4);
+  const auto t = test::tensors(sys);
+  std::int64_t one_pass = 0;
+  {
+    batching::PeakMemoryScope scope;
+    (void)per_sample_log_gradients(wf, t, r, 64);
+    one_pass = scope.peak_bytes();
+  }
+  const std::int64_t reserved = one_pass / 2;  // about 32 walkers' worth
+  const batching::MemoryBudget budget(one_pass + reserved);
+  at::set_num_threads(1);
+  ASSERT_EQ(parallel::walker_parts(64, true), 1);
+  const std::int64_t single = fit_per_sample_chunk(wf, t, r, 0, budget, reserved);
+  at::set_num_threads(2);
+  ASSERT_EQ(parallel::walker_parts(64, true), 2);
+  const std::int64_t two = fit_per_sample_chunk(wf, t, r, 0, budget, reserved);
+  at::set_num_threads(previous);
+  EXPECT_LT(single, 64) << "the budget must split the walkers for this test";
+  EXPECT_NEAR(static_cast<double>(two), static_cast<double>(single), 1.0);
+}
+
 // On two threads the walkers are split into two parts whose recorded passes run at once: the
 // Jacobian is the one of one pass, for models in the building blocks, for parameters used
 // outside them and for the vmap fallback.
