@@ -3,7 +3,9 @@
 #include <torch/csrc/autograd/profiler_kineto.h>
 
 #include <algorithm>
+#include <type_traits>
 #include <unordered_map>
+#include <utility>
 
 #include "core/errors.hpp"
 #include "profile/stage_recorder.hpp"
@@ -46,21 +48,45 @@ struct Event {
   OpCost cost;
 };
 
-std::vector<OpInput> inputs_of(const prof::KinetoEvent& e, int default_bytes) {
+/// Whether the profiler's events carry structuredInputShapes() (tensor lists too; newer torch)
+/// or only shapes() (one shape per tensor input; torch 2.11, the device image's version).
+template <class E, class = void>
+struct HasStructuredShapes : std::false_type {};
+template <class E>
+struct HasStructuredShapes<E, std::void_t<decltype(std::declval<const E&>().structuredInputShapes())>>
+    : std::true_type {};
+
+/// The inputs of one profiled op with their shapes and element sizes (a template so that the
+/// branch for the other torch version is never compiled).
+template <class E>
+std::vector<OpInput> inputs_of(const E& e, int default_bytes) {
   std::vector<OpInput> in;
-  const auto shapes = e.structuredInputShapes();
   const auto dtypes = e.dtypes();
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    OpInput x;
-    const std::string dt = i < dtypes.size() ? dtypes[i] : std::string();
-    if (const auto* s = std::get_if<std::vector<int64_t>>(&shapes[i])) {
-      x.element_bytes = dtype_bytes(dt);
-      if (x.element_bytes > 0) x.shapes.push_back(*s);
-    } else if (const auto* l = std::get_if<std::vector<std::vector<int64_t>>>(&shapes[i])) {
-      x.element_bytes = default_bytes;
-      x.shapes = *l;
+  const auto dtype_at = [&](size_t i) { return i < dtypes.size() ? dtypes[i] : std::string(); };
+  if constexpr (HasStructuredShapes<E>::value) {
+    const auto shapes = e.structuredInputShapes();
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      OpInput x;
+      if (const auto* s = std::get_if<std::vector<int64_t>>(&shapes[i])) {
+        x.element_bytes = dtype_bytes(dtype_at(i));
+        if (x.element_bytes > 0) x.shapes.push_back(*s);
+      } else if (const auto* l = std::get_if<std::vector<std::vector<int64_t>>>(&shapes[i])) {
+        x.element_bytes = default_bytes;
+        x.shapes = *l;
+      }
+      if (x.element_bytes > 0) in.push_back(std::move(x));
     }
-    if (x.element_bytes > 0) in.push_back(std::move(x));
+  } else {
+    (void)default_bytes;  // tensor lists (e.g. cat's inputs) are not reported: their bytes are missed
+    const auto shapes = e.shapes();
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      OpInput x;
+      x.element_bytes = dtype_bytes(dtype_at(i));
+      if (x.element_bytes > 0 && !shapes[i].empty()) {
+        x.shapes.push_back(shapes[i]);
+        in.push_back(std::move(x));
+      }
+    }
   }
   return in;
 }
