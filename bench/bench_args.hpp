@@ -23,7 +23,11 @@ int guarded_main(const char* program, Body&& body) {
   try {
     return body();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: error: %s\n", program, e.what());
+    std::string what = e.what();
+    // libtorch's errors carry a C++ backtrace after this line: the message is what matters
+    const auto trace = what.find("\nException raised from");
+    if (trace != std::string::npos) what.resize(trace);
+    std::fprintf(stderr, "%s: error: %s\n", program, what.c_str());
     return 1;
   }
 }
