@@ -306,6 +306,13 @@ TEST(RecordedPass, NaturalGradientPlansAroundTheGraphPoolOfACapturedLocalEnergy)
   for (size_t k = 0; k < a.size(); ++k) EXPECT_LT(rel_err(b[k], a[k]), 1e-10) << k;
 }
 
+/// Peak memory of the per-sample gradients of all walkers r [B, N, 3] in one pass.
+std::int64_t one_pass_peak(WaveFunction& wf, const SystemTensors& t, const torch::Tensor& r) {
+  batching::PeakMemoryScope scope;
+  (void)per_sample_log_gradients(wf, t, r, r.size(0));
+  return scope.peak_bytes();
+}
+
 // The optimizers' chunk is fitted again when the device holds more memory than when it was
 // fitted (a graph captured after the first step, whose measured pool exceeds its warm-up
 // estimate), and kept when it holds less.
@@ -314,12 +321,7 @@ TEST(PerSampleGradients, ChunkIsFittedAgainWhenHeldMemoryGrows) {
   FermiNet wf(test::small_ferminet(), sys);
   const auto r = test::random_positions(sys, 64, 4);
   const auto t = test::tensors(sys);
-  std::int64_t one_pass = 0;
-  {
-    batching::PeakMemoryScope scope;
-    (void)per_sample_log_gradients(wf, t, r, 64);
-    one_pass = scope.peak_bytes();
-  }
+  const std::int64_t one_pass = one_pass_peak(wf, t, r);
   const batching::MemoryBudget budget(one_pass * 2);
   PerSampleChunk chunk;
   const std::int64_t free = chunk(wf, t, r, 0, budget, 0);
@@ -344,12 +346,7 @@ TEST(PerSampleGradients, ReservedBytesAreChargedOnceNotOncePerWalkerPart) {
   FermiNet wf(test::small_ferminet(), sys);
   const auto r = test::random_positions(sys, 64, 4);
   const auto t = test::tensors(sys);
-  std::int64_t one_pass = 0;
-  {
-    batching::PeakMemoryScope scope;
-    (void)per_sample_log_gradients(wf, t, r, 64);
-    one_pass = scope.peak_bytes();
-  }
+  const std::int64_t one_pass = one_pass_peak(wf, t, r);
   const std::int64_t reserved = one_pass / 2;  // about 32 walkers' worth
   const batching::MemoryBudget budget(one_pass + reserved);
   at::set_num_threads(1);
