@@ -16,12 +16,17 @@ void centre_blocks_(torch::Tensor& x, const std::vector<std::int64_t>& edges, st
     block.sub_(block.mean(dim, /*keepdim=*/true));
   }
 }
+/// Multiplies each block [edges[m], edges[m+1]) of x along `dim` by scales[m].
+void scale_blocks_(torch::Tensor& x, const std::vector<std::int64_t>& edges, const std::vector<double>& scales,
+                   std::int64_t dim) {
+  for (size_t m = 0; m + 1 < edges.size(); ++m) x.narrow(dim, edges[m], edges[m + 1] - edges[m]).mul_(scales[m]);
+}
 }  // namespace
 
 torch::Tensor SrProblem::centre_and_scale(const torch::Tensor& y) const {
   auto out = y.clone();
   centre_blocks_(out, edges, 0);
-  for (size_t m = 0; m + 1 < edges.size(); ++m) out.narrow(0, edges[m], edges[m + 1] - edges[m]).mul_(scales[m]);
+  scale_blocks_(out, edges, scales, 0);
   return out;
 }
 
@@ -43,11 +48,8 @@ void SrProblem::gram(torch::Tensor& out) const {
   gram_matrix(j, out);
   centre_blocks_(out, edges, 1);
   centre_blocks_(out, edges, 0);
-  for (size_t m = 0; m + 1 < edges.size(); ++m) {
-    const auto len = edges[m + 1] - edges[m];
-    out.narrow(0, edges[m], len).mul_(scales[m]);
-    out.narrow(1, edges[m], len).mul_(scales[m]);
-  }
+  scale_blocks_(out, edges, scales, 0);
+  scale_blocks_(out, edges, scales, 1);
 }
 
 torch::Tensor SrProblem::fisher() const {
@@ -63,12 +65,7 @@ torch::Tensor SrProblem::fisher() const {
   return s;
 }
 
-torch::Tensor SrProblem::centred() const {
-  auto o = j.clone();
-  centre_blocks_(o, edges, 0);
-  for (size_t m = 0; m + 1 < edges.size(); ++m) o.narrow(0, edges[m], edges[m + 1] - edges[m]).mul_(scales[m]);
-  return o;
-}
+torch::Tensor SrProblem::centred() const { return centre_and_scale(j); }
 
 SrProblem make_sr_problem(const torch::Tensor& jacobian, const torch::Tensor& e) {
   return make_sr_problem(std::vector<torch::Tensor>{jacobian}, std::vector<torch::Tensor>{e});

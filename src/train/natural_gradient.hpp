@@ -47,7 +47,8 @@ struct SrProblem {
   torch::Tensor fisher() const;
   /// Ō as a new matrix (for tests). @return [B, P]
   torch::Tensor centred() const;
-  /// D·C·y: each block of y centred on its mean and scaled by s_m. @param y [B] @return [B]
+  /// D·C·y: each block of rows of y centred on its mean and scaled by s_m. @param y [B] or [B, k]
+  /// @return the same shape
   torch::Tensor centre_and_scale(const torch::Tensor& y) const;
 };
 
