@@ -3,10 +3,15 @@
 #include <cmath>
 #include <vector>
 
+#include "blocks/per_sample.hpp"
 #include "core/errors.hpp"
 #include "models/orbformer/init.hpp"
 
 namespace nnvmc::orbformer {
+
+// Everything here is molecule-level: linear maps go through per_sample::shared_linear, so a
+// recorded pass writes their per-sample gradients directly (train/recorded_pass.cpp).
+using per_sample::shared_linear;
 
 torch::Tensor featurize_vectors(const torch::Tensor& v, const std::vector<double>& shifts,
                                 const std::vector<double>& scales) {
@@ -53,18 +58,18 @@ torch::Tensor NuclearMessagePassingImpl::forward(const torch::Tensor& x, const t
   const int64_t a = x.size(0), m = x.size(1), w = x.size(2), d = w / heads;
   const double inv_sqrt2 = 1.0 / std::sqrt(2.0);
   const auto y = norm(x);
-  const auto e = edge(edges).view({m, m, heads, d});                      // [s, r, H, D]
-  const auto rv = receiver(y).view({a, 1, m, heads, d}) * inv_sqrt2;      // receivers
-  const auto sd = sender(y).view({a, m, 1, heads, d}) * inv_sqrt2;        // senders
+  const auto e = shared_linear(edge, edges).view({m, m, heads, d});                      // [s, r, H, D]
+  const auto rv = shared_linear(receiver, y).view({a, 1, m, heads, d}) * inv_sqrt2;      // receivers
+  const auto sd = shared_linear(sender, y).view({a, m, 1, heads, d}) * inv_sqrt2;        // senders
   auto msg = torch::tanh(rv + sd);                                        // [A, s, r, H, D]
   if (receiver_node) {
-    const auto rn = receiver_node(node).view({1, m, heads, d}), sn = sender_node(node).view({m, 1, heads, d});
+    const auto rn = shared_linear(receiver_node, node).view({1, m, heads, d}), sn = shared_linear(sender_node, node).view({m, 1, heads, d});
     msg = msg * torch::sigmoid((rn + sn) * inv_sqrt2);
   }
   // Self-edges (s = r) carry messages too, as in oneqmc (whose attempt to zero them is a no-op).
   const auto update = norm((msg * e).sum(1)).reshape({a, m, w});  // per-head layer norm
   auto out = x + update;
-  return out + torch::tanh(dense(orbital ? norm(out) : out));
+  return out + torch::tanh(shared_linear(dense, orbital ? norm(out) : out));
 }
 
 NucleiGnnImpl::NucleiGnnImpl(int64_t max_z, int64_t dim, int64_t layers, int64_t heads) {
@@ -114,7 +119,7 @@ torch::Tensor OrbitalGeneratorImpl::forward(const std::vector<int>& z, const tor
   const auto on_atom = (atom.unsqueeze(1) == torch::arange(m, zl.options()).unsqueeze(0)).to(opts);      // [N, M]
   const auto on_slot = (slot.unsqueeze(1) == torch::arange(slots, zl.options()).unsqueeze(0)).to(opts);  // [N, S]
   const auto onehot = on_atom.unsqueeze(2) * on_slot.unsqueeze(1);                                      // [N, M, S]
-  auto x = embedding(onehot);  // [N, M, width]
+  auto x = shared_linear(embedding, onehot);  // [N, M, width]
   for (auto& b : blocks) x = b->forward(x, edges, nuclear_features);
   return x;
 }

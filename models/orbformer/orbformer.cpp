@@ -3,6 +3,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "blocks/per_sample.hpp"
 #include "core/elements.hpp"
 #include "core/errors.hpp"
 #include "core/log.hpp"
@@ -104,23 +105,23 @@ OrbformerMolecule Orbformer::molecule(const SystemTensors& sys) {
   mol.nuclear_features = nuclei_->forward(sys.charges, edges);  // [M, D]
   const auto nf = mol.nuclear_features;
   // Gate of the electron–nucleus features: spin embedding (row 1 up, 0 down) + nuclear linear.
-  const auto nuc = sender_nuclei_(nf);  // [M, W]
+  const auto nuc = per_sample::shared_linear(sender_nuclei_, nf);  // [M, W]
   std::vector<torch::Tensor> gates;
   if (sys.n_up > 0) gates.push_back(spin_embedding_[1].expand({sys.n_up, w}));
   if (sys.n_down > 0) gates.push_back(spin_embedding_[0].expand({sys.n_down, w}));
   mol.gate = torch::sigmoid((torch::cat(gates, 0).unsqueeze(1) + nuc.unsqueeze(0)) / std::sqrt(2.0));  // [N, M, W]
   // Per-nucleus 6×3 projection of r_i − R_m as one block-diagonal [6M, 3M] map.
-  const auto p = projection_(nf).view({m, 6, 3}) / std::sqrt(3.0);
+  const auto p = per_sample::shared_linear(projection_, nf).view({m, 6, 3}) / std::sqrt(3.0);
   const auto eye = torch::eye(m, p.options());
   mol.projection = torch::einsum("mac,mn->manc", {p, eye}).reshape({6 * m, 3 * m});
   const auto index = sys.charges.round().to(torch::kLong) - 1;  // [M] element rows, on the device
   mol.exponents = 0.1 + torch::softplus(exponent_embedding_.index_select(0, index));  // [M, S]
   const auto orb = generator_->forward(sys.atomic_numbers, sys.charges, n, edges, nf);  // [N, M, Wo]
   for (int s = 0; s < 2; ++s) {
-    const auto f = orb * torch::sigmoid(orbital_gate_[s](orb));
-    const auto coef = envelope_coef_[s](f).view({n, m, s_env, k}) / std::sqrt(static_cast<double>(s_env));
+    const auto f = orb * torch::sigmoid(per_sample::shared_linear(orbital_gate_[s], orb));
+    const auto coef = per_sample::shared_linear(envelope_coef_[s], f).view({n, m, s_env, k}) / std::sqrt(static_cast<double>(s_env));
     mol.envelope_weight[s] = coef.permute({3, 0, 1, 2}).reshape({k * n, m * s_env});
-    const auto proj = orbital_projection_[s](f.sum(1)).view({n, w, k});
+    const auto proj = per_sample::shared_linear(orbital_projection_[s], f.sum(1)).view({n, w, k});
     mol.orbital_weight[s] = proj.permute({2, 0, 1}).reshape({k * n, w});
   }
   mol.jastrow_alpha = torch::softplus(jastrow_alpha_);

@@ -25,6 +25,13 @@ torch::Tensor Recorder::linear(const torch::Tensor& x, const torch::Tensor& weig
   return y;
 }
 
+torch::Tensor Recorder::shared_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+  auto y = torch::nn::functional::linear(x, weight.detach(), bias.defined() ? bias.detach() : bias);
+  if (!y.requires_grad()) y.requires_grad_(true);  // first layer: the pull-back still reaches y
+  shared_.push_back({weight, bias, x.detach(), y});
+  return y;
+}
+
 torch::Tensor Recorder::constant(const torch::Tensor& c, int64_t batch, int64_t dims) {
   const void* key = c.unsafeGetTensorImpl();
   auto it = constant_index_.find(key);

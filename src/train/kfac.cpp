@@ -211,6 +211,10 @@ class KfacOptimizer final : public Optimizer {
     std::vector<bool> other(n, false);
     for (size_t k = 0; k < n; ++k) other[k] = pass.fallback[k] || pass.dense[k].defined();
     for (const auto& e : pass.linear) {
+      if (e.shared) {  // a molecule-level map: one input for all walkers, kept diagonal
+        if (e.weight >= 0) other[e.weight] = true;
+        if (e.bias >= 0) other[e.bias] = true;
+      }
       if (e.weight >= 0) {
         ++as_weight[e.weight];
         if (bias_of[e.weight] == -2) bias_of[e.weight] = e.bias;

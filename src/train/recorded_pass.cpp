@@ -8,6 +8,7 @@
 #include "blocks/per_sample.hpp"
 #include "core/errors.hpp"
 #include "train/batched_vjp.hpp"
+#include "train/outer_sum.hpp"
 
 namespace nnvmc {
 namespace {
@@ -18,24 +19,53 @@ std::vector<std::int64_t> column_offsets(const std::vector<torch::Tensor>& param
   return off;
 }
 
+/// view[b] (+)= g[b]ᵀ x[b]. On the CPU in float64 with few positions: outer_sum's loops over
+/// the walkers' threads; otherwise one batched GEMM straight into the view (on CUDA a single
+/// strided-batched cuBLAS call; on the CPU ATen's loop of per-walker GEMMs).
+/// @param view [B, out, in], rows contiguous @param g [B, S, out] @param x [B, S, in] (batch
+/// stride 0 for a shared input) @param stream write with non-temporal stores (outer_sum::Args)
+void add_outer_sum(torch::Tensor view, const torch::Tensor& g, const torch::Tensor& x, bool accumulate, bool stream) {
+  const auto f64 = torch::kFloat64;
+  if (view.device().is_cpu() && view.scalar_type() == f64 && g.scalar_type() == f64 && x.scalar_type() == f64 &&
+      g.size(1) <= outer_sum::kMaxPositions && view.stride(2) == 1) {
+    const auto gc = g.stride(2) == 1 ? g : g.contiguous();
+    const auto xc = x.stride(2) == 1 ? x : x.contiguous();
+    outer_sum::Args a;
+    a.positions = g.size(1);
+    a.out = g.size(2);
+    a.in = x.size(2);
+    a.g = gc.data_ptr<double>();
+    a.g_batch = gc.stride(0);
+    a.g_pos = gc.stride(1);
+    a.x = xc.data_ptr<double>();
+    a.x_batch = xc.stride(0);
+    a.x_pos = xc.stride(1);
+    a.c = view.data_ptr<double>();
+    a.c_batch = view.stride(0);
+    a.c_row = view.stride(1);
+    a.accumulate = accumulate;
+    a.stream = stream;
+    at::parallel_for(0, view.size(0), 8, [&](std::int64_t b0, std::int64_t b1) { outer_sum::run(a, b0, b1); });
+    return;
+  }
+  const auto gt = g.transpose(1, 2);
+  if (view.scalar_type() == x.scalar_type()) {
+    if (accumulate) view.baddbmm_(gt, x);
+    else torch::bmm_out(view, gt, x);
+  } else {
+    const auto v = torch::bmm(gt, x);
+    if (accumulate) view.add_(v);
+    else view.copy_(v);
+  }
+}
+
 /// Adds (or, when `written` is false, writes) parameter k's per-sample gradient from the
 /// recorded pass into target [B, numel_k]; sets `written` when anything was written.
-void accumulate(const RecordedPass& pass, int k, torch::Tensor target, bool& written) {
+void accumulate(const RecordedPass& pass, int k, torch::Tensor target, bool& written, bool stream = false) {
   const std::int64_t b = pass.batch;
   for (const auto& e : pass.linear) {
     if (e.weight == k) {
-      auto view = target.view({b, e.g.size(2), e.x.size(2)});  // strides (P, in, 1)
-      // One batched GEMM straight into the Jacobian's columns: on CUDA a single strided-batched
-      // cuBLAS call (batch stride P); on the CPU ATen loops over the walkers (no copy).
-      const auto gt = e.g.transpose(1, 2);
-      if (view.scalar_type() == e.x.scalar_type()) {
-        if (written) view.baddbmm_(gt, e.x);
-        else torch::bmm_out(view, gt, e.x);
-      } else {
-        const auto v = torch::bmm(gt, e.x);
-        if (written) view.add_(v);
-        else view.copy_(v);
-      }
+      add_outer_sum(target.view({b, e.g.size(2), e.x.size(2)}), e.g, e.x, written, stream);  // strides (P, in, 1)
       written = true;
     }
     if (e.bias == k) {
@@ -95,12 +125,14 @@ RecordedPass record_pass(WaveFunction& wf, const SystemTensors& sys, const torch
 
   std::vector<per_sample::LinearUse> linear;
   std::vector<per_sample::ConstantUse> constants;
+  std::vector<per_sample::LinearUse> shared;
   torch::Tensor logabs;
   {
     per_sample::Recorder recorder;
     logabs = wf.forward(r.detach(), sys).logabs;
     linear = recorder.linear_uses();
     constants = recorder.constant_uses();
+    shared = recorder.shared_linear_uses();
   }
   if (!logabs.requires_grad()) return pass;  // no parameter reaches log|ψ|: all gradients zero
 
@@ -160,10 +192,27 @@ RecordedPass record_pass(WaveFunction& wf, const SystemTensors& sys, const torch
     else chain(constants[j].constant, g);
   }
 
+  // The molecule-level linear maps (per_sample::shared_linear) were run with detached
+  // parameters: the pull-back stops at their outputs y, and their weight gradients are the
+  // per-sample contractions ∂W[b] = Σ_s ∂y[b, s]ᵀ x[s], written like the walkers' own.
   if (!chained.empty()) {
-    const auto g = batched_vjp(chained, params, chained_grads, /*retain_graph=*/false);
+    std::vector<torch::Tensor> inputs = params;
+    for (const auto& u : shared) inputs.push_back(u.y);
+    const auto g = batched_vjp(chained, inputs, chained_grads, /*retain_graph=*/false);
     for (size_t k = 0; k < params.size(); ++k)
       if (g[k].defined()) add_dense(static_cast<int>(k), g[k]);
+    for (size_t j = 0; j < shared.size(); ++j) {
+      const auto& gy = g[params.size() + j];
+      if (!gy.defined()) continue;  // y does not reach log|ψ|
+      const auto& u = shared[j];
+      RecordedPass::Linear e;
+      e.shared = true;
+      e.g = gy.reshape({b, -1, gy.size(-1)});
+      e.x = u.x.reshape({1, -1, u.x.size(-1)}).expand({b, e.g.size(1), u.x.size(-1)});
+      e.weight = param_index(u.weight);
+      if (u.bias.defined() && u.bias.requires_grad()) e.bias = param_index(u.bias);
+      if (e.weight >= 0 || e.bias >= 0) pass.linear.push_back(std::move(e));
+    }
   }
 
   std::vector<torch::Tensor> leftover;
@@ -191,14 +240,14 @@ RecordedPass record_pass(WaveFunction& wf, const SystemTensors& sys, const torch
   return pass;
 }
 
-void write_jacobian(const RecordedPass& pass, const std::vector<torch::Tensor>& params, torch::Tensor out) {
+void write_jacobian(const RecordedPass& pass, const std::vector<torch::Tensor>& params, torch::Tensor out, bool stream) {
   const auto off = column_offsets(params);
   if (out.dim() != 2 || out.size(0) != pass.batch || out.size(1) != off.back())
     throw Error("write_jacobian: output is not [B, P]");
   for (size_t k = 0; k < params.size(); ++k) {
     auto target = out.slice(1, off[k], off[k + 1]);
     bool written = false;
-    accumulate(pass, static_cast<int>(k), target, written);
+    accumulate(pass, static_cast<int>(k), target, written, stream);
     if (!written) target.zero_();
   }
 }

@@ -22,6 +22,8 @@ struct RecordedPass {
     int bias = -1;    ///< index of b [out] (−1: none or not handled here)
     torch::Tensor x;  ///< [B, S, in] inputs at the S positions (electrons, pairs, …) of each walker
     torch::Tensor g;  ///< [B, S, out] ∂log|ψ_b|/∂y at the same positions
+    bool shared = false;  ///< a molecule-level map (per_sample::shared_linear): x is one [S, in]
+                          ///< expanded over the walkers (batch stride 0)
   };
   std::int64_t batch = 0;            ///< B
   std::vector<Linear> linear;        ///< in recording order; a W may appear several times
@@ -39,7 +41,10 @@ RecordedPass record_pass(WaveFunction& wf, const SystemTensors& sys, const torch
 
 /// Writes the Jacobian of a recorded pass: out[b, cols(k)] = ∂log|ψ_b|/∂θ_k flattened.
 /// @param out [B, P] float64 (may be a row slice of a larger buffer; overwritten)
-void write_jacobian(const RecordedPass& pass, const std::vector<torch::Tensor>& params, torch::Tensor out);
+/// @param stream the whole buffer exceeds the cache: write the per-sample weight gradients with
+/// non-temporal stores (CPU, outer_sum) so the write does not read the buffer first
+void write_jacobian(const RecordedPass& pass, const std::vector<torch::Tensor>& params, torch::Tensor out,
+                    bool stream = false);
 
 /// The full per-sample gradient of parameter k from a recorded pass. @return [B, numel] float64
 torch::Tensor per_sample_gradient(const RecordedPass& pass, const std::vector<torch::Tensor>& params, int k);

@@ -8,6 +8,7 @@
 #include "common/test_util.hpp"
 #include "core/timer.hpp"
 #include "models/ferminet/ferminet.hpp"
+#include "models/registry.hpp"
 #include "parallel/walker_threads.hpp"
 #include "train/optimizer.hpp"
 #include "train/per_sample_gradients.hpp"
@@ -267,4 +268,33 @@ TEST(Kfac, WalkerPartsOnTwoThreadsGiveTheStepsOfOnePass) {
   for (const auto& p : trainable_parameters(initial)) flat.push_back(p.detach().reshape(-1));
   EXPECT_GT(rel_diff(after[false], torch::cat(flat)), 1e-6);  // the steps moved the parameters
   EXPECT_LT(rel_diff(after[true], after[false]), 1e-11);
+}
+
+// Orbformer's orbital generator and nuclear network are molecule-level: their linear maps are
+// recorded as shared uses (one input for all walkers) and keep diagonal blocks, while the
+// electron-side layers get Kronecker blocks.
+TEST(Kfac, HypernetworkLayersKeepDiagonalBlocksAndElectronLayersGetKroneckerBlocks) {
+  const auto sys = load_molecule("lih", test::molecules_dir());
+  const auto tensors = test::tensors(sys);
+  ModelConfig model;
+  model.type = "orbformer";
+  model.orbformer = test::small_orbformer(2);
+  const auto wf = make_model(model, sys, torch::kFloat64, torch::kCPU);
+  const auto r = test::random_positions(sys, 8, 3);
+  const auto e = torch::linspace(-8.3, -7.7, 8, torch::kFloat64);
+  auto opt = make_optimizer(kfac_options(1e-3), *wf);
+  StageTimers timers;
+  ASSERT_TRUE(opt->step(*wf, {WalkerBatch{&tensors, r, e}}, 0, timers));
+  const auto state = opt->state();
+  int generator = 0;
+  for (const auto& p : wf->named_parameters()) {
+    const auto& name = p.key();
+    if (name.rfind("orbital_generator.", 0) == 0 || name.rfind("nuclei.", 0) == 0) {
+      ++generator;
+      EXPECT_EQ(state.count("kfac/D/" + name), 1u) << name;
+      EXPECT_EQ(state.count("kfac/A/" + name), 0u) << name;
+    }
+  }
+  EXPECT_GT(generator, 10);
+  EXPECT_EQ(state.count("kfac/A/electrons.query0.weight"), 1u);
 }

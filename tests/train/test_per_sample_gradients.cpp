@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "common/test_util.hpp"
 #include "core/system.hpp"
 #include "models/ferminet/ferminet.hpp"
@@ -176,6 +178,45 @@ TEST(RecordedPass, OneBackwardPassEqualsTheVmapMethodAndSingleWalkerPassesForPsi
                 params.size(), fallback);
     EXPECT_EQ(fallback, 0) << model.type << ": every parameter goes through the building blocks";
   }
+}
+
+// Orbformer's orbital generator and nuclear network run once per molecule. Their linear maps
+// are recorded as shared uses (per_sample::shared_linear): the pull-back stops at their
+// outputs and their weight gradients are written like the walkers' own layers', never as dense
+// per-sample blocks. Streamed and plain writes give the same Jacobian, equal to the vmap one.
+TEST(RecordedPass, HypernetworkLinearMapsAreRecordedAsSharedUsesAndWrittenDirectly) {
+  const auto sys = lih();
+  const auto wf = make_model(small_transformer_models()[1], sys, torch::kFloat64, torch::kCPU);
+  const auto r = test::random_positions(sys, 6, 7);
+  const auto params = trainable_parameters(*wf);
+  const auto pass = record_pass(*wf, test::tensors(sys), r, params);
+  std::set<int> shared;
+  for (const auto& e : pass.linear)
+    if (e.shared) {
+      EXPECT_EQ(e.x.stride(0), 0);  // one input for all walkers
+      if (e.weight >= 0) shared.insert(e.weight);
+    }
+  int generator_weights = 0;
+  for (const auto& p : wf->named_parameters()) {
+    const auto& name = p.key();
+    const bool molecule_level = name.rfind("orbital_generator.", 0) == 0 || name.rfind("nuclei.block", 0) == 0 ||
+                                name.rfind("orbital_projection_", 0) == 0 || name.rfind("envelope_coef_", 0) == 0;
+    if (!molecule_level || name.size() < 7 || name.compare(name.size() - 7, 7, ".weight") != 0) continue;
+    ++generator_weights;
+    int k = -1;
+    for (size_t j = 0; j < params.size(); ++j)
+      if (params[j].unsafeGetTensorImpl() == p.value().unsafeGetTensorImpl()) k = static_cast<int>(j);
+    ASSERT_GE(k, 0) << name;
+    EXPECT_EQ(shared.count(k), 1u) << name << " is a recorded shared use";
+    EXPECT_FALSE(pass.dense[k].defined()) << name << " has no dense per-sample block";
+  }
+  EXPECT_GT(generator_weights, 10);
+  const std::int64_t p_total = parameter_count(params);
+  auto plain = torch::empty({6, p_total}, torch::kFloat64), streamed = torch::empty({6, p_total}, torch::kFloat64);
+  write_jacobian(pass, params, plain, /*stream=*/false);
+  write_jacobian(pass, params, streamed, /*stream=*/true);
+  EXPECT_TRUE(torch::equal(plain, streamed));
+  EXPECT_LT(rel_err(plain, per_sample_log_gradients_vmap(*wf, test::tensors(sys), r, params, 3)), 1e-10);
 }
 
 TEST(RecordedPass, OneBackwardPassEqualsTheVmapMethodInFloat32) {
