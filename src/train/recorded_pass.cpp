@@ -8,7 +8,7 @@
 #include "blocks/per_sample.hpp"
 #include "core/errors.hpp"
 #include "train/batched_vjp.hpp"
-#include "train/outer_sum.hpp"
+#include "train/outer_sum_tensors.hpp"
 
 namespace nnvmc {
 namespace {
@@ -30,21 +30,7 @@ void add_outer_sum(torch::Tensor view, const torch::Tensor& g, const torch::Tens
       g.size(1) <= outer_sum::kMaxPositions && view.stride(2) == 1) {
     const auto gc = g.stride(2) == 1 ? g : g.contiguous();
     const auto xc = x.stride(2) == 1 ? x : x.contiguous();
-    outer_sum::Args a;
-    a.positions = g.size(1);
-    a.out = g.size(2);
-    a.in = x.size(2);
-    a.g = gc.data_ptr<double>();
-    a.g_batch = gc.stride(0);
-    a.g_pos = gc.stride(1);
-    a.x = xc.data_ptr<double>();
-    a.x_batch = xc.stride(0);
-    a.x_pos = xc.stride(1);
-    a.c = view.data_ptr<double>();
-    a.c_batch = view.stride(0);
-    a.c_row = view.stride(1);
-    a.accumulate = accumulate;
-    a.stream = stream;
+    const auto a = outer_sum::tensor_args(gc, xc, view, accumulate, stream);
     at::parallel_for(0, view.size(0), 8, [&](std::int64_t b0, std::int64_t b1) { outer_sum::run(a, b0, b1); });
     return;
   }

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "train/outer_sum.hpp"
+#include "train/outer_sum_tensors.hpp"
 
 using namespace nnvmc;
 
@@ -24,21 +24,7 @@ std::vector<std::pair<std::string, Variant>> variants() {
 /// @param c [B, O, I] view with contiguous rows
 void apply(const Variant& f, const torch::Tensor& g, const torch::Tensor& x, torch::Tensor c, bool accumulate,
            bool stream) {
-  outer_sum::Args a;
-  a.positions = g.size(1);
-  a.out = g.size(2);
-  a.in = x.size(2);
-  a.g = g.data_ptr<double>();
-  a.g_batch = g.stride(0);
-  a.g_pos = g.stride(1);
-  a.x = x.data_ptr<double>();
-  a.x_batch = x.stride(0);
-  a.x_pos = x.stride(1);
-  a.c = c.data_ptr<double>();
-  a.c_batch = c.stride(0);
-  a.c_row = c.stride(1);
-  a.accumulate = accumulate;
-  a.stream = stream;
+  const auto a = outer_sum::tensor_args(g, x, c, accumulate, stream);
   const std::int64_t half = g.size(0) / 2;
   f(a, 0, half);
   f(a, half, g.size(0));
