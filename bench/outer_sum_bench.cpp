@@ -1,8 +1,7 @@
 /// @file outer_sum_bench.cpp
-/// Writing per-sample weight gradients into a Jacobian's columns, four ways, interleaved in one
+/// Writing per-sample weight gradients into a Jacobian's columns, three ways, interleaved in one
 /// run (medians): ATen's batched GEMM (torch::bmm_out: one dispatched GEMM per walker on the
-/// CPU), train/outer_sum's loops with plain stores, the same loops with non-temporal stores,
-/// and a fill of the same columns (the bandwidth bound). L blocks [B, O·I] side by side in a
+/// CPU), train/outer_sum's loops, and a fill of the same columns (the bandwidth bound). L blocks [B, O·I] side by side in a
 /// [B, P] buffer, inputs g [B, S, O] and x [B, S, I], float64.
 ///
 ///   outer_sum_bench [--walkers 256] [--width 53230] [--blocks 22] [--out 48] [--in 48]
@@ -48,13 +47,12 @@ int main(int argc, char** argv) {
     const auto f64 = torch::kFloat64;
     auto jac = torch::zeros({b, p}, f64);
     const double gbytes = 8.0 * b * l * o * in / 1e9;
-    std::printf("# B %lld, P %lld, %lld blocks of %lld x %lld (%.1f MB written), AVX2 variant %s, last-level cache %lld MiB\n",
+    std::printf("# B %lld, P %lld, %lld blocks of %lld x %lld (%.1f MB written), AVX2 variant %s\n",
                 static_cast<long long>(b), static_cast<long long>(p), static_cast<long long>(l),
                 static_cast<long long>(o), static_cast<long long>(in), gbytes * 1e3,
-                outer_sum::avx2_supported() ? "yes" : "no",
-                static_cast<long long>(outer_sum::last_level_cache_bytes() >> 20));
-    std::printf("%4s %12s %12s %12s %12s   (ms, medians of %d interleaved repeats)\n", "S", "bmm_out", "loops",
-                "streamed", "fill", repeats);
+                outer_sum::avx2_supported() ? "yes" : "no");
+    std::printf("%4s %12s %12s %12s   (ms, medians of %d interleaved repeats)\n", "S", "bmm_out", "loops", "fill",
+                repeats);
     for (const auto& s_text : bench::split_list(opt["positions"])) {
       const std::int64_t s = std::stoll(s_text);
       std::vector<torch::Tensor> g, x;
@@ -63,10 +61,10 @@ int main(int argc, char** argv) {
         x.push_back(torch::randn({b, s, in}, f64));
       }
       const auto block = [&](std::int64_t k) { return jac.slice(1, k * o * in, (k + 1) * o * in).view({b, o, in}); };
-      const auto loops = [&](bool stream) {
+      const auto loops = [&] {
         for (std::int64_t k = 0; k < l; ++k) {
           auto c = block(k);
-          const auto a = outer_sum::tensor_args(g[k], x[k], c, false, stream);
+          const auto a = outer_sum::tensor_args(g[k], x[k], c, false);
           at::parallel_for(0, b, 8, [&](std::int64_t b0, std::int64_t b1) { outer_sum::run(a, b0, b1); });
         }
       };
@@ -77,14 +75,12 @@ int main(int argc, char** argv) {
               torch::bmm_out(v, g[k].transpose(1, 2), x[k]);
             }
           },
-          [&] { loops(false); }, [&] { loops(true); }, [&] { jac.slice(1, 0, l * o * in).fill_(1.0); }};
+          loops, [&] { jac.slice(1, 0, l * o * in).fill_(1.0); }};
       ways[0]();
       const auto reference = jac.slice(1, 0, l * o * in).clone();
-      for (bool stream : {false, true}) {
-        loops(stream);
-        const double err = (jac.slice(1, 0, l * o * in) - reference).abs().max().item<double>();
-        if (err > 1e-12) throw std::runtime_error("outer_sum differs from bmm by " + std::to_string(err));
-      }
+      loops();
+      const double err = (jac.slice(1, 0, l * o * in) - reference).abs().max().item<double>();
+      if (err > 1e-12) throw std::runtime_error("outer_sum differs from bmm by " + std::to_string(err));
       std::vector<std::vector<double>> t(ways.size());
       for (int r = 0; r < repeats + 1; ++r)
         for (size_t w = 0; w < ways.size(); ++w) {
@@ -92,8 +88,7 @@ int main(int argc, char** argv) {
           ways[w]();
           if (r > 0) t[w].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() * 1e3);
         }
-      std::printf("%4lld %12.2f %12.2f %12.2f %12.2f\n", static_cast<long long>(s), median(t[0]), median(t[1]),
-                  median(t[2]), median(t[3]));
+      std::printf("%4lld %12.2f %12.2f %12.2f\n", static_cast<long long>(s), median(t[0]), median(t[1]), median(t[2]));
     }
     return 0;
   });

@@ -5,8 +5,8 @@
 ///
 /// ATen's CPU bmm loops over the batch with one dispatched GEMM per sample; with the few
 /// positions S of a walker (electrons) each GEMM is tiny and the loop, not the arithmetic or
-/// the bytes, sets the time. These loops stream each output row once per position and are
-/// compiled twice, portable and for AVX2+FMA, chosen at run time.
+/// the bytes, sets the time. These loops pass over each output row (in L1) once per position
+/// and are compiled twice, portable and for AVX2+FMA, chosen at run time.
 #include <cstdint>
 
 namespace nnvmc::outer_sum {
@@ -25,12 +25,10 @@ struct Args {
   double* c = nullptr;
   std::int64_t c_batch = 0, c_row = 0;
   bool accumulate = false;  ///< add to c instead of overwriting it
-  bool stream = false;      ///< c is larger than the cache and not read again soon: write it
-                            ///< with non-temporal stores where the variant has them
 };
 
 /// Up to this many positions the loops beat the per-sample GEMMs of a batched matmul on the
-/// CPU (measured: bench/results/psgrad.txt, 2026-12-02); above it the caller uses one.
+/// CPU (bench/outer_sum_bench; figures in bench/results/psgrad.txt); above it the caller uses one.
 inline constexpr std::int64_t kMaxPositions = 16;
 
 /// c[b] (+)= Σ_s g[b, s]ᵀ x[b, s] for samples b in [begin, end), with the fastest variant this
@@ -43,9 +41,5 @@ void run_portable(const Args& a, std::int64_t begin, std::int64_t end);
 void run_avx2(const Args& a, std::int64_t begin, std::int64_t end);
 /// Whether this build has the AVX2+FMA variant and this CPU runs it.
 bool avx2_supported();
-
-/// The size of this CPU's last-level cache in bytes (32 MiB where the system does not say):
-/// outputs larger than it are worth streaming.
-std::int64_t last_level_cache_bytes();
 
 }  // namespace nnvmc::outer_sum

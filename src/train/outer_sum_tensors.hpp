@@ -10,8 +10,7 @@ namespace nnvmc::outer_sum {
 /// The arguments of c[b] (+)= g[b]ᵀ x[b] for float64 CPU tensors whose innermost axes are
 /// contiguous. @param g [B, S, O] @param x [B, S, I] (batch stride 0: shared)
 /// @param c [B, O, I] rows contiguous (e.g. a view of a Jacobian's columns)
-inline Args tensor_args(const torch::Tensor& g, const torch::Tensor& x, torch::Tensor& c, bool accumulate,
-                        bool stream) {
+inline Args tensor_args(const torch::Tensor& g, const torch::Tensor& x, torch::Tensor& c, bool accumulate) {
   Args a;
   a.positions = g.size(1);
   a.out = g.size(2);
@@ -26,7 +25,6 @@ inline Args tensor_args(const torch::Tensor& g, const torch::Tensor& x, torch::T
   a.c_batch = c.stride(0);
   a.c_row = c.stride(1);
   a.accumulate = accumulate;
-  a.stream = stream;
   return a;
 }
 

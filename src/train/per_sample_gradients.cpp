@@ -5,7 +5,6 @@
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "parallel/walker_threads.hpp"
-#include "train/outer_sum.hpp"
 #include "train/recorded_pass.hpp"
 
 namespace nnvmc {
@@ -42,13 +41,11 @@ void per_sample_log_gradients_into(WaveFunction& wf, const SystemTensors& sys, c
   // chunk was fitted to (parallel::split_chunk).
   const auto split = parallel::split_chunk(parallel::walker_parts(b, r.device().is_cpu()), chunk);
   const std::int64_t parts = split.parts, step = split.chunk;
-  // A Jacobian larger than the cache is read back from memory by the step anyway: stream it.
-  const bool stream = out.device().is_cpu() && out.nbytes() > static_cast<size_t>(outer_sum::last_level_cache_bytes());
   parallel::for_each_walker_part(b, parts, [&](std::int64_t lo, std::int64_t hi) {
     for (std::int64_t s = lo; s < hi; s += step) {
       const std::int64_t e = std::min(hi, s + step);
       const auto pass = record_pass(wf, sys, r.slice(0, s, e), params, std::min<std::int64_t>(step, kFallbackChunk));
-      write_jacobian(pass, params, out.slice(0, s, e), stream);
+      write_jacobian(pass, params, out.slice(0, s, e));
     }
   });
 }

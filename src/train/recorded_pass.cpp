@@ -23,14 +23,14 @@ std::vector<std::int64_t> column_offsets(const std::vector<torch::Tensor>& param
 /// the walkers' threads; otherwise one batched GEMM straight into the view (on CUDA a single
 /// strided-batched cuBLAS call; on the CPU ATen's loop of per-walker GEMMs).
 /// @param view [B, out, in], rows contiguous @param g [B, S, out] @param x [B, S, in] (batch
-/// stride 0 for a shared input) @param stream write with non-temporal stores (outer_sum::Args)
-void add_outer_sum(torch::Tensor view, const torch::Tensor& g, const torch::Tensor& x, bool accumulate, bool stream) {
+/// stride 0 for a shared input)
+void add_outer_sum(torch::Tensor view, const torch::Tensor& g, const torch::Tensor& x, bool accumulate) {
   const auto f64 = torch::kFloat64;
   if (view.device().is_cpu() && view.scalar_type() == f64 && g.scalar_type() == f64 && x.scalar_type() == f64 &&
       g.size(1) <= outer_sum::kMaxPositions && view.stride(2) == 1) {
     const auto gc = g.stride(2) == 1 ? g : g.contiguous();
     const auto xc = x.stride(2) == 1 ? x : x.contiguous();
-    const auto a = outer_sum::tensor_args(gc, xc, view, accumulate, stream);
+    const auto a = outer_sum::tensor_args(gc, xc, view, accumulate);
     at::parallel_for(0, view.size(0), 8, [&](std::int64_t b0, std::int64_t b1) { outer_sum::run(a, b0, b1); });
     return;
   }
@@ -47,11 +47,11 @@ void add_outer_sum(torch::Tensor view, const torch::Tensor& g, const torch::Tens
 
 /// Adds (or, when `written` is false, writes) parameter k's per-sample gradient from the
 /// recorded pass into target [B, numel_k]; sets `written` when anything was written.
-void accumulate(const RecordedPass& pass, int k, torch::Tensor target, bool& written, bool stream = false) {
+void accumulate(const RecordedPass& pass, int k, torch::Tensor target, bool& written) {
   const std::int64_t b = pass.batch;
   for (const auto& e : pass.linear) {
     if (e.weight == k) {
-      add_outer_sum(target.view({b, e.g.size(2), e.x.size(2)}), e.g, e.x, written, stream);  // strides (P, in, 1)
+      add_outer_sum(target.view({b, e.g.size(2), e.x.size(2)}), e.g, e.x, written);  // strides (P, in, 1)
       written = true;
     }
     if (e.bias == k) {
@@ -226,14 +226,14 @@ RecordedPass record_pass(WaveFunction& wf, const SystemTensors& sys, const torch
   return pass;
 }
 
-void write_jacobian(const RecordedPass& pass, const std::vector<torch::Tensor>& params, torch::Tensor out, bool stream) {
+void write_jacobian(const RecordedPass& pass, const std::vector<torch::Tensor>& params, torch::Tensor out) {
   const auto off = column_offsets(params);
   if (out.dim() != 2 || out.size(0) != pass.batch || out.size(1) != off.back())
     throw Error("write_jacobian: output is not [B, P]");
   for (size_t k = 0; k < params.size(); ++k) {
     auto target = out.slice(1, off[k], off[k + 1]);
     bool written = false;
-    accumulate(pass, static_cast<int>(k), target, written, stream);
+    accumulate(pass, static_cast<int>(k), target, written);
     if (!written) target.zero_();
   }
 }

@@ -41,10 +41,7 @@ RecordedPass record_pass(WaveFunction& wf, const SystemTensors& sys, const torch
 
 /// Writes the Jacobian of a recorded pass: out[b, cols(k)] = ∂log|ψ_b|/∂θ_k flattened.
 /// @param out [B, P] float64 (may be a row slice of a larger buffer; overwritten)
-/// @param stream the whole buffer exceeds the cache: write the per-sample weight gradients with
-/// non-temporal stores (CPU, outer_sum) so the write does not read the buffer first
-void write_jacobian(const RecordedPass& pass, const std::vector<torch::Tensor>& params, torch::Tensor out,
-                    bool stream = false);
+void write_jacobian(const RecordedPass& pass, const std::vector<torch::Tensor>& params, torch::Tensor out);
 
 /// The full per-sample gradient of parameter k from a recorded pass. @return [B, numel] float64
 torch::Tensor per_sample_gradient(const RecordedPass& pass, const std::vector<torch::Tensor>& params, int k);
