@@ -28,7 +28,7 @@ struct Args {
 };
 
 /// Up to this many positions the loops beat the per-sample GEMMs of a batched matmul on the
-/// CPU (bench/outer_sum_bench; figures in bench/results/psgrad.txt); above it the caller uses one.
+/// CPU (bench/outer_sum_bench; figures in bench/results/jacobian_presets.txt); above it the caller uses one.
 inline constexpr std::int64_t kMaxPositions = 16;
 
 /// c[b] (+)= Σ_s g[b, s]ᵀ x[b, s] for samples b in [begin, end), with the fastest variant this

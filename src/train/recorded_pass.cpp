@@ -126,11 +126,22 @@ RecordedPass record_pass(WaveFunction& wf, const SystemTensors& sys, const torch
   for (const auto& u : linear) inputs.push_back(u.y);
   for (const auto& c : constants) inputs.push_back(c.delta);
   inputs.insert(inputs.end(), params.begin(), params.end());
+  for (const auto& u : shared) inputs.push_back(u.y);
   const auto grads = torch::autograd::grad({logabs.sum()}, inputs, {}, /*retain_graph=*/false,
                                            /*create_graph=*/false, /*allow_unused=*/true);
-  // A parameter that still gets a gradient is used outside the recorded building blocks.
-  const size_t first_param = linear.size() + constants.size();
+  // A parameter that still gets a gradient is used outside the recorded building blocks. So is
+  // a shared map whose output does: walker-independent tensors reach log|ψ| only through the
+  // blocks (which detach them), so a gradient here means plain tensor code used y.
+  const size_t first_param = linear.size() + constants.size(), first_shared = first_param + params.size();
   for (size_t k = 0; k < params.size(); ++k) pass.fallback[k] = grads[first_param + k].defined();
+  std::unordered_map<const void*, int> shared_y;  // TensorImpl* of a shared use's y → its index
+  for (size_t j = 0; j < shared.size(); ++j) {
+    shared_y.emplace(shared[j].y.unsafeGetTensorImpl(), static_cast<int>(j));
+    if (!grads[first_shared + j].defined()) continue;
+    if (const int k = param_index(shared[j].weight); k >= 0) pass.fallback[k] = true;
+    if (shared[j].bias.defined())
+      if (const int k = param_index(shared[j].bias); k >= 0) pass.fallback[k] = true;
+  }
 
   const auto add_dense = [&](int k, const torch::Tensor& g) {
     const auto flat = g.reshape({b, -1}).to(torch::kFloat64);
@@ -142,7 +153,9 @@ RecordedPass record_pass(WaveFunction& wf, const SystemTensors& sys, const torch
   std::vector<torch::Tensor> chained, chained_grads;
   std::unordered_map<const void*, size_t> chained_index;
   const auto chain = [&](const torch::Tensor& c, const torch::Tensor& per_sample_grad) {
-    if (c.is_leaf()) return;  // requires grad but is not a trainable parameter
+    // A leaf that requires grad but is not a trainable parameter has nothing behind it; a shared
+    // use's output is a leaf when its input had no graph, and is pulled back like the rest.
+    if (c.is_leaf() && shared_y.count(c.unsafeGetTensorImpl()) == 0) return;
     const auto [it, fresh] = chained_index.emplace(c.unsafeGetTensorImpl(), chained.size());
     if (fresh) {
       chained.push_back(c);

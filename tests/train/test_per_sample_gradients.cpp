@@ -80,6 +80,7 @@ TEST(PerSampleGradients, AddToParametersFollowsTheJacobianLayout) {
 #include "models/analytic/hydrogenic.hpp"
 #include "train/natural_gradient.hpp"
 #include "parallel/walker_threads.hpp"
+#include "blocks/per_sample.hpp"
 #include "train/recorded_pass.hpp"
 
 namespace {
@@ -132,6 +133,35 @@ class BlocksToy final : public WaveFunction {
   std::string type() const override { return "blocks_toy"; }
   torch::nn::Linear lin{nullptr};
   torch::Tensor scale, offset, log_w, pi, sigma, alpha;
+};
+
+/// A toy with a molecule-level part: shared linear maps of the nuclear centre (an input with no
+/// graph). `first`'s output is a leaf while recording and enters a block directly (as a
+/// constant), `second` maps it further (a computed constant), and `outside`'s output is also
+/// used by plain tensor code, outside the blocks.
+class SharedToy final : public WaveFunction {
+ public:
+  SharedToy() {
+    torch::manual_seed(13);
+    first = register_module("first", torch::nn::Linear(3, 4));
+    second = register_module("second", torch::nn::Linear(4, 4));
+    outside = register_module("outside", torch::nn::Linear(3, 1));
+    lin = register_module("lin", torch::nn::Linear(3, 4));
+    to(torch::kFloat64);
+  }
+  LogPsi forward(const torch::Tensor& r, const SystemTensors& sys) override {
+    using Op = Blocks<torch::Tensor>;
+    const auto centre = sys.nuclei.mean(0);                              // [3]
+    const auto a = per_sample::shared_linear(first, centre);             // [4]
+    const auto c = per_sample::shared_linear(second, torch::tanh(a));    // [4]
+    const auto o = per_sample::shared_linear(outside, centre);           // [1]
+    auto h = Op::tanh(Op::linear(lin, r));                               // [B, N, 4]
+    h = Op::mul_const(Op::mul_const(h, a), c);
+    const auto logabs = Op::sum_features(Op::sum_electrons(h, 1)) + 0.1 * o.sum() * r.square().sum({1, 2});
+    return {torch::ones_like(logabs), logabs};
+  }
+  std::string type() const override { return "shared_toy"; }
+  torch::nn::Linear first{nullptr}, second{nullptr}, outside{nullptr}, lin{nullptr};
 };
 
 }  // namespace
@@ -216,6 +246,33 @@ TEST(RecordedPass, HypernetworkLinearMapsAreRecordedAsSharedUsesAndWrittenDirect
   EXPECT_LT(rel_err(jac, per_sample_log_gradients_vmap(*wf, test::tensors(sys), r, params, 3)), 1e-10);
 }
 
+// Shared maps in the two shapes the Orbformer does not have: an output that is a leaf (its
+// input has no graph) used directly as a block constant is still pulled back, and an output
+// also used outside the blocks sends its map to the vmapped fallback instead of losing that use.
+TEST(RecordedPass, SharedMapsWithLeafOutputsOrUsesOutsideTheBlocksAreExact) {
+  const auto sys = lih();
+  SharedToy wf;
+  const auto r = test::random_positions(sys, 5, 8);
+  const auto params = trainable_parameters(wf);
+  const auto fast = per_sample_log_gradients(wf, test::tensors(sys), r, 5);
+  const auto old = per_sample_log_gradients_vmap(wf, test::tensors(sys), r, params, 2);
+  EXPECT_LT(rel_err(fast, old), 1e-10);
+  const auto pass = record_pass(wf, test::tensors(sys), r, params);
+  const auto index = [&](const torch::Tensor& t) {
+    for (size_t k = 0; k < params.size(); ++k)
+      if (params[k].unsafeGetTensorImpl() == t.unsafeGetTensorImpl()) return static_cast<int>(k);
+    return -1;
+  };
+  EXPECT_TRUE(pass.fallback[index(wf.outside->weight)]);
+  EXPECT_TRUE(pass.fallback[index(wf.outside->bias)]);
+  std::set<int> shared;
+  for (const auto& e : pass.linear)
+    if (e.shared) shared.insert(e.weight);
+  EXPECT_EQ(shared, (std::set<int>{index(wf.first->weight), index(wf.second->weight)}));
+  EXPECT_FALSE(pass.fallback[index(wf.first->weight)]);
+  EXPECT_GT(per_sample_gradient(pass, params, index(wf.first->weight)).abs().sum().item<double>(), 0.0);
+}
+
 TEST(RecordedPass, OneBackwardPassEqualsTheVmapMethodInFloat32) {
   const auto sys = lih();
   FermiNet wf(test::small_ferminet(), sys);
@@ -225,6 +282,13 @@ TEST(RecordedPass, OneBackwardPassEqualsTheVmapMethodInFloat32) {
   const auto fast = per_sample_log_gradients(wf, sys32, r, 5);
   const auto old = per_sample_log_gradients_vmap(wf, sys32, r, trainable_parameters(wf), 5);
   EXPECT_LT(rel_err(fast, old), 1e-5);
+  // Orbformer in float32: its shared maps take the batched-GEMM path (float32 inputs, float64
+  // Jacobian) with an input expanded over the walkers.
+  const auto orb = make_model(small_transformer_models()[1], sys, torch::kFloat32, torch::kCPU);
+  const auto fast_orb = per_sample_log_gradients(*orb, sys32, r, 5);
+  const auto old_orb = per_sample_log_gradients_vmap(*orb, sys32, r, trainable_parameters(*orb), 5);
+  EXPECT_LT(rel_err(fast_orb, old_orb), 1e-5);
+  EXPECT_GT(fast_orb.abs().sum().item<double>(), 0.0);
 }
 
 TEST(RecordedPass, EveryKindOfParameterUseIsExactAndOnlyOutsideUsesFallBack) {
