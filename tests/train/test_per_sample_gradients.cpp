@@ -101,6 +101,18 @@ double rel_err(const torch::Tensor& a, const torch::Tensor& b) {
   return ((a - b).abs().max() / (1 + b.abs().max())).item<double>();
 }
 
+/// The one-pass Jacobian of `walkers` random walkers checked against the vmap method (1e-10);
+/// returns the recorded pass of the same walkers.
+RecordedPass checked_pass(WaveFunction& wf, const System& sys, std::int64_t walkers, std::uint64_t seed,
+                          std::int64_t vmap_chunk) {
+  const auto r = test::random_positions(sys, walkers, seed);
+  const auto params = trainable_parameters(wf);
+  const auto fast = per_sample_log_gradients(wf, test::tensors(sys), r, walkers);
+  const auto old = per_sample_log_gradients_vmap(wf, test::tensors(sys), r, params, vmap_chunk);
+  EXPECT_LT(rel_err(fast, old), 1e-10);
+  return record_pass(wf, test::tensors(sys), r, params);
+}
+
 /// A toy over the building blocks that uses parameters in every way the recorder tells
 /// apart: one linear layer applied twice (electrons and pairs), a layer-norm scale and offset
 /// through mul_const/add_const, an affine map whose weight is computed from a parameter
@@ -169,14 +181,9 @@ class SharedToy final : public WaveFunction {
 TEST(RecordedPass, OneBackwardPassEqualsTheVmapMethodForFermiNet) {
   const auto sys = lih();
   FermiNet wf(test::small_ferminet(), sys);
-  const auto r = test::random_positions(sys, 9, 4);
-  const auto params = trainable_parameters(wf);
-  const auto fast = per_sample_log_gradients(wf, test::tensors(sys), r, 9);
-  const auto old = per_sample_log_gradients_vmap(wf, test::tensors(sys), r, params, 4);
-  EXPECT_LT(rel_err(fast, old), 1e-10);
+  const auto pass = checked_pass(wf, sys, 9, 4, 4);
   // Every FermiNet parameter goes through the building blocks: no fallback.
-  const auto pass = record_pass(wf, test::tensors(sys), r, params);
-  for (size_t k = 0; k < params.size(); ++k) EXPECT_FALSE(pass.fallback[k]) << k;
+  for (size_t k = 0; k < pass.fallback.size(); ++k) EXPECT_FALSE(pass.fallback[k]) << k;
 }
 
 // The same check for the other ansätze written over the building blocks, plus single-walker
@@ -252,12 +259,8 @@ TEST(RecordedPass, HypernetworkLinearMapsAreRecordedAsSharedUsesAndWrittenDirect
 TEST(RecordedPass, SharedMapsWithLeafOutputsOrUsesOutsideTheBlocksAreExact) {
   const auto sys = lih();
   SharedToy wf;
-  const auto r = test::random_positions(sys, 5, 8);
   const auto params = trainable_parameters(wf);
-  const auto fast = per_sample_log_gradients(wf, test::tensors(sys), r, 5);
-  const auto old = per_sample_log_gradients_vmap(wf, test::tensors(sys), r, params, 2);
-  EXPECT_LT(rel_err(fast, old), 1e-10);
-  const auto pass = record_pass(wf, test::tensors(sys), r, params);
+  const auto pass = checked_pass(wf, sys, 5, 8, 2);
   const auto index = [&](const torch::Tensor& t) {
     for (size_t k = 0; k < params.size(); ++k)
       if (params[k].unsafeGetTensorImpl() == t.unsafeGetTensorImpl()) return static_cast<int>(k);
