@@ -16,20 +16,24 @@ Recorder::~Recorder() { g_active = previous_; }
 Suspend::Suspend() : previous_(g_active) { g_active = nullptr; }
 Suspend::~Suspend() { g_active = previous_; }
 
-torch::Tensor Recorder::linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+namespace {
+/// y = x·Wᵀ + b with W and b detached, appended to `uses`. A first layer (input without a graph)
+/// gives a y without a graph: it is made a leaf so the backward or the pull-back still reaches it.
+torch::Tensor record_linear(std::vector<LinearUse>& uses, const torch::Tensor& x, const torch::Tensor& weight,
+                            const torch::Tensor& bias) {
   auto y = torch::nn::functional::linear(x, weight.detach(), bias.defined() ? bias.detach() : bias);
-  // A first layer (input without a graph) gives a y without a graph: make it a leaf so the
-  // backward still reaches it.
   if (!y.requires_grad()) y.requires_grad_(true);
-  linear_.push_back({weight, bias, x.detach(), y});
+  uses.push_back({weight, bias, x.detach(), y});
   return y;
+}
+}  // namespace
+
+torch::Tensor Recorder::linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+  return record_linear(linear_, x, weight, bias);
 }
 
 torch::Tensor Recorder::shared_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
-  auto y = torch::nn::functional::linear(x, weight.detach(), bias.defined() ? bias.detach() : bias);
-  if (!y.requires_grad()) y.requires_grad_(true);  // first layer: the pull-back still reaches y
-  shared_.push_back({weight, bias, x.detach(), y});
-  return y;
+  return record_linear(shared_, x, weight, bias);
 }
 
 torch::Tensor Recorder::constant(const torch::Tensor& c, int64_t batch, int64_t dims) {
