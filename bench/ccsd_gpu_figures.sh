@@ -1,34 +1,39 @@
 #!/usr/bin/env bash
-# Issue 17's GPU figures in one device run (prepared; not run yet — no device in the session
+# Issue 17's GPU figures in one device run (prepared; not run yet — no device in the sessions
 # that wrote it). Uses the shared device tools' conventions:
-#   here:    ../shared/tools/device/pack.sh nnvmc test_batching test_ccsd batching_ladder
-#   device:  run(command="bash .device/run.sh bash bench/ccsd_gpu_figures.sh", carry=[".device"], timeout_s=560)
-# Writes under $OUT (the run tool's folder; ./gpu_out without it): summary.txt and one JSON per run.
-# Stages, each with its own time limit so a slow one cannot eat the rest (total <= ~9 min):
-#   1. tests with a CUDA branch (StagedGemm* incl. cuBLAS, PeakMemory* on the caching allocator,
-#      BytesMoved*) and the ladder micro-benchmark
-#   2. C4H4 cc-pVDZ conventional: torch-CUDA and cuBLAS staged
-#   3. (H2O)6, 8, 10 cc-pVDZ frozen-core CD-CCSD tau 1e-5: torch-CUDA (resident: everything on the
-#      device) and cuBLAS staged with --memory below the integrals; per run: s/iteration, set-up
-#      (SCF, integrals + Cholesky, cached blocks), per-term TFLOP/s, host<->device bytes per iteration
-# Env: ITERS (3), SYSTEMS ("6 8 10"), STAGED_MEMORY (8GiB).
+#   here:    ../shared/tools/device/pack.sh nnvmc test_batching batching_ladder
+#   device:  run(command="bash .device/run.sh bash bench/ccsd_gpu_figures.sh", carry=[".device"], timeout_s=540)
+# Rehearse on the CPU first: bench/device_dry_run.sh bench/ccsd_gpu_figures.sh.
+# Writes under $OUT (the run tool's folder; ./gpu_out without it): summary.txt, one JSON and one
+# log (.err: per-iteration lines with their seconds, so a run cut by its limit still shows how far
+# it got) per run.
+# Stages in priority order (STAGES; each with its own time limit; the defaults add up to more than
+# one device call, so the tail is what a short call loses):
+#   w10      (H2O)10 cc-pVDZ frozen-core CD-CCSD tau 1e-5, torch-CUDA, resident (integrals,
+#            cached blocks, amplitudes and DIIS on the GPU): the goal's ≤ 8 s/iteration      150 s
+#   w8       (H2O)8, the same                                                                    80 s
+#   w8staged (H2O)8 through the staged cuBLAS backend, --memory 8GiB (integrals in host memory:
+#            pinned buffers, three streams; goal ≤ 1.5x the resident time), H2D bytes/iteration 100 s
+#   c4h4t    C4H4 conventional, resident, converged, with (T) on the GPU                          60 s
+#   w8host   (H2O)8 torch-CUDA with --resident off (every contraction uploads its operands)       80 s
+#   ladder   the ladder micro-benchmark, torch-CUDA and cuBLAS staged                             80 s
+#   tests    test_batching's StagedGemm* (cuBLAS vs torch) and PeakMemory* (caching allocator)   40 s
+#   w6       (H2O)6 resident and staged                                                          100 s
+#   cpu16    (H2O)8 on the 16 CPU cores of the same machine, 2 iterations (GPU/CPU ratio)        150 s
+# Per run: s/iteration (each iteration: the first includes warm-up), set-up (SCF, integrals +
+# Cholesky, cached blocks), per-term TFLOP/s, host<->device bytes per iteration.
+# Env: ITERS (3), STAGES, STAGED_MEMORY (8GiB), XYZ (bench/molecules/water_clusters.xyz);
+# DRY_WATER / DRY_C4H4 (bench/device_dry_run.sh: every cluster becomes (H2O)DRY_WATER, C4H4 DRY_C4H4).
+
 set -u
 OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
-ITERS=${ITERS:-3}; SYSTEMS=${SYSTEMS:-"6 8 10"}; STAGED_MEMORY=${STAGED_MEMORY:-8GiB}
-XYZ=${XYZ:-../shared/reference/water_clusters.xyz}
+ITERS=${ITERS:-3}; STAGED_MEMORY=${STAGED_MEMORY:-8GiB}
+STAGES=${STAGES:-"w10 w8 w8staged c4h4t w8host ladder tests w6 cpu16"}
+XYZ=${XYZ:-bench/molecules/water_clusters.xyz}
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 { nvidia-smi; nproc; } > "$OUT/env.txt" 2>&1
 log "env: $(grep -m1 -o 'H200[^|]*' "$OUT/env.txt" | head -1), $(nproc) cores"
-
-timeout 90 test_batching --gtest_filter='StagedGemm*:SplitEquivalence*:PeakMemory*' > "$OUT/tests_batching.txt" 2>&1
-log "batching tests rc=$? ($(tail -1 "$OUT/tests_batching.txt"))"
-timeout 60 test_ccsd --gtest_filter='BytesMoved*:CachedResidual*' > "$OUT/tests_ccsd.txt" 2>&1
-log "ccsd tests rc=$? ($(tail -1 "$OUT/tests_ccsd.txt"))"
-for db in "cuda torch" "cpu cublas"; do
-  set -- $db
-  REPS=2 timeout 60 batching_ladder 12 140 500 "$1" "$2" > "$OUT/ladder_$1_$2.txt" 2>&1
-  log "ladder $1/$2 rc=$?"; cat "$OUT/ladder_$1_$2.txt" >> "$OUT/summary.txt"
-done
+[ -f "$XYZ" ] || { log "no $XYZ"; exit 1; }
 
 # one summary line per run: s/iteration, set-up, host<->device bytes, per-term TFLOP/s (wall)
 summarise() {
@@ -37,28 +42,30 @@ import json, sys
 try: j = json.load(open(sys.argv[1]))
 except Exception as e: print(f"{sys.argv[2]}: no result ({e})"); sys.exit()
 h = j.get("bytes_h2d_per_iteration", []); d = j.get("bytes_d2h_per_iteration", [])
-print(f"{sys.argv[2]}: n_bf {j['n_basis']} n_chol {j['n_cholesky']} frozen {j['n_frozen']}  "
-      f"{j['seconds_per_iteration']:.3f} s/it  set-up: scf {j['seconds_scf']:.1f} s, integrals {j['seconds_integrals']:.1f} s, "
-      f"blocks {j.get('seconds_setup', 0):.1f} s  h2d/it {[round(x / 2**20, 1) for x in h]} MiB  d2h/it {[round(x / 2**20, 1) for x in d]} MiB")
+its = [round(x, 3) for x in j.get("seconds_iterations", [])]
+print(f"{sys.argv[2]}: n_bf {j['n_basis']} n_chol {j['n_cholesky']} frozen {j['n_frozen']} resident {j.get('resident')}  "
+      f"{j['seconds_per_iteration']:.3f} s/it {its}  set-up: scf {j['seconds_scf']:.1f} s, integrals {j['seconds_integrals']:.1f} s, "
+      f"blocks {j.get('seconds_setup', 0):.1f} s  h2d/it {[round(x / 2**20, 1) for x in h]} MiB  d2h/it {[round(x / 2**20, 1) for x in d]} MiB"
+      + (f"  E(CCSD) {j['e_ccsd']:.10f} ({j['iterations']} its, converged {j['converged']})" if j.get("converged") else "")
+      + (f"  (T) {j['e_t']:.10f} in {j['seconds_triples']:.2f} s" if "e_t" in j else ""))
 it = max(j["iterations"], 1)
 for t, s in sorted(j["terms"].items(), key=lambda kv: -kv[1]["seconds"]):
     if s["seconds"] / it > 0.005:
         print(f"    {t:<10} {s['seconds'] / it:8.3f} s/it  {s['flops'] / max(s['seconds'], 1e-12) * 1e-12:7.2f} TFLOP/s  {s['split']}")
 PY
 }
-ccsd() {  # tag limit molecule args...
+ccsd() {  # tag limit molecule args... (ITERS iterations unless the args converge it)
   local tag=$1 limit=$2 mol=$3; shift 3
-  timeout "$limit" nnvmc ccsd "$mol" --basis cc-pvdz --json --max-iterations "$ITERS" --allow-unconverged "$@" \
-    > "$OUT/$tag.json" 2> "$OUT/$tag.err"; local rc=$?
-  [ $rc -eq 0 ] || log "$tag rc=$rc $(tail -2 "$OUT/$tag.err" | tr '\n' ' ')"
+  timeout "$limit" nnvmc ccsd "$mol" --basis cc-pvdz --json "$@" > "$OUT/$tag.json" 2> "$OUT/$tag.err"; local rc=$?
+  [ $rc -eq 0 ] || log "$tag rc=$rc $(grep -v '^\s*$' "$OUT/$tag.err" | tail -2 | tr '\n' ' ')"
   summarise "$OUT/$tag.json" "$tag"
 }
-
-ccsd c4h4_torch_cuda 60 c4h4 --device cuda
-ccsd c4h4_cublas_staged 90 c4h4 --backend cublas
-
-for n in $SYSTEMS; do
-  python3 - "$XYZ" "$n" "$OUT/w$n.xyz" <<'PY'
+short=(--max-iterations "$ITERS" --allow-unconverged)
+cd_fc=(--frozen-core --cholesky 1e-5)
+C4H4=${DRY_C4H4:-c4h4}
+water() {  # n -> $OUT/w$n.xyz (frame n of $XYZ, or frame DRY_WATER in a rehearsal)
+  [ -f "$OUT/w$1.xyz" ] && return
+  python3 - "$XYZ" "${DRY_WATER:-$1}" "$OUT/w$1.xyz" <<'PY'
 import sys
 lines = open(sys.argv[1]).read().splitlines(); i = k = 0
 while i < len(lines):
@@ -66,8 +73,34 @@ while i < len(lines):
     if k + 1 == int(sys.argv[2]): open(sys.argv[3], "w").write("\n".join(lines[i:i + 2 + m]) + "\n"); break
     i += 2 + m; k += 1
 PY
-  lim=$(( n >= 10 ? 200 : (n >= 8 ? 120 : 60) ))
-  ccsd "w${n}_fc_torch_cuda" "$lim" "$OUT/w$n.xyz" --frozen-core --cholesky 1e-5 --device cuda
-  [ "$n" -le 8 ] && ccsd "w${n}_fc_cublas_staged" "$lim" "$OUT/w$n.xyz" --frozen-core --cholesky 1e-5 --backend cublas --memory "$STAGED_MEMORY"
+}
+
+for stage in $STAGES; do
+  t0=$SECONDS
+  case $stage in
+    w10) water 10; ccsd w10_fc_resident 150 "$OUT/w10.xyz" "${cd_fc[@]}" "${short[@]}" --device cuda ;;
+    w8) water 8; ccsd w8_fc_resident 80 "$OUT/w8.xyz" "${cd_fc[@]}" "${short[@]}" --device cuda ;;
+    w8staged) water 8
+      ccsd w8_fc_cublas_staged 100 "$OUT/w8.xyz" "${cd_fc[@]}" "${short[@]}" --backend cublas --memory "$STAGED_MEMORY" ;;
+    c4h4t) ccsd c4h4_resident_triples 60 "$C4H4" --device cuda --triples ;;
+    w8host) water 8; ccsd w8_fc_host_operands 80 "$OUT/w8.xyz" "${cd_fc[@]}" "${short[@]}" --device cuda --resident off ;;
+    ladder)
+      for db in "cuda torch" "cpu cublas"; do
+        set -- $db
+        REPS=2 timeout 40 batching_ladder 12 140 500 "$1" "$2" > "$OUT/ladder_$1_$2.txt" 2>&1
+        log "ladder $1/$2 rc=$?"; cat "$OUT/ladder_$1_$2.txt" >> "$OUT/summary.txt"
+      done ;;
+    tests)
+      timeout 40 test_batching --gtest_filter='StagedGemm*:PeakMemory*' > "$OUT/tests_batching.txt" 2>&1
+      log "batching tests rc=$? ($(tail -1 "$OUT/tests_batching.txt"))"
+      grep -E "^\[  (FAILED|SKIPPED) " "$OUT/tests_batching.txt" | tee -a "$OUT/summary.txt" ;;
+    w6) water 6
+      ccsd w6_fc_resident 50 "$OUT/w6.xyz" "${cd_fc[@]}" "${short[@]}" --device cuda
+      ccsd w6_fc_cublas_staged 50 "$OUT/w6.xyz" "${cd_fc[@]}" "${short[@]}" --backend cublas --memory "$STAGED_MEMORY" ;;
+    cpu16) water 8; ITERS_CPU=2
+      ccsd w8_fc_cpu16 150 "$OUT/w8.xyz" "${cd_fc[@]}" --max-iterations "$ITERS_CPU" --allow-unconverged ;;
+    *) log "unknown stage $stage" ;;
+  esac
+  log "stage $stage took $((SECONDS - t0)) s"
 done
 log "done"

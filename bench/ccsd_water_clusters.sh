@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Time per CCSD iteration, nnvmc vs Psi4 1.3.2 (conventional RHF-CCSD, ccenergy), cc-pVDZ,
-# all-electron, same thread count, on (H2O)n from ../shared/reference/water_clusters.xyz and
+# all-electron, same thread count, on (H2O)n from bench/molecules/water_clusters.xyz (a copy of ../shared/reference/water_clusters.xyz) and
 # on any molecule of configs/molecules (e.g. c4h4).
 # usage: bench/ccsd_water_clusters.sh "4 5 6 c4h4" [NNVMC] [THREADS] [CHOLESKY_TAU]
 # nnvmc: mean wall time of the first ITERS iterations (--max-iterations, --allow-unconverged),
@@ -8,7 +8,7 @@
 # different convergence thresholds; the wall-time difference over the iteration difference).
 set -euo pipefail
 SYSTEMS=${1:-"1 2 3"}; NNVMC=${2:-build/src/app/nnvmc}; THREADS=${3:-2}; TAU=${4:-1e-5}; ITERS=${ITERS:-4}
-XYZ=../shared/reference/water_clusters.xyz
+XYZ=${XYZ:-bench/molecules/water_clusters.xyz}
 TMP=$(mktemp -d)
 printf "%-6s %5s %12s %12s %12s %12s %12s\n" system n_bf nnvmc_conv nnvmc_chol psi4 psi4/conv psi4/chol
 for sys in $SYSTEMS; do

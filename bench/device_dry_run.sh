@@ -4,7 +4,7 @@
 # matches nothing. Every command runs with the script's own flags and keys, except that:
 #   - the device is the CPU (run.device=cuda, --device cuda and a bare `cuda` argument become cpu),
 #   - walker counts are capped at DRY_WALKERS (default 32) and thread counts at this machine's cores,
-#   - the water clusters are (H2O)2 (SYSTEMS=2, ITERS=2) for bench/ccsd_gpu_figures.sh.
+#   - for bench/ccsd_gpu_figures.sh the water clusters are (H2O)2, C4H4 is H2O and ITERS=2.
 # Binaries come from BUILD (default build) through argument-rewriting shims; `nvidia-smi` is a stub.
 # Steps that need CUDA (the cuBLAS backend, NCCL, captured graphs) fail with their own errors:
 # that is expected, and shows their error paths are clean. Exit code: the script's.
@@ -51,7 +51,7 @@ printf '#!/bin/sh\necho "dry run: no GPU (bench/device_dry_run.sh)"\n' > "$shim/
 chmod +x "$shim/bin/nvidia-smi"
 # the stand-in for .device/run.sh: the shims first on PATH, then the command
 printf '#!/usr/bin/env bash\nexport PATH="%s/bin:$PATH"\nexec "$@"\n' "$shim" > "$shim/run.sh"
-export OUT DEVICE_RUN="$shim/run.sh" SYSTEMS=${SYSTEMS:-2} ITERS=${ITERS:-2}
+export OUT DEVICE_RUN="$shim/run.sh" DRY_WATER=${DRY_WATER:-2} DRY_C4H4=${DRY_C4H4:-h2o} ITERS=${ITERS:-2}
 start=$(date +%s)
 bash "$shim/run.sh" bash "$script"; rc=$?
 echo "[dry run] $script rc=$rc in $(( $(date +%s) - start )) s; summary: $OUT/summary.txt"

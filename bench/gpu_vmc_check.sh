@@ -2,9 +2,10 @@
 # VMC training on a CUDA device (issue 16), prepared for a session that is lent the H200 machine.
 # Build and pack HERE (the device has no -dev packages and no network), then run there:
 #   ../shared/tools/device/pack.sh nnvmc psgrad_bench op_count_bench bench_walker_random \
-#     bench_device_collectives bench_laplacian nnvmc_cuda_graph [test_batching test_ccsd batching_ladder]
-#   (with the bracketed targets the same pack also serves bench/ccsd_gpu_figures.sh: 63.0 MiB of
-#   the 64 MiB carry limit, measured 2026-12-02; the build takes about 40 min on 2 cores)
+#     bench_device_collectives bench_laplacian nnvmc_cuda_graph [test_batching batching_ladder]
+#   (with the bracketed targets the same pack also serves bench/ccsd_gpu_figures.sh; with
+#   test_ccsd as well it was 63.0 MiB of the 64 MiB carry limit on 2026-12-02; the build takes
+#   about 40 min on 2 cores)
 #   mkdir -p .device/plugins && cp build-device/src/app/libnnvmc_cuda_graph.so .device/plugins/
 #   run(command="bash bench/gpu_vmc_check.sh", carry=[".device"], timeout_s=560)
 # Stages (each with its own time limit, results under $OUT, one line each in $OUT/summary.txt):

@@ -30,9 +30,9 @@ Span span_of(char space, const OrbitalSpace& s) {
 
 void DressedHamiltonian::dress(const torch::Tensor& t1) {
   const auto& s = mo_.space;
-  torch::Tensor T = torch::zeros({s.n_mo, s.n_mo}, torch::kFloat64);
+  torch::Tensor T = torch::zeros({s.n_mo, s.n_mo}, mo_.h.options());
   T.narrow(0, s.n_occ, s.n_vir()).narrow(1, s.n_frozen, s.n_act_occ()).copy_(t1.t());
-  const torch::Tensor eye = torch::eye(s.n_mo, torch::kFloat64);
+  const torch::Tensor eye = torch::eye(s.n_mo, mo_.h.options());
   const torch::Tensor X = eye - T;          // X[P, p]
   const torch::Tensor Yt = (eye + T).t().contiguous();  // Yt[Q, q] = Y[q, Q]
   h_ = c_("dress", "Pp,Qq,pq->PQ", {X, Yt, mo_.h});
@@ -94,7 +94,7 @@ torch::Tensor DressedHamiltonian::fock() const {
     // D_rs = Σ_k X_kr Y_sk (1 on the occupied diagonal, t1 in the occupied–virtual block):
     // two n⁴ contractions with the bare ERIs instead of dressing [n, n, O, O] blocks.
     const auto& s = mo_.space;
-    torch::Tensor d = torch::zeros({s.n_mo, s.n_mo}, torch::kFloat64);
+    torch::Tensor d = torch::zeros({s.n_mo, s.n_mo}, mo_.h.options());
     d.narrow(0, 0, n_occ).narrow(1, 0, n_occ).fill_diagonal_(1.0);
     d.narrow(0, s.n_frozen, s.n_act_occ()).narrow(1, n_occ, s.n_vir()).copy_(t1_);
     const auto j = c_("fock", "pqrs,rs->pq", {mo_.eri, d});

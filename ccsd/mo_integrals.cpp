@@ -61,6 +61,20 @@ MoIntegrals cholesky_integrals(const scf::ScfResult& rhf, const scf::BasisSet& b
   return mo;
 }
 
+std::int64_t MoIntegrals::bytes() const {
+  std::int64_t b = 0;
+  for (const torch::Tensor* t : {&h, &eps, &eri, &chol})
+    if (t->defined()) b += std::int64_t(t->nbytes());
+  return b;
+}
+
+MoIntegrals MoIntegrals::to(const torch::Device& device) const {
+  MoIntegrals m = *this;
+  for (torch::Tensor* t : {&m.h, &m.eps, &m.eri, &m.chol})
+    if (t->defined()) *t = t->to(device);
+  return m;
+}
+
 MoIntegrals integrals_from_tensors(torch::Tensor h, torch::Tensor eps, torch::Tensor eri, int n_occ,
                                    int n_frozen, double e_hf, double e_nuc) {
   MoIntegrals mo;

@@ -29,6 +29,10 @@ struct MoIntegrals {
   double e_hf = 0;        ///< RHF total energy (with e_nuc)
   double e_nuc = 0;       ///< nuclear repulsion
   bool cholesky() const { return chol.defined(); }  ///< Cholesky-factorised integrals
+  /// Bytes of h, eps and eri or chol.
+  std::int64_t bytes() const;
+  /// The same integrals with every tensor on `device` (the tensors themselves when already there).
+  MoIntegrals to(const torch::Device& device) const;
 };
 
 /// Number of core orbitals frozen by convention (He–Ne: 1, Na–Ar: 5, K–Kr: 9 per atom).

@@ -10,7 +10,7 @@
 
 namespace nnvmc::ccsd {
 
-PairPacking::PairPacking(std::int64_t n_) : n(n_), n_plus(n_ * (n_ + 1) / 2), n_minus(n_ * (n_ - 1) / 2) {
+PairPacking::PairPacking(std::int64_t n_, const torch::Device& device) : n(n_), n_plus(n_ * (n_ + 1) / 2), n_minus(n_ * (n_ - 1) / 2) {
   std::vector<std::int64_t> pl, pls, mi, mis, tp(std::size_t(n * n)), tm(std::size_t(n * n));
   std::vector<double> sg(std::size_t(n * n)), hd;
   for (std::int64_t p = 0; p < n; ++p)
@@ -25,13 +25,11 @@ PairPacking::PairPacking(std::int64_t n_) : n(n_), n_plus(n_ * (n_ + 1) / 2), n_
       sg[std::size_t(p * n + q)] = 1, sg[std::size_t(q * n + p)] = -1;
       mi.push_back(p * n + q), mis.push_back(q * n + p);
     }
-  auto longs = [](const std::vector<std::int64_t>& x) {
-    return torch::tensor(x, torch::kLong);
-  };
+  auto longs = [&](const std::vector<std::int64_t>& x) { return torch::tensor(x, torch::kLong).to(device); };
   plus = longs(pl), plus_swap = longs(pls), minus = longs(mi), minus_swap = longs(mis);
   to_plus = longs(tp), to_minus = longs(tm);
-  sign = torch::tensor(sg, torch::kFloat64);
-  half_diag = torch::tensor(hd, torch::kFloat64);
+  sign = torch::tensor(sg, torch::kFloat64).to(device);
+  half_diag = torch::tensor(hd, torch::kFloat64).to(device);
 }
 
 std::int64_t PackedLadder::bytes(std::int64_t o, std::int64_t v) {
@@ -63,10 +61,13 @@ torch::Tensor rows_gemm_nt(Contractor& c, const std::string& term, const torch::
 }  // namespace
 
 PackedLadder::PackedLadder(const MoIntegrals& mo, const BareBlocks& b, Contractor& c)
-    : c_(c), po_(mo.space.n_act_occ()), pv_(mo.space.n_vir()) {
+    : c_(c), po_(mo.space.n_act_occ(), b.ovov.device()), pv_(mo.space.n_vir(), b.ovov.device()) {
   const std::int64_t v = mo.space.n_vir(), o = mo.space.n_act_occ(), occ = mo.space.n_occ;
-  gp_ = torch::empty({pv_.n_plus, pv_.n_plus}, torch::kFloat64);
-  gm_ = torch::empty({pv_.n_minus, pv_.n_minus}, torch::kFloat64);
+  gp_ = torch::empty({pv_.n_plus, pv_.n_plus}, b.ovov.options());
+  gm_ = torch::empty({pv_.n_minus, pv_.n_minus}, b.ovov.options());
+  const auto rows_on_device = [&](const std::vector<std::int64_t>& r) {
+    return torch::tensor(r, torch::kLong).to(b.ovov.device());
+  };
   const torch::Tensor lvv =
       mo.cholesky() ? mo.chol.narrow(1, occ, v).narrow(2, occ, v).contiguous() : torch::Tensor();
   // rows (a, b ≥ a) for a in [a0, a0 + na): (ac|bd) as [a, c, b, d] → [a, b, (c d)], packed.
@@ -87,10 +88,10 @@ PackedLadder::PackedLadder(const MoIntegrals& mo, const BareBlocks& b, Contracto
         if (bb > a0 + a) rows_m.push_back(a * nb + (bb - a0));
       }
     gp_.narrow(0, row_p, std::int64_t(rows_p.size()))
-        .copy_(pack_plus(abcd.index_select(0, torch::tensor(rows_p, torch::kLong)), pv_, pv_.half_diag));
+        .copy_(pack_plus(abcd.index_select(0, rows_on_device(rows_p)), pv_, pv_.half_diag));
     if (!rows_m.empty())
       gm_.narrow(0, row_m, std::int64_t(rows_m.size()))
-          .copy_(pack_minus(abcd.index_select(0, torch::tensor(rows_m, torch::kLong)), pv_, 1.0));
+          .copy_(pack_minus(abcd.index_select(0, rows_on_device(rows_m)), pv_, 1.0));
     row_p += std::int64_t(rows_p.size()), row_m += std::int64_t(rows_m.size());
   }
   // P^±[(k b), cd] from (kc|bd) = ovvv[k, c, b, d]
@@ -117,7 +118,7 @@ torch::Tensor unpack_pairs(const torch::Tensor& plus, const torch::Tensor& minus
 PackedLadder::Packed PackedLadder::pack(const torch::Tensor& x) const {
   const std::int64_t o = po_.n, v = pv_.n;
   const torch::Tensor xm = x.permute({0, 2, 1, 3}).reshape({o * o, v * v});  // [(i j), (c d)]
-  const torch::Tensor half = torch::full({}, 0.5, torch::kFloat64);
+  const torch::Tensor half = torch::full({}, 0.5, x.options());
   return {pack_plus(xm.index_select(0, po_.plus), pv_, half),     // [i ≤ j, c ≤ d]
           pack_minus(xm.index_select(0, po_.minus), pv_, 0.5)};  // [i < j, c < d]
 }

@@ -25,7 +25,8 @@ namespace nnvmc::ccsd {
 /// Index maps between a square pair axis (p, q), p, q < n, flattened as p·n + q, and its
 /// symmetric (p ≤ q) and antisymmetric (p < q) packed forms (pairs in row-major order).
 struct PairPacking {
-  explicit PairPacking(std::int64_t n);
+  /// Maps for extent n, with the index and weight tensors on `device`.
+  explicit PairPacking(std::int64_t n, const torch::Device& device = torch::kCPU);
   std::int64_t n = 0, n_plus = 0, n_minus = 0;  ///< extent, n(n+1)/2, n(n−1)/2
   torch::Tensor plus, plus_swap;    ///< [n_plus] flat indices p·n+q and q·n+p of the pairs p ≤ q
   torch::Tensor minus, minus_swap;  ///< [n_minus] the same for p < q
@@ -36,7 +37,7 @@ struct PairPacking {
 };
 
 /// Packed bare ladder integrals G^± [v(v±1)/2, v(v±1)/2], P^± [o·v, v(v±1)/2] and
-/// g^± [o(o±1)/2, v(v±1)/2].
+/// g^± [o(o±1)/2, v(v±1)/2], on the device of the bare blocks (so are its index maps).
 class PackedLadder {
  public:
   /// Bytes of G^±, P^± and g^± (float64).

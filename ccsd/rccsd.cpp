@@ -10,6 +10,8 @@
 #include <cmath>
 #include <memory>
 
+#include "batching/backend.hpp"
+#include "batching/budget.hpp"
 #include "ccsd/diis.hpp"
 #include "ccsd/dressed.hpp"
 #include "ccsd/residual.hpp"
@@ -46,14 +48,47 @@ class RetainedHeap {
  private:
   bool on_;
 };
+/// Whether a run keeps its tensors on plan.device (CcsdOptions::resident).
+bool runs_resident(const MoIntegrals& mo, const CcsdOptions& options) {
+  const std::int64_t budget = options.plan.budget_bytes;
+  const bool wanted = options.resident == Residency::device ||
+                      (options.resident == Residency::automatic && !torch::Device(options.plan.device).is_cpu());
+  return wanted && options.cache_integrals && !options.backend && options.plan.backend == batching::BackendKind::torch &&
+         (budget <= 0 || 2 * resident_bytes(mo, options) <= budget);
+}
 }  // namespace
 
-CcsdResult run_rccsd(const MoIntegrals& mo, const CcsdOptions& options) {
+Residency parse_residency(const std::string& text, const std::string& key) {
+  if (text == "auto") return Residency::automatic;
+  if (text == "on") return Residency::device;
+  if (text == "off") return Residency::host;
+  throw InputError(key + ": '" + text + "' is not one of auto, on, off");
+}
+
+std::int64_t resident_bytes(const MoIntegrals& mo, const CcsdOptions& options) {
+  const std::int64_t o = mo.space.n_act_occ(), v = mo.space.n_vir(), amp = 8 * (o * v * o * v + o * v);
+  return mo.bytes() + CachedIntegrals::bytes(o, v) + (1 + 2 * std::max(options.diis_size, 0)) * amp +
+         16 * 8 * o * v * o * v;
+}
+
+CcsdResult run_rccsd(const MoIntegrals& mo_in, const CcsdOptions& options) {
   const RetainedHeap heap(options.retain_heap);
+  CcsdResult res;
+  res.resident = runs_resident(mo_in, options);
+  // a resident run works on a device copy of the integrals; everything below follows its tensors
+  if (res.resident) batching::ensure_device_runtime(options.plan.device);  // before torch's first CUDA use
+  const MoIntegrals mo = res.resident ? mo_in.to(torch::Device(options.plan.device)) : mo_in;
+  batching::PlanOptions plan = options.plan;
+  if (res.resident) {
+    res.resident_bytes = resident_bytes(mo_in, options);
+    if (plan.budget_bytes > 0) plan.budget_bytes -= res.resident_bytes;  // contractions get the rest
+    log::info(strfmt("ccsd: integrals, cached blocks, amplitudes and DIIS on %s (%s set aside, %s for contractions)",
+                     options.plan.device.c_str(), batching::format_bytes(double(res.resident_bytes)).c_str(),
+                     plan.budget_bytes > 0 ? batching::format_bytes(double(plan.budget_bytes)).c_str() : "no limit"));
+  }
   const auto& s = mo.space;
   const std::int64_t o = s.n_act_occ(), v = s.n_vir();
-  Contractor c(options.plan, options.explain, options.backend);
-  CcsdResult res;
+  Contractor c(plan, options.explain, options.backend);
   res.e_hf = mo.e_hf;
   const auto t_setup = std::chrono::steady_clock::now();
   const std::int64_t budget = options.plan.budget_bytes;
@@ -69,14 +104,15 @@ CcsdResult run_rccsd(const MoIntegrals& mo, const CcsdOptions& options) {
   const torch::Tensor eo = mo.eps.narrow(0, s.n_frozen, o), ev = mo.eps.narrow(0, s.n_occ, v);
   const torch::Tensor d1 = eo.unsqueeze(1) - ev.unsqueeze(0);                      // [o, v]
   const torch::Tensor d2 = (d1.unsqueeze(2).unsqueeze(3) + d1.unsqueeze(0).unsqueeze(0)).contiguous();  // [o,v,o,v]
-  torch::Tensor t1 = torch::zeros({o, v}, torch::kFloat64);
-  torch::Tensor t2 = torch::zeros({o, v, o, v}, torch::kFloat64);
+  torch::Tensor t1 = torch::zeros({o, v}, mo.eps.options());  // where the integrals are
+  torch::Tensor t2 = torch::zeros({o, v, o, v}, mo.eps.options());
   Diis diis(options.diis_size);
   double e_old = 0;
   const auto t_start = std::chrono::steady_clock::now();
   const Usage u_start = Usage::now();
   for (int it = 1; it <= options.max_iterations; ++it) {
     const std::int64_t h2d0 = c.bytes_h2d(), d2h0 = c.bytes_d2h();
+    const auto t_it = std::chrono::steady_clock::now();
     Residual r;
     if (cached) {
       r = ccsd_residual(*cached, c, t1, t2);
@@ -90,8 +126,7 @@ CcsdResult run_rccsd(const MoIntegrals& mo, const CcsdOptions& options) {
       const Contractor::Section section(c, "update");
       err = {r.r1 / d1, r.r2.div_(d2)};  // the Jacobi step is the DIIS error vector
       next = {t1 + err[0], t2 + err[1]};
-      dnorm = std::sqrt(err[0].flatten().dot(err[0].flatten()).item<double>() +
-                        err[1].flatten().dot(err[1].flatten()).item<double>());
+      dnorm = std::sqrt((err[0].flatten().dot(err[0].flatten()) + err[1].flatten().dot(err[1].flatten())).item<double>());
     }
     {
       const Contractor::Section section(c, "diis");
@@ -108,10 +143,12 @@ CcsdResult run_rccsd(const MoIntegrals& mo, const CcsdOptions& options) {
       e = cached ? ccsd_correlation_energy_L(L_ovov, t1, t2) : ccsd_correlation_energy(h.block("ovov"), t1, t2);
     }
     res.iterations = it;
+    res.seconds_iterations.push_back(seconds_since(t_it));  // the energy's .item() waited for the device
     res.bytes_h2d_per_iteration.push_back(c.bytes_h2d() - h2d0);
     res.bytes_d2h_per_iteration.push_back(c.bytes_d2h() - d2h0);
     if (options.verbose)
-      log::info(strfmt("ccsd iter %3d  E_corr %.12f  dE %.2e  |dt| %.2e", it, e, e - e_old, dnorm));
+      log::info(strfmt("ccsd iter %3d  E_corr %.12f  dE %.2e  |dt| %.2e  %.3f s", it, e, e - e_old, dnorm,
+                       res.seconds_iterations.back()));
     const bool done = std::abs(e - e_old) < options.energy_tolerance && dnorm < options.residual_tolerance;
     e_old = e;
     if (done) {
@@ -126,8 +163,8 @@ CcsdResult run_rccsd(const MoIntegrals& mo, const CcsdOptions& options) {
   // energy of the final amplitudes with the bare ovov block (equal to the dressed one)
   res.e_corr = e_old;
   res.e_ccsd = res.e_hf + res.e_corr;
-  res.t1 = t1;
-  res.t2 = t2;
+  res.t1 = t1.cpu();  // results in host memory, wherever the iteration ran
+  res.t2 = t2.cpu();
   if (options.triples && res.converged) {
     const auto t0 = std::chrono::steady_clock::now();
     res.e_t = triples_correction(mo, t1, t2, c);

@@ -15,6 +15,15 @@
 
 namespace nnvmc::ccsd {
 
+/// Where a run keeps the MO integrals, the cached blocks, the amplitudes and the DIIS rows.
+enum class Residency {
+  automatic,  ///< on plan.device when it is not the CPU and the backend is torch, if they fit
+  device,     ///< on plan.device whenever they fit (on the CPU: they are charged to the budget)
+  host,       ///< host memory; with a device, every contraction uploads its operands
+};
+/// "auto" | "on" | "off"; @throws InputError naming `key`.
+Residency parse_residency(const std::string& text, const std::string& key = "resident");
+
 /// Solver settings.
 struct CcsdOptions {
   int max_iterations = 100;          ///< stop after this many iterations ...
@@ -30,6 +39,12 @@ struct CcsdOptions {
   /// Keep freed memory in the process during the iterations (glibc mallopt: no mmap for large
   /// blocks, no trimming), so buffers of one iteration are not page-faulted in again the next.
   bool retain_heap = true;
+  /// Resident runs keep the MO integrals, the cached blocks, the amplitudes and the DIIS rows on
+  /// plan.device for the whole run (needs the torch backend, cached integrals and resident_bytes
+  /// within half the budget; the contractions plan within the rest), so no term moves anything
+  /// between host and device. Otherwise they stay in host memory and, with a device, every
+  /// contraction uploads its operands and downloads its result.
+  Residency resident = Residency::automatic;
   bool triples = false;              ///< also compute the (T) correction
   batching::PlanOptions plan;        ///< budget, split, backend and device of every heavy contraction
   /// Runs every contraction's GEMMs for the whole run (set-up, iterations, (T)), so operands it
@@ -50,11 +65,14 @@ struct CcsdResult {
   int iterations = 0;                 ///< CCSD iterations
   bool converged = false;             ///< tolerances met
   double seconds_per_iteration = 0;   ///< mean wall time of one iteration
+  std::vector<double> seconds_iterations;  ///< wall time of each iteration (the first includes warm-up)
   Usage usage_per_iteration;          ///< mean wall, user, system time and page faults of one iteration
   double seconds_triples = 0;         ///< wall time of (T)
   std::map<std::string, TermStats> terms;  ///< per contraction term, over all iterations
   std::vector<std::string> plans;     ///< plans of every term (options.explain)
   bool cached_integrals = false;      ///< the iteration ran on cached bare integrals (CcsdOptions::cache_integrals)
+  bool resident = false;              ///< the iteration's tensors lived on plan.device (CcsdOptions::resident)
+  std::int64_t resident_bytes = 0;    ///< device memory set aside for them (resident runs)
   double seconds_setup = 0;           ///< wall time of preparing the cached integrals
   std::int64_t bytes_h2d_setup = 0;   ///< host → device bytes before the first iteration
   std::vector<std::int64_t> bytes_h2d_per_iteration;  ///< host → device bytes of each iteration
@@ -62,6 +80,11 @@ struct CcsdResult {
   torch::Tensor t1;                   ///< converged singles [o, v]
   torch::Tensor t2;                   ///< converged doubles [o, v, o, v]
 };
+
+/// Device memory a resident run keeps (CcsdOptions::resident) for `mo`: the MO integrals,
+/// the cached blocks, t1/t2 with their DIIS rows (vector and error per slot) and a reserve of
+/// 16 o²v² tensors for the iteration's intermediates.
+std::int64_t resident_bytes(const MoIntegrals& mo, const CcsdOptions& options);
 
 /// Runs CCSD (and (T) when asked). @throws NumericalError when it does not converge,
 /// BudgetError when a contraction cannot fit the budget.

@@ -22,7 +22,7 @@ double triples_correction(const MoIntegrals& mo, const torch::Tensor& t1, const 
   const auto& s = mo.space;
   const std::int64_t o = s.n_act_occ(), v = s.n_vir();
   DressedHamiltonian h(mo, contract);
-  h.dress(torch::zeros({o, v}, torch::kFloat64));
+  h.dress(torch::zeros({o, v}, t1.options()));
   // (bd|ck) as [k][d, b, c] so that Σ_d t_ij[a, d] · G_k[d, (b c)] is one matrix product
   const torch::Tensor g_vvvo = h.block("vvvo");                              // [b, d, c, k]
   const torch::Tensor gk = g_vvvo.permute({3, 1, 0, 2}).contiguous().view({o, v, v * v});
@@ -31,7 +31,8 @@ double triples_correction(const MoIntegrals& mo, const torch::Tensor& t1, const 
   const torch::Tensor t2_ij = t2.permute({0, 2, 1, 3}).contiguous();         // [i, j, a, d]
   const torch::Tensor eo = mo.eps.narrow(0, s.n_frozen, o), ev = mo.eps.narrow(0, s.n_occ, v);
   const torch::Tensor ev3 = ev.view({v, 1, 1}) + ev.view({1, v, 1}) + ev.view({1, 1, v});
-  const auto e_o = eo.accessor<double, 1>();
+  const torch::Tensor eo_host = eo.to(torch::kCPU);  // the triple loop's scalars
+  const auto e_o = eo_host.accessor<double, 1>();
   const torch::Tensor tl_all = t2.permute({0, 1, 3, 2}).reshape({o, v * v, o});  // [i, (a b), l]
   // the six permutations σ of (0,1,2): occupied triple (o_σ0, o_σ1, o_σ2) pairs with
   // virtual axes in the same order; the inverse permutation puts them back to (a, b, c)
@@ -43,7 +44,8 @@ double triples_correction(const MoIntegrals& mo, const torch::Tensor& t1, const 
   // the i-dependent costs balanced); the partial sums are added at the end.
   auto& comm = parallel::world();
   std::int64_t triple = -1;
-  double e_t = 0;
+  // accumulated where the amplitudes live: one device-to-host read at the end, not one per triple
+  torch::Tensor total = torch::zeros({}, t1.options());
   for (std::int64_t i = 0; i < o; ++i)
     for (std::int64_t j = 0; j <= i; ++j)
       for (std::int64_t k = 0; k <= j; ++k) {
@@ -62,7 +64,7 @@ double triples_correction(const MoIntegrals& mo, const torch::Tensor& t1, const 
         }
         const torch::Tensor xs = contract("triples", "sad,sdbc->sabc", {torch::stack(tp), torch::stack(gr)}) -
                                  contract("triples", "sabl,slc->sabc", {torch::stack(th), torch::stack(gh)});
-        torch::Tensor w = torch::zeros({v, v, v}, torch::kFloat64);
+        torch::Tensor w = torch::zeros({v, v, v}, t1.options());
         for (std::size_t si = 0; si < perms.size(); ++si) {
           const auto& p = perms[si];
           // xs[si] axis q carries virtual label p[q]; result axis t needs the q with p[q] == t
@@ -77,14 +79,15 @@ double triples_correction(const MoIntegrals& mo, const torch::Tensor& t1, const 
         // (D is symmetric in a, b, c), so the orderings cost elementwise work only; summing
         // all six and scaling by weight/6 counts each distinct ordering once.
         const torch::Tensor d = (e_o[i] + e_o[j] + e_o[k]) - ev3;
-        torch::Tensor sum = torch::zeros({}, torch::kFloat64);
+        torch::Tensor sum = torch::zeros({}, t1.options());
         for (const auto& p : perms) {
           const auto ws = w.permute({p[0], p[1], p[2]}), vs = vt.permute({p[0], p[1], p[2]});
           const torch::Tensor z = 4 * ws + ws.permute({2, 0, 1}) + ws.permute({1, 2, 0});
           sum += ((z * (vs - vs.permute({2, 1, 0}))) / d).sum();
         }
-        e_t += weight / 6.0 * sum.item<double>() / 3.0;
+        total.add_(sum, weight / 18.0);
       }
+  double e_t = total.item<double>();
   comm.allreduce_sum(&e_t, 1);
   return e_t;
 }

@@ -1,12 +1,14 @@
 /// nnvmc ccsd MOLECULE [--basis B] [--cholesky TAU] [--memory BYTES] [--split c|x|auto]
 ///                     [--backend torch|cublas] [--device cpu|cuda] [--frozen-core] [--triples]
 ///                     [--max-iterations N] [--allow-unconverged] [--json] [--explain]
+///                     [--no-cached-integrals] [--resident auto|on|off]
 #include <cstdio>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
 
 #include "app/commands.hpp"
+#include "batching/backend.hpp"
 #include "batching/budget.hpp"
 #include "ccsd/driver.hpp"
 #include "parallel/communicator.hpp"
@@ -28,6 +30,7 @@ struct CcsdArgs {
   int max_iterations = 100;
   bool frozen_core = false, triples = false, json = false, explain = false, allow_unconverged = false;
   bool no_cache = false;
+  std::string resident = "auto";
 };
 
 void print_summary(const ccsd::CcsdRun& run, const CcsdArgs& a) {
@@ -43,6 +46,9 @@ void print_summary(const ccsd::CcsdRun& run, const CcsdArgs& a) {
               cc.seconds_per_iteration, run.seconds_scf, run.seconds_integrals,
               cc.cached_integrals ? "cached blocks" : "no cached blocks", cc.seconds_setup);
   const auto& u = cc.usage_per_iteration;
+  if (cc.resident)
+    std::printf("resident on %s: integrals, cached blocks, amplitudes and DIIS (%s)\n", a.device.c_str(),
+                batching::format_bytes(double(cc.resident_bytes)).c_str());
   std::printf("per iteration: wall %.3f s, user %.3f s, system %.3f s, %lld page faults\n", u.wall, u.user, u.sys,
               static_cast<long long>(u.minor_faults));
   if (!cc.bytes_h2d_per_iteration.empty())
@@ -73,11 +79,16 @@ void run_ccsd_command(const CcsdArgs& a) {
   o.ccsd.require_convergence = !a.allow_unconverged;
   o.ccsd.explain = a.explain;
   o.ccsd.cache_integrals = !a.no_cache;
-  o.ccsd.verbose = !a.json;
+  o.ccsd.verbose = true;  // per-iteration lines go to the log (stderr), so --json's stdout stays clean
+  o.ccsd.resident = ccsd::parse_residency(a.resident, "--resident");
   o.ccsd.plan.budget_bytes = batching::MemoryBudget::parse(a.memory, a.device, "--memory").bytes();
   o.ccsd.plan.split = batching::parse_split(a.split);
   o.ccsd.plan.backend = batching::parse_backend(a.backend);
   o.ccsd.plan.device = a.device;
+  // the staged cuBLAS backend lives for the whole run: its streams, pinned buffers and the
+  // operands it keeps on the device (the integral blocks) serve every contraction
+  if (o.ccsd.plan.backend == batching::BackendKind::cublas)
+    o.ccsd.backend = batching::make_backend(o.ccsd.plan.backend, a.device);
   const System system = load_molecule(a.molecule, default_molecules_dir());
   const ccsd::CcsdRun run = ccsd::run_ccsd(system, o);
   if (!run.cc.converged)
@@ -101,7 +112,12 @@ void run_ccsd_command(const CcsdArgs& a) {
   j["iterations"] = run.cc.iterations;
   j["converged"] = run.cc.converged;
   j["seconds_per_iteration"] = run.cc.seconds_per_iteration;
+  j["seconds_iterations"] = run.cc.seconds_iterations;
   j["cached_integrals"] = run.cc.cached_integrals;
+  j["device"] = a.device;
+  j["backend"] = a.backend;
+  j["resident"] = run.cc.resident;
+  j["resident_bytes"] = run.cc.resident_bytes;
   j["seconds_setup"] = run.cc.seconds_setup;
   const auto& u = run.cc.usage_per_iteration;
   j["per_iteration"] = {{"wall", u.wall}, {"user", u.user}, {"sys", u.sys}, {"minor_faults", u.minor_faults}};
@@ -139,6 +155,10 @@ void add_ccsd_command(CLI::App& app) {
   cmd->add_flag("--json", a->json, "print a JSON summary");
   cmd->add_flag("--no-cached-integrals", a->no_cache,
                 "dress the integrals every iteration instead of keeping t1-independent blocks (least memory)");
+  cmd->add_option("--resident", a->resident,
+                  "auto | on | off: keep integrals, amplitudes and DIIS on --device for the whole run when they "
+                  "fit half of --memory (auto: on a GPU with the torch backend; off: each contraction uploads "
+                  "its operands)");
   cmd->add_flag("--explain", a->explain, "print the contraction plan of every term");
   cmd->callback([a] { run_ccsd_command(*a); });
 }

@@ -68,6 +68,9 @@ std::unique_ptr<GemmBackend> make_cublas_backend(int device_index);
 /// @throws InputError when it cannot be loaded.
 void ensure_device_runtime(const std::string& device);
 
+/// Whether `t` lives on `device`; a device without an index ("cuda") matches any of its type.
+bool is_on(const at::Tensor& t, const c10::Device& device);
+
 /// The backend of `kind` for `device` ("cpu", "cuda", "cuda:N").
 std::unique_ptr<GemmBackend> make_backend(BackendKind kind, const std::string& device);
 

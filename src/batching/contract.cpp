@@ -25,9 +25,9 @@ Plan plan_contraction(const std::string& spec, const std::vector<at::Tensor>& op
   for (const auto& t : operands) {
     if (t.scalar_type() != out.scalar_type())
       throw InputError("einsum '" + spec + "': operands and output must have one dtype");
-    on_device = on_device && t.device() == device;
+    on_device = on_device && is_on(t, device);
   }
-  return make_plan(es, shapes_of(operands), options, on_device, out.device() == device,
+  return make_plan(es, shapes_of(operands), options, on_device, is_on(out, device),
                    std::int64_t(out.element_size()));
 }
 

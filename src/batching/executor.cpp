@@ -50,6 +50,7 @@ std::int64_t extent_of(const Slot& s, const std::string& labels) {
 /// caching host allocator) with a non-blocking copy on the current stream, so the host packs the
 /// next block while the copy and the GEMMs queued after it run.
 at::Tensor to_device(const at::Tensor& t, const c10::Device& device) {
+  if (is_on(t, device)) return t.contiguous();  // already there (pin_memory takes host tensors only)
   if (!device.is_cuda()) return t.to(device).contiguous();
   return t.contiguous().pin_memory().to(device, /*non_blocking=*/true);
 }

@@ -7,7 +7,10 @@
 ///    GEMM that last read device slot s finished before uploading; the GEMM waits for the upload.
 ///    So batch t+1 is packed and uploaded while batch t multiplies.
 ///  - operands that recur (the same host block again, e.g. Cholesky vectors reused by every
-///    output block) are kept resident on the device while they fit `resident_bytes`.
+///    output block) are kept resident on the device while they fit `resident_bytes`. A kept
+///    operand whose host memory nobody but the backend holds any more (the caller dropped it,
+///    e.g. one iteration's amplitudes) is freed before a new one is kept, so a backend that
+///    lives for a whole run holds neither device nor host memory of dead tensors.
 ///  - the output stays on the device while consecutive calls accumulate into the same block
 ///    (a split contracted axis); it is copied back on the copy-out stream when the next output
 ///    block starts, and unpacked into the host tensor only when its slot is needed again or at
@@ -148,6 +151,23 @@ class StagedGemmBackend final : public GemmBackend {
     s.bytes = bytes;
   }
 
+  /// Frees the kept operands whose host memory only the backend still references: no other
+  /// handle to its tensor and no other tensor on its storage.
+  void drop_dead_residents() {
+    const auto dead = [](const Resident& r) { return r.host.use_count() == 1 && r.host.storage().use_count() == 1; };
+    if (std::none_of(resident_.begin(), resident_.end(), [&](const auto& kv) { return dead(kv.second); })) return;
+    ops_->synchronize_all();  // no queued upload or GEMM touches them
+    for (auto it = resident_.begin(); it != resident_.end();) {
+      if (!dead(it->second)) {
+        ++it;
+        continue;
+      }
+      ops_->device_free(it->second.dev);
+      resident_used_ -= std::int64_t(it->second.host.nbytes());
+      it = resident_.erase(it);
+    }
+  }
+
   /// Device pointer of operand `x` (contiguous host tensor) for this call: resident if it is
   /// stable and was seen before or fits the residency budget, else staged in `slot`. Appends the
   /// event the GEMM must wait for.
@@ -159,6 +179,7 @@ class StagedGemmBackend final : public GemmBackend {
       if (it->second.ready != kNoEvent) waits.push_back(it->second.ready);
       return it->second.dev;
     }
+    if (stable) drop_dead_residents();
     const bool keep = stable && resident_used_ + std::int64_t(bytes) <= options_.resident_bytes;
     Staging& st = in_[slot][which];
     reserve(st, bytes);

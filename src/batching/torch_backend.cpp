@@ -48,6 +48,10 @@ void ensure_device_runtime(const std::string& device) {
   if (!error.empty()) throw InputError("device '" + device + "': cannot load libtorch_cuda.so (" + error + ")");
 }
 
+bool is_on(const at::Tensor& t, const c10::Device& device) {
+  return t.device().type() == device.type() && (!device.has_index() || t.device().index() == device.index());
+}
+
 std::unique_ptr<GemmBackend> make_torch_backend() { return std::make_unique<TorchBackend>(); }
 
 std::unique_ptr<GemmBackend> make_backend(BackendKind kind, const std::string& device) {

@@ -1,10 +1,25 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "batching/backend.hpp"
+#include "batching/cuda_runtime.hpp"
 #include "batching/peak_memory.hpp"
 #include "core/errors.hpp"
 
 using nnvmc::batching::PeakMemoryScope;
+
+namespace {
+/// libtorch answers "is there CUDA?" once and keeps the answer, and this build loads
+/// libtorch_cuda.so only on first use: on a GPU machine load it before any test asks torch
+/// anything, or every CUDA branch of this binary would see no device.
+class CudaRuntimeFirst : public testing::Environment {
+ public:
+  void SetUp() override {
+    if (nnvmc::batching::cuda_device_count() > 0) nnvmc::batching::ensure_device_runtime("cuda");
+  }
+};
+[[maybe_unused]] testing::Environment* const kCudaRuntimeFirst = testing::AddGlobalTestEnvironment(new CudaRuntimeFirst);
+}  // namespace
 
 TEST(PeakMemory, CountsTheHighWaterMarkOfTensorsMadeInsideTheScope) {
   const auto before = torch::ones({1 << 20}, torch::kFloat64);  // 8 MiB made earlier: not counted
@@ -42,7 +57,8 @@ TEST(PeakMemory, EnclosingScopeSeesThePeakOfANestedOne) {
 // Whichever this machine has: with a CUDA device the scope reads the caching allocator's
 // peak of that device; without one, asking for a CUDA scope is a clear InputError.
 TEST(PeakMemory, CudaScopeReadsTheCachingAllocatorOrSaysThereIsNoDevice) {
-  if (torch::cuda::device_count() > 0) {
+  if (nnvmc::batching::cuda_device_count() > 0) {
+    ASSERT_GT(torch::cuda::device_count(), 0) << "libtorch_cuda.so was loaded after torch cached 'no CUDA'";
     PeakMemoryScope outer(0);
     {
       PeakMemoryScope inner(0);

@@ -106,6 +106,28 @@ TEST(StagedGemm, RecurringStableOperandIsUploadedOnceWhenItFits) {
   EXPECT_EQ(h2d(A.nbytes()), A.nbytes() + calls * B.nbytes());  // only A fits
 }
 
+TEST(StagedGemm, KeptOperandsThatTheCallerDroppedMakeRoomForNewOnes) {
+  // room for one kept A: the first A is dropped by the caller after one call, so the second,
+  // used five times, takes its place and crosses once (without the freeing: five times)
+  const auto B = torch::randn({1, 16, 64}, torch::kFloat64);
+  auto backend = staged(HostDeviceOps::Order::run_ahead, 32 * 16 * 8);
+  auto c = torch::empty({1, 32, 64}, torch::kFloat64);
+  {
+    const auto A1 = torch::randn({1, 32, 16}, torch::kFloat64);
+    backend->bmm(A1, B, c, false, true, false);
+    backend->synchronize();
+    EXPECT_TRUE(torch::allclose(c, torch::bmm(A1, B), 1e-12, 1e-12));
+  }
+  const std::int64_t before = backend->bytes_h2d();
+  const auto A2 = torch::randn({1, 32, 16}, torch::kFloat64);
+  for (int i = 0; i < 5; ++i) {
+    backend->bmm(A2, B, c, false, true, false);
+    backend->synchronize();
+    EXPECT_TRUE(torch::allclose(c, torch::bmm(A2, B), 1e-12, 1e-12));
+  }
+  EXPECT_EQ(backend->bytes_h2d() - before, A2.nbytes() + 5 * B.nbytes());
+}
+
 TEST(StagedGemm, AccumulatedOutputCrossesToTheHostOncePerBlock) {
   const auto A = torch::randn({3, 8, 4}, torch::kFloat64), B = torch::randn({3, 4, 9}, torch::kFloat64);
   auto backend = staged(HostDeviceOps::Order::run_ahead, 0);

@@ -6,6 +6,7 @@
 #include "batching/backend.hpp"
 #include "ccsd/mo_integrals.hpp"
 #include "ccsd/rccsd.hpp"
+#include "core/errors.hpp"
 #include "tests/batching/host_device_ops.hpp"
 
 namespace {
@@ -73,4 +74,39 @@ TEST(BytesMoved, ResidentIntegralsCrossOnceThenEachIterationMovesOnlyItsAmplitud
     EXPECT_GT(staged.bytes_d2h_per_iteration[k], 0);
     EXPECT_EQ(resident.bytes_d2h_per_iteration[k], staged.bytes_d2h_per_iteration[k]);
   }
+}
+
+// A resident run keeps integrals, cached blocks, amplitudes and DIIS on plan.device. On the CPU
+// (Residency::device) the same code runs with the device being the host: the iterations and
+// energies are the host run's, nothing crosses, and the tensors it keeps are charged to the
+// budget, so every contraction plans within what is left.
+TEST(BytesMoved, ResidentRunEqualsTheHostRunAndPlansWithinTheBudgetLeftByItsTensors) {
+  const auto host = cc::run_rccsd(water(), options(nullptr));
+  auto o = options(nullptr);
+  o.resident = cc::Residency::device;
+  const std::int64_t kept = cc::resident_bytes(water(), o);
+  o.plan.budget_bytes = 3 * kept;
+  const auto r = cc::run_rccsd(water(), o);
+  ASSERT_TRUE(r.resident);
+  EXPECT_EQ(r.resident_bytes, kept);
+  EXPECT_FALSE(host.resident);
+  EXPECT_NEAR(r.e_ccsd, host.e_ccsd, 1e-10);
+  ASSERT_EQ(r.seconds_iterations.size(), 5u);
+  for (std::size_t k = 0; k < 5; ++k) EXPECT_EQ(r.bytes_h2d_per_iteration[k] + r.bytes_d2h_per_iteration[k], 0);
+  for (const auto& [term, s] : r.terms) EXPECT_LE(s.peak_bytes, 2 * kept) << term;
+  EXPECT_TRUE(r.t1.device().is_cpu());  // results come back to the host
+  // when they do not fit half the budget, the run keeps them in host memory
+  o.plan.budget_bytes = 2 * kept - 1;
+  EXPECT_FALSE(cc::run_rccsd(water(), o).resident);
+}
+
+TEST(BytesMoved, AutomaticResidencyStaysOnTheHostOnTheCpuAndForStagedBackends) {
+  auto o = options(nullptr);
+  EXPECT_EQ(o.resident, cc::Residency::automatic);
+  EXPECT_FALSE(cc::run_rccsd(water(), o).resident);  // device "cpu"
+  auto s = options(simulated_staged(0));
+  s.resident = cc::Residency::device;  // the staged backend takes host tensors: never resident
+  EXPECT_FALSE(cc::run_rccsd(water(), s).resident);
+  EXPECT_EQ(cc::parse_residency("off"), cc::Residency::host);
+  EXPECT_THROW(cc::parse_residency("maybe", "--resident"), nnvmc::InputError);
 }

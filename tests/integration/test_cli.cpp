@@ -349,3 +349,18 @@ TEST(Cli, ScfWithCholeskyJKAgreesWithExactIntegrals) {
   EXPECT_NEAR(json_of(chol.out)["e_hf"].get<double>(), json_of(exact.out)["e_hf"].get<double>(), 1e-7);
   expect_input_error("scf h2o --cholesky -1", "cholesky");
 }
+
+// `nnvmc ccsd --resident on|off|auto`: the run says where its tensors lived; on the CPU "on"
+// charges them to the budget and gives the same energy; a bad value names the flag.
+TEST(Cli, CcsdReportsResidencyAndRefusesAnUnknownValue) {
+  const auto on = run("ccsd h2o --basis sto-3g --json --resident on");
+  const auto off = run("ccsd h2o --basis sto-3g --json --resident off");
+  ASSERT_EQ(on.code, 0) << on.out;
+  ASSERT_EQ(off.code, 0) << off.out;
+  EXPECT_TRUE(json_of(on.out)["resident"].get<bool>());
+  EXPECT_FALSE(json_of(off.out)["resident"].get<bool>());
+  EXPECT_NEAR(json_of(on.out)["e_ccsd"].get<double>(), json_of(off.out)["e_ccsd"].get<double>(), 1e-10);
+  EXPECT_EQ(json_of(on.out)["seconds_iterations"].size(), json_of(on.out)["iterations"].get<std::size_t>());
+  EXPECT_NE(on.out.find("ccsd iter"), std::string::npos) << on.out;  // per-iteration lines with --json too
+  expect_input_error("ccsd h2o --basis sto-3g --resident maybe", "--resident");
+}
