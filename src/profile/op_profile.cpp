@@ -34,7 +34,7 @@ double StageOps::bytes() const {
 namespace {
 
 // Kineto activity types (libkineto/ActivityType.h).
-constexpr int kCpuOp = 0, kUserAnnotation = 1, kGpuMemcpy = 3, kGpuMemset = 4, kKernel = 5, kCudaRuntime = 7;
+constexpr int kCpuOp = 0, kUserAnnotation = 1, kGpuMemcpy = 3, kGpuMemset = 4, kKernel = 5;
 
 struct Event {
   std::string name;
@@ -178,7 +178,9 @@ std::map<std::string, StageOps> OpProfiler::stop() {
   running_ = false;
   const auto result = prof::disableProfiler();
   std::vector<Event> ops, stages, kernels;
-  std::unordered_map<std::uint64_t, std::size_t> runtime_by_correlation;  // CUDA runtime call → index in ops
+  // CPU operator → index in ops: a kernel's linked correlation id is that of the (innermost) CPU
+  // operator that launched it (torch's own profiler matches them the same way)
+  std::unordered_map<std::uint64_t, std::size_t> op_by_correlation;
   for (const auto& k : result->events()) {
     Event e;
     e.name = k.name();
@@ -188,18 +190,18 @@ std::map<std::string, StageOps> OpProfiler::stop() {
     e.type = k.activityType();
     e.correlation = k.correlationId();
     e.linked = k.linkedCorrelationId();
-    if (e.name.rfind(kStageRangePrefix, 0) == 0) {
+    // stage ranges are host-side annotations; on CUDA Kineto repeats them as GPU-side
+    // annotations (type 2, one per stream), which must not count again
+    if (e.name.rfind(kStageRangePrefix, 0) == 0 && (e.type == kUserAnnotation || e.type == kCpuOp)) {
       e.name = e.name.substr(kStageRangePrefix.size());
       stages.push_back(std::move(e));
-    } else if (e.type == kCpuOp || e.type == kCudaRuntime) {
+    } else if (e.type == kCpuOp) {
       e.reported_flops = static_cast<double>(k.flops());
       e.inputs = inputs_of(k, default_element_bytes_);
       ops.push_back(std::move(e));
     } else if (e.type == kKernel || e.type == kGpuMemcpy || e.type == kGpuMemset) {
       kernels.push_back(std::move(e));
-    } else if (e.type == kUserAnnotation) {
-      continue;
-    }
+    }  // runtime/driver calls and annotations: not needed
   }
   // Nesting of CPU events per thread: parents start first and end last.
   std::vector<std::size_t> order(ops.size());
@@ -220,7 +222,7 @@ std::map<std::string, StageOps> OpProfiler::stop() {
       ops[stack.back()].child_seconds += 1e-9 * static_cast<double>(e.end - e.start);
     }
     stack.push_back(idx);
-    if (e.type == kCudaRuntime) runtime_by_correlation[e.correlation] = idx;
+    if (e.correlation) op_by_correlation[e.correlation] = idx;
   }
   // Work is counted once, at the deepest operator that has an estimate (matmul → mm).
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
@@ -263,20 +265,20 @@ std::map<std::string, StageOps> OpProfiler::stop() {
       add(stage_at(e.start), e.name, classify_op(e.name), self, e.cost, e.reported_flops);
     }
   } else {
-    // CUDA: kernel time, grouped by the operator that launched the kernel (the innermost CPU
-    // operator around its runtime call); stages by time (the recorder synchronises at stage ends).
+    // CUDA: kernel time, grouped by the operator that launched the kernel (the CPU operator its
+    // linked correlation id names); stages by time (the recorder synchronises at stage ends).
     std::vector<bool> costed(ops.size(), false);
     for (const auto& k : kernels) {
       std::string name = k.name;
       OpGroup g = k.type == kKernel ? OpGroup::other : OpGroup::data_movement;
       OpCost cost;
-      const auto r = runtime_by_correlation.find(k.linked ? k.linked : k.correlation);
-      if (r != runtime_by_correlation.end() && ops[r->second].parent >= 0) {
-        const auto parent = static_cast<std::size_t>(ops[r->second].parent);
-        name = ops[parent].name;
+      const auto r = k.linked ? op_by_correlation.find(k.linked) : op_by_correlation.end();
+      if (r != op_by_correlation.end()) {
+        const std::size_t op = r->second;
+        name = ops[op].name;
         g = classify_op(name);
-        if (!costed[parent]) cost = ops[parent].cost;  // once per operator call, at its first kernel
-        costed[parent] = true;
+        if (!costed[op]) cost = ops[op].cost;  // once per operator call, at its first kernel
+        costed[op] = true;
       }
       add(stage_at(k.start), name, g, 1e-9 * static_cast<double>(k.end - k.start), cost, 0);
     }

@@ -129,7 +129,7 @@ torch::Tensor spd_solve(const torch::Tensor& a, const torch::Tensor& b, SampleSp
     if (buffers != nullptr) {
       if (!buffers->factor.defined() || !buffers->factor.sizes().equals(a.sizes()) ||
           buffers->factor.scalar_type() != a.scalar_type())
-        buffers->factor = torch::empty_like(a);
+        buffers->factor = torch::empty_like(a).mT();  // column-major, the layout ATen's out= writes in place
       if (!buffers->info.defined()) buffers->info = torch::empty({}, a.options().dtype(torch::kInt32));
       torch::linalg_cholesky_ex_out(buffers->factor, buffers->info, a);
       l = buffers->factor;
@@ -278,7 +278,8 @@ class NaturalGradientOptimizer final : public Optimizer {
     }
     add_to_parameters(params, delta * step_length, -1.0);
     if (options_.type == "spring") {
-      if (previous_.defined() && previous_.sizes().equals(delta.sizes()) && !previous_.is_same(delta))
+      if (previous_.defined() && previous_.sizes().equals(delta.sizes()) && previous_.device() == delta.device() &&
+          !previous_.is_same(delta))  // (after a resume it is a host tensor until here)
         previous_.copy_(delta);
       else
         previous_ = delta.detach().clone();

@@ -11,6 +11,8 @@
 #include <numeric>
 #include <optional>
 
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "io/hdf5_file.hpp"
@@ -118,8 +120,29 @@ void init_from_checkpoint(VmcSetup& s) {
 
 Trainer::Trainer(const Config& config) : Trainer(make_setup(config)) {}
 
+namespace {
+/// Synchronises CUDA device `index` when a stage scope opens and closes (StageTimers observer).
+class DeviceSyncObserver final : public StageObserver {
+ public:
+  explicit DeviceSyncObserver(c10::DeviceIndex index) : index_(index) {}
+  void begin(const std::string&) override { sync(); }
+  void end(const std::string&) override { sync(); }
+
+ private:
+  void sync() const { c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->synchronizeDevice(index_); }
+  c10::DeviceIndex index_;
+};
+
+std::unique_ptr<StageObserver> device_sync_for(const torch::TensorOptions& options) {
+  if (!options.device().is_cuda()) return nullptr;
+  return std::make_unique<DeviceSyncObserver>(options.device().has_index() ? options.device().index() : 0);
+}
+}  // namespace
+
 Trainer::Trainer(VmcSetup setup) : setup_(std::move(setup)) {
   const Config& config = setup_.config;
+  device_sync_ = device_sync_for(setup_.options);
+  timers_.set_observer(device_sync_.get());
   check_pretraining(setup_);
   if (!config.model.init_from.empty()) init_from_checkpoint(setup_);
   optimizer_ = make_optimizer(config.optim, *setup_.wf, setup_.budget);
@@ -155,6 +178,8 @@ Trainer::Trainer(VmcSetup setup) : setup_(std::move(setup)) {
 
 Trainer::Trainer(const Config& config, const std::string& checkpoint_path)
     : setup_(make_setup(config)), resumed_(true) {
+  device_sync_ = device_sync_for(setup_.options);
+  timers_.set_observer(device_sync_.get());
   const Checkpoint c = load_checkpoint(checkpoint_path);
   auto& mols = setup_.molecules;
   if (c.molecules.size() != mols.size())

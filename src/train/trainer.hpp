@@ -97,6 +97,9 @@ class Trainer {
   std::int64_t iteration_ = 0;
   bool resumed_ = false;
   StageTimers timers_;
+  /// On CUDA: synchronises the device at every stage boundary, so each stage's time is its
+  /// own kernels' and not launches only (the next host read would otherwise absorb it).
+  std::unique_ptr<StageObserver> device_sync_;
   double start_time_ = 0;
   std::int64_t first_iteration_ = 0;  ///< iteration this process started at (for it/s)
   EnergyHook energy_hook_;
