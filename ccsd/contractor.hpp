@@ -48,7 +48,8 @@ class Contractor {
                            const std::vector<torch::Tensor>& ops);
 
   /// Times a stretch of work that is not a contraction (the amplitude update, DIIS, the energy)
-  /// under `term` while alive (RAII), so the per-term table shows it; the residual's own
+  /// under `term` while alive (RAII; on a CUDA device its end waits for the device, as every
+  /// contraction's does, so each term's time is its own kernels'), so the per-term table shows it; the residual's own
   /// elementwise work stays outside every term. Such terms have no FLOPs. Do not open one
   /// around a contraction: its time would be counted twice.
   class Section {

@@ -17,6 +17,7 @@
 #include "ccsd/residual.hpp"
 #include "core/errors.hpp"
 #include "core/log.hpp"
+#include "parallel/communicator.hpp"
 
 namespace nnvmc::ccsd {
 
@@ -74,10 +75,16 @@ std::int64_t resident_bytes(const MoIntegrals& mo, const CcsdOptions& options) {
 CcsdResult run_rccsd(const MoIntegrals& mo_in, const CcsdOptions& options) {
   const RetainedHeap heap(options.retain_heap);
   CcsdResult res;
-  res.resident = runs_resident(mo_in, options);
+  // Every rank must take the same path (the ladders and (T) run collectives on its tensors);
+  // budgets measured per rank (--memory auto) may differ near the threshold.
+  auto& comm = parallel::world();
+  res.resident = !comm.any(!runs_resident(mo_in, options));
   // a resident run works on a device copy of the integrals; everything below follows its tensors
   if (res.resident) batching::ensure_device_runtime(options.plan.device);  // before torch's first CUDA use
+  const auto t_upload = std::chrono::steady_clock::now();
   const MoIntegrals mo = res.resident ? mo_in.to(torch::Device(options.plan.device)) : mo_in;
+  const double seconds_upload = seconds_since(t_upload);
+  const std::int64_t bytes_upload = res.resident && !torch::Device(options.plan.device).is_cpu() ? mo_in.bytes() : 0;
   batching::PlanOptions plan = options.plan;
   if (res.resident) {
     res.resident_bytes = resident_bytes(mo_in, options);
@@ -93,14 +100,14 @@ CcsdResult run_rccsd(const MoIntegrals& mo_in, const CcsdOptions& options) {
   const auto t_setup = std::chrono::steady_clock::now();
   const std::int64_t budget = options.plan.budget_bytes;
   std::unique_ptr<CachedIntegrals> cached;
-  if (options.cache_integrals && (budget <= 0 || 2 * CachedIntegrals::bytes(o, v) <= budget))
+  if (!comm.any(!(options.cache_integrals && (budget <= 0 || 2 * CachedIntegrals::bytes(o, v) <= budget))))
     cached = std::make_unique<CachedIntegrals>(mo, c);
   DressedHamiltonian h(mo, c);
   const torch::Tensor L_ovov = cached ? cached->blocks.L_ovov : torch::Tensor();
   res.cached_integrals = bool(cached);
-  res.seconds_setup = seconds_since(t_setup);
+  res.seconds_setup = seconds_since(t_setup) + seconds_upload;
   c.reset_stats();  // per-term statistics are about the iterations
-  res.bytes_h2d_setup = c.bytes_h2d();
+  res.bytes_h2d_setup = c.bytes_h2d() + bytes_upload;
   const torch::Tensor eo = mo.eps.narrow(0, s.n_frozen, o), ev = mo.eps.narrow(0, s.n_occ, v);
   const torch::Tensor d1 = eo.unsqueeze(1) - ev.unsqueeze(0);                      // [o, v]
   const torch::Tensor d2 = (d1.unsqueeze(2).unsqueeze(3) + d1.unsqueeze(0).unsqueeze(0)).contiguous();  // [o,v,o,v]

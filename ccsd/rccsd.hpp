@@ -73,7 +73,7 @@ struct CcsdResult {
   bool cached_integrals = false;      ///< the iteration ran on cached bare integrals (CcsdOptions::cache_integrals)
   bool resident = false;              ///< the iteration's tensors lived on plan.device (CcsdOptions::resident)
   std::int64_t resident_bytes = 0;    ///< device memory set aside for them (resident runs)
-  double seconds_setup = 0;           ///< wall time of preparing the cached integrals
+  double seconds_setup = 0;           ///< wall time of preparing the cached integrals (and, resident, of uploading the MO integrals)
   std::int64_t bytes_h2d_setup = 0;   ///< host → device bytes before the first iteration
   std::vector<std::int64_t> bytes_h2d_per_iteration;  ///< host → device bytes of each iteration
   std::vector<std::int64_t> bytes_d2h_per_iteration;  ///< device → host bytes of each iteration

@@ -351,7 +351,8 @@ ExecReport execute(const Plan& plan, const std::vector<at::Tensor>& operands, co
 ExecReport execute(const Plan& plan, const std::vector<at::Tensor>& operands, const at::Tensor& out,
                    const PlanOptions& options, GemmBackend& gemm) {
   const auto t0 = std::chrono::steady_clock::now();
-  const c10::Device device(options.device);
+  // "cuda" means the output's own cuda:N when it is there (one key per buffer in the workspace)
+  const c10::Device device = is_on(out, c10::Device(options.device)) ? out.device() : c10::Device(options.device);
   if (operands.size() != plan.spec.inputs.size())
     throw InputError("einsum '" + plan.spec.text() + "': plan is for " +
                      std::to_string(plan.spec.inputs.size()) + " operands");
