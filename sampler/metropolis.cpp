@@ -94,12 +94,10 @@ double MetropolisSampler::run(const LogAbsFn& logabs, int n, const parallel::Gra
   for (int s = 0; s < n; ++s) {
     // Each walker's own stream, drawn in float64 on the walkers' device (so chains do not
     // depend on the dtype or device of the model, nor on the number of ranks).
-    const auto noise = parallel::walker_normal(seed_, parallel::RandomPurpose::proposal, draw_, walker_ids_, coords)
-                           .view({b, -1, 3})
-                           .to(tensor_);
-    const auto u = parallel::walker_uniform(seed_, parallel::RandomPurpose::acceptance, draw_, walker_ids_, 1)
-                       .view({b})
-                       .to(tensor_);
+    // (proposal normals and acceptance uniform in one pass over the counters)
+    const auto numbers = parallel::walker_step_numbers(seed_, draw_, walker_ids_, coords);
+    const auto noise = numbers.normals.view({b, -1, 3}).to(tensor_);
+    const auto u = numbers.uniforms.to(tensor_);
     ++draw_;
     const auto proposal = r_ + step_size_ * noise;
     const auto new_logabs = logabs(proposal);
@@ -122,12 +120,9 @@ void MetropolisSampler::set_graph_mode(parallel::GraphMode mode) {
 void MetropolisSampler::graph_step(const LogAbsFn& logabs) {
   const int64_t b = g_r_.size(0), coords = g_r_.size(1) * 3;
   // The counter is read from g_draw_ when the step runs (the same numbers as the host counter).
-  const auto noise = parallel::walker_normal(seed_, parallel::RandomPurpose::proposal, g_draw_, walker_ids_, coords)
-                         .view({b, -1, 3})
-                         .to(tensor_);
-  const auto u = parallel::walker_uniform(seed_, parallel::RandomPurpose::acceptance, g_draw_, walker_ids_, 1)
-                     .view({b})
-                     .to(tensor_);
+  const auto numbers = parallel::walker_step_numbers(seed_, g_draw_, walker_ids_, coords);
+  const auto noise = numbers.normals.view({b, -1, 3}).to(tensor_);
+  const auto u = numbers.uniforms.to(tensor_);
   const auto proposal = g_r_ + g_step_ * noise;
   const auto new_logabs = logabs(proposal);
   const auto accept = accepted_moves(u, new_logabs, g_logabs_);

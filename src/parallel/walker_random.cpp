@@ -13,12 +13,10 @@ constexpr std::uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;       // Philox mu
 constexpr std::uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;        // Weyl key increments
 constexpr char kMagic[8] = {'N', 'N', 'V', 'M', 'C', 'C', 'T', 'R'};
 
-/// (hi, lo) 32-bit words of a·m for words a [M] and a 32-bit constant m, without int64 overflow.
-std::pair<torch::Tensor, torch::Tensor> mulhilo(const torch::Tensor& a, std::int64_t m) {
-  const auto p_lo = a * (m & 0xffff);  // < 2^48
-  const auto p_hi = a * (m >> 16);     // < 2^48
-  const auto t = p_lo + torch::bitwise_left_shift(torch::bitwise_and(p_hi, 0xffff), 16);  // < 2^49
-  return {torch::bitwise_right_shift(p_hi, 16) + torch::bitwise_right_shift(t, 32), torch::bitwise_and(t, kMask32)};
+/// The int64 column [[x], [y]] [2, 1] on `opts`' device, made by fills (no host copy, so it can
+/// be made inside a captured device graph).
+torch::Tensor column(std::int64_t x, std::int64_t y, const torch::TensorOptions& opts) {
+  return torch::cat({torch::full({1, 1}, x, opts), torch::full({1, 1}, y, opts)});
 }
 
 /// Counters [b·blocks, 4] of `blocks` consecutive blocks per walker of one draw.
@@ -81,14 +79,20 @@ torch::Tensor uniform_blocks_cpu(std::uint64_t seed, RandomPurpose purpose, std:
   return out;
 }
 
+/// The two 53-bit uniforms in (0, 1) of each block of Philox words [M, 4] → [M, 2] float64
+/// (to_open_unit's arithmetic).
+torch::Tensor uniforms_of(const torch::Tensor& words) {
+  const auto w = words.view({-1, 2, 2});  // [M, 2, (a, b)]
+  const auto hi = torch::bitwise_right_shift(w.select(2, 0), 5), lo = torch::bitwise_right_shift(w.select(2, 1), 6);
+  const auto bits = hi * (std::int64_t(1) << 26) + lo;  // < 2^53, exact in float64
+  return (bits.to(torch::kFloat64) + 0.5) * std::ldexp(1.0, -53);
+}
+
 /// uniform_blocks through integer tensor operations (any device). @param draw as counters()
 torch::Tensor uniform_blocks_tensor_ops(std::uint64_t seed, RandomPurpose purpose, const torch::Tensor& draw,
                                         const torch::Tensor& walkers, std::int64_t blocks) {
   const std::array<std::uint32_t, 2> key = {static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32)};
-  const auto w = philox4x32_10(counters(purpose, draw, walkers, blocks), key).view({-1, 2, 2});  // [M, 2, (a, b)]
-  const auto hi = torch::bitwise_right_shift(w.select(2, 0), 5), lo = torch::bitwise_right_shift(w.select(2, 1), 6);
-  const auto bits = hi * (std::int64_t(1) << 26) + lo;  // < 2^53, exact in float64
-  return ((bits.to(torch::kFloat64) + 0.5) * std::ldexp(1.0, -53)).view({walkers.size(0), 2 * blocks});
+  return uniforms_of(philox4x32_10(counters(purpose, draw, walkers, blocks), key)).view({walkers.size(0), 2 * blocks});
 }
 
 /// [b, 2·blocks] uniforms in (0, 1): each block's four words give two 53-bit numbers. CPU
@@ -112,17 +116,26 @@ torch::Tensor box_muller(const torch::Tensor& uniforms) {
 }  // namespace
 
 torch::Tensor philox4x32_10(const torch::Tensor& counter, std::array<std::uint32_t, 2> key) {
-  auto c0 = counter.select(1, 0), c1 = counter.select(1, 1), c2 = counter.select(1, 2), c3 = counter.select(1, 3);
-  std::uint32_t k0 = key[0], k1 = key[1];
+  // Both halves of a round in one set of kernels (the device runs one launch per op): a [2, M]
+  // holds the words that are multiplied (c0, c2), b [2, M] the ones that are xored (c1, c3).
+  // A round: (hi, lo) = a·(M0, M1), a ← (hi1 ^ c1 ^ k0, hi0 ^ c3 ^ k1), b ← (lo1, lo0).
+  const auto opts = counter.options();
+  auto a = torch::stack({counter.select(1, 0), counter.select(1, 2)});
+  auto b = torch::stack({counter.select(1, 1), counter.select(1, 3)});
+  // 16-bit halves of the multipliers: the partial products stay below 2^48 (no int64 overflow)
+  const auto m_lo = column(kM0 & 0xffff, kM1 & 0xffff, opts), m_hi = column(kM0 >> 16, kM1 >> 16, opts);
+  // round keys (k0 + r·W0, k1 + r·W1) mod 2^32 for r = 0..9 [10, 2, 1]
+  const auto keys = torch::bitwise_and(column(key[0], key[1], opts).unsqueeze(0) +
+                                           torch::arange(10, opts).view({10, 1, 1}) * column(kW0, kW1, opts).unsqueeze(0),
+                                       kMask32);
   for (int round = 0; round < 10; ++round) {
-    if (round > 0) k0 += kW0, k1 += kW1;  // 32-bit wrap-around
-    const auto [hi0, lo0] = mulhilo(c0, std::int64_t(kM0));
-    const auto [hi1, lo1] = mulhilo(c2, std::int64_t(kM1));
-    auto n0 = torch::bitwise_xor(torch::bitwise_xor(hi1, c1), static_cast<std::int64_t>(k0));
-    auto n2 = torch::bitwise_xor(torch::bitwise_xor(hi0, c3), static_cast<std::int64_t>(k1));
-    c0 = n0, c1 = lo1, c2 = n2, c3 = lo0;
+    const auto p_lo = a * m_lo, p_hi = a * m_hi;                                              // < 2^48
+    const auto t = p_lo + torch::bitwise_left_shift(torch::bitwise_and(p_hi, 0xffff), 16);  // < 2^49
+    const auto hi = torch::bitwise_right_shift(p_hi, 16) + torch::bitwise_right_shift(t, 32);
+    a = torch::bitwise_xor(torch::bitwise_xor(hi.flip(0), b), keys[round]);
+    b = torch::bitwise_and(t, kMask32).flip(0);
   }
-  return torch::stack({c0, c1, c2, c3}, 1);
+  return torch::stack({a[0], b[0], a[1], b[1]}, 1);
 }
 
 torch::Tensor walker_uniform(std::uint64_t seed, RandomPurpose purpose, std::uint64_t draw,
@@ -150,6 +163,26 @@ torch::Tensor walker_uniform(std::uint64_t seed, RandomPurpose purpose, const to
 torch::Tensor walker_normal(std::uint64_t seed, RandomPurpose purpose, const torch::Tensor& draw,
                             const torch::Tensor& walkers, std::int64_t n) {
   return box_muller(uniform_blocks_tensor_ops(seed, purpose, draw, walkers, (n + 1) / 2)).narrow(1, 0, n);
+}
+
+StepNumbers walker_step_numbers(std::uint64_t seed, const torch::Tensor& draw, const torch::Tensor& walkers,
+                                std::int64_t n) {
+  // the proposal's blocks and the acceptance block of every walker in one Philox pass
+  const std::int64_t b = walkers.size(0), blocks = (n + 1) / 2;
+  const std::array<std::uint32_t, 2> key = {static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32)};
+  const auto c = torch::cat({counters(RandomPurpose::proposal, draw, walkers, blocks),
+                             counters(RandomPurpose::acceptance, draw, walkers, 1)});
+  const auto u = uniforms_of(philox4x32_10(c, key));  // [b·blocks + b, 2]
+  return {box_muller(u.narrow(0, 0, b * blocks).view({b, 2 * blocks})).narrow(1, 0, n),
+          u.narrow(0, b * blocks, b).select(1, 0)};
+}
+
+StepNumbers walker_step_numbers(std::uint64_t seed, std::uint64_t draw, const torch::Tensor& walkers, std::int64_t n) {
+  if (walkers.device().is_cpu())  // the scalar loops
+    return {walker_normal(seed, RandomPurpose::proposal, draw, walkers, n),
+            walker_uniform(seed, RandomPurpose::acceptance, draw, walkers, 1).select(1, 0)};
+  return walker_step_numbers(seed, torch::full({}, static_cast<std::int64_t>(draw), walkers.options().dtype(torch::kInt64)),
+                             walkers, n);
 }
 
 torch::Tensor counter_state(std::uint64_t seed, std::uint64_t draw) {

@@ -59,6 +59,20 @@ torch::Tensor walker_uniform(std::uint64_t seed, RandomPurpose purpose, const to
 torch::Tensor walker_normal(std::uint64_t seed, RandomPurpose purpose, const torch::Tensor& draw,
                             const torch::Tensor& walkers, std::int64_t n);
 
+/// The numbers of one Metropolis step: the proposal stream's normals and the acceptance
+/// stream's uniform of each walker.
+struct StepNumbers {
+  torch::Tensor normals;   ///< [b, n] float64: walker_normal(seed, proposal, draw, walkers, n)
+  torch::Tensor uniforms;  ///< [b] float64: walker_uniform(seed, acceptance, draw, walkers, 1)
+};
+/// Both in one pass over the counters (one Philox evaluation for the two streams: on a device
+/// about a third of the kernel launches of the two separate calls). The same numbers as the
+/// separate calls. With `draw` a 0-dim int64 tensor on the walkers' device (graph capture) or a
+/// host counter (CPU walkers: the scalar loops).
+StepNumbers walker_step_numbers(std::uint64_t seed, const torch::Tensor& draw, const torch::Tensor& walkers,
+                                std::int64_t n);
+StepNumbers walker_step_numbers(std::uint64_t seed, std::uint64_t draw, const torch::Tensor& walkers, std::int64_t n);
+
 /// A stream's whole state as a checkpointable uint8 tensor [24]: "NNVMCCTR", then the 8 bytes
 /// of `seed` and of `draw`, little endian.
 torch::Tensor counter_state(std::uint64_t seed, std::uint64_t draw);

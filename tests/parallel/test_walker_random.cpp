@@ -49,6 +49,24 @@ TEST(WalkerRandom, ACounterOnTheDeviceGivesTheHostCountersNumbers) {
   }
 }
 
+// A Metropolis step's numbers in one pass (what a device runs, here on the CPU through the
+// tensor operations with the counter as a tensor) equal the two separate streams' numbers.
+TEST(WalkerRandom, OnePassStepNumbersAreTheProposalAndAcceptanceStreams) {
+  const auto ids = torch::tensor(std::vector<std::int64_t>{0, 3, 4294967295LL, 77, 12});
+  for (std::int64_t n : {1, 6, 9})
+    for (std::uint64_t draw : {std::uint64_t(0), std::uint64_t(9), (std::uint64_t(1) << 55) + 1}) {
+      const auto one = walker_step_numbers(5, torch::tensor(static_cast<std::int64_t>(draw)), ids, n);
+      ASSERT_EQ(one.normals.sizes(), (std::vector<std::int64_t>{5, n}));
+      ASSERT_EQ(one.uniforms.sizes(), (std::vector<std::int64_t>{5}));
+      EXPECT_TRUE(torch::equal(one.normals, walker_normal(5, RandomPurpose::proposal, draw, ids, n))) << n << " " << draw;
+      EXPECT_TRUE(torch::equal(one.uniforms, walker_uniform(5, RandomPurpose::acceptance, draw, ids, 1).select(1, 0)))
+          << n << " " << draw;
+      const auto host = walker_step_numbers(5, draw, ids, n);  // CPU walkers: the scalar loops
+      EXPECT_TRUE(torch::equal(host.normals, one.normals));
+      EXPECT_TRUE(torch::equal(host.uniforms, one.uniforms));
+    }
+}
+
 TEST(WalkerRandom, UniformAndNormalNumbersHaveTheirMoments) {
   const auto walkers = torch::arange(2000, torch::kInt64);
   const auto u = walker_uniform(7, RandomPurpose::acceptance, 3, walkers, 51);  // odd n: the last pair is cut
