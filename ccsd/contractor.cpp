@@ -23,7 +23,10 @@ void wait_for_device(const torch::Device& device) {
 Contractor::Contractor(batching::PlanOptions options, bool explain, std::shared_ptr<batching::GemmBackend> backend)
     : options_(std::move(options)), explain_(explain), backend_(std::move(backend)) {
   batching::ensure_device_runtime(options_.device);  // before torch is asked anything about CUDA
-  if (!options_.cost) options_.cost = batching::CostModel::measure(options_.device);
+  // The staged cuBLAS backend is planned with device "cpu" (its operands are host tensors) but
+  // multiplies on the GPU: plan its batches with the GPU's rates (GEMM rate, shape efficiency).
+  if (!options_.cost)
+    options_.cost = batching::CostModel::measure(options_.backend == batching::BackendKind::cublas ? "cuda" : options_.device);
   // buffers are reused from one iteration to the next (held within the budget)
   if (!options_.workspace) options_.workspace = std::make_shared<batching::Workspace>();
 }
