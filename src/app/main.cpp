@@ -1,5 +1,6 @@
 /// nnvmc — neural-network variational Monte Carlo for molecules (command line).
 #include <CLI/CLI.hpp>
+#include <c10/util/Exception.h>
 
 #include <cstdio>
 #include <iostream>
@@ -50,6 +51,8 @@ int main(int argc, char** argv) {
     return nnvmc::parallel::fail(e.what(), 2);  // with several ranks: MPI_Abort, no rank left waiting
   } catch (const nnvmc::BudgetError& e) {  // the memory budget the user set cannot be met
     return nnvmc::parallel::fail(e.what(), 2);
+  } catch (const c10::Error& e) {  // libtorch's (e.g. no usable CUDA driver): its message without the C++ backtrace
+    return nnvmc::parallel::fail(e.what_without_backtrace(), 1);
   } catch (const std::exception& e) {
     return nnvmc::parallel::fail(e.what(), 1);
   }

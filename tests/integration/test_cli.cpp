@@ -364,3 +364,15 @@ TEST(Cli, CcsdReportsResidencyAndRefusesAnUnknownValue) {
   EXPECT_NE(on.out.find("ccsd iter"), std::string::npos) << on.out;  // per-iteration lines with --json too
   expect_input_error("ccsd h2o --basis sto-3g --resident maybe", "--resident");
 }
+
+// libtorch's own errors (here: CUDA asked for where no usable driver is) reach the user as one
+// message and a non-zero exit, without libtorch's C++ backtrace. On a machine with a GPU the run
+// simply succeeds.
+TEST(Cli, LibtorchErrorsAreOneMessageWithoutABacktrace) {
+  const auto r = run("ccsd h2o --basis sto-3g --device cuda --memory 1GiB --json");
+  if (r.code == 0) return;  // a usable GPU
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("nnvmc: error:"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("frame #"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("terminate"), std::string::npos) << r.out;
+}
