@@ -1,6 +1,5 @@
 #include "ccsd/contractor.hpp"
 
-#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/torch.h>
 
 #include "batching/backend.hpp"
@@ -9,16 +8,6 @@
 #include "ccsd/usage.hpp"
 
 namespace nnvmc::ccsd {
-
-namespace {
-/// Waits for the work queued on a CUDA `device` (no-op elsewhere), so a term's clock stops when
-/// its kernels are done and not when they are launched.
-void wait_for_device(const torch::Device& device) {
-  if (!device.is_cuda()) return;
-  const auto* impl = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
-  impl->synchronizeDevice(device.has_index() ? device.index() : impl->getDevice().index());
-}
-}  // namespace
 
 Contractor::Contractor(batching::PlanOptions options, bool explain, std::shared_ptr<batching::GemmBackend> backend)
     : options_(std::move(options)), explain_(explain), backend_(std::move(backend)) {
@@ -46,7 +35,7 @@ torch::Tensor Contractor::operator()(const std::string& term, const std::string&
   const auto plan = batching::plan_contraction(spec, ops, out, options_);
   const auto rep = backend_ ? batching::execute(plan, ops, out, options_, *backend_)
                             : batching::execute(plan, ops, out, options_);
-  wait_for_device(torch::Device(options_.device));
+  batching::synchronize_device(torch::Device(options_.device));  // the term's kernels are done
   const Usage du = Usage::now() - u0;
   auto& s = stats_[term];
   if (explain_ && s.calls == 0) plans_.push_back(term + ": " + plan.explain());
@@ -74,7 +63,7 @@ Contractor::Section::Section(Contractor& c, std::string term) : c_(c), term_(std
 
 Contractor::Section::~Section() {
   try {
-    wait_for_device(torch::Device(c_.options_.device));
+    batching::synchronize_device(torch::Device(c_.options_.device));
   } catch (...) {  // a destructor must not throw; the time is then only the launches'
   }
   const Usage u = Usage::now();

@@ -68,6 +68,11 @@ std::unique_ptr<GemmBackend> make_cublas_backend(int device_index);
 /// @throws InputError when it cannot be loaded.
 void ensure_device_runtime(const std::string& device);
 
+/// Waits for the work queued on `device` when it is a CUDA device (no-op elsewhere); without an
+/// index, the current CUDA device. (Timers use it so a stage's clock stops when its kernels are
+/// done, not when they are launched.)
+void synchronize_device(const c10::Device& device);
+
 /// Whether `t` lives on `device`; a device without an index ("cuda") matches any of its type.
 bool is_on(const at::Tensor& t, const c10::Device& device);
 

@@ -1,5 +1,6 @@
 /// The libtorch GEMM backend and backend selection.
 #include <ATen/ATen.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <dlfcn.h>
 
@@ -46,6 +47,12 @@ void ensure_device_runtime(const std::string& device) {
     if (!dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL)) error = dlerror();
   });
   if (!error.empty()) throw InputError("device '" + device + "': cannot load libtorch_cuda.so (" + error + ")");
+}
+
+void synchronize_device(const c10::Device& device) {
+  if (!device.is_cuda()) return;
+  const auto* impl = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
+  impl->synchronizeDevice(device.has_index() ? device.index() : impl->getDevice().index());
 }
 
 bool is_on(const at::Tensor& t, const c10::Device& device) {

@@ -1,10 +1,10 @@
 #include "profile/stage_recorder.hpp"
 
 #include <ATen/record_function.h>
-#include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <algorithm>
 
+#include "batching/backend.hpp"
 #include "batching/peak_memory.hpp"
 
 namespace nnvmc::profile {
@@ -20,9 +20,7 @@ StageRecorder::StageRecorder(int cuda_device) : cuda_device_(cuda_device) {}
 StageRecorder::~StageRecorder() = default;
 
 void StageRecorder::synchronize() const {
-  if (cuda_device_ < 0) return;
-  c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)
-      ->synchronizeDevice(static_cast<c10::DeviceIndex>(cuda_device_));
+  if (cuda_device_ >= 0) batching::synchronize_device(c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(cuda_device_)));
 }
 
 void StageRecorder::begin(const std::string& stage) {

@@ -11,8 +11,7 @@
 #include <numeric>
 #include <optional>
 
-#include <c10/core/impl/DeviceGuardImplInterface.h>
-
+#include "batching/backend.hpp"
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "io/hdf5_file.hpp"
@@ -121,21 +120,20 @@ void init_from_checkpoint(VmcSetup& s) {
 Trainer::Trainer(const Config& config) : Trainer(make_setup(config)) {}
 
 namespace {
-/// Synchronises CUDA device `index` when a stage scope opens and closes (StageTimers observer).
+/// Synchronises the run's CUDA device when a stage scope opens and closes (StageTimers observer).
 class DeviceSyncObserver final : public StageObserver {
  public:
-  explicit DeviceSyncObserver(c10::DeviceIndex index) : index_(index) {}
-  void begin(const std::string&) override { sync(); }
-  void end(const std::string&) override { sync(); }
+  explicit DeviceSyncObserver(c10::Device device) : device_(device) {}
+  void begin(const std::string&) override { batching::synchronize_device(device_); }
+  void end(const std::string&) override { batching::synchronize_device(device_); }
 
  private:
-  void sync() const { c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->synchronizeDevice(index_); }
-  c10::DeviceIndex index_;
+  c10::Device device_;
 };
 
 std::unique_ptr<StageObserver> device_sync_for(const torch::TensorOptions& options) {
   if (!options.device().is_cuda()) return nullptr;
-  return std::make_unique<DeviceSyncObserver>(options.device().has_index() ? options.device().index() : 0);
+  return std::make_unique<DeviceSyncObserver>(options.device());
 }
 }  // namespace
 
