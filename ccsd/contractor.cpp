@@ -13,9 +13,15 @@ Contractor::Contractor(batching::PlanOptions options, bool explain, std::shared_
     : options_(std::move(options)), explain_(explain), backend_(std::move(backend)) {
   batching::ensure_device_runtime(options_.device);  // before torch is asked anything about CUDA
   // The staged cuBLAS backend is planned with device "cpu" (its operands are host tensors) but
-  // multiplies on the GPU: plan its batches with the GPU's rates (GEMM rate, shape efficiency).
-  if (!options_.cost)
-    options_.cost = batching::CostModel::measure(options_.backend == batching::BackendKind::cublas ? "cuda" : options_.device);
+  // multiplies on the GPU: plan its batches with the GPU's rates (GEMM rate, shape efficiency,
+  // link) and the host's copy bandwidth (its layout copies and staging run on the host).
+  if (!options_.cost && options_.backend == batching::BackendKind::cublas) {
+    batching::CostModel m = batching::CostModel::measure("cuda");
+    m.copy_bytes_per_s = batching::CostModel::measure("cpu").copy_bytes_per_s;
+    options_.cost = m;
+  } else if (!options_.cost) {
+    options_.cost = batching::CostModel::measure(options_.device);
+  }
   // buffers are reused from one iteration to the next (held within the budget)
   if (!options_.workspace) options_.workspace = std::make_shared<batching::Workspace>();
 }

@@ -89,6 +89,7 @@ struct Runner {
   Tracker tr;
   ExecReport rep;
   bool inner = false;
+  bool first_inner = true;  // the batch is the first of its output block (it writes, later ones add)
   Slot acc;  // accumulator (labels of the final result) when contracted labels are split
   std::map<std::pair<std::size_t, int>, Slot> hoisted;  // (step, side) → copy made once
   std::map<const void*, at::Tensor> taken;  // workspace buffers this execution holds now
@@ -275,10 +276,10 @@ struct Runner {
         c = tmp.t;
       } else if (plan.out_direct) {
         c = slice(out, plan.spec.output, box).view({B, M, N});
-        accumulate = inner;
+        accumulate = inner && !first_inner;
       } else if (inner) {
         c = acc.t.view({B, M, N});
-        accumulate = true;
+        accumulate = !first_inner;
       } else {
         tmp = take({B, M, N}, out.options().device(device), st.result);
         c = tmp.t;
@@ -315,8 +316,10 @@ struct Runner {
     }
   }
 
+  /// Whether `s` stays alive and unchanged until the execution ends: a slice of an operand, or
+  /// a hoisted copy (made before the first batch, dropped after the last).
   bool stable(const StepInput& x, const Slot& s) const {
-    return x.id < int(plan.spec.inputs.size()) && s.t.is_alias_of(ops[x.id]);
+    return x.id < int(plan.spec.inputs.size()) && (x.hoisted || s.t.is_alias_of(ops[x.id]));
   }
 
   void write_out(const at::Tensor& r, const std::string& labels, const Box& box) {
@@ -376,7 +379,7 @@ ExecReport execute(const Plan& plan, const std::vector<at::Tensor>& operands, co
   std::vector<at::Tensor> ops = operands;
   Workspace local;
   Workspace& ws = options.workspace ? *options.workspace : local;
-  Runner run{plan, ops, out, device, gemm, ws, Tracker{}, ExecReport{}, false, Slot{}, {}, {}};
+  Runner run{plan, ops, out, device, gemm, ws, Tracker{}, ExecReport{}, false, true, Slot{}, {}, {}};
   for (std::size_t i = 0; i < ops.size(); ++i) {
     if (!ops[i].is_contiguous()) {  // the plan assumes row-major operands
       ops[i] = ops[i].contiguous();
@@ -397,17 +400,18 @@ ExecReport execute(const Plan& plan, const std::vector<at::Tensor>& operands, co
       run.run_single();
       run.rep.batches = 1;
     } else {
-      if (run.inner && plan.out_direct) out.zero_();
       run.prepare_hoisted();
       const Step& last = plan.steps.back();
       Box box;
       for_each_box(plan, outer, box, 0, [&] {
         if (run.inner && !plan.out_direct) {
           run.acc = run.take(run.box_shape(last.result, box), out.options().device(device), last.result);
-          run.acc.t.zero_();
         }
+        // the block's first batch writes it (no zeroing, and a staging backend uploads nothing)
+        run.first_inner = true;
         for_each_box(plan, inner, box, 0, [&] {
           run.run_batch(box);
+          run.first_inner = false;
           run.rep.batches += 1;
         });
         if (run.acc.t.defined()) {

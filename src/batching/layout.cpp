@@ -210,6 +210,42 @@ BatchCost simulate_batch(const Plan& plan) {
   return c;
 }
 
+double staged_transfer_bytes(const Plan& plan) {
+  if (plan.steps.empty()) return 0;  // a reduction on the host: no GEMM
+  const int n_ops = int(plan.spec.inputs.size());
+  // Σ over batches of a tensor's batch volume = its full volume × the blocks of the split
+  // labels it lacks
+  auto over_batches = [&](const std::string& labels) {
+    double r = double(volume(labels, plan.extents) * plan.elem_bytes);
+    for (auto [l, b] : plan.blocks)
+      if (!has(labels, l)) r *= double(plan.n_blocks(l));
+    return r;
+  };
+  double inner_blocks = 1;
+  for (auto [l, b] : plan.blocks)
+    if (!has(plan.spec.output, l)) inner_blocks *= double(plan.n_blocks(l));
+  double bytes = 0;
+  for (const Step& st : plan.steps) {
+    for (const StepInput* x : {&st.a, &st.b}) {
+      const std::string mem = without(x->labels, x->summed);
+      if (x->hoisted || (x->id < n_ops && !x->transpose_copy && x->summed.empty()))
+        bytes += double(volume(mem, plan.extents) * plan.elem_bytes);  // kept: crosses once
+      else
+        bytes += over_batches(mem);  // a fresh host buffer every batch
+    }
+    if (!st.final) {
+      bytes += over_batches(st.result);  // comes back, and goes again as the next step's operand
+    } else if (plan.steps.size() == 1) {
+      bytes += double(volume(plan.spec.output, plan.extents) * plan.elem_bytes);  // each block comes back once
+    } else {
+      // the steps between two batches' final GEMMs close the block: each batch downloads it,
+      // and every batch but a block's first uploads it again to add to it
+      bytes += over_batches(st.result) * (2 - 1 / inner_blocks);
+    }
+  }
+  return bytes;
+}
+
 void evaluate(Plan& plan) {
   const BatchCost c = simulate_batch(plan);
   plan.batches = 1;
@@ -241,10 +277,19 @@ void evaluate(Plan& plan) {
     plan.transfer_bytes += double(volume(plan.spec.output, plan.extents) * plan.elem_bytes);
   plan.copy_bytes = double(c.copy_bytes) * double(plan.batches) + double(c.once_copy_bytes);
   plan.peak_bytes = c.peak_bytes;
+  const double overhead = double(plan.batches) * plan.cost.batch_overhead_s;
+  if (plan.staged) {
+    // the staging pipeline overlaps the host's packing and layout copies, the link and the
+    // GEMMs of neighbouring batches: the slowest of the three sets the pace
+    plan.transfer_bytes += staged_transfer_bytes(plan);
+    const double host = (plan.copy_bytes + plan.transfer_bytes) / plan.cost.copy_bytes_per_s;
+    plan.modelled_seconds =
+        std::max({gemm_seconds, plan.transfer_bytes / plan.cost.transfer_bytes_per_s, host}) + overhead;
+    return;
+  }
   plan.modelled_seconds = gemm_seconds +
                           plan.transfer_bytes / plan.cost.transfer_bytes_per_s +
-                          plan.copy_bytes / plan.cost.copy_bytes_per_s +
-                          double(plan.batches) * plan.cost.batch_overhead_s;
+                          plan.copy_bytes / plan.cost.copy_bytes_per_s + overhead;
 }
 
 }  // namespace nnvmc::batching::detail

@@ -89,6 +89,11 @@ struct Plan {
   std::int64_t elem_bytes = 8;             ///< bytes per element
   std::int64_t tile_bytes = 0;             ///< layout copies above this are made in tiles (CPU, torch backend); 0: never
   bool strided_views = false;              ///< GEMMs take strided operand slices without a copy (torch backend, CPU)
+  /// The GEMM backend stages host operands through the device itself (the cuBLAS backend): every
+  /// GEMM operand crosses the link (slices of the operands and hoisted copies once per
+  /// execution, as the backend keeps them; per-batch copies and intermediates every batch) and
+  /// every GEMM result comes back; layout copies run on the host.
+  bool staged = false;
   // estimates (totals over all batches)
   double flops = 0;                        ///< incl. recomputation caused by the split
   double transfer_bytes = 0;               ///< host↔device bytes

@@ -49,6 +49,12 @@ struct BatchCost {
 };
 BatchCost simulate_batch(const Plan& plan);
 
+/// Host↔device bytes of `plan` run by a staging backend (Plan::staged) that keeps every stable
+/// operand it is given (StagedGemmOptions::resident_bytes large enough): slices of the operands
+/// and hoisted copies cross once, per-batch copies and intermediates every batch, results come
+/// back once per block (staged_gemm.cpp).
+double staged_transfer_bytes(const Plan& plan);
+
 /// Fills the plan's totals (flops, transfers, copies, peak, batches, modelled time).
 void evaluate(Plan& plan);
 

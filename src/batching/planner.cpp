@@ -69,6 +69,7 @@ Plan make_plan(const EinsumSpec& spec, const std::vector<std::vector<std::int64_
   // allocation inside bmm); on CUDA this is untested here, so slices are still copied there
   const bool torch_cpu = options.backend == BackendKind::torch && options.device == "cpu";
   plan.strided_views = torch_cpu;
+  plan.staged = options.backend == BackendKind::cublas;
   if (torch_cpu) plan.tile_bytes = std::int64_t(plan.cost.tile_bytes);
   const auto path = options.path.empty()
                         ? detail::search_path(spec, plan.extents, options.budget_bytes, elem_bytes)

@@ -151,14 +151,19 @@ class StagedGemmBackend final : public GemmBackend {
     s.bytes = bytes;
   }
 
-  /// Frees the kept operands whose host memory only the backend still references: no other
-  /// handle to its tensor and no other tensor on its storage.
+  /// Frees the kept operands that can never be asked for again: their host memory only the
+  /// backend still references (no other handle to its tensor, no other tensor on its storage),
+  /// or it was written since (a new version, e.g. a reused workspace buffer), so the key misses.
   void drop_dead_residents() {
-    const auto dead = [](const Resident& r) { return r.host.use_count() == 1 && r.host.storage().use_count() == 1; };
-    if (std::none_of(resident_.begin(), resident_.end(), [&](const auto& kv) { return dead(kv.second); })) return;
+    const auto dead = [](const auto& kv) {
+      const Resident& r = kv.second;
+      return (r.host.use_count() == 1 && r.host.storage().use_count() == 1) ||
+             r.host._version() != std::get<2>(kv.first);
+    };
+    if (std::none_of(resident_.begin(), resident_.end(), dead)) return;
     ops_->synchronize_all();  // no queued upload or GEMM touches them
     for (auto it = resident_.begin(); it != resident_.end();) {
-      if (!dead(it->second)) {
+      if (!dead(*it)) {
         ++it;
         continue;
       }
