@@ -34,8 +34,10 @@ OrbformerElectronsImpl::OrbformerElectronsImpl(const OrbformerOptions& o)
     gate.push_back(register_module("gate" + t, normal(true)));
     out.push_back(register_module("out" + t, make_linear(width, width, false)));
     dense.push_back(register_module("dense" + t, make_linear(width, width, true)));
-    // Heads start with distance scales 2^-2 … 2^3 (oneqmc's logspace initialisation).
-    edge_scale.push_back(register_parameter(
+    // Heads start with distance scales 2^-2 … 2^3 (oneqmc's logspace initialisation); without
+    // edge features there are none (no parameter the wavefunction does not depend on).
+    if (edge_features)
+      edge_scale.push_back(register_parameter(
         "edge_scale" + t, torch::pow(2.0, torch::linspace(-2.0, 3.0, heads, torch::kFloat64)).unsqueeze(1)));
   }
 }

@@ -22,7 +22,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.fallthrough();  // global options (--log-level) may follow the subcommand
   std::string level = "info";
-  app.add_option("--log-level", level, "debug | info | warn | error");
+  app.add_option("--log-level", level, "debug | info | warn | error")
+      ->check(CLI::IsMember({"debug", "info", "warn", "error"}));  // spdlog would read a typo as "off"
   // Other ranks compute the same numbers: only rank 0 prints progress (errors from any rank).
   app.parse_complete_callback([&] { nnvmc::setup_logging(root ? level : "error"); });
   app.add_flag_callback(

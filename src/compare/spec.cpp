@@ -195,10 +195,10 @@ std::vector<std::pair<MoleculeEntry, YAML::Node>> parse_molecules(const YAML::No
   std::vector<std::pair<MoleculeEntry, YAML::Node>> out;
   const auto entries = list_of(root, "molecules", where, true);
   // A bare list of atoms ([[H, 0, 0, 0], ...]) is one inline molecule, not a list of molecules.
-  std::vector<YAML::Node> items = entries;
-  if (root["molecules"].IsSequence() && !entries.empty() && entries[0].IsSequence() && entries[0].size() == 4 &&
-      entries[0][0].IsScalar() && !entries[0][0].IsSequence())
-    items = {root["molecules"]};
+  // (A fresh vector: assigning a YAML::Node over an element would write into the node it refers to.)
+  const bool bare = root["molecules"].IsSequence() && !entries.empty() && entries[0].IsSequence() &&
+                    entries[0].size() == 4 && entries[0][0].IsScalar() && !entries[0][0].IsSequence();
+  const std::vector<YAML::Node> items = bare ? std::vector<YAML::Node>{root["molecules"]} : entries;
   for (size_t i = 0; i < items.size(); ++i) {
     const auto& e = items[i];
     const std::string key = at("molecules", i);

@@ -215,3 +215,56 @@ TEST(CompareCli, MinutesBudgetEndsTrainingOnTheClockThenEvaluates) {
   EXPECT_LT(j["train_seconds"].get<double>(), 0.3 + 10.0);  // ended near the budget, not at 10^8 iterations
   EXPECT_TRUE(j.contains("energy"));
 }
+
+// The rest of a comparison file and of the command line, end to end: an ansatz given as a run
+// config (with its own overrides), a molecule given as a file, a dtype axis, --max-cells, the
+// default plots, and --retry-failed.
+TEST(CompareCli, RunConfigEntriesMoleculeFilesADtypeAxisMaxCellsPlotsAndRetries) {
+  const auto tmp = fs::temp_directory_path();
+  const std::string cfg = (tmp / "nnvmc_compare_entry.yaml").string(), mol = (tmp / "nnvmc_compare_h2.yaml").string();
+  std::ofstream(cfg) << "system: {molecule: he}\n"
+                        "model: {type: ferminet, ferminet: {hidden_dims: [[8, 4]], determinants: 1}}\n"
+                        "optim: {type: adam, lr: 0.05}\n";
+  std::ofstream(mol) << "units: bohr\natoms:\n  - [H, 0, 0, 0]\n  - [H, 0, 0, 1.4]\n";
+  const auto [file, dir] = setup("nnvmc_compare_more",
+                                 "ansatze:\n"
+                                 "  - {config: " + cfg + ", label: fromfile, overrides: [optim.lr=0.01]}\n"
+                                 "molecules: [" + mol + ", he]\n"
+                                 "dtype: [float64, float32]\n"
+                                 "iterations: 3\nwalkers: 8\neval_steps: 4\nthreads: 1\n"
+                                 "overrides: [sampler.burn_in=2, sampler.steps_per_iteration=2, eval.burn_in=2]\n");
+  const auto first = run("compare " + file + " --no-plots --max-cells 1");
+  ASSERT_EQ(first.code, 0) << first.out;
+  EXPECT_NE(first.out.find("3 cells not run yet (--max-cells)"), std::string::npos) << first.out;
+  const auto rest = run("compare " + file);  // with the plots
+  ASSERT_EQ(rest.code, 0) << rest.out;
+  const auto rows = read_csv(dir + "/compare.csv");
+  ASSERT_EQ(rows.size(), 4u);
+  std::map<std::string, int> dtypes;
+  for (const auto& r : rows) {
+    EXPECT_EQ(r.at("status"), "done") << r.at("cell");
+    EXPECT_EQ(r.at("ansatz"), "fromfile");
+    dtypes[r.at("dtype")] += 1;
+  }
+  EXPECT_EQ(dtypes["float64"], 2);
+  EXPECT_EQ(dtypes["float32"], 2);
+  const auto cell = rows[0].at("cell");
+  std::ifstream cell_yaml(dir + "/cells/" + cell + "/cell.yaml");
+  const std::string y((std::istreambuf_iterator<char>(cell_yaml)), {});
+  EXPECT_NE(y.find("lr: 0.01"), std::string::npos) << y;  // the entry's override over its file's 0.05
+  EXPECT_TRUE(fs::exists(dir + "/energy_vs_time.png"));
+  EXPECT_TRUE(fs::exists(dir + "/final_errors.png"));
+
+  // --retry-failed runs a failed cell again; without it a failed cell stays failed
+  const auto [bad, bad_dir] = setup("nnvmc_compare_retry",
+                                    "ansatze: [{label: starved, type: ferminet, ferminet: {hidden_dims: [[8, 4]], "
+                                    "determinants: 1}, overrides: [run.memory_budget=1KiB]}]\n"
+                                    "molecules: [he]\niterations: 2\nwalkers: 8\neval_steps: 4\nthreads: 1\n");
+  EXPECT_EQ(run("compare " + bad + " --no-plots").code, 1);
+  const auto again = run("compare " + bad + " --no-plots");
+  EXPECT_EQ(again.code, 1);
+  EXPECT_EQ(again.out.find("cells to run"), std::string::npos) << again.out;  // nothing is run again
+  const auto retried = run("compare " + bad + " --no-plots --retry-failed");
+  EXPECT_EQ(retried.code, 1);
+  EXPECT_NE(retried.out.find("1 of 1 cells to run"), std::string::npos) << retried.out;
+}

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 #include "compare/reference.hpp"
 #include "compare/spec.hpp"
@@ -95,6 +96,26 @@ TEST(CompareSpec, BaseSettingsHoldWhereNoAxisOrBudgetReplacesThem) {
   const auto axis = parse_compare_spec(kTwoSizes + "base: {hamiltonian: {laplacian: forward}}\nlaplacian: [jvp]\n",
                                        {}, "cmp.yaml");
   EXPECT_EQ(axis.cells[0].config.hamiltonian.laplacian, "jvp");  // an axis overrides the base
+}
+
+// `base:` may be a run-config path (relative to the comparison file), and `molecules:` may be
+// one molecule written as a bare list of atoms.
+TEST(CompareSpec, BaseAsARunConfigPathAndABareAtomListAsTheOneMolecule) {
+  const auto dir = fs::temp_directory_path() / "nnvmc_spec_base";
+  fs::create_directories(dir);
+  std::ofstream(dir / "base.yaml") << "hamiltonian: {laplacian: jvp}\nsampler: {steps_per_iteration: 7}\n";
+  const std::string file = (dir / "cmp.yaml").string();  // names it in messages
+  const auto spec = parse_compare_spec(
+      "ansatze: [{type: ferminet}]\n"
+      "molecules: [[H, 0, 0, 0], [H, 0, 0, 1.4]]\n"
+      "base: base.yaml\n"
+      "iterations: 2\n",
+      {"output=/tmp/x"}, file, dir.string());
+  ASSERT_EQ(spec.cells.size(), 1u);
+  EXPECT_EQ(spec.molecules.size(), 1u);
+  EXPECT_EQ(spec.molecules[0].system.n_electrons(), 2);
+  EXPECT_EQ(spec.cells[0].config.hamiltonian.laplacian, "jvp");
+  EXPECT_EQ(spec.cells[0].config.sampler.steps_per_iteration, 7);
 }
 
 TEST(CompareSpec, BadFilesAreConfigErrorsNamingTheKey) {

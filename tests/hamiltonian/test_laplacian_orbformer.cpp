@@ -46,6 +46,27 @@ TEST_P(ForwardOnOrbformer, AgreesWithJvpAndReverseTo1e10) {
 
 INSTANTIATE_TEST_SUITE_P(Molecules, ForwardOnOrbformer, ::testing::Values("h", "h2", "lih", "li", "h2o"));
 
+// model.orbformer.edge_features: false drops the attention's distance bias: the exact methods
+// still agree, and no parameter is left that the wavefunction does not depend on.
+TEST(OrbformerLaplacian, WithoutEdgeFeaturesExactMethodsAgreeAndEveryParameterIsUsed) {
+  const System s = load_molecule("lih", test::molecules_dir());
+  auto o = test::small_orbformer();
+  o.edge_features = false;
+  Orbformer net(o);
+  Orbformer with_edges(test::small_orbformer());
+  EXPECT_EQ(net.parameters().size() + std::size_t(o.layers), with_edges.parameters().size());
+  perturb(net, 0.1, 5);
+  const auto sys = test::tensors(s);
+  const auto r = test::random_positions(s, 4, 7);
+  const auto f = kinetic("forward", net, sys, r), j = kinetic("jvp", net, sys, r), b = kinetic("reverse", net, sys, r);
+  expect_close(f.laplacian, j.laplacian, 1e-10, 0, "laplacian vs jvp");
+  expect_close(f.laplacian, b.laplacian, 1e-10, 0, "laplacian vs reverse");
+  test::expect_matches_finite_differences(f, net, sys, r, 1e-3);
+  const auto params = net.parameters();
+  const auto g = torch::autograd::grad({net.forward(r, sys).logabs.sum()}, params, {}, false, false, true);
+  for (std::size_t k = 0; k < g.size(); ++k) EXPECT_TRUE(g[k].defined()) << "parameter " << k << " is unused";
+}
+
 TEST(OrbformerLaplacian, ForwardMatchesFiniteDifferences) {
   const System s = load_molecule("lih", test::molecules_dir());
   Orbformer net(test::small_orbformer());

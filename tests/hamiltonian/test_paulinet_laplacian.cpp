@@ -77,6 +77,28 @@ TEST(PauliNetLaplacian, ExactMethodsAgreeTo1e10AndWithFiniteDifferencesInsideCus
   }
 }
 
+// model.paulinet.interactions: 0 (no SchNet layer: the embeddings are the initial ones) and
+// cusp_shifts: false (no per-orbital shift of the cusp-corrected baseline) are other networks:
+// their Laplacians agree across the exact methods and with finite differences.
+TEST(PauliNetLaplacian, WithoutInteractionsOrCuspShiftsExactMethodsAgree) {
+  const System s = load_molecule("lih", test::molecules_dir());
+  const auto sys = test::tensors(s);
+  const std::size_t full = PauliNet(small_paulinet(), s).parameters().size();
+  for (const int variant : {0, 1}) {
+    auto o = small_paulinet();
+    if (variant == 0) o.interactions = 0;
+    else o.cusp_shifts = false;
+    PauliNet net(o, s);
+    EXPECT_LT(net.parameters().size(), full) << "variant " << variant;
+    perturb(net, 0.05, 3);
+    const auto r = walkers_with_cusp_regions(s, 4, 5);
+    const auto f = kinetic("forward", net, sys, r), j = kinetic("jvp", net, sys, r), b = kinetic("reverse", net, sys, r);
+    expect_close(f.laplacian, j.laplacian, 1e-10, 0, "laplacian vs jvp, variant " + std::to_string(variant));
+    expect_close(f.laplacian, b.laplacian, 1e-10, 0, "laplacian vs reverse, variant " + std::to_string(variant));
+    test::expect_matches_finite_differences(f, net, sys, r, 2e-3);
+  }
+}
+
 TEST(PauliNetLaplacian, HutchinsonIsFiniteAndCloseToExactWithManyProbes) {
   const System s = load_molecule("lih", test::molecules_dir());
   PauliNet net(small_paulinet(), s);

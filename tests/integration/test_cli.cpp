@@ -376,3 +376,89 @@ TEST(Cli, LibtorchErrorsAreOneMessageWithoutABacktrace) {
   EXPECT_EQ(r.out.find("frame #"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("terminate"), std::string::npos) << r.out;
 }
+
+// The text reports (what a user reads without --json) carry the same numbers as the JSON.
+namespace {
+double number_after(const std::string& out, const std::string& label) {
+  const auto at = out.find(label);
+  EXPECT_NE(at, std::string::npos) << label << " missing in\n" << out;
+  return at == std::string::npos ? 0.0 : std::stod(out.substr(at + label.size()));
+}
+}  // namespace
+
+TEST(Cli, TextReportsOfScfCcsdAndEvalShowTheJsonNumbers) {
+  for (const std::string uhf : {"", " --uhf"}) {
+    const auto text = run("scf h2o --basis sto-3g --threads 1" + uhf), json = run("scf h2o --basis sto-3g --threads 1 --json" + uhf);
+    ASSERT_EQ(text.code, 0) << text.out;
+    ASSERT_EQ(json.code, 0) << json.out;
+    EXPECT_NEAR(number_after(text.out, "E_HF"), json_of(json.out)["e_hf"].get<double>(), 1e-9) << uhf;
+    EXPECT_NE(text.out.find(uhf.empty() ? "ε (Eh)" : "ε_β (Eh)"), std::string::npos) << text.out;
+  }
+  // a small budget splits every term (--split c), and --explain prints the plans
+  const auto text = run("ccsd h2o --basis sto-3g --split c --memory 200KiB --explain --log-level warn");
+  const auto json = run("ccsd h2o --basis sto-3g --split c --memory 200KiB --json --log-level warn");
+  ASSERT_EQ(text.code, 0) << text.out;
+  ASSERT_EQ(json.code, 0) << json.out;
+  EXPECT_NEAR(number_after(text.out, "E(CCSD)"), json_of(json.out)["e_ccsd"].get<double>(), 1e-9);
+  EXPECT_NEAR(number_after(text.out, "E(HF)"), json_of(json.out)["e_hf"].get<double>(), 1e-9);
+  EXPECT_NE(text.out.find("einsum "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("split c,"), std::string::npos) << text.out;
+  EXPECT_EQ(json_of(json.out)["terms"]["ladder"]["split"], "c");
+  // eval of a checkpoint, as text and as JSON
+  const auto out = trained_lih("nnvmc_cli_text_eval");
+  const auto et = run("eval " + out + "/checkpoint.h5 --steps 4 --seed 2 --log-level warn");
+  const auto ej = run("eval " + out + "/checkpoint.h5 --steps 4 --seed 2 --json --log-level warn");
+  ASSERT_EQ(et.code, 0) << et.out;
+  ASSERT_EQ(ej.code, 0) << ej.out;
+  EXPECT_NE(et.out.find(std::to_string(json_of(ej.out)["energy"].get<double>()).substr(0, 7)), std::string::npos)
+      << et.out << "\n" << ej.out;
+}
+
+// model.type: hf with optim.iterations: 0 is a full run (no training): the checkpoint it writes
+// evaluates to the Hartree–Fock energy of its basis.
+TEST(Cli, TheHartreeFockAnsatzRunsWithoutTrainingAndItsCheckpointEvaluates) {
+  const auto out = (fs::temp_directory_path() / "nnvmc_cli_hf").string();
+  fs::remove_all(out);
+  const auto cfg = write_config("nnvmc_hf.yaml",
+                                "system: {molecule: he}\n"
+                                "model: {type: hf, hf: {basis: sto-3g}}\n"
+                                "sampler: {walkers: 32, steps_per_iteration: 5, burn_in: 20}\n"
+                                "optim: {iterations: 0}\n"
+                                "eval: {steps: 50, burn_in: 10}\n"
+                                "run: {threads: 1, output: " + out + "}\n");
+  const auto t = run("train " + cfg + " --log-level warn");
+  ASSERT_EQ(t.code, 0) << t.out;
+  ASSERT_TRUE(fs::exists(out + "/checkpoint.h5"));
+  const auto e = run("eval " + out + "/checkpoint.h5 --steps 100 --seed 5 --json --log-level warn");
+  ASSERT_EQ(e.code, 0) << e.out;
+  const auto j = json_of(e.out);
+  EXPECT_NEAR(j["energy"].get<double>(), -2.8077839575, 4 * j["energy_err"].get<double>() + 1e-9);  // He/STO-3G RHF
+}
+
+TEST(Cli, AnUnknownLogLevelIsRefusedInsteadOfSilencingTheLog) {
+  expect_input_error("scf h2 --basis sto-3g --log-level verbose", "--log-level");
+  const auto r = run("scf h2 --basis sto-3g --log-level debug");
+  EXPECT_EQ(r.code, 0) << r.out;
+}
+
+// `nnvmc train --resume DIR key=value`: the run continues from its checkpoint to the new
+// iteration count and ends where an uninterrupted run of that length ends.
+TEST(Cli, ResumeFromTheCommandLineEndsWhereAnUninterruptedRunEnds) {
+  const auto straight = (fs::temp_directory_path() / "nnvmc_cli_straight").string();
+  const auto resumed = (fs::temp_directory_path() / "nnvmc_cli_resumed").string();
+  fs::remove_all(straight);
+  fs::remove_all(resumed);
+  const auto a = run("train " + write_config("nnvmc_straight.yaml", kTiny + "run: {threads: 1, output: " + straight + "}\n") +
+                     " optim.iterations=4 --log-level warn");
+  ASSERT_EQ(a.code, 0) << a.out;
+  const auto b = run("train " + write_config("nnvmc_resumed.yaml", kTiny + "run: {threads: 1, output: " + resumed + "}\n") +
+                     " --log-level warn");
+  ASSERT_EQ(b.code, 0) << b.out;
+  const auto c = run("train --resume " + resumed + " optim.iterations=4 --log-level warn");
+  ASSERT_EQ(c.code, 0) << c.out;
+  const auto read = [](const std::string& dir) { return nlohmann::json::parse(std::ifstream(dir + "/summary.json")); };
+  const auto js = read(straight), jr = read(resumed);
+  EXPECT_EQ(jr["iterations"], 4);
+  EXPECT_EQ(js["iterations"], 4);
+  EXPECT_EQ(jr["energy"].get<double>(), js["energy"].get<double>());
+}

@@ -57,4 +57,22 @@ TEST(ScfErrors, InvalidOptionsAreInputErrors) {
   ScfOptions o;
   o.damping = 1.5;
   expect_error<InputError>([&] { run_rhf(s, b, o); }, {"damping"});
+  o.damping = 0.3;  // DIIS from iteration 1 (the default): damping would never act
+  expect_error<InputError>([&] { run_rhf(s, b, o); }, {"damping", "diis_start"});
+}
+
+// Damping acts before DIIS starts and changes the path, not the solution.
+TEST(ScfErrors, DampingBeforeALaterDiisStartConvergesToTheSameEnergy) {
+  const System s = load_molecule("h2o", scftest::kMolecules);
+  const BasisSet b = make_basis("sto-3g", s);
+  const ScfResult plain = run_rhf(s, b, ScfOptions{});
+  ScfOptions o;
+  o.damping = 0.5;
+  o.diis_start = 6;
+  const ScfResult damped = run_rhf(s, b, o);
+  EXPECT_TRUE(damped.converged);
+  EXPECT_NEAR(damped.energy, plain.energy, 1e-9);
+  o.damping = 0;
+  const ScfResult undamped = run_rhf(s, b, o);  // same DIIS start, no damping: another path
+  EXPECT_NE(damped.iterations, undamped.iterations);
 }

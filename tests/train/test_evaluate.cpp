@@ -90,3 +90,32 @@ TEST(Evaluate, IndependentEvaluationsCoverTheExactExpectationAtTheStatedRate) {
   EXPECT_GT(ratio, 1.2);                   // the chains are correlated: reblocking widens the bar
   EXPECT_LT(naive_within_1, within_1);     // and the naive bar would undercover
 }
+
+// Charge and spin reach every stage of a VMC run: the Hartree–Fock (UHF) determinant of a
+// cation, an anion and a triplet is sampled with the right electrons of each spin, and its
+// VMC energy is its own E_HF (the determinant's exact expectation value) within 4 error bars.
+TEST(Evaluate, ChargedAndHighSpinDeterminantsEvaluateToTheirOwnHartreeFockEnergy) {
+  struct Case {
+    std::string system;
+    int n_up, n_down;
+  };
+  for (const auto& [system, n_up, n_down] :
+       {Case{"{molecule: lih, charge: 1, spin: 1}", 2, 1}, Case{"{molecule: h2, charge: -1, spin: 1}", 2, 1},
+        Case{"{molecule: h2, spin: 2}", 2, 0}, Case{"{molecule: lih, charge: -1, spin: 1}", 3, 2}}) {
+    Config c = parse_config("system: " + system +
+                                "\n"
+                                "model: {type: hf, hf: {basis: sto-3g}}\n"
+                                "sampler: {walkers: 64, steps_per_iteration: 5, step_size: 0.3}\n"
+                                "run: {threads: 1, seed: 4}\n",
+                            {}, "charged.yaml");
+    VmcSetup s = make_setup(c);
+    ASSERT_EQ(s.molecules[0].system.n_up(), n_up) << system;
+    ASSERT_EQ(s.molecules[0].system.n_down(), n_down) << system;
+    s.molecules[0].sampler->initialize(s.logabs_fn());
+    StageTimers timers;
+    const EvalResult r = evaluate(s, EvalOptions{.steps = 200, .burn_in = 100}, timers);
+    const double e_hf = dynamic_cast<HartreeFockDeterminant&>(*s.wf).energy();
+    EXPECT_NEAR(r.stats.mean, e_hf, 4 * r.stats.error) << system << " E_HF " << e_hf;
+    EXPECT_GT(r.stats.error, 0.0) << system;
+  }
+}
