@@ -82,7 +82,7 @@ for stage in $STAGES; do
     w8) water 8; ccsd w8_fc_resident 80 "$OUT/w8.xyz" "${cd_fc[@]}" "${short[@]}" --device cuda ;;
     w8staged) water 8
       ccsd w8_fc_cublas_staged 100 "$OUT/w8.xyz" "${cd_fc[@]}" "${short[@]}" --backend cublas --memory "$STAGED_MEMORY" ;;
-    c4h4t) ccsd c4h4_resident_triples 60 "$C4H4" --device cuda --triples
+    c4h4t) ccsd c4h4_resident_triples 60 "$C4H4" --device cuda:0 --triples  # a device with its index
       # against Psi4 (../shared/reference/ccsd.csv: C4H4/cc-pVDZ CCSD -154.2256869416, CCSD(T) -154.2509381358)
       python3 - "$OUT/c4h4_resident_triples.json" <<'PY' | tee -a "$OUT/summary.txt"
 import json, sys

@@ -83,12 +83,12 @@ stage_2a() {
   timeout 60 bash "$R" nnvmc train --resume "$OUT/run_lih_512_adam_user_path" optim.iterations=16 \
     > "$OUT/resume_user_path.log" 2>&1
   log "resume on cuda rc=$?: $(grep -h ' info it ' "$OUT/resume_user_path.log" | tail -1)"
-  timeout 60 bash "$R" nnvmc eval "$OUT/run_lih_512_adam_user_path/checkpoint.h5" --steps 20 --walkers 512 --json \
+  timeout 60 bash "$R" nnvmc eval "$OUT/run_lih_512_adam_user_path/checkpoint.h5" --steps 20 --walkers 1024 --json \
     > "$OUT/eval_user_path.json" 2> "$OUT/eval_user_path.err"
   log "nnvmc eval on cuda rc=$?: $(head -c 300 "$OUT/eval_user_path.json")"
-  for opt in sr minsr; do
-    train "lih_512_$opt" configs/runs/lih_ferminet_spring.yaml 512 float64 $opt cuda 1 45
-  done
+  # (minSR names its device with an index, as a multi-GPU user would)
+  train "lih_512_sr" configs/runs/lih_ferminet_spring.yaml 512 float64 sr cuda 1 45
+  train "lih_512_minsr_cuda0" configs/runs/lih_ferminet_spring.yaml 512 float64 minsr cuda:0 1 45
 }
 
 # 2b. CUDA graphs of the MH step and the local energy, K-FAC LiH at 512 and 4096 walkers and

@@ -2,6 +2,7 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -461,4 +462,17 @@ TEST(Cli, ResumeFromTheCommandLineEndsWhereAnUninterruptedRunEnds) {
   EXPECT_EQ(jr["iterations"], 4);
   EXPECT_EQ(js["iterations"], 4);
   EXPECT_EQ(jr["energy"].get<double>(), js["energy"].get<double>());
+}
+
+// `nnvmc eval --walkers N` with N other than the run's: the checkpoint's walkers are repeated
+// (more) or cut (fewer) as the starting configurations.
+TEST(Cli, EvalWithMoreOrFewerWalkersThanTheRunStartsFromItsWalkers) {
+  const auto out = trained_lih("nnvmc_cli_eval_walkers");  // 8 walkers
+  for (const int w : {20, 3}) {
+    const auto r = run("eval " + out + "/checkpoint.h5 --steps 3 --walkers " + std::to_string(w) + " --json --log-level warn");
+    ASSERT_EQ(r.code, 0) << r.out;
+    const auto j = json_of(r.out);
+    EXPECT_EQ(j["walkers"], w);
+    EXPECT_TRUE(std::isfinite(j["energy"].get<double>()));
+  }
 }

@@ -247,3 +247,28 @@ TEST(Trainer, AnUnwritableOutputDirectoryIsAnInputErrorNamingRunOutput) {
   }
   fs::remove(file);
 }
+
+// run.dtype: float32 on the CPU with every optimizer family (the GPU script runs FermiNet with
+// SPRING and K-FAC in float32; here the same code runs in CI): energies stay finite, the
+// parameters stay float32 and move.
+TEST(Trainer, Float32TrainingRunsWithEveryOptimizerOnTheCpu) {
+  for (const std::string type : {"adam", "sr", "minsr", "spring", "kfac"}) {
+    const auto dir = fresh_dir("nnvmc_f32_" + type);
+    Config c = tiny_config(dir, 3);
+    c.run.dtype = "float32";
+    c.optim.type = type;
+    c.hamiltonian.laplacian = "forward";
+    Trainer t(c);
+    const auto before = module_state(*t.setup().wf);
+    t.run(false);
+    const auto e = column(dir + "/result.h5", "train/energy");
+    ASSERT_EQ(e.size(), 3u) << type;
+    for (double x : e) EXPECT_TRUE(std::isfinite(x)) << type;
+    double moved = 0;
+    for (const auto& [k, v] : module_state(*t.setup().wf)) {
+      EXPECT_EQ(v.scalar_type(), torch::kFloat32) << type << " " << k;
+      moved = std::max(moved, (v - before.at(k)).abs().max().item<double>());
+    }
+    EXPECT_GT(moved, 0.0) << type;
+  }
+}
