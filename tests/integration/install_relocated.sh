@@ -22,3 +22,15 @@ e = json.load(open(sys.argv[1]))["e_hf"]
 assert abs(e - -1.116714) < 1e-5, e  # RHF/STO-3G H2 at R = 1.4 bohr (Szabo & Ostlund: -1.1167)
 print("relocated nnvmc: E_HF(H2/STO-3G) =", e)
 PY
+# The documented environment variables point it elsewhere: a molecule directory of one's own,
+# a basis directory (an empty one is a clear error naming the basis), and the whole data root.
+mkdir "$T/mols"
+printf 'units: bohr\natoms:\n  - [H, 0, 0, 0]\n  - [H, 0, 0, 1.4]\n' > "$T/mols/hh.yaml"
+NNVMC_MOLECULES="$T/mols" "$T/moved/bin/nnvmc" scf hh --basis sto-3g --json > "$T/hh.json"
+python3 -c "import json,sys; e=json.load(open(sys.argv[1]))['e_hf']; assert abs(e - -1.116714) < 1e-5, e" "$T/hh.json"
+rc=0; NNVMC_BASIS_DIR="$T/mols" "$T/moved/bin/nnvmc" scf h2 --basis sto-3g > "$T/nobasis.txt" 2>&1 || rc=$?
+[ "$rc" = 2 ] && grep -q "unknown basis 'sto-3g'" "$T/nobasis.txt" || { echo "FAIL: empty NNVMC_BASIS_DIR: rc=$rc $(cat "$T/nobasis.txt")"; exit 1; }
+NNVMC_DATA_DIR="$T/moved/share/nnvmc" "$BUILD/src/app/nnvmc" --version > "$T/version2.txt"
+grep -q "data root   $T/moved/share/nnvmc" "$T/version2.txt" || { echo "FAIL: NNVMC_DATA_DIR ignored"; cat "$T/version2.txt"; exit 1; }
+NNVMC_DATA_DIR="$T/moved/share/nnvmc" "$BUILD/src/app/nnvmc" scf h2 --basis sto-3g --json > /dev/null
+echo "NNVMC_MOLECULES, NNVMC_BASIS_DIR and NNVMC_DATA_DIR are honoured"
