@@ -34,6 +34,8 @@ log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 { nvidia-smi; nproc; } > "$OUT/env.txt" 2>&1
 log "env: $(grep -m1 -o 'H200[^|]*' "$OUT/env.txt" | head -1), $(nproc) cores"
 [ -f "$XYZ" ] || { log "no $XYZ"; exit 1; }
+# the GPU's measured rates (GEMM, copy, host<->device link) land here and come back with $OUT
+export NNVMC_CACHE_DIR="$OUT/cost_model"
 
 # one summary line per run: s/iteration, set-up, host<->device bytes, per-term TFLOP/s (wall)
 summarise() {
@@ -49,6 +51,15 @@ print(f"{sys.argv[2]}: n_bf {j['n_basis']} n_chol {j['n_cholesky']} frozen {j['n
       + (f"  E(CCSD) {j['e_ccsd']:.10f} ({j['iterations']} its, converged {j['converged']})" if j.get("converged") else "")
       + (f"  (T) {j['e_t']:.10f} in {j['seconds_triples']:.2f} s" if "e_t" in j else ""))
 it = max(j["iterations"], 1)
+if h and j["seconds_per_iteration"] > 0:  # H2D bytes over an iteration's wall time vs the link's measured peak
+    import os
+    link = 0.0
+    try:
+        for line in open(os.path.join(os.environ.get("NNVMC_CACHE_DIR", ""), "cost_model.tsv")):
+            if line.startswith("cuda"): link = max(link, float(line.split("\t")[1].split()[1]))
+    except OSError: pass
+    rate = h[-1] / j["seconds_per_iteration"] / 1e9
+    print(f"    h2d {rate:.2f} GB/s sustained over the last iteration" + (f" (link measured {link / 1e9:.1f} GB/s)" if link else ""))
 for t, s in sorted(j["terms"].items(), key=lambda kv: -kv[1]["seconds"]):
     if s["seconds"] / it > 0.005:
         print(f"    {t:<10} {s['seconds'] / it:8.3f} s/it  {s['flops'] / max(s['seconds'], 1e-12) * 1e-12:7.2f} TFLOP/s  {s['split']}")
