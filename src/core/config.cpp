@@ -73,18 +73,27 @@ void apply_override(YAML::Node& root, const std::string& assignment) {
   std::vector<std::string> parts;
   std::stringstream ss(path);
   for (std::string p; std::getline(ss, p, '.');) parts.push_back(p);
-  // yaml-cpp nodes are handles: walk with fresh handles, never reassign a shared one.
+  if (root.IsDefined() && !root.IsNull() && !root.IsMap())
+    throw ConfigError("override '" + assignment + "': the document is not a mapping of keys");
+  // yaml-cpp nodes are handles, and a node may be shared: a YAML alias (*x) is its anchor's node,
+  // and a comparison's cells may hold the same axis mapping. Writing into one would change
+  // every place that shares it, so each mapping on the path is copied into a fresh slot of its
+  // parent (copy on write; its children are shared, not copied, and keep their source lines),
+  // and the value is set in a fresh slot. Every new node is made through a handle of root's
+  // document (a separately built YAML::Node(Map) would live in another memory holder).
   std::vector<YAML::Node> chain{root};
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
-    YAML::Node child = chain.back()[parts[i]];
-    if (!child.IsDefined() || child.IsNull()) {
-      chain.back()[parts[i]] = YAML::Node(YAML::NodeType::Map);
-      child = chain.back()[parts[i]];
-    }
-    if (!child.IsMap())
+    const YAML::Node old = static_cast<const YAML::Node&>(chain.back())[parts[i]];  // (adds no key)
+    if (old && !old.IsNull() && !old.IsMap())
       throw ConfigError("override '" + assignment + "': '" + parts[i] + "' is not a mapping");
-    chain.push_back(child);
+    chain.back().remove(parts[i]);
+    YAML::Node slot = chain.back()[parts[i]];  // new and unshared
+    slot = YAML::Node(YAML::NodeType::Map);     // writes only the new slot
+    if (old && old.IsMap())
+      for (const auto& kv : old) slot[kv.first] = kv.second;
+    chain.push_back(slot);
   }
+  chain.back().remove(parts.back());
   chain.back()[parts.back()] = value;
 }
 

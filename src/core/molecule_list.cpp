@@ -167,8 +167,8 @@ std::vector<System> resolve_molecules(const SystemConfig& config) {
     std::ifstream in(path);
     std::stringstream ss;
     ss << in.rdbuf();
-    YAML::Node n = load_yaml(ss.str(), path);
-    if (n.IsMap() && n["molecules"]) n = n["molecules"];
+    const YAML::Node doc = load_yaml(ss.str(), path);
+    const YAML::Node n = doc.IsMap() && doc["molecules"] ? doc["molecules"] : doc;
     out = parse_list(n, "system.dataset (" + path + ")", fs::path(path).parent_path().string());
   } else {
     out = {single_molecule(config.molecule ? config.molecule->yaml : "lih")};

@@ -112,7 +112,6 @@ System parse_molecule_yaml(const std::string& yaml_text, const std::string& wher
   }
   System sys;
   double scale = 1.0;
-  YAML::Node atoms = root;
   if (root.IsMap()) {
     static const std::vector<std::string> known = {"units", "charge", "spin", "atoms",
                                                    "e_ref", "e_ref_source", "name"};
@@ -139,9 +138,10 @@ System parse_molecule_yaml(const std::string& yaml_text, const std::string& wher
       throw InputError(where + ":" + std::to_string(e.mark.line + 1) +
                        ": charge and spin must be integers, e_ref a number");
     }
-    atoms = root["atoms"];
-    if (!atoms) throw InputError(where + ": missing 'atoms'");
+    if (!root["atoms"]) throw InputError(where + ": missing 'atoms'");
   }
+  // (one handle, bound once: assigning over a YAML::Node would rewrite the node it refers to)
+  const YAML::Node atoms = root.IsMap() ? root["atoms"] : root;
   if (!atoms.IsSequence()) throw InputError(mark(atoms, where) + ": 'atoms' must be a list");
   for (const auto& a : atoms) sys.atoms.push_back(parse_atom(a, scale, where));
   return sys;

@@ -118,6 +118,23 @@ TEST(CompareSpec, BaseAsARunConfigPathAndABareAtomListAsTheOneMolecule) {
   EXPECT_EQ(spec.cells[0].config.sampler.steps_per_iteration, 7);
 }
 
+// Cells that share an optim-axis entry each get their own copy of it: one ansatz's override of
+// a key inside the entry's mappings reaches neither the other ansatz's cell nor the file.
+TEST(CompareSpec, OneAnsatzsOverrideOfASharedAxisMappingStaysInItsCells) {
+  const auto spec = parse_compare_spec(
+      "ansatze:\n"
+      "  - {label: a, type: ferminet, overrides: [optim.sr.damping=0.5, optim.sr.norm=euclidean]}\n"
+      "  - {label: b, type: ferminet}\n"
+      "molecules: [h]\n"
+      "optim: [{type: sr, sr: {damping: 0.001}}]\n",
+      {"output=/tmp/x"}, "cmp.yaml");
+  ASSERT_EQ(spec.cells.size(), 2u);
+  EXPECT_DOUBLE_EQ(spec.cells[0].config.optim.sr.damping, 0.5);
+  EXPECT_EQ(spec.cells[0].config.optim.sr.norm, "euclidean");
+  EXPECT_DOUBLE_EQ(spec.cells[1].config.optim.sr.damping, 0.001);
+  EXPECT_EQ(spec.cells[1].config.optim.sr.norm, SrOptions{}.norm);
+}
+
 TEST(CompareSpec, BadFilesAreConfigErrorsNamingTheKey) {
   EXPECT_NE(error_of(kTwoSizes + "iteration: 3\n").find("'iteration' (did you mean 'iterations'?)"), std::string::npos);
   EXPECT_NE(error_of(kTwoSizes, {"walkers=many"}).find("'walkers'"), std::string::npos);

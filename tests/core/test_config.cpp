@@ -130,6 +130,21 @@ TEST(Config, ValuesAndOverridesAreRead) {
   EXPECT_EQ(c.run.seed, 7u);
 }
 
+// A YAML alias (*x) is the same node as its anchor (&x): an override of one path must not
+// change the other. A document that is not a mapping is a clear error, not a yaml-cpp throw.
+TEST(Config, OverridesChangeOnlyTheirPathAlsoThroughYamlAliases) {
+  const std::string text =
+      "optim: {type: sr, sr: &nat {damping: 0.001}, kfac: *nat}\n"
+      "eval: {steps: &n 100}\n"
+      "pretrain: {steps: *n}\n";
+  const Config c = parse_config(text, {"eval.steps=0", "optim.kfac.damping=0.5"}, "anchors.yaml");
+  EXPECT_EQ(c.eval.steps, 0);
+  EXPECT_EQ(c.pretrain.steps, 100);  // the alias keeps the anchor's value
+  EXPECT_DOUBLE_EQ(c.optim.kfac.damping, 0.5);
+  EXPECT_DOUBLE_EQ(c.optim.sr.damping, 0.001);
+  EXPECT_THROW(parse_config("just a scalar", {"eval.steps=3"}, "scalar.yaml"), ConfigError);
+}
+
 TEST(Config, UnknownKeyNamesPathLineAndSuggestion) {
   const auto e = error_of("sampler:\n  walker: 10\n");
   EXPECT_TRUE(contains(e, "sampler.walker")) << e;
