@@ -4,8 +4,10 @@
 #include <torch/torch.h>
 
 #include <array>
+#include <cmath>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "hamiltonian/laplacian.hpp"
 
@@ -21,6 +23,27 @@ inline KineticTerms kinetic(const std::string& method, WaveFunction& wf, const S
 }
 inline KineticTerms kinetic(const std::string& method, WaveFunction& wf, const torch::Tensor& r) {
   return kinetic(method, wf, SystemTensors{}, r);
+}
+
+/// Checks that the Hutchinson estimator with options `o` (laplacian: hutchinson) is unbiased on
+/// walkers r: the mean of `draws` independent estimates (each a fresh draw of probes) is within
+/// `sigmas` standard errors of `exact` [B] for every walker, and the estimates vary.
+/// Returns the standard errors [B].
+inline torch::Tensor expect_hutchinson_unbiased(const HamiltonianOptions& o, WaveFunction& wf,
+                                                const SystemTensors& sys, const torch::Tensor& r,
+                                                const torch::Tensor& exact, int draws, double sigmas) {
+  auto method = make_laplacian(o, 11);
+  std::vector<torch::Tensor> est;
+  for (int i = 0; i < draws; ++i) {
+    method->begin_evaluation();  // a new draw of probes
+    est.push_back(method->compute(wf, sys, r).laplacian);
+  }
+  const auto all = torch::stack(est);  // [draws, B]
+  const auto mean = all.mean(0), se = all.std(0) / std::sqrt(double(draws));
+  EXPECT_TRUE(((mean - exact).abs() <= sigmas * se + 1e-12).all().item<bool>())
+      << o.hutchinson.distribution << " probes\nmean " << mean << "\nexact " << exact << "\nse " << se;
+  EXPECT_GT(se.min().item<double>(), 0.0);  // it is stochastic
+  return se;
 }
 
 /// Fourth-order central finite differences of log|ψ|: ∇² and |∇|² per walker.

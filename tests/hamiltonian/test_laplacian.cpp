@@ -85,24 +85,11 @@ TEST(Laplacian, HutchinsonIsUnbiasedWithinThreeStandardErrorsForRademacherAndGau
   const auto r = test::random_positions(s, 4);
   const auto exact = run("reverse", net, s, r).laplacian;
   torch::Tensor se_of[2];
-  for (const int k : {0, 1}) {
-    // Many independent single-probe estimates on the same walkers.
-    const int draws = 400;
+  for (const int k : {0, 1}) {  // many independent single-probe estimates on the same walkers
     HamiltonianOptions o;
     o.laplacian = "hutchinson";
     o.hutchinson.distribution = k == 0 ? "rademacher" : "gaussian";
-    auto method = make_laplacian(o, 11);
-    std::vector<torch::Tensor> est;
-    for (int i = 0; i < draws; ++i) {
-      method->begin_evaluation();  // a new draw of probes
-      est.push_back(method->compute(net, test::tensors(s), r).laplacian);
-    }
-    const auto all = torch::stack(est);  // [draws, B]
-    const auto mean = all.mean(0), se = all.std(0) / std::sqrt(double(draws));
-    EXPECT_TRUE(((mean - exact).abs() <= 3 * se + 1e-12).all().item<bool>())
-        << o.hutchinson.distribution << "\nmean " << mean << "\nexact " << exact << "\nse " << se;
-    EXPECT_GT(se.min().item<double>(), 0.0);  // it is stochastic
-    se_of[k] = se;
+    se_of[k] = test::expect_hutchinson_unbiased(o, net, test::tensors(s), r, exact, 400, 3);
   }
   // Gaussian probes add the Hessian's diagonal to the variance (2 Σ H_ii² more than Rademacher)
   EXPECT_TRUE((se_of[1] > se_of[0]).all().item<bool>()) << se_of[0] << se_of[1];

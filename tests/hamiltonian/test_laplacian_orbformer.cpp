@@ -22,6 +22,16 @@ void perturb(torch::nn::Module& m, double scale, std::uint64_t seed) {
   for (auto& p : m.parameters()) p.add_(scale * torch::randn_like(p));
 }
 
+/// Forward, jvp and reverse Laplacians and |∇ log|ψ||² agree to 1e-10; returns the forward ones.
+KineticTerms exact_methods_agree(Orbformer& net, const SystemTensors& sys, const torch::Tensor& r) {
+  const auto f = kinetic("forward", net, sys, r), j = kinetic("jvp", net, sys, r), b = kinetic("reverse", net, sys, r);
+  expect_close(f.laplacian, j.laplacian, 1e-10, 0, "laplacian vs jvp");
+  expect_close(f.laplacian, b.laplacian, 1e-10, 0, "laplacian vs reverse");
+  expect_close(f.grad_sq, j.grad_sq, 1e-10, 0, "grad_sq vs jvp");
+  expect_close(f.grad_sq, b.grad_sq, 1e-10, 0, "grad_sq vs reverse");
+  return f;
+}
+
 class ForwardOnOrbformer : public ::testing::TestWithParam<const char*> {};
 
 }  // namespace
@@ -32,11 +42,7 @@ TEST_P(ForwardOnOrbformer, AgreesWithJvpAndReverseTo1e10) {
   perturb(net, 0.1, 5);
   const auto sys = test::tensors(s);
   const auto r = test::random_positions(s, 4, 7);
-  const auto f = kinetic("forward", net, sys, r), j = kinetic("jvp", net, sys, r), b = kinetic("reverse", net, sys, r);
-  expect_close(f.laplacian, j.laplacian, 1e-10, 0, "laplacian vs jvp");
-  expect_close(f.laplacian, b.laplacian, 1e-10, 0, "laplacian vs reverse");
-  expect_close(f.grad_sq, j.grad_sq, 1e-10, 0, "grad_sq vs jvp");
-  expect_close(f.grad_sq, b.grad_sq, 1e-10, 0, "grad_sq vs reverse");
+  exact_methods_agree(net, sys, r);
   torch::NoGradGuard ng;
   const auto fl = net.forward_laplacian(Blocks<FwdLap>::positions(r), sys);
   const auto plain = net.forward(r, sys);
@@ -58,10 +64,7 @@ TEST(OrbformerLaplacian, WithoutEdgeFeaturesExactMethodsAgreeAndEveryParameterIs
   perturb(net, 0.1, 5);
   const auto sys = test::tensors(s);
   const auto r = test::random_positions(s, 4, 7);
-  const auto f = kinetic("forward", net, sys, r), j = kinetic("jvp", net, sys, r), b = kinetic("reverse", net, sys, r);
-  expect_close(f.laplacian, j.laplacian, 1e-10, 0, "laplacian vs jvp");
-  expect_close(f.laplacian, b.laplacian, 1e-10, 0, "laplacian vs reverse");
-  test::expect_matches_finite_differences(f, net, sys, r, 1e-3);
+  test::expect_matches_finite_differences(exact_methods_agree(net, sys, r), net, sys, r, 1e-3);
   const auto params = net.parameters();
   const auto g = torch::autograd::grad({net.forward(r, sys).logabs.sum()}, params, {}, false, false, true);
   for (std::size_t k = 0; k < g.size(); ++k) EXPECT_TRUE(g[k].defined()) << "parameter " << k << " is unused";
@@ -86,16 +89,7 @@ TEST(OrbformerLaplacian, HutchinsonIsUnbiased) {
   HamiltonianOptions o;
   o.laplacian = "hutchinson";
   o.hutchinson.probes = 4;
-  auto method = make_laplacian(o, 11);
-  std::vector<torch::Tensor> est;
-  for (int i = 0; i < 30; ++i) {
-    method->begin_evaluation();  // a new draw of probes
-    est.push_back(method->compute(net, sys, r).laplacian);
-  }
-  const auto all = torch::stack(est);
-  const auto mean = all.mean(0), se = all.std(0) / std::sqrt(30.0);
-  EXPECT_TRUE(((mean - exact).abs() <= 4 * se + 1e-12).all().item<bool>()) << "mean " << mean << "\nexact " << exact;
-  EXPECT_GT(se.min().item<double>(), 0.0);
+  test::expect_hutchinson_unbiased(o, net, sys, r, exact, 30, 4);
 }
 
 TEST(OrbformerLaplacian, Float32ExactMethodsAreCloseToFloat64) {

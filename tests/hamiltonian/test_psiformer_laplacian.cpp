@@ -91,18 +91,7 @@ TEST(PsiformerLaplacian, HutchinsonIsUnbiasedWithinThreeStandardErrors) {
   HamiltonianOptions o;
   o.laplacian = "hutchinson";
   o.hutchinson.probes = 10;
-  auto method = make_laplacian(o, 11);
-  const int draws = 40;
-  std::vector<torch::Tensor> est;
-  for (int i = 0; i < draws; ++i) {
-    method->begin_evaluation();  // a new draw of probes
-    est.push_back(method->compute(net, test::tensors(s), r).laplacian);
-  }
-  const auto all = torch::stack(est);  // [draws, B]
-  const auto mean = all.mean(0), se = all.std(0) / std::sqrt(double(draws));
-  EXPECT_TRUE(((mean - exact).abs() <= 3 * se + 1e-12).all().item<bool>())
-      << "mean " << mean << "\nexact " << exact << "\nse " << se;
-  EXPECT_GT(se.min().item<double>(), 0.0);
+  test::expect_hutchinson_unbiased(o, net, test::tensors(s), r, exact, 40, 3);
 }
 
 TEST(PsiformerLaplacian, Float32ForwardIsCloseToFloat64) {

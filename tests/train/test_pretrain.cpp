@@ -15,6 +15,14 @@ Config base(const std::string& molecule, const std::string& model_yaml) {
                           {}, "test.yaml");
   return c;
 }
+/// 60 Adam steps (lr 3e-3) towards the STO-3G UHF orbitals.
+PretrainOptions sixty_sto3g_steps() {
+  PretrainOptions p;
+  p.steps = 60;
+  p.basis = "sto-3g";
+  p.lr = 3e-3;
+  return p;
+}
 }  // namespace
 
 TEST(HartreeFockDeterminant, VmcEnergyEqualsTheHartreeFockEnergyWithinErrorBar) {
@@ -38,10 +46,7 @@ TEST(Pretrain, FitsFermiNetOrbitalsToHartreeFock) {
   Config c = base("lih", "{type: ferminet, ferminet: {hidden_dims: [[16, 4], [16, 4]], determinants: 2}}");
   c.sampler.walkers = 64;
   VmcSetup s = make_setup(c);
-  PretrainOptions p;
-  p.steps = 60;
-  p.basis = "sto-3g";
-  p.lr = 3e-3;
+  const PretrainOptions p = sixty_sto3g_steps();
   StageTimers timers;
   const auto r = pretrain(s, p, timers);
   EXPECT_EQ(r.steps, 60);
@@ -64,10 +69,7 @@ TEST(Pretrain, FitsOrbformerOrbitalsOfSeveralMoleculesAtOnce) {
   c.model.orbformer = test::small_orbformer(2);
   VmcSetup s = make_setup(c);
   ASSERT_EQ(s.molecules.size(), 2u);
-  PretrainOptions p;
-  p.steps = 60;
-  p.basis = "sto-3g";
-  p.lr = 3e-3;
+  const PretrainOptions p = sixty_sto3g_steps();
   StageTimers timers;
   const auto r = pretrain(s, p, timers);
   EXPECT_EQ(r.steps, 60);
