@@ -141,7 +141,8 @@ void add_ccsd_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("ccsd", "closed-shell CCSD / CCSD(T) from an RHF reference");
   cmd->add_option("molecule", a->molecule, "molecule name in configs/molecules, or a .yaml/.xyz file")->required();
   cmd->add_option("--basis", a->basis, "basis set (default cc-pvdz)");
-  cmd->add_option("--cholesky", a->cholesky, "Cholesky threshold tau of the AO ERIs (default: conventional)");
+  cmd->add_option("--cholesky", a->cholesky, "Cholesky threshold tau of the AO ERIs (default: conventional)")
+      ->check(finite_in(0, 1e-2));  // larger thresholds drop the integrals (no vectors at all above the largest)
   cmd->add_option("--memory", a->memory, "working-memory budget, e.g. 2GiB, or auto (default)");
   cmd->add_option("--split", a->split, "split of over-budget contractions: c | x | auto | none");
   cmd->add_option("--backend", a->backend, "GEMM backend: torch | cublas");

@@ -91,19 +91,23 @@ void add_scf_command(CLI::App& app) {
   cmd->add_flag("--json", a->json, "print one JSON object (e_hf, e_nuc, n_basis, converged, ...)");
   cmd->add_option("--guess", a->guess, "initial guess: sad | core")->capture_default_str();
   cmd->add_option("--max-iter", a->options.max_iterations, "maximum SCF iterations")->capture_default_str();
-  cmd->add_option("--level-shift", a->options.level_shift, "virtual level shift (Eh)")->capture_default_str();
+  cmd->add_option("--level-shift", a->options.level_shift, "virtual level shift (Eh)")
+      ->capture_default_str()
+      ->check(finite_in(0, 100));
   cmd->add_option("--damping", a->options.damping, "Fock damping before DIIS starts, in [0, 1)")
       ->capture_default_str();
   cmd->add_option("--diis-start", a->options.diis_start, "first DIIS iteration")->capture_default_str();
   cmd->add_option("--schwarz", a->options.jk.integrals.schwarz_threshold,
                   "skip ERI shell quartets with Schwarz bound below this (Eh)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(finite_in(0, 1e-4));  // larger thresholds drop integrals that matter
   cmd->add_option("--cholesky", a->options.jk.cholesky_tau,
                   "J/K from Cholesky vectors of the ERIs to this threshold (e.g. 1e-6; 0 = exact ERIs)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(finite_in(0, 1e-2));
   cmd->add_option("--threads", a->options.jk.integrals.threads, "integral threads (0 = all cores)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
   cmd->callback([a] { run_scf_command(*a); });
 }
 

@@ -5,7 +5,30 @@
 /// InputError → exit 2 and other errors → exit 1.
 #include <CLI/CLI.hpp>
 
+#include <cmath>
+#include <string>
+
 namespace nnvmc::app {
+
+/// A CLI11 check: a finite number in [lo, hi] (CLI::Range lets NaN through).
+inline CLI::Validator finite_in(double lo, double hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        double v = 0;
+        try {
+          std::size_t used = 0;
+          v = std::stod(text, &used);
+          if (used != text.size()) return "'" + text + "' is not a number";
+        } catch (const std::exception&) {
+          return "'" + text + "' is not a number";
+        }
+        if (!std::isfinite(v) || v < lo || v > hi)
+          return "'" + text + "' is not a finite number in [" + CLI::detail::to_string(lo) + ", " +
+                 CLI::detail::to_string(hi) + "]";
+        return {};
+      },
+      "");
+}
 
 void add_train_command(CLI::App& app);  ///< nnvmc train CONFIG [key=value ...] [--resume DIR]
 void add_eval_command(CLI::App& app);   ///< nnvmc eval CHECKPOINT [--steps N] ... [--json]

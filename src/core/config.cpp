@@ -6,6 +6,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <utility>
 
 #include "core/config_yaml.hpp"
@@ -64,6 +65,9 @@ void apply_override(YAML::Node& root, const std::string& assignment) {
   if (eq == std::string::npos || eq == 0)
     throw ConfigError("override '" + assignment + "' must look like key.path=value");
   const std::string path = assignment.substr(0, eq);
+  // an empty value would read as null, i.e. the key's default (e.g. `system.molecule=` trains LiH)
+  if (assignment.find_first_not_of(" \t", eq + 1) == std::string::npos)
+    throw ConfigError("override '" + assignment + "': no value after '=' (to use the default, leave the key out)");
   YAML::Node value;
   try {
     value = YAML::Load(assignment.substr(eq + 1));
@@ -164,7 +168,8 @@ void validate(const Config& c) {
   require(c.sampler.target_acceptance > 0 && c.sampler.target_acceptance < 1,
           "sampler.target_acceptance", "must be in (0, 1)");
   require_one_of(c.hamiltonian.laplacian, {"jvp", "reverse", "hutchinson", "forward"}, "hamiltonian.laplacian");
-  require(c.hamiltonian.hutchinson.probes > 0, "hamiltonian.hutchinson.probes", "must be > 0");
+  require(c.hamiltonian.hutchinson.probes > 0 && c.hamiltonian.hutchinson.probes <= 4096,
+          "hamiltonian.hutchinson.probes", "must be between 1 and 4096");
   require_one_of(c.hamiltonian.hutchinson.distribution, {"rademacher", "gaussian"},
                  "hamiltonian.hutchinson.distribution");
   require(c.hamiltonian.chunk_walkers >= 0, "hamiltonian.chunk_walkers", "must be >= 0");
@@ -180,6 +185,10 @@ void validate(const Config& c) {
   require(c.optim.spring.momentum >= 0 && c.optim.spring.momentum < 1, "optim.spring.momentum",
           "must be in [0, 1)");
   require(c.optim.lr > 0, "optim.lr", "must be > 0");
+  require(c.optim.beta1 >= 0 && c.optim.beta1 < 1, "optim.beta1", "must be in [0, 1)");
+  require(c.optim.beta2 >= 0 && c.optim.beta2 < 1, "optim.beta2", "must be in [0, 1)");
+  require(c.optim.epsilon > 0, "optim.epsilon", "must be > 0");
+  require(c.pretrain.lr > 0, "pretrain.lr", "must be > 0");
   require(c.optim.lr_delay > 0, "optim.lr_delay", "must be > 0");
   require(c.optim.iterations >= 0, "optim.iterations", "must be >= 0");
   require(c.optim.clip_width > 0, "optim.clip_width", "must be > 0");
@@ -203,6 +212,10 @@ void validate(const Config& c) {
           "must be cpu, cuda or cuda:N");
   require(c.run.checkpoint_every >= 0, "run.checkpoint_every", "must be >= 0");
   require(c.run.threads >= 0, "run.threads", "must be >= 0");
+  // (tens of thousands of OpenMP threads crash or hang the process)
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  require(c.run.threads <= 4 * cores, "run.threads",
+          "must be at most 4 x the " + std::to_string(cores) + " hardware threads of this machine (0: all of them)");
   if (c.run.memory_budget != "auto") parse_bytes(c.run.memory_budget, "run.memory_budget");
   const auto& f = c.model.ferminet;
   if (f.hidden_dims) {

@@ -261,7 +261,8 @@ Checkpoint load_checkpoint(const std::string& path) {
   Datasets d;
   for (const auto& name : f.list("/")) d[name] = f.read(name);
   const std::string names_attr = !v2 && f.has_attr("molecule_names") ? f.attr("molecule_names") : "";
-  // Files written before checksums were added have none; any other is checked.
+  // Version-2 files written before checksums were added have none; every version-3 file has one.
+  if (!v2 && !f.has_attr("checksum")) throw CheckpointError(path + ": no checksum attribute: the file is damaged");
   if (f.has_attr("checksum") && f.attr("checksum") != checksum(d, v2 ? c.config_yaml : c.config_yaml + "\n" + names_attr))
     throw CheckpointError(path + ": checksum mismatch: the file is damaged");
   c.iteration = from_array(require(d, "iteration", io::DType::i64, 0, path)).item<int64_t>();
@@ -290,6 +291,11 @@ Checkpoint load_checkpoint(const std::string& path) {
   }
   c.parameters = take_map(d, "parameters");
   c.optimizer = take_map(d, "optimizer");
+  // nnvmc never writes non-finite values (save_checkpoint refuses them): such a file was altered
+  for (const auto* m : {&c.parameters, &c.optimizer})
+    for (const auto& [name, t] : *m)
+      if (t.is_floating_point() && !torch::isfinite(t).all().item<bool>())
+        throw CheckpointError(path + ": non-finite values in '" + name + "': the file is damaged");
   // A random-number state the generator does not accept is a damaged file, not a crash later.
   for (const auto& m : c.molecules) {
     for (const auto& state : {m.sampler.rng_state, m.laplacian_rng}) {

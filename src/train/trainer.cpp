@@ -37,7 +37,8 @@ std::string fmt_duration(double s) {
                    : strfmt("%ldm%02lds", t / 60, t % 60);
 }
 /// Files a run leaves in its output directory (a new run refuses a directory holding them).
-const char* const kRunFiles[] = {"checkpoint.h5", "result.h5", "summary.json"};
+/// The files of a run (what --force replaces).
+const char* const kPreviousRunFiles[] = {"checkpoint.h5", "result.h5", "summary.json", "config.yaml"};
 /// Deep copies (optimizer states hold tensors that their step updates in place).
 TensorMap cloned(const TensorMap& m) {
   TensorMap out;
@@ -205,21 +206,32 @@ Trainer::Trainer(const Config& config, const std::string& checkpoint_path)
 
 void Trainer::prepare_new_output() const {
   std::error_code ec;
-  if (fs::exists(output_, ec)) {
-    if (!fs::is_directory(output_, ec)) throw InputError("run.output: '" + output_ + "' exists and is not a directory");
-    for (const char* f : kRunFiles) {
-      if (!fs::exists(fs::path(output_) / f, ec)) continue;
-      if (!setup_.config.run.overwrite)
-        throw InputError("run.output: '" + output_ + "' already holds a run (" + f + "); continue it with "
-                         "'nnvmc train --resume " + output_ + "', choose another run.output, or start over "
-                         "with --force (run.overwrite=true)");
+  const fs::path out(output_);
+  if (fs::exists(out, ec)) {
+    if (!fs::is_directory(out, ec)) throw InputError("run.output: '" + output_ + "' exists and is not a directory");
+    // A run is what can be continued or read: a checkpoint or a summary. A start that failed
+    // before its first checkpoint left only config.yaml and result.h5, which are replaced.
+    const bool has_run = fs::exists(out / "checkpoint.h5", ec) || fs::exists(out / "summary.json", ec);
+    if (has_run && !setup_.config.run.overwrite)
+      throw InputError("run.output: '" + output_ + "' already holds a run (" +
+                       (fs::exists(out / "checkpoint.h5", ec) ? "checkpoint.h5" : "summary.json") +
+                       "); continue it with 'nnvmc train --resume " + output_ +
+                       "', choose another run.output, or start over with --force (run.overwrite=true)");
+    if (has_run) {
+      // Starting over: the previous run is kept as *.previous until this one has written its
+      // first checkpoint, so a start that fails (a bad value found late) loses nothing.
+      for (const char* f : kPreviousRunFiles) {
+        if (!fs::exists(out / f, ec)) continue;
+        fs::rename(out / f, out / (std::string(f) + ".previous"), ec);
+        if (ec) throw InputError("run.output: cannot move " + (out / f).string() + " aside: " + ec.message());
+      }
+      log::info("--force: the previous run in " + output_ + " is kept as *.previous until this run's first checkpoint");
     }
-    // Starting over: nothing of the previous run may survive to be mixed with this one.
-    for (const char* f : kRunFiles) fs::remove(fs::path(output_) / f, ec);
-    for (const char* f : {"checkpoint.h5.tmp", "config.yaml.tmp", "summary.json.tmp"})
-      fs::remove(fs::path(output_) / f, ec);
+    // nothing of an earlier run or start may survive to be mixed with this one
+    for (const char* f : kPreviousRunFiles) fs::remove(out / f, ec);
+    for (const char* f : {"checkpoint.h5.tmp", "config.yaml.tmp", "summary.json.tmp"}) fs::remove(out / f, ec);
   }
-  fs::create_directories(output_, ec);
+  fs::create_directories(out, ec);
   if (ec) throw InputError("run.output: cannot create directory '" + output_ + "': " + ec.message());
 }
 
@@ -279,7 +291,12 @@ Checkpoint Trainer::checkpoint() const {
 
 void Trainer::write_checkpoint() {
   const Checkpoint c = checkpoint();  // gathers the walkers: called on every rank
-  if (writes_output()) save_checkpoint(output_ + "/checkpoint.h5", c);
+  if (!writes_output()) return;
+  save_checkpoint(output_ + "/checkpoint.h5", c);
+  if (previous_run_cleared_) return;
+  previous_run_cleared_ = true;  // this run can now be continued: the one it replaced (--force) goes
+  std::error_code ec;
+  for (const char* f : kPreviousRunFiles) fs::remove(fs::path(output_) / (std::string(f) + ".previous"), ec);
 }
 
 /// What an iteration measured for one molecule of its batch.

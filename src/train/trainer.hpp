@@ -96,6 +96,7 @@ class Trainer {
   std::string output_;
   std::int64_t iteration_ = 0;
   bool resumed_ = false;
+  bool previous_run_cleared_ = false;  ///< *.previous files of a run replaced by --force are gone
   StageTimers timers_;
   /// On CUDA: synchronises the device at every stage boundary, so each stage's time is its
   /// own kernels' and not launches only (the next host read would otherwise absorb it).

@@ -476,3 +476,56 @@ TEST(Cli, EvalWithMoreOrFewerWalkersThanTheRunStartsFromItsWalkers) {
     EXPECT_TRUE(std::isfinite(j["energy"].get<double>()));
   }
 }
+
+// Values that used to fail late (in libtorch, after the output was prepared) are refused before
+// anything is written, and a --force start that still fails keeps the run it would replace
+// (as *.previous) until it has written its own first checkpoint.
+TEST(Cli, AForcedStartThatFailsKeepsThePreviousRunAndBadValuesFailFirst) {
+  const auto out = (fs::temp_directory_path() / "nnvmc_cli_force_keep").string();
+  fs::remove_all(out);
+  const auto cfg = write_config("nnvmc_force_keep.yaml", kTiny + "run: {threads: 1, output: " + out + "}\n");
+  ASSERT_EQ(run("train " + cfg + " --log-level warn").code, 0);
+  const auto good = fs::file_size(out + "/checkpoint.h5");
+  for (const auto& [bad, key] : std::vector<std::pair<std::string, std::string>>{
+           {"pretrain.steps=2 pretrain.lr=-1", "pretrain.lr"},
+           {"optim.beta1=1", "optim.beta1"},
+           {"run.threads=100000", "run.threads"},
+           {"hamiltonian.laplacian=hutchinson hamiltonian.hutchinson.probes=100000000", "probes"},
+           {"system.molecule=", "no value"}}) {
+    expect_input_error("train " + cfg + " --force " + bad, key);
+    EXPECT_EQ(fs::file_size(out + "/checkpoint.h5"), good) << bad;  // refused before the output was touched
+  }
+  // found only while running (the walkers' working memory): the previous run is kept aside
+  expect_input_error("train " + cfg + " --force run.memory_budget=1KiB", "one walker");
+  EXPECT_FALSE(fs::exists(out + "/checkpoint.h5"));
+  ASSERT_TRUE(fs::exists(out + "/checkpoint.h5.previous"));
+  EXPECT_EQ(fs::file_size(out + "/checkpoint.h5.previous"), good);
+  EXPECT_TRUE(fs::exists(out + "/summary.json.previous"));
+  // what the failed start left is not a run: a new start needs no --force, and its first
+  // checkpoint retires the kept one
+  const auto again = run("train " + cfg + " --log-level warn");
+  ASSERT_EQ(again.code, 0) << again.out;
+  EXPECT_TRUE(fs::exists(out + "/checkpoint.h5"));
+  EXPECT_FALSE(fs::exists(out + "/checkpoint.h5.previous"));
+  EXPECT_FALSE(fs::exists(out + "/summary.json.previous"));
+}
+
+TEST(Cli, NumericOptionsOutsideTheirMeaningfulRangeAreRefused) {
+  for (const auto& [args, key] : std::vector<std::pair<std::string, std::string>>{
+           {"scf h2 --basis sto-3g --schwarz nan", "--schwarz"},
+           {"scf h2 --basis sto-3g --schwarz 1e10", "--schwarz"},
+           {"scf h2 --basis sto-3g --level-shift nan", "--level-shift"},
+           {"scf h2 --basis sto-3g --threads -1", "--threads"},
+           {"ccsd h2 --basis sto-3g --cholesky 1e10", "--cholesky"},
+           {"ccsd h2 --basis sto-3g --cholesky nan", "--cholesky"},
+           {"ccsd h2 --basis sto-3g --cholesky -1", "--cholesky"}}) {
+    const auto r = run(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find(key), std::string::npos) << args << "\n" << r.out;
+  }
+  const auto out = trained_lih("nnvmc_cli_eval_ranges");
+  for (const std::string bad : {"--steps 0", "--steps -1", "--walkers -5", "--seed -1"}) {
+    const auto r = run("eval " + out + "/checkpoint.h5 " + bad);
+    EXPECT_EQ(r.code, 2) << bad << "\n" << r.out;
+  }
+}
