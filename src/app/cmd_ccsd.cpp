@@ -146,7 +146,7 @@ void add_ccsd_command(CLI::App& app) {
   cmd->add_option("--memory", a->memory, "working-memory budget, e.g. 2GiB, or auto (default)");
   cmd->add_option("--split", a->split, "split of over-budget contractions: c | x | auto | none");
   cmd->add_option("--backend", a->backend, "GEMM backend: torch | cublas");
-  cmd->add_option("--device", a->device, "execution device: cpu | cuda | cuda:N");
+  cmd->add_option("--device", a->device, "execution device: cpu | cuda | cuda:N")->check(device_name());
   cmd->add_option("--max-iterations", a->max_iterations, "CCSD iterations before giving up (default 100)")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--allow-unconverged", a->allow_unconverged,

@@ -6,9 +6,20 @@
 #include <CLI/CLI.hpp>
 
 #include <cmath>
+#include <regex>
 #include <string>
 
 namespace nnvmc::app {
+
+/// A CLI11 check: an execution device, cpu | cuda | cuda:N.
+inline CLI::Validator device_name() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        return std::regex_match(text, std::regex("cpu|cuda(:[0-9]{1,3})?")) ? std::string()
+                                                                           : "'" + text + "' is not cpu, cuda or cuda:N";
+      },
+      "");
+}
 
 /// A CLI11 check: a finite number in [lo, hi] (CLI::Range lets NaN through).
 inline CLI::Validator finite_in(double lo, double hi) {

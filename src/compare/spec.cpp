@@ -327,6 +327,12 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
   spec.threads = f.threads.value_or(0);
   spec.output = f.output;
   if (const auto pos = spec.output.find("<name>"); pos != std::string::npos) spec.output.replace(pos, 6, spec.name);
+  if (spec.output.empty()) throw ConfigError(where + ": 'output' must name a directory");
+  {
+    std::error_code ec;
+    if (fs::exists(spec.output, ec) && !fs::is_directory(spec.output, ec))
+      throw ConfigError(where + ": 'output': '" + spec.output + "' exists and is not a directory");
+  }
 
   YAML::Node base(YAML::NodeType::Map);
   if (root["base"] && !root["base"].IsNull())

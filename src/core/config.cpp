@@ -4,6 +4,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -208,7 +209,7 @@ void validate(const Config& c) {
   require(c.eval.steps >= 0, "eval.steps", "must be >= 0");
   require(c.eval.burn_in >= 0, "eval.burn_in", "must be >= 0");
   require_one_of(c.run.dtype, {"float64", "float32"}, "run.dtype");
-  require(c.run.device == "cpu" || c.run.device.rfind("cuda", 0) == 0, "run.device",
+  require(std::regex_match(c.run.device, std::regex("cpu|cuda(:[0-9]{1,3})?")), "run.device",
           "must be cpu, cuda or cuda:N");
   require(c.run.checkpoint_every >= 0, "run.checkpoint_every", "must be >= 0");
   require(c.run.threads >= 0, "run.threads", "must be >= 0");

@@ -529,3 +529,15 @@ TEST(Cli, NumericOptionsOutsideTheirMeaningfulRangeAreRefused) {
     EXPECT_EQ(r.code, 2) << bad << "\n" << r.out;
   }
 }
+
+TEST(Cli, DeviceNamesOutputsThatAreFilesAndOpenShellCcsdAreClearErrors) {
+  expect_input_error("ccsd h2 --basis sto-3g --device cuda:abc", "--device");
+  expect_input_error("ccsd h2 --basis sto-3g --device tpu", "--device");
+  const auto cfg = write_config("nnvmc_bad_device.yaml", kTiny);
+  expect_input_error("train " + cfg + " run.device=cudax", "run.device");
+  expect_input_error("ccsd h --basis sto-3g", "closed-shell");
+  const auto file = write_config("nnvmc_compare_output_file", "not a directory\n");
+  const auto spec = write_config("nnvmc_compare_output_file.yaml",
+                                 "ansatze: [{type: ferminet}]\nmolecules: [h]\niterations: 1\noutput: " + file + "\n");
+  expect_input_error("compare " + spec + " --no-plots", "not a directory");
+}
