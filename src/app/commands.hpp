@@ -6,8 +6,9 @@
 #include <CLI/CLI.hpp>
 
 #include <cmath>
-#include <regex>
 #include <string>
+
+#include "core/config.hpp"
 
 namespace nnvmc::app {
 
@@ -15,8 +16,7 @@ namespace nnvmc::app {
 inline CLI::Validator device_name() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
-        return std::regex_match(text, std::regex("cpu|cuda(:[0-9]{1,3})?")) ? std::string()
-                                                                           : "'" + text + "' is not cpu, cuda or cuda:N";
+        return is_device_name(text) ? std::string() : "'" + text + "' is not cpu, cuda or cuda:N";
       },
       "");
 }

@@ -104,6 +104,11 @@ void apply_override(YAML::Node& root, const std::string& assignment) {
 
 }  // namespace config_yaml
 
+bool is_device_name(const std::string& text) {
+  static const std::regex device("cpu|cuda(:[0-9]{1,3})?");
+  return std::regex_match(text, device);
+}
+
 std::uint64_t parse_bytes(const std::string& text, const std::string& key) {
   std::size_t pos = 0;
   double v = 0;
@@ -209,7 +214,7 @@ void validate(const Config& c) {
   require(c.eval.steps >= 0, "eval.steps", "must be >= 0");
   require(c.eval.burn_in >= 0, "eval.burn_in", "must be >= 0");
   require_one_of(c.run.dtype, {"float64", "float32"}, "run.dtype");
-  require(std::regex_match(c.run.device, std::regex("cpu|cuda(:[0-9]{1,3})?")), "run.device",
+  require(is_device_name(c.run.device), "run.device",
           "must be cpu, cuda or cuda:N");
   require(c.run.checkpoint_every >= 0, "run.checkpoint_every", "must be >= 0");
   require(c.run.threads >= 0, "run.threads", "must be >= 0");

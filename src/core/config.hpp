@@ -415,4 +415,7 @@ void validate(const Config& config);
 /// Parses a byte count: a number or a number with B/KB/MB/GB/KiB/MiB/GiB. @throws ConfigError.
 std::uint64_t parse_bytes(const std::string& text, const std::string& key);
 
+/// Whether `text` names an execution device: cpu | cuda | cuda:N.
+bool is_device_name(const std::string& text);
+
 }  // namespace nnvmc
