@@ -111,7 +111,7 @@ void add_compare_command(CLI::App& app) {
   cmd->add_option("args", a->args, "COMPARE.yaml followed by key=value overrides of the file");
   cmd->add_option("--jobs", a->jobs, "cells run at once (threads are split between them)");
   cmd->add_option("--max-cells", a->max_cells, "start at most N cells now, 0: all (re-run to continue)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   cmd->add_flag("--retry-failed", a->retry_failed, "run failed cells again");
   cmd->add_flag("--no-plots", a->no_plots, "do not run the plotting script");
   cmd->add_option("--test-interrupt", a->test_interrupt, "testing: CELL_ID:ITERATION stops that cell as SIGTERM would")

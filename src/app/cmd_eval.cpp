@@ -136,9 +136,9 @@ void add_eval_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("eval", "Evaluate the energy of a checkpoint with an error bar");
   auto a = std::make_shared<EvalArgs>();
   cmd->add_option("args", a->args, "CHECKPOINT followed by key.path=value overrides");
-  cmd->add_option("--steps", a->steps, "measurement iterations (default: eval.steps)")->check(CLI::PositiveNumber);
-  cmd->add_option("--walkers", a->walkers, "walkers (default: as trained)")->check(CLI::PositiveNumber);
-  cmd->add_option("--seed", a->seed, "random seed of the evaluation chain")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--steps", a->steps, "measurement iterations (default: eval.steps)")->check(at_least(1));
+  cmd->add_option("--walkers", a->walkers, "walkers (default: as trained)")->check(at_least(1));
+  cmd->add_option("--seed", a->seed, "random seed of the evaluation chain")->check(at_least(0));
   cmd->add_option("--molecule", a->molecule, "evaluate only this molecule of the run (default: every molecule)");
   cmd->add_flag("--json", a->json, "print one JSON object (a list of objects for several molecules)");
   cmd->callback([a] { run_eval(*a); });

@@ -27,6 +27,8 @@ void run_profile_command(ProfileArgs& a) {
   std::stringstream ss(a.molecules);
   for (std::string m; std::getline(ss, m, ',');)
     if (!m.empty()) a.options.molecules.push_back(m);
+  if (!a.molecules.empty() && a.options.molecules.empty())
+    throw InputError("profile: --molecules '" + a.molecules + "' names no molecule (give e.g. --molecules lih,ch4)");
   if (a.options.output.empty())
     a.options.output = "runs/profile_" + std::filesystem::path(ra.file).stem().string();
   a.options.roofline = !a.no_roofline;

@@ -41,6 +41,25 @@ inline CLI::Validator finite_in(double lo, double hi) {
       "");
 }
 
+/// A CLI11 check: a number >= lo (CLI::PositiveNumber and NonNegativeNumber print their upper
+/// bound, DBL_MAX, with 300 digits).
+inline CLI::Validator at_least(double lo) {
+  return CLI::Validator(
+      [lo](std::string& text) -> std::string {
+        double v = 0;
+        try {
+          std::size_t used = 0;
+          v = std::stod(text, &used);
+          if (used != text.size()) return "'" + text + "' is not a number";
+        } catch (const std::exception&) {
+          return "'" + text + "' is not a number";
+        }
+        if (!std::isfinite(v) || v < lo) return "'" + text + "' must be at least " + CLI::detail::to_string(lo);
+        return {};
+      },
+      "");
+}
+
 void add_train_command(CLI::App& app);  ///< nnvmc train CONFIG [key=value ...] [--resume DIR]
 void add_eval_command(CLI::App& app);   ///< nnvmc eval CHECKPOINT [--steps N] ... [--json]
 void add_scf_command(CLI::App& app);    ///< nnvmc scf MOLECULE [--basis B] [--uhf] [--json]

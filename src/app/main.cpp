@@ -21,6 +21,12 @@ int main(int argc, char** argv) {
   CLI::App app{"nnvmc: neural-network variational Monte Carlo for molecules"};
   app.require_subcommand(1);
   app.fallthrough();  // global options (--log-level) may follow the subcommand
+  // Command-line errors look like every other error ("nnvmc: error: ..."), then the help hint.
+  app.failure_message([](const CLI::App* a, const CLI::Error& e) {
+    std::string out = "nnvmc: error: " + std::string(e.what()) + "\n";
+    if (a->get_help_ptr() != nullptr) out += "Run with " + a->get_help_ptr()->get_name() + " for more information.\n";
+    return out;
+  });
   std::string level = "info";
   app.add_option("--log-level", level, "debug | info | warn | error")
       ->check(CLI::IsMember({"debug", "info", "warn", "error"}));  // spdlog would read a typo as "off"
@@ -53,7 +59,15 @@ int main(int argc, char** argv) {
   } catch (const nnvmc::BudgetError& e) {  // the memory budget the user set cannot be met
     return nnvmc::parallel::fail(e.what(), 2);
   } catch (const c10::Error& e) {  // libtorch's (e.g. no usable CUDA driver): its message without the C++ backtrace
-    return nnvmc::parallel::fail(e.what_without_backtrace(), 1);
+    std::string what = e.what_without_backtrace();
+    // An allocation the memory budget did not foresee (CUDA: OutOfMemoryError; the CPU
+    // allocator throws a plain c10::Error): say what to change.
+    if (dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr || what.find("can't allocate memory") != std::string::npos ||
+        what.find("not enough memory") != std::string::npos)
+      what = "out of memory: " + what +
+             "\n  (use fewer sampler.walkers, a smaller model or molecule, or a run.memory_budget / ccsd --memory "
+             "below what this machine has)";
+    return nnvmc::parallel::fail(what, 1);
   } catch (const std::exception& e) {
     return nnvmc::parallel::fail(e.what(), 1);
   }

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "batching/backend.hpp"
+#include "batching/cuda_runtime.hpp"
 #include "batching/torch_lib_dir.hpp"
 #include "core/errors.hpp"
 
@@ -69,6 +70,9 @@ std::unique_ptr<GemmBackend> make_backend(BackendKind kind, const std::string& d
   if (device != "cpu")
     throw InputError("backend 'cublas' stages host tensors itself: use it with device 'cpu' "
                      "(the host side), got device '" + device + "'");
+  if (built_with_cuda() && cuda_device_count() == 0)  // a user error like any other device name, not a CUDA failure
+    throw InputError("backend 'cublas' runs its GEMMs on a CUDA GPU, and this machine has none "
+                     "(use --backend torch on the CPU)");
   return make_cublas_backend(0);
 }
 

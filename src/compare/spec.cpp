@@ -8,6 +8,7 @@
 
 #include "core/config_yaml.hpp"
 #include "core/errors.hpp"
+#include "core/yaml_document.hpp"
 
 namespace nnvmc::compare {
 namespace fs = std::filesystem;
@@ -76,10 +77,10 @@ YAML::Node load_yaml_file(const std::string& path, const std::string& key) {
   std::stringstream ss;
   ss << in.rdbuf();
   try {
-    YAML::Node n = YAML::Load(ss.str());
+    YAML::Node n = load_yaml_document(ss.str(), path);
     return n && !n.IsNull() ? n : YAML::Node(YAML::NodeType::Map);
-  } catch (const YAML::Exception& e) {
-    throw ConfigError("'" + key + "': " + path + ":" + std::to_string(e.mark.line + 1) + ": malformed YAML: " + e.msg);
+  } catch (const ConfigError& e) {
+    throw ConfigError("'" + key + "': " + e.what());
   }
 }
 
@@ -300,12 +301,7 @@ std::string cell_identity(const Config& config) {
 
 CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<std::string>& overrides,
                                const std::string& where, const std::string& file_dir) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    throw ConfigError(where + ":" + std::to_string(e.mark.line + 1) + ": malformed YAML: " + e.msg);
-  }
+  YAML::Node root = load_yaml_document(yaml_text, where);
   if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   for (const auto& o : overrides) config_yaml::apply_override(root, o);
   CompareFile f;
@@ -335,6 +331,9 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
   }
 
   YAML::Node base(YAML::NodeType::Map);
+  if (root["base"] && !root["base"].IsNull() && !root["base"].IsScalar() && !root["base"].IsMap())
+    throw ConfigError(config_yaml::location(root["base"], where) +
+                      ": 'base' must be a run config: a path or a mapping of its keys");
   if (root["base"] && !root["base"].IsNull())
     base = root["base"].IsScalar() ? run_config_node(root["base"].Scalar(), file_dir, "base") : root["base"];
   const auto ansatze = parse_ansatze(root, base, where, file_dir);

@@ -12,6 +12,7 @@
 
 #include "core/config_yaml.hpp"
 #include "core/elements.hpp"
+#include "core/yaml_document.hpp"
 
 namespace nnvmc {
 namespace config_yaml {
@@ -75,6 +76,7 @@ void apply_override(YAML::Node& root, const std::string& assignment) {
   } catch (const YAML::Exception& e) {
     throw ConfigError("override '" + assignment + "': malformed value: " + e.msg);
   }
+  check_unique_keys(value, "override '" + assignment + "'");
   std::vector<std::string> parts;
   std::stringstream ss(path);
   for (std::string p; std::getline(ss, p, '.');) parts.push_back(p);
@@ -324,12 +326,7 @@ void clear_other_molecule_keys(YAML::Node& root, const std::string& assignment) 
 
 Config parse_config(const std::string& yaml_text, const std::vector<std::string>& overrides,
                     const std::string& where) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    throw ConfigError(where + ":" + std::to_string(e.mark.line + 1) + ": malformed YAML: " + e.msg);
-  }
+  YAML::Node root = load_yaml_document(yaml_text, where);
   if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   for (const auto& o : overrides) {
     clear_other_molecule_keys(root, o);

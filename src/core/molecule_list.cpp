@@ -14,6 +14,7 @@
 #include "core/config_yaml.hpp"
 #include "core/errors.hpp"
 #include "core/log.hpp"
+#include "core/yaml_document.hpp"
 
 namespace nnvmc {
 namespace fs = std::filesystem;
@@ -112,11 +113,7 @@ std::vector<System> parse_list(const YAML::Node& list, const std::string& key, c
 }
 
 YAML::Node load_yaml(const std::string& text, const std::string& where) {
-  try {
-    return YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw ConfigError(where + ":" + std::to_string(e.mark.line + 1) + ": malformed YAML: " + e.msg);
-  }
+  return load_yaml_document(text, where);
 }
 
 /// system.molecule: a name, path or inline atoms (the one-molecule list).

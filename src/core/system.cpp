@@ -11,6 +11,7 @@
 #include "core/data_paths.hpp"
 #include "core/elements.hpp"
 #include "core/errors.hpp"
+#include "core/yaml_document.hpp"
 
 
 namespace nnvmc {
@@ -104,12 +105,7 @@ Atom parse_atom(const YAML::Node& a, double scale, const std::string& where) {
 }  // namespace
 
 System parse_molecule_yaml(const std::string& yaml_text, const std::string& where) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    throw InputError(where + ":" + std::to_string(e.mark.line + 1) + ": malformed YAML: " + e.msg);
-  }
+  const YAML::Node root = load_yaml_document(yaml_text, where);
   System sys;
   double scale = 1.0;
   if (root.IsMap()) {

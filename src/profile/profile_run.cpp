@@ -10,6 +10,7 @@
 
 #include "core/errors.hpp"
 #include "core/log.hpp"
+#include "core/molecule_list.hpp"
 #include "profile/stage_recorder.hpp"
 #include "train/trainer.hpp"
 
@@ -37,15 +38,45 @@ void profiler_stop(OpProfiler& profiler, StageRecorder& recorder, std::vector<st
   out.push_back(profiler.stop());
 }
 
-MoleculeProfile profile_molecule(const std::string& config_path, std::vector<std::string> overrides,
-                                 const std::string& molecule, const ProfileOptions& o, ProfileReport& report) {
-  const int total = o.warmup + o.iterations + o.profiled;
+/// Name of a molecule's run directory under <output>/runs/: its file stem, with characters
+/// other than letters, digits, - and _ replaced by _.
+std::string run_label(const std::string& molecule) {
   std::string label = molecule.empty() ? "molecule" : std::filesystem::path(molecule).stem().string();
   for (auto& c : label)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '_';
+  return label;
+}
+
+/// Every molecule resolves (name, file, charge/spin) and each has its own run directory,
+/// before anything is profiled or written. @throws InputError naming the molecule
+void check_molecules(const std::string& config_path, const std::vector<std::string>& overrides,
+                     const std::vector<std::string>& molecules) {
+  std::set<std::string> labels;
+  for (const auto& mol : molecules) {
+    if (!labels.insert(run_label(mol)).second)
+      throw InputError("profile: --molecules lists '" + mol + "' twice (or two files with the same name '" +
+                       run_label(mol) + "')");
+    std::vector<std::string> with = overrides;
+    if (!mol.empty()) with.push_back("system.molecule=" + mol);
+    const Config config = load_config(config_path, with);
+    try {
+      resolve_molecules(config.system);
+    } catch (const InputError& e) {
+      throw InputError("profile: --molecules: " + std::string(e.what()));
+    }
+  }
+}
+
+MoleculeProfile profile_molecule(const std::string& config_path, std::vector<std::string> overrides,
+                                 const std::string& molecule, const ProfileOptions& o, ProfileReport& report) {
+  const int total = o.warmup + o.iterations + o.profiled;
+  const std::string label = run_label(molecule);
   if (!molecule.empty()) overrides.push_back("system.molecule=" + molecule);
+  // The run directories under <output>/runs/ are the profile's own scratch: a new profile
+  // into the same output replaces them (as it replaces profile.json and report.md).
   for (const std::string& kv : {std::string("pretrain.steps=0"), std::string("eval.steps=0"),
-                                std::string("run.checkpoint_every=0"), "optim.iterations=" + std::to_string(total),
+                                std::string("run.checkpoint_every=0"), std::string("run.overwrite=true"),
+                                "optim.iterations=" + std::to_string(total),
                                 "optim.log_every=" + std::to_string(total + 1),
                                 "run.output=" + o.output + "/runs/" + label})
     overrides.push_back(kv);
@@ -169,6 +200,7 @@ ProfileReport run_profile(const std::string& config_path, const std::vector<std:
   r.config = config_path;
   r.options = options;
   const std::vector<std::string> molecules = options.molecules.empty() ? std::vector<std::string>{""} : options.molecules;
+  check_molecules(config_path, overrides, molecules);
   for (const auto& mol : molecules) r.molecules.push_back(profile_molecule(config_path, overrides, mol, options, r));
   r.cpu = read_cpu_peak();
   if (options.roofline) {

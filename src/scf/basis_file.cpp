@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -33,17 +35,27 @@ int l_of_label(const std::string& label) {
   return pos == std::string::npos ? -1 : static_cast<int>(pos);
 }
 
-/// Parses a number written in Fortran or C style (1.0D+01 or 1.0E+01).
+/// Parses a finite number written in Fortran or C style (1.0D+01 or 1.0E+01); nan and inf are not.
 bool parse_number(std::string w, double& value) {
   std::replace(w.begin(), w.end(), 'D', 'E');
   std::replace(w.begin(), w.end(), 'd', 'e');
   try {
     std::size_t used = 0;
     value = std::stod(w, &used);
-    return used == w.size();
+    return used == w.size() && std::isfinite(value);
   } catch (const std::exception&) {
     return false;
   }
+}
+
+/// Whether a line starting with `w` is a shell header ("<Symbol> <label>"): `w` starts with a
+/// letter and is not a number (nan and inf read as numbers, so their lines are primitive lines
+/// and are refused there as not finite).
+bool is_header_word(const std::string& w) {
+  if (w.empty() || !std::isalpha(static_cast<unsigned char>(w[0]))) return false;
+  char* end = nullptr;
+  std::strtod(w.c_str(), &end);
+  return end != w.c_str() + w.size();
 }
 
 /// A shell block being read: element, labels per column, primitive rows.
@@ -105,11 +117,15 @@ BasisLibrary parse_nwchem_basis(const std::string& text, const std::string& wher
     }
     if (!in_basis) throw InputError(here + "expected a BASIS line, got '" + words.front() + "'");
     double value = 0;
-    if (!parse_number(words.front(), value)) {
+    if (is_header_word(words.front())) {
       // A new shell header: "<Symbol> <label>".
       flush(block, lib, where);
       if (words.size() != 2) throw InputError(here + "expected '<element> <shell type>'");
-      block.Z = atomic_number(words[0]);  // throws InputError for unknown symbols
+      try {
+        block.Z = atomic_number(words[0]);
+      } catch (const InputError& e) {
+        throw InputError(here + e.what());
+      }
       block.first_line = line_no;
       const std::string label = upper(words[1]);
       if (label == "SP" || label == "L") {
@@ -124,7 +140,7 @@ BasisLibrary parse_nwchem_basis(const std::string& text, const std::string& wher
     if (block.Z == 0) throw InputError(here + "primitive line before any shell header");
     std::vector<double> row;
     for (const auto& w : words) {
-      if (!parse_number(w, value)) throw InputError(here + "not a number: '" + w + "'");
+      if (!parse_number(w, value)) throw InputError(here + "not a finite number: '" + w + "'");
       row.push_back(value);
     }
     const std::size_t want = block.column_l.size() == 2 ? 3 : 0;

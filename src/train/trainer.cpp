@@ -446,10 +446,18 @@ TrainOutcome Trainer::run(bool final_eval) {
       if (!ok) why = "non-finite gradient or parameters";
     }
     if (ok) {
+      // The new parameters must also give a finite log|ψ| at the walkers: a step can leave every
+      // parameter finite and still overflow the wavefunction (e.g. optim.lr far too large), and
+      // walkers holding such values are no state to continue from or to checkpoint.
+      {
+        auto scope = timers_.scope("sampling");
+        for (std::size_t i : batch) mols[i].sampler->refresh(logabs[i]);  // parameters changed: log|ψ| of the walkers
+      }
       std::vector<torch::Tensor> checked = setup_.wf->parameters();
       for (const auto& m : steps) checked.push_back(m.e_all);
-      ok = all_finite(checked);
-      if (!ok) why = "non-finite gradient or parameters";
+      for (std::size_t i : batch) checked.push_back(mols[i].sampler->logabs());  // this rank's walkers
+      ok = !max_over_ranks(all_finite(checked) ? 0 : 1);  // every rank takes the same branch
+      if (!ok) why = "non-finite gradient, parameters or log|psi| after the step";
     }
     if (!ok) {
       // Back to the last good parameters, optimizer state and walkers, but NOT the samplers'
@@ -484,10 +492,6 @@ TrainOutcome Trainer::run(bool final_eval) {
       if (m.excluded > 0)
         log::warn(strfmt("iteration %ld: %ld walker(s) of %s with a non-finite local energy left out",
                          static_cast<long>(t + 1), static_cast<long>(m.excluded), mols[m.index].name().c_str()));
-    }
-    {
-      auto scope = timers_.scope("sampling");
-      for (std::size_t i : batch) mols[i].sampler->refresh(logabs[i]);  // parameters changed: log|ψ| of the walkers
     }
     auto bookkeeping = timers_.scope("bookkeeping");  // results, progress line, checkpoint: to the end
     iteration_ = t + 1;

@@ -151,6 +151,10 @@ TEST(CompareSpec, BadFilesAreConfigErrorsNamingTheKey) {
   EXPECT_NE(bad_model.find("cmp.yaml"), std::string::npos) << bad_model;
   EXPECT_NE(error_of(kTwoSizes, {"references=exact", "molecules=[h, c2h6]"}).find("c2h6"), std::string::npos);
   EXPECT_NE(error_of("ansatze: [/nonexistent/run.yaml]\nmolecules: [h]\n").find("ansatze[0]"), std::string::npos);
+  const auto base_list = error_of(kTwoSizes + "base: [1, 2]\n");  // was silently ignored
+  EXPECT_NE(base_list.find("'base' must be a run config"), std::string::npos) << base_list;
+  EXPECT_NE(base_list.find("cmp.yaml:"), std::string::npos) << base_list;
+  EXPECT_NE(error_of(kTwoSizes + "walkers: 8\nwalkers: 16\n").find("'walkers' given twice"), std::string::npos);
 }
 
 TEST(CompareSpec, DuplicateLabelsAreMadeUnique) {

@@ -9,6 +9,7 @@
 #include "core/config.hpp"
 #include "core/config_yaml.hpp"
 #include "core/errors.hpp"
+#include "core/system.hpp"
 
 using namespace nnvmc;
 
@@ -150,6 +151,27 @@ TEST(Config, UnknownKeyNamesPathLineAndSuggestion) {
   EXPECT_TRUE(contains(e, "sampler.walker")) << e;
   EXPECT_TRUE(contains(e, "c.yaml:2")) << e;
   EXPECT_TRUE(contains(e, "did you mean 'walkers'")) << e;
+}
+
+TEST(Config, DuplicateKeysAndSecondDocumentsAreErrorsNamingTheLine) {
+  // yaml-cpp keeps both entries and lookups see the first: `lr` given twice trained with the first.
+  const auto dup = error_of("optim:\n  lr: 0.1\n  iterations: 5\n  lr: 0.01\n");
+  EXPECT_TRUE(contains(dup, "c.yaml:4")) << dup;
+  EXPECT_TRUE(contains(dup, "'lr' given twice (first on line 2)")) << dup;
+  EXPECT_TRUE(contains(error_of("sampler: {walkers: 8}\nsampler: {walkers: 16}\n"), "'sampler' given twice"));
+  EXPECT_TRUE(contains(error_of("system:\n  molecules: [{atoms: [[H, 0, 0, 0]], units: bohr, units: angstrom}]\n"),
+                       "'units' given twice"));
+  // A second document was silently ignored; a trailing '---' with nothing after it is harmless.
+  EXPECT_TRUE(contains(error_of("optim: {lr: 0.1}\n---\noptim: {lr: 0.2}\n"), "c.yaml:3: a second YAML document"));
+  EXPECT_EQ(error_of("optim: {lr: 0.1}\n---\n"), "");
+  EXPECT_TRUE(contains(error_of("", {"optim={lr: 1, lr: 2}"}), "'lr' given twice"));
+  // A molecule file is read the same way.
+  try {
+    parse_molecule_yaml("atoms: [[H, 0, 0, 0], [H, 0, 0, 1.4]]\ncharge: 0\ncharge: 1\n", "h2.yaml");
+    ADD_FAILURE() << "duplicate charge accepted";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(contains(e.what(), "h2.yaml:3: key 'charge' given twice")) << e.what();
+  }
 }
 
 TEST(Config, UnknownOverrideKeyIsAnError) {

@@ -243,15 +243,18 @@ TEST(LocalEnergy, BudgetTooSmallForOneWalkerIsAClearError) {
   }
 }
 
-// Two same-spin electrons at one point make every orbital matrix exactly singular (two equal
-// rows): ψ = 0 there. That is a node, not an error: log|ψ| = −inf with sign 0 from the
-// forward pass, no exception from any Laplacian method, a non-finite local energy for that
-// walker only (the trainer and the evaluation exclude and count it).
+// An exactly singular orbital matrix is a node (ψ = 0), not an error: log|ψ| = −inf with sign 0
+// from the forward pass, no exception from any Laplacian method, a non-finite local energy for
+// that walker only (the trainer and the evaluation exclude and count it). The matrix is made
+// singular by an electron so far out that its envelopes underflow to exactly zero (a zero row).
+// (Two same-spin electrons at one point are a node too, but their rows are bitwise equal only
+// where every vectorized ATen kernel rounds them alike; on AVX2/AVX-512 kernels they differ in
+// the last bits and the determinant comes out as ~1e-22 instead of 0.)
 TEST(LocalEnergy, ExactlySingularOrbitalMatricesGiveANonFiniteWalkerNotAnException) {
   const System s = load_molecule("lih", test::molecules_dir());  // 2 up, 2 down
   FermiNet net(test::small_ferminet(), s);
   auto r = test::random_positions(s, 5);
-  r[3][1] = r[3][0];  // walker 3: both spin-up electrons at one point
+  r[3][0] += 1e4;  // walker 3: a spin-up electron 10^4 bohr out: exp(−σ r) = 0, a zero orbital row
   {
     torch::NoGradGuard ng;
     const auto out = net.forward(r, test::tensors(s));

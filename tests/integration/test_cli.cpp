@@ -541,3 +541,32 @@ TEST(Cli, DeviceNamesOutputsThatAreFilesAndOpenShellCcsdAreClearErrors) {
                                  "ansatze: [{type: ferminet}]\nmolecules: [h]\niterations: 1\noutput: " + file + "\n");
   expect_input_error("compare " + spec + " --no-plots", "not a directory");
 }
+
+TEST(Cli, CommandLineErrorsCarryTheErrorPrefixAndReadableBounds) {
+  // CLI11's own messages: now "nnvmc: error: ..." like every other error, and its numeric checks
+  // no longer print DBL_MAX with 300 digits.
+  for (const char* args : {"eval /nonexistent --steps 0", "ccsd h2 --max-iterations -3", "train --no-such-flag",
+                           "compare x.yaml --max-cells -1"}) {
+    const auto r = run(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find("nnvmc: error: "), std::string::npos) << args << "\n" << r.out;
+    EXPECT_EQ(r.out.find("1797693134862315"), std::string::npos) << args << "\n" << r.out;
+  }
+  expect_input_error("eval /nonexistent --steps 0", "must be at least 1");
+  // A bad config named twice in a run config and an extra document: errors naming the line.
+  const auto dup = write_config("nnvmc_dup_key.yaml", kTiny + "optim: {lr: 0.1}\n");
+  expect_input_error("train " + dup, "given twice");
+  const auto profile_cfg = write_config("nnvmc_profile_mols.yaml", kTiny);
+  expect_input_error("profile " + profile_cfg + " --molecules ,", "names no molecule");
+  expect_input_error("profile " + profile_cfg + " --molecules h,nosuchmol --no-roofline --no-plots", "nosuchmol");
+}
+
+TEST(Cli, CublasBackendWithoutAGpuIsAnInputError) {
+  // Without a CUDA GPU (or a CUDA build) the staged cuBLAS backend is a user error (exit 2,
+  // naming the backend), not a CUDA failure (exit 1); with one, it runs.
+  const auto r = run("ccsd h2 --basis sto-3g --backend cublas");
+  if (r.code != 0) {
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_NE(r.out.find("backend 'cublas'"), std::string::npos) << r.out;
+  }
+}

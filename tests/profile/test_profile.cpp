@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/errors.hpp"
 #include "profile/op_groups.hpp"
 #include "profile/profile.hpp"
 #include "profile/roofline.hpp"
@@ -94,6 +95,43 @@ TEST_F(ProfileRun, OperatorGroupsCoverAtLeastNinetyPercentOfTheProfiledOperatorT
     EXPECT_GT(grad.groups.at("gemm").flops, 0) << m.molecule;
     EXPECT_GT(m.stages.at("local_energy.laplacian").ops.groups.at("linalg").calls, 0) << m.molecule;  // LU
   }
+}
+
+TEST(ProfileInputs, BadMoleculeListsFailBeforeAnythingRunsAndARerunReplacesItsOwnRuns) {
+  torch::set_num_threads(1);
+  const fs::path dir = fs::temp_directory_path() / ("nnvmc_profile_inputs_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string config = (dir / "tiny.yaml").string();
+  std::ofstream(config) << "model: {type: ferminet, ferminet: {hidden_dims: [[4, 2]], determinants: 1}}\n"
+                           "sampler: {walkers: 8, steps_per_iteration: 1, burn_in: 1}\n"
+                           "run: {threads: 1}\n";
+  ProfileOptions o;
+  o.warmup = 1;
+  o.iterations = 1;
+  o.profiled = 0;
+  o.roofline = false;
+  o.output = (dir / "out").string();
+  const auto message = [&](std::vector<std::string> molecules) -> std::string {
+    o.molecules = std::move(molecules);
+    try {
+      run_profile(config, {}, o);
+    } catch (const nnvmc::InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  // An unknown molecule late in the list: refused before the first one is profiled.
+  EXPECT_NE(message({"h", "nosuch"}).find("nosuch"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir / "out" / "runs" / "h"));
+  EXPECT_NE(message({"h", "h"}).find("twice"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir / "out" / "runs" / "h"));
+  // The same profile twice into one output: the second replaces the first's run directory.
+  o.molecules = {"h"};
+  EXPECT_EQ(run_profile(config, {}, o).molecules.size(), 1u);
+  EXPECT_TRUE(fs::exists(dir / "out" / "runs" / "h" / "checkpoint.h5"));
+  EXPECT_EQ(run_profile(config, {}, o).molecules.size(), 1u);
+  fs::remove_all(dir);
 }
 
 TEST(Roofline, PeaksArePositiveAndDgemmIsBelowTheCoresTheoreticalPeak) {

@@ -49,6 +49,22 @@ TEST(BasisFile, MalformedLinesNameTheLine) {
     EXPECT_NE(std::string(e.what()).find("bad.nw:3"), std::string::npos) << e.what();
   }
   EXPECT_THROW(parse_nwchem_basis("BASIS\nH Q\n 1.0 1.0\nEND\n", "bad.nw"), InputError);
+  // nan and inf parse as numbers but are not exponents or coefficients (a NaN exponent gave a
+  // failed SCF with NaN energies instead of naming the line).
+  for (const char* bad : {" nan 1.0", " 1.0 inf", " 0.5D+400 1.0"}) {
+    try {
+      parse_nwchem_basis(std::string("BASIS\nH S\n 2.0 0.5\n") + bad + "\nEND\n", "bad.nw");
+      ADD_FAILURE() << bad;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("bad.nw:4: not a finite number"), std::string::npos) << e.what();
+    }
+  }
+  try {  // an unknown element names its line too
+    parse_nwchem_basis("BASIS\nH S\n 2.0 0.5\nXq S\n 1.0 1.0\nEND\n", "bad.nw");
+    ADD_FAILURE() << "unknown element accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.nw:4: unknown element 'Xq'"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Basis, NamesMapToFilesCaseInsensitively) {

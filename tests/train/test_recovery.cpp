@@ -115,6 +115,37 @@ TEST(Recovery, APersistentFailureStopsCleanlyWithACheckpointOfTheLastGoodState) 
   EXPECT_EQ(column(dir + "/result.h5", "train/energy").size(), 3u);
 }
 
+TEST(Recovery, AStepThatOverflowsLogPsiIsRejectedAndTheLastGoodStateIsCheckpointed) {
+  // optim.lr = 1e300: Adam's first step moves every parameter by ~1e300. The parameters stay
+  // finite, but log|ψ| at the walkers does not; the step must be rejected (before, it was kept,
+  // the walkers held non-finite log|ψ| and the final checkpoint was refused).
+  const auto dir = fresh_dir("nnvmc_recover_overflow");
+  Config c = parse_config(
+      "system: {molecule: he}\n"
+      "model: {ferminet: {hidden_dims: [[8, 4], [8, 4]], determinants: 2}}\n"
+      "sampler: {walkers: 16, steps_per_iteration: 2, burn_in: 5, step_size: 0.3}\n"
+      "optim: {type: adam, lr: 1.0e300, log_every: 1000, max_consecutive_failures: 3}\n"
+      "eval: {steps: 0}\n"
+      "pretrain: {steps: 0}\n"
+      "run: {seed: 11, checkpoint_every: 1}\n",
+      {}, "overflow.yaml");
+  c.optim.iterations = 5;
+  c.run.output = dir;
+  c.run.threads = 1;
+  Trainer t(c);
+  const TensorMap before = module_state(*t.setup().wf);
+  try {
+    t.run(false);
+    FAIL() << "expected NumericalError";
+  } catch (const NumericalError& e) {
+    EXPECT_NE(std::string(e.what()).find("3 consecutive"), std::string::npos) << e.what();
+  }
+  const Checkpoint saved = load_checkpoint(dir + "/checkpoint.h5");  // written and loadable
+  EXPECT_EQ(saved.iteration, 0);
+  for (const auto& [k, v] : before) EXPECT_TRUE(torch::equal(v, saved.parameters.at(k))) << k;
+  EXPECT_TRUE(torch::isfinite(t.setup().molecules[0].sampler->logabs()).all().item<bool>());
+}
+
 TEST(Recovery, ResumeRepeatsARecoveredRunBitForBit) {
   // The retry's fresh moves come from the sampler's own stream (not restored on failure), so a
   // run resumed from a checkpoint before the failures repeats them and their retries exactly.
