@@ -156,7 +156,10 @@ CcsdResult run_rccsd(const MoIntegrals& mo_in, const CcsdOptions& options) {
     if (options.verbose)
       log::info(strfmt("ccsd iter %3d  E_corr %.12f  dE %.2e  |dt| %.2e  %.3f s", it, e, e - e_old, dnorm,
                        res.seconds_iterations.back()));
-    const bool done = std::abs(e - e_old) < options.energy_tolerance && dnorm < options.residual_tolerance;
+    // Every rank stops together: their replicated amplitudes come from contraction plans that may
+    // differ by rank (budgets and rates are measured per rank), so e and dnorm may differ in
+    // the last bits, and a rank stopping alone would leave the others waiting in a collective.
+    const bool done = !comm.any(!(std::abs(e - e_old) < options.energy_tolerance && dnorm < options.residual_tolerance));
     e_old = e;
     if (done) {
       res.converged = true;

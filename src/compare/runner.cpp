@@ -172,7 +172,8 @@ RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
                        cell->id.c_str(), state == "new" ? "starting" : "continuing from its checkpoint"));
       // The child is a process of its own even when this one is an mpirun rank.
       const pid_t pid = spawn_process(argv, dir_of(*cell) + "/log.txt",
-                                      {"OMP_NUM_THREADS=" + std::to_string(threads)}, {"OMPI_", "PMIX_", "PMI_"});
+                                      {"OMP_NUM_THREADS=" + std::to_string(threads)},
+                                      {"OMPI_", "PMIX_", "PMI_", "SLURM_STEP_NUM_TASKS"});  // what launched_by_mpi() reads
       running[pid] = Running{cell, std::chrono::steady_clock::now(), read_status(dir_of(*cell)).value("wall_seconds", 0.0)};
       ++started;
       ++summary.ran;

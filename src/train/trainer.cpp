@@ -424,12 +424,13 @@ TrainOutcome Trainer::run(bool final_eval) {
       if (energy_hook_) energy_hook_(t, m.e);
       std::int64_t offset = 0;
       m.e_all = all_walkers(m.e, &offset);
-      const FiniteWalkers finite = finite_walkers(m.e_all);
+      const FiniteWalkers finite = finite_walkers(m.e_all, parallel::world().size());
       m.excluded = finite.excluded;
       if (!finite.ok) {
         ok = false;
-        why = strfmt("%ld of %ld local energies of %s non-finite", static_cast<long>(finite.excluded),
-                     static_cast<long>(m.e_all.size(0)), mols[m.index].name().c_str());
+        why = strfmt("%ld of %ld local energies of %s non-finite%s", static_cast<long>(finite.excluded),
+                     static_cast<long>(m.e_all.size(0)), mols[m.index].name().c_str(),
+                     finite.empty_rank >= 0 ? strfmt(", all walkers of rank %d", finite.empty_rank).c_str() : "");
         continue;
       }
       torch::Tensor r = mols[m.index].sampler->positions();

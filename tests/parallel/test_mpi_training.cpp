@@ -208,3 +208,21 @@ TEST(MpiTraining, OnlyRankZeroWritesAndAllRanksStopTogether) {
   const auto all = world().allgather(out.iterations);
   for (auto n : all) EXPECT_EQ(n, all[0]);
 }
+
+TEST(MpiTraining, ARankWhoseEveryWalkerIsExcludedFailsTheStepOnAllRanks) {
+  // One walker per rank, so excluding the one walker allowed (max(1, B/100)) can leave a rank
+  // with none; K-FAC on that rank would skip the reductions the others make (a hang or a crash).
+  // Every rank instead rejects the step (same global mask) and retries it with new moves.
+  const auto dir = scratch("nnvmc_mpi_empty_rank");
+  Config c = lih_config("kfac", dir, 4);
+  c.sampler.walkers = world().size();
+  Trainer t(c);
+  int tries = 0;
+  t.set_energy_hook([&](std::int64_t it, torch::Tensor& e) {
+    if (it == 1 && tries++ == 0 && world().rank() == world().size() - 1) e[0] = std::nan("");
+  });
+  const auto out = t.run(false);
+  EXPECT_EQ(out.iterations, 4);
+  const auto failed = world().allgather(out.failed_steps);
+  for (auto n : failed) EXPECT_EQ(n, 1);
+}

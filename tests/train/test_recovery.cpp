@@ -203,3 +203,23 @@ TEST(FiniteWalkers, AtMostOnePercentOrOneWalkerMayBeLeftOut) {
   EXPECT_FALSE(finite_walkers(e).ok);
   EXPECT_FALSE(finite_walkers(torch::full({1}, kNaN, torch::kFloat64)).ok);  // nothing left
 }
+
+TEST(FiniteWalkers, ARankLeftWithoutWalkersFailsTheStepOnEveryRank) {
+  // 300 walkers on 3 ranks (100 each, parallel::partition): 2 excluded walkers are within the
+  // 1 % allowed, but if they are all of a rank's walkers that rank's optimizer would make no
+  // collectives while the others do. Every rank sees the same global mask and decides alike.
+  auto e = torch::zeros({300}, torch::kFloat64);
+  e[150] = kNaN;
+  e[250] = kNaN;
+  EXPECT_TRUE(finite_walkers(e, 3).ok);
+  EXPECT_EQ(finite_walkers(e, 3).empty_rank, -1);
+  auto few = torch::zeros({6}, torch::kFloat64);  // ranks of 2 walkers; at most 1 excluded
+  few[3] = kNaN;
+  EXPECT_TRUE(finite_walkers(few, 3).ok);
+  auto one_each = torch::zeros({3}, torch::kFloat64);  // one walker per rank: rank 1 loses its only one
+  one_each[1] = kNaN;
+  EXPECT_TRUE(finite_walkers(one_each, 1).ok);
+  const auto f = finite_walkers(one_each, 3);
+  EXPECT_FALSE(f.ok);
+  EXPECT_EQ(f.empty_rank, 1);
+}
