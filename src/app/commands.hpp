@@ -21,18 +21,23 @@ inline CLI::Validator device_name() {
       "");
 }
 
+/// Reads a whole command-line word as a number: "" on success, else the reason.
+inline std::string read_number(const std::string& text, double& v) {
+  try {
+    std::size_t used = 0;
+    v = std::stod(text, &used);
+    if (used == text.size()) return {};
+  } catch (const std::exception&) {
+  }
+  return "'" + text + "' is not a number";
+}
+
 /// A CLI11 check: a finite number in [lo, hi] (CLI::Range lets NaN through).
 inline CLI::Validator finite_in(double lo, double hi) {
   return CLI::Validator(
       [lo, hi](std::string& text) -> std::string {
         double v = 0;
-        try {
-          std::size_t used = 0;
-          v = std::stod(text, &used);
-          if (used != text.size()) return "'" + text + "' is not a number";
-        } catch (const std::exception&) {
-          return "'" + text + "' is not a number";
-        }
+        if (auto bad = read_number(text, v); !bad.empty()) return bad;
         if (!std::isfinite(v) || v < lo || v > hi)
           return "'" + text + "' is not a finite number in [" + CLI::detail::to_string(lo) + ", " +
                  CLI::detail::to_string(hi) + "]";
@@ -47,13 +52,7 @@ inline CLI::Validator at_least(double lo) {
   return CLI::Validator(
       [lo](std::string& text) -> std::string {
         double v = 0;
-        try {
-          std::size_t used = 0;
-          v = std::stod(text, &used);
-          if (used != text.size()) return "'" + text + "' is not a number";
-        } catch (const std::exception&) {
-          return "'" + text + "' is not a number";
-        }
+        if (auto bad = read_number(text, v); !bad.empty()) return bad;
         if (!std::isfinite(v) || v < lo) return "'" + text + "' must be at least " + CLI::detail::to_string(lo);
         return {};
       },
