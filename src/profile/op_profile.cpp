@@ -3,6 +3,7 @@
 #include <torch/csrc/autograd/profiler_kineto.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
@@ -161,7 +162,12 @@ std::map<std::string, StageOps> median_of(const std::vector<std::map<std::string
 }
 
 OpProfiler::OpProfiler(bool cuda, int default_element_bytes)
-    : cuda_(cuda), default_element_bytes_(default_element_bytes) {}
+    : cuda_(cuda), default_element_bytes_(default_element_bytes) {
+  // libkineto prints every profiler start/stop (its USDT and STAGE lines) and, on a machine
+  // without a GPU, "gpuGetDeviceCount failed" to stderr; level 6 is above all of them. A level
+  // the user set is kept. (Read when libkineto initialises, i.e. at the first start().)
+  setenv("KINETO_LOG_LEVEL", "6", /*overwrite=*/0);
+}
 
 void OpProfiler::start() {
   const pimpl::ProfilerConfig config(pimpl::ProfilerState::KINETO, /*report_input_shapes=*/true,

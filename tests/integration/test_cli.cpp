@@ -570,3 +570,19 @@ TEST(Cli, CublasBackendWithoutAGpuIsAnInputError) {
     EXPECT_NE(r.out.find("backend 'cublas'"), std::string::npos) << r.out;
   }
 }
+
+TEST(Cli, ProfilePrintsNoProfilerLibraryNoise) {
+  // libkineto's own start/stop lines (USDT, STAGE) and its "gpuGetDeviceCount failed" on a
+  // machine without a GPU were printed between nnvmc's lines.
+  const auto cfg = write_config("nnvmc_profile_quiet.yaml",
+                                "model: {type: ferminet, ferminet: {hidden_dims: [[4, 2]], determinants: 1}}\n"
+                                "sampler: {walkers: 8, steps_per_iteration: 1, burn_in: 1}\n"
+                                "run: {threads: 1}\n");
+  const auto out = (fs::temp_directory_path() / "nnvmc_profile_quiet").string();
+  const auto r = run("profile " + cfg + " --molecules h --iterations 1 --warmup 1 --profile-iterations 1 "
+                     "--no-roofline --no-plots --output " + out);
+  EXPECT_EQ(r.code, 0) << r.out;
+  for (const char* noise : {"USDT:", "STAGE:", "gpuGetDeviceCount"})
+    EXPECT_EQ(r.out.find(noise), std::string::npos) << noise << "\n" << r.out;
+  fs::remove_all(out);
+}
