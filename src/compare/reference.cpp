@@ -79,8 +79,11 @@ std::vector<Reference> compute_references(const CompareSpec& spec) {
       r.label = m.system.e_ref_source.empty() ? "molecule file e_ref" : m.system.e_ref_source;
     } else {
       const auto& c = cache[m.label];
-      if (c.is_object() && c.value("fingerprint", "") == fingerprint(m.system) &&
-          c.value("basis", "") == spec.reference_basis && c.value("kind", "") != "") {
+      const bool cached = c.is_object() && c.value("fingerprint", "") == fingerprint(m.system) &&
+                          c.value("basis", "") == spec.reference_basis && c.value("kind", "") != "";
+      // Each rank read the cache itself (an output on node-local disks, or a stale network
+      // view, may differ): the CCSD below is a collective, so all ranks run it if one must.
+      if (!parallel::world().any(!cached)) {
         r.kind = c["kind"];
         r.label = c["label"];
         r.energy = c["energy"].is_number() ? c["energy"].get<double>() : r.energy;

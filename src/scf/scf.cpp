@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>  // torch-free TU: spdlog directly (see core/log.hpp)
 
 #include "core/log.hpp"
+#include "parallel/communicator.hpp"
 #include "scf/guess.hpp"
 #include "scf/integrals.hpp"
 #include "scf/scf_loop.hpp"
@@ -43,6 +44,23 @@ void check_options(const ScfOptions& o) {
   if (o.damping > 0 && o.diis_size > 0 && o.diis_start < 3)
     throw InputError("scf.damping (--damping) acts only before DIIS starts, from iteration 2: set scf.diis_start "
                      "(--diis-start) to 3 or more, or diis_size to 0");
+}
+
+/// Under MPI every rank solves the same SCF, but the J/K builds' thread count (hence their
+/// rounding) may differ between nodes, and degenerate orbitals then come out rotated differently
+/// on each rank; CCSD terms split over ranks, PauliNet's and the HF model's orbitals must all be
+/// in one basis. Every rank takes rank 0's result (sizes agree: same basis and molecule).
+void share_from_root(ScfResult& r) {
+  parallel::Communicator& comm = parallel::world();
+  if (comm.size() == 1) return;
+  double scalars[5] = {r.converged ? 1.0 : 0.0, static_cast<double>(r.iterations), r.energy, r.delta_energy,
+                       r.commutator};
+  comm.broadcast(scalars, sizeof scalars, 0);
+  r.converged = scalars[0] != 0, r.iterations = static_cast<int>(scalars[1]);
+  r.energy = scalars[2], r.delta_energy = scalars[3], r.commutator = scalars[4];
+  for (Eigen::VectorXd* v : {&r.eps_alpha, &r.eps_beta}) comm.broadcast(v->data(), v->size() * sizeof(double), 0);
+  for (Eigen::MatrixXd* m : {&r.c_alpha, &r.c_beta, &r.f_alpha, &r.f_beta, &r.d_alpha, &r.d_beta})
+    comm.broadcast(m->data(), m->size() * sizeof(double), 0);
 }
 
 ScfResult solve(const System& system, const BasisSet& basis, const ScfOptions& o, bool unrestricted) {
@@ -110,6 +128,7 @@ ScfResult solve(const System& system, const BasisSet& basis, const ScfOptions& o
   r.f_beta = st.F[b];
   r.d_alpha = r.c_alpha.leftCols(n_alpha) * r.c_alpha.leftCols(n_alpha).transpose();
   r.d_beta = r.c_beta.leftCols(n_beta) * r.c_beta.leftCols(n_beta).transpose();
+  share_from_root(r);
   spdlog::debug("scf: E = {:.12f} after {} iterations (ΔE {:.1e}, [F,D] {:.1e}), {:.3f} s", r.energy,
                 r.iterations, r.delta_energy, r.commutator, since(t0));
   if (!r.converged && o.throw_on_failure) {
