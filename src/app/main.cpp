@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <iostream>
+#include <new>
+#include <string>
 
 #include "app/allocator_tuning.hpp"
 #include "app/commands.hpp"
@@ -12,6 +14,13 @@
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "parallel/communicator.hpp"
+
+namespace {
+/// What to change when an allocation fails that the memory budget did not foresee.
+constexpr const char* kOutOfMemoryAdvice =
+    "\n  (use fewer sampler.walkers, a smaller model or molecule, or a run.memory_budget / ccsd --memory "
+    "below what this machine has)";
+}  // namespace
 
 int main(int argc, char** argv) {
   nnvmc::app::tune_allocator();  // before the first large allocation
@@ -64,10 +73,10 @@ int main(int argc, char** argv) {
     // allocator throws a plain c10::Error): say what to change.
     if (dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr || what.find("can't allocate memory") != std::string::npos ||
         what.find("not enough memory") != std::string::npos)
-      what = "out of memory: " + what +
-             "\n  (use fewer sampler.walkers, a smaller model or molecule, or a run.memory_budget / ccsd --memory "
-             "below what this machine has)";
+      what = "out of memory: " + what + kOutOfMemoryAdvice;
     return nnvmc::parallel::fail(what, 1);
+  } catch (const std::bad_alloc& e) {  // an allocation outside libtorch (e.g. a std::vector)
+    return nnvmc::parallel::fail(std::string("out of memory: ") + e.what() + kOutOfMemoryAdvice, 1);
   } catch (const std::exception& e) {
     return nnvmc::parallel::fail(e.what(), 1);
   }

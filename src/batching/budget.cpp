@@ -1,10 +1,14 @@
 #include "batching/budget.hpp"
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <vector>
 
 #include "batching/cuda_runtime.hpp"
 #include "core/config.hpp"
@@ -26,11 +30,111 @@ std::int64_t meminfo_bytes(const std::string& entry) {
   return -1;
 }
 
-std::int64_t host_available_bytes() {
-  const std::int64_t b = meminfo_bytes("MemAvailable:");
-  if (b < 0) throw BudgetError("memory budget 'auto': cannot read MemAvailable from /proc/meminfo");
-  return b;
+/// A number from a cgroup file ("max" or a huge value: no limit, −1; unreadable: −1).
+std::int64_t cgroup_number(const std::string& path) {
+  std::ifstream in(path);
+  std::string word;
+  if (!(in >> word) || word == "max") return -1;
+  try {
+    const auto v = std::stoll(word);
+    return v <= 0 || v >= (std::int64_t{1} << 60) ? -1 : v;  // cgroup v1 writes "no limit" as ~2^63
+  } catch (const std::exception&) {
+    return -1;
+  }
 }
+
+/// An entry of a cgroup's memory.stat in bytes (0 when absent).
+std::int64_t cgroup_stat(const std::string& dir, const std::string& entry) {
+  std::ifstream in(dir + "/memory.stat");
+  std::string key;
+  std::int64_t value = 0;
+  while (in >> key >> value)
+    if (key == entry) return value;
+  return 0;
+}
+
+/// The memory cgroup directories this process is charged to, innermost first (a limit may sit
+/// on any ancestor). cgroup v2: the unified hierarchy's "0::" line; v1: the "memory" controller.
+/// Inside a container the cgroup namespace's root is the mount point, so a path that does not
+/// exist below the mount is read as the mount itself.
+std::vector<std::string> memory_cgroups(bool& v2) {
+  std::ifstream in("/proc/self/cgroup");
+  std::string line, v1_path, v2_path;
+  bool has_v2 = false;
+  while (std::getline(in, line)) {
+    const auto a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    if (line.compare(0, a, "0") == 0 && controllers.empty()) has_v2 = true, v2_path = path;
+    std::stringstream list(controllers);
+    for (std::string c; std::getline(list, c, ',');)
+      if (c == "memory") v1_path = path;
+  }
+  const std::string v1_mount = "/sys/fs/cgroup/memory";
+  v2 = v1_path.empty() && has_v2;
+  const std::string mount = v2 ? "/sys/fs/cgroup" : v1_mount;
+  std::string path = v2 ? v2_path : v1_path;
+  if (!v2 && v1_path.empty()) return {};
+  std::vector<std::string> dirs;
+  for (;;) {
+    const std::string dir = mount + (path == "/" ? "" : path);
+    if (std::ifstream(dir + (v2 ? "/memory.current" : "/memory.usage_in_bytes"))) dirs.push_back(dir);
+    if (path.empty() || path == "/") break;
+    const auto slash = path.rfind('/');
+    path = slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
+  }
+  return dirs;
+}
+
+/// VmSize of this process (bytes), or −1.
+std::int64_t own_virtual_bytes() {
+  std::ifstream in("/proc/self/status");
+  std::string key;
+  while (in >> key) {
+    if (key == "VmSize:") {
+      std::int64_t kb = 0;
+      in >> kb;
+      return kb * 1024;
+    }
+    in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return -1;
+}
+}  // namespace
+
+HostMemory host_memory() {
+  HostMemory m;
+  m.available = meminfo_bytes("MemAvailable:");
+  m.limit = meminfo_bytes("MemTotal:");
+  if (m.available < 0) throw BudgetError("memory budget 'auto': cannot read MemAvailable from /proc/meminfo");
+  m.limit_source = "this machine's memory";
+  const auto tighten = [&m](std::int64_t limit, std::int64_t available, const std::string& source) {
+    if (limit <= 0) return;
+    available = std::clamp<std::int64_t>(available, 0, limit);
+    if (available < m.available) m.available = available;
+    if (m.limit < 0 || limit < m.limit) m.limit = limit, m.limit_source = source;
+  };
+  bool v2 = false;
+  for (const auto& dir : memory_cgroups(v2)) {
+    const std::int64_t limit = cgroup_number(dir + (v2 ? "/memory.max" : "/memory.limit_in_bytes"));
+    if (limit < 0) continue;
+    const std::int64_t used = std::max<std::int64_t>(cgroup_number(dir + (v2 ? "/memory.current" : "/memory.usage_in_bytes")), 0);
+    // Page cache the kernel reclaims before it would kill anything counts as available (as in MemAvailable).
+    const std::int64_t cache = cgroup_stat(dir, v2 ? "inactive_file" : "total_inactive_file");
+    tighten(limit, limit - used + cache, std::string("this process's cgroup memory limit (") + dir +
+                                             (v2 ? "/memory.max)" : "/memory.limit_in_bytes)"));
+  }
+  rlimit as{};
+  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
+    const auto limit = static_cast<std::int64_t>(std::min<rlim_t>(as.rlim_cur, rlim_t(kUnlimited)));
+    tighten(limit, limit - std::max<std::int64_t>(own_virtual_bytes(), 0),
+            "this process's address-space limit (ulimit -v)");
+  }
+  return m;
+}
+
+namespace {
+std::int64_t host_available_bytes() { return host_memory().available; }
 }  // namespace
 
 MemoryBudget::MemoryBudget(std::int64_t bytes) : bytes_(bytes) {
@@ -56,12 +160,14 @@ MemoryBudget MemoryBudget::parse(const std::string& text, const std::string& dev
   if (text == "auto")
     return MemoryBudget(static_cast<std::int64_t>(kAutoFraction * free_bytes(device)));
   const auto b = parse_bytes(text, key);
-  // A budget beyond the machine's memory is a typo, not a wish: chunks sized from it would fail
-  // (or be killed) instead of fitting.
-  const std::int64_t total = device == "cpu" ? meminfo_bytes("MemTotal:") : -1;
-  if (total > 0 && b > static_cast<std::uint64_t>(total))
-    throw ConfigError("'" + key + "' = " + text + " is more than this machine's memory (" +
-                      format_bytes(double(total)) + ")");
+  // A budget beyond the machine's memory (or the cgroup / ulimit the process runs under) is a
+  // typo or a wrong guess, not a wish: chunks sized from it would fail or be killed instead of fitting.
+  if (device == "cpu") {
+    const HostMemory host = host_memory();
+    if (host.limit > 0 && b > static_cast<std::uint64_t>(host.limit))
+      throw ConfigError("'" + key + "' = " + text + " is more than " + host.limit_source + " (" +
+                        format_bytes(double(host.limit)) + ")");
+  }
   if (b > static_cast<std::uint64_t>(kUnlimited)) return unlimited();
   return MemoryBudget(static_cast<std::int64_t>(b));
 }

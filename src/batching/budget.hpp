@@ -7,6 +7,18 @@
 
 namespace nnvmc::batching {
 
+/// What the host lets this process use: the smallest of the machine's memory (MemTotal /
+/// MemAvailable), the memory cgroup it is charged to (v1 or v2, any ancestor: a container's or
+/// a batch job's limit) and its address-space limit (ulimit -v, less what it has mapped).
+struct HostMemory {
+  std::int64_t available = 0;  ///< bytes it can still allocate before a limit is reached
+  std::int64_t limit = 0;      ///< the tightest total limit (bytes)
+  std::string limit_source;    ///< which limit that is, in words ("this machine's memory", ...)
+};
+/// Reads /proc/meminfo, /proc/self/cgroup with the cgroup files, and getrlimit(RLIMIT_AS).
+/// @throws BudgetError when /proc/meminfo cannot be read.
+HostMemory host_memory();
+
 /// A byte budget for working memory (buffers a computation allocates, not its inputs).
 class MemoryBudget {
  public:
@@ -19,13 +31,13 @@ class MemoryBudget {
   /// An unlimited budget (max_batch returns the number of items asked for).
   static MemoryBudget unlimited();
 
-  /// Parses "auto" (kAutoFraction of free memory on `device`: /proc/meminfo MemAvailable
+  /// Parses "auto" (kAutoFraction of free memory on `device`: host_memory().available
   /// for "cpu", CUDA free memory for "cuda[:N]") or a byte count like "2GiB" / "500MB".
   /// `key` names the option in error messages. @throws ConfigError, BudgetError.
   static MemoryBudget parse(const std::string& text, const std::string& device = "cpu",
                             const std::string& key = "memory");
 
-  /// Bytes of free memory on `device` ("cpu": MemAvailable; "cuda[:N]": cudaMemGetInfo,
+  /// Bytes of free memory on `device` ("cpu": host_memory().available; "cuda[:N]": cudaMemGetInfo,
   /// needs NNVMC_WITH_CUDA). @throws BudgetError when it cannot be determined.
   static std::int64_t free_bytes(const std::string& device);
 

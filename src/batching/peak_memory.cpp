@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <limits>
 #include <map>
 #include <string>
 
 #include "batching/backend.hpp"
+#include "batching/budget.hpp"
 #include "core/errors.hpp"
 
 namespace nnvmc::batching {
@@ -25,8 +27,19 @@ class CountingCpuAllocator final : public c10::Allocator {
   explicit CountingCpuAllocator(c10::Allocator* base) : base_(base) {}
 
   c10::DataPtr allocate(size_t n) override {
-    auto* ctx = new Context{base_->allocate(n), static_cast<std::int64_t>(n), this};
-    const std::int64_t now = current_.fetch_add(ctx->bytes) + ctx->bytes;
+    const auto bytes = static_cast<std::int64_t>(n);
+    const std::int64_t now = current_.fetch_add(bytes) + bytes;
+    if (now > limit_.load()) {
+      current_.fetch_sub(bytes);
+      throw WorkingMemoryExceeded("a tensor of " + format_bytes(double(n)) + " would exceed the working-memory cap");
+    }
+    Context* ctx = nullptr;
+    try {
+      ctx = new Context{base_->allocate(n), bytes, this};
+    } catch (...) {
+      current_.fetch_sub(bytes);
+      throw;
+    }
     std::int64_t seen = peak_.load();
     while (now > seen && !peak_.compare_exchange_weak(seen, now)) {
     }
@@ -40,6 +53,8 @@ class CountingCpuAllocator final : public c10::Allocator {
   }
 
   std::int64_t current() const { return current_.load(); }
+  /// Sets the absolute limit on current() (INT64_MAX: none) and returns the previous one.
+  std::int64_t exchange_limit(std::int64_t limit) { return limit_.exchange(limit); }
   std::int64_t peak() const { return peak_.load(); }
   /// Starts a new high-water mark and returns the previous one (for nested scopes).
   std::int64_t restart_peak() { return peak_.exchange(current_.load()); }
@@ -64,6 +79,7 @@ class CountingCpuAllocator final : public c10::Allocator {
 
   c10::Allocator* base_;
   std::atomic<std::int64_t> current_{0}, peak_{0};
+  std::atomic<std::int64_t> limit_{std::numeric_limits<std::int64_t>::max()};
 };
 
 CountingCpuAllocator& counting_allocator() {
@@ -142,5 +158,16 @@ std::int64_t PeakMemoryScope::peak_bytes() const {
 }
 
 std::int64_t PeakMemoryScope::current_bytes() { return counting_allocator().current(); }
+
+WorkingMemoryCap::WorkingMemoryCap(std::int64_t bytes) {
+  auto& a = counting_allocator();
+  const std::int64_t base = a.current();
+  const std::int64_t limit =
+      bytes >= std::numeric_limits<std::int64_t>::max() - base ? std::numeric_limits<std::int64_t>::max() : base + bytes;
+  outer_limit_ = a.exchange_limit(limit);
+  if (outer_limit_ < limit) a.exchange_limit(outer_limit_);  // an enclosing cap is tighter: it holds
+}
+
+WorkingMemoryCap::~WorkingMemoryCap() { counting_allocator().exchange_limit(outer_limit_); }
 
 }  // namespace nnvmc::batching

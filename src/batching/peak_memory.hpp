@@ -5,7 +5,32 @@
 /// from libtorch's caching allocator (allocated bytes, its peak statistic). Torch-free header.
 #include <cstdint>
 
+#include "core/errors.hpp"
+
 namespace nnvmc::batching {
+
+/// Thrown by a CPU tensor allocation that a WorkingMemoryCap refuses (before any memory is
+/// taken).
+struct WorkingMemoryExceeded : BudgetError {
+  using BudgetError::BudgetError;
+};
+
+/// While alive, a CPU tensor allocation (on any thread) that would take the tensor memory
+/// allocated since construction past `bytes` throws WorkingMemoryExceeded instead of
+/// allocating. Measuring a computation that may not fit (one walker of a very large molecule)
+/// under a cap turns what would be the kernel's OOM killer into a typed error. Caps nest (the
+/// inner one holds while it lives); open and close them on one thread, innermost first. CUDA
+/// memory is not capped (its allocator fails with an error of its own).
+class WorkingMemoryCap {
+ public:
+  explicit WorkingMemoryCap(std::int64_t bytes);
+  ~WorkingMemoryCap();
+  WorkingMemoryCap(const WorkingMemoryCap&) = delete;
+  WorkingMemoryCap& operator=(const WorkingMemoryCap&) = delete;
+
+ private:
+  std::int64_t outer_limit_ = 0;  ///< the enclosing cap's absolute limit (INT64_MAX: none)
+};
 
 /// Measures the high-water mark of tensor memory between construction and peak_bytes(),
 /// relative to what was allocated at construction (i.e. the region's working memory; tensors

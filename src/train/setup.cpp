@@ -1,6 +1,9 @@
 #include "train/setup.hpp"
 
+#include <limits>
+
 #include "batching/backend.hpp"
+#include "batching/chunk_fit.hpp"
 #include "core/errors.hpp"
 #include "parallel/communicator.hpp"
 #include "parallel/walker_threads.hpp"
@@ -31,19 +34,57 @@ torch::TensorOptions tensor_options(const Config& config) {
   return torch::TensorOptions().dtype(dtype).device(device);
 }
 
+namespace {
+/// How a walker's working memory is measured against run.memory_budget.
+batching::ChunkFitOptions walker_fit_options(const VmcSetup& s, const std::string& what) {
+  batching::ChunkFitOptions o;
+  o.key = "run.memory_budget";
+  o.what = what;
+  const auto& d = s.options.device();
+  o.cuda_device = d.is_cuda() ? (d.has_index() ? d.index() : 0) : -1;  // "cuda": the current device, 0
+  return o;
+}
+
+}  // namespace
+
 LogAbsFn VmcSetup::logabs_fn(std::size_t i) const {
   auto wf_ptr = wf;
-  return [wf_ptr, sys = molecules.at(i).tensors](const torch::Tensor& r) {
+  const auto& m = molecules.at(i);
+  return [wf_ptr, sys = m.tensors, budget = budget, chunk = m.logabs_chunk, name = m.name(),
+          o = walker_fit_options(*this, "walker of '" + m.name() + "' (log|psi| for the sampler)")](const torch::Tensor& r) {
     // Without a graph (the sampler), one part of the walkers per CPU thread; with one, one pass
     // (parts writing into one output would race on its autograd history).
+    const auto pass = [&](const torch::Tensor& x) {
+      const auto b = x.size(0);
+      const auto parts = parallel::walker_parts(b, x.device().is_cpu(), !torch::GradMode::is_enabled());
+      if (parts == 1) return wf_ptr->forward(x, sys).logabs;
+      auto out = torch::empty({b}, x.options());
+      parallel::for_each_walker_part(b, parts, [&](std::int64_t lo, std::int64_t hi) {
+        out.slice(0, lo, hi).copy_(wf_ptr->forward(x.slice(0, lo, hi), sys).logabs);
+      });
+      return out;
+    };
     const auto b = r.size(0);
-    const auto parts = parallel::walker_parts(b, r.device().is_cpu(), !torch::GradMode::is_enabled());
-    if (parts == 1) return wf_ptr->forward(r, sys).logabs;
-    auto out = torch::empty({b}, r.options());
-    parallel::for_each_walker_part(b, parts, [&](std::int64_t lo, std::int64_t hi) {
-      out.slice(0, lo, hi).copy_(wf_ptr->forward(r.slice(0, lo, hi), sys).logabs);
-    });
-    return out;
+    if (*chunk == 0) {  // the first call (eager: the sampler's initialisation) measures a walker
+      auto fit_options = o;
+      fit_options.cuda_device = static_cast<int>(r.get_device());  // −1 on the CPU
+      *chunk = budget.is_unlimited()
+                   ? std::numeric_limits<std::int64_t>::max()
+                   : batching::fit_chunk(
+                         [&](std::int64_t k) {
+                           torch::NoGradGuard ng;
+                           (void)pass(r.slice(0, 0, k));
+                         },
+                         b, budget, fit_options)
+                         .chunk;
+      if (*chunk < b)
+        log::info(strfmt("sampler: log|psi| of '%s' in chunks of %lld walkers (run.memory_budget = %s)", name.c_str(),
+                         static_cast<long long>(*chunk), batching::format_bytes(double(budget.bytes())).c_str()));
+    }
+    if (*chunk >= b) return pass(r);
+    std::vector<torch::Tensor> pieces;
+    for (std::int64_t lo = 0; lo < b; lo += *chunk) pieces.push_back(pass(r.slice(0, lo, std::min(b, lo + *chunk))));
+    return torch::cat(pieces);
   };
 }
 
@@ -81,7 +122,10 @@ void check_laplacian_method(const VmcSetup& s, const VmcMolecule& m) {
   torch::NoGradGuard ng;
   const auto n = m.system.n_electrons();
   const auto r = torch::linspace(-1.0, 1.0, 3 * n, s.options).view({1, n, 3});
-  (void)s.wf->forward_laplacian(Blocks<FwdLap>::positions(r), m.tensors);
+  // Measured like a chunk of one walker, so a molecule too large for the budget (and, on the
+  // CPU, for this machine) is a BudgetError here, not the kernel's OOM killer later.
+  batching::fit_chunk([&](std::int64_t) { (void)s.wf->forward_laplacian(Blocks<FwdLap>::positions(r), m.tensors); },
+                      1, s.budget, walker_fit_options(s, "walker of '" + m.name() + "' (forward-Laplacian local energy)"));
 }
 
 /// Refuses a walker count whose positions alone (all molecules together) cannot fit the memory

@@ -25,6 +25,9 @@ struct VmcMolecule {
   SystemTensors tensors;  ///< `system` as tensors in the run's options (what the model is evaluated on)
   std::unique_ptr<MetropolisSampler> sampler;
   std::unique_ptr<LocalEnergy> local_energy;
+  /// Walkers per log|ψ| pass of the sampler, fitted to run.memory_budget by the first pass
+  /// (0: not yet measured; shared by every logabs_fn of this molecule).
+  std::shared_ptr<std::int64_t> logabs_chunk = std::make_shared<std::int64_t>(0);
   const std::string& name() const { return system.name; }
 };
 

@@ -1,4 +1,9 @@
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <cstdint>
+#include <fstream>
+#include <string>
 
 #include "batching/budget.hpp"
 #include "batching/cuda_runtime.hpp"
@@ -42,4 +47,70 @@ TEST(MemoryBudget, BadTextIsAConfigError) {
 TEST(MemoryBudget, AutoOnCudaWithoutCudaBuildIsAClearError) {
   if (nnvmc::batching::built_with_cuda()) GTEST_SUCCEED() << "CUDA build";
   else EXPECT_THROW(MemoryBudget::parse("auto", "cuda"), nnvmc::BudgetError);
+}
+
+namespace {
+/// Lowers this process's soft address-space limit for its lifetime, then restores it.
+class AddressSpaceLimit {
+ public:
+  explicit AddressSpaceLimit(rlim_t bytes) {
+    getrlimit(RLIMIT_AS, &saved_);
+    rlimit lowered = saved_;
+    lowered.rlim_cur = bytes;
+    ok_ = setrlimit(RLIMIT_AS, &lowered) == 0;
+  }
+  ~AddressSpaceLimit() { setrlimit(RLIMIT_AS, &saved_); }
+  bool ok() const { return ok_; }
+
+ private:
+  rlimit saved_{};
+  bool ok_ = false;
+};
+
+/// VmSize of this process in bytes.
+std::int64_t virtual_bytes() {
+  std::ifstream in("/proc/self/status");
+  for (std::string key; in >> key;)
+    if (key == "VmSize:") {
+      std::int64_t kb = 0;
+      in >> kb;
+      return kb * 1024;
+    }
+  return 0;
+}
+}  // namespace
+
+// Under `ulimit -v` (or a cgroup limit) MemAvailable still reports the whole machine; a budget
+// taken from it would be killed or refused by the limit instead of fitting.
+TEST(MemoryBudget, AutoAndExplicitBudgetsRespectTheAddressSpaceLimit) {
+  constexpr std::int64_t kRoom = 512LL << 20;
+  const std::int64_t limit = virtual_bytes() + kRoom;
+  AddressSpaceLimit guard(static_cast<rlim_t>(limit));
+  ASSERT_TRUE(guard.ok());
+  const auto host = nnvmc::batching::host_memory();
+  // The address-space limit is the tightest unless a cgroup's limit is tighter still (a
+  // container smaller than this process's mapped size): then that one holds.
+  const bool ulimit_tightest = host.limit == limit;
+  EXPECT_LE(host.limit, limit);
+  EXPECT_LE(host.available, kRoom);
+  if (ulimit_tightest) {
+    EXPECT_NE(host.limit_source.find("ulimit -v"), std::string::npos) << host.limit_source;
+    EXPECT_GT(host.available, kRoom / 2);  // mapped since the limit was set: a little
+  }
+  EXPECT_LE(MemoryBudget::parse("auto").bytes(), static_cast<std::int64_t>(MemoryBudget::kAutoFraction * kRoom));
+  try {
+    (void)MemoryBudget::parse(std::to_string(limit + 1), "cpu", "run.memory_budget");
+    FAIL() << "expected ConfigError";
+  } catch (const nnvmc::ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("'run.memory_budget'"), std::string::npos) << what;
+    if (ulimit_tightest) EXPECT_NE(what.find("address-space limit (ulimit -v)"), std::string::npos) << what;
+  }
+}
+
+TEST(MemoryBudget, WithoutLimitsTheHostMemoryIsTheMachinesOrATighterCgroup) {
+  const auto host = nnvmc::batching::host_memory();
+  EXPECT_GT(host.available, 0);
+  EXPECT_LE(host.available, host.limit);
+  EXPECT_FALSE(host.limit_source.empty());
 }

@@ -77,3 +77,38 @@ TEST(PeakMemory, CudaScopeReadsTheCachingAllocatorOrSaysThereIsNoDevice) {
     }
   }
 }
+
+TEST(WorkingMemoryCap, RefusesAnAllocationPastTheCapBeforeTakingMemory) {
+  const auto before = torch::ones({1 << 20}, torch::kFloat64);  // 8 MiB made earlier: not counted
+  PeakMemoryScope scope;
+  {
+    nnvmc::batching::WorkingMemoryCap cap(4 << 20);  // 4 MiB of working memory
+    const auto a = torch::empty({1 << 18}, torch::kFloat64);  // 2 MiB: fits
+    EXPECT_THROW((void)torch::empty({1 << 18}, torch::kFloat64).add_(1.0).mul(2.0), nnvmc::BudgetError);
+    // A refused allocation is not counted, and what is freed makes room again.
+    const auto b = torch::empty({1 << 17}, torch::kFloat64);  // 1 MiB: 3 MiB in use
+    EXPECT_THROW((void)torch::empty({1 << 18}, torch::kFloat64), nnvmc::batching::WorkingMemoryExceeded);
+  }
+  EXPECT_LE(scope.peak_bytes(), 4 << 20);  // up to the cap, never past it
+  // Without the cap the same allocation succeeds.
+  EXPECT_NO_THROW((void)torch::empty({1 << 20}, torch::kFloat64));
+}
+
+TEST(WorkingMemoryCap, AnInnerCapCannotLoosenAnEnclosingOneAndWorkerThreadsAreCapped) {
+  nnvmc::batching::WorkingMemoryCap outer(2 << 20);
+  {
+    nnvmc::batching::WorkingMemoryCap inner(64 << 20);
+    EXPECT_THROW((void)torch::empty({1 << 19}, torch::kFloat64), nnvmc::batching::WorkingMemoryExceeded);  // 4 MiB
+  }
+  {
+    nnvmc::batching::WorkingMemoryCap inner(1 << 20);  // a tighter inner cap holds while it lives
+    EXPECT_THROW((void)torch::empty({1 << 18}, torch::kFloat64), nnvmc::batching::WorkingMemoryExceeded);  // 2 MiB
+  }
+  EXPECT_NO_THROW((void)torch::empty({1 << 17}, torch::kFloat64));  // 1 MiB under the outer cap again
+  // at::parallel_for hands a worker's exception back to the caller.
+  EXPECT_THROW(at::parallel_for(0, 4, 1,
+                                [](int64_t lo, int64_t hi) {
+                                  for (int64_t i = lo; i < hi; ++i) (void)torch::empty({1 << 19}, torch::kFloat64);
+                                }),
+               nnvmc::batching::WorkingMemoryExceeded);
+}

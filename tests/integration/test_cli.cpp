@@ -495,8 +495,9 @@ TEST(Cli, AForcedStartThatFailsKeepsThePreviousRunAndBadValuesFailFirst) {
     expect_input_error("train " + cfg + " --force " + bad, key);
     EXPECT_EQ(fs::file_size(out + "/checkpoint.h5"), good) << bad;  // refused before the output was touched
   }
-  // found only while running (the walkers' working memory): the previous run is kept aside
-  expect_input_error("train " + cfg + " --force run.memory_budget=1KiB", "one walker");
+  // found only while running (the walkers' working memory, measured when the sampler starts;
+  // the forward Laplacian's is measured before anything is written): the previous run is kept aside
+  expect_input_error("train " + cfg + " --force run.memory_budget=1KiB hamiltonian.laplacian=jvp", "one walker");
   EXPECT_FALSE(fs::exists(out + "/checkpoint.h5"));
   ASSERT_TRUE(fs::exists(out + "/checkpoint.h5.previous"));
   EXPECT_EQ(fs::file_size(out + "/checkpoint.h5.previous"), good);
@@ -584,5 +585,27 @@ TEST(Cli, ProfilePrintsNoProfilerLibraryNoise) {
   EXPECT_EQ(r.code, 0) << r.out;
   for (const char* noise : {"USDT:", "STAGE:", "gpuGetDeviceCount"})
     EXPECT_EQ(r.out.find(noise), std::string::npos) << noise << "\n" << r.out;
+  fs::remove_all(out);
+}
+
+// Under an address-space limit (ulimit -v; a cgroup limit is read the same way) the 'auto'
+// budget is taken from what the limit leaves, and an allocation that still fails (the walkers'
+// own arrays, which no budget covers) is an "out of memory" error with advice and exit code 1:
+// no crash, no kill.
+TEST(Cli, AnAllocationRefusedByTheMemoryLimitIsAnOutOfMemoryErrorWithAdvice) {
+  const auto out = (fs::temp_directory_path() / "nnvmc_cli_oom").string();
+  const auto cfg = write_config("nnvmc_cli_oom.yaml", kTiny + "run: {threads: 1, output: " + out + ", overwrite: true}\n");
+  const std::string cmd = "sh -c 'ulimit -v 3000000 && exec " + std::string(NNVMC_EXE) + " train " + cfg +
+                          " sampler.walkers=2000000' 2>&1";
+  std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
+  std::string text;
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), p.get())) text.append(buf.data(), n);
+  const int status = pclose(p.release());
+  ASSERT_TRUE(WIFEXITED(status)) << text;  // not killed by a signal
+  EXPECT_EQ(WEXITSTATUS(status), 1) << text;
+  EXPECT_NE(text.find("nnvmc: error: out of memory: "), std::string::npos) << text;
+  EXPECT_NE(text.find("use fewer sampler.walkers"), std::string::npos) << text;
+  EXPECT_NE(text.find("run.memory_budget = "), std::string::npos) << text;  // the budget 'auto' chose, logged
   fs::remove_all(out);
 }

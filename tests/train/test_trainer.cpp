@@ -272,3 +272,39 @@ TEST(Trainer, Float32TrainingRunsWithEveryOptimizerOnTheCpu) {
     EXPECT_GT(moved, 0.0) << type;
   }
 }
+
+// The sampler's log|ψ| pass is fitted to run.memory_budget like the local energy: with a budget
+// too small for all walkers at once it runs in chunks, and the values are those of one pass.
+TEST(Setup, SamplerLogPsiRunsInChunksThatFitTheMemoryBudget) {
+  Config small = tiny_config(fresh_dir("nnvmc_logpsi_chunks"), 1);
+  small.sampler.walkers = 512;
+  small.run.memory_budget = "256KiB";
+  Config roomy = small;
+  roomy.run.memory_budget = "auto";
+  const auto a = make_setup(small), b = make_setup(roomy);
+  torch::manual_seed(3);
+  const auto r = torch::randn({512, 2, 3}, torch::kFloat64);
+  torch::NoGradGuard ng;
+  const auto la = a.logabs_fn(0)(r), lb = b.logabs_fn(0)(r);
+  const auto chunk = *a.molecules[0].logabs_chunk;
+  EXPECT_GT(chunk, 1);
+  EXPECT_LT(chunk, 512);
+  EXPECT_GE(*b.molecules[0].logabs_chunk, 512);
+  EXPECT_TRUE(torch::allclose(la, lb, 1e-12, 1e-12)) << (la - lb).abs().max().item<double>();
+}
+
+// A molecule whose single walker does not fit the budget is a BudgetError naming the key and the
+// molecule when the run is set up (on the CPU the measurement stops at the budget: a molecule
+// too large for the machine is refused, not killed by the kernel).
+TEST(Setup, AWalkerLargerThanTheMemoryBudgetIsABudgetErrorNamingKeyAndMolecule) {
+  Config c = tiny_config(fresh_dir("nnvmc_walker_too_big"), 1);
+  c.run.memory_budget = "4KiB";
+  c.sampler.walkers = 16;
+  try {
+    (void)make_setup(c);
+    FAIL() << "expected BudgetError";
+  } catch (const BudgetError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("run.memory_budget = 4.00 KiB is too small for one walker of 'he'"), std::string::npos) << what;
+  }
+}
