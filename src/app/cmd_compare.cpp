@@ -1,5 +1,5 @@
 /// nnvmc compare COMPARE.yaml [key=value ...] [--jobs K] [--retry-failed] [--max-cells N] [--no-plots]
-/// nnvmc compare-cell DIR [--minutes M] [--interrupt-at T]   (one cell; started by `compare`)
+/// nnvmc compare-cell DIR [--minutes M] [--interrupt-at T] [--auto-memory BYTES]   (one cell; started by `compare`)
 #include <sys/prctl.h>
 
 #include <chrono>
@@ -9,6 +9,7 @@
 
 #include "app/commands.hpp"
 #include "app/run_args.hpp"
+#include "batching/budget.hpp"
 #include "compare/cell.hpp"
 #include "compare/outputs.hpp"
 #include "compare/reference.hpp"
@@ -60,6 +61,10 @@ void run_compare(const CompareArgs& a) {
   o.ranks = world.size();
   o.threads_per_cell =
       std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / (a.jobs * world.size()));
+  // Cells at once on this machine (all ranks' children, as for the threads) split 'auto' memory.
+  if (a.jobs * world.size() > 1)
+    o.auto_memory_per_cell = static_cast<std::int64_t>(batching::MemoryBudget::kAutoFraction *
+                                                       double(batching::host_memory().available) / (a.jobs * world.size()));
   o.retry_failed = a.retry_failed;
   o.max_cells = a.max_cells;
   o.executable = self_executable();
@@ -126,6 +131,8 @@ void add_compare_command(CLI::App& app) {
   cell->add_option("dir", *dir, "the cell's directory (holds cell.yaml)")->required();
   cell->add_option("--minutes", opts->minutes, "training wall-time budget");
   cell->add_option("--interrupt-at", opts->interrupt_at, "testing: stop before this iteration");
+  cell->add_option("--auto-memory", opts->auto_memory_bytes, "bytes that run.memory_budget 'auto' stands for (CPU)")
+      ->check(at_least(0));
   cell->callback([dir, opts] {
     prctl(PR_SET_PDEATHSIG, SIGTERM);  // the comparison was killed: checkpoint and stop
     std::exit(compare::run_cell(*dir, *opts));

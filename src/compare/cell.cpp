@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "batching/budget.hpp"
 #include "batching/peak_memory.hpp"
 #include "core/errors.hpp"
 #include "core/log.hpp"
@@ -85,7 +86,13 @@ int run_cell(const std::string& dir, const CellRunOptions& options) {
   int exit_code = cell_failed;
   std::optional<batching::PeakMemoryScope> peak;
   try {
-    const Config config = load_config(dir + "/cell.yaml");
+    Config config = load_config(dir + "/cell.yaml");
+    // K cells at once must not each take 'auto' = 60 % of the memory: each takes its share.
+    if (options.auto_memory_bytes > 0 && config.run.memory_budget == "auto" && config.run.device == "cpu") {
+      config.run.memory_budget = std::to_string(options.auto_memory_bytes);
+      log::info("run.memory_budget 'auto' is this comparison's share for the cells running at once: " +
+                batching::format_bytes(double(options.auto_memory_bytes)));
+    }
     peak.emplace(cuda_index(config.run.device));
     const std::string ckpt = dir + "/checkpoint.h5";
     Trainer::install_signal_handlers();

@@ -15,6 +15,9 @@ enum CellExit : int { cell_done = 0, cell_failed = 1, cell_interrupted = 3 };
 struct CellRunOptions {
   double minutes = 0;              ///< training wall time over all of the cell's runs (0: no limit)
   std::int64_t interrupt_at = -1;  ///< testing: stop as SIGTERM would before this iteration (−1: never)
+  /// When > 0 and the cell runs on the CPU with run.memory_budget "auto": this many bytes
+  /// instead (the comparison's share of memory for the cells running at once; 0: the cell's own "auto").
+  std::int64_t auto_memory_bytes = 0;
 };
 
 /// Runs the cell in directory `dir` and writes `dir`/cell.json: status ("done", "failed" with

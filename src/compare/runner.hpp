@@ -16,6 +16,8 @@ namespace nnvmc::compare {
 struct RunnerOptions {
   int jobs = 1;                   ///< cells run at once
   int threads_per_cell = 1;       ///< run.threads of each cell unless the file sets threads
+  /// Passed to each cell as CellRunOptions::auto_memory_bytes (0: each cell's own "auto").
+  std::int64_t auto_memory_per_cell = 0;
   bool retry_failed = false;      ///< run failed cells again (from scratch)
   int max_cells = 0;              ///< start at most this many cells in this invocation (0: all)
   std::string executable;         ///< the nnvmc executable

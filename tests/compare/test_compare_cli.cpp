@@ -175,6 +175,10 @@ TEST(CompareCli, FailingCellIsReportedAndTheOthersComplete) {
   EXPECT_EQ(rows[0].at("status"), "done");
   EXPECT_EQ(rows[1].at("status"), "failed");
   EXPECT_NE(rows[1].at("reason").find("one walker"), std::string::npos) << rows[1].at("reason");
+  // Two cells at once: 'auto' is each cell's share of the memory, not 60 % of it for both.
+  std::ifstream log(dir + "/cells/ok__he/log.txt");
+  const std::string text((std::istreambuf_iterator<char>(log)), {});
+  EXPECT_NE(text.find("run.memory_budget 'auto' is this comparison's share"), std::string::npos) << text;
   std::ifstream report(dir + "/report.md");
   const std::string md((std::istreambuf_iterator<char>(report)), {});
   EXPECT_NE(md.find("starved__he"), std::string::npos);
