@@ -62,9 +62,9 @@ void run_compare(const CompareArgs& a) {
   o.threads_per_cell =
       std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / (a.jobs * world.size()));
   // Cells at once on this machine (all ranks' children, as for the threads) split 'auto' memory.
-  if (a.jobs * world.size() > 1)
-    o.auto_memory_per_cell = static_cast<std::int64_t>(batching::MemoryBudget::kAutoFraction *
-                                                       double(batching::host_memory().available) / (a.jobs * world.size()));
+  if (const auto available = batching::host_memory().available; available > 0)
+    o.auto_memory_total =
+        static_cast<std::int64_t>(batching::MemoryBudget::kAutoFraction * double(available) / world.size());
   o.retry_failed = a.retry_failed;
   o.max_cells = a.max_cells;
   o.executable = self_executable();

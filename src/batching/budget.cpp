@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -106,12 +107,11 @@ HostMemory host_memory() {
   HostMemory m;
   m.available = meminfo_bytes("MemAvailable:");
   m.limit = meminfo_bytes("MemTotal:");
-  if (m.available < 0) throw BudgetError("memory budget 'auto': cannot read MemAvailable from /proc/meminfo");
   m.limit_source = "this machine's memory";
   const auto tighten = [&m](std::int64_t limit, std::int64_t available, const std::string& source) {
     if (limit <= 0) return;
     available = std::clamp<std::int64_t>(available, 0, limit);
-    if (available < m.available) m.available = available;
+    if (m.available < 0 || available < m.available) m.available = available;
     if (m.limit < 0 || limit < m.limit) m.limit = limit, m.limit_source = source;
   };
   bool v2 = false;
@@ -134,7 +134,11 @@ HostMemory host_memory() {
 }
 
 namespace {
-std::int64_t host_available_bytes() { return host_memory().available; }
+std::int64_t host_available_bytes() {
+  const auto available = host_memory().available;
+  if (available < 0) throw BudgetError("memory budget 'auto': cannot read MemAvailable from /proc/meminfo");
+  return available;
+}
 }  // namespace
 
 MemoryBudget::MemoryBudget(std::int64_t bytes) : bytes_(bytes) {
@@ -155,8 +159,15 @@ std::int64_t MemoryBudget::free_bytes(const std::string& device) {
   throw BudgetError("memory budget 'auto': unknown device '" + device + "'");
 }
 
+namespace {
+std::atomic<std::int64_t> g_cpu_auto_bytes{0};
+}  // namespace
+
+void MemoryBudget::set_cpu_auto_bytes(std::int64_t bytes) { g_cpu_auto_bytes = std::max<std::int64_t>(bytes, 0); }
+
 MemoryBudget MemoryBudget::parse(const std::string& text, const std::string& device,
                                  const std::string& key) {
+  if (text == "auto" && device == "cpu" && g_cpu_auto_bytes > 0) return MemoryBudget(g_cpu_auto_bytes);
   if (text == "auto")
     return MemoryBudget(static_cast<std::int64_t>(kAutoFraction * free_bytes(device)));
   const auto b = parse_bytes(text, key);

@@ -11,12 +11,12 @@ namespace nnvmc::batching {
 /// MemAvailable), the memory cgroup it is charged to (v1 or v2, any ancestor: a container's or
 /// a batch job's limit) and its address-space limit (ulimit -v, less what it has mapped).
 struct HostMemory {
-  std::int64_t available = 0;  ///< bytes it can still allocate before a limit is reached
+  std::int64_t available = 0;  ///< bytes it can still allocate before a limit is reached (−1: unknown)
   std::int64_t limit = 0;      ///< the tightest total limit (bytes)
   std::string limit_source;    ///< which limit that is, in words ("this machine's memory", ...)
 };
 /// Reads /proc/meminfo, /proc/self/cgroup with the cgroup files, and getrlimit(RLIMIT_AS).
-/// @throws BudgetError when /proc/meminfo cannot be read.
+/// Never throws: what cannot be read is left out (limit and available −1 when nothing is known).
 HostMemory host_memory();
 
 /// A byte budget for working memory (buffers a computation allocates, not its inputs).
@@ -36,6 +36,11 @@ class MemoryBudget {
   /// `key` names the option in error messages. @throws ConfigError, BudgetError.
   static MemoryBudget parse(const std::string& text, const std::string& device = "cpu",
                             const std::string& key = "memory");
+
+  /// What "auto" stands for on the CPU in this process from now on: `bytes` (> 0), or 0 for
+  /// kAutoFraction of host_memory().available. (A comparison's cell takes its share of the
+  /// memory this way, while its config and checkpoint keep saying "auto".)
+  static void set_cpu_auto_bytes(std::int64_t bytes);
 
   /// Bytes of free memory on `device` ("cpu": host_memory().available; "cuda[:N]": cudaMemGetInfo,
   /// needs NNVMC_WITH_CUDA). @throws BudgetError when it cannot be determined.

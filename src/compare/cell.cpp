@@ -86,10 +86,11 @@ int run_cell(const std::string& dir, const CellRunOptions& options) {
   int exit_code = cell_failed;
   std::optional<batching::PeakMemoryScope> peak;
   try {
-    Config config = load_config(dir + "/cell.yaml");
-    // K cells at once must not each take 'auto' = 60 % of the memory: each takes its share.
+    const Config config = load_config(dir + "/cell.yaml");
+    // K cells at once must not each take 'auto' = 60 % of the memory: each takes its share (the
+    // config and checkpoint keep "auto", so an eval or resume elsewhere takes its own).
     if (options.auto_memory_bytes > 0 && config.run.memory_budget == "auto" && config.run.device == "cpu") {
-      config.run.memory_budget = std::to_string(options.auto_memory_bytes);
+      batching::MemoryBudget::set_cpu_auto_bytes(options.auto_memory_bytes);
       log::info("run.memory_budget 'auto' is this comparison's share for the cells running at once: " +
                 batching::format_bytes(double(options.auto_memory_bytes)));
     }

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -143,6 +144,11 @@ RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
   log::info(strfmt("%d of %d cells to run (%d done, %d failed before), %d at a time, %d threads each",
                    static_cast<int>(queue.size()), total, summary.done, summary.failed, o.jobs,
                    spec.threads ? spec.threads : o.threads_per_cell));
+  // Cells that will run at once here; each takes its share of the memory 'auto' stands for.
+  std::int64_t at_once = std::min<std::int64_t>(o.jobs, static_cast<std::int64_t>(queue.size()));
+  if (o.max_cells > 0) at_once = std::min<std::int64_t>(at_once, o.max_cells);
+  const std::int64_t auto_memory_per_cell =
+      o.auto_memory_total > 0 && at_once * o.ranks > 1 ? o.auto_memory_total / std::max<std::int64_t>(at_once, 1) : 0;
   SignalGuard guard;
   struct Running {
     const Cell* cell;
@@ -165,7 +171,7 @@ RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
       const int threads = spec.threads ? spec.threads : o.threads_per_cell;
       std::vector<std::string> argv{o.executable, "compare-cell", dir_of(*cell)};
       if (spec.minutes > 0) argv.insert(argv.end(), {"--minutes", strfmt("%.17g", spec.minutes)});
-      if (o.auto_memory_per_cell > 0) argv.insert(argv.end(), {"--auto-memory", std::to_string(o.auto_memory_per_cell)});
+      if (auto_memory_per_cell > 0) argv.insert(argv.end(), {"--auto-memory", std::to_string(auto_memory_per_cell)});
       if (cell->id == o.interrupt_cell && o.interrupt_at >= 0)
         argv.insert(argv.end(), {"--interrupt-at", std::to_string(o.interrupt_at)});
       const std::string state = cell_state(*cell);

@@ -16,8 +16,11 @@ namespace nnvmc::compare {
 struct RunnerOptions {
   int jobs = 1;                   ///< cells run at once
   int threads_per_cell = 1;       ///< run.threads of each cell unless the file sets threads
-  /// Passed to each cell as CellRunOptions::auto_memory_bytes (0: each cell's own "auto").
-  std::int64_t auto_memory_per_cell = 0;
+  /// The memory "auto" stands for across this process's cells running at once (0: each cell
+  /// takes its own "auto"). When more than one cell runs at once on the machine (this
+  /// process's min(jobs, cells to run), times the ranks), each is passed its share as
+  /// CellRunOptions::auto_memory_bytes.
+  std::int64_t auto_memory_total = 0;
   bool retry_failed = false;      ///< run failed cells again (from scratch)
   int max_cells = 0;              ///< start at most this many cells in this invocation (0: all)
   std::string executable;         ///< the nnvmc executable

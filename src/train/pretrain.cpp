@@ -1,13 +1,59 @@
 #include "train/pretrain.hpp"
 
 #include <cmath>
+#include <functional>
 #include <memory>
+#include <vector>
+
+#include "batching/chunk_fit.hpp"
 
 #include "core/log.hpp"
 #include "train/distributed.hpp"
 #include "models/hf/hf_determinant.hpp"
 
 namespace nnvmc {
+
+namespace {
+/// fn over row chunks of x of at most `chunk` rows, concatenated (one call when they all fit).
+torch::Tensor in_chunks(const torch::Tensor& x, std::int64_t chunk,
+                        const std::function<torch::Tensor(const torch::Tensor&)>& fn) {
+  const auto b = x.size(0);
+  if (chunk <= 0 || chunk >= b) return fn(x);
+  std::vector<torch::Tensor> pieces;
+  for (std::int64_t lo = 0; lo < b; lo += chunk) pieces.push_back(fn(x.slice(0, lo, std::min(b, lo + chunk))));
+  return torch::cat(pieces);
+}
+
+/// The orbital-fit loss of walkers [lo, hi) as its part of the mean over all walkers; runs its
+/// backward (weight · part) and returns the part.
+double chunk_loss(VmcSetup& s, const VmcMolecule& m, const torch::Tensor& r, const torch::Tensor& target,
+                  std::int64_t lo, std::int64_t hi, double share, double weight) {
+  const auto diff = s.wf->orbitals(r.slice(0, lo, hi), m.tensors) - target.slice(0, lo, hi);
+  const double per_walker = static_cast<double>(diff.numel()) / static_cast<double>(hi - lo);  // K·N·N
+  const auto part = diff.square().sum() * (share / (per_walker * static_cast<double>(r.size(0))));
+  (weight * part).backward();
+  return part.item<double>();
+}
+
+/// Walkers per orbital-fit pass within run.memory_budget (measured on one and eight walkers;
+/// the probes' gradients are discarded).
+std::int64_t fit_walkers(VmcSetup& s, const VmcMolecule& m, const torch::Tensor& r, const torch::Tensor& target,
+                         double share) {
+  if (s.budget.is_unlimited()) return r.size(0);
+  batching::ChunkFitOptions o;
+  o.key = "run.memory_budget";
+  o.what = "walker of '" + m.name() + "' (HF pretraining)";
+  o.cuda_device = static_cast<int>(r.get_device());
+  const auto fit = batching::fit_chunk(
+      [&](std::int64_t k) { (void)chunk_loss(s, m, r, target, 0, k, share, 1.0); }, r.size(0), s.budget, o);
+  for (auto& p : s.wf->parameters())
+    if (p.grad().defined()) p.mutable_grad().zero_();
+  if (fit.chunk < r.size(0))
+    log::info(strfmt("pretraining: orbital fit of '%s' in chunks of %lld walkers", m.name().c_str(),
+                     static_cast<long long>(fit.chunk)));
+  return fit.chunk;
+}
+}  // namespace
 
 PretrainResult pretrain(VmcSetup& s, const PretrainOptions& options, StageTimers& timers) {
   PretrainResult out;
@@ -23,17 +69,31 @@ PretrainResult pretrain(VmcSetup& s, const PretrainOptions& options, StageTimers
     log::info(strfmt("pretraining %d steps on UHF/%s orbitals of %s (E_HF = %.6f)", options.steps,
                      options.basis.c_str(), m.name().c_str(), hf.back()->energy()));
     // Walkers follow an equal mixture of the two densities: log|ψ_mix| = ½ log(½|ψ_HF|² + ½|ψ|²).
+    // The network's part in chunks that fit run.memory_budget (the sampler's log|ψ| passes);
+    // the determinant's in the same chunks.
     auto* target = hf.back().get();
-    auto net = s.wf;
     const SystemTensors* sys = &m.tensors;
-    mixture.push_back([target, net, sys](const torch::Tensor& r) {
-      const auto a = 2.0 * target->forward(r, *sys).logabs, b = 2.0 * net->forward(r, *sys).logabs;
+    mixture.push_back([target, net = s.logabs_fn(i), chunk = m.logabs_chunk, sys](const torch::Tensor& r) {
+      const auto b = 2.0 * net(r);  // measures the chunk on its first call
+      const auto a = 2.0 * in_chunks(r, *chunk, [&](const torch::Tensor& x) { return target->forward(x, *sys).logabs; });
       return 0.5 * (torch::logaddexp(a, b) - std::log(2.0));
     });
     if (!m.sampler->positions().defined()) m.sampler->initialize(mixture[i]);
     m.sampler->refresh(mixture[i]);
   }
   torch::optim::Adam adam(s.wf->parameters(), torch::optim::AdamOptions(options.lr));
+  // Walkers per orbital-fit pass, measured before the first step (its probes' gradients are dropped).
+  std::vector<std::int64_t> fit_chunk(n, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& m = s.molecules[i];
+    const auto r = m.sampler->positions();
+    torch::Tensor target;
+    {
+      torch::NoGradGuard ng;
+      target = hf[i]->orbitals(r, m.tensors);
+    }
+    fit_chunk[i] = fit_walkers(s, m, r, target, static_cast<double>(r.size(0)) / s.config.sampler.walkers);
+  }
   const double per_molecule = 1.0 / static_cast<double>(n);
   for (int t = 0; t < options.steps; ++t) {
     adam.zero_grad();
@@ -54,9 +114,17 @@ PretrainResult pretrain(VmcSetup& s, const PretrainOptions& options, StageTimers
       // With several ranks each holds its walkers' share of the mean; gradients and losses are
       // summed over ranks below.
       const double share = static_cast<double>(r.size(0)) / s.config.sampler.walkers;
-      const auto loss = (s.wf->orbitals(r, m.tensors) - target).square().mean() * share;
-      (n == 1 ? loss : per_molecule * loss).backward();  // gradients accumulate over molecules
-      const double l = sum_over_ranks(loss.item<double>());
+      const double weight = n == 1 ? 1.0 : per_molecule;
+      double local = 0;
+      if (fit_chunk[i] >= r.size(0)) {
+        const auto loss = (s.wf->orbitals(r, m.tensors) - target).square().mean() * share;
+        (weight * loss).backward();  // gradients accumulate over molecules
+        local = loss.item<double>();
+      } else {  // the same mean as sums over chunks, each chunk's backward accumulating
+        for (std::int64_t lo = 0; lo < r.size(0); lo += fit_chunk[i])
+          local += chunk_loss(s, m, r, target, lo, std::min(r.size(0), lo + fit_chunk[i]), share, weight);
+      }
+      const double l = sum_over_ranks(local);
       if (t == 0) out.molecules[i].initial_loss = l;
       out.molecules[i].final_loss = l;
       total += l;

@@ -3,6 +3,7 @@
 #include "common/test_util.hpp"
 #include "models/hf/hf_determinant.hpp"
 #include "train/evaluate.hpp"
+#include "train/checkpoint.hpp"
 #include "train/pretrain.hpp"
 
 using namespace nnvmc;
@@ -81,4 +82,29 @@ TEST(Pretrain, FitsOrbformerOrbitalsOfSeveralMoleculesAtOnce) {
   EXPECT_NEAR(r.final_loss, 0.5 * (r.molecules[0].final_loss + r.molecules[1].final_loss), 1e-12);
   EXPECT_LT(r.molecules[0].e_hf, -1.0);  // H2/STO-3G UHF ≈ −1.117
   EXPECT_LT(r.molecules[1].e_hf, -7.8);  // LiH/STO-3G ≈ −7.86
+}
+
+// With a run.memory_budget too small for all walkers at once, pretraining's log|ψ| passes and
+// its orbital fit run in chunks (the fit as sums over chunks, each chunk's backward
+// accumulating) and reach the parameters of one pass to rounding.
+TEST(Pretrain, ChunksWithinTheMemoryBudgetGiveTheParametersOfOnePass) {
+  Config c = base("he", "{type: ferminet, ferminet: {hidden_dims: [[8, 4]], determinants: 2}}");
+  PretrainOptions p = sixty_sto3g_steps();
+  p.steps = 5;
+  std::vector<TensorMap> states;
+  std::vector<PretrainResult> results;
+  std::vector<std::int64_t> chunks;
+  for (const char* budget : {"auto", "192KiB"}) {
+    c.run.memory_budget = budget;
+    VmcSetup s = make_setup(c);
+    StageTimers timers;
+    results.push_back(pretrain(s, p, timers));
+    states.push_back(module_state(*s.wf));
+    chunks.push_back(*s.molecules[0].logabs_chunk);
+  }
+  EXPECT_GE(chunks[0], 512);
+  EXPECT_LT(chunks[1], 512);  // the sampler's passes were chunked
+  EXPECT_NEAR(results[1].final_loss, results[0].final_loss, 1e-10 * std::abs(results[0].final_loss));
+  for (const auto& [k, v] : states[0])
+    EXPECT_TRUE(torch::allclose(states[1].at(k), v, 1e-9, 1e-11)) << k;
 }
