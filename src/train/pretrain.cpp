@@ -1,11 +1,8 @@
 #include "train/pretrain.hpp"
 
 #include <cmath>
-#include <functional>
 #include <memory>
 #include <vector>
-
-#include "batching/chunk_fit.hpp"
 
 #include "core/log.hpp"
 #include "train/distributed.hpp"
@@ -14,16 +11,6 @@
 namespace nnvmc {
 
 namespace {
-/// fn over row chunks of x of at most `chunk` rows, concatenated (one call when they all fit).
-torch::Tensor in_chunks(const torch::Tensor& x, std::int64_t chunk,
-                        const std::function<torch::Tensor(const torch::Tensor&)>& fn) {
-  const auto b = x.size(0);
-  if (chunk <= 0 || chunk >= b) return fn(x);
-  std::vector<torch::Tensor> pieces;
-  for (std::int64_t lo = 0; lo < b; lo += chunk) pieces.push_back(fn(x.slice(0, lo, std::min(b, lo + chunk))));
-  return torch::cat(pieces);
-}
-
 /// The orbital-fit loss of walkers [lo, hi) as its part of the mean over all walkers; runs its
 /// backward (weight · part) and returns the part.
 double chunk_loss(VmcSetup& s, const VmcMolecule& m, const torch::Tensor& r, const torch::Tensor& target,
@@ -40,10 +27,8 @@ double chunk_loss(VmcSetup& s, const VmcMolecule& m, const torch::Tensor& r, con
 std::int64_t fit_walkers(VmcSetup& s, const VmcMolecule& m, const torch::Tensor& r, const torch::Tensor& target,
                          double share) {
   if (s.budget.is_unlimited()) return r.size(0);
-  batching::ChunkFitOptions o;
-  o.key = "run.memory_budget";
-  o.what = "walker of '" + m.name() + "' (HF pretraining)";
-  o.cuda_device = static_cast<int>(r.get_device());
+  auto o = walker_fit_options(s, "walker of '" + m.name() + "' (HF pretraining)");
+  o.cuda_device = static_cast<int>(r.get_device());  // −1 on the CPU
   const auto fit = batching::fit_chunk(
       [&](std::int64_t k) { (void)chunk_loss(s, m, r, target, 0, k, share, 1.0); }, r.size(0), s.budget, o);
   for (auto& p : s.wf->parameters())
@@ -75,7 +60,7 @@ PretrainResult pretrain(VmcSetup& s, const PretrainOptions& options, StageTimers
     const SystemTensors* sys = &m.tensors;
     mixture.push_back([target, net = s.logabs_fn(i), chunk = m.logabs_chunk, sys](const torch::Tensor& r) {
       const auto b = 2.0 * net(r);  // measures the chunk on its first call
-      const auto a = 2.0 * in_chunks(r, *chunk, [&](const torch::Tensor& x) { return target->forward(x, *sys).logabs; });
+      const auto a = 2.0 * in_row_chunks(r, *chunk, [&](const torch::Tensor& x) { return target->forward(x, *sys).logabs; });
       return 0.5 * (torch::logaddexp(a, b) - std::log(2.0));
     });
     if (!m.sampler->positions().defined()) m.sampler->initialize(mixture[i]);

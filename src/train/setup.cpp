@@ -34,8 +34,6 @@ torch::TensorOptions tensor_options(const Config& config) {
   return torch::TensorOptions().dtype(dtype).device(device);
 }
 
-namespace {
-/// How a walker's working memory is measured against run.memory_budget.
 batching::ChunkFitOptions walker_fit_options(const VmcSetup& s, const std::string& what) {
   batching::ChunkFitOptions o;
   o.key = "run.memory_budget";
@@ -45,7 +43,14 @@ batching::ChunkFitOptions walker_fit_options(const VmcSetup& s, const std::strin
   return o;
 }
 
-}  // namespace
+torch::Tensor in_row_chunks(const torch::Tensor& x, std::int64_t chunk,
+                            const std::function<torch::Tensor(const torch::Tensor&)>& fn) {
+  const auto b = x.size(0);
+  if (chunk <= 0 || chunk >= b) return fn(x);
+  std::vector<torch::Tensor> pieces;
+  for (std::int64_t lo = 0; lo < b; lo += chunk) pieces.push_back(fn(x.slice(0, lo, std::min(b, lo + chunk))));
+  return torch::cat(pieces);
+}
 
 LogAbsFn VmcSetup::logabs_fn(std::size_t i) const {
   auto wf_ptr = wf;
@@ -81,10 +86,7 @@ LogAbsFn VmcSetup::logabs_fn(std::size_t i) const {
         log::info(strfmt("sampler: log|psi| of '%s' in chunks of %lld walkers (run.memory_budget = %s)", name.c_str(),
                          static_cast<long long>(*chunk), batching::format_bytes(double(budget.bytes())).c_str()));
     }
-    if (*chunk >= b) return pass(r);
-    std::vector<torch::Tensor> pieces;
-    for (std::int64_t lo = 0; lo < b; lo += *chunk) pieces.push_back(pass(r.slice(0, lo, std::min(b, lo + *chunk))));
-    return torch::cat(pieces);
+    return in_row_chunks(r, *chunk, pass);
   };
 }
 

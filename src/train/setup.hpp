@@ -4,9 +4,12 @@
 /// from a Config. A run is a list of molecules; one molecule is the list of length one.
 #include <torch/torch.h>
 
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "batching/chunk_fit.hpp"
 #include "core/config.hpp"
 #include "core/system.hpp"
 #include "hamiltonian/local_energy.hpp"
@@ -47,6 +50,15 @@ struct VmcSetup {
   /// Index of the molecule named `name`. @throws InputError listing the names
   std::size_t molecule_index(const std::string& name) const;
 };
+
+/// How a walker's working memory is measured against run.memory_budget on the run's device;
+/// `what` names one walker in error messages.
+batching::ChunkFitOptions walker_fit_options(const VmcSetup& s, const std::string& what);
+
+/// fn over row chunks of x [B, ...] of at most `chunk` rows, concatenated along dim 0 (one
+/// call when chunk <= 0 or chunk >= B).
+torch::Tensor in_row_chunks(const torch::Tensor& x, std::int64_t chunk,
+                            const std::function<torch::Tensor(const torch::Tensor&)>& fn);
 
 /// Seed of a per-molecule random stream: run.seed + stream for molecule 0 (as a one-molecule
 /// run always had), a mixed 64-bit value for the others. @param stream 1 sampler, 2 Laplacian
