@@ -14,9 +14,11 @@ Contractor::Contractor(batching::PlanOptions options, bool explain, std::shared_
   batching::ensure_device_runtime(options_.device);  // before torch is asked anything about CUDA
   // The staged cuBLAS backend is planned with device "cpu" (its operands are host tensors) but
   // multiplies on the GPU: plan its batches with the GPU's rates (GEMM rate, shape efficiency,
-  // link) and the host's copy bandwidth (its layout copies and staging run on the host).
+  // link) and the host's copy bandwidth (its layout copies and staging run on the host, those
+  // of intermediates on the GPU).
   if (!options_.cost && options_.backend == batching::BackendKind::cublas) {
     batching::CostModel m = batching::CostModel::measure("cuda");
+    m.device_copy_bytes_per_s = m.copy_bytes_per_s;
     m.copy_bytes_per_s = batching::CostModel::measure("cpu").copy_bytes_per_s;
     options_.cost = m;
   } else if (!options_.cost) {

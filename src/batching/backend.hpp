@@ -34,8 +34,26 @@ class GemmBackend {
   /// Whether bmm takes operand matrices with a leading dimension above their width and a c
   /// that is a column block of a larger row-major matrix (plans with strided slices or tiles).
   virtual bool takes_strided() const { return false; }
-  /// Completes every outstanding bmm (results written to their host tensors).
+  /// Completes every outstanding bmm (results written to their host tensors). Kept
+  /// intermediates (keep()) do not survive it: the executor synchronizes only once a batch's
+  /// intermediates are consumed.
   virtual void synchronize() {}
+
+  /// Whether the backend keeps a multi-step plan's intermediates on its device (keep,
+  /// copy_kept, fetch_kept, release): they then never cross to the host, and the host neither
+  /// waits for nor reads them. The staged backend does; libtorch's needs not (its tensors are
+  /// already on their device).
+  virtual bool keeps_intermediates() const { return false; }
+  /// Declares that `c` (contiguous, [B, M, N]) is an intermediate: the bmm that writes it next
+  /// writes a device buffer and leaves c's host memory untouched until release(c).
+  virtual void keep(const at::Tensor& c) {}
+  /// dst (contiguous) = src, a strided view into a kept tensor, copied on the device; dst is
+  /// then kept too. False when src is not kept (the caller copies on the host).
+  virtual bool copy_kept(const at::Tensor& src, const at::Tensor& dst) { return false; }
+  /// Writes kept `t` into its host memory now (the host is about to read it); it is no longer kept.
+  virtual void fetch_kept(const at::Tensor& t) {}
+  /// Forgets the device copy of `t` if it is kept (the executor is done with it).
+  virtual void release(const at::Tensor& t) {}
   /// Bytes this backend copied host → device / device → host so far.
   virtual std::int64_t bytes_h2d() const { return 0; }
   virtual std::int64_t bytes_d2h() const { return 0; }

@@ -14,6 +14,10 @@ struct CostModel {
   double gemm_flops_per_s = 2e10;     ///< sustained GEMM rate of a square GEMM of side gemm_ref_dim
   double transfer_bytes_per_s = 1e10; ///< host↔device copy rate (unused when all is resident)
   double copy_bytes_per_s = 5e9;      ///< on-device transposition/copy bandwidth
+  /// Staged plans (host operands, device GEMMs), whose copy_bytes_per_s is the host's: the
+  /// bandwidth of the layout copies of intermediates, which stay on the device; 0: the same as
+  /// copy_bytes_per_s. Not measured or cached (the planner's caller sets it).
+  double device_copy_bytes_per_s = 0;
   double batch_overhead_s = 2e-5;     ///< fixed cost per batch (launches, slicing)
   /// Shape efficiency: a GEMM dimension d (m, n or k) runs at (d/(d + h))/(r/(r + h)) of the
   /// rate (capped at 1), h = gemm_half_dim, r = gemm_ref_dim. CPU: h = 24, r = 512 (MKL on this

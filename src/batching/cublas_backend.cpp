@@ -12,6 +12,7 @@
 
 #include "batching/backend.hpp"
 #include "batching/device_ops.hpp"
+#include "batching/strided_copy.hpp"
 #include "core/errors.hpp"
 
 namespace nnvmc::batching {
@@ -109,6 +110,11 @@ class CudaDeviceOps final : public DeviceOps {
     };
     if (g.f64) run(cublasDgemmStridedBatched, 0.0);
     else run(cublasSgemmStridedBatched, 0.0f);
+  }
+
+  void strided_copy(const StridedCopy& call, Stream s) override {
+    const DeviceGuard guard(device_);
+    launch_strided_copy(call, stream(s));
   }
 
   Event record(Stream s) override {

@@ -56,6 +56,21 @@ inline ColumnMajorGemm column_major(const GemmCall& g) {
   return c;
 }
 
+/// Most dimensions of one strided copy (coalesced dimensions count once).
+inline constexpr int kMaxCopyRank = 8;
+
+/// A strided gather into a contiguous buffer on the device: for every index (i_0, …, i_{r-1})
+/// of `sizes` in row-major order, dst[next] = src[Σ_d i_d · strides[d]] (strides in elements).
+/// This is a permuted (layout) copy of a tensor that stays on the device.
+struct StridedCopy {
+  bool f64 = true;  ///< float64 (else float32)
+  int rank = 0;
+  std::int64_t sizes[kMaxCopyRank] = {};
+  std::int64_t strides[kMaxCopyRank] = {};
+  const void* src = nullptr;
+  void* dst = nullptr;
+};
+
 /// Device operations; all copies and GEMMs are asynchronous on their stream.
 class DeviceOps {
  public:
@@ -69,6 +84,8 @@ class DeviceOps {
   virtual void copy_to_device(void* dst, const void* src, std::size_t bytes, Stream s) = 0;
   virtual void copy_to_host(void* dst, const void* src, std::size_t bytes, Stream s) = 0;
   virtual void gemm(const GemmCall& call, Stream s) = 0;
+  /// A layout copy between two device buffers (see StridedCopy).
+  virtual void strided_copy(const StridedCopy& call, Stream s) = 0;
   /// An event marking everything enqueued on `s` so far.
   virtual Event record(Stream s) = 0;
   /// Work enqueued on `s` after this call starts only after `e` completed.

@@ -121,13 +121,14 @@ struct Runner {
   }
   /// Frees what `s` owns.
   void drop(Slot& s) {
+    if (s.t.defined()) gemm.release(s.t);  // a kept intermediate's device copy goes too
     tr.free(s.owned);
     if (s.pooled) give(s.t);
     s = Slot{};
   }
   /// After an exception: every buffer this execution still holds goes back to the workspace.
   void give_back_all() {
-    for (auto& [p, t] : taken) ws.give(t);
+    for (auto& [p, t] : taken) gemm.release(t), ws.give(t);
     taken.clear();
   }
 
@@ -141,6 +142,7 @@ struct Runner {
     if (x.id >= n_ops) {
       s = std::move(inter[x.id - n_ops]);  // the step consumes the intermediate
       inter[x.id - n_ops] = Slot{};
+      if (!x.summed.empty()) gemm.fetch_kept(s.t);  // summed on the host below
     } else {
       s.t = slice(ops[x.id], x.labels, box);
       if (!plan.operands_on_device && !plan.resident[x.id]) {
@@ -178,12 +180,13 @@ struct Runner {
   }
 
   /// Copies `src` (labels `labels`) into `dst`, a contiguous buffer of at least its size, in
-  /// the GEMM order of side `is_a`; returns the [B, R, C] matrix view of the copy.
-  static at::Tensor copy_to_gemm(const at::Tensor& src, const std::string& labels, const at::Tensor& dst,
-                                 const StepInput& x, bool is_a, const Step& st) {
+  /// the GEMM order of side `is_a`; returns the [B, R, C] matrix view of the copy. A kept
+  /// intermediate is copied where the backend keeps it.
+  at::Tensor copy_to_gemm(const at::Tensor& src, const std::string& labels, const at::Tensor& dst,
+                          const StepInput& x, bool is_a, const Step& st) {
     const at::Tensor p = src.permute(permutation(labels, gemm_order(x, is_a, st)));
     at::Tensor d = dst.reshape({-1}).narrow(0, 0, p.numel()).view(p.sizes());
-    d.copy_(p);
+    if (!gemm.copy_kept(p, d)) d.copy_(p);
     return matrix(Slot{d, gemm_order(x, is_a, st)}, is_a, st);
   }
 
@@ -274,6 +277,7 @@ struct Runner {
       if (!st.final) {
         tmp = take({B, M, N}, out.options().device(device), st.result);
         c = tmp.t;
+        if (gemm.keeps_intermediates()) gemm.keep(c);
       } else if (plan.out_direct) {
         c = slice(out, plan.spec.output, box).view({B, M, N});
         accumulate = inner && !first_inner;
@@ -301,7 +305,7 @@ struct Runner {
         }
       }
       if (!st.final) {
-        gemm.synchronize();  // the next step reads c
+        if (!gemm.keeps_intermediates()) gemm.synchronize();  // the next step reads c on the host
         inter[si] = std::move(tmp);
         inter[si].t = c.view(rshape);
         inter[si].labels = st.result;

@@ -210,39 +210,45 @@ BatchCost simulate_batch(const Plan& plan) {
   return c;
 }
 
+namespace {
+/// Σ over the batches of `plan` of the batch volume (bytes) of a tensor with `labels`: its full
+/// volume × the blocks of the split labels it lacks.
+double over_batches(const Plan& plan, const std::string& labels) {
+  double r = double(volume(labels, plan.extents) * plan.elem_bytes);
+  for (auto [l, b] : plan.blocks)
+    if (!has(labels, l)) r *= double(plan.n_blocks(l));
+  return r;
+}
+}  // namespace
+
 double staged_transfer_bytes(const Plan& plan) {
   if (plan.steps.empty()) return 0;  // a reduction on the host: no GEMM
   const int n_ops = int(plan.spec.inputs.size());
-  // Σ over batches of a tensor's batch volume = its full volume × the blocks of the split
-  // labels it lacks
-  auto over_batches = [&](const std::string& labels) {
-    double r = double(volume(labels, plan.extents) * plan.elem_bytes);
-    for (auto [l, b] : plan.blocks)
-      if (!has(labels, l)) r *= double(plan.n_blocks(l));
-    return r;
-  };
-  double inner_blocks = 1;
-  for (auto [l, b] : plan.blocks)
-    if (!has(plan.spec.output, l)) inner_blocks *= double(plan.n_blocks(l));
   double bytes = 0;
   for (const Step& st : plan.steps) {
     for (const StepInput* x : {&st.a, &st.b}) {
       const std::string mem = without(x->labels, x->summed);
-      if (x->hoisted || (x->id < n_ops && !x->transpose_copy && x->summed.empty()))
+      if (x->id >= n_ops) {  // an intermediate stays on the device (its layout copy too) ...
+        if (!x->summed.empty()) bytes += over_batches(plan, x->labels) + over_batches(plan, mem);  // ... unless summed on the host
+      } else if (x->hoisted || (!x->transpose_copy && x->summed.empty())) {
         bytes += double(volume(mem, plan.extents) * plan.elem_bytes);  // kept: crosses once
-      else
-        bytes += over_batches(mem);  // a fresh host buffer every batch
+      } else {
+        bytes += over_batches(plan, mem);  // a fresh host buffer every batch
+      }
     }
-    if (!st.final) {
-      bytes += over_batches(st.result);  // comes back, and goes again as the next step's operand
-    } else if (plan.steps.size() == 1) {
-      bytes += double(volume(plan.spec.output, plan.extents) * plan.elem_bytes);  // each block comes back once
-    } else {
-      // the steps between two batches' final GEMMs close the block: each batch downloads it,
-      // and every batch but a block's first uploads it again to add to it
-      bytes += over_batches(st.result) * (2 - 1 / inner_blocks);
-    }
+    // each output block comes back once: the GEMMs of intermediates between two batches' final
+    // GEMMs write device buffers, so an accumulated block stays open on the device
+    if (st.final) bytes += double(volume(plan.spec.output, plan.extents) * plan.elem_bytes);
   }
+  return bytes;
+}
+
+double staged_device_copy_bytes(const Plan& plan) {
+  const int n_ops = int(plan.spec.inputs.size());
+  double bytes = 0;
+  for (const Step& st : plan.steps)
+    for (const StepInput* x : {&st.a, &st.b})
+      if (x->id >= n_ops && x->transpose_copy && x->summed.empty()) bytes += over_batches(plan, x->labels);
   return bytes;
 }
 
@@ -280,11 +286,15 @@ void evaluate(Plan& plan) {
   const double overhead = double(plan.batches) * plan.cost.batch_overhead_s;
   if (plan.staged) {
     // the staging pipeline overlaps the host's packing and layout copies, the link and the
-    // GEMMs of neighbouring batches: the slowest of the three sets the pace
+    // device's GEMMs and copies of intermediates: the slowest of the three sets the pace
     plan.transfer_bytes += staged_transfer_bytes(plan);
-    const double host = (plan.copy_bytes + plan.transfer_bytes) / plan.cost.copy_bytes_per_s;
+    plan.device_copy_bytes = staged_device_copy_bytes(plan);
+    const double device_copy_rate =
+        plan.cost.device_copy_bytes_per_s > 0 ? plan.cost.device_copy_bytes_per_s : plan.cost.copy_bytes_per_s;
+    const double device = gemm_seconds + plan.device_copy_bytes / device_copy_rate;
+    const double host = (plan.copy_bytes - plan.device_copy_bytes + plan.transfer_bytes) / plan.cost.copy_bytes_per_s;
     plan.modelled_seconds =
-        std::max({gemm_seconds, plan.transfer_bytes / plan.cost.transfer_bytes_per_s, host}) + overhead;
+        std::max({device, plan.transfer_bytes / plan.cost.transfer_bytes_per_s, host}) + overhead;
     return;
   }
   plan.modelled_seconds = gemm_seconds +

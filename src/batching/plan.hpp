@@ -98,6 +98,7 @@ struct Plan {
   double flops = 0;                        ///< incl. recomputation caused by the split
   double transfer_bytes = 0;               ///< host↔device bytes
   double copy_bytes = 0;                   ///< transposition/reduction copies
+  double device_copy_bytes = 0;            ///< of copy_bytes, those a staged plan makes on the device
   std::int64_t peak_bytes = 0;             ///< accounted peak of one batch (+ resident operands)
   std::int64_t batches = 1;                ///< number of batches
   double modelled_seconds = 0;             ///< cost-model time

@@ -54,6 +54,9 @@ BatchCost simulate_batch(const Plan& plan);
 /// and hoisted copies cross once, per-batch copies and intermediates every batch, results come
 /// back once per block (staged_gemm.cpp).
 double staged_transfer_bytes(const Plan& plan);
+/// Bytes of the layout copies a staged plan makes on the device (those of intermediates, which
+/// the staged backend keeps there).
+double staged_device_copy_bytes(const Plan& plan);
 
 /// Fills the plan's totals (flops, transfers, copies, peak, batches, modelled time).
 void evaluate(Plan& plan);

@@ -15,12 +15,18 @@
 ///    (a split contracted axis); it is copied back on the copy-out stream when the next output
 ///    block starts, and unpacked into the host tensor only when its slot is needed again or at
 ///    synchronize(). So the download of block t overlaps the GEMMs of block t+1.
+///  - a multi-step plan's intermediates stay on the device (keep / copy_kept): their GEMMs write
+///    device buffers, their layout copies run there (DeviceOps::strided_copy), and the next
+///    step's GEMM reads them there, all on the compute stream, so stream order is their only
+///    dependency. Their device buffers go back to a pool, reused by later intermediates.
 #include <ATen/ATen.h>
 
 #include <algorithm>
 #include <cstring>
 #include <map>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "batching/backend.hpp"
 #include "batching/device_ops.hpp"
@@ -29,6 +35,18 @@
 namespace nnvmc::batching {
 
 namespace {
+
+/// memcpy spread over the intra-op threads: packing operands into pinned buffers and unpacking
+/// results is the staged path's host work, which the planner charges at the host's (threaded)
+/// copy rate.
+void parallel_memcpy(void* dst, const void* src, std::size_t bytes) {
+  constexpr std::size_t chunk = std::size_t(1) << 22;  // 4 MiB per task
+  const auto chunks = static_cast<std::int64_t>((bytes + chunk - 1) / chunk);
+  at::parallel_for(0, chunks, 1, [&](std::int64_t begin, std::int64_t end) {
+    const std::size_t lo = std::size_t(begin) * chunk, hi = std::min(bytes, std::size_t(end) * chunk);
+    std::memcpy(static_cast<char*>(dst) + lo, static_cast<const char*>(src) + lo, hi - lo);
+  });
+}
 
 /// A device buffer and its pinned host twin, grown on demand.
 struct Staging {
@@ -54,6 +72,8 @@ class StagedGemmBackend final : public GemmBackend {
       for (auto& s : slot) release(s);
     for (auto& s : out_) release(s);
     for (auto& [key, r] : resident_) ops_->device_free(r.dev);
+    for (auto& [host, k] : kept_) ops_->device_free(k.dev);
+    for (auto& [dev, capacity] : pool_) ops_->device_free(dev);
   }
 
   void bmm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, bool accumulate) override {
@@ -68,20 +88,28 @@ class StagedGemmBackend final : public GemmBackend {
     GemmCall call;
     call.f64 = a.scalar_type() == at::kDouble;
     call.batch = a.size(0), call.m = a.size(1), call.k = a.size(2), call.n = b.size(2);
+    const auto kc = kept_.find(static_cast<const char*>(c.data_ptr()));
+    const bool c_kept = kc != kept_.end();
+    if (c_kept && (accumulate || std::size_t(c.nbytes()) != kc->second.bytes))
+      throw Error("staged GEMM backend: a kept intermediate is written whole by one GEMM");
     if (call.batch == 0 || call.m == 0 || call.n == 0) return;  // nothing to write
     if (call.k == 0) {  // an empty sum: c = 0 or unchanged
+      if (c_kept) release(c);  // written on the host: no longer kept
       synchronize();
       if (!accumulate) c.zero_();
       return;
     }
     bool copied_a = false, copied_b = false;
-    const at::Tensor ha = host_layout(a, call.trans_a, copied_a), hb = host_layout(b, call.trans_b, copied_b);
+    const void* ka = kept_operand(a, call.trans_a);
+    const void* kb = kept_operand(b, call.trans_b);
+    const at::Tensor ha = ka ? a : host_layout(a, call.trans_a, copied_a);
+    const at::Tensor hb = kb ? b : host_layout(b, call.trans_b, copied_b);
     call.stride_a = call.m * call.k, call.stride_b = call.k * call.n;
     const int slot = static_cast<int>(calls_++ % 2);
     std::vector<DeviceOps::Event> uploads;
-    call.a = device_operand(ha, stable_a && !copied_a, slot, 0, uploads);
-    call.b = device_operand(hb, stable_b && !copied_b, slot, 1, uploads);
-    call.c = output_buffer(c, accumulate, uploads);
+    call.a = ka ? ka : device_operand(ha, stable_a && !copied_a, slot, 0, uploads);
+    call.b = kb ? kb : device_operand(hb, stable_b && !copied_b, slot, 1, uploads);
+    call.c = c_kept ? kc->second.dev : output_buffer(c, accumulate, uploads);
     call.accumulate = accumulate;
     for (auto e : uploads) ops_->wait(Stream::compute, e);
     ops_->gemm(call, Stream::compute);
@@ -99,10 +127,63 @@ class StagedGemmBackend final : public GemmBackend {
     has_upload_[0][0] = has_upload_[0][1] = has_upload_[1][0] = has_upload_[1][1] = false;
     has_gemm_[0] = has_gemm_[1] = false;
     for (auto& [key, r] : resident_) r.ready = kNoEvent;
+    for (auto& [host, k] : kept_) pool_.emplace_back(k.dev, k.capacity);
+    kept_.clear();
   }
 
   std::int64_t bytes_h2d() const override { return h2d_; }
   std::int64_t bytes_d2h() const override { return d2h_; }
+
+  bool keeps_intermediates() const override { return true; }
+
+  void keep(const at::Tensor& c) override {
+    if (!c.device().is_cpu() || !c.is_contiguous())
+      throw InputError("staged GEMM backend: a kept intermediate must be a contiguous host tensor");
+    release(c);
+    const auto bytes = static_cast<std::size_t>(c.nbytes());
+    const auto [dev, capacity] = acquire(bytes);
+    kept_[static_cast<const char*>(c.data_ptr())] = Kept{dev, bytes, capacity};
+  }
+
+  bool copy_kept(const at::Tensor& src, const at::Tensor& dst) override {
+    const auto it = find_kept(src.data_ptr());
+    if (it == kept_.end()) return false;
+    if (!dst.is_contiguous() || dst.scalar_type() != src.scalar_type() || dst.sizes() != src.sizes())
+      throw InputError("staged GEMM backend: a layout copy needs a contiguous destination of the source's shape");
+    StridedCopy call;
+    call.f64 = src.scalar_type() == at::kDouble;
+    for (std::int64_t d = 0; d < src.dim(); ++d) {  // coalesced: unit dims dropped, runs merged
+      if (src.size(d) == 1) continue;
+      if (call.rank > 0 && call.strides[call.rank - 1] == src.stride(d) * src.size(d)) {
+        call.sizes[call.rank - 1] *= src.size(d);
+        call.strides[call.rank - 1] = src.stride(d);
+        continue;
+      }
+      if (call.rank == kMaxCopyRank) {  // too many dimensions for the kernel: copy on the host
+        fetch(it);
+        return false;
+      }
+      call.sizes[call.rank] = src.size(d), call.strides[call.rank] = src.stride(d), ++call.rank;
+    }
+    const auto offset = static_cast<const char*>(src.data_ptr()) - it->first;
+    call.src = static_cast<const char*>(it->second.dev) + offset;
+    keep(dst);
+    call.dst = kept_.at(static_cast<const char*>(dst.data_ptr())).dev;
+    ops_->strided_copy(call, Stream::compute);
+    return true;
+  }
+
+  void fetch_kept(const at::Tensor& t) override {
+    const auto it = find_kept(t.data_ptr());
+    if (it != kept_.end()) fetch(it);
+  }
+
+  void release(const at::Tensor& t) override {
+    const auto it = kept_.find(static_cast<const char*>(t.data_ptr()));
+    if (it == kept_.end()) return;
+    pool_.emplace_back(it->second.dev, it->second.capacity);  // reused in compute-stream order
+    kept_.erase(it);
+  }
 
  private:
   using Key = std::tuple<const void*, std::int64_t, std::int64_t>;  ///< host pointer, bytes, version
@@ -120,6 +201,57 @@ class StagedGemmBackend final : public GemmBackend {
     DeviceOps::Event done = 0;
     std::int64_t order = 0;  ///< issue order: older downloads are unpacked first
   };
+  struct Kept {  ///< an intermediate that lives on the device (its host memory is not written)
+    void* dev = nullptr;
+    std::size_t bytes = 0, capacity = 0;
+  };
+  using KeptMap = std::map<const char*, Kept>;  ///< by host address
+
+  /// The kept intermediate whose host memory contains `p`, or kept_.end().
+  KeptMap::iterator find_kept(const void* p) {
+    const auto* c = static_cast<const char*>(p);
+    auto it = kept_.upper_bound(c);
+    if (it == kept_.begin()) return kept_.end();
+    --it;
+    return c < it->first + std::max<std::size_t>(it->second.bytes, 1) ? it : kept_.end();
+  }
+  /// The device address of operand `x` [B, R, C] when it views a kept intermediate (row-major,
+  /// or the transpose of a row-major [B, C, R]: `trans`), else nullptr.
+  const void* kept_operand(const at::Tensor& x, bool& trans) {
+    const auto it = find_kept(x.data_ptr());
+    if (it == kept_.end()) return nullptr;
+    if (x.is_contiguous()) trans = false;
+    else if (x.transpose(1, 2).is_contiguous()) trans = true;
+    else throw InputError("staged GEMM backend: a kept intermediate must reach a GEMM in a matrix layout");
+    return static_cast<const char*>(it->second.dev) + (static_cast<const char*>(x.data_ptr()) - it->first);
+  }
+  /// A device buffer of at least `bytes` for an intermediate: the smallest idle one that fits;
+  /// when none does, the idle ones are freed and a new one is made. {buffer, capacity}.
+  std::pair<void*, std::size_t> acquire(std::size_t bytes) {
+    auto best = pool_.end();
+    for (auto it = pool_.begin(); it != pool_.end(); ++it)
+      if (it->second >= bytes && (best == pool_.end() || it->second < best->second)) best = it;
+    if (best != pool_.end()) {
+      const auto r = *best;
+      pool_.erase(best);
+      return r;
+    }
+    if (!pool_.empty()) {
+      ops_->synchronize_all();  // no queued work reads them
+      for (auto& [dev, capacity] : pool_) ops_->device_free(dev);
+      pool_.clear();
+    }
+    return {ops_->device_alloc(std::max<std::size_t>(bytes, 1)), std::max<std::size_t>(bytes, 1)};
+  }
+  /// Downloads a kept intermediate into its host memory (the host reads it next) and forgets it.
+  void fetch(KeptMap::iterator it) {
+    ops_->copy_to_host(const_cast<char*>(it->first), it->second.dev, it->second.bytes, Stream::compute);
+    ops_->synchronize(ops_->record(Stream::compute));
+    d2h_ += std::int64_t(it->second.bytes);
+    pool_.emplace_back(it->second.dev, it->second.capacity);
+    kept_.erase(it);
+  }
+
   struct Open {  ///< the output block the GEMMs write now (still on the device)
     bool active = false;
     at::Tensor dest;
@@ -189,7 +321,7 @@ class StagedGemmBackend final : public GemmBackend {
     Staging& st = in_[slot][which];
     reserve(st, bytes);
     if (has_upload_[slot][which]) ops_->synchronize(upload_done_[slot][which]);  // pinned slot free
-    std::memcpy(st.host, x.data_ptr(), bytes);
+    parallel_memcpy(st.host, x.data_ptr(), bytes);
     void* dst = st.dev;
     if (keep) {
       dst = ops_->device_alloc(bytes);
@@ -221,7 +353,7 @@ class StagedGemmBackend final : public GemmBackend {
     Staging& st = out_[slot];
     reserve(st, static_cast<std::size_t>(c.nbytes()));
     if (accumulate) {
-      std::memcpy(st.host, c.data_ptr(), c.nbytes());
+      parallel_memcpy(st.host, c.data_ptr(), c.nbytes());
       ops_->copy_to_device(st.dev, st.host, c.nbytes(), Stream::copy_in);
       h2d_ += c.nbytes();
       waits.push_back(ops_->record(Stream::copy_in));
@@ -264,7 +396,7 @@ class StagedGemmBackend final : public GemmBackend {
     Download& d = downloads_[s];
     if (!d.pending) return;
     ops_->synchronize(d.done);
-    std::memcpy(d.dest.data_ptr(), out_[s].host, d.dest.nbytes());
+    parallel_memcpy(d.dest.data_ptr(), out_[s].host, d.dest.nbytes());
     d = Download{};
   }
 
@@ -279,6 +411,8 @@ class StagedGemmBackend final : public GemmBackend {
   Download downloads_[2];
   Open open_;
   std::map<Key, Resident> resident_;
+  KeptMap kept_;
+  std::vector<std::pair<void*, std::size_t>> pool_;  ///< idle intermediate buffers {device, capacity}
   std::int64_t resident_used_ = 0;
   std::int64_t calls_ = 0;
   int next_out_ = 0;

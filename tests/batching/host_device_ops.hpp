@@ -71,6 +71,18 @@ class HostDeviceOps final : public batching::DeviceOps {
       g.accumulate ? c.add_(r) : c.copy_(r);
     }, {g.a, g.b, g.c});
   }
+  void strided_copy(const batching::StridedCopy& c, batching::Stream s) override {
+    ++strided_copies_;
+    enqueue(s, [c] {
+      const auto opt = at::TensorOptions().dtype(c.f64 ? at::kDouble : at::kFloat);
+      const std::vector<std::int64_t> sizes(c.sizes, c.sizes + c.rank), strides(c.strides, c.strides + c.rank);
+      std::int64_t span = 1, n = 1;
+      for (int d = 0; d < c.rank; ++d) span += (c.sizes[d] - 1) * c.strides[d], n *= c.sizes[d];
+      if (n == 0) return;
+      const auto src = at::from_blob(const_cast<void*>(c.src), {span}, opt).as_strided(sizes, strides);
+      at::from_blob(c.dst, sizes, opt).copy_(src);
+    }, {c.src, c.dst});
+  }
   Event record(batching::Stream s) override {
     events_.push_back({idx(s), queues_[idx(s)].size()});
     return Event(events_.size() - 1);
@@ -90,6 +102,8 @@ class HostDeviceOps final : public batching::DeviceOps {
 
   /// Times the backend declared all events complete (recycle_events).
   int recycles() const { return recycles_; }
+  /// Layout copies made on the device so far (strided_copy).
+  int strided_copies() const { return strided_copies_; }
   /// Tasks enqueued so far (copies, GEMMs and waits).
   std::size_t tasks() const { return queues_[0].size() + queues_[1].size() + queues_[2].size(); }
 
@@ -164,6 +178,7 @@ class HostDeviceOps final : public batching::DeviceOps {
   std::array<bool, 3> running_{false, false, false};
   std::vector<std::pair<int, std::size_t>> events_;
   int recycles_ = 0;
+  int strided_copies_ = 0;
   std::size_t valid_from_ = 0;  ///< handles below this were recycled
   std::set<void*> device_, host_;
 };

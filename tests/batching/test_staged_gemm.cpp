@@ -264,6 +264,76 @@ TEST(StagedGemm, StagedPlanMovesWhatItsPlanSays) {
   EXPECT_GT(hoisted, 0);  // copies made once for all batches (kept on the device)
 }
 
+// A multi-step plan's intermediates stay on the device: their GEMMs write device buffers, their
+// layout copies run there, and the next GEMM reads them there. Only the output comes back (each
+// block once, even when contracted labels are split), under both stream orders.
+TEST(StagedGemm, IntermediatesOfMultiStepPlansNeverCrossToTheHost) {
+  torch::manual_seed(13);
+  const auto opt = torch::dtype(torch::kFloat64);
+  const auto L = torch::randn({40, 6, 9}, opt), t = torch::randn({4, 9, 4, 9}, opt);
+  const std::vector<std::pair<std::string, std::vector<torch::Tensor>>> cases = {
+      {"xac,xbd,icjd->iajb", {L, L.clone(), t}},
+      {"abz,bc,cd->ad", {torch::randn({30, 20, 3}, opt), torch::randn({20, 25}, opt), torch::randn({25, 30}, opt)}},
+      {"ik,kl,lj->ij", {torch::randn({2, 2000}, opt), torch::randn({2000, 40}, opt), torch::randn({40, 1}, opt)}}};
+  int multi_step = 0, device_copies = 0;
+  for (const auto& [spec, ops] : cases) {
+    const auto ref = torch::einsum(spec, ops);
+    for (const auto split : {batching::SplitStrategy::c, batching::SplitStrategy::x}) {
+      for (const std::int64_t budget : {std::int64_t(0), std::int64_t(60000), std::int64_t(20000)}) {
+        for (const auto order : {HostDeviceOps::Order::lazy, HostDeviceOps::Order::run_ahead}) {
+          batching::PlanOptions o;
+          o.split = split;
+          o.budget_bytes = budget;
+          o.backend = batching::BackendKind::cublas;
+          o.cost = batching::CostModel{};
+          auto out = torch::empty_like(ref);
+          batching::Plan plan;
+          try {
+            plan = batching::plan_contraction(spec, ops, out, o);
+          } catch (const BudgetError&) {
+            continue;
+          }
+          if (plan.steps.size() < 2) continue;
+          ++multi_step;
+          auto device = std::make_unique<HostDeviceOps>(order);
+          const HostDeviceOps& d = *device;
+          StagedGemmOptions so;
+          so.resident_bytes = std::int64_t(1) << 30;
+          auto backend = batching::make_staged_backend(std::move(device), so);
+          const auto rep = batching::execute(plan, ops, out, o, *backend);
+          const std::string what = spec + " split " + batching::to_string(split) + " budget " + std::to_string(budget);
+          EXPECT_TRUE(torch::allclose(out, ref, 1e-11, 1e-11)) << what;
+          EXPECT_EQ(rep.bytes_d2h, out.nbytes()) << what << "\n" << plan.explain();
+          device_copies += d.strided_copies();
+          EXPECT_EQ(double(d.strided_copies() > 0), double(plan.device_copy_bytes > 0)) << what;
+        }
+      }
+    }
+  }
+  EXPECT_GT(multi_step, 0);
+  EXPECT_GT(device_copies, 0);  // some intermediate needed a layout copy, made on the device
+}
+
+// A layout copy of a kept intermediate with more dimensions than the device kernel takes is
+// made on the host: the intermediate comes back first, with the GEMM's values.
+TEST(StagedGemm, KeptIntermediateCopiedOnTheHostWhenItHasTooManyDimensions) {
+  torch::manual_seed(14);
+  auto backend = staged(HostDeviceOps::Order::lazy, 0);
+  const auto a = torch::randn({1, 1024, 3}, torch::kFloat64), b = torch::randn({1, 3, 2}, torch::kFloat64);
+  auto c = torch::empty({1, 1024, 2}, torch::kFloat64);
+  ASSERT_TRUE(backend->keeps_intermediates());
+  backend->keep(c);
+  backend->bmm(a, b, c, false, false, false);
+  std::vector<std::int64_t> dims(11, 2), reversed;
+  for (std::int64_t d = 10; d >= 0; --d) reversed.push_back(d);
+  const auto src = c.view(dims).permute(reversed);  // 11 dimensions that do not merge
+  auto dst = torch::empty(src.sizes(), torch::kFloat64);
+  EXPECT_FALSE(backend->copy_kept(src, dst));
+  EXPECT_TRUE(torch::allclose(c, torch::bmm(a, b), 1e-12, 1e-12));  // fetched into c's memory
+  EXPECT_EQ(backend->bytes_d2h(), c.nbytes());
+  backend->synchronize();
+}
+
 // The same pipeline on cuBLAS: on a machine with a CUDA device (and a CUDA build) the results
 // must equal torch::bmm; without one, asking for the backend is a clear error, not a crash.
 TEST(StagedGemm, CublasBackendMatchesTorchOnAGpuOrFailsClearlyWithout) {
@@ -288,4 +358,19 @@ TEST(StagedGemm, CublasBackendMatchesTorchOnAGpuOrFailsClearlyWithout) {
   backend->bmm(As, Bs, cs, false, false, false);
   backend->synchronize();
   EXPECT_TRUE(torch::allclose(cs, torch::bmm(As, Bs), 1e-4, 1e-4));
+  // a three-operand contraction: its intermediates and their layout copies stay on the GPU
+  const auto L = torch::randn({40, 6, 9}, torch::kFloat64), t = torch::randn({4, 9, 4, 9}, torch::kFloat64);
+  const std::string spec = "xac,xbd,icjd->iajb";
+  const auto ref = torch::einsum(spec, {L, L, t});
+  for (const std::int64_t budget : {std::int64_t(0), std::int64_t(20000)}) {
+    batching::PlanOptions o;
+    o.budget_bytes = budget;
+    o.backend = batching::BackendKind::cublas;
+    o.cost = batching::CostModel{};
+    auto out = torch::empty_like(ref);
+    const auto plan = batching::plan_contraction(spec, {L, L, t}, out, o);
+    const auto rep = batching::execute(plan, {L, L, t}, out, o, *backend);
+    EXPECT_TRUE(torch::allclose(out, ref, 1e-11, 1e-11)) << "budget " << budget;
+    EXPECT_EQ(rep.bytes_d2h, out.nbytes()) << "budget " << budget;
+  }
 }
