@@ -56,8 +56,9 @@ inline ColumnMajorGemm column_major(const GemmCall& g) {
   return c;
 }
 
-/// Most dimensions of one strided copy (coalesced dimensions count once).
-inline constexpr int kMaxCopyRank = 8;
+/// Most dimensions of one strided copy. A kept intermediate with more labels is copied on the
+/// host (the planner models the same rule).
+inline constexpr int kMaxCopyRank = 16;
 
 /// A strided gather into a contiguous buffer on the device: for every index (i_0, …, i_{r-1})
 /// of `sizes` in row-major order, dst[next] = src[Σ_d i_d · strides[d]] (strides in elements).

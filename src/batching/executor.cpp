@@ -428,6 +428,10 @@ ExecReport execute(const Plan& plan, const std::vector<at::Tensor>& operands, co
     }
     gemm.synchronize();
   } catch (...) {
+    try {  // nothing the backend still has in flight writes a buffer handed back below
+      gemm.synchronize();
+    } catch (...) {
+    }
     run.give_back_all();  // a shared workspace keeps no buffers busy for good
     throw;
   }

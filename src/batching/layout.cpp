@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "batching/device_ops.hpp"
 #include "batching/plan_detail.hpp"
 
 namespace nnvmc::batching::detail {
@@ -219,6 +220,11 @@ double over_batches(const Plan& plan, const std::string& labels) {
     if (!has(labels, l)) r *= double(plan.n_blocks(l));
   return r;
 }
+/// Whether the staged backend makes the layout copy of intermediate `x` on the device: nothing
+/// summed out of it, and few enough dimensions for DeviceOps::strided_copy.
+bool on_device_copy(const StepInput& x) {
+  return x.summed.empty() && int(x.labels.size()) <= kMaxCopyRank;
+}
 }  // namespace
 
 double staged_transfer_bytes(const Plan& plan) {
@@ -229,7 +235,8 @@ double staged_transfer_bytes(const Plan& plan) {
     for (const StepInput* x : {&st.a, &st.b}) {
       const std::string mem = without(x->labels, x->summed);
       if (x->id >= n_ops) {  // an intermediate stays on the device (its layout copy too) ...
-        if (!x->summed.empty()) bytes += over_batches(plan, x->labels) + over_batches(plan, mem);  // ... unless summed on the host
+        if (!on_device_copy(*x) && (x->transpose_copy || !x->summed.empty()))  // ... unless summed or copied on the host
+          bytes += over_batches(plan, x->labels) + over_batches(plan, mem);
       } else if (x->hoisted || (!x->transpose_copy && x->summed.empty())) {
         bytes += double(volume(mem, plan.extents) * plan.elem_bytes);  // kept: crosses once
       } else {
@@ -248,7 +255,7 @@ double staged_device_copy_bytes(const Plan& plan) {
   double bytes = 0;
   for (const Step& st : plan.steps)
     for (const StepInput* x : {&st.a, &st.b})
-      if (x->id >= n_ops && x->transpose_copy && x->summed.empty()) bytes += over_batches(plan, x->labels);
+      if (x->id >= n_ops && x->transpose_copy && on_device_copy(*x)) bytes += over_batches(plan, x->labels);
   return bytes;
 }
 

@@ -88,14 +88,14 @@ class StagedGemmBackend final : public GemmBackend {
     GemmCall call;
     call.f64 = a.scalar_type() == at::kDouble;
     call.batch = a.size(0), call.m = a.size(1), call.k = a.size(2), call.n = b.size(2);
-    const auto kc = kept_.find(static_cast<const char*>(c.data_ptr()));
+    const auto kc = find_kept(c.data_ptr());
     const bool c_kept = kc != kept_.end();
-    if (c_kept && (accumulate || std::size_t(c.nbytes()) != kc->second.bytes))
+    if (c_kept && (kc->first != c.data_ptr() || accumulate || std::size_t(c.nbytes()) != kc->second.bytes))
       throw Error("staged GEMM backend: a kept intermediate is written whole by one GEMM");
     if (call.batch == 0 || call.m == 0 || call.n == 0) return;  // nothing to write
-    if (call.k == 0) {  // an empty sum: c = 0 or unchanged
-      if (c_kept) release(c);  // written on the host: no longer kept
-      synchronize();
+    if (call.k == 0) {  // an empty sum: c = 0 or unchanged, written on the host
+      if (c_kept) release(c);  // no longer kept (other kept intermediates stay)
+      drain();
       if (!accumulate) c.zero_();
       return;
     }
@@ -115,9 +115,18 @@ class StagedGemmBackend final : public GemmBackend {
     ops_->gemm(call, Stream::compute);
     gemm_done_[slot] = ops_->record(Stream::compute);
     has_gemm_[slot] = true;
+    if (!c_kept) open_.written = gemm_done_[slot];  // its download need not wait for later GEMMs
   }
 
   void synchronize() override {
+    drain();
+    for (auto& [host, k] : kept_) pool_.emplace_back(k.dev, k.capacity);
+    kept_.clear();
+  }
+
+  /// Completes every outstanding copy and GEMM (results unpacked into their host tensors);
+  /// kept intermediates stay kept.
+  void drain() {
     close_output();
     finish_all();
     // Everything enqueued so far has completed (every upload feeds a GEMM whose output was
@@ -127,8 +136,6 @@ class StagedGemmBackend final : public GemmBackend {
     has_upload_[0][0] = has_upload_[0][1] = has_upload_[1][0] = has_upload_[1][1] = false;
     has_gemm_[0] = has_gemm_[1] = false;
     for (auto& [key, r] : resident_) r.ready = kNoEvent;
-    for (auto& [host, k] : kept_) pool_.emplace_back(k.dev, k.capacity);
-    kept_.clear();
   }
 
   std::int64_t bytes_h2d() const override { return h2d_; }
@@ -150,6 +157,10 @@ class StagedGemmBackend final : public GemmBackend {
     if (it == kept_.end()) return false;
     if (!dst.is_contiguous() || dst.scalar_type() != src.scalar_type() || dst.sizes() != src.sizes())
       throw InputError("staged GEMM backend: a layout copy needs a contiguous destination of the source's shape");
+    if (src.dim() > kMaxCopyRank) {  // too many dimensions for the kernel: copy on the host
+      fetch(it);
+      return false;
+    }
     StridedCopy call;
     call.f64 = src.scalar_type() == at::kDouble;
     for (std::int64_t d = 0; d < src.dim(); ++d) {  // coalesced: unit dims dropped, runs merged
@@ -158,10 +169,6 @@ class StagedGemmBackend final : public GemmBackend {
         call.sizes[call.rank - 1] *= src.size(d);
         call.strides[call.rank - 1] = src.stride(d);
         continue;
-      }
-      if (call.rank == kMaxCopyRank) {  // too many dimensions for the kernel: copy on the host
-        fetch(it);
-        return false;
       }
       call.sizes[call.rank] = src.size(d), call.strides[call.rank] = src.stride(d), ++call.rank;
     }
@@ -225,8 +232,8 @@ class StagedGemmBackend final : public GemmBackend {
     else throw InputError("staged GEMM backend: a kept intermediate must reach a GEMM in a matrix layout");
     return static_cast<const char*>(it->second.dev) + (static_cast<const char*>(x.data_ptr()) - it->first);
   }
-  /// A device buffer of at least `bytes` for an intermediate: the smallest idle one that fits;
-  /// when none does, the idle ones are freed and a new one is made. {buffer, capacity}.
+  /// A device buffer of at least `bytes` for an intermediate: the smallest idle one that fits,
+  /// else a new one. {buffer, capacity}.
   std::pair<void*, std::size_t> acquire(std::size_t bytes) {
     auto best = pool_.end();
     for (auto it = pool_.begin(); it != pool_.end(); ++it)
@@ -236,12 +243,20 @@ class StagedGemmBackend final : public GemmBackend {
       pool_.erase(best);
       return r;
     }
-    if (!pool_.empty()) {
-      ops_->synchronize_all();  // no queued work reads them
-      for (auto& [dev, capacity] : pool_) ops_->device_free(dev);
-      pool_.clear();
+    const std::size_t capacity = std::max<std::size_t>(bytes, 1);
+    return {device_alloc(capacity), capacity};
+  }
+  /// A device buffer; when the device is full, the idle intermediate buffers are freed first.
+  void* device_alloc(std::size_t bytes) {
+    try {
+      return ops_->device_alloc(bytes);
+    } catch (const Error&) {
+      if (pool_.empty()) throw;
     }
-    return {ops_->device_alloc(std::max<std::size_t>(bytes, 1)), std::max<std::size_t>(bytes, 1)};
+    ops_->synchronize_all();  // no queued work reads them
+    for (auto& [dev, capacity] : pool_) ops_->device_free(dev);
+    pool_.clear();
+    return ops_->device_alloc(bytes);
   }
   /// Downloads a kept intermediate into its host memory (the host reads it next) and forgets it.
   void fetch(KeptMap::iterator it) {
@@ -256,6 +271,7 @@ class StagedGemmBackend final : public GemmBackend {
     bool active = false;
     at::Tensor dest;
     int slot = 0;
+    DeviceOps::Event written = kNoEvent;  ///< after its latest GEMM
   };
 
   /// A contiguous host tensor holding `x` [B, R, C] row-major (trans = false) or as the
@@ -278,7 +294,7 @@ class StagedGemmBackend final : public GemmBackend {
     if (bytes <= s.bytes) return;
     ops_->synchronize_all();
     release(s);
-    s.dev = ops_->device_alloc(bytes);
+    s.dev = device_alloc(bytes);
     s.host = ops_->host_alloc(bytes);
     s.bytes = bytes;
   }
@@ -324,7 +340,7 @@ class StagedGemmBackend final : public GemmBackend {
     parallel_memcpy(st.host, x.data_ptr(), bytes);
     void* dst = st.dev;
     if (keep) {
-      dst = ops_->device_alloc(bytes);
+      dst = device_alloc(bytes);
       resident_used_ += std::int64_t(bytes);
     } else if (has_gemm_[slot]) {
       ops_->wait(Stream::copy_in, gemm_done_[slot]);  // device slot no longer read
@@ -366,7 +382,7 @@ class StagedGemmBackend final : public GemmBackend {
   void close_output() {
     if (!open_.active) return;
     const int slot = open_.slot;
-    ops_->wait(Stream::copy_out, ops_->record(Stream::compute));
+    ops_->wait(Stream::copy_out, open_.written != kNoEvent ? open_.written : ops_->record(Stream::compute));
     ops_->copy_to_host(out_[slot].host, out_[slot].dev, open_.dest.nbytes(), Stream::copy_out);
     d2h_ += open_.dest.nbytes();
     downloads_[slot] = Download{true, open_.dest, ops_->record(Stream::copy_out), downloads_issued_++};

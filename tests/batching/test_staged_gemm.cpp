@@ -319,19 +319,42 @@ TEST(StagedGemm, IntermediatesOfMultiStepPlansNeverCrossToTheHost) {
 TEST(StagedGemm, KeptIntermediateCopiedOnTheHostWhenItHasTooManyDimensions) {
   torch::manual_seed(14);
   auto backend = staged(HostDeviceOps::Order::lazy, 0);
-  const auto a = torch::randn({1, 1024, 3}, torch::kFloat64), b = torch::randn({1, 3, 2}, torch::kFloat64);
-  auto c = torch::empty({1, 1024, 2}, torch::kFloat64);
+  const auto a = torch::randn({1, 65536, 3}, torch::kFloat64), b = torch::randn({1, 3, 2}, torch::kFloat64);
+  auto c = torch::empty({1, 65536, 2}, torch::kFloat64);
   ASSERT_TRUE(backend->keeps_intermediates());
   backend->keep(c);
   backend->bmm(a, b, c, false, false, false);
-  std::vector<std::int64_t> dims(11, 2), reversed;
-  for (std::int64_t d = 10; d >= 0; --d) reversed.push_back(d);
-  const auto src = c.view(dims).permute(reversed);  // 11 dimensions that do not merge
+  std::vector<std::int64_t> dims(17, 2), reversed;
+  for (std::int64_t d = 16; d >= 0; --d) reversed.push_back(d);
+  const auto src = c.view(dims).permute(reversed);  // 17 dimensions, more than the kernel takes
   auto dst = torch::empty(src.sizes(), torch::kFloat64);
   EXPECT_FALSE(backend->copy_kept(src, dst));
   EXPECT_TRUE(torch::allclose(c, torch::bmm(a, b), 1e-12, 1e-12));  // fetched into c's memory
   EXPECT_EQ(backend->bytes_d2h(), c.nbytes());
   backend->synchronize();
+}
+
+// A GEMM with an empty contracted extent writes its (kept) output on the host; the other kept
+// intermediates stay on the device with their values.
+TEST(StagedGemm, AnEmptySumLeavesOtherKeptIntermediatesOnTheDevice) {
+  torch::manual_seed(15);
+  for (const auto order : {HostDeviceOps::Order::lazy, HostDeviceOps::Order::run_ahead}) {
+    auto backend = staged(order, 0);
+    const auto a = torch::randn({2, 5, 3}, torch::kFloat64), b = torch::randn({2, 3, 4}, torch::kFloat64);
+    auto first = torch::empty({2, 5, 4}, torch::kFloat64), empty_sum = torch::empty({2, 5, 6}, torch::kFloat64);
+    backend->keep(first);
+    backend->bmm(a, b, first, false, false, false);
+    backend->keep(empty_sum);
+    backend->bmm(torch::empty({2, 5, 0}, torch::kFloat64), torch::empty({2, 0, 6}, torch::kFloat64), empty_sum, false,
+                 false, false);
+    EXPECT_TRUE(torch::equal(empty_sum, torch::zeros_like(empty_sum)));
+    const auto w = torch::randn({2, 4, 7}, torch::kFloat64);
+    auto out = torch::empty({2, 5, 7}, torch::kFloat64);
+    backend->bmm(first, w, out, false, false, false);  // reads `first` where it was kept
+    backend->synchronize();
+    EXPECT_TRUE(torch::allclose(out, torch::bmm(torch::bmm(a, b), w), 1e-12, 1e-12));
+    EXPECT_EQ(backend->bytes_d2h(), out.nbytes());
+  }
 }
 
 // The same pipeline on cuBLAS: on a machine with a CUDA device (and a CUDA build) the results
