@@ -13,10 +13,11 @@
 /// so that mapping is checked too.
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <functional>
-#include <set>
+#include <map>
 #include <stdexcept>
 #include <vector>
 
@@ -30,8 +31,8 @@ class HostDeviceOps final : public batching::DeviceOps {
   explicit HostDeviceOps(Order order, std::size_t device_bytes = std::size_t(1) << 30)
       : order_(order), free_(device_bytes) {}
   ~HostDeviceOps() override {
-    for (void* p : device_) std::free(p);
-    for (void* p : host_) std::free(p);
+    for (auto [p, bytes] : device_) std::free(p);
+    for (auto [p, bytes] : host_) std::free(p);
   }
 
   void* device_alloc(std::size_t bytes) override { return alloc(bytes, device_); }
@@ -113,18 +114,24 @@ class HostDeviceOps final : public batching::DeviceOps {
     if (e < 0 || std::size_t(e) < valid_from_) throw std::logic_error("HostDeviceOps: use of a recycled event");
     return events_.at(std::size_t(e));
   }
-  void* alloc(std::size_t bytes, std::set<void*>& pool) {
+  void* alloc(std::size_t bytes, std::map<void*, std::size_t>& pool) {
     void* p = std::malloc(bytes ? bytes : 1);
     std::memset(p, 0xFF, bytes);  // NaN in float64 and float32
-    pool.insert(p);
+    pool[p] = bytes;
     return p;
   }
-  void release(void* p, std::set<void*>& pool) {
+  /// Frees `p`; queued work that uses any address inside it (operands at offsets too) is an error.
+  void release(void* p, std::map<void*, std::size_t>& pool) {
+    const auto it = pool.find(p);
+    if (it == pool.end()) throw std::logic_error("HostDeviceOps: freeing an unknown buffer");
+    const auto* lo = static_cast<const char*>(p);
+    const auto* hi = lo + std::max<std::size_t>(it->second, 1);
     for (int s = 0; s < 3; ++s)
       for (std::size_t t = done_[s]; t < queues_[s].size(); ++t)
         for (const void* u : queues_[s][t].uses)
-          if (u == p) throw std::logic_error("HostDeviceOps: freeing a buffer that queued work still uses");
-    if (!pool.erase(p)) throw std::logic_error("HostDeviceOps: freeing an unknown buffer");
+          if (static_cast<const char*>(u) >= lo && static_cast<const char*>(u) < hi)
+            throw std::logic_error("HostDeviceOps: freeing a buffer that queued work still uses");
+    pool.erase(it);
     std::free(p);
   }
   /// A copy or GEMM (f), or a wait until stream `dep` has done `pos` tasks.
@@ -180,7 +187,7 @@ class HostDeviceOps final : public batching::DeviceOps {
   int recycles_ = 0;
   int strided_copies_ = 0;
   std::size_t valid_from_ = 0;  ///< handles below this were recycled
-  std::set<void*> device_, host_;
+  std::map<void*, std::size_t> device_, host_;  ///< live buffers and their sizes
 };
 
 }  // namespace nnvmc::test
