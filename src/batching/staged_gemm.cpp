@@ -73,7 +73,7 @@ class StagedGemmBackend final : public GemmBackend {
     for (auto& s : out_) release(s);
     for (auto& [key, r] : resident_) ops_->device_free(r.dev);
     for (auto& [host, k] : kept_) ops_->device_free(k.dev);
-    for (auto& [dev, capacity] : pool_) ops_->device_free(dev);
+    for (auto& idle : pool_) ops_->device_free(idle.dev);
   }
 
   void bmm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, bool accumulate) override {
@@ -120,7 +120,7 @@ class StagedGemmBackend final : public GemmBackend {
 
   void synchronize() override {
     drain();
-    for (auto& [host, k] : kept_) pool_.emplace_back(k.dev, k.capacity);
+    for (auto& [host, k] : kept_) pool_.push_back(Idle{k.dev, k.capacity});
     kept_.clear();
   }
 
@@ -188,7 +188,7 @@ class StagedGemmBackend final : public GemmBackend {
   void release(const at::Tensor& t) override {
     const auto it = kept_.find(static_cast<const char*>(t.data_ptr()));
     if (it == kept_.end()) return;
-    pool_.emplace_back(it->second.dev, it->second.capacity);  // reused in compute-stream order
+    pool_.push_back(Idle{it->second.dev, it->second.capacity});  // reused in compute-stream order
     kept_.erase(it);
   }
 
@@ -237,9 +237,9 @@ class StagedGemmBackend final : public GemmBackend {
   std::pair<void*, std::size_t> acquire(std::size_t bytes) {
     auto best = pool_.end();
     for (auto it = pool_.begin(); it != pool_.end(); ++it)
-      if (it->second >= bytes && (best == pool_.end() || it->second < best->second)) best = it;
+      if (it->capacity >= bytes && (best == pool_.end() || it->capacity < best->capacity)) best = it;
     if (best != pool_.end()) {
-      const auto r = *best;
+      const std::pair<void*, std::size_t> r{best->dev, best->capacity};
       pool_.erase(best);
       return r;
     }
@@ -254,7 +254,7 @@ class StagedGemmBackend final : public GemmBackend {
       if (pool_.empty()) throw;
     }
     ops_->synchronize_all();  // no queued work reads them
-    for (auto& [dev, capacity] : pool_) ops_->device_free(dev);
+    for (auto& idle : pool_) ops_->device_free(idle.dev);
     pool_.clear();
     return ops_->device_alloc(bytes);
   }
@@ -263,7 +263,7 @@ class StagedGemmBackend final : public GemmBackend {
     ops_->copy_to_host(const_cast<char*>(it->first), it->second.dev, it->second.bytes, Stream::compute);
     ops_->synchronize(ops_->record(Stream::compute));
     d2h_ += std::int64_t(it->second.bytes);
-    pool_.emplace_back(it->second.dev, it->second.capacity);
+    pool_.push_back(Idle{it->second.dev, it->second.capacity});
     kept_.erase(it);
   }
 
@@ -428,7 +428,13 @@ class StagedGemmBackend final : public GemmBackend {
   Open open_;
   std::map<Key, Resident> resident_;
   KeptMap kept_;
-  std::vector<std::pair<void*, std::size_t>> pool_;  ///< idle intermediate buffers {device, capacity}
+  struct Idle {  ///< an intermediate buffer waiting for reuse
+    void* dev = nullptr;
+    std::size_t capacity = 0;
+  };
+  /// Idle intermediate buffers: reused by later intermediates (a CCSD run repeats the same
+  /// contractions every iteration), freed when the device is full (device_alloc) and at the end.
+  std::vector<Idle> pool_;
   std::int64_t resident_used_ = 0;
   std::int64_t calls_ = 0;
   int next_out_ = 0;

@@ -35,7 +35,7 @@ class HostDeviceOps final : public batching::DeviceOps {
     for (auto [p, bytes] : host_) std::free(p);
   }
 
-  void* device_alloc(std::size_t bytes) override { return alloc(bytes, device_); }
+  void* device_alloc(std::size_t bytes) override { return ++device_allocations_, alloc(bytes, device_); }
   void device_free(void* p) override { release(p, device_); }
   /// Checks the promise of recycle_events (every event complete) and invalidates the old handles.
   void recycle_events() override {
@@ -103,6 +103,8 @@ class HostDeviceOps final : public batching::DeviceOps {
 
   /// Times the backend declared all events complete (recycle_events).
   int recycles() const { return recycles_; }
+  /// Device buffers allocated so far.
+  int device_allocations() const { return device_allocations_; }
   /// Layout copies made on the device so far (strided_copy).
   int strided_copies() const { return strided_copies_; }
   /// Tasks enqueued so far (copies, GEMMs and waits).
@@ -186,6 +188,7 @@ class HostDeviceOps final : public batching::DeviceOps {
   std::vector<std::pair<int, std::size_t>> events_;
   int recycles_ = 0;
   int strided_copies_ = 0;
+  int device_allocations_ = 0;
   std::size_t valid_from_ = 0;  ///< handles below this were recycled
   std::map<void*, std::size_t> device_, host_;  ///< live buffers and their sizes
 };

@@ -357,6 +357,36 @@ TEST(StagedGemm, AnEmptySumLeavesOtherKeptIntermediatesOnTheDevice) {
   }
 }
 
+// A contraction repeated (as every CCSD iteration repeats its terms) reuses the device buffers
+// of its intermediates and staging: no allocation after the first two runs (the output slots
+// alternate).
+TEST(StagedGemm, RepeatedContractionsReuseTheirDeviceBuffers) {
+  torch::manual_seed(16);
+  const auto L = torch::randn({40, 6, 9}, torch::kFloat64), t = torch::randn({4, 9, 4, 9}, torch::kFloat64);
+  const std::string spec = "xac,xbd,icjd->iajb";
+  const auto ref = torch::einsum(spec, {L, L, t});
+  for (const std::int64_t budget : {std::int64_t(0), std::int64_t(20000)}) {
+    batching::PlanOptions o;
+    o.backend = batching::BackendKind::cublas;
+    o.cost = batching::CostModel{};
+    o.budget_bytes = budget;
+    auto out = torch::empty_like(ref);
+    const auto plan = batching::plan_contraction(spec, {L, L, t}, out, o);
+    ASSERT_GE(plan.steps.size(), 2u);
+    auto device = std::make_unique<HostDeviceOps>(HostDeviceOps::Order::run_ahead);
+    const HostDeviceOps& d = *device;
+    auto backend = batching::make_staged_backend(std::move(device), StagedGemmOptions{0});
+    for (int run = 0; run < 2; ++run) batching::execute(plan, {L, L, t}, out, o, *backend);
+    const int allocations = d.device_allocations();
+    for (int run = 0; run < 3; ++run) {
+      out.zero_();
+      batching::execute(plan, {L, L, t}, out, o, *backend);
+      EXPECT_TRUE(torch::allclose(out, ref, 1e-11, 1e-11)) << "budget " << budget;
+    }
+    EXPECT_EQ(d.device_allocations(), allocations) << "budget " << budget << "\n" << plan.explain();
+  }
+}
+
 // The same pipeline on cuBLAS: on a machine with a CUDA device (and a CUDA build) the results
 // must equal torch::bmm; without one, asking for the backend is a clear error, not a crash.
 TEST(StagedGemm, CublasBackendMatchesTorchOnAGpuOrFailsClearlyWithout) {
