@@ -2,7 +2,7 @@
 # Rehearses a prepared device script on this machine's CPU, so that a session lent the GPU does not
 # spend its 15 minutes finding a misspelt flag, an unknown config key or a summary grep that
 # matches nothing. Every command runs with the script's own flags and keys, except that:
-#   - the device is the CPU (run.device=cuda, --device cuda and a bare `cuda` argument become cpu),
+#   - the device is the CPU (run.device=cuda[:N], --device cuda[:N] and a bare `cuda[:N]` become cpu),
 #   - walker counts are capped at DRY_WALKERS (default 32) and thread counts at this machine's cores,
 #   - for bench/ccsd_gpu_figures.sh the water clusters are (H2O)2, C4H4 is H2O and ITERS=2.
 # Binaries come from BUILD (default build) through argument-rewriting shims; `nvidia-smi` is a stub.
@@ -33,8 +33,8 @@ for a in "\$@"; do
     --threads:*) [ "\$a" -gt "\$cores" ] && a=\$cores ;;
   esac
   case "\$a" in
-    cuda) a=cpu ;;
-    run.device=cuda) a=run.device=cpu ;;
+    cuda|cuda:[0-9]*) a=cpu ;;
+    run.device=cuda|run.device=cuda:[0-9]*) a=run.device=cpu ;;
     sampler.walkers=*) [ "\${a#*=}" -gt "\$cap" ] && a=sampler.walkers=\$cap ;;
     run.threads=*) [ "\${a#*=}" -gt "\$cores" ] && a=run.threads=\$cores ;;
   esac
