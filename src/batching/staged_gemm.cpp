@@ -30,6 +30,7 @@
 
 #include "batching/backend.hpp"
 #include "batching/device_ops.hpp"
+#include "batching/kept_buffers.hpp"
 #include "core/errors.hpp"
 
 namespace nnvmc::batching {
@@ -72,8 +73,6 @@ class StagedGemmBackend final : public GemmBackend {
       for (auto& s : slot) release(s);
     for (auto& s : out_) release(s);
     for (auto& [key, r] : resident_) ops_->device_free(r.dev);
-    for (auto& [host, k] : kept_) ops_->device_free(k.dev);
-    for (auto& idle : pool_) ops_->device_free(idle.dev);
   }
 
   void bmm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, bool accumulate) override {
@@ -88,9 +87,9 @@ class StagedGemmBackend final : public GemmBackend {
     GemmCall call;
     call.f64 = a.scalar_type() == at::kDouble;
     call.batch = a.size(0), call.m = a.size(1), call.k = a.size(2), call.n = b.size(2);
-    const auto kc = find_kept(c.data_ptr());
-    const bool c_kept = kc != kept_.end();
-    if (c_kept && (kc->first != c.data_ptr() || accumulate || std::size_t(c.nbytes()) != kc->second.bytes))
+    const auto kc = kept_.find(c.data_ptr());
+    const bool c_kept = kc.has_value();
+    if (c_kept && (kc->host != c.data_ptr() || accumulate || std::size_t(c.nbytes()) != kc->bytes))
       throw Error("staged GEMM backend: a kept intermediate is written whole by one GEMM");
     if (call.batch == 0 || call.m == 0 || call.n == 0) return;  // nothing to write
     if (call.k == 0) {  // an empty sum: c = 0 or unchanged, written on the host
@@ -109,7 +108,7 @@ class StagedGemmBackend final : public GemmBackend {
     std::vector<DeviceOps::Event> uploads;
     call.a = ka ? ka : device_operand(ha, stable_a && !copied_a, slot, 0, uploads);
     call.b = kb ? kb : device_operand(hb, stable_b && !copied_b, slot, 1, uploads);
-    call.c = c_kept ? kc->second.dev : output_buffer(c, accumulate, uploads);
+    call.c = c_kept ? kc->dev : output_buffer(c, accumulate, uploads);
     call.accumulate = accumulate;
     for (auto e : uploads) ops_->wait(Stream::compute, e);
     ops_->gemm(call, Stream::compute);
@@ -120,8 +119,7 @@ class StagedGemmBackend final : public GemmBackend {
 
   void synchronize() override {
     drain();
-    for (auto& [host, k] : kept_) pool_.push_back(Idle{k.dev, k.capacity});
-    kept_.clear();
+    kept_.release_all();
   }
 
   /// Completes every outstanding copy and GEMM (results unpacked into their host tensors);
@@ -146,19 +144,16 @@ class StagedGemmBackend final : public GemmBackend {
   void keep(const at::Tensor& c) override {
     if (!c.device().is_cpu() || !c.is_contiguous())
       throw InputError("staged GEMM backend: a kept intermediate must be a contiguous host tensor");
-    release(c);
-    const auto bytes = static_cast<std::size_t>(c.nbytes());
-    const auto [dev, capacity] = acquire(bytes);
-    kept_[static_cast<const char*>(c.data_ptr())] = Kept{dev, bytes, capacity};
+    kept_.keep(c.data_ptr(), static_cast<std::size_t>(c.nbytes()));
   }
 
   bool copy_kept(const at::Tensor& src, const at::Tensor& dst) override {
-    const auto it = find_kept(src.data_ptr());
-    if (it == kept_.end()) return false;
+    const auto kept = kept_.find(src.data_ptr());
+    if (!kept) return false;
     if (!dst.is_contiguous() || dst.scalar_type() != src.scalar_type() || dst.sizes() != src.sizes())
       throw InputError("staged GEMM backend: a layout copy needs a contiguous destination of the source's shape");
     if (src.dim() > kMaxCopyRank) {  // too many dimensions for the kernel: copy on the host
-      fetch(it);
+      fetch(*kept);
       return false;
     }
     StridedCopy call;
@@ -172,25 +167,18 @@ class StagedGemmBackend final : public GemmBackend {
       }
       call.sizes[call.rank] = src.size(d), call.strides[call.rank] = src.stride(d), ++call.rank;
     }
-    const auto offset = static_cast<const char*>(src.data_ptr()) - it->first;
-    call.src = static_cast<const char*>(it->second.dev) + offset;
-    keep(dst);
-    call.dst = kept_.at(static_cast<const char*>(dst.data_ptr())).dev;
+    call.src = static_cast<const char*>(kept->dev) + (static_cast<const char*>(src.data_ptr()) - kept->host);
+    if (!dst.device().is_cpu()) throw InputError("staged GEMM backend: a kept intermediate must be a host tensor");
+    call.dst = kept_.keep(dst.data_ptr(), static_cast<std::size_t>(dst.nbytes()));
     ops_->strided_copy(call, Stream::compute);
     return true;
   }
 
   void fetch_kept(const at::Tensor& t) override {
-    const auto it = find_kept(t.data_ptr());
-    if (it != kept_.end()) fetch(it);
+    if (const auto kept = kept_.find(t.data_ptr())) fetch(*kept);
   }
 
-  void release(const at::Tensor& t) override {
-    const auto it = kept_.find(static_cast<const char*>(t.data_ptr()));
-    if (it == kept_.end()) return;
-    pool_.push_back(Idle{it->second.dev, it->second.capacity});  // reused in compute-stream order
-    kept_.erase(it);
-  }
+  void release(const at::Tensor& t) override { kept_.release(t.data_ptr()); }
 
  private:
   using Key = std::tuple<const void*, std::int64_t, std::int64_t>;  ///< host pointer, bytes, version
@@ -208,63 +196,22 @@ class StagedGemmBackend final : public GemmBackend {
     DeviceOps::Event done = 0;
     std::int64_t order = 0;  ///< issue order: older downloads are unpacked first
   };
-  struct Kept {  ///< an intermediate that lives on the device (its host memory is not written)
-    void* dev = nullptr;
-    std::size_t bytes = 0, capacity = 0;
-  };
-  using KeptMap = std::map<const char*, Kept>;  ///< by host address
-
-  /// The kept intermediate whose host memory contains `p`, or kept_.end().
-  KeptMap::iterator find_kept(const void* p) {
-    const auto* c = static_cast<const char*>(p);
-    auto it = kept_.upper_bound(c);
-    if (it == kept_.begin()) return kept_.end();
-    --it;
-    return c < it->first + std::max<std::size_t>(it->second.bytes, 1) ? it : kept_.end();
-  }
   /// The device address of operand `x` [B, R, C] when it views a kept intermediate (row-major,
   /// or the transpose of a row-major [B, C, R]: `trans`), else nullptr.
   const void* kept_operand(const at::Tensor& x, bool& trans) {
-    const auto it = find_kept(x.data_ptr());
-    if (it == kept_.end()) return nullptr;
+    const auto kept = kept_.find(x.data_ptr());
+    if (!kept) return nullptr;
     if (x.is_contiguous()) trans = false;
     else if (x.transpose(1, 2).is_contiguous()) trans = true;
     else throw InputError("staged GEMM backend: a kept intermediate must reach a GEMM in a matrix layout");
-    return static_cast<const char*>(it->second.dev) + (static_cast<const char*>(x.data_ptr()) - it->first);
-  }
-  /// A device buffer of at least `bytes` for an intermediate: the smallest idle one that fits,
-  /// else a new one. {buffer, capacity}.
-  std::pair<void*, std::size_t> acquire(std::size_t bytes) {
-    auto best = pool_.end();
-    for (auto it = pool_.begin(); it != pool_.end(); ++it)
-      if (it->capacity >= bytes && (best == pool_.end() || it->capacity < best->capacity)) best = it;
-    if (best != pool_.end()) {
-      const std::pair<void*, std::size_t> r{best->dev, best->capacity};
-      pool_.erase(best);
-      return r;
-    }
-    const std::size_t capacity = std::max<std::size_t>(bytes, 1);
-    return {device_alloc(capacity), capacity};
-  }
-  /// A device buffer; when the device is full, the idle intermediate buffers are freed first.
-  void* device_alloc(std::size_t bytes) {
-    try {
-      return ops_->device_alloc(bytes);
-    } catch (const Error&) {
-      if (pool_.empty()) throw;
-    }
-    ops_->synchronize_all();  // no queued work reads them
-    for (auto& idle : pool_) ops_->device_free(idle.dev);
-    pool_.clear();
-    return ops_->device_alloc(bytes);
+    return static_cast<const char*>(kept->dev) + (static_cast<const char*>(x.data_ptr()) - kept->host);
   }
   /// Downloads a kept intermediate into its host memory (the host reads it next) and forgets it.
-  void fetch(KeptMap::iterator it) {
-    ops_->copy_to_host(const_cast<char*>(it->first), it->second.dev, it->second.bytes, Stream::compute);
+  void fetch(const KeptBuffers::Entry& kept) {
+    ops_->copy_to_host(const_cast<char*>(kept.host), kept.dev, kept.bytes, Stream::compute);
     ops_->synchronize(ops_->record(Stream::compute));
-    d2h_ += std::int64_t(it->second.bytes);
-    pool_.push_back(Idle{it->second.dev, it->second.capacity});
-    kept_.erase(it);
+    d2h_ += std::int64_t(kept.bytes);
+    kept_.release(kept.host);
   }
 
   struct Open {  ///< the output block the GEMMs write now (still on the device)
@@ -294,7 +241,7 @@ class StagedGemmBackend final : public GemmBackend {
     if (bytes <= s.bytes) return;
     ops_->synchronize_all();
     release(s);
-    s.dev = device_alloc(bytes);
+    s.dev = kept_.device_alloc(bytes);
     s.host = ops_->host_alloc(bytes);
     s.bytes = bytes;
   }
@@ -340,7 +287,7 @@ class StagedGemmBackend final : public GemmBackend {
     parallel_memcpy(st.host, x.data_ptr(), bytes);
     void* dst = st.dev;
     if (keep) {
-      dst = device_alloc(bytes);
+      dst = kept_.device_alloc(bytes);
       resident_used_ += std::int64_t(bytes);
     } else if (has_gemm_[slot]) {
       ops_->wait(Stream::copy_in, gemm_done_[slot]);  // device slot no longer read
@@ -427,14 +374,7 @@ class StagedGemmBackend final : public GemmBackend {
   Download downloads_[2];
   Open open_;
   std::map<Key, Resident> resident_;
-  KeptMap kept_;
-  struct Idle {  ///< an intermediate buffer waiting for reuse
-    void* dev = nullptr;
-    std::size_t capacity = 0;
-  };
-  /// Idle intermediate buffers: reused by later intermediates (a CCSD run repeats the same
-  /// contractions every iteration), freed when the device is full (device_alloc) and at the end.
-  std::vector<Idle> pool_;
+  KeptBuffers kept_{*ops_};  ///< intermediates on the device (after ops_: destroyed before it)
   std::int64_t resident_used_ = 0;
   std::int64_t calls_ = 0;
   int next_out_ = 0;
