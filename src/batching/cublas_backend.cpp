@@ -65,7 +65,9 @@ class CudaDeviceOps final : public DeviceOps {
   void* device_alloc(std::size_t bytes) override {
     const DeviceGuard guard(device_);
     void* p = nullptr;
-    check(cudaMalloc(&p, bytes), "cudaMalloc");
+    const cudaError_t e = cudaMalloc(&p, bytes);
+    if (e != cudaSuccess) cudaGetLastError();  // a caller that recovers must not meet it again at a later launch
+    check(e, "cudaMalloc");
     return p;
   }
   void device_free(void* p) override {
@@ -75,7 +77,9 @@ class CudaDeviceOps final : public DeviceOps {
   void* host_alloc(std::size_t bytes) override {
     const DeviceGuard guard(device_);
     void* p = nullptr;
-    check(cudaMallocHost(&p, bytes), "cudaMallocHost");
+    const cudaError_t e = cudaMallocHost(&p, bytes);
+    if (e != cudaSuccess) cudaGetLastError();
+    check(e, "cudaMallocHost");
     return p;
   }
   void host_free(void* p) override { cudaFreeHost(p); }

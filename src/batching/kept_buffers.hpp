@@ -26,8 +26,13 @@ class KeptBuffers {
   explicit KeptBuffers(DeviceOps& ops) : ops_(ops) {}
   /// Frees every buffer; the caller has made the device idle.
   ~KeptBuffers() {
-    for (auto& [host, k] : kept_) ops_.device_free(k.dev);
-    for (auto& idle : pool_) ops_.device_free(idle.dev);
+    release_all();
+    for (auto& idle : pool_) {
+      try {
+        ops_.device_free(idle.dev);
+      } catch (...) {  // destructors must not throw
+      }
+    }
   }
   KeptBuffers(const KeptBuffers&) = delete;
   KeptBuffers& operator=(const KeptBuffers&) = delete;
@@ -83,8 +88,7 @@ class KeptBuffers {
       if (pool_.empty()) throw;
     }
     ops_.synchronize_all();
-    for (auto& idle : pool_) ops_.device_free(idle.dev);
-    pool_.clear();
+    for (; !pool_.empty(); pool_.pop_back()) ops_.device_free(pool_.back().dev);
     return ops_.device_alloc(bytes);
   }
 

@@ -238,7 +238,9 @@ double staged_transfer_bytes(const Plan& plan) {
         if (!on_device_copy(*x) && (x->transpose_copy || !x->summed.empty()))  // ... unless summed or copied on the host
           bytes += over_batches(plan, x->labels) + over_batches(plan, mem);
       } else if (x->hoisted || (!x->transpose_copy && x->summed.empty())) {
-        bytes += double(volume(mem, plan.extents) * plan.elem_bytes);  // kept: crosses once
+        // kept: crosses once (an operand passed twice, as the ladder's L, is counted twice
+        // though the backend may find the second's slices already resident: an overestimate)
+        bytes += double(volume(mem, plan.extents) * plan.elem_bytes);
       } else {
         bytes += over_batches(plan, mem);  // a fresh host buffer every batch
       }

@@ -64,10 +64,14 @@ class StagedGemmBackend final : public GemmBackend {
       options_.resident_bytes = static_cast<std::int64_t>(ops_->free_device_bytes() / 2);
   }
   ~StagedGemmBackend() override {
+    // destructors must not throw; the results are then incomplete anyway
     try {
       synchronize();
+    } catch (...) {
+    }
+    try {
       ops_->synchronize_all();
-    } catch (...) {  // destructors must not throw; the results are then incomplete anyway
+    } catch (...) {
     }
     for (auto& slot : in_)
       for (auto& s : slot) release(s);
@@ -111,15 +115,26 @@ class StagedGemmBackend final : public GemmBackend {
     call.c = c_kept ? kc->dev : output_buffer(c, accumulate, uploads);
     call.accumulate = accumulate;
     for (auto e : uploads) ops_->wait(Stream::compute, e);
-    ops_->gemm(call, Stream::compute);
+    try {
+      ops_->gemm(call, Stream::compute);
+    } catch (...) {
+      if (!c_kept) open_ = Open{};  // nothing is downloaded from a block the GEMM may not have written
+      throw;
+    }
     gemm_done_[slot] = ops_->record(Stream::compute);
     has_gemm_[slot] = true;
     if (!c_kept) open_.written = gemm_done_[slot];  // its download need not wait for later GEMMs
   }
 
   void synchronize() override {
-    drain();
     kept_.release_all();
+    try {
+      drain();
+    } catch (...) {  // a failed drain leaves no download pending into host memory the caller reuses
+      open_ = Open{};
+      downloads_[0] = downloads_[1] = Download{};
+      throw;
+    }
   }
 
   /// Completes every outstanding copy and GEMM (results unpacked into their host tensors);
@@ -168,7 +183,9 @@ class StagedGemmBackend final : public GemmBackend {
       call.sizes[call.rank] = src.size(d), call.strides[call.rank] = src.stride(d), ++call.rank;
     }
     call.src = static_cast<const char*>(kept->dev) + (static_cast<const char*>(src.data_ptr()) - kept->host);
-    if (!dst.device().is_cpu()) throw InputError("staged GEMM backend: a kept intermediate must be a host tensor");
+    const auto* d0 = static_cast<const char*>(dst.data_ptr());
+    if (!dst.device().is_cpu() || (d0 < kept->host + kept->bytes && kept->host < d0 + dst.nbytes()))
+      throw InputError("staged GEMM backend: a layout copy of a kept intermediate needs a separate host tensor");
     call.dst = kept_.keep(dst.data_ptr(), static_cast<std::size_t>(dst.nbytes()));
     ops_->strided_copy(call, Stream::compute);
     return true;
