@@ -51,7 +51,8 @@ int main(int argc, char** argv) {
     opt.cost = m;
     opt.budget_bytes = std::int64_t(need * fraction);
     const auto plan = b::make_plan(b::parse_einsum("xac,xbd,icjd->iajb"), {{x, v, v}, {x, v, v}, {o, v, o, v}}, opt,
-                                   /*operands_on_device=*/false, /*out_on_device=*/false);
+                                   /*operands_on_device=*/true, /*out_on_device=*/true);  // host tensors, device "cpu",
+                                                                                          // as the CCSD contractor plans them
     if (std::getenv("EXPLAIN")) std::printf("%s\n", plan.explain().c_str());
     // the same plan with every intermediate down and up again per batch, and a split contracted
     // block re-crossing between batches (closed by the intermediates' GEMMs)
