@@ -253,11 +253,17 @@ double staged_transfer_bytes(const Plan& plan) {
 }
 
 double staged_device_copy_bytes(const Plan& plan) {
+  // counted as copy_bytes counts them (the largest batch's, times the batches), so that
+  // copy_bytes − device_copy_bytes is what the host copies
   const int n_ops = int(plan.spec.inputs.size());
+  const Extents box = batch_extents(plan);
+  double batches = 1;
+  for (auto [l, b] : plan.blocks) batches *= double(plan.n_blocks(l));
   double bytes = 0;
   for (const Step& st : plan.steps)
     for (const StepInput* x : {&st.a, &st.b})
-      if (x->id >= n_ops && x->transpose_copy && on_device_copy(*x)) bytes += over_batches(plan, x->labels);
+      if (x->id >= n_ops && x->transpose_copy && on_device_copy(*x))
+        bytes += double(volume(x->labels, box) * plan.elem_bytes) * batches;
   return bytes;
 }
 

@@ -55,7 +55,8 @@ BatchCost simulate_batch(const Plan& plan);
 /// back once per block (staged_gemm.cpp).
 double staged_transfer_bytes(const Plan& plan);
 /// Bytes of the layout copies a staged plan makes on the device (those of intermediates, which
-/// the staged backend keeps there).
+/// the staged backend keeps there), counted as Plan::copy_bytes counts copies (the largest
+/// batch's bytes times the number of batches).
 double staged_device_copy_bytes(const Plan& plan);
 
 /// Fills the plan's totals (flops, transfers, copies, peak, batches, modelled time).
