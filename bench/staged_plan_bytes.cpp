@@ -15,8 +15,10 @@
 #include "batching/contract.hpp"
 #include "batching/einsum.hpp"
 #include "batching/plan.hpp"
+#include "batching/plan_detail.hpp"
 
 namespace b = nnvmc::batching;
+using nnvmc::batching::detail::over_batches;
 
 namespace {
 double env_or(const char* name, double fallback) {
@@ -24,14 +26,6 @@ double env_or(const char* name, double fallback) {
   return v ? std::atof(v) : fallback;
 }
 bool has(const std::string& s, char c) { return s.find(c) != std::string::npos; }
-/// Σ over the plan's batches of a tensor's batch volume, in bytes.
-double over_batches(const b::Plan& p, const std::string& labels) {
-  double r = double(p.elem_bytes);
-  for (char c : labels) r *= double(p.extents.at(c));
-  for (auto [c, block] : p.blocks)
-    if (!has(labels, c)) r *= double(p.n_blocks(c));
-  return r;
-}
 }  // namespace
 
 int main(int argc, char** argv) {

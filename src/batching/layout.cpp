@@ -211,15 +211,14 @@ BatchCost simulate_batch(const Plan& plan) {
   return c;
 }
 
-namespace {
-/// Σ over the batches of `plan` of the batch volume (bytes) of a tensor with `labels`: its full
-/// volume × the blocks of the split labels it lacks.
 double over_batches(const Plan& plan, const std::string& labels) {
   double r = double(volume(labels, plan.extents) * plan.elem_bytes);
   for (auto [l, b] : plan.blocks)
     if (!has(labels, l)) r *= double(plan.n_blocks(l));
   return r;
 }
+
+namespace {
 /// Whether the staged backend makes the layout copy of intermediate `x` on the device: nothing
 /// summed out of it, and few enough dimensions for DeviceOps::strided_copy.
 bool on_device_copy(const StepInput& x) {
@@ -253,17 +252,15 @@ double staged_transfer_bytes(const Plan& plan) {
 }
 
 double staged_device_copy_bytes(const Plan& plan) {
-  // counted as copy_bytes counts them (the largest batch's, times the batches), so that
+  // counted as copy_bytes counts them (the largest batch's, times plan.batches), so that
   // copy_bytes − device_copy_bytes is what the host copies
   const int n_ops = int(plan.spec.inputs.size());
   const Extents box = batch_extents(plan);
-  double batches = 1;
-  for (auto [l, b] : plan.blocks) batches *= double(plan.n_blocks(l));
   double bytes = 0;
   for (const Step& st : plan.steps)
     for (const StepInput* x : {&st.a, &st.b})
       if (x->id >= n_ops && x->transpose_copy && on_device_copy(*x))
-        bytes += double(volume(x->labels, box) * plan.elem_bytes) * batches;
+        bytes += double(volume(x->labels, box) * plan.elem_bytes) * double(plan.batches);
   return bytes;
 }
 

@@ -54,9 +54,12 @@ BatchCost simulate_batch(const Plan& plan);
 /// and hoisted copies cross once, per-batch copies and intermediates every batch, results come
 /// back once per block (staged_gemm.cpp).
 double staged_transfer_bytes(const Plan& plan);
+/// Σ over the batches of `plan` of the batch volume (bytes) of a tensor with `labels`: its full
+/// volume × the blocks of the split labels it lacks.
+double over_batches(const Plan& plan, const std::string& labels);
 /// Bytes of the layout copies a staged plan makes on the device (those of intermediates, which
 /// the staged backend keeps there), counted as Plan::copy_bytes counts copies (the largest
-/// batch's bytes times the number of batches).
+/// batch's bytes times plan.batches, which evaluate() sets first).
 double staged_device_copy_bytes(const Plan& plan);
 
 /// Fills the plan's totals (flops, transfers, copies, peak, batches, modelled time).

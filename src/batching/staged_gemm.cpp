@@ -165,8 +165,11 @@ class StagedGemmBackend final : public GemmBackend {
   bool copy_kept(const at::Tensor& src, const at::Tensor& dst) override {
     const auto kept = kept_.find(src.data_ptr());
     if (!kept) return false;
-    if (!dst.is_contiguous() || dst.scalar_type() != src.scalar_type() || dst.sizes() != src.sizes())
-      throw InputError("staged GEMM backend: a layout copy needs a contiguous destination of the source's shape");
+    const auto* d0 = static_cast<const char*>(dst.data_ptr());
+    if (!dst.device().is_cpu() || !dst.is_contiguous() || dst.scalar_type() != src.scalar_type() ||
+        dst.sizes() != src.sizes() || (d0 < kept->host + kept->bytes && kept->host < d0 + dst.nbytes()))
+      throw InputError("staged GEMM backend: a layout copy of a kept intermediate needs a separate contiguous host "
+                       "tensor of the source's shape");
     if (src.dim() > kMaxCopyRank) {  // too many dimensions for the kernel: copy on the host
       fetch(*kept);
       return false;
@@ -183,9 +186,6 @@ class StagedGemmBackend final : public GemmBackend {
       call.sizes[call.rank] = src.size(d), call.strides[call.rank] = src.stride(d), ++call.rank;
     }
     call.src = static_cast<const char*>(kept->dev) + (static_cast<const char*>(src.data_ptr()) - kept->host);
-    const auto* d0 = static_cast<const char*>(dst.data_ptr());
-    if (!dst.device().is_cpu() || (d0 < kept->host + kept->bytes && kept->host < d0 + dst.nbytes()))
-      throw InputError("staged GEMM backend: a layout copy of a kept intermediate needs a separate host tensor");
     call.dst = kept_.keep(dst.data_ptr(), static_cast<std::size_t>(dst.nbytes()));
     ops_->strided_copy(call, Stream::compute);
     return true;

@@ -305,7 +305,7 @@ TEST(StagedGemm, IntermediatesOfMultiStepPlansNeverCrossToTheHost) {
           EXPECT_TRUE(torch::allclose(out, ref, 1e-11, 1e-11)) << what;
           EXPECT_EQ(rep.bytes_d2h, out.nbytes()) << what << "\n" << plan.explain();
           device_copies += d.strided_copies();
-          EXPECT_EQ(double(d.strided_copies() > 0), double(plan.device_copy_bytes > 0)) << what;
+          EXPECT_EQ(d.strided_copies() > 0, plan.device_copy_bytes > 0) << what;
         }
       }
     }
