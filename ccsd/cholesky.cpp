@@ -4,13 +4,15 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "core/errors.hpp"
 #include "scf/cholesky_eri.hpp"
 
 namespace nnvmc::ccsd {
 
-torch::Tensor cholesky_ao_eri(const scf::BasisSet& basis, double tau, const scf::IntegralOptions& options) {
+Eigen::MatrixXd cholesky_ao_pairs(const scf::BasisSet& basis, double tau, const scf::IntegralOptions& options) {
   // The block update through libtorch's GEMM (MKL): 25 % faster than Eigen's on (H2O)4 and more
   // on larger systems, where this GEMM dominates the set-up.
   const auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
@@ -22,14 +24,23 @@ torch::Tensor cholesky_ao_eri(const scf::BasisSet& basis, double tau, const scf:
     const auto lc_t = torch::from_blob(const_cast<double*>(lc), {n_vec, nc}, f64);
     bc_t.addmm_(lc_t.t(), l_t, /*beta=*/1.0, /*alpha=*/-1.0);
   };
-  Eigen::MatrixXd L = scf::cholesky_eri_pairs(basis, tau, options, gemm);  // [rows, n_vec] column-major
-  const std::int64_t n = std::int64_t(basis.n_functions()), rows = L.rows(), n_vec = L.cols();
-  const auto pairs = torch::from_blob(L.data(), {n_vec, rows}, torch::TensorOptions().dtype(torch::kFloat64));
-  // expand the unique pairs to [n_vec, n, n]
+  return scf::cholesky_eri_pairs(basis, tau, options, gemm);
+}
+
+torch::Tensor expand_pairs(const Eigen::MatrixXd& pairs, std::int64_t n) {
+  const std::int64_t rows = pairs.rows(), n_vec = pairs.cols();
+  if (rows != n * (n + 1) / 2)
+    throw Error("expand_pairs: " + std::to_string(rows) + " pair rows for " + std::to_string(n) + " functions");
+  // column-major [rows, n_vec] is row-major [n_vec, rows]
+  const auto t = torch::from_blob(const_cast<double*>(pairs.data()), {n_vec, rows}, torch::TensorOptions().dtype(torch::kFloat64));
   std::vector<std::int64_t> full(std::size_t(n * n));
   for (std::int64_t p = 0; p < n; ++p)
     for (std::int64_t q = 0; q < n; ++q) full[std::size_t(p * n + q)] = p >= q ? p * (p + 1) / 2 + q : q * (q + 1) / 2 + p;
-  return pairs.index_select(1, torch::tensor(full, torch::kLong)).view({n_vec, n, n});
+  return t.index_select(1, torch::tensor(full, torch::kLong)).view({n_vec, n, n});  // a copy: owns its memory
+}
+
+torch::Tensor cholesky_ao_eri(const scf::BasisSet& basis, double tau, const scf::IntegralOptions& options) {
+  return expand_pairs(cholesky_ao_pairs(basis, tau, options), std::int64_t(basis.n_functions()));
 }
 
 }  // namespace nnvmc::ccsd

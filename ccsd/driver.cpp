@@ -1,7 +1,9 @@
 #include "ccsd/driver.hpp"
 
 #include <chrono>
+#include <memory>
 
+#include "ccsd/cholesky.hpp"
 #include "ccsd/mo_integrals.hpp"
 #include "core/errors.hpp"
 
@@ -16,15 +18,35 @@ CcsdRun run_ccsd(const System& system, const CcsdRunOptions& options) {
                      (system.name.empty() ? std::string("the molecule") : system.name) + " has " +
                      std::to_string(system.n_electrons()) + " electrons and spin " + std::to_string(system.spin));
   const scf::BasisSet basis = scf::make_basis(options.basis, system);
-  run.rhf = scf::run_rhf(system, basis);
-  run.seconds_scf = std::chrono::duration<double>(clock::now() - t0).count();
+  const auto seconds = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
   run.n_frozen = options.frozen_core ? frozen_core_orbitals(system) : 0;
-  t0 = clock::now();
-  const MoIntegrals mo = options.cholesky_tau > 0
-                             ? cholesky_integrals(run.rhf, basis, run.n_frozen, options.cholesky_tau)
-                             : conventional_integrals(run.rhf, basis, run.n_frozen);
+  MoIntegrals mo;
+  if (options.cholesky_tau > 0 && !options.exact_scf) {
+    // one decomposition for the RHF's J/K and the CCSD's integrals
+    const auto t_chol = clock::now();
+    auto pairs = std::make_shared<const Eigen::MatrixXd>(cholesky_ao_pairs(basis, options.cholesky_tau));
+    const double seconds_cholesky = seconds(t_chol);
+    scf::ScfOptions scf_options;
+    scf_options.jk.cholesky_tau = options.cholesky_tau;
+    scf_options.jk.cholesky_pairs = pairs;
+    t0 = clock::now();
+    run.rhf = scf::run_rhf(system, basis, scf_options);
+    run.seconds_scf = seconds(t0);
+    run.scf_cholesky = true;
+    t0 = clock::now();
+    const torch::Tensor ao = expand_pairs(*pairs, std::int64_t(basis.n_functions()));
+    pairs.reset();
+    mo = cholesky_integrals(run.rhf, run.n_frozen, ao);
+    run.seconds_integrals = seconds_cholesky + seconds(t0);
+  } else {
+    run.rhf = scf::run_rhf(system, basis);
+    run.seconds_scf = seconds(t0);
+    t0 = clock::now();
+    mo = options.cholesky_tau > 0 ? cholesky_integrals(run.rhf, basis, run.n_frozen, options.cholesky_tau)
+                                  : conventional_integrals(run.rhf, basis, run.n_frozen);
+    run.seconds_integrals = seconds(t0);
+  }
   run.n_cholesky = mo.cholesky() ? int(mo.chol.size(0)) : 0;
-  run.seconds_integrals = std::chrono::duration<double>(clock::now() - t0).count();
   run.cc = run_rccsd(mo, options.ccsd);
   return run;
 }

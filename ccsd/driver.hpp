@@ -13,6 +13,9 @@ namespace nnvmc::ccsd {
 struct CcsdRunOptions {
   std::string basis = "cc-pvdz";  ///< basis set name
   double cholesky_tau = 0;        ///< Cholesky threshold of the AO ERIs; 0: conventional integrals
+  /// With cholesky_tau > 0: the RHF on exact ERIs. Default (false): the RHF's J/K use the same
+  /// Cholesky vectors as the CCSD, decomposed once (Psi4's scf_type cd with cc_type cd).
+  bool exact_scf = false;
   bool frozen_core = false;       ///< freeze the chemical core orbitals
   CcsdOptions ccsd;               ///< solver, (T), batching options
 };
@@ -23,8 +26,9 @@ struct CcsdRun {
   CcsdResult cc;                   ///< CCSD(T)
   int n_frozen = 0;                ///< frozen orbitals
   int n_cholesky = 0;              ///< Cholesky vectors (0: conventional)
-  double seconds_scf = 0;          ///< RHF wall time
-  double seconds_integrals = 0;    ///< MO integral (and Cholesky) wall time
+  bool scf_cholesky = false;       ///< the RHF's J/K came from the Cholesky vectors (not exact ERIs)
+  double seconds_scf = 0;          ///< RHF wall time (without the Cholesky decomposition)
+  double seconds_integrals = 0;    ///< MO integral (and Cholesky decomposition) wall time
 };
 
 /// Runs RHF and CC. @throws InputError (open shell, unknown basis), NumericalError, BudgetError.

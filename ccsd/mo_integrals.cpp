@@ -54,10 +54,13 @@ MoIntegrals conventional_integrals(const scf::ScfResult& rhf, const scf::BasisSe
 }
 
 MoIntegrals cholesky_integrals(const scf::ScfResult& rhf, const scf::BasisSet& basis, int n_frozen, double tau) {
+  return cholesky_integrals(rhf, n_frozen, cholesky_ao_eri(basis, tau));
+}
+
+MoIntegrals cholesky_integrals(const scf::ScfResult& rhf, int n_frozen, const torch::Tensor& ao_vectors) {
   MoIntegrals mo = common(rhf, n_frozen);
-  const torch::Tensor l = cholesky_ao_eri(basis, tau);
   const torch::Tensor c = to_torch(rhf.c_alpha);
-  mo.chol = batching::contract("xpq,pP,qQ->xPQ", {l, c, c});
+  mo.chol = batching::contract("xpq,pP,qQ->xPQ", {ao_vectors, c, c});
   return mo;
 }
 

@@ -46,6 +46,10 @@ MoIntegrals conventional_integrals(const scf::ScfResult& rhf, const scf::BasisSe
 MoIntegrals cholesky_integrals(const scf::ScfResult& rhf, const scf::BasisSet& basis, int n_frozen,
                                double tau);
 
+/// Cholesky MO integrals from given AO vectors L [n_vec, n, n] (cholesky_ao_eri, or
+/// expand_pairs of the vectors the SCF used).
+MoIntegrals cholesky_integrals(const scf::ScfResult& rhf, int n_frozen, const torch::Tensor& ao_vectors);
+
 /// Wraps given MO quantities (tests, other SCF codes): h [n,n], eps [n], eri [n,n,n,n].
 MoIntegrals integrals_from_tensors(torch::Tensor h, torch::Tensor eps, torch::Tensor eri, int n_occ,
                                    int n_frozen, double e_hf, double e_nuc);

@@ -30,6 +30,7 @@ struct CcsdArgs {
   int max_iterations = 100;
   bool frozen_core = false, triples = false, json = false, explain = false, allow_unconverged = false;
   bool no_cache = false;
+  bool exact_scf = false;
   std::string resident = "auto";
 };
 
@@ -37,7 +38,8 @@ void print_summary(const ccsd::CcsdRun& run, const CcsdArgs& a) {
   const auto& cc = run.cc;
   std::printf("molecule %s  basis %s  n_basis %d  frozen %d  %s\n", a.molecule.c_str(), a.basis.c_str(),
               run.rhf.n_basis, run.n_frozen,
-              run.n_cholesky ? strfmt("Cholesky tau %.1e (%d vectors)", a.cholesky, run.n_cholesky).c_str()
+              run.n_cholesky ? strfmt("Cholesky tau %.1e (%d vectors%s)", a.cholesky, run.n_cholesky,
+                                      run.scf_cholesky ? ", also for the RHF" : "; RHF on exact ERIs").c_str()
                              : "conventional integrals");
   std::printf("E(HF)       %18.10f\n", cc.e_hf);
   std::printf("E(CCSD)     %18.10f   (correlation %.10f)\n", cc.e_ccsd, cc.e_corr);
@@ -73,6 +75,7 @@ void run_ccsd_command(const CcsdArgs& a) {
   ccsd::CcsdRunOptions o;
   o.basis = a.basis;
   o.cholesky_tau = a.cholesky;
+  o.exact_scf = a.exact_scf;
   o.frozen_core = a.frozen_core;
   o.ccsd.triples = a.triples;
   o.ccsd.max_iterations = a.max_iterations;
@@ -102,6 +105,8 @@ void run_ccsd_command(const CcsdArgs& a) {
   j["n_basis"] = run.rhf.n_basis;
   j["n_frozen"] = run.n_frozen;
   j["n_cholesky"] = run.n_cholesky;
+  j["cholesky_tau"] = a.cholesky;
+  j["scf_integrals"] = run.scf_cholesky ? "cholesky" : "exact";
   j["e_hf"] = run.cc.e_hf;
   j["e_ccsd"] = run.cc.e_ccsd;
   if (a.triples) {
@@ -141,8 +146,13 @@ void add_ccsd_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("ccsd", "closed-shell CCSD / CCSD(T) from an RHF reference");
   cmd->add_option("molecule", a->molecule, "molecule name in configs/molecules, or a .yaml/.xyz file")->required();
   cmd->add_option("--basis", a->basis, "basis set (default cc-pvdz)");
-  cmd->add_option("--cholesky", a->cholesky, "Cholesky threshold tau of the AO ERIs (default: conventional)")
-      ->check(finite_in(0, 1e-2));  // larger thresholds drop the integrals (no vectors at all above the largest)
+  CLI::Option* cholesky =
+      cmd->add_option("--cholesky", a->cholesky, "Cholesky threshold tau of the AO ERIs (default: conventional)")
+          ->check(finite_in(0, 1e-2));  // larger thresholds drop the integrals (no vectors at all above the largest)
+  cmd->add_flag("--exact-scf", a->exact_scf,
+                "with --cholesky: the RHF on exact ERIs (default: its J/K from the same Cholesky vectors, "
+                "decomposed once, as Psi4's scf_type cd)")
+      ->needs(cholesky);
   cmd->add_option("--memory", a->memory, "working-memory budget, e.g. 2GiB, or auto (default)");
   cmd->add_option("--split", a->split, "split of over-budget contractions: c | x | auto | none");
   cmd->add_option("--backend", a->backend, "GEMM backend: torch | cublas");

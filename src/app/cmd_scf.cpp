@@ -85,7 +85,7 @@ void add_scf_command(CLI::App& app) {
   auto a = std::make_shared<ScfArgs>();
   cmd->add_option("molecule", a->molecule, "name in configs/molecules (e.g. h2o) or a .yaml/.xyz file")
       ->required();
-  cmd->add_option("--basis", a->basis, "basis set (sto-3g, sto-6g, 6-31g, 6-31g*, cc-pvdz, cc-pvtz)")
+  cmd->add_option("--basis", a->basis, "basis set (sto-3g, sto-6g, 6-31g, 6-31g*, 6-311g, cc-pvdz, cc-pvtz)")
       ->capture_default_str();
   cmd->add_flag("--uhf", a->uhf, "unrestricted Hartree–Fock (needed for open shells)");
   cmd->add_flag("--json", a->json, "print one JSON object (e_hf, e_nuc, n_basis, converged, ...)");
@@ -94,7 +94,7 @@ void add_scf_command(CLI::App& app) {
   cmd->add_option("--level-shift", a->options.level_shift, "virtual level shift (Eh)")
       ->capture_default_str()
       ->check(finite_in(0, 100));
-  cmd->add_option("--damping", a->options.damping, "Fock damping before DIIS starts, in [0, 1)")
+  cmd->add_option("--damping", a->options.damping, "Fock damping before DIIS starts, in [0, 1) (needs --diis-start 3 or later)")
       ->capture_default_str();
   cmd->add_option("--diis-start", a->options.diis_start, "first DIIS iteration")->capture_default_str();
   cmd->add_option("--schwarz", a->options.jk.integrals.schwarz_threshold,

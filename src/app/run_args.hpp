@@ -12,7 +12,7 @@ struct RunArgs {
   std::vector<std::string> overrides;  ///< key.path=value
 };
 
-/// @throws InputError for a second file argument.
+/// @throws InputError for a second file argument or an override key given twice.
 RunArgs split_run_args(const std::vector<std::string>& args);
 
 }  // namespace nnvmc::app

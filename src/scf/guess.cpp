@@ -44,7 +44,9 @@ Eigen::MatrixXd sad_density(const System& system, const BasisSet& basis, const S
       const BasisSet ab(basis.name(), own, std::vector<int>(own.size(), 0));
       const Eigen::MatrixXd S = overlap_matrix(ab, options.jk.integrals);
       const Eigen::MatrixXd H = core_hamiltonian(ab, atom, options.jk.integrals);
-      const JKBuilder jk(ab, options.jk);
+      JKOptions atom_jk = options.jk;
+      atom_jk.cholesky_pairs = nullptr;  // vectors given for the molecule are not the atom's
+      const JKBuilder jk(ab, atom_jk);
       ScfOptions ao = options;
       ao.max_iterations = 40;
       ao.energy_tolerance = 1e-7;

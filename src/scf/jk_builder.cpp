@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <string>
 
+#include "core/errors.hpp"
 #include "scf/cholesky_eri.hpp"
 #include "scf/parallel.hpp"
 
@@ -150,8 +152,13 @@ JKBuilder::JKBuilder(const BasisSet& basis, const JKOptions& options) : impl_(ne
                         options.integrals.engine_precision);
   m.engines.assign(m.threads, proto);
   if (options.cholesky_tau > 0) {
-    const Eigen::MatrixXd L = cholesky_eri_pairs(basis, options.cholesky_tau, options.integrals);
     const Eigen::Index n = Eigen::Index(basis.n_functions());
+    Eigen::MatrixXd own;
+    if (!options.cholesky_pairs) own = cholesky_eri_pairs(basis, options.cholesky_tau, options.integrals);
+    const Eigen::MatrixXd& L = options.cholesky_pairs ? *options.cholesky_pairs : own;
+    if (L.rows() != n * (n + 1) / 2)
+      throw Error("JKBuilder: given Cholesky vectors have " + std::to_string(L.rows()) + " pair rows, the basis " +
+                  std::to_string(n * (n + 1) / 2));
     m.chol.resize(n * n, L.cols());
     for (Eigen::Index x = 0; x < L.cols(); ++x)
       for (Eigen::Index q = 0; q < n; ++q)

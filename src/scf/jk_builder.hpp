@@ -23,6 +23,9 @@ struct JKOptions {
   IntegralOptions integrals;          ///< threads and screening thresholds
   std::size_t max_incore_mb = 2048;   ///< in-core ERI storage limit (MB); above it the build is direct
   double cholesky_tau = 0;            ///< > 0: J/K from Cholesky vectors of the ERIs to this threshold
+  /// With cholesky_tau > 0: vectors already decomposed to that threshold, in cholesky_eri_pairs'
+  /// layout [n(n+1)/2, n_vec], shared with a later user (Cholesky CCSD); null: decomposed here.
+  std::shared_ptr<const Eigen::MatrixXd> cholesky_pairs;
 };
 
 /// Builds J_pq = Σ_rs (pq|rs) D_rs and K_pq = Σ_rs (pr|qs) D_rs for symmetric densities.

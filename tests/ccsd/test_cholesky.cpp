@@ -3,11 +3,15 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "ccsd/cholesky.hpp"
+#include "ccsd/driver.hpp"
 #include "ccsd/mo_integrals.hpp"
 #include "ccsd/rccsd.hpp"
+#include "core/errors.hpp"
+#include "scf/jk_builder.hpp"
 #include "scf/integrals.hpp"
 
 namespace {
@@ -128,4 +132,54 @@ TEST(Cholesky, TriplesFromCholeskyVectorsMatchConventional) {
   const auto conv = nnvmc::ccsd::run_rccsd(nnvmc::ccsd::conventional_integrals(w.rhf, w.basis, 0), o);
   const auto chol = nnvmc::ccsd::run_rccsd(nnvmc::ccsd::cholesky_integrals(w.rhf, w.basis, 0, 1e-9), o);
   EXPECT_NEAR(chol.e_t, conv.e_t, 1e-8);
+}
+
+// run_ccsd with a Cholesky threshold decomposes the ERIs once: the RHF's J/K use the same
+// vectors as the CCSD (Psi4's scf_type cd with cc_type cd). Its RHF is the Cholesky-J/K SCF
+// (which decomposes on its own) and its CCSD the one on those orbitals and vectors.
+TEST(Cholesky, CcsdRunDecomposesOnceForTheRhfAndTheCcsd) {
+  const Water w;
+  nnvmc::ccsd::CcsdRunOptions o;
+  o.basis = "6-31g";
+  o.cholesky_tau = 1e-5;
+  o.ccsd = options();
+  const auto run = nnvmc::ccsd::run_ccsd(w.system, o);
+  EXPECT_TRUE(run.scf_cholesky);
+  nnvmc::scf::ScfOptions scf;
+  scf.jk.cholesky_tau = 1e-5;
+  const auto rhf = nnvmc::scf::run_rhf(w.system, w.basis, scf);
+  EXPECT_NEAR(run.rhf.energy, rhf.energy, 1e-10);
+  const auto mo = nnvmc::ccsd::cholesky_integrals(rhf, w.basis, 0, 1e-5);
+  EXPECT_EQ(run.n_cholesky, mo.chol.size(0));
+  EXPECT_NEAR(run.cc.e_ccsd, nnvmc::ccsd::run_rccsd(mo, options()).e_ccsd, 1e-9);
+  // within tau's reach of the exact-ERI RHF (--exact-scf), which the option still gives
+  o.exact_scf = true;
+  const auto exact = nnvmc::ccsd::run_ccsd(w.system, o);
+  EXPECT_FALSE(exact.scf_cholesky);
+  EXPECT_NEAR(exact.rhf.energy, w.rhf.energy, 1e-10);
+  EXPECT_NEAR(run.rhf.energy, exact.rhf.energy, 1e-5);
+  EXPECT_NEAR(run.cc.e_ccsd, exact.cc.e_ccsd, 1e-5);
+}
+
+// At a tight threshold the shared-vector run is the conventional one (total energies to 1e-7).
+TEST(Cholesky, CcsdRunOnSharedVectorsMatchesConventionalAtTightTau) {
+  const Water w;
+  nnvmc::ccsd::CcsdRunOptions o;
+  o.basis = "6-31g";
+  o.ccsd = options();
+  const auto conv = nnvmc::ccsd::run_ccsd(w.system, o);
+  o.cholesky_tau = 1e-9;
+  const auto chol = nnvmc::ccsd::run_ccsd(w.system, o);
+  EXPECT_NEAR(chol.rhf.energy, conv.rhf.energy, 1e-8);
+  EXPECT_NEAR(chol.cc.e_ccsd, conv.cc.e_ccsd, 1e-7);
+}
+
+// Vectors of another basis are refused by the J/K builder, not read out of bounds.
+TEST(Cholesky, JKBuilderRefusesVectorsOfAnotherBasis) {
+  const Water w;
+  nnvmc::scf::JKOptions jk;
+  jk.cholesky_tau = 1e-5;
+  jk.cholesky_pairs = std::make_shared<const Eigen::MatrixXd>(
+      nnvmc::ccsd::cholesky_ao_pairs(nnvmc::scf::make_basis("sto-3g", w.system), 1e-5));
+  EXPECT_THROW({ const nnvmc::scf::JKBuilder builder(w.basis, jk); }, nnvmc::Error);
 }

@@ -557,6 +557,9 @@ TEST(Cli, CommandLineErrorsCarryTheErrorPrefixAndReadableBounds) {
   // A bad config named twice in a run config and an extra document: errors naming the line.
   const auto dup = write_config("nnvmc_dup_key.yaml", kTiny + "optim: {lr: 0.1}\n");
   expect_input_error("train " + dup, "given twice");
+  // ... and on the command line, as the README says (the last one used to win silently)
+  expect_input_error("train " + write_config("nnvmc_dup_override.yaml", kTiny) + " optim.lr=1 optim.lr=2",
+                     "override 'optim.lr' given twice");
   const auto profile_cfg = write_config("nnvmc_profile_mols.yaml", kTiny);
   expect_input_error("profile " + profile_cfg + " --molecules ,", "names no molecule");
   expect_input_error("profile " + profile_cfg + " --molecules h,nosuchmol --no-roofline --no-plots", "nosuchmol");
