@@ -5,6 +5,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <thread>
 
 #include "app/commands.hpp"
@@ -18,6 +19,7 @@
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "core/process.hpp"
+#include "io/directory_lock.hpp"
 #include "models/registry.hpp"
 #include "parallel/communicator.hpp"
 
@@ -77,7 +79,14 @@ void run_compare(const CompareArgs& a) {
   if (spec.threads && spec.threads * a.jobs > static_cast<int>(std::thread::hardware_concurrency()))
     log::warn(strfmt("%d jobs x %d threads exceed the %u cores: cells will slow each other down", a.jobs,
                      spec.threads, std::thread::hardware_concurrency()));
-  if (root) compare::check_cells(spec);  // before anything is computed or written
+  io::DirectoryLock lock;  // one comparison at a time writes this output (rank 0 writes it)
+  if (root) {
+    std::error_code ec;
+    std::filesystem::create_directories(spec.output, ec);
+    if (ec) throw InputError("output: cannot create directory '" + spec.output + "': " + ec.message());
+    lock = io::DirectoryLock(spec.output, "output");
+    compare::check_cells(spec);  // before anything is computed or written
+  }
   const auto references = compare::compute_references(spec);  // every rank: CCSD(T) is shared out
   if (root) compare::prepare_cells(spec, o);
   world.barrier();

@@ -29,6 +29,10 @@ std::string checkpoint_to_resume(const std::string& dir) {
   if (!below.empty())
     throw CheckpointError("--resume " + dir + ": no checkpoint.h5 here; runs below it: " + below +
                           " (name the one to continue)");
+  if (fs::exists(fs::path(dir) / "checkpoint.h5.previous", ec))
+    throw CheckpointError("--resume " + dir + ": no checkpoint.h5; the run there was set aside as *.previous by a "
+                          "--force start that stopped before its first checkpoint: to continue that run, rename its "
+                          "*.previous files back (drop the suffix) and resume");
   if (fs::exists(fs::path(dir) / "checkpoint.h5.tmp", ec))
     throw CheckpointError("--resume " + dir + ": no complete checkpoint.h5 (only an unfinished checkpoint.h5.tmp: "
                           "the run stopped before its first checkpoint; start it again with --force)");
@@ -53,6 +57,10 @@ void add_train_command(CLI::App& app) {
         throw InputError("train --resume DIR takes key=value overrides only, not the file '" + ra.file +
                          "' (the run's config is in its checkpoint)");
       if (*force) throw InputError("train: --force starts a new run; it cannot be combined with --resume");
+      for (const auto& o : ra.overrides)  // a resumed run writes where its checkpoint is
+        if (o.rfind("run.output=", 0) == 0 || o.rfind("run.overwrite=", 0) == 0)
+          throw InputError("train --resume " + *resume + ": '" + o + "' cannot be changed on resume (the run "
+                           "continues in its own directory; copy the directory to continue it elsewhere)");
       const std::string ckpt = checkpoint_to_resume(*resume);
       const Checkpoint c = load_checkpoint(ckpt);
       Config config = parse_config(c.config_yaml, ra.overrides, ckpt + ":config");

@@ -20,6 +20,7 @@
 #include "core/log.hpp"
 #include "io/hdf5_file.hpp"
 #include "train/summary.hpp"
+#include "train/stop_request.hpp"
 #include "train/trainer.hpp"
 
 namespace nnvmc::compare {
@@ -40,9 +41,7 @@ nlohmann::json read_json(const std::string& path) {
 }
 
 void write_json(const std::string& path, const nlohmann::json& j) {
-  const std::string tmp = path + ".tmp";
-  std::ofstream(tmp) << j.dump(2) << "\n";
-  io::rename_into_place(tmp, path);
+  io::write_text_atomically(path, j.dump(2) + "\n");
 }
 
 /// Sum of the per-iteration training seconds recorded so far in result.h5.
@@ -143,6 +142,10 @@ int run_cell(const std::string& dir, const CellRunOptions& options) {
       else j["reason"] = "no evaluation (eval_steps 0)";
       exit_code = cell_done;
     }
+  } catch (const Interrupted& e) {  // a signal during pretraining, burn-in or evaluation: redo from its checkpoint
+    j["status"] = "interrupted";
+    log::warn(strfmt("cell interrupted: %s", e.what()));
+    exit_code = cell_interrupted;
   } catch (const std::exception& e) {
     j["status"] = "failed";
     j["reason"] = e.what();

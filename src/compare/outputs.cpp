@@ -113,7 +113,7 @@ std::string md_escape(std::string s) {
 }
 
 void write_csv(const std::string& path, const std::vector<Row>& rows, const std::vector<std::string>& stages) {
-  std::ofstream out(path + ".tmp");
+  std::ostringstream out;
   out << "cell,ansatz,molecule,laplacian,optim,dtype,status,reason,reference_label";
   for (const auto& k : kNumeric) out << "," << k;
   for (const auto& s : stages) out << ",s_per_iteration:" << s;
@@ -126,8 +126,7 @@ void write_csv(const std::string& path, const std::vector<Row>& rows, const std:
     for (const auto& s : stages) out << "," << csv_number(r.s_per_iteration.count(s) ? r.s_per_iteration.at(s) : kNaN);
     out << "\n";
   }
-  out.close();
-  io::rename_into_place(path + ".tmp", path);
+  io::write_text_atomically(path, out.str());
 }
 
 void write_h5(const std::string& path, const CompareSpec& spec, const std::vector<Row>& rows,
@@ -234,9 +233,7 @@ void write_report(const std::string& path, const CompareSpec& spec, const std::v
   }
   o << "\nFiles: `compare.csv`, `compare.h5` (table/, stages/<stage> in s/iteration, curves/<cell>/{seconds,energy}), one run directory per "
        "cell under `cells/`.\n";
-  const std::string tmp = path + ".tmp";
-  std::ofstream(tmp) << o.str();
-  io::rename_into_place(tmp, path);
+  io::write_text_atomically(path, o.str());
 }
 
 }  // namespace

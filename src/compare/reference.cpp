@@ -95,9 +95,7 @@ std::vector<Reference> compute_references(const CompareSpec& spec) {
         cache[m.label]["energy"] = std::isfinite(r.energy) ? nlohmann::json(r.energy) : nlohmann::json();
         if (parallel::world().is_root()) {  // under mpirun every rank computed it (CCSD is shared out)
           fs::create_directories(spec.output);
-          const std::string tmp = cache_path + ".tmp";
-          std::ofstream(tmp) << cache.dump(2) << "\n";
-          io::rename_into_place(tmp, cache_path);
+          io::write_text_atomically(cache_path, cache.dump(2) + "\n");
         }
       }
     }

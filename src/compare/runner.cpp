@@ -18,6 +18,7 @@
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "core/process.hpp"
+#include "io/atomic_file.hpp"
 
 namespace nnvmc::compare {
 namespace fs = std::filesystem;
@@ -118,9 +119,7 @@ void prepare_cells(const CompareSpec& spec, const RunnerOptions& o) {
   for (const auto& cell : spec.cells) {
     const std::string dir = dir_of(cell);
     fs::create_directories(dir);
-    const std::string tmp = dir + "/cell.yaml.tmp";
-    std::ofstream(tmp) << to_yaml(with_threads(cell, spec, o));
-    fs::rename(tmp, dir + "/cell.yaml");
+    io::write_text_atomically(dir + "/cell.yaml", to_yaml(with_threads(cell, spec, o)));
   }
 }
 
@@ -200,11 +199,7 @@ RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
     // The cell's wall time as the comparison sees it: its processes from start to exit.
     j["wall_seconds"] = wall_before + elapsed;
     j["runner_rank"] = o.rank;
-    {
-      const std::string tmp = dir_of(*cell) + "/cell.json.tmp";
-      std::ofstream(tmp) << j.dump(2) << "\n";
-      fs::rename(tmp, dir_of(*cell) + "/cell.json");
-    }
+    io::write_text_atomically(dir_of(*cell) + "/cell.json", j.dump(2) + "\n");
     if (st.code == cell_interrupted) {
       summary.interrupted = true;
       log::warn(strfmt("%s: interrupted at its checkpoint", cell->id.c_str()));
@@ -219,8 +214,7 @@ RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
       j["status"] = "failed";
       j["reason"] = "the cell's process ended with " + st.describe() + " (see " + dir_of(*cell) + "/log.txt)";
       j["max_rss_bytes"] = static_cast<std::int64_t>(st.max_rss_kib) * 1024;
-      std::ofstream(dir_of(*cell) + "/cell.json.tmp") << j.dump(2) << "\n";
-      fs::rename(dir_of(*cell) + "/cell.json.tmp", dir_of(*cell) + "/cell.json");
+      io::write_text_atomically(dir_of(*cell) + "/cell.json", j.dump(2) + "\n");
     }
     const bool done = j.value("status", "") == "done";
     done ? ++summary.done : ++summary.failed;

@@ -27,6 +27,11 @@ struct CheckpointError : InputError {
   using InputError::InputError;
 };
 
+/// A file could not be written (disk full, permissions, I/O error) (exit code 1).
+struct WriteError : Error {
+  using Error::Error;
+};
+
 /// A numerical failure (non-finite values, singular matrices, no convergence).
 struct NumericalError : Error {
   using Error::Error;

@@ -88,6 +88,11 @@ H5File::H5File(const std::string& path, Mode mode) : path_(path) {
     if (!std::filesystem::exists(path)) fail(path, "no such file");
     if (H5Fis_hdf5(path.c_str()) <= 0) fail(path, "not an HDF5 file (corrupt or truncated?)");
     id_ = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  } else if (mode == Mode::memory) {
+    // the core driver without a backing store: nothing reaches the disk through HDF5
+    Handle fapl{H5Pcreate(H5P_FILE_ACCESS), H5Pclose};
+    if (fapl.id < 0 || H5Pset_fapl_core(fapl.id, std::size_t(1) << 20, 0) < 0) fail(path, "cannot set up an in-memory file");
+    id_ = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.id);
   } else if (mode == Mode::append && std::filesystem::exists(path)) {
     id_ = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
   } else {
@@ -232,17 +237,17 @@ void H5File::remove(const std::string& name) {
     fail(path_, "cannot remove '" + name + "'");
 }
 
-void H5File::flush() { H5Fflush(id_, H5F_SCOPE_GLOBAL); }
-
-void rename_into_place(const std::string& tmp, const std::string& path) {
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw CheckpointError(path + ": cannot rename " + tmp + " into place: " + ec.message());
+void H5File::flush() {
+  if (H5Fflush(id_, H5F_SCOPE_GLOBAL) < 0) throw WriteError(path_ + ": cannot write (disk full?)");
 }
 
-void remove_quietly(const std::string& path) {
-  std::error_code ec;
-  std::filesystem::remove(path, ec);
+std::vector<unsigned char> H5File::image() {
+  flush();
+  const ssize_t size = H5Fget_file_image(id_, nullptr, 0);
+  if (size < 0) fail(path_, "cannot take the in-memory file's image");
+  std::vector<unsigned char> bytes(static_cast<std::size_t>(size));
+  if (H5Fget_file_image(id_, bytes.data(), bytes.size()) != size) fail(path_, "cannot take the in-memory file's image");
+  return bytes;
 }
 
 }  // namespace nnvmc::io

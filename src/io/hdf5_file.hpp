@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "io/atomic_file.hpp"
+
 namespace nnvmc::io {
 
 /// Element type of a stored array.
@@ -26,7 +28,9 @@ Array make_array(DType dtype, std::vector<std::int64_t> shape, const void* data)
 /// An open HDF5 file. Errors throw nnvmc::CheckpointError naming the file and object.
 class H5File {
  public:
-  enum class Mode { read, truncate, append };
+  /// read: an existing file; truncate: a new file on disk; append: an existing file (or a new
+  /// one) on disk; memory: a new file built in memory only (image() gives its bytes).
+  enum class Mode { read, truncate, append, memory };
   H5File(const std::string& path, Mode mode);
   ~H5File();
   H5File(const H5File&) = delete;
@@ -50,7 +54,10 @@ class H5File {
   void truncate(const std::string& column, std::int64_t n);
   /// Removes a dataset or a group with everything below it (no-op if absent).
   void remove(const std::string& name);
+  /// Writes buffered data to the file. @throws WriteError when the system refuses (disk full).
   void flush();
+  /// The bytes of a Mode::memory file as it stands (an HDF5 file image).
+  std::vector<unsigned char> image();
   const std::string& path() const { return path_; }
 
  private:
@@ -58,19 +65,22 @@ class H5File {
   std::string path_;
 };
 
-/// Writes a file atomically: `fill` writes into `path`.tmp, which is then renamed to `path`.
-/// On any exception the temporary is removed and `path` is untouched.
+/// Writes a file atomically: `fill` writes into an in-memory file whose bytes go to `path`.tmp
+/// (every write checked, fsync'ed), which is then renamed to `path`. HDF5 itself never writes
+/// to the disk, so a full disk is an exception, not a damaged file. On any exception the
+/// temporary is removed and `path` is untouched.
 template <class F> void write_atomically(const std::string& path, F&& fill);
-void rename_into_place(const std::string& tmp, const std::string& path);
-void remove_quietly(const std::string& path);
 
 template <class F> void write_atomically(const std::string& path, F&& fill) {
   const std::string tmp = path + ".tmp";
   try {
+    std::vector<unsigned char> bytes;
     {
-      H5File f(tmp, H5File::Mode::truncate);
+      H5File f(tmp, H5File::Mode::memory);
       fill(f);
+      bytes = f.image();
     }
+    write_file_synced(tmp, bytes.data(), bytes.size());
     rename_into_place(tmp, path);
   } catch (...) {
     remove_quietly(tmp);

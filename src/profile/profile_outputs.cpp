@@ -240,9 +240,7 @@ void write_report(const ProfileReport& r, const std::string& path, const std::st
          "![scaling](scaling.png)\n";
   else
     o << "Not made: " << plot_note << ".\n";
-  const std::string tmp = path + ".tmp";
-  std::ofstream(tmp) << o.str();
-  io::rename_into_place(tmp, path);
+  io::write_text_atomically(path, o.str());
 }
 
 }  // namespace
@@ -250,11 +248,7 @@ void write_report(const ProfileReport& r, const std::string& path, const std::st
 void write_profile_outputs(const ProfileReport& report, const std::string& dir, bool plots) {
   fs::create_directories(dir);
   const nlohmann::json j = to_json(report);
-  {
-    const std::string tmp = dir + "/profile.json.tmp";
-    std::ofstream(tmp) << j.dump(2) << "\n";
-    io::rename_into_place(tmp, dir + "/profile.json");
-  }
+  io::write_text_atomically(dir + "/profile.json", j.dump(2) + "\n");
   write_h5(report, dir + "/profile.h5", j);
   std::string note;
   if (!plots) note = "plots disabled (--no-plots)";

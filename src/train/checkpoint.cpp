@@ -330,6 +330,14 @@ void load_module_state(torch::nn::Module& module, const TensorMap& state) {
                             c10::str(dst.sizes()));
     dst.copy_(it->second);
   };
+  const auto params = module.named_parameters();
+  // Parameters the model does not have mean another model (model.type or its settings changed):
+  // loading the rest would silently evaluate, and then overwrite, a different wavefunction.
+  for (const auto& [name, value] : state)
+    if (!params.contains(name))
+      throw CheckpointError("checkpoint holds parameter '" + name + "', which this model (" +
+                            std::to_string(params.size()) + " parameters) does not have: it was written by a "
+                            "different model (model.type or model settings changed?)");
   for (auto& p : module.named_parameters()) copy(p.key(), p.value());
 }
 

@@ -6,6 +6,7 @@
 #include "core/errors.hpp"
 #include "train/distributed.hpp"
 #include "train/finite_walkers.hpp"
+#include "train/stop_request.hpp"
 
 namespace nnvmc {
 
@@ -22,13 +23,16 @@ EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers
   {
     auto scope = timers.scope("sampling");
     sampler.refresh(logabs);
-    for (int done = 0; done < options.burn_in; done += block)
+    for (int done = 0; done < options.burn_in; done += block) {
+      throw_if_stop_requested("the evaluation's burn-in");
       sampler.adapt(sampler.run(logabs, std::min(block, options.burn_in - done), key));
+    }
   }
   out.step_size = sampler.step_size();  // frozen from here on: measurement uses a fixed kernel
   double sum_sq = 0, acc = 0;
   long count = 0;
   for (int t = 0; t < options.steps; ++t) {
+    throw_if_stop_requested("the evaluation");
     {
       auto scope = timers.scope("sampling");
       acc += sampler.run(logabs, s.config.sampler.steps_per_iteration, key);

@@ -6,6 +6,7 @@
 
 #include "core/log.hpp"
 #include "train/distributed.hpp"
+#include "train/stop_request.hpp"
 #include "models/hf/hf_determinant.hpp"
 
 namespace nnvmc {
@@ -81,6 +82,7 @@ PretrainResult pretrain(VmcSetup& s, const PretrainOptions& options, StageTimers
   }
   const double per_molecule = 1.0 / static_cast<double>(n);
   for (int t = 0; t < options.steps; ++t) {
+    throw_if_stop_requested("HF pretraining (before the first checkpoint: nothing to resume)");
     adam.zero_grad();
     double total = 0;
     for (std::size_t i = 0; i < n; ++i) {

@@ -65,9 +65,7 @@ void write_summary(const std::string& path, const VmcSetup& setup, const std::ve
   j["dtype"] = setup.config.run.dtype;
   j["timings"] = timers_json(timers);
   for (const auto& [k, v] : extra.items()) j[k] = v;
-  const std::string tmp = path + ".tmp";
-  std::ofstream(tmp) << j.dump(2) << "\n";
-  io::rename_into_place(tmp, path);
+  io::write_text_atomically(path, j.dump(2) + "\n");
 }
 
 }  // namespace nnvmc

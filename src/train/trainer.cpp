@@ -20,13 +20,19 @@
 #include "train/finite_walkers.hpp"
 #include "train/molecule_batches.hpp"
 #include "train/pretrain.hpp"
+#include "train/stop_request.hpp"
 #include "train/summary.hpp"
 
 namespace nnvmc {
 namespace fs = std::filesystem;
 namespace {
-std::atomic<bool> g_stop{false};
-void on_signal(int) { g_stop = true; }
+/// The first SIGINT/SIGTERM asks the run to stop at its next step (a checkpoint in the training
+/// loop); the handler then gives the signal back its default action, so a second one ends the
+/// process at once (e.g. in the middle of a long iteration).
+void on_signal(int sig) {
+  set_stop_requested(true);
+  std::signal(sig, SIG_DFL);
+}
 double now() {
   using namespace std::chrono;
   return duration<double>(steady_clock::now().time_since_epoch()).count();
@@ -90,7 +96,7 @@ void Trainer::install_signal_handlers() {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
 }
-void Trainer::request_stop(bool stop) { g_stop = stop; }
+void Trainer::request_stop(bool stop) { set_stop_requested(stop); }
 
 void init_from_checkpoint(VmcSetup& s) {
   const std::string& path = s.config.model.init_from;
@@ -212,6 +218,12 @@ void Trainer::prepare_new_output() const {
     // A run is what can be continued or read: a checkpoint or a summary. A start that failed
     // before its first checkpoint left only config.yaml and result.h5, which are replaced.
     const bool has_run = fs::exists(out / "checkpoint.h5", ec) || fs::exists(out / "summary.json", ec);
+    // a run set aside by a --force start that stopped before its first checkpoint
+    const bool set_aside = fs::exists(out / "checkpoint.h5.previous", ec) || fs::exists(out / "summary.json.previous", ec);
+    if (set_aside && !has_run && !setup_.config.run.overwrite)
+      throw InputError("run.output: '" + output_ + "' holds a run set aside as *.previous by a --force start that "
+                       "stopped before its first checkpoint; rename those files back (drop the suffix) to continue "
+                       "it with --resume, choose another run.output, or start over with --force");
     if (has_run && !setup_.config.run.overwrite)
       throw InputError("run.output: '" + output_ + "' already holds a run (" +
                        (fs::exists(out / "checkpoint.h5", ec) ? "checkpoint.h5" : "summary.json") +
@@ -237,17 +249,21 @@ void Trainer::prepare_new_output() const {
 
 void Trainer::init_output(bool resume) {
   if (!writes_output()) return;  // rank 0 writes the run's files
-  if (!resume) prepare_new_output();
+  // One process per output directory: locked before anything in it is moved or written.
+  std::error_code ec;
+  if (!resume && !fs::is_directory(output_, ec)) {
+    prepare_new_output();  // creates it (nothing there to protect yet)
+    lock_ = io::DirectoryLock(output_, "run.output");
+  } else {
+    lock_ = io::DirectoryLock(output_, "run.output");
+    if (!resume) prepare_new_output();
+  }
   {
-    const std::string tmp = output_ + "/config.yaml.tmp";
-    std::ofstream out(tmp);
-    out << to_yaml(setup_.config);
-    out.close();
-    if (!out) {
-      io::remove_quietly(tmp);
-      throw InputError("run.output: cannot write to '" + output_ + "' (" + tmp + ")");
+    try {
+      io::write_text_atomically(output_ + "/config.yaml", to_yaml(setup_.config));
+    } catch (const WriteError& e) {
+      throw InputError(std::string("run.output: cannot write to '") + output_ + "': " + e.what());
     }
-    io::rename_into_place(tmp, output_ + "/config.yaml");
   }
   const std::string path = output_ + "/result.h5";
   if (!resume) {
@@ -342,8 +358,10 @@ void Trainer::burn_in(int steps) {
     const auto logabs = setup_.logabs_fn(i);
     auto& sampler = *setup_.molecules[i].sampler;
     const auto key = setup_.graph_key(i);
-    for (int done = 0; done < steps; done += block)
+    for (int done = 0; done < steps; done += block) {
+      throw_if_stop_requested("the burn-in (before the first checkpoint: nothing to resume)");
       sampler.adapt(sampler.run(logabs, std::min(block, steps - done), key));
+    }
   }
 }
 
@@ -369,7 +387,7 @@ TrainOutcome Trainer::run(bool final_eval) {
   for (std::int64_t t = first; t < cfg.optim.iterations;) {
     // All ranks act on the same answer (a signal or a wall-time hook may reach one rank first).
     const int asked = static_cast<int>(hook_ ? hook_(t) : StopAction::none);
-    const int stop_code = max_over_ranks(asked + (g_stop ? 8 : 0));
+    const int stop_code = max_over_ranks(asked + (stop_requested() ? 8 : 0));
     const StopAction action = static_cast<StopAction>(stop_code & 7);
     const bool stop = stop_code >= 8;
     if (action == StopAction::finish) {
@@ -547,7 +565,14 @@ TrainOutcome Trainer::run(bool final_eval) {
   if (out.failed_steps > 0 || out.excluded_walkers > 0)
     log::warn(strfmt("training: %ld step(s) rejected and retried, %ld walker sample(s) left out",
                      static_cast<long>(out.failed_steps), static_cast<long>(out.excluded_walkers)));
-  if (final_eval && cfg.eval.steps > 0) final_evaluation(out, results ? &*results : nullptr);
+  if (final_eval && cfg.eval.steps > 0) {
+    try {
+      final_evaluation(out, results ? &*results : nullptr);
+    } catch (const Interrupted& e) {
+      throw Interrupted(std::string(e.what()) + "; the trained state (iteration " + std::to_string(iteration_) +
+                        ") is in " + output_ + "/checkpoint.h5: 'nnvmc eval " + output_ + "/checkpoint.h5' measures it");
+    }
+  }
   return out;
 }
 

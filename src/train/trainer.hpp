@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/timer.hpp"
+#include "io/directory_lock.hpp"
 #include "io/hdf5_file.hpp"
 #include "train/checkpoint.hpp"
 #include "train/evaluate.hpp"
@@ -94,6 +95,7 @@ class Trainer {
   VmcSetup setup_;
   std::unique_ptr<Optimizer> optimizer_;
   std::string output_;
+  io::DirectoryLock lock_;  ///< held on output_ by the writing rank while this trainer lives
   std::int64_t iteration_ = 0;
   bool resumed_ = false;
   bool previous_run_cleared_ = false;  ///< *.previous files of a run replaced by --force are gone

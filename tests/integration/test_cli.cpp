@@ -502,9 +502,12 @@ TEST(Cli, AForcedStartThatFailsKeepsThePreviousRunAndBadValuesFailFirst) {
   ASSERT_TRUE(fs::exists(out + "/checkpoint.h5.previous"));
   EXPECT_EQ(fs::file_size(out + "/checkpoint.h5.previous"), good);
   EXPECT_TRUE(fs::exists(out + "/summary.json.previous"));
-  // what the failed start left is not a run: a new start needs no --force, and its first
-  // checkpoint retires the kept one
-  const auto again = run("train " + cfg + " --log-level warn");
+  // the run kept aside is still a run: a plain new start is refused (it used to delete it at its
+  // first checkpoint) and --resume says where it is; a --force start retires it at its first checkpoint
+  expect_input_error("train " + cfg, "*.previous");
+  expect_input_error("train --resume " + out, "*.previous");
+  EXPECT_TRUE(fs::exists(out + "/checkpoint.h5.previous"));
+  const auto again = run("train " + cfg + " --force --log-level warn");
   ASSERT_EQ(again.code, 0) << again.out;
   EXPECT_TRUE(fs::exists(out + "/checkpoint.h5"));
   EXPECT_FALSE(fs::exists(out + "/checkpoint.h5.previous"));
@@ -560,6 +563,8 @@ TEST(Cli, CommandLineErrorsCarryTheErrorPrefixAndReadableBounds) {
   // ... and on the command line, as the README says (the last one used to win silently)
   expect_input_error("train " + write_config("nnvmc_dup_override.yaml", kTiny) + " optim.lr=1 optim.lr=2",
                      "override 'optim.lr' given twice");
+  // a resumed run stays in its directory (run.output was ignored, yet recorded in config.yaml)
+  expect_input_error("train --resume /nonexistent run.output=/tmp/elsewhere", "cannot be changed on resume");
   const auto profile_cfg = write_config("nnvmc_profile_mols.yaml", kTiny);
   expect_input_error("profile " + profile_cfg + " --molecules ,", "names no molecule");
   expect_input_error("profile " + profile_cfg + " --molecules h,nosuchmol --no-roofline --no-plots", "nosuchmol");

@@ -178,3 +178,44 @@ TEST(Checkpoint, WrongFormatVersionIsRejected) {
   }
   fs::remove(path);
 }
+
+// A checkpoint written by another model (model.type or its settings changed on --resume or
+// eval) is refused naming a parameter the model lacks, instead of loading the overlap and then
+// overwriting the trained wavefunction with a different one.
+TEST(Checkpoint, ParametersTheModelDoesNotHaveAreRefusedNamingOne) {
+  torch::nn::Module model;
+  model.register_parameter("kept", torch::zeros({2}, torch::kFloat64));
+  TensorMap state{{"kept", torch::ones({2}, torch::kFloat64)}};
+  load_module_state(model, state);  // the same parameters: loaded
+  EXPECT_TRUE(torch::equal(model.named_parameters()["kept"], torch::ones({2}, torch::kFloat64)));
+  state["layer9.weight"] = torch::ones({3}, torch::kFloat64);
+  try {
+    load_module_state(model, state);
+    FAIL() << "expected CheckpointError";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("'layer9.weight'"), std::string::npos) << e.what();
+  }
+}
+
+// Files are written through checked system calls: a failing write is a WriteError naming the
+// reason (a full disk used to leave a corrupt checkpoint in place of the good one), and the
+// file being replaced stays as it was.
+TEST(Checkpoint, AFailedWriteIsAWriteErrorAndKeepsTheOldFile) {
+  const auto path = tmp("nnvmc_ckpt_keep.h5");
+  save_checkpoint(path, sample_checkpoint());
+  const auto before = fs::file_size(path);
+  fs::remove_all(path + ".tmp");
+  fs::create_directory(path + ".tmp");  // the temporary cannot be created
+  Checkpoint changed = sample_checkpoint();
+  changed.iteration = 99;
+  EXPECT_THROW(save_checkpoint(path, changed), WriteError);
+  fs::remove_all(path + ".tmp");
+  EXPECT_EQ(fs::file_size(path), before);
+  EXPECT_EQ(load_checkpoint(path).iteration, 17);
+  try {  // what a full disk answers
+    io::write_file_synced("/dev/full", "x", 1);
+    FAIL() << "expected WriteError";
+  } catch (const WriteError& e) {
+    EXPECT_NE(std::string(e.what()).find("No space left on device"), std::string::npos) << e.what();
+  }
+}

@@ -1,9 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
-#include <cmath>
+#include <functional>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "common/run_files.hpp"
@@ -14,6 +17,7 @@
 #include "parallel/walker_threads.hpp"
 #include "batching/cuda_runtime.hpp"
 #include "core/errors.hpp"
+#include "train/stop_request.hpp"
 
 using namespace nnvmc;
 using test::column;
@@ -129,11 +133,109 @@ TEST(Trainer, TinyTrainingStaysFiniteAndWritesResults) {
 TEST(Trainer, StopRequestWritesACheckpointAndStops) {
   const auto dir = fresh_dir("nnvmc_stop");
   Trainer t(tiny_config(dir, 50));
-  Trainer::request_stop(true);
+  // a signal arriving during iteration 1 (the handler sets the request)
+  t.set_iteration_hook([](std::int64_t it) {
+    if (it == 1) Trainer::request_stop(true);
+    return StopAction::none;
+  });
   const auto out = t.run(true);
   Trainer::request_stop(false);
   EXPECT_TRUE(out.interrupted);
-  EXPECT_EQ(load_checkpoint(dir + "/checkpoint.h5").iteration, 0);
+  EXPECT_EQ(load_checkpoint(dir + "/checkpoint.h5").iteration, 1);
+}
+
+// The stages outside the training loop stop at their next step too (they used to run to their
+// end whatever the signals): HF pretraining and the burn-in, before the first checkpoint, with
+// nothing to resume; the final evaluation, after the last checkpoint, naming it.
+TEST(Trainer, AStopRequestEndsPretrainingBurnInAndTheFinalEvaluationAtTheirNextStep) {
+  auto expect_interrupted = [](const std::function<void()>& f, const std::string& stage) {
+    try {
+      f();
+      ADD_FAILURE() << "expected Interrupted in " << stage;
+    } catch (const Interrupted& e) {
+      EXPECT_NE(std::string(e.what()).find(stage), std::string::npos) << e.what();
+    }
+    Trainer::request_stop(false);
+  };
+  const auto dir = fresh_dir("nnvmc_stop_stages");
+  Config pretraining = tiny_config(dir, 2);
+  pretraining.pretrain.steps = 1000000;
+  pretraining.pretrain.basis = "sto-3g";
+  Trainer::request_stop(true);
+  expect_interrupted([&] { Trainer t(pretraining); }, "HF pretraining");
+  Config c = tiny_config(dir, 2);
+  c.run.overwrite = true;
+  c.sampler.burn_in = 100000000;
+  {
+    Trainer t(c);
+    Trainer::request_stop(true);
+    expect_interrupted([&] { t.run(true); }, "burn-in");
+  }
+  c.sampler.burn_in = 5;
+  c.eval.steps = 100000000;
+  Trainer t(c);
+  t.set_iteration_hook([](std::int64_t it) {
+    if (it == 2) Trainer::request_stop(true);  // after the last iteration, before the evaluation
+    return StopAction::none;
+  });
+  expect_interrupted([&] { t.run(true); }, "the evaluation");
+  EXPECT_EQ(load_checkpoint(dir + "/checkpoint.h5").iteration, 2);
+}
+
+// The first SIGINT/SIGTERM asks for a stop; the handler then restores the default action, so a
+// second signal ends a process that is stuck in a long step.
+TEST(Trainer, TheFirstSignalRequestsAStopAndASecondWouldEndTheProcess) {
+  struct sigaction old_int {};
+  sigaction(SIGINT, nullptr, &old_int);
+  Trainer::install_signal_handlers();
+  struct sigaction installed {};
+  sigaction(SIGINT, nullptr, &installed);
+  EXPECT_NE(installed.sa_handler, SIG_DFL);
+  std::raise(SIGINT);
+  EXPECT_TRUE(stop_requested());
+  struct sigaction after {};
+  sigaction(SIGINT, nullptr, &after);
+  EXPECT_EQ(after.sa_handler, SIG_DFL);
+  Trainer::request_stop(false);
+  sigaction(SIGINT, &old_int, nullptr);
+  std::signal(SIGTERM, SIG_DFL);
+}
+
+// One process per output directory: a second trainer on a directory in use is refused (exit 2)
+// before it moves or writes anything; the lock goes with the first trainer.
+TEST(Trainer, ASecondRunOnAnOutputDirectoryInUseIsRefused) {
+  const auto dir = fresh_dir("nnvmc_locked");
+  Config c = tiny_config(dir, 1);
+  auto first = std::make_unique<Trainer>(c);
+  c.run.overwrite = true;
+  try {
+    Trainer second(c);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("in use by another nnvmc process"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(fs::exists(dir + "/config.yaml"));  // the first run's files are untouched
+  first->run(false);
+  first.reset();
+  Trainer again(c);  // free again
+}
+
+// A --force start that stopped before its first checkpoint leaves the old run as *.previous; a
+// plain new run must not delete it (it used to, at its first checkpoint), and --resume says where it is.
+TEST(Trainer, ARunSetAsideByAnUnfinishedForceStartIsNotDeletedByANewRun) {
+  const auto dir = fresh_dir("nnvmc_set_aside");
+  {
+    Trainer t(tiny_config(dir, 1));
+    t.run(false);
+  }
+  for (const char* f : {"checkpoint.h5", "result.h5", "config.yaml"}) fs::rename(dir + "/" + f, dir + "/" + f + ".previous");
+  try {
+    Trainer t(tiny_config(dir, 1));
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("*.previous"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(fs::exists(dir + "/checkpoint.h5.previous"));
 }
 
 TEST(Trainer, ClippingKeepsValuesWithinWidthOfTheMedian) {

@@ -1,0 +1,51 @@
+#include "io/directory_lock.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "core/errors.hpp"
+
+namespace nnvmc::io {
+
+DirectoryLock::DirectoryLock(const std::string& dir, const std::string& key) {
+  const std::string path = dir + "/.nnvmc.lock";
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw WriteError(path + ": cannot create the lock file: " + std::strerror(errno));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int e = errno;
+    char buf[32] = {};
+    const ssize_t n = ::pread(fd_, buf, sizeof buf - 1, 0);
+    ::close(fd_);
+    fd_ = -1;
+    if (e != EWOULDBLOCK) throw WriteError(path + ": cannot lock: " + std::strerror(e));
+    std::string holder = n > 0 ? std::string(buf, std::size_t(n)) : std::string();
+    while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+    throw InputError(key + ": '" + dir + "' is in use by another nnvmc process" +
+                     (holder.empty() ? std::string() : " (pid " + holder + ")") +
+                     "; wait for it to finish or choose another " + key);
+  }
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd_, 0) == 0) (void)!::pwrite(fd_, pid.data(), pid.size(), 0);  // informative only
+}
+
+DirectoryLock::~DirectoryLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing releases the flock
+}
+
+DirectoryLock::DirectoryLock(DirectoryLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+
+DirectoryLock& DirectoryLock::operator=(DirectoryLock&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+}  // namespace nnvmc::io

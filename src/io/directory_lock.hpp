@@ -1,0 +1,27 @@
+#pragma once
+/// @file directory_lock.hpp
+/// An advisory lock on an output directory (flock on DIR/.nnvmc.lock), held for the lock's
+/// lifetime, so two nnvmc processes never write one run or comparison at once. The kernel
+/// releases it when the process ends, however it ends (no stale locks after kill -9).
+#include <string>
+
+namespace nnvmc::io {
+
+/// Holds the lock of a directory (which must exist).
+class DirectoryLock {
+ public:
+  DirectoryLock() = default;
+  /// Takes the lock of `dir` without waiting. @throws InputError naming `key`, the directory and
+  /// the holder's pid when another process holds it; WriteError when the lock file cannot be made.
+  DirectoryLock(const std::string& dir, const std::string& key);
+  ~DirectoryLock();
+  DirectoryLock(DirectoryLock&& other) noexcept;
+  DirectoryLock& operator=(DirectoryLock&& other) noexcept;
+  DirectoryLock(const DirectoryLock&) = delete;
+  DirectoryLock& operator=(const DirectoryLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace nnvmc::io
