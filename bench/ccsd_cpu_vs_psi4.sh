@@ -24,14 +24,7 @@ echo "# nnvmc binary: $NNVMC; main binary: ${MAIN:-none}; $(uptime)"
 printf "%-8s %-6s %-10s %9s %9s %6s\n" system run program wall/it cpu/it load
 for sys in $SYSTEMS; do
   if [[ $sys =~ ^[0-9]+$ ]]; then
-    python3 - "$XYZ" "$sys" "$TMP/mol.xyz" <<'PY'
-import sys
-lines = open(sys.argv[1]).read().splitlines(); i = k = 0
-while i < len(lines):
-    m = int(lines[i].split()[0])
-    if k + 1 == int(sys.argv[2]): open(sys.argv[3], "w").write("\n".join(lines[i:i + 2 + m]) + "\n"); break
-    i += 2 + m; k += 1
-PY
+    python3 bench/xyz_frame.py "$XYZ" "$sys" "$TMP/mol.xyz"
     mol="$TMP/mol.xyz"; psi=("$XYZ" cc-pvdz --frame "$sys"); name="(H2O)$sys"
   else
     mol="$sys"; psi=("configs/molecules/$sys.yaml" cc-pvdz); name="$sys"

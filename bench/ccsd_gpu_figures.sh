@@ -76,14 +76,7 @@ cd_fc=(--frozen-core --cholesky 1e-5)
 C4H4=${DRY_C4H4:-c4h4}
 water() {  # n -> $OUT/w$n.xyz (frame n of $XYZ, or frame DRY_WATER in a rehearsal)
   [ -f "$OUT/w$1.xyz" ] && return
-  python3 - "$XYZ" "${DRY_WATER:-$1}" "$OUT/w$1.xyz" <<'PY'
-import sys
-lines = open(sys.argv[1]).read().splitlines(); i = k = 0
-while i < len(lines):
-    m = int(lines[i].split()[0])
-    if k + 1 == int(sys.argv[2]): open(sys.argv[3], "w").write("\n".join(lines[i:i + 2 + m]) + "\n"); break
-    i += 2 + m; k += 1
-PY
+  python3 bench/xyz_frame.py "$XYZ" "${DRY_WATER:-$1}" "$OUT/w$1.xyz"
 }
 
 for stage in $STAGES; do

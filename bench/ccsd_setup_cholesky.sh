@@ -13,14 +13,7 @@ NNVMC=$BUILD/src/app/nnvmc; TMP=$(mktemp -d)
 fc=(); [ "${FROZEN:-1}" = 1 ] && fc=(--frozen-core)
 echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); nnvmc $(git rev-parse --short HEAD); tau $TAU, $THREADS threads, ${fc[*]:-all-electron}"
 for n in $SIZES; do
-  python3 - "$XYZ" "$n" "$TMP/w$n.xyz" <<'PY'
-import sys
-lines = open(sys.argv[1]).read().splitlines(); i = k = 0
-while i < len(lines):
-    m = int(lines[i].split()[0])
-    if k + 1 == int(sys.argv[2]): open(sys.argv[3], "w").write("\n".join(lines[i:i + 2 + m]) + "\n"); break
-    i += 2 + m; k += 1
-PY
+  python3 bench/xyz_frame.py "$XYZ" "$n" "$TMP/w$n.xyz"
   for r in $(seq "$ROUNDS"); do
     for mode in shared exact; do
       extra=(); [ $mode = exact ] && extra=(--exact-scf)

@@ -13,14 +13,7 @@ TMP=$(mktemp -d)
 printf "%-6s %5s %12s %12s %12s %12s %12s\n" system n_bf nnvmc_conv nnvmc_chol psi4 psi4/conv psi4/chol
 for sys in $SYSTEMS; do
   if [[ $sys =~ ^[0-9]+$ ]]; then
-    python3 - "$XYZ" "$sys" "$TMP/mol.xyz" <<'PY'
-import sys
-lines = open(sys.argv[1]).read().splitlines(); i = k = 0
-while i < len(lines):
-    m = int(lines[i].split()[0])
-    if k + 1 == int(sys.argv[2]): open(sys.argv[3], "w").write("\n".join(lines[i:i + 2 + m]) + "\n"); break
-    i += 2 + m; k += 1
-PY
+    python3 bench/xyz_frame.py "$XYZ" "$sys" "$TMP/mol.xyz"
     mol="$TMP/mol.xyz"; psi_args=("$XYZ" cc-pvdz --frame "$sys"); name="(H2O)$sys"
   else
     mol="$sys"; psi_args=("configs/molecules/$sys.yaml" cc-pvdz); name="$sys"

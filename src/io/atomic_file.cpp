@@ -49,15 +49,19 @@ void remove_quietly(const std::string& path) {
   std::filesystem::remove(path, ec);
 }
 
-void write_text_atomically(const std::string& path, const std::string& text) {
+void write_bytes_atomically(const std::string& path, const void* data, std::size_t bytes) {
   const std::string tmp = path + ".tmp";
   try {
-    write_file_synced(tmp, text.data(), text.size());
+    write_file_synced(tmp, data, bytes);
     rename_into_place(tmp, path);
   } catch (...) {
     remove_quietly(tmp);
     throw;
   }
+}
+
+void write_text_atomically(const std::string& path, const std::string& text) {
+  write_bytes_atomically(path, text.data(), text.size());
 }
 
 }  // namespace nnvmc::io

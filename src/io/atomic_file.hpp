@@ -18,8 +18,11 @@ void rename_into_place(const std::string& tmp, const std::string& path);
 /// Removes `path` if it exists; never throws.
 void remove_quietly(const std::string& path);
 
-/// Replaces `path` by `text` atomically (through `path`.tmp, removed on failure).
-/// @throws WriteError; `path` is then untouched.
+/// Replaces `path` by `bytes` bytes at `data` atomically (through `path`.tmp, removed on
+/// failure). @throws WriteError; `path` is then untouched.
+void write_bytes_atomically(const std::string& path, const void* data, std::size_t bytes);
+
+/// write_bytes_atomically of a text.
 void write_text_atomically(const std::string& path, const std::string& text);
 
 }  // namespace nnvmc::io

@@ -69,23 +69,14 @@ class H5File {
 /// (every write checked, fsync'ed), which is then renamed to `path`. HDF5 itself never writes
 /// to the disk, so a full disk is an exception, not a damaged file. On any exception the
 /// temporary is removed and `path` is untouched.
-template <class F> void write_atomically(const std::string& path, F&& fill);
-
 template <class F> void write_atomically(const std::string& path, F&& fill) {
-  const std::string tmp = path + ".tmp";
-  try {
-    std::vector<unsigned char> bytes;
-    {
-      H5File f(tmp, H5File::Mode::memory);
-      fill(f);
-      bytes = f.image();
-    }
-    write_file_synced(tmp, bytes.data(), bytes.size());
-    rename_into_place(tmp, path);
-  } catch (...) {
-    remove_quietly(tmp);
-    throw;
+  std::vector<unsigned char> bytes;
+  {
+    H5File f(path + ".tmp", H5File::Mode::memory);  // in memory only: the name is a label
+    fill(f);
+    bytes = f.image();
   }
+  write_bytes_atomically(path, bytes.data(), bytes.size());
 }
 
 }  // namespace nnvmc::io
