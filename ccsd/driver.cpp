@@ -36,6 +36,7 @@ CcsdRun run_ccsd(const System& system, const CcsdRunOptions& options) {
     t0 = clock::now();
     const torch::Tensor ao = expand_pairs(*pairs, std::int64_t(basis.n_functions()));
     pairs.reset();
+    scf_options.jk.cholesky_pairs.reset();  // the expanded vectors replace them
     mo = cholesky_integrals(run.rhf, run.n_frozen, ao);
     run.seconds_integrals = seconds_cholesky + seconds(t0);
   } else {

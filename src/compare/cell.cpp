@@ -84,6 +84,26 @@ int run_cell(const std::string& dir, const CellRunOptions& options) {
   std::int64_t peak_before = before.value("peak_tensor_bytes", 0);
   int exit_code = cell_failed;
   std::optional<batching::PeakMemoryScope> peak;
+  // This segment's training timings, added to the earlier segments' (also when it is interrupted
+  // in its final evaluation, so the next segment, which trains no more, keeps them).
+  std::unique_ptr<Trainer> trainer;
+  std::optional<Clock::time_point> first_call;
+  std::map<std::string, double> first_stages, last_stages;
+  std::int64_t first_t = 0, last_t = 0;
+  const auto record_training = [&](std::int64_t iterations) {
+    // Training-only stage seconds (no burn-in, pretraining or evaluation), over all runs.
+    std::map<std::string, double> stages = stages_before;
+    for (const auto& [k, v] : last_stages) stages[k] += v - (first_stages.count(k) ? first_stages[k] : 0.0);
+    j["stage_seconds"] = stages;
+    j["stage_iterations"] = stage_iterations_before + (last_t - first_t);
+    if (!trainer) return;
+    std::int64_t n_params = 0;
+    for (const auto& p : trainer->setup().wf->parameters()) n_params += p.numel();
+    j["iterations"] = iterations;
+    j["parameters"] = n_params;
+    j["n_electrons"] = trainer->setup().molecules.front().system.n_electrons();
+    j["train_seconds"] = trained_seconds(dir + "/result.h5");
+  };
   try {
     const Config config = load_config(dir + "/cell.yaml");
     // K cells at once must not each take 'auto' = 60 % of the memory: each takes its share (the
@@ -95,8 +115,7 @@ int run_cell(const std::string& dir, const CellRunOptions& options) {
     }
     peak.emplace(cuda_index(config.run.device));
     const std::string ckpt = dir + "/checkpoint.h5";
-    Trainer::install_signal_handlers();
-    std::unique_ptr<Trainer> trainer;
+    Trainer::install_signal_handlers(/*second_signal_ends=*/false);
     if (fs::exists(ckpt)) {
       log::info(strfmt("resuming cell %s from its checkpoint", config.run.name.c_str()));
       trainer = std::make_unique<Trainer>(config, ckpt);
@@ -104,9 +123,6 @@ int run_cell(const std::string& dir, const CellRunOptions& options) {
       trainer = std::make_unique<Trainer>(config);
     }
     const double limit = options.minutes * 60.0 - trained_seconds(dir + "/result.h5");
-    std::optional<Clock::time_point> first_call;
-    std::map<std::string, double> first_stages, last_stages;
-    std::int64_t first_t = 0, last_t = 0;
     trainer->set_iteration_hook([&](std::int64_t t) {
       last_stages = stage_seconds(trainer->timers());
       last_t = t;
@@ -120,18 +136,8 @@ int run_cell(const std::string& dir, const CellRunOptions& options) {
       if (options.minutes > 0 && elapsed >= limit) return StopAction::finish;
       return StopAction::none;
     });
-    std::int64_t n_params = 0;
-    for (const auto& p : trainer->setup().wf->parameters()) n_params += p.numel();
     const TrainOutcome out = trainer->run();
-    // Training-only stage seconds (no burn-in, pretraining or evaluation), over all runs.
-    std::map<std::string, double> stages = stages_before;
-    for (const auto& [k, v] : last_stages) stages[k] += v - (first_stages.count(k) ? first_stages[k] : 0.0);
-    j["stage_seconds"] = stages;
-    j["stage_iterations"] = stage_iterations_before + (last_t - first_t);
-    j["iterations"] = out.iterations;
-    j["parameters"] = n_params;
-    j["n_electrons"] = trainer->setup().molecules.front().system.n_electrons();
-    j["train_seconds"] = trained_seconds(dir + "/result.h5");
+    record_training(out.iterations);
     if (out.interrupted) {
       j["status"] = "interrupted";
       exit_code = cell_interrupted;
@@ -143,6 +149,7 @@ int run_cell(const std::string& dir, const CellRunOptions& options) {
       exit_code = cell_done;
     }
   } catch (const Interrupted& e) {  // a signal during pretraining, burn-in or evaluation: redo from its checkpoint
+    record_training(last_t);  // the hook's last call: the iteration training reached
     j["status"] = "interrupted";
     log::warn(strfmt("cell interrupted: %s", e.what()));
     exit_code = cell_interrupted;

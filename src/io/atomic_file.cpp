@@ -15,7 +15,7 @@ void write_file_synced(const std::string& path, const void* data, std::size_t by
   const auto error = [&path](const char* what) {
     throw WriteError(path + ": cannot " + what + ": " + std::strerror(errno));
   };
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);  // less the umask
   if (fd < 0) error("create");
   std::size_t done = 0;
   while (done < bytes) {

@@ -10,15 +10,26 @@
 #include <utility>
 
 #include "core/errors.hpp"
+#include "core/log.hpp"
 
 namespace nnvmc::io {
 
 DirectoryLock::DirectoryLock(const std::string& dir, const std::string& key) {
   const std::string path = dir + "/.nnvmc.lock";
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  // 0666 less the umask, as for every file the run writes; read-only suffices for flock (the pid
+  // written for the message is informative), e.g. in a directory shared by a group
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd_ < 0) fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0) throw WriteError(path + ": cannot create the lock file: " + std::strerror(errno));
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int e = errno;
+    if (e == ENOSYS || e == ENOLCK || e == EOPNOTSUPP) {  // a file system without flock (Lustre noflock, NFS without lockd)
+      ::close(fd_);
+      fd_ = -1;
+      log::warn(key + ": '" + dir + "' does not support file locks (" + std::strerror(e) +
+                "); running without the lock that keeps two nnvmc processes out of one directory");
+      return;
+    }
     char buf[32] = {};
     const ssize_t n = ::pread(fd_, buf, sizeof buf - 1, 0);
     ::close(fd_);

@@ -319,7 +319,7 @@ TensorMap module_state(const torch::nn::Module& module) {
   return m;
 }
 
-void load_module_state(torch::nn::Module& module, const TensorMap& state) {
+void load_module_state(torch::nn::Module& module, const TensorMap& state, ExtraParameters extra) {
   torch::NoGradGuard no_grad;
   auto copy = [&](const std::string& name, torch::Tensor& dst) {
     const auto it = state.find(name);
@@ -333,11 +333,17 @@ void load_module_state(torch::nn::Module& module, const TensorMap& state) {
   const auto params = module.named_parameters();
   // Parameters the model does not have mean another model (model.type or its settings changed):
   // loading the rest would silently evaluate, and then overwrite, a different wavefunction.
-  for (const auto& [name, value] : state)
-    if (!params.contains(name))
+  std::string ignored;
+  for (const auto& [name, value] : state) {
+    if (params.contains(name)) continue;
+    const bool retired = name.rfind("edge_scale", 0) == 0;
+    if (!retired && extra == ExtraParameters::refuse)
       throw CheckpointError("checkpoint holds parameter '" + name + "', which this model (" +
                             std::to_string(params.size()) + " parameters) does not have: it was written by a "
                             "different model (model.type or model settings changed?)");
+    ignored += (ignored.empty() ? "" : ", ") + name;
+  }
+  if (!ignored.empty()) log::info("checkpoint parameters this model does not have, left out: " + ignored);
   for (auto& p : module.named_parameters()) copy(p.key(), p.value());
 }
 

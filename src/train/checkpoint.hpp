@@ -44,9 +44,17 @@ Checkpoint load_checkpoint(const std::string& path);
 
 /// Parameters of a module by name (detached copies).
 TensorMap module_state(const torch::nn::Module& module);
-/// Copies named tensors into the module's parameters.
-/// @throws CheckpointError for missing names or shape mismatches.
-void load_module_state(torch::nn::Module& module, const TensorMap& state);
+/// What load_module_state does with tensors the module has no parameter for.
+enum class ExtraParameters {
+  refuse,  ///< CheckpointError (resume, eval: another model would be loaded in part and overwritten)
+  ignore,  ///< logged and left out (fine-tuning with model.init_from may drop parameters)
+};
+/// Copies named tensors into the module's parameters. Parameters that earlier versions of the
+/// models registered without using them (Orbformer's `edge_scale*` without edge features,
+/// before 2026-12-02) are always left out, with a log line.
+/// @throws CheckpointError for missing names, shape mismatches, and extra names under `refuse`.
+void load_module_state(torch::nn::Module& module, const TensorMap& state,
+                       ExtraParameters extra = ExtraParameters::refuse);
 
 /// Whether two molecules have the same atoms (Z in order), electron counts and nuclei (to 1e-12 bohr).
 bool same_geometry(const System& a, const System& b);

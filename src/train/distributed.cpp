@@ -1,6 +1,7 @@
 #include "train/distributed.hpp"
 
 #include "parallel/tensor_comm.hpp"
+#include "train/stop_request.hpp"
 
 namespace nnvmc {
 
@@ -25,6 +26,13 @@ int max_over_ranks(int value) {
   double v = value;
   parallel::world().allreduce_max(&v, 1);
   return static_cast<int>(v);
+}
+
+void throw_if_stop_requested_on_any_rank(const std::string& stage) {
+  if (max_over_ranks(stop_requested() ? 1 : 0) > 0) {
+    set_stop_requested(true);
+    throw_if_stop_requested(stage);
+  }
 }
 
 }  // namespace nnvmc

@@ -29,4 +29,8 @@ double sum_over_ranks(double value);
 /// The largest value any rank has (all ranks then act on the same stop request/hook answer).
 int max_over_ranks(int value);
 
+/// throw_if_stop_requested on every rank when any rank has the request (a collective: every
+/// rank calls it at the same step, so none is left waiting in the next collective).
+void throw_if_stop_requested_on_any_rank(const std::string& stage);
+
 }  // namespace nnvmc

@@ -24,7 +24,7 @@ EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers
     auto scope = timers.scope("sampling");
     sampler.refresh(logabs);
     for (int done = 0; done < options.burn_in; done += block) {
-      throw_if_stop_requested("the evaluation's burn-in");
+      throw_if_stop_requested_on_any_rank("the evaluation's burn-in");
       sampler.adapt(sampler.run(logabs, std::min(block, options.burn_in - done), key));
     }
   }
@@ -32,7 +32,7 @@ EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers
   double sum_sq = 0, acc = 0;
   long count = 0;
   for (int t = 0; t < options.steps; ++t) {
-    throw_if_stop_requested("the evaluation");
+    throw_if_stop_requested_on_any_rank("the evaluation");
     {
       auto scope = timers.scope("sampling");
       acc += sampler.run(logabs, s.config.sampler.steps_per_iteration, key);

@@ -29,10 +29,11 @@ namespace {
 /// The first SIGINT/SIGTERM asks the run to stop at its next step (a checkpoint in the training
 /// loop); the handler then gives the signal back its default action, so a second one ends the
 /// process at once (e.g. in the middle of a long iteration).
-void on_signal(int sig) {
+void on_signal_then_default(int sig) {
   set_stop_requested(true);
   std::signal(sig, SIG_DFL);
 }
+void on_signal(int) { set_stop_requested(true); }
 double now() {
   using namespace std::chrono;
   return duration<double>(steady_clock::now().time_since_epoch()).count();
@@ -92,9 +93,10 @@ std::string resolve_output_dir(const Config& config) {
   return out;
 }
 
-void Trainer::install_signal_handlers() {
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+void Trainer::install_signal_handlers(bool second_signal_ends) {
+  const auto handler = second_signal_ends ? on_signal_then_default : on_signal;
+  std::signal(SIGINT, handler);
+  std::signal(SIGTERM, handler);
 }
 void Trainer::request_stop(bool stop) { set_stop_requested(stop); }
 
@@ -113,7 +115,7 @@ void init_from_checkpoint(VmcSetup& s) {
   if (!s.wf->transferable())
     for (const auto& m : s.molecules) (void)check_checkpoint_system(c.molecules.front().system, m.system, *s.wf);
   try {
-    load_module_state(*s.wf, c.parameters);
+    load_module_state(*s.wf, c.parameters, ExtraParameters::ignore);
   } catch (const CheckpointError& e) {
     throw ConfigError("'model.init_from': " + path + ": " + e.what() + " (build the model with the options it was "
                       "trained with, model." + s.config.model.type + ")");
@@ -250,14 +252,15 @@ void Trainer::prepare_new_output() const {
 void Trainer::init_output(bool resume) {
   if (!writes_output()) return;  // rank 0 writes the run's files
   // One process per output directory: locked before anything in it is moved or written.
-  std::error_code ec;
-  if (!resume && !fs::is_directory(output_, ec)) {
-    prepare_new_output();  // creates it (nothing there to protect yet)
-    lock_ = io::DirectoryLock(output_, "run.output");
-  } else {
-    lock_ = io::DirectoryLock(output_, "run.output");
-    if (!resume) prepare_new_output();
+  if (!resume) {
+    std::error_code ec;
+    if (fs::exists(output_, ec) && !fs::is_directory(output_, ec))
+      throw InputError("run.output: '" + output_ + "' exists and is not a directory");
+    fs::create_directories(output_, ec);
+    if (ec) throw InputError("run.output: cannot create directory '" + output_ + "': " + ec.message());
   }
+  lock_ = io::DirectoryLock(output_, "run.output");
+  if (!resume) prepare_new_output();
   {
     try {
       io::write_text_atomically(output_ + "/config.yaml", to_yaml(setup_.config));
@@ -359,7 +362,7 @@ void Trainer::burn_in(int steps) {
     auto& sampler = *setup_.molecules[i].sampler;
     const auto key = setup_.graph_key(i);
     for (int done = 0; done < steps; done += block) {
-      throw_if_stop_requested("the burn-in (before the first checkpoint: nothing to resume)");
+      throw_if_stop_requested_on_any_rank("the burn-in (before the first checkpoint: nothing to resume)");
       sampler.adapt(sampler.run(logabs, std::min(block, steps - done), key));
     }
   }

@@ -72,8 +72,11 @@ class Trainer {
   /// The current state as a checkpoint.
   Checkpoint checkpoint() const;
 
-  /// Installs SIGINT/SIGTERM handlers that make a running trainer checkpoint and stop.
-  static void install_signal_handlers();
+  /// Installs SIGINT/SIGTERM handlers that make a running trainer checkpoint and stop. With
+  /// `second_signal_ends`, the first signal restores the default action, so a second one ends
+  /// the process (interactive runs); a compare cell keeps the handler, because its runner
+  /// forwards a signal the cell may already have had from its process group.
+  static void install_signal_handlers(bool second_signal_ends = true);
   /// Requests a stop as a signal would (for tests).
   static void request_stop(bool stop = true);
 
