@@ -212,41 +212,37 @@ Trainer::Trainer(const Config& config, const std::string& checkpoint_path)
   init_output(true);
 }
 
+/// Refuses or sets aside what the output directory holds; it exists and this process holds its lock (init_output).
 void Trainer::prepare_new_output() const {
   std::error_code ec;
   const fs::path out(output_);
-  if (fs::exists(out, ec)) {
-    if (!fs::is_directory(out, ec)) throw InputError("run.output: '" + output_ + "' exists and is not a directory");
-    // A run is what can be continued or read: a checkpoint or a summary. A start that failed
-    // before its first checkpoint left only config.yaml and result.h5, which are replaced.
-    const bool has_run = fs::exists(out / "checkpoint.h5", ec) || fs::exists(out / "summary.json", ec);
-    // a run set aside by a --force start that stopped before its first checkpoint
-    const bool set_aside = fs::exists(out / "checkpoint.h5.previous", ec) || fs::exists(out / "summary.json.previous", ec);
-    if (set_aside && !has_run && !setup_.config.run.overwrite)
-      throw InputError("run.output: '" + output_ + "' holds a run set aside as *.previous by a --force start that "
-                       "stopped before its first checkpoint; rename those files back (drop the suffix) to continue "
-                       "it with --resume, choose another run.output, or start over with --force");
-    if (has_run && !setup_.config.run.overwrite)
-      throw InputError("run.output: '" + output_ + "' already holds a run (" +
-                       (fs::exists(out / "checkpoint.h5", ec) ? "checkpoint.h5" : "summary.json") +
-                       "); continue it with 'nnvmc train --resume " + output_ +
-                       "', choose another run.output, or start over with --force (run.overwrite=true)");
-    if (has_run) {
-      // Starting over: the previous run is kept as *.previous until this one has written its
-      // first checkpoint, so a start that fails (a bad value found late) loses nothing.
-      for (const char* f : kPreviousRunFiles) {
-        if (!fs::exists(out / f, ec)) continue;
-        fs::rename(out / f, out / (std::string(f) + ".previous"), ec);
-        if (ec) throw InputError("run.output: cannot move " + (out / f).string() + " aside: " + ec.message());
-      }
-      log::info("--force: the previous run in " + output_ + " is kept as *.previous until this run's first checkpoint");
+  // A run is what can be continued or read: a checkpoint or a summary. A start that failed
+  // before its first checkpoint left only config.yaml and result.h5, which are replaced.
+  const bool has_run = fs::exists(out / "checkpoint.h5", ec) || fs::exists(out / "summary.json", ec);
+  // a run set aside by a --force start that stopped before its first checkpoint
+  const bool set_aside = fs::exists(out / "checkpoint.h5.previous", ec) || fs::exists(out / "summary.json.previous", ec);
+  if (set_aside && !has_run && !setup_.config.run.overwrite)
+    throw InputError("run.output: '" + output_ + "' holds a run set aside as *.previous by a --force start that "
+                     "stopped before its first checkpoint; rename those files back (drop the suffix) to continue "
+                     "it with --resume, choose another run.output, or start over with --force");
+  if (has_run && !setup_.config.run.overwrite)
+    throw InputError("run.output: '" + output_ + "' already holds a run (" +
+                     (fs::exists(out / "checkpoint.h5", ec) ? "checkpoint.h5" : "summary.json") +
+                     "); continue it with 'nnvmc train --resume " + output_ +
+                     "', choose another run.output, or start over with --force (run.overwrite=true)");
+  if (has_run) {
+    // Starting over: the previous run is kept as *.previous until this one has written its
+    // first checkpoint, so a start that fails (a bad value found late) loses nothing.
+    for (const char* f : kPreviousRunFiles) {
+      if (!fs::exists(out / f, ec)) continue;
+      fs::rename(out / f, out / (std::string(f) + ".previous"), ec);
+      if (ec) throw InputError("run.output: cannot move " + (out / f).string() + " aside: " + ec.message());
     }
-    // nothing of an earlier run or start may survive to be mixed with this one
-    for (const char* f : kPreviousRunFiles) fs::remove(out / f, ec);
-    for (const char* f : {"checkpoint.h5.tmp", "config.yaml.tmp", "summary.json.tmp"}) fs::remove(out / f, ec);
+    log::info("--force: the previous run in " + output_ + " is kept as *.previous until this run's first checkpoint");
   }
-  fs::create_directories(out, ec);
-  if (ec) throw InputError("run.output: cannot create directory '" + output_ + "': " + ec.message());
+  // nothing of an earlier run or start may survive to be mixed with this one
+  for (const char* f : kPreviousRunFiles) fs::remove(out / f, ec);
+  for (const char* f : {"checkpoint.h5.tmp", "config.yaml.tmp", "summary.json.tmp"}) fs::remove(out / f, ec);
 }
 
 void Trainer::init_output(bool resume) {
@@ -261,12 +257,10 @@ void Trainer::init_output(bool resume) {
   }
   lock_ = io::DirectoryLock(output_, "run.output");
   if (!resume) prepare_new_output();
-  {
-    try {
-      io::write_text_atomically(output_ + "/config.yaml", to_yaml(setup_.config));
-    } catch (const WriteError& e) {
-      throw InputError(std::string("run.output: cannot write to '") + output_ + "': " + e.what());
-    }
+  try {
+    io::write_text_atomically(output_ + "/config.yaml", to_yaml(setup_.config));
+  } catch (const WriteError& e) {
+    throw InputError(std::string("run.output: cannot write to '") + output_ + "': " + e.what());
   }
   const std::string path = output_ + "/result.h5";
   if (!resume) {

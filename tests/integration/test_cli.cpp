@@ -351,6 +351,24 @@ TEST(Cli, ScfWithCholeskyJKAgreesWithExactIntegrals) {
   expect_input_error("scf h2o --cholesky -1", "cholesky");
 }
 
+// `nnvmc ccsd --cholesky TAU` runs the RHF on the CCSD's Cholesky vectors and says so;
+// `--exact-scf` keeps the exact-ERI RHF (the scf command's exact energy) and needs --cholesky.
+TEST(Cli, CholeskyCcsdSharesItsVectorsWithTheRhfUnlessExactScfIsAsked) {
+  const auto shared = run("ccsd h2o --basis sto-3g --cholesky 1e-6 --json");
+  const auto exact = run("ccsd h2o --basis sto-3g --cholesky 1e-6 --exact-scf --json");
+  const auto scf = run("scf h2o --basis sto-3g --json");
+  ASSERT_EQ(shared.code, 0) << shared.out;
+  ASSERT_EQ(exact.code, 0) << exact.out;
+  ASSERT_EQ(scf.code, 0) << scf.out;
+  EXPECT_EQ(json_of(shared.out)["scf_integrals"].get<std::string>(), "cholesky");
+  EXPECT_EQ(json_of(exact.out)["scf_integrals"].get<std::string>(), "exact");
+  EXPECT_NEAR(json_of(exact.out)["e_hf"].get<double>(), json_of(scf.out)["e_hf"].get<double>(), 1e-9);
+  EXPECT_NEAR(json_of(shared.out)["e_hf"].get<double>(), json_of(scf.out)["e_hf"].get<double>(), 1e-5);
+  const auto alone = run("ccsd h2o --basis sto-3g --exact-scf");
+  EXPECT_EQ(alone.code, 2) << alone.out;
+  EXPECT_NE(alone.out.find("--cholesky"), std::string::npos) << alone.out;
+}
+
 // `nnvmc ccsd --resident on|off|auto`: the run says where its tensors lived; on the CPU "on"
 // charges them to the budget and gives the same energy; a bad value names the flag.
 TEST(Cli, CcsdReportsResidencyAndRefusesAnUnknownValue) {
