@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <c10/util/Exception.h>
 
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <new>
@@ -24,6 +25,9 @@ constexpr const char* kOutOfMemoryAdvice =
 
 int main(int argc, char** argv) {
   nnvmc::app::tune_allocator();  // before the first large allocation
+  // A file-size limit (ulimit -f) then fails the write (EFBIG), which is a WriteError naming the
+  // file, instead of killing the process half-way through it.
+  std::signal(SIGXFSZ, SIG_IGN);
   // Under mpirun/srun: MPI is initialised and world() spans the ranks; otherwise one process.
   nnvmc::parallel::init_world(&argc, &argv);
   const bool root = nnvmc::parallel::world().is_root();

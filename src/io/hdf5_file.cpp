@@ -3,6 +3,7 @@
 #include <hdf5.h>
 
 #include <cstdio>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <sstream>
@@ -30,9 +31,15 @@ size_t elem_size(DType t) {
   return 8;
 }
 
-/// Silences HDF5's own error printing; we report through exceptions.
+/// Set up before HDF5's first call (a static): no exit handler, and no error printing of its own
+/// (we report through exceptions). After a failed write (disk full, ulimit -f) a file's H5Fclose
+/// fails, and HDF5 1.10's exit handler then crashes closing it again; files that closed are
+/// complete, so the handler has nothing to do.
 struct QuietHdf5 {
-  QuietHdf5() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+  QuietHdf5() {
+    H5dont_atexit();
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  }
 };
 const QuietHdf5 quiet_hdf5;
 
@@ -219,6 +226,17 @@ void H5File::append(const std::string& column, double value) {
     fail(path_, "cannot append to column '" + column + "'");
 }
 
+std::int64_t H5File::rows(const std::string& column) const {
+  if (!link_exists(id_, column)) return 0;
+  Handle ds{H5Dopen2(id_, column.c_str(), H5P_DEFAULT), H5Dclose};
+  Handle space{H5Dget_space(ds.id), H5Sclose};
+  hsize_t n = 0;
+  if (ds.id < 0 || space.id < 0 || H5Sget_simple_extent_ndims(space.id) != 1 ||
+      H5Sget_simple_extent_dims(space.id, &n, nullptr) < 0)
+    fail(path_, "'" + column + "' is not a column");
+  return static_cast<std::int64_t>(n);
+}
+
 void H5File::truncate(const std::string& column, std::int64_t n) {
   if (!link_exists(id_, column)) return;
   Handle ds{H5Dopen2(id_, column.c_str(), H5P_DEFAULT), H5Dclose};
@@ -238,7 +256,9 @@ void H5File::remove(const std::string& name) {
 }
 
 void H5File::flush() {
-  if (H5Fflush(id_, H5F_SCOPE_GLOBAL) < 0) throw WriteError(path_ + ": cannot write (disk full?)");
+  errno = 0;
+  if (H5Fflush(id_, H5F_SCOPE_GLOBAL) < 0)  // the system's reason when HDF5 left it in errno
+    throw WriteError(path_ + ": cannot write" + (errno != 0 ? ": " + std::string(std::strerror(errno)) : " (disk full?)"));
 }
 
 std::vector<unsigned char> H5File::image() {

@@ -28,6 +28,16 @@ int max_over_ranks(int value) {
   return static_cast<int>(v);
 }
 
+std::string root_text(const std::string& text) {
+  auto& w = parallel::world();
+  if (w.size() == 1) return text;
+  std::uint64_t n = text.size();
+  w.broadcast(&n, sizeof n, 0);
+  std::string out = w.is_root() ? text : std::string(n, '\0');
+  if (n > 0) w.broadcast(out.data(), n, 0);
+  return out;
+}
+
 void throw_if_stop_requested_on_any_rank(const std::string& stage) {
   if (max_over_ranks(stop_requested() ? 1 : 0) > 0) {
     set_stop_requested(true);

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <string>
 
 #include "parallel/communicator.hpp"
 
@@ -28,6 +29,9 @@ double sum_over_ranks(double value);
 
 /// The largest value any rank has (all ranks then act on the same stop request/hook answer).
 int max_over_ranks(int value);
+
+/// Rank 0's `text` on every rank (a collective).
+std::string root_text(const std::string& text);
 
 /// throw_if_stop_requested on every rank when any rank has the request (a collective: every
 /// rank calls it at the same step, so none is left waiting in the next collective).

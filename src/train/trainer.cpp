@@ -46,6 +46,11 @@ std::string fmt_duration(double s) {
 /// Files a run leaves in its output directory (a new run refuses a directory holding them).
 /// The files of a run (what --force replaces).
 const char* const kPreviousRunFiles[] = {"checkpoint.h5", "result.h5", "summary.json", "config.yaml"};
+/// One row per iteration in result.h5: the run-level series (train/NAME) and each molecule's
+/// (train/MOLECULE/NAME), in the order they are written.
+const char* const kRunSeries[] = {"energy",        "variance",         "acceptance", "step_size",
+                                  "learning_rate", "excluded_walkers", "seconds"};
+const char* const kMoleculeSeries[] = {"energy", "variance", "acceptance", "step_size", "excluded_walkers"};
 /// Deep copies (optimizer states hold tensors that their step updates in place).
 TensorMap cloned(const TensorMap& m) {
   TensorMap out;
@@ -171,6 +176,7 @@ Trainer::Trainer(VmcSetup setup) : setup_(std::move(setup)) {
       results.append("pretrain/initial_loss", p.initial_loss);
       results.append("pretrain/final_loss", p.final_loss);
       results.append("pretrain/e_hf", e_hf);
+      results.flush();  // a failed write is an error here, not a silent close
     }
   }
   // Walkers start (or continue from pretraining) on |ψ|²; burn-in happens in run().
@@ -280,15 +286,48 @@ void Trainer::init_output(bool resume) {
       for (const auto& col : results.list("pretrain")) results.truncate("pretrain/" + col, 1);
     else
       results.remove("pretrain");
+    pad_train_series(results);  // a damaged file can open and fail only here
+    results.flush();
   } catch (const CheckpointError& e) {
     // A process killed while writing result.h5 can leave it unreadable; the checkpoint is what
     // the chain continues from, so the run goes on with a new file and keeps the old one aside.
     std::error_code ec;
     fs::rename(path, path + ".damaged", ec);
-    log::warn(strfmt("%s; kept as result.h5.damaged, continuing in a new result.h5 from iteration %ld",
-                     e.what(), static_cast<long>(iteration_)));
+    log::warn(strfmt("%s; kept as result.h5.damaged, continuing in a new result.h5 from iteration %ld "
+                     "(its earlier rows are NaN)", e.what(), static_cast<long>(iteration_)));
     io::H5File results(path, io::H5File::Mode::truncate);
+    pad_train_series(results);
+    results.flush();
   }
+}
+
+void Trainer::pad_train_series(io::H5File& results) const {
+  // Rows a failed write left out (or a new file replacing a damaged one) are NaN, so row t of
+  // every series stays iteration t + 1.
+  std::vector<std::string> columns;
+  for (const char* c : kRunSeries) columns.push_back(std::string("train/") + c);
+  for (const auto& m : setup_.molecules)
+    for (const char* c : kMoleculeSeries) columns.push_back("train/" + m.name() + "/" + c);
+  std::int64_t padded = 0;
+  for (const auto& col : columns)
+    for (std::int64_t n = results.rows(col); n < iteration_; ++n, ++padded)
+      results.append(col, std::numeric_limits<double>::quiet_NaN());
+  if (padded > 0)
+    log::warn(strfmt("result.h5: %ld row(s) before iteration %ld were never written (a failed write or a new file); "
+                     "they are NaN", static_cast<long>(padded), static_cast<long>(iteration_)));
+}
+
+void Trainer::stop_after_failed_results_write(const std::string& why) {
+  const std::string iteration = std::to_string(iteration_);
+  try {
+    write_checkpoint();
+  } catch (const WriteError& e) {
+    throw WriteError(why + "; training stopped, and the checkpoint of iteration " + iteration +
+                     " could not be written either (" + e.what() + "); the previous checkpoint, if any, is unchanged");
+  }
+  throw WriteError(why + "; training stopped at iteration " + iteration + ", whose checkpoint was written to " +
+                   output_ + "/checkpoint.h5: free space, then 'nnvmc train --resume " + output_ +
+                   "' continues (rows that could not be written are NaN)");
 }
 
 Checkpoint Trainer::checkpoint() const {
@@ -381,12 +420,14 @@ TrainOutcome Trainer::run(bool final_eval) {
   double iter_start = start_time_;
   int consecutive_failures = 0;
   bool finished_early = false;
+  std::string results_failure;  // rank 0: why result.h5 could not be written (training then stops)
   for (std::int64_t t = first; t < cfg.optim.iterations;) {
     // All ranks act on the same answer (a signal or a wall-time hook may reach one rank first).
     const int asked = static_cast<int>(hook_ ? hook_(t) : StopAction::none);
-    const int stop_code = max_over_ranks(asked + (stop_requested() ? 8 : 0));
+    const int stop_code = max_over_ranks(asked + (stop_requested() ? 8 : 0) + (results_failure.empty() ? 0 : 16));
+    if ((stop_code & 16) != 0) stop_after_failed_results_write(root_text(results_failure));
     const StopAction action = static_cast<StopAction>(stop_code & 7);
-    const bool stop = stop_code >= 8;
+    const bool stop = (stop_code & 8) != 0;
     if (action == StopAction::finish) {
       finished_early = true;
       break;
@@ -531,44 +572,43 @@ TrainOutcome Trainer::run(bool final_eval) {
       of[m.index] = &m;
     }
     const double t_now = now();
-    if (results) {
-      results->append("train/energy", energy);
-      results->append("train/variance", var);
-      results->append("train/acceptance", acc);
-      results->append("train/step_size", step);
-      results->append("train/learning_rate", optimizer_->learning_rate(t));
-      results->append("train/excluded_walkers", excluded);
-      results->append("train/seconds", t_now - iter_start);
-      for (std::size_t i = 0; i < n_mol; ++i) {
-        const std::string g = "train/" + mols[i].name() + "/";
-        const MoleculeStep* m = of[i];
-        const double nan = std::numeric_limits<double>::quiet_NaN();
-        results->append(g + "energy", m ? m->energy : nan);
-        results->append(g + "variance", m ? m->variance : nan);
-        results->append(g + "acceptance", m ? m->acceptance : nan);
-        results->append(g + "step_size", mols[i].sampler->step_size());
-        results->append(g + "excluded_walkers", m ? static_cast<double>(m->excluded) : nan);
+    if (results) try {
+        const double run_row[] = {energy, var, acc, step, optimizer_->learning_rate(t), excluded, t_now - iter_start};
+        for (std::size_t c = 0; c < std::size(kRunSeries); ++c)
+          results->append(std::string("train/") + kRunSeries[c], run_row[c]);
+        for (std::size_t i = 0; i < n_mol; ++i) {
+          const MoleculeStep* m = of[i];
+          const double nan = std::numeric_limits<double>::quiet_NaN();
+          const double row[] = {m ? m->energy : nan, m ? m->variance : nan, m ? m->acceptance : nan,
+                                mols[i].sampler->step_size(), m ? static_cast<double>(m->excluded) : nan};
+          for (std::size_t c = 0; c < std::size(kMoleculeSeries); ++c)
+            results->append("train/" + mols[i].name() + "/" + kMoleculeSeries[c], row[c]);
+        }
+        results->flush();
+      } catch (const Error& e) {  // disk full, file-size limit: stop at the next iteration's check, checkpointed
+        results_failure = e.what();
       }
-      results->flush();
-    }
     iter_start = t_now;
     if ((t + 1) % cfg.optim.log_every == 0 || t + 1 == cfg.optim.iterations) log_progress(t, steps);
     if (cfg.run.checkpoint_every > 0 && (t + 1) % cfg.run.checkpoint_every == 0) write_checkpoint();
     ++t;
   }
+  if (max_over_ranks(results_failure.empty() ? 0 : 1) > 0) stop_after_failed_results_write(root_text(results_failure));
   if (hook_ && !finished_early) hook_(cfg.optim.iterations);
   write_checkpoint();
   out.iterations = iteration_;
   if (out.failed_steps > 0 || out.excluded_walkers > 0)
     log::warn(strfmt("training: %ld step(s) rejected and retried, %ld walker sample(s) left out",
                      static_cast<long>(out.failed_steps), static_cast<long>(out.excluded_walkers)));
-  if (final_eval && cfg.eval.steps > 0) {
-    try {
-      final_evaluation(out, results ? &*results : nullptr);
-    } catch (const Interrupted& e) {
-      throw Interrupted(std::string(e.what()) + "; the trained state (iteration " + std::to_string(iteration_) +
-                        ") is in " + output_ + "/checkpoint.h5: 'nnvmc eval " + output_ + "/checkpoint.h5' measures it");
-    }
+  const std::string trained_state = "the trained state (iteration " + std::to_string(iteration_) + ") is in " +
+                                    output_ + "/checkpoint.h5: 'nnvmc eval " + output_ + "/checkpoint.h5' measures it";
+  try {
+    if (final_eval && cfg.eval.steps > 0) final_evaluation(out, results ? &*results : nullptr);
+    if (results) results->flush();  // a failed write is an error here, not a silent close
+  } catch (const Interrupted& e) {
+    throw Interrupted(std::string(e.what()) + "; " + trained_state);
+  } catch (const WriteError& e) {
+    throw WriteError(std::string(e.what()) + "; " + trained_state);
   }
   return out;
 }
@@ -591,6 +631,7 @@ void Trainer::final_evaluation(TrainOutcome& out, io::H5File* results) {
   out.final_eval = out.evals.front();
   if (results) {  // rank 0 writes
     for (double v : mean_series) results->append("eval/energy", v);
+    results->flush();  // summary.json only for a complete result.h5
     write_summary(output_ + "/summary.json", setup_, out.evals, timers_, iteration_,
                   {{"failed_steps", out.failed_steps}, {"excluded_walkers", out.excluded_walkers}});
   }

@@ -90,6 +90,11 @@ class Trainer {
   void init_output(bool resume);
   void burn_in(int steps);
   void write_checkpoint();
+  /// Appends NaN to every training series of result.h5 shorter than iteration_.
+  void pad_train_series(io::H5File& results) const;
+  /// After rank 0 failed to write result.h5 (`why`, on every rank): writes the checkpoint and
+  /// throws WriteError saying what was kept. Collective.
+  [[noreturn]] void stop_after_failed_results_write(const std::string& why);
   struct MoleculeStep;
   void log_progress(std::int64_t t, const std::vector<MoleculeStep>& steps);
   /// @param results result.h5 on the rank that writes, nullptr on the others

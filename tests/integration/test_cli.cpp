@@ -20,14 +20,25 @@ struct Result {
   std::string out;  ///< stdout and stderr
 };
 
-Result run(const std::string& args) {
-  const std::string cmd = std::string(NNVMC_EXE) + " " + args + " 2>&1";
-  std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
+struct ShellResult {
+  bool exited;  ///< false when a signal ended it
+  int code;
+  std::string out;  ///< stdout and stderr
+};
+
+/// Runs a shell command line (stdout and stderr captured).
+ShellResult run_shell(const std::string& cmd) {
+  std::unique_ptr<FILE, int (*)(FILE*)> p(popen((cmd + " 2>&1").c_str(), "r"), pclose);
   std::string out;
   std::array<char, 4096> buf;
   while (size_t n = fread(buf.data(), 1, buf.size(), p.get())) out.append(buf.data(), n);
   const int status = pclose(p.release());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  return {WIFEXITED(status), WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+Result run(const std::string& args) {
+  auto r = run_shell(std::string(NNVMC_EXE) + " " + args);
+  return {r.code, std::move(r.out)};
 }
 
 std::string write_config(const std::string& name, const std::string& text) {
@@ -621,17 +632,54 @@ TEST(Cli, ProfilePrintsNoProfilerLibraryNoise) {
 TEST(Cli, AnAllocationRefusedByTheMemoryLimitIsAnOutOfMemoryErrorWithAdvice) {
   const auto out = (fs::temp_directory_path() / "nnvmc_cli_oom").string();
   const auto cfg = write_config("nnvmc_cli_oom.yaml", kTiny + "run: {threads: 1, output: " + out + ", overwrite: true}\n");
-  const std::string cmd = "sh -c 'ulimit -v 3000000 && exec " + std::string(NNVMC_EXE) + " train " + cfg +
-                          " sampler.walkers=2000000' 2>&1";
-  std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
-  std::string text;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), p.get())) text.append(buf.data(), n);
-  const int status = pclose(p.release());
-  ASSERT_TRUE(WIFEXITED(status)) << text;  // not killed by a signal
-  EXPECT_EQ(WEXITSTATUS(status), 1) << text;
+  const auto r = run_shell("sh -c 'ulimit -v 3000000 && exec " + std::string(NNVMC_EXE) + " train " + cfg +
+                           " sampler.walkers=2000000'");
+  const std::string& text = r.out;
+  ASSERT_TRUE(r.exited) << text;  // not killed by a signal
+  EXPECT_EQ(r.code, 1) << text;
   EXPECT_NE(text.find("nnvmc: error: out of memory: "), std::string::npos) << text;
   EXPECT_NE(text.find("use fewer sampler.walkers"), std::string::npos) << text;
   EXPECT_NE(text.find("run.memory_budget = "), std::string::npos) << text;  // the budget 'auto' chose, logged
+  fs::remove_all(out);
+}
+
+// A result.h5 that cannot grow (here a file-size limit, as a full disk would) stops training with
+// a WriteError (exit 1, no kill by SIGXFSZ, no crash in HDF5's exit handler) after writing the
+// checkpoint; the resumed run sets the damaged file aside and its series keep one row per
+// iteration, NaN where nothing could be written.
+TEST(Cli, AResultFileThatCannotGrowStopsTrainingCheckpointedAndTheResumedSeriesKeepTheirRows) {
+  const auto out = (fs::temp_directory_path() / "nnvmc_cli_fsize").string();
+  fs::remove_all(out);
+  const auto cfg = write_config("nnvmc_cli_fsize.yaml",
+                                "system: {molecule: he}\n"
+                                "model: {ferminet: {hidden_dims: [[4, 2]], determinants: 1}}\n"
+                                "sampler: {walkers: 8, steps_per_iteration: 2, burn_in: 2}\n"
+                                "optim: {iterations: 6}\n"
+                                "pretrain: {steps: 0}\n"
+                                "eval: {steps: 4, burn_in: 2}\n"
+                                "run: {threads: 1, checkpoint_every: 1000, output: " + out + "}\n");
+  // 50 KiB: the checkpoint (about 38 KiB) fits, result.h5 outgrows it in its first rows.
+  const auto limited = run_shell("prlimit --fsize=51200 " + std::string(NNVMC_EXE) + " train " + cfg);
+  ASSERT_TRUE(limited.exited) << limited.out;
+  EXPECT_EQ(limited.code, 1) << limited.out;
+  EXPECT_NE(limited.out.find("result.h5: cannot write: File too large; training stopped at iteration "),
+            std::string::npos) << limited.out;
+  EXPECT_NE(limited.out.find("whose checkpoint was written"), std::string::npos) << limited.out;
+  ASSERT_TRUE(fs::exists(out + "/checkpoint.h5"));
+  EXPECT_FALSE(fs::exists(out + "/summary.json"));
+
+  const auto resumed = run("train --resume " + out);
+  ASSERT_EQ(resumed.code, 0) << resumed.out;
+  EXPECT_TRUE(fs::exists(out + "/result.h5.damaged")) << resumed.out;
+  nnvmc::io::H5File results(out + "/result.h5", nnvmc::io::H5File::Mode::read);
+  for (const char* series : {"train/energy", "train/seconds", "train/he/energy"}) {
+    const auto column = results.read(series);
+    ASSERT_EQ(column.numel(), 6) << series;
+    int missing = 0;
+    for (std::int64_t t = 0; t < 6; ++t) missing += std::isnan(column.as<double>()[t]) ? 1 : 0;
+    EXPECT_GE(missing, 1) << series;  // the rows before the checkpoint
+    EXPECT_LT(missing, 6) << series;  // the resumed rows
+    for (std::int64_t t = 0; t < missing; ++t) EXPECT_TRUE(std::isnan(column.as<double>()[t])) << series << " " << t;
+  }
   fs::remove_all(out);
 }
