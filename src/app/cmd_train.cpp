@@ -57,13 +57,16 @@ void add_train_command(CLI::App& app) {
         throw InputError("train --resume DIR takes key=value overrides only, not the file '" + ra.file +
                          "' (the run's config is in its checkpoint)");
       if (*force) throw InputError("train: --force starts a new run; it cannot be combined with --resume");
-      for (const auto& o : ra.overrides)  // a resumed run writes where its checkpoint is
-        if (o.rfind("run.output=", 0) == 0 || o.rfind("run.overwrite=", 0) == 0)
-          throw InputError("train --resume " + *resume + ": '" + o + "' cannot be changed on resume (the run "
-                           "continues in its own directory; copy the directory to continue it elsewhere)");
       const std::string ckpt = checkpoint_to_resume(*resume);
       const Checkpoint c = load_checkpoint(ckpt);
       Config config = parse_config(c.config_yaml, ra.overrides, ckpt + ":config");
+      // A resumed run writes where its checkpoint is: overrides (in whatever form) may not move it.
+      const Config recorded = parse_config(c.config_yaml, {}, ckpt + ":config");
+      const bool moved = resolve_output_dir(config) != resolve_output_dir(recorded);
+      if (moved || config.run.overwrite != recorded.run.overwrite)
+        throw InputError("train --resume " + *resume + ": " + (moved ? "run.output" : "run.overwrite") +
+                         " cannot be changed on resume (the run continues in its own directory; copy the directory "
+                         "to continue it elsewhere)");
       log::info(strfmt("resuming %s at iteration %ld", resume->c_str(), static_cast<long>(c.iteration)));
       trainer = std::make_unique<Trainer>(config, ckpt);
     } else {

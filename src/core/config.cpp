@@ -82,6 +82,40 @@ void apply_override(YAML::Node& root, const std::string& assignment) {
   for (std::string p; std::getline(ss, p, '.');) parts.push_back(p);
   if (root.IsDefined() && !root.IsNull() && !root.IsMap())
     throw ConfigError("override '" + assignment + "': the document is not a mapping of keys");
+  merge_at(root, parts, value, assignment);
+}
+
+namespace {
+/// The node at `parts` below `root`, or an undefined node (adds no key).
+YAML::Node node_at(const YAML::Node& root, const std::vector<std::string>& parts) {
+  YAML::Node node = root;
+  for (const auto& p : parts) {
+    if (!node.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+    const YAML::Node child = static_cast<const YAML::Node&>(node)[p];
+    if (!child) return child;
+    node.reset(child);  // rebinds the handle (operator= would write into the node)
+  }
+  return node;
+}
+}  // namespace
+
+void merge_at(YAML::Node& root, const std::vector<std::string>& parts, const YAML::Node& value,
+              const std::string& assignment) {
+  // A mapping given for a mapping merges into it, key by key (`sampler={walkers: 8}` changes
+  // the walkers only); anything else replaces what is there.
+  if (value.IsMap()) {
+    const YAML::Node old = node_at(root, parts);
+    if (old && old.IsMap()) {
+      for (const auto& kv : value) {
+        if (!kv.first.IsScalar())
+          throw ConfigError("override '" + assignment + "': a key that is not a plain name");
+        auto sub = parts;
+        sub.push_back(kv.first.Scalar());
+        merge_at(root, sub, kv.second, assignment);
+      }
+      return;
+    }
+  }
   // yaml-cpp nodes are handles, and a node may be shared: a YAML alias (*x) is its anchor's node,
   // and a comparison's cells may hold the same axis mapping. Writing into one would change
   // every place that shares it, so each mapping on the path is copied into a fresh slot of its
@@ -314,9 +348,25 @@ const char* const kMoleculeKeys[] = {"molecule", "molecules", "dataset"};
 void clear_other_molecule_keys(YAML::Node& root, const std::string& assignment) {
   const auto eq = assignment.find('=');
   const std::string path = assignment.substr(0, eq == std::string::npos ? 0 : eq);
-  if (path.rfind("system.", 0) != 0 || !root.IsMap() || !root["system"] || !root["system"].IsMap()) return;
-  const std::string key = path.substr(7);
-  if (std::find(std::begin(kMoleculeKeys), std::end(kMoleculeKeys), key) == std::end(kMoleculeKeys)) return;
+  if (!root.IsMap() || !root["system"] || !root["system"].IsMap()) return;
+  const auto is_molecule_key = [](const std::string& k) {
+    return std::find(std::begin(kMoleculeKeys), std::end(kMoleculeKeys), k) != std::end(kMoleculeKeys);
+  };
+  std::string key;  // the molecule key the override sets: system.KEY=..., or system={KEY: ...}
+  if (path.rfind("system.", 0) == 0 && is_molecule_key(path.substr(7))) {
+    key = path.substr(7);
+  } else if (path == "system") {
+    YAML::Node value;
+    try {
+      value = YAML::Load(assignment.substr(eq + 1));
+    } catch (const YAML::Exception&) {
+      return;  // apply_override reports it
+    }
+    if (!value.IsMap()) return;
+    for (const char* k : kMoleculeKeys)
+      if (value[k]) key = k;
+  }
+  if (key.empty()) return;
   YAML::Node system = root["system"];
   const YAML::Node& given = system;  // const lookups add no keys
   for (const char* other : kMoleculeKeys)

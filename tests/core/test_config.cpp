@@ -146,6 +146,33 @@ TEST(Config, OverridesChangeOnlyTheirPathAlsoThroughYamlAliases) {
   EXPECT_THROW(parse_config("just a scalar", {"eval.steps=3"}, "scalar.yaml"), ConfigError);
 }
 
+// `sampler={walkers: 8}` changes the walkers and keeps the file's other sampler keys (it used to
+// replace the whole section, so they silently went back to their defaults); a non-mapping value,
+// or a mapping where the file has none, replaces; a molecule key inside `system={...}` replaces
+// the file's other molecule keys as `system.molecule=...` does.
+TEST(Config, AMappingOverrideMergesIntoTheSectionItNames) {
+  const std::string text =
+      "system: {molecules: [h2, he]}\n"
+      "sampler: {walkers: 16, steps_per_iteration: 3, burn_in: 7}\n"
+      "model: {ferminet: {hidden_dims: [[8, 4]], determinants: 2}}\n";
+  const Config c = parse_config(text, {"sampler={walkers: 8, burn_in: 2}", "model={ferminet: {determinants: 3}}"},
+                                "merge.yaml");
+  EXPECT_EQ(c.sampler.walkers, 8);
+  EXPECT_EQ(c.sampler.burn_in, 2);
+  EXPECT_EQ(c.sampler.steps_per_iteration, 3);
+  EXPECT_EQ(c.model.ferminet.determinants, 3);
+  ASSERT_TRUE(c.model.ferminet.hidden_dims.has_value());
+  EXPECT_EQ((*c.model.ferminet.hidden_dims)[0][0], 8);
+  EXPECT_TRUE(c.system.molecules.has_value());
+  const Config one = parse_config(text, {"system={molecule: lih}"}, "merge.yaml");
+  EXPECT_FALSE(one.system.molecules.has_value());
+  ASSERT_TRUE(one.system.molecule.has_value());
+  EXPECT_EQ(one.system.molecule->yaml, "lih");
+  const Config list = parse_config(text, {"model.ferminet.hidden_dims=[[4, 2], [4, 2]]"}, "merge.yaml");
+  EXPECT_EQ(list.model.ferminet.hidden_dims->size(), 2u);  // a list replaces
+  EXPECT_TRUE(contains(error_of(text, {"sampler={walker: 8}"}), "sampler.walker"));  // merged keys are checked
+}
+
 TEST(Config, UnknownKeyNamesPathLineAndSuggestion) {
   const auto e = error_of("sampler:\n  walker: 10\n");
   EXPECT_TRUE(contains(e, "sampler.walker")) << e;
