@@ -108,20 +108,25 @@ bool CostModel::write_cached(const std::string& file, const std::string& key, co
   std::error_code ec;
   fs::create_directories(fs::path(file).parent_path(), ec);
   const std::string tmp = file + ".tmp" + std::to_string(::getpid());
+  bool written = false;
   {
     std::ofstream out(tmp);
-    if (!out) return false;
     out << "# nnvmc cost-model rates per device (CostModel::measure); delete to re-measure. key\t" << kFields << "\n";
     for (const auto& l : keep) out << l << "\n";
     out.precision(17);  // round-trips every double
     out << key << '\t' << m.gemm_flops_per_s << ' ' << m.transfer_bytes_per_s << ' ' << m.copy_bytes_per_s << ' '
         << m.batch_overhead_s << ' ' << m.gemm_half_dim << ' ' << m.gemm_ref_dim << ' ' << m.tile_bytes << ' '
         << m.tile_min_width << "\n";
-    if (!out) return false;
+    out.close();  // flushes: a full disk fails here, not in the destructor
+    written = !out.fail();
   }
-  fs::rename(tmp, file, ec);  // atomic: concurrent processes see the old or the new file
-  if (ec) fs::remove(tmp, ec);
-  return !ec;
+  if (written) fs::rename(tmp, file, ec);  // atomic: concurrent processes see the old or the new file
+  if (!written || ec) {  // a cache that cannot be written is measured again next time
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    return false;
+  }
+  return true;
 }
 
 CostModel CostModel::benchmark(const std::string& device) {

@@ -2,9 +2,14 @@
 /// chose before the model knew devices; GPU rates change the choices where they should.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
+#include <iterator>
 
 #include "batching/plan.hpp"
 #include "plan_signature.hpp"
@@ -94,6 +99,34 @@ TEST(CostModel, RatesAreKeptOnDiskPerDeviceKey) {
   EXPECT_DOUBLE_EQ(g->transfer_bytes_per_s, 5.1e10);
   EXPECT_FALSE(b::CostModel::read_cached(file, "cuda:0").has_value());  // keys match whole
   std::remove(file.c_str());
+}
+
+// A cache that cannot be written (here a file-size limit, as a full disk would) is reported as
+// not written and leaves the old file as it was and no temporary behind; it was renamed in place
+// half-written before.
+TEST(CostModel, ACacheThatCannotBeWrittenLeavesTheOldFile) {
+  namespace fs = std::filesystem;
+  const std::string dir = testing::TempDir() + "nnvmc_cost_model_full";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string file = dir + "/cost_model.tsv";
+  const b::CostModel cpu = cpu_rates();
+  ASSERT_TRUE(b::CostModel::write_cached(file, "cpu|x", cpu));
+  const auto size = fs::file_size(file);
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+  const auto previous_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = old;
+  small.rlim_cur = 64;  // the header line alone is longer
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  const bool written = b::CostModel::write_cached(file, "cuda:0|H200", cpu);
+  setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, previous_handler);
+  EXPECT_FALSE(written);
+  EXPECT_EQ(fs::file_size(file), size);
+  EXPECT_TRUE(b::CostModel::read_cached(file, "cpu|x").has_value());
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);  // no temporary left
+  fs::remove_all(dir);
 }
 
 TEST(CostModel, MeasureReusesTheStoredRates) {
