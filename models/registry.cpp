@@ -9,20 +9,33 @@
 
 namespace nnvmc {
 
-void ModelRegistry::add(const std::string& name, ModelFactory factory) {
+void ModelRegistry::add(const std::string& name, ModelFactory factory, ModelTraits traits) {
   factories_[name] = std::move(factory);
+  traits_[name] = traits;
 }
+
+namespace {
+[[noreturn]] void unknown_ansatz(const ModelRegistry& registry, const std::string& name) {
+  std::string all;
+  for (const auto& n : registry.names()) all += (all.empty() ? "" : ", ") + n;
+  throw ConfigError("'model.type': unknown ansatz '" + name + "' (known: " + all + ")");
+}
+}  // namespace
 
 std::shared_ptr<WaveFunction> ModelRegistry::create(const ModelConfig& config,
                                                     const System& system) const {
   const auto it = factories_.find(config.type);
-  if (it == factories_.end()) {
-    std::string all;
-    for (const auto& n : names()) all += (all.empty() ? "" : ", ") + n;
-    throw ConfigError("'model.type': unknown ansatz '" + config.type + "' (known: " + all + ")");
-  }
+  if (it == factories_.end()) unknown_ansatz(*this, config.type);
   return it->second(config, system);
 }
+
+ModelTraits ModelRegistry::traits(const std::string& name) const {
+  const auto it = traits_.find(name);
+  if (it == traits_.end()) unknown_ansatz(*this, name);
+  return it->second;
+}
+
+bool ansatz_is_trainable(const std::string& type) { return model_registry().traits(type).trainable; }
 
 std::vector<std::string> ModelRegistry::names() const {
   std::vector<std::string> out;
@@ -50,7 +63,7 @@ void register_builtin_models(ModelRegistry& registry) {
     } catch (const InputError& e) {  // unknown basis, or one without this molecule's elements
       throw ConfigError(std::string("model.hf.basis: ") + e.what());
     }
-  });
+  }, {/*trainable=*/false});
   registry.add("paulinet", [](const ModelConfig& c, const System& s) { return make_paulinet(c.paulinet, s); });
 }
 

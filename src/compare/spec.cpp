@@ -9,6 +9,7 @@
 #include "core/config_yaml.hpp"
 #include "core/errors.hpp"
 #include "core/yaml_document.hpp"
+#include "models/model_traits.hpp"
 
 namespace nnvmc::compare {
 namespace fs = std::filesystem;
@@ -398,6 +399,9 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
             } catch (const ConfigError& e) {
               throw ConfigError(cell_where + ": " + e.what());
             }
+            // An ansatz without parameters (the bare HF determinant, a baseline) is evaluated as
+            // built: the common training budget does not apply to it.
+            if (!ansatz_is_trainable(cell.config.model.type)) cell.config.optim.iterations = cell.config.pretrain.steps = 0;
             cell.laplacian = cell.config.hamiltonian.laplacian;
             cell.optim = opt.label.empty() ? cell.config.optim.type : opt.label;
             cell.dtype = cell.config.run.dtype;

@@ -61,6 +61,29 @@ TEST(CompareSpec, ExpandsAnsatzeTimesMoleculesTimesAxesWithTheCommonBudget) {
   EXPECT_DOUBLE_EQ(*spec.molecules[1].system.e_ref, -2.903724377);
 }
 
+// The bare HF determinant has nothing to train: its cells are evaluated as built under a common
+// iterations or minutes budget (each such cell used to fail when it started); the model
+// registry says which ansätze have parameters.
+TEST(CompareSpec, AnAnsatzWithoutParametersIsEvaluatedWithoutTraining) {
+  const std::string text =
+      "ansatze:\n"
+      "  - {type: hf}\n"
+      "  - {label: small, type: ferminet, ferminet: {hidden_dims: [[8, 4]], determinants: 1}}\n"
+      "molecules: [h2]\n"
+      "output: /tmp/nnvmc_spec_out\n";
+  for (const char* budget : {"iterations: 5\n", "minutes: 2\n"}) {
+    const auto spec = parse_compare_spec(text + budget, {}, "cmp.yaml");
+    ASSERT_EQ(spec.cells.size(), 2u);
+    EXPECT_EQ(spec.cells[0].config.model.type, "hf");
+    EXPECT_EQ(spec.cells[0].config.optim.iterations, 0) << budget;
+    EXPECT_EQ(spec.cells[0].config.pretrain.steps, 0) << budget;
+    EXPECT_GT(spec.cells[1].config.optim.iterations, 0) << budget;
+  }
+  EXPECT_FALSE(ansatz_is_trainable("hf"));
+  for (const char* type : {"ferminet", "psiformer", "paulinet", "orbformer"}) EXPECT_TRUE(ansatz_is_trainable(type));
+  EXPECT_THROW(ansatz_is_trainable("nosuch"), ConfigError);
+}
+
 TEST(CompareSpec, RunConfigPathsInlineMoleculesOptimBlocksAndOverrides) {
   const std::string src = NNVMC_SOURCE_DIR;
   const std::string text =
