@@ -34,7 +34,15 @@ PauliNet::PauliNet(const PaulinetOptions& options, const System& system)
   set_built_for(system);
 
   // Baseline: RHF for closed shells unless UHF is asked for; UHF for open shells.
-  const auto basis = scf::make_basis(options.basis, system);
+  const auto basis = [&] {
+    try {
+      return scf::make_basis(options.basis, system);
+    } catch (const ConfigError&) {
+      throw;
+    } catch (const InputError& e) {  // unknown basis, or one without this molecule's elements
+      throw ConfigError(std::string("'model.paulinet.basis': ") + e.what());
+    }
+  }();
   scf::ScfOptions so;
   so.unrestricted = options.unrestricted || n_up_ != n_down_;
   restricted_ = !so.unrestricted;

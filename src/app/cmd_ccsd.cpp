@@ -14,6 +14,7 @@
 #include "parallel/communicator.hpp"
 #include "core/errors.hpp"
 #include "core/log.hpp"
+#include "core/json_text.hpp"
 
 namespace nnvmc::app {
 
@@ -34,6 +35,9 @@ struct CcsdArgs {
   std::string resident = "auto";
 };
 
+/// (T) is computed from converged amplitudes only (--allow-unconverged may stop before).
+bool triples_computed(const ccsd::CcsdRun& run) { return run.cc.converged; }
+
 void print_summary(const ccsd::CcsdRun& run, const CcsdArgs& a) {
   const auto& cc = run.cc;
   std::printf("molecule %s  basis %s  n_basis %d  frozen %d  %s\n", a.molecule.c_str(), a.basis.c_str(),
@@ -43,7 +47,10 @@ void print_summary(const ccsd::CcsdRun& run, const CcsdArgs& a) {
                              : "conventional integrals");
   std::printf("E(HF)       %18.10f\n", cc.e_hf);
   std::printf("E(CCSD)     %18.10f   (correlation %.10f)\n", cc.e_ccsd, cc.e_corr);
-  if (a.triples) std::printf("E(CCSD(T))  %18.10f   ((T) %.10f, %.2f s)\n", cc.e_ccsd_t, cc.e_t, cc.seconds_triples);
+  if (a.triples && triples_computed(run))
+    std::printf("E(CCSD(T))  %18.10f   ((T) %.10f, %.2f s)\n", cc.e_ccsd_t, cc.e_t + 0.0, cc.seconds_triples);
+  else if (a.triples)
+    std::printf("E(CCSD(T))  not computed: (T) needs converged CCSD amplitudes\n");
   std::printf("iterations %d, %.3f s per iteration (SCF %.2f s, integrals %.2f s, %s %.2f s)\n", cc.iterations,
               cc.seconds_per_iteration, run.seconds_scf, run.seconds_integrals,
               cc.cached_integrals ? "cached blocks" : "no cached blocks", cc.seconds_setup);
@@ -93,10 +100,11 @@ void run_ccsd_command(const CcsdArgs& a) {
   if (o.ccsd.plan.backend == batching::BackendKind::cublas)
     o.ccsd.backend = batching::make_backend(o.ccsd.plan.backend, a.device);
   const System system = load_molecule(a.molecule, default_molecules_dir());
+  system.validate();  // charge and spin before the closed-shell check
   const ccsd::CcsdRun run = ccsd::run_ccsd(system, o);
   if (!run.cc.converged)
-    log::warn(strfmt("CCSD not converged after %d iterations (--allow-unconverged): energies are not final",
-                     run.cc.iterations));
+    log::warn(strfmt("CCSD not converged after %d iterations (--allow-unconverged): energies are not final%s",
+                     run.cc.iterations, a.triples ? ", and (T) was not computed" : ""));
   if (!parallel::world().is_root()) return;  // every rank holds the same energies; rank 0 prints
   if (!a.json) return print_summary(run, a);
   nlohmann::json j;
@@ -109,11 +117,12 @@ void run_ccsd_command(const CcsdArgs& a) {
   j["scf_integrals"] = run.scf_cholesky ? "cholesky" : "exact";
   j["e_hf"] = run.cc.e_hf;
   j["e_ccsd"] = run.cc.e_ccsd;
-  if (a.triples) {
-    j["e_t"] = run.cc.e_t;
-    j["e_ccsd_t"] = run.cc.e_ccsd_t;
+  if (a.triples) {  // null when not computed, never a (T) of 0
+    j["e_t"] = triples_computed(run) ? nlohmann::json(run.cc.e_t + 0.0) : nlohmann::json();
+    j["e_ccsd_t"] = triples_computed(run) ? nlohmann::json(run.cc.e_ccsd_t) : nlohmann::json();
     j["seconds_triples"] = run.cc.seconds_triples;
   }
+  if (a.explain) j["plans"] = run.cc.plans;
   j["iterations"] = run.cc.iterations;
   j["converged"] = run.cc.converged;
   j["seconds_per_iteration"] = run.cc.seconds_per_iteration;
@@ -136,7 +145,7 @@ void run_ccsd_command(const CcsdArgs& a) {
                         {"minor_faults", st.minor_faults}, {"copy_bytes", st.copy_bytes}, {"bytes_h2d", st.bytes_h2d},
                         {"bytes_d2h", st.bytes_d2h}, {"flops", st.flops},
                         {"batches", st.batches}, {"peak_bytes", st.peak_bytes}, {"split", st.strategy}};
-  std::cout << j.dump(2) << std::endl;
+  std::cout << json_text(j, 2) << std::endl;
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "train/checkpoint.hpp"
 #include "train/evaluate.hpp"
 #include "train/summary.hpp"
+#include "core/json_text.hpp"
 
 namespace nnvmc::app {
 
@@ -125,7 +126,7 @@ void run_eval(const EvalArgs& a) {
   }
   if (!parallel::world().is_root()) return;  // every rank holds the same results; rank 0 prints them
   if (a.json) {
-    std::cout << (list.size() == 1 ? list[0] : list).dump() << std::endl;
+    std::cout << json_text(list.size() == 1 ? list[0] : list) << std::endl;
   } else {
     std::cout << text;
   }

@@ -21,12 +21,30 @@ struct ProfileArgs {
   bool no_roofline = false, no_plots = false;
 };
 
+/// The entries of `--molecules a,b,...`, blanks trimmed; commas inside brackets belong to an inline
+/// atom list (`[[H,0,0,0],[H,0,0,1.4]]`).
+std::vector<std::string> split_molecule_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::string item;
+  int depth = 0;
+  const auto flush = [&] {
+    const auto first = item.find_first_not_of(" \t"), last = item.find_last_not_of(" \t");
+    if (first != std::string::npos) out.push_back(item.substr(first, last - first + 1));
+    item.clear();
+  };
+  for (char c : text) {
+    depth += c == '[' || c == '{' ? 1 : c == ']' || c == '}' ? -1 : 0;
+    if (c == ',' && depth <= 0) flush();
+    else item += c;
+  }
+  flush();
+  return out;
+}
+
 void run_profile_command(ProfileArgs& a) {
   const RunArgs ra = split_run_args(a.args);
   if (ra.file.empty()) throw InputError("profile: give a run CONFIG file");
-  std::stringstream ss(a.molecules);
-  for (std::string m; std::getline(ss, m, ',');)
-    if (!m.empty()) a.options.molecules.push_back(m);
+  for (const auto& m : split_molecule_list(a.molecules)) a.options.molecules.push_back(m);
   if (!a.molecules.empty() && a.options.molecules.empty())
     throw InputError("profile: --molecules '" + a.molecules + "' names no molecule (give e.g. --molecules lih,ch4)");
   if (a.options.output.empty())

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -14,6 +15,7 @@
 #include "core/system.hpp"
 #include "scf/basis.hpp"
 #include "scf/scf.hpp"
+#include "core/json_text.hpp"
 
 namespace nnvmc::app {
 
@@ -41,8 +43,13 @@ void print_orbitals(const char* label, const Eigen::VectorXd& eps, int n_occ) {
   std::cout << "\n";
 }
 
+/// Each integral thread holds its own libint engines (tens of MB for cc-pVTZ): more threads than
+/// the machine has only cost memory (4096 of them were killed for it).
+int max_integral_threads() { return std::max(1, 4 * static_cast<int>(std::thread::hardware_concurrency())); }
+
 void run_scf_command(ScfArgs& a) {
   const System system = load_molecule(a.molecule, default_molecules_dir());
+  system.validate();  // charge and spin before the closed-shell check
   const std::map<std::string, scf::ScfGuess> guesses{{"sad", scf::ScfGuess::sad}, {"core", scf::ScfGuess::core}};
   const auto g = guesses.find(a.guess);
   if (g == guesses.end()) throw InputError("scf: --guess must be 'sad' or 'core', got '" + a.guess + "'");
@@ -63,7 +70,7 @@ void run_scf_command(ScfArgs& a) {
                      {"eps_alpha", to_json(r.eps_alpha)}};
     if (std::isfinite(r.lumo())) j["lumo"] = r.lumo();
     if (r.unrestricted) j["eps_beta"] = to_json(r.eps_beta);
-    std::cout << j.dump() << std::endl;
+    std::cout << json_text(j) << std::endl;
     return;
   }
   std::cout << strfmt("%s %s/%s: %d basis functions, %d α + %d β electrons\n", method.c_str(),
@@ -107,7 +114,7 @@ void add_scf_command(CLI::App& app) {
       ->check(finite_in(0, 1e-2));
   cmd->add_option("--threads", a->options.jk.integrals.threads, "integral threads (0 = all cores)")
       ->capture_default_str()
-      ->check(CLI::Range(0, 4096));
+      ->check(CLI::Range(0, max_integral_threads()));
   cmd->callback([a] { run_scf_command(*a); });
 }
 

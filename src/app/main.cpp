@@ -84,5 +84,10 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     return nnvmc::parallel::fail(e.what(), 1);
   }
+  // What a command printed (a --json result, a report) reached its reader: a closed or full
+  // standard output is an error, not a silent success.
+  std::cout.flush();
+  if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout))
+    return nnvmc::parallel::fail("cannot write the result to standard output (closed, or a full disk?)", 1);
   return 0;
 }

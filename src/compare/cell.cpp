@@ -22,6 +22,7 @@
 #include "train/summary.hpp"
 #include "train/stop_request.hpp"
 #include "train/trainer.hpp"
+#include "core/json_text.hpp"
 
 namespace nnvmc::compare {
 namespace fs = std::filesystem;
@@ -41,7 +42,7 @@ nlohmann::json read_json(const std::string& path) {
 }
 
 void write_json(const std::string& path, const nlohmann::json& j) {
-  io::write_text_atomically(path, j.dump(2) + "\n");
+  io::write_text_atomically(path, json_text(j, 2) + "\n");
 }
 
 /// Sum of the per-iteration training seconds recorded so far in result.h5.

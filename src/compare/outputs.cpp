@@ -13,6 +13,7 @@
 #include "core/log.hpp"
 #include "core/process.hpp"
 #include "io/hdf5_file.hpp"
+#include "core/json_text.hpp"
 
 namespace nnvmc::compare {
 namespace fs = std::filesystem;
@@ -155,12 +156,12 @@ void write_h5(const std::string& path, const CompareSpec& spec, const std::vecto
         f.write("curves/" + c.id + "/energy", io::make_array(io::DType::f64, {m}, r.curve_energy.data()));
       }
     }
-    f.set_attr("strings", strings.dump());
+    f.set_attr("strings", json_text(strings));
     f.set_attr("name", spec.name);
     f.set_attr("molecules", [&] {
       nlohmann::json m = nlohmann::json::array();
       for (const auto& mol : spec.molecules) m.push_back(mol.label);
-      return m.dump();
+      return json_text(m);
     }());
     f.set_attr("chemical_accuracy", strfmt("%.17g", kChemicalAccuracy));
   });

@@ -13,6 +13,7 @@
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "io/hdf5_file.hpp"
+#include "core/json_text.hpp"
 
 namespace nnvmc::compare {
 namespace fs = std::filesystem;
@@ -95,7 +96,7 @@ std::vector<Reference> compute_references(const CompareSpec& spec) {
         cache[m.label]["energy"] = std::isfinite(r.energy) ? nlohmann::json(r.energy) : nlohmann::json();
         if (parallel::world().is_root()) {  // under mpirun every rank computed it (CCSD is shared out)
           fs::create_directories(spec.output);
-          io::write_text_atomically(cache_path, cache.dump(2) + "\n");
+          io::write_text_atomically(cache_path, json_text(cache, 2) + "\n");
         }
       }
     }

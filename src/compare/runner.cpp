@@ -19,6 +19,7 @@
 #include "core/log.hpp"
 #include "core/process.hpp"
 #include "io/atomic_file.hpp"
+#include "core/json_text.hpp"
 
 namespace nnvmc::compare {
 namespace fs = std::filesystem;
@@ -199,7 +200,7 @@ RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
     // The cell's wall time as the comparison sees it: its processes from start to exit.
     j["wall_seconds"] = wall_before + elapsed;
     j["runner_rank"] = o.rank;
-    io::write_text_atomically(dir_of(*cell) + "/cell.json", j.dump(2) + "\n");
+    io::write_text_atomically(dir_of(*cell) + "/cell.json", json_text(j, 2) + "\n");
     if (st.code == cell_interrupted) {
       summary.interrupted = true;
       log::warn(strfmt("%s: interrupted at its checkpoint", cell->id.c_str()));
@@ -214,7 +215,7 @@ RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
       j["status"] = "failed";
       j["reason"] = "the cell's process ended with " + st.describe() + " (see " + dir_of(*cell) + "/log.txt)";
       j["max_rss_bytes"] = static_cast<std::int64_t>(st.max_rss_kib) * 1024;
-      io::write_text_atomically(dir_of(*cell) + "/cell.json", j.dump(2) + "\n");
+      io::write_text_atomically(dir_of(*cell) + "/cell.json", json_text(j, 2) + "\n");
     }
     const bool done = j.value("status", "") == "done";
     done ? ++summary.done : ++summary.failed;

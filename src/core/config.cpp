@@ -244,8 +244,15 @@ void validate(const Config& c) {
     require(*c.optim.determinant_balance == 0 || c.optim.type != "kfac", "optim.determinant_balance",
             "is not available with optim.type: kfac (set it to 0, or use adam, sr, minsr or spring)");
   }
-  require(int(bool(c.system.molecule)) + int(bool(c.system.molecules)) + int(bool(c.system.dataset)) <= 1,
-          "system.molecules", "cannot be combined with system.molecule or system.dataset: give one of the three");
+  {
+    std::string given;  // the molecule keys given, named in the message
+    for (const auto& [key, set] : {std::pair<const char*, bool>{"system.molecule", bool(c.system.molecule)},
+                                   {"system.molecules", bool(c.system.molecules)},
+                                   {"system.dataset", bool(c.system.dataset)}})
+      if (set) given += std::string(given.empty() ? "" : " and ") + key;
+    require(int(bool(c.system.molecule)) + int(bool(c.system.molecules)) + int(bool(c.system.dataset)) <= 1,
+            "system", "has " + given + ": give one of system.molecule, system.molecules, system.dataset");
+  }
   require(c.pretrain.steps >= 0, "pretrain.steps", "must be >= 0");
   require(c.eval.steps >= 0, "eval.steps", "must be >= 0");
   require(c.eval.burn_in >= 0, "eval.burn_in", "must be >= 0");
@@ -379,6 +386,12 @@ Config parse_config(const std::string& yaml_text, const std::vector<std::string>
   YAML::Node root = load_yaml_document(yaml_text, where);
   if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   for (const auto& o : overrides) {
+    {  // an unknown key or a wrong type in an override is named as the override, not as the file
+      YAML::Node alone(YAML::NodeType::Map);
+      config_yaml::apply_override(alone, o);
+      Config unused;
+      config_yaml::read_struct(alone, unused, "", "override '" + o + "'");
+    }
     clear_other_molecule_keys(root, o);
     config_yaml::apply_override(root, o);
   }

@@ -20,6 +20,13 @@ std::string lower(std::string s) {
 }  // namespace
 
 int atomic_number(const std::string& symbol) {
+  // An atomic number is accepted too (many XYZ writers emit "8" for O).
+  if (!symbol.empty() && symbol.size() <= 3 && symbol.find_first_not_of("0123456789") == std::string::npos) {
+    const int z = std::stoi(symbol);
+    if (z < 1 || z > kMaxAtomicNumber)
+      throw InputError("unknown element '" + symbol + "' (atomic numbers 1..36, H..Kr)");
+    return z;
+  }
   const std::string key = lower(symbol);
   for (int z = 0; z < kMaxAtomicNumber; ++z)
     if (lower(kSymbols[z]) == key) return z + 1;

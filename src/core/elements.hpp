@@ -5,7 +5,8 @@
 
 namespace nnvmc {
 
-/// Atomic number of an element symbol (case-insensitive, e.g. "li", "Li").
+/// Atomic number of an element symbol (case-insensitive, e.g. "li", "Li") or of an atomic
+/// number written as text ("3").
 /// @throws InputError for an unknown symbol.
 int atomic_number(const std::string& symbol);
 

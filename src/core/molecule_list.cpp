@@ -50,12 +50,16 @@ System molecule_with_geometry(const YAML::Node& e, const std::string& key, const
   }
   if (!e["molecule"].IsScalar()) throw ConfigError("'" + key + ".molecule' must be a molecule name or a file path");
   System s = load_entry_file(e["molecule"].Scalar(), base_dir);
-  double scale = 1.0;
+  // Without `units:`, the geometry is in the units of the molecule's own file (an .xyz file's
+  // angstrom, a YAML file's `units`).
+  double scale = s.source_units == "angstrom" ? kBohrPerAngstrom : 1.0;
   try {
     if (e["units"]) {
-      const auto units = e["units"].as<std::string>();
-      if (units == "angstrom") scale = kBohrPerAngstrom;
-      else if (units != "bohr") throw ConfigError("'" + key + ".units' must be bohr or angstrom, got '" + units + "'");
+      try {
+        scale = bohr_per_unit(e["units"].as<std::string>(), "'" + key + ".units'");
+      } catch (const InputError& bad) {
+        throw ConfigError(bad.what());
+      }
     }
     if (const auto g = e["geometry"]) {
       if (!g.IsSequence() || g.size() != s.atoms.size())
@@ -73,7 +77,10 @@ System molecule_with_geometry(const YAML::Node& e, const std::string& key, const
     }
     if (e["name"]) s.name = e["name"].as<std::string>();
     if (e["charge"]) s.charge = e["charge"].as<int>();
-    if (e["spin"]) s.spin = e["spin"].as<int>();
+    if (e["spin"]) {
+      s.spin = e["spin"].as<int>();
+      s.spin_given = true;
+    }
   } catch (const YAML::Exception&) {
     throw ConfigError("'" + key + "': geometry must hold numbers, name a string, charge and spin integers");
   }
@@ -178,6 +185,7 @@ std::vector<System> resolve_molecules(const SystemConfig& config) {
     s.name = names[i];
     if (config.charge) s.charge = *config.charge;
     if (config.spin) s.spin = *config.spin;
+    else if (!s.spin_given) s.spin = std::abs(s.n_electrons() % 2);  // the lowest, after the charge
     try {
       s.validate();
     } catch (const InputError& e) {

@@ -2,6 +2,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -116,19 +118,21 @@ System parse_molecule_yaml(const std::string& yaml_text, const std::string& wher
       const auto key = kv.first.Scalar();
       if (std::find(known.begin(), known.end(), key) == known.end())
         throw InputError(mark(kv.first, where) + ": unknown molecule key '" + key +
-                         "' (known: units, charge, spin, atoms)");
+                         "' (known: units, charge, spin, atoms, name, e_ref, e_ref_source)");
     }
     try {
-      const auto units = root["units"] ? root["units"].as<std::string>() : std::string("bohr");
-      if (units == "angstrom")
-        scale = kBohrPerAngstrom;
-      else if (units != "bohr")
-        throw InputError(mark(root["units"], where) + ": units must be bohr or angstrom, not '" +
-                         units + "'");
+      if (root["units"]) {
+        scale = bohr_per_unit(root["units"].as<std::string>(), mark(root["units"], where) + ": units");
+        sys.source_units = scale == 1.0 ? "bohr" : "angstrom";
+      }
       if (root["charge"]) sys.charge = root["charge"].as<int>();
       if (root["spin"]) sys.spin = root["spin"].as<int>();
       if (root["name"]) sys.name = root["name"].as<std::string>();
-      if (root["e_ref"] && !root["e_ref"].IsNull()) sys.e_ref = root["e_ref"].as<double>();
+      if (root["e_ref"] && !root["e_ref"].IsNull()) {
+        sys.e_ref = root["e_ref"].as<double>();
+        if (!std::isfinite(*sys.e_ref))
+          throw InputError(mark(root["e_ref"], where) + ": e_ref must be a finite energy (hartree)");
+      }
       if (root["e_ref_source"]) sys.e_ref_source = root["e_ref_source"].as<std::string>();
     } catch (const YAML::Exception& e) {
       throw InputError(where + ":" + std::to_string(e.mark.line + 1) +
@@ -143,8 +147,32 @@ System parse_molecule_yaml(const std::string& yaml_text, const std::string& wher
   return sys;
 }
 
-System parse_xyz(const std::string& text, const std::string& where) {
-  std::istringstream in(text);
+double bohr_per_unit(const std::string& units, const std::string& where) {
+  std::string u = units;
+  for (auto& c : u) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (u == "bohr") return 1.0;
+  if (u == "angstrom") return kBohrPerAngstrom;
+  throw InputError(where + " must be bohr or angstrom, not '" + units + "'");
+}
+
+namespace {
+/// A coordinate token read whole ("1,25" or "0.74abc" used to be read as far as they parse); a
+/// Fortran exponent (0.74D0) is read as E.
+bool parse_coordinate(std::string token, double& x) {
+  for (auto& c : token)
+    if (c == 'D' || c == 'd') c = 'E';
+  if (token.empty() || token.find_first_not_of("0123456789+-.Ee") != std::string::npos) return false;
+  char* end = nullptr;
+  errno = 0;
+  x = std::strtod(token.c_str(), &end);
+  return end == token.c_str() + token.size() && errno == 0;
+}
+}  // namespace
+
+System parse_xyz(const std::string& file_text, const std::string& where) {
+  // A UTF-8 byte-order mark, which some editors write, is not part of the atom count.
+  const bool bom = file_text.rfind("\xEF\xBB\xBF", 0) == 0;
+  std::istringstream in(bom ? file_text.substr(3) : file_text);
   std::string line;
   long long n = 0;
   {
@@ -162,10 +190,12 @@ System parse_xyz(const std::string& text, const std::string& where) {
       throw InputError(where + ": the first line declares " + std::to_string(n) + " atoms, the file has " +
                        std::to_string(i));
     std::istringstream ls(line);
-    std::string sym;
+    std::string sym, xyz[3];
     Atom a;
-    if (!(ls >> sym >> a.position[0] >> a.position[1] >> a.position[2]))
-      throw InputError(at + ": expected 'symbol x y z'");
+    if (!(ls >> sym >> xyz[0] >> xyz[1] >> xyz[2])) throw InputError(at + ": expected 'symbol x y z'");
+    for (int k = 0; k < 3; ++k)  // (columns after z are allowed: some writers add charges or forces)
+      if (!parse_coordinate(xyz[k], a.position[k]))
+        throw InputError(at + ": coordinate '" + xyz[k] + "' is not a number (expected 'symbol x y z' in angstrom)");
     try {
       a.Z = atomic_number(sym);
       for (auto& x : a.position) x *= kBohrPerAngstrom;
@@ -175,6 +205,9 @@ System parse_xyz(const std::string& text, const std::string& where) {
     }
     sys.atoms.push_back(a);
   }
+  sys.source_units = "angstrom";
+  sys.spin_given = false;  // an .xyz says nothing of charge and spin: neutral, lowest spin
+  sys.spin = sys.n_electrons() % 2;
   // What follows must be blank or the next frame (a line with the atom count alone): another
   // atom line means the declared count is wrong.
   for (long long k = n + 3; std::getline(in, line); ++k) {
@@ -214,7 +247,9 @@ System load_molecule(const std::string& spec, const std::string& molecules_dir) 
                      "; give a name in configs/molecules/, a .yaml/.xyz path, or inline atoms)");
   }
   System sys;
-  if (p.extension() == ".xyz") {
+  std::string extension = p.extension().string();
+  for (auto& c : extension) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (extension == ".xyz") {
     sys = read_xyz(p.string());
   } else {
     std::ifstream in(p);

@@ -25,6 +25,12 @@ struct System {
   int spin = 0;             ///< n_up − n_down
   std::optional<double> e_ref;  ///< best known total energy (hartree) from the molecule file, if any
   std::string e_ref_source;     ///< where e_ref comes from (molecule file's e_ref_source)
+  /// false when the source gave no spin (an .xyz file): the lowest, n_electrons mod 2, is used,
+  /// also after a charge is set
+  bool spin_given = true;
+  /// units the source gave its coordinates in ("bohr" or "angstrom"); a `geometry:` for this
+  /// molecule without `units:` is read in them
+  std::string source_units = "bohr";
 
   int n_electrons() const;  ///< ΣZ − charge
   int n_up() const;         ///< (n_electrons + spin) / 2
@@ -34,6 +40,10 @@ struct System {
   /// Checks charge/spin consistency. @throws InputError naming what is wrong.
   void validate() const;
 };
+
+/// The scale from `units` ("bohr" or "angstrom", any case) to bohr. @throws InputError naming
+/// `where` otherwise.
+double bohr_per_unit(const std::string& units, const std::string& where);
 
 /// Loads a molecule: a name of a file in `molecules_dir` (e.g. "lih"), or a path to a
 /// .yaml (project format) or .xyz (ångström) file. @throws InputError.

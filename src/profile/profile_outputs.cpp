@@ -11,6 +11,7 @@
 #include "core/process.hpp"
 #include "io/hdf5_file.hpp"
 #include "profile/profile.hpp"
+#include "core/json_text.hpp"
 
 namespace nnvmc::profile {
 namespace fs = std::filesystem;
@@ -130,10 +131,10 @@ void write_h5(const ProfileReport& r, const std::string& path, const nlohmann::j
     for (const auto& s : stages) names.push_back(s);
     for (const auto g : all_groups()) gnames.push_back(group_name(g));
     for (const auto& m : r.molecules) mols.push_back(m.molecule);
-    f.set_attr("stages", names.dump());
-    f.set_attr("groups", gnames.dump());
-    f.set_attr("molecules", mols.dump());
-    f.set_attr("profile_json", j.dump());
+    f.set_attr("stages", json_text(names));
+    f.set_attr("groups", json_text(gnames));
+    f.set_attr("molecules", json_text(mols));
+    f.set_attr("profile_json", json_text(j));
   });
 }
 
@@ -248,7 +249,7 @@ void write_report(const ProfileReport& r, const std::string& path, const std::st
 void write_profile_outputs(const ProfileReport& report, const std::string& dir, bool plots) {
   fs::create_directories(dir);
   const nlohmann::json j = to_json(report);
-  io::write_text_atomically(dir + "/profile.json", j.dump(2) + "\n");
+  io::write_text_atomically(dir + "/profile.json", json_text(j, 2) + "\n");
   write_h5(report, dir + "/profile.h5", j);
   std::string note;
   if (!plots) note = "plots disabled (--no-plots)";

@@ -11,6 +11,8 @@
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "core/molecule_list.hpp"
+#include "models/model_traits.hpp"
+#include "models/registry.hpp"
 #include "profile/stage_recorder.hpp"
 #include "train/trainer.hpp"
 
@@ -59,10 +61,19 @@ void check_molecules(const std::string& config_path, const std::vector<std::stri
     std::vector<std::string> with = overrides;
     if (!mol.empty()) with.push_back("system.molecule=" + mol);
     const Config config = load_config(config_path, with);
+    if (!ansatz_is_trainable(config.model.type))
+      throw ConfigError("profile: the '" + config.model.type + "' ansatz has no parameters: profile times training "
+                        "iterations (evaluate it with 'nnvmc eval', or compare it with 'nnvmc compare')");
     try {
-      resolve_molecules(config.system);
+      // The ansatz is built for each molecule too, so one it cannot describe (elements, basis)
+      // is refused before the first is profiled and anything is written.
+      for (const System& system : resolve_molecules(config.system)) {
+        ModelConfig model = config.model;
+        model.ferminet = config.model.ferminet.sized_for(system.n_electrons());
+        (void)model_registry().create(model, system);
+      }
     } catch (const InputError& e) {
-      throw InputError("profile: --molecules: " + std::string(e.what()));
+      throw InputError("profile: --molecules " + (mol.empty() ? std::string("(the config's)") : mol) + ": " + e.what());
     }
   }
 }
@@ -200,6 +211,11 @@ ProfileReport run_profile(const std::string& config_path, const std::vector<std:
   r.config = config_path;
   r.options = options;
   const std::vector<std::string> molecules = options.molecules.empty() ? std::vector<std::string>{""} : options.molecules;
+  std::error_code ec;
+  for (const char* run_file : {"checkpoint.h5", "result.h5"})  // profile.json & co. would be mixed into a run
+    if (std::filesystem::exists(std::filesystem::path(options.output) / run_file, ec))
+      throw InputError("profile: --output " + options.output + " holds a training run (" + run_file +
+                       "); choose another directory");
   check_molecules(config_path, overrides, molecules);
   for (const auto& mol : molecules) r.molecules.push_back(profile_molecule(config_path, overrides, mol, options, r));
   r.cpu = read_cpu_peak();

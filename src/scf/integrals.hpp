@@ -55,11 +55,14 @@ Eigen::MatrixXd core_hamiltonian(const BasisSet& basis, const System& system,
 /// used): (pq|pq) ~ S_pq² can be far below it while (pq|rs) ~ S_pq is not.
 Eigen::MatrixXd schwarz_bounds(const BasisSet& basis, const IntegralOptions& options = {});
 
+/// The most eri_full holds by default (4 GiB: n ≈ 152 basis functions).
+constexpr std::size_t kMaxFullEriBytes = std::size_t{4} << 30;
+
 /// Full AO ERI tensor, flat row-major [n, n, n, n]: element (pq|rs) at ((p·n + q)·n + r)·n + s.
 /// Needs 8·n⁴ bytes (n = 100 → 800 MB): for small bases and tests only.
 /// @throws BudgetError if n⁴ doubles exceed `max_bytes`.
 std::vector<double> eri_full(const BasisSet& basis, const IntegralOptions& options = {},
-                             std::size_t max_bytes = std::size_t{4} << 30);
+                             std::size_t max_bytes = kMaxFullEriBytes);
 
 /// ERI diagonal (pq|pq), flat row-major [n, n] (element p·n + q). This is the starting
 /// diagonal of a pivoted Cholesky decomposition of the ERI matrix (pq)×(rs); computed with

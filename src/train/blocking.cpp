@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace nnvmc {
 namespace {
@@ -60,7 +61,7 @@ BlockingResult blocking_analysis(const std::vector<double>& series) {
 
 double batch_means_error(const std::vector<double>& series) {
   const long n = static_cast<long>(series.size());
-  if (n < 4) return 0.0;
+  if (n < 4) return std::numeric_limits<double>::quiet_NaN();  // too short to say (0 read as exact)
   const long size = static_cast<long>(std::sqrt(static_cast<double>(n)));
   const long batches = n / size;
   std::vector<double> means(batches, 0.0);
@@ -77,7 +78,10 @@ double batch_means_error(const std::vector<double>& series) {
 AutocorrEstimate autocorrelation_estimate(const std::vector<double>& series) {
   AutocorrEstimate a;
   const long n = static_cast<long>(series.size());
-  if (n < 2) return a;
+  if (n < 2) {  // nothing to correlate: unknown, not exact
+    a.tau = a.error = std::numeric_limits<double>::quiet_NaN();
+    return a;
+  }
   const double m = mean_of(series);
   double c0 = 0;
   for (double x : series) c0 += (x - m) * (x - m);

@@ -33,13 +33,13 @@ struct BlockingResult {
 BlockingResult blocking_analysis(const std::vector<double>& series);
 
 /// Standard error of the mean from non-overlapping batch means, ⌊√n⌋ values per batch
-/// (the trailing remainder is dropped). 0 for fewer than 4 values.
+/// (the trailing remainder is dropped). NaN for fewer than 4 values.
 double batch_means_error(const std::vector<double>& series);
 
 /// Integrated autocorrelation time τ = 1 + 2 Σ_{t=1}^{W} ρ(t) with Sokal's automatic window (the
 /// smallest W ≥ 5τ(W)), and the standard error √(τ s² / n) it implies.
 struct AutocorrEstimate {
-  double tau = 1;    ///< integrated autocorrelation time (in series steps)
+  double tau = 1;    ///< integrated autocorrelation time (in series steps); NaN for fewer than 2
   double error = 0;  ///< standard error of the mean
   int window = 0;    ///< W
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/errors.hpp"
 #include "train/distributed.hpp"
@@ -56,6 +57,12 @@ EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers
   out.autocorr = autocorrelation_estimate(out.series);
   out.acceptance = options.steps > 0 ? acc / options.steps : 0.0;
   out.variance = count > 0 ? sum_sq / count - out.stats.mean * out.stats.mean : 0.0;
+  if (out.stats.n < 2 && count > 1) {
+    // One measured iteration leaves the reblocking nothing to compare (its error was 0): the error
+    // is then the one over the walkers, independent chains, and the correlation time unknown.
+    out.stats.error = out.stats.naive_error = std::sqrt(out.variance / static_cast<double>(count - 1));
+    out.stats.autocorr_time = std::numeric_limits<double>::quiet_NaN();
+  }
   return out;
 }
 

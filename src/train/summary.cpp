@@ -4,6 +4,7 @@
 
 #include "core/log.hpp"
 #include "io/hdf5_file.hpp"
+#include "core/json_text.hpp"
 
 namespace nnvmc {
 
@@ -30,12 +31,12 @@ std::string eval_text(const EvalResult& r) {
   s += strfmt("         error cross-checks: batch means ± %.6f, autocorrelation ± %.6f\n", r.error_batch_means,
               r.autocorr.error);
   s += strfmt("variance %.5f\n", r.variance);
-  s += strfmt("autocorrelation time %.2f iterations, acceptance %.2f at step size %.4f\n", r.stats.autocorr_time,
-              r.acceptance, r.step_size);
+  s += strfmt("autocorrelation time %.2f iterations (reblocking), acceptance %.2f at step size %.4f\n",
+              r.stats.autocorr_time, r.acceptance, r.step_size);
   s += strfmt("%d steps x %d walkers\n", r.steps, r.walkers);
   if (!r.stats.plateau)
-    s += strfmt("warning: no block size passed the reblocking plateau test (%ld values, autocorrelation time "
-                "about %.1f): the error bar is likely too small; evaluate with more steps\n",
+    s += strfmt("warning: no block size passed the reblocking plateau test (%ld values, window estimate of the "
+                "autocorrelation time %.1f): the error bar is likely too small; evaluate with more steps\n",
                 r.stats.n, r.autocorr.tau);
   if (r.excluded > 0)
     s += strfmt("warning: %ld sample(s) with a non-finite local energy were left out\n", static_cast<long>(r.excluded));
@@ -65,7 +66,7 @@ void write_summary(const std::string& path, const VmcSetup& setup, const std::ve
   j["dtype"] = setup.config.run.dtype;
   j["timings"] = timers_json(timers);
   for (const auto& [k, v] : extra.items()) j[k] = v;
-  io::write_text_atomically(path, j.dump(2) + "\n");
+  io::write_text_atomically(path, json_text(j, 2) + "\n");
 }
 
 }  // namespace nnvmc

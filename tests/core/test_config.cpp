@@ -202,7 +202,10 @@ TEST(Config, DuplicateKeysAndSecondDocumentsAreErrorsNamingTheLine) {
 }
 
 TEST(Config, UnknownOverrideKeyIsAnError) {
-  EXPECT_TRUE(contains(error_of("", {"optim.lrr=3"}), "optim.lrr"));
+  EXPECT_TRUE(contains(error_of("", {"optim.lrr=3"}), "override 'optim.lrr=3': unknown key 'optim.lrr'"));
+  EXPECT_TRUE(contains(error_of("", {"sampler.walkers=many"}), "override 'sampler.walkers=many'"));
+  // the file's own unknown keys are still named with their line
+  EXPECT_TRUE(contains(error_of("optim:\n  lrr: 3\n", {"sampler.walkers=8"}), "c.yaml:2"));
   EXPECT_TRUE(contains(error_of("", {"nonsense"}), "key.path=value"));
 }
 

@@ -66,14 +66,22 @@ TEST(MoleculeList, ADatasetFileListsMoleculesWithPathsRelativeToIt) {
   fs::create_directories(dir / "geoms");
   std::ofstream(dir / "geoms" / "h2_stretched.xyz") << "2\nH2\nH 0 0 0\nH 0 0 1.2\n";
   std::ofstream(dir / "set.yaml") << "molecules:\n  - geoms/h2_stretched.xyz\n  - he\n"
-                                     "  - {molecule: geoms/h2_stretched.xyz, name: h2_b, geometry: [[0,0,0],[0,0,2]]}\n";
+                                     "  - {molecule: geoms/h2_stretched.xyz, name: h2_b, geometry: [[0,0,0],[0,0,2]]}\n"
+                                     "  - {molecule: geoms/h2_stretched.xyz, name: h2_c, geometry: [[0,0,0],[0,0,2]], "
+                                     "units: BOHR}\n"
+                                     "  - {molecule: geoms/h2_stretched.xyz, name: h2_plus, charge: 1}\n";
   const auto m = molecules_of("system: {dataset: " + (dir / "set.yaml").string() + "}");
-  ASSERT_EQ(m.size(), 3u);
+  ASSERT_EQ(m.size(), 5u);
   EXPECT_EQ(m[0].name, "h2_stretched");
   EXPECT_DOUBLE_EQ(m[0].atoms[1].position[2], 1.2 * kBohrPerAngstrom);
   EXPECT_EQ(m[1].name, "he");
   EXPECT_EQ(m[2].name, "h2_b");
-  EXPECT_DOUBLE_EQ(m[2].atoms[1].position[2], 2.0);
+  // A geometry without units is in the units of the molecule's file: here the .xyz's angstrom
+  // (it was read as bohr, so an angstrom file's own numbers gave bonds 1.9x too short).
+  EXPECT_DOUBLE_EQ(m[2].atoms[1].position[2], 2.0 * kBohrPerAngstrom);
+  EXPECT_DOUBLE_EQ(m[3].atoms[1].position[2], 2.0);
+  EXPECT_EQ(m[4].n_electrons(), 1);  // the .xyz's lowest spin follows the charge
+  EXPECT_EQ(m[4].spin, 1);
   // A bare list works too.
   std::ofstream(dir / "list.yaml") << "- h2\n- h2\n";
   EXPECT_EQ(molecules_of("system: {dataset: " + (dir / "list.yaml").string() + "}").size(), 2u);

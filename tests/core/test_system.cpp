@@ -131,6 +131,41 @@ TEST(Hostile, XyzAtomCountsMustMatchTheAtomLines) {
   EXPECT_TRUE(has(xyz_error("1\nX\nH 0 0\n"), "m.xyz:3"));
 }
 
+// Each coordinate is read whole: a decimal comma, a typo or a trailing word used to be read as
+// far as it parsed (1,25 gave 1 angstrom) and the rest taken for an extra column. A Fortran
+// exponent is read; columns after z are still allowed.
+TEST(Hostile, XyzCoordinatesAreReadWholeOrRefusedWithTheirLine) {
+  for (const char* v : {"1,25", "0.74abc", "0.7.4", "1.4.", "0x1p-1", "1D"}) {
+    const auto e = xyz_error(std::string("2\nH2\nH 0 0 0\nH 0 0 ") + v + "\n");
+    EXPECT_TRUE(has(e, "m.xyz:4: coordinate '")) << v << ": " << e;
+  }
+  EXPECT_DOUBLE_EQ(parse_xyz("2\nH2\nH 0 0 0\nH 0 0 0.74D0\n", "m.xyz").atoms[1].position[2], 0.74 * kBohrPerAngstrom);
+  EXPECT_DOUBLE_EQ(parse_xyz("2\nH2\nH 0 0 0\nH 0 0 7.4d-1 0.5 extra\n", "m.xyz").atoms[1].position[2],
+                   0.74 * kBohrPerAngstrom);
+}
+
+// An .xyz says nothing of charge and spin: neutral, lowest spin (an H atom was refused for
+// "spin 0 has the wrong parity"). Atomic numbers stand for symbols; a byte-order mark is skipped.
+TEST(System, XyzFilesTakeTheLowestSpinAtomicNumbersAndAByteOrderMark) {
+  const System h = parse_xyz("1\nH atom\nH 0 0 0\n", "h.xyz");
+  EXPECT_EQ(h.spin, 1);
+  EXPECT_FALSE(h.spin_given);
+  EXPECT_EQ(h.source_units, "angstrom");
+  EXPECT_NO_THROW(h.validate());
+  const System water = parse_xyz("\xEF\xBB\xBF" "3\nwater\n8 0 0 0\n1 0 0.757 0.587\nH 0 -0.757 0.587\n", "w.xyz");
+  ASSERT_EQ(water.atoms.size(), 3u);
+  EXPECT_EQ(water.atoms[0].Z, 8);
+  EXPECT_EQ(water.atoms[1].Z, 1);
+  EXPECT_EQ(water.spin, 0);
+  EXPECT_EQ(atomic_number("36"), 36);
+  EXPECT_THROW(atomic_number("0"), InputError);
+  EXPECT_THROW(atomic_number("37"), InputError);
+  // units in any case
+  EXPECT_DOUBLE_EQ(parse_molecule_yaml("{units: Angstrom, atoms: [[H, 0, 0, 1]]}", "m.yaml").atoms[0].position[2],
+                   kBohrPerAngstrom);
+  EXPECT_TRUE(has(molecule_error("{units: nm, atoms: [[H, 0, 0, 1]]}"), "must be bohr or angstrom"));
+}
+
 TEST(Hostile, MalformedMoleculeYamlIsAnInputErrorNamingTheLine) {
   EXPECT_TRUE(has(molecule_error("atoms: [[H, 0, 0, 0]\n"), "malformed YAML"));
   EXPECT_TRUE(has(molecule_error("{[1]: 2, atoms: [[H, 0, 0, 0]]}"), "plain names"));

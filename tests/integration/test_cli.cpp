@@ -685,3 +685,87 @@ TEST(Cli, AResultFileThatCannotGrowStopsTrainingCheckpointedAndTheResumedSeriesK
   }
   fs::remove_all(out);
 }
+
+// CCSD stopped before convergence (--allow-unconverged) has no (T): it is reported as not
+// computed (JSON null), never as a (T) of 0 added to E(CCSD); --explain's plans reach the JSON.
+TEST(Cli, TriplesOfAnUnconvergedCcsdAreNotComputedRatherThanZero) {
+  const auto json = run("ccsd h2o --basis sto-3g --max-iterations 2 --allow-unconverged --triples --explain --json "
+                        "--log-level warn");
+  ASSERT_EQ(json.code, 0) << json.out;
+  const auto j = json_of(json.out);
+  EXPECT_FALSE(j["converged"].get<bool>());
+  EXPECT_TRUE(j["e_t"].is_null()) << j["e_t"];
+  EXPECT_TRUE(j["e_ccsd_t"].is_null()) << j["e_ccsd_t"];
+  ASSERT_TRUE(j["plans"].is_array());
+  EXPECT_FALSE(j["plans"].empty());
+  const auto text = run("ccsd h2o --basis sto-3g --max-iterations 2 --allow-unconverged --triples");
+  ASSERT_EQ(text.code, 0) << text.out;
+  EXPECT_NE(text.out.find("E(CCSD(T))  not computed"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("(T) was not computed"), std::string::npos) << text.out;
+}
+
+// scf/ccsd: the molecule's charge and spin are checked before the closed-shell test (which used
+// to advise --uhf for a charge leaving -1 electrons); conventional CCSD too large for its
+// integrals is refused before the SCF, pointing to --cholesky; a molecule path that is not
+// UTF-8 still gives valid JSON; an output that cannot be written is exit 1, not a silent 0.
+TEST(Cli, ScfAndCcsdCheckTheirInputsFirstAndTheirOutputLast) {
+  const auto h2 = write_config("nnvmc_h2_charge3.yaml", "units: bohr\ncharge: 3\natoms: [[H, 0, 0, 0], [H, 0, 0, 1.4]]\n");
+  for (const char* cmd : {"scf ", "ccsd "}) {
+    const auto r = run(std::string(cmd) + h2 + " --basis sto-3g");
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_NE(r.out.find("charge 3 leaves -1 electrons"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("--uhf"), std::string::npos) << r.out;
+  }
+  std::string chain = "31\nHe chain, 155 cc-pVDZ functions\n";  // 8 n^4 = 4.6 GB of AO integrals
+  for (int i = 0; i < 31; ++i) chain += "He 0 0 " + std::to_string(3.0 * i) + "\n";
+  const auto big = run("ccsd " + write_config("nnvmc_he31.xyz", chain) + " --basis cc-pvdz");
+  EXPECT_EQ(big.code, 2) << big.out;
+  EXPECT_NE(big.out.find("155 basis functions"), std::string::npos) << big.out;
+  EXPECT_NE(big.out.find("--cholesky"), std::string::npos) << big.out;
+  EXPECT_EQ(big.out.find("SCF"), std::string::npos) << big.out;  // refused before it
+  const auto odd = write_config("nnvmc_h2_\xff.xyz", "2\nH2\nH 0 0 0\nH 0 0 0.74\n");
+  const auto j = run("scf " + odd + " --basis sto-3g --json");
+  ASSERT_EQ(j.code, 0) << j.out;
+  EXPECT_NO_THROW(json_of(j.out)) << j.out;
+  const auto full = run_shell("sh -c '" + std::string(NNVMC_EXE) + " scf h2 --basis sto-3g --json > /dev/full'");
+  EXPECT_EQ(full.code, 1) << full.out;
+  EXPECT_NE(full.out.find("cannot write the result to standard output"), std::string::npos) << full.out;
+}
+
+// profile refuses, before it writes anything: an ansatz without parameters, a molecule the
+// ansatz cannot describe (found before the first molecule is profiled), and an output directory
+// that holds a training run. Blanks around --molecules entries are trimmed.
+TEST(Cli, ProfileRefusesWhatItCannotTimeBeforeWritingAnything) {
+  const auto out = (fs::temp_directory_path() / "nnvmc_profile_refusals").string();
+  fs::remove_all(out);
+  const std::string flags = " --iterations 1 --warmup 1 --profile-iterations 0 --no-roofline --no-plots --output " + out;
+  const auto orb = write_config("nnvmc_profile_orb.yaml",
+                                "model: {type: orbformer, orbformer: {elements: H-He, heads: 2, head_dim: 4, layers: 1, "
+                                "featurization_heads: 2, determinants: 1, envelopes_per_nucleus: 1, nuclear_feature_dim: 4, "
+                                "nuclear_layers: 1, nuclear_heads: 1, orbital_layers: 1, orbital_heads: 1, orbital_head_dim: 4}}\n"
+                                "sampler: {walkers: 8, steps_per_iteration: 1, burn_in: 1}\nrun: {threads: 1}\n");
+  expect_input_error("profile " + orb + " --molecules 'he, lih'" + flags, "Z = 3");
+  EXPECT_FALSE(fs::exists(out + "/runs/he")) << "He was profiled before LiH was refused";
+  const auto hf = write_config("nnvmc_profile_hf.yaml", "model: {type: hf}\noptim: {iterations: 0}\n");
+  expect_input_error("profile " + hf + " --molecules he" + flags, "has no parameters");
+  const auto run_dir = trained_lih("nnvmc_profile_into_run");
+  expect_input_error("profile " + orb + " --molecules he --iterations 1 --warmup 1 --profile-iterations 0 "
+                     "--no-roofline --no-plots --output " + run_dir, "holds a training run");
+  EXPECT_FALSE(fs::exists(run_dir + "/profile.json"));
+  fs::remove_all(out);
+}
+
+// One evaluation step leaves the reblocking nothing to compare: the error is the one over the
+// walkers (it was exactly 0), and the cross-checks that need a longer series are null.
+TEST(Cli, AnEvaluationOfOneStepHasTheErrorOverItsWalkers) {
+  const auto out = trained_lih("nnvmc_cli_one_step");
+  const auto r = run("eval " + out + "/checkpoint.h5 --steps 1 --seed 3 --json --log-level warn");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = json_of(r.out);
+  const double expected = std::sqrt(j["variance"].get<double>() / (j["walkers"].get<double>() - 1));
+  EXPECT_NEAR(j["energy_err"].get<double>(), expected, 1e-9 * expected);
+  EXPECT_GT(j["energy_err"].get<double>(), 0);
+  EXPECT_TRUE(j["energy_err_batch_means"].is_null());
+  EXPECT_TRUE(j["energy_err_autocorr"].is_null());
+  EXPECT_FALSE(j["error_plateau"].get<bool>());
+}
