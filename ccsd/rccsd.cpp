@@ -86,6 +86,15 @@ CcsdResult run_rccsd(const MoIntegrals& mo_in, const CcsdOptions& options) {
   const double seconds_upload = seconds_since(t_upload);
   const std::int64_t bytes_upload = res.resident && !torch::Device(options.plan.device).is_cpu() ? mo_in.bytes() : 0;
   batching::PlanOptions plan = options.plan;
+  if (!res.resident && options.resident == Residency::device)  // --resident on asks; say why it is not
+    log::warn(strfmt("ccsd: --resident on, but the run is not resident: %s",
+                     !options.cache_integrals ? "--no-cached-integrals"
+                     : options.backend || options.plan.backend != batching::BackendKind::torch
+                         ? "the cublas backend stages its operands"
+                         : ("integrals, cached blocks, amplitudes and DIIS (" +
+                            batching::format_bytes(double(resident_bytes(mo_in, options))) +
+                            ") do not fit half of --memory")
+                               .c_str()));
   if (res.resident) {
     res.resident_bytes = resident_bytes(mo_in, options);
     if (plan.budget_bytes > 0) plan.budget_bytes -= res.resident_bytes;  // contractions get the rest

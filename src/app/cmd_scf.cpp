@@ -103,7 +103,9 @@ void add_scf_command(CLI::App& app) {
       ->check(finite_in(0, 100));
   cmd->add_option("--damping", a->options.damping, "Fock damping before DIIS starts, in [0, 1) (needs --diis-start 3 or later)")
       ->capture_default_str();
-  cmd->add_option("--diis-start", a->options.diis_start, "first DIIS iteration")->capture_default_str();
+  cmd->add_option("--diis-start", a->options.diis_start, "first DIIS iteration")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
   cmd->add_option("--schwarz", a->options.jk.integrals.schwarz_threshold,
                   "skip ERI shell quartets with Schwarz bound below this (Eh)")
       ->capture_default_str()

@@ -13,6 +13,7 @@
 #include "core/data_paths.hpp"
 #include "core/elements.hpp"
 #include "core/errors.hpp"
+#include "core/log.hpp"
 #include "core/yaml_document.hpp"
 
 
@@ -216,7 +217,10 @@ System parse_xyz(const std::string& file_text, const std::string& where) {
     if (!(ls >> first)) continue;
     long long count = 0;
     std::istringstream cs(first);
-    if ((cs >> count) && cs.eof() && !(ls >> extra)) break;  // next frame
+    if ((cs >> count) && cs.eof() && !(ls >> extra)) {  // next frame
+      log::warn(where + ": a trajectory of several frames; the first is used");
+      break;
+    }
     throw InputError(where + ":" + std::to_string(k) + ": the first line declares " + std::to_string(n) +
                      " atoms, but more atom lines follow");
   }

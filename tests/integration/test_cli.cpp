@@ -393,6 +393,11 @@ TEST(Cli, CcsdReportsResidencyAndRefusesAnUnknownValue) {
   EXPECT_EQ(json_of(on.out)["seconds_iterations"].size(), json_of(on.out)["iterations"].get<std::size_t>());
   EXPECT_NE(on.out.find("ccsd iter"), std::string::npos) << on.out;  // per-iteration lines with --json too
   expect_input_error("ccsd h2o --basis sto-3g --resident maybe", "--resident");
+  // --resident on that does not fit says so (it fell back without a word)
+  const auto small = run("ccsd h2o --basis sto-3g --json --resident on --memory 100KiB");
+  ASSERT_EQ(small.code, 0) << small.out;
+  EXPECT_FALSE(json_of(small.out)["resident"].get<bool>());
+  EXPECT_NE(small.out.find("--resident on, but the run is not resident"), std::string::npos) << small.out;
 }
 
 // libtorch's own errors (here: CUDA asked for where no usable driver is) reach the user as one
@@ -583,7 +588,7 @@ TEST(Cli, CommandLineErrorsCarryTheErrorPrefixAndReadableBounds) {
   // CLI11's own messages: now "nnvmc: error: ..." like every other error, and its numeric checks
   // no longer print DBL_MAX with 300 digits.
   for (const char* args : {"eval /nonexistent --steps 0", "ccsd h2 --max-iterations -3", "train --no-such-flag",
-                           "compare x.yaml --max-cells -1"}) {
+                           "compare x.yaml --max-cells -1", "scf h2 --diis-start -3"}) {
     const auto r = run(args);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
     EXPECT_NE(r.out.find("nnvmc: error: "), std::string::npos) << args << "\n" << r.out;
