@@ -73,7 +73,10 @@ void add_profile_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("profile", "Time each stage of a training iteration, operator mix, roofline, scaling");
   auto a = std::make_shared<ProfileArgs>();
   cmd->add_option("args", a->args, "CONFIG.yaml followed by key.path=value overrides");
-  cmd->add_option("--molecules", a->molecules, "comma-separated molecules (default: the config's)");
+  cmd->add_option("--molecules", a->molecules, "comma-separated molecules (default: the config's)")
+      ->check([](const std::string& v) {  // (an empty value used to fall back to the config's molecule)
+        return split_molecule_list(v).empty() ? "names no molecule (give e.g. --molecules lih,ch4)" : "";
+      });
   cmd->add_option("--iterations", a->options.iterations, "timed iterations per molecule (medians)")->capture_default_str();
   cmd->add_option("--warmup", a->options.warmup, "warm-up iterations per molecule")->capture_default_str();
   cmd->add_option("--profile-iterations", a->options.profiled, "iterations under the operator profiler")

@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <unistd.h>
@@ -89,8 +90,15 @@ std::optional<CostModel> CostModel::read_cached(const std::string& file, const s
     if (tab == std::string::npos || line.compare(0, tab, key) != 0 || tab != key.size()) continue;
     std::istringstream vs(line.substr(tab + 1));
     CostModel m;
-    if (vs >> m.gemm_flops_per_s >> m.transfer_bytes_per_s >> m.copy_bytes_per_s >> m.batch_overhead_s >>
-        m.gemm_half_dim >> m.gemm_ref_dim >> m.tile_bytes >> m.tile_min_width)
+    if (!(vs >> m.gemm_flops_per_s >> m.transfer_bytes_per_s >> m.copy_bytes_per_s >> m.batch_overhead_s >>
+          m.gemm_half_dim >> m.gemm_ref_dim >> m.tile_bytes >> m.tile_min_width))
+      continue;
+    // A hand-edited or damaged line (zero, negative or absurd rates) is measured again: the
+    // planner would otherwise pick its splits from it.
+    const auto within = [](double x, double lo, double hi) { return std::isfinite(x) && x >= lo && x <= hi; };
+    if (within(m.gemm_flops_per_s, 1e7, 1e17) && within(m.transfer_bytes_per_s, 1e6, 1e14) &&
+        within(m.copy_bytes_per_s, 1e6, 1e14) && within(m.batch_overhead_s, 0, 1) && within(m.gemm_half_dim, 0, 1e5) &&
+        within(m.gemm_ref_dim, 1, 1e6) && within(m.tile_bytes, 0, 1e12) && within(m.tile_min_width, 0, 1e6))
       return m;
   }
   return std::nullopt;

@@ -603,6 +603,7 @@ TEST(Cli, CommandLineErrorsCarryTheErrorPrefixAndReadableBounds) {
                      "override 'optim.lr' given twice");
   const auto profile_cfg = write_config("nnvmc_profile_mols.yaml", kTiny);
   expect_input_error("profile " + profile_cfg + " --molecules ,", "names no molecule");
+  expect_input_error("profile " + profile_cfg + " --molecules ''", "names no molecule");
   expect_input_error("profile " + profile_cfg + " --molecules h,nosuchmol --no-roofline --no-plots", "nosuchmol");
 }
 
