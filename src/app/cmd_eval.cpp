@@ -2,6 +2,7 @@
 /// Evaluates every molecule of the run (or the one named, or those of a system.molecule(s)
 /// override); --json prints one object for one molecule and a list of objects for several.
 #include <iostream>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -139,7 +140,16 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("args", a->args, "CHECKPOINT followed by key.path=value overrides");
   cmd->add_option("--steps", a->steps, "measurement iterations (default: eval.steps)")->check(at_least(1));
   cmd->add_option("--walkers", a->walkers, "walkers (default: as trained)")->check(at_least(1));
-  cmd->add_option("--seed", a->seed, "random seed of the evaluation chain")->check(at_least(0));
+  cmd->add_option("--seed", a->seed, "random seed of the evaluation chain")
+      ->check([](const std::string& v) -> std::string {  // (CLI11 clamped larger ones silently)
+        const std::string bad = "must be an integer from 0 to " + std::to_string(std::numeric_limits<long long>::max());
+        try {
+          std::size_t used = 0;
+          return std::stoll(v, &used) >= 0 && used == v.size() ? "" : bad;
+        } catch (const std::exception&) {
+          return bad;
+        }
+      });
   cmd->add_option("--molecule", a->molecule, "evaluate only this molecule of the run (default: every molecule)");
   cmd->add_flag("--json", a->json, "print one JSON object (a list of objects for several molecules)");
   cmd->callback([a] { run_eval(*a); });

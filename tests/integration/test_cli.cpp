@@ -588,7 +588,8 @@ TEST(Cli, CommandLineErrorsCarryTheErrorPrefixAndReadableBounds) {
   // CLI11's own messages: now "nnvmc: error: ..." like every other error, and its numeric checks
   // no longer print DBL_MAX with 300 digits.
   for (const char* args : {"eval /nonexistent --steps 0", "ccsd h2 --max-iterations -3", "train --no-such-flag",
-                           "compare x.yaml --max-cells -1", "scf h2 --diis-start -3"}) {
+                           "compare x.yaml --max-cells -1", "scf h2 --diis-start -3",
+                           "eval /nonexistent --seed 99999999999999999999"}) {
     const auto r = run(args);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
     EXPECT_NE(r.out.find("nnvmc: error: "), std::string::npos) << args << "\n" << r.out;
