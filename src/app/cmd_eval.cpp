@@ -60,9 +60,23 @@ const MoleculeCheckpoint* trained_walkers(const Checkpoint& c, const System& tar
   return nullptr;
 }
 
+/// Overrides of keys an evaluation does not use (training, pretraining, where a run writes) are
+/// valid config keys, so they are accepted; each is named in a warning instead of ignored silently.
+void warn_of_training_only(const std::vector<std::string>& overrides) {
+  static const char* const kTrainingOnly[] = {"optim",    "pretrain",             "run.output",     "run.overwrite",
+                                              "run.name", "run.checkpoint_every", "model.init_from"};
+  for (const auto& o : overrides) {
+    const std::string key = o.substr(0, o.find('='));
+    for (const char* t : kTrainingOnly)
+      if (key == t || key.rfind(std::string(t) + ".", 0) == 0)
+        log::warn("eval: '" + o + "' has no effect on an evaluation (a training setting)");
+  }
+}
+
 void run_eval(const EvalArgs& a) {
   RunArgs ra = split_run_args(a.args);
   if (ra.file.empty()) throw InputError("eval: give a CHECKPOINT file");
+  const std::vector<std::string> given = ra.overrides;  // the user's, before the ones added below
   const Checkpoint c = load_checkpoint(ra.file);
   // The chains start with the step sizes training adapted (the user's overrides still win);
   // evaluate() adapts them during burn-in only and measures with them frozen.
@@ -78,6 +92,7 @@ void run_eval(const EvalArgs& a) {
   if (a.walkers >= 0) ra.overrides.push_back("sampler.walkers=" + std::to_string(a.walkers));
   if (a.seed >= 0) ra.overrides.push_back("run.seed=" + std::to_string(a.seed));
   const Config config = parse_config(c.config_yaml, ra.overrides, ra.file + ":config");
+  warn_of_training_only(given);
   VmcSetup setup = make_setup(config);
   std::vector<std::size_t> chosen;
   if (!a.molecule.empty()) {

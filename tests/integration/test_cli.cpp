@@ -766,8 +766,9 @@ TEST(Cli, ProfileRefusesWhatItCannotTimeBeforeWritingAnything) {
 // walkers (it was exactly 0), and the cross-checks that need a longer series are null.
 TEST(Cli, AnEvaluationOfOneStepHasTheErrorOverItsWalkers) {
   const auto out = trained_lih("nnvmc_cli_one_step");
-  const auto r = run("eval " + out + "/checkpoint.h5 --steps 1 --seed 3 --json --log-level warn");
+  const auto r = run("eval " + out + "/checkpoint.h5 --steps 1 --seed 3 --json --log-level warn optim.lr=1");
   ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("eval: 'optim.lr=1' has no effect on an evaluation"), std::string::npos) << r.out;
   const auto j = json_of(r.out);
   const double expected = std::sqrt(j["variance"].get<double>() / (j["walkers"].get<double>() - 1));
   EXPECT_NEAR(j["energy_err"].get<double>(), expected, 1e-9 * expected);
