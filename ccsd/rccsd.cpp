@@ -50,12 +50,21 @@ class RetainedHeap {
   bool on_;
 };
 /// Whether a run keeps its tensors on plan.device (CcsdOptions::resident).
+/// Why the run's tensors cannot stay on plan.device ("" when they can).
+std::string residency_obstacle(const MoIntegrals& mo, const CcsdOptions& options) {
+  if (!options.cache_integrals) return "--no-cached-integrals";
+  if (options.backend || options.plan.backend != batching::BackendKind::torch)
+    return "the cublas backend stages its operands";
+  const std::int64_t budget = options.plan.budget_bytes, need = resident_bytes(mo, options);
+  if (budget > 0 && 2 * need > budget)
+    return "integrals, cached blocks, amplitudes and DIIS (" + batching::format_bytes(double(need)) +
+           ") do not fit half of --memory";
+  return "";
+}
 bool runs_resident(const MoIntegrals& mo, const CcsdOptions& options) {
-  const std::int64_t budget = options.plan.budget_bytes;
   const bool wanted = options.resident == Residency::device ||
                       (options.resident == Residency::automatic && !torch::Device(options.plan.device).is_cpu());
-  return wanted && options.cache_integrals && !options.backend && options.plan.backend == batching::BackendKind::torch &&
-         (budget <= 0 || 2 * resident_bytes(mo, options) <= budget);
+  return wanted && residency_obstacle(mo, options).empty();
 }
 }  // namespace
 
@@ -87,14 +96,7 @@ CcsdResult run_rccsd(const MoIntegrals& mo_in, const CcsdOptions& options) {
   const std::int64_t bytes_upload = res.resident && !torch::Device(options.plan.device).is_cpu() ? mo_in.bytes() : 0;
   batching::PlanOptions plan = options.plan;
   if (!res.resident && options.resident == Residency::device)  // --resident on asks; say why it is not
-    log::warn(strfmt("ccsd: --resident on, but the run is not resident: %s",
-                     !options.cache_integrals ? "--no-cached-integrals"
-                     : options.backend || options.plan.backend != batching::BackendKind::torch
-                         ? "the cublas backend stages its operands"
-                         : ("integrals, cached blocks, amplitudes and DIIS (" +
-                            batching::format_bytes(double(resident_bytes(mo_in, options))) +
-                            ") do not fit half of --memory")
-                               .c_str()));
+    log::warn("ccsd: --resident on, but the run is not resident: " + residency_obstacle(mo_in, options));
   if (res.resident) {
     res.resident_bytes = resident_bytes(mo_in, options);
     if (plan.budget_bytes > 0) plan.budget_bytes -= res.resident_bytes;  // contractions get the rest

@@ -62,6 +62,11 @@ void Reader::check_unknown() const {
   }
 }
 
+namespace {
+void merge_at(YAML::Node& root, const std::vector<std::string>& parts, const YAML::Node& value,
+              const std::string& assignment);
+}  // namespace
+
 void apply_override(YAML::Node& root, const std::string& assignment) {
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
@@ -97,8 +102,9 @@ YAML::Node node_at(const YAML::Node& root, const std::vector<std::string>& parts
   }
   return node;
 }
-}  // namespace
 
+/// Sets (or, for a mapping into a mapping, merges) `value` at the key path `parts` of `root`,
+/// copying shared nodes on the way. `assignment` names the override in errors.
 void merge_at(YAML::Node& root, const std::vector<std::string>& parts, const YAML::Node& value,
               const std::string& assignment) {
   // A mapping given for a mapping merges into it, key by key (`sampler={walkers: 8}` changes
@@ -137,6 +143,7 @@ void merge_at(YAML::Node& root, const std::vector<std::string>& parts, const YAM
   chain.back().remove(parts.back());
   chain.back()[parts.back()] = value;
 }
+}  // namespace
 
 }  // namespace config_yaml
 

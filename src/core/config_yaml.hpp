@@ -157,9 +157,5 @@ class Writer {
 /// Applies `a.b.c=value` overrides to a YAML tree (value parsed as YAML). A mapping value given
 /// for a key that holds a mapping merges into it key by key; any other value replaces.
 void apply_override(YAML::Node& root, const std::string& assignment);
-/// Sets (or, for a mapping into a mapping, merges) `value` at the key path `parts` of `root`,
-/// copying shared nodes on the way. `assignment` names the override in errors.
-void merge_at(YAML::Node& root, const std::vector<std::string>& parts, const YAML::Node& value,
-              const std::string& assignment);
 
 }  // namespace nnvmc::config_yaml

@@ -199,7 +199,9 @@ std::string H5File::attr(const std::string& key) const {
   return value;
 }
 
-void H5File::append(const std::string& column, double value) {
+void H5File::append(const std::string& column, double value) { append(column, std::vector<double>{value}); }
+
+void H5File::append(const std::string& column, const std::vector<double>& values) {
   if (!link_exists(id_, column)) {
     ensure_groups(id_, column);
     hsize_t dims = 0, maxdims = H5S_UNLIMITED, chunk = 256;
@@ -217,12 +219,13 @@ void H5File::append(const std::string& column, double value) {
     Handle space{H5Dget_space(ds.id), H5Sclose};
     H5Sget_simple_extent_dims(space.id, &n, nullptr);
   }
-  hsize_t new_size = n + 1, one = 1;
+  hsize_t count = values.size(), new_size = n + count;
+  if (count == 0) return;
   H5Dset_extent(ds.id, &new_size);
   Handle fspace{H5Dget_space(ds.id), H5Sclose};
-  H5Sselect_hyperslab(fspace.id, H5S_SELECT_SET, &n, nullptr, &one, nullptr);
-  Handle mspace{H5Screate_simple(1, &one, nullptr), H5Sclose};
-  if (H5Dwrite(ds.id, H5T_NATIVE_DOUBLE, mspace.id, fspace.id, H5P_DEFAULT, &value) < 0)
+  H5Sselect_hyperslab(fspace.id, H5S_SELECT_SET, &n, nullptr, &count, nullptr);
+  Handle mspace{H5Screate_simple(1, &count, nullptr), H5Sclose};
+  if (H5Dwrite(ds.id, H5T_NATIVE_DOUBLE, mspace.id, fspace.id, H5P_DEFAULT, values.data()) < 0)
     fail(path_, "cannot append to column '" + column + "'");
 }
 

@@ -50,6 +50,8 @@ class H5File {
 
   /// Appends one value to a growable 1-d float64 column (created on first use).
   void append(const std::string& column, double value);
+  /// Appends `values` (in one write).
+  void append(const std::string& column, const std::vector<double>& values);
   /// Length of a 1-d column (0 if it does not exist).
   std::int64_t rows(const std::string& column) const;
   /// Shrinks a growable column to its first `n` values (no-op if it is shorter).

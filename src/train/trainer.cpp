@@ -309,9 +309,11 @@ void Trainer::pad_train_series(io::H5File& results) const {
   for (const auto& m : setup_.molecules)
     for (const char* c : kMoleculeSeries) columns.push_back("train/" + m.name() + "/" + c);
   std::int64_t padded = 0;
-  for (const auto& col : columns)
-    for (std::int64_t n = results.rows(col); n < iteration_; ++n, ++padded)
-      results.append(col, std::numeric_limits<double>::quiet_NaN());
+  for (const auto& col : columns) {
+    const std::int64_t missing = std::max<std::int64_t>(0, iteration_ - results.rows(col));
+    results.append(col, std::vector<double>(static_cast<std::size_t>(missing), std::numeric_limits<double>::quiet_NaN()));
+    padded += missing;
+  }
   if (padded > 0)
     log::warn(strfmt("result.h5: %ld row(s) before iteration %ld were never written (a failed write or a new file); "
                      "they are NaN", static_cast<long>(padded), static_cast<long>(iteration_)));
