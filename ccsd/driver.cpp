@@ -1,8 +1,10 @@
 #include "ccsd/driver.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 
+#include "batching/budget.hpp"
 #include "ccsd/cholesky.hpp"
 #include "ccsd/mo_integrals.hpp"
 #include "core/errors.hpp"
@@ -10,6 +12,37 @@
 #include "scf/integrals.hpp"
 
 namespace nnvmc::ccsd {
+
+std::int64_t doubles_block_bytes(std::int64_t n_basis, std::int64_t n_occupied, std::int64_t n_frozen) {
+  const std::int64_t o = n_occupied - n_frozen, v = n_basis - n_occupied;
+  return 8 * o * o * v * v;
+}
+
+std::int64_t minimum_budget_bytes(std::int64_t n_basis, std::int64_t n_occupied, std::int64_t n_frozen, bool triples) {
+  const std::int64_t v = n_basis - n_occupied;
+  return std::max({doubles_block_bytes(n_basis, n_occupied, n_frozen), 8 * n_basis * n_basis,
+                   triples ? 8 * v * v * v : std::int64_t(0), kMinimumBudgetBytes});
+}
+
+void check_memory_budget(const System& system, std::int64_t n_basis, const CcsdRunOptions& options) {
+  const std::int64_t budget = options.ccsd.plan.budget_bytes;
+  if (budget <= 0) return;  // no limit
+  const int n_frozen = options.frozen_core ? frozen_core_orbitals(system) : 0;
+  const std::int64_t n_occupied = system.n_electrons() / 2;
+  const std::int64_t floor = minimum_budget_bytes(n_basis, n_occupied, n_frozen, options.ccsd.triples);
+  const std::string what = "the CCSD of " + (system.name.empty() ? std::string("this molecule") : system.name) +
+                           " in " + options.basis;
+  const auto bytes = [](std::int64_t b) { return batching::format_bytes(double(b)); };
+  if (budget < floor)
+    throw BudgetError("a memory budget of " + bytes(budget) + " is too small for " + what + ": it needs at least " +
+                      bytes(floor) + " (one doubles-amplitude block is " +
+                      bytes(doubles_block_bytes(n_basis, n_occupied, n_frozen)) +
+                      ", and the CCSD holds several anyway); give --memory " + bytes(4 * floor) + " or more, or auto");
+  if (budget < 4 * floor)
+    log::warn("a memory budget of " + bytes(budget) + " splits the contractions of " + what +
+              " into many small batches, which can make it several times slower; give " + bytes(4 * floor) +
+              " or more, or auto");
+}
 
 CcsdRun run_ccsd(const System& system, const CcsdRunOptions& options) {
   using clock = std::chrono::steady_clock;
@@ -25,6 +58,7 @@ CcsdRun run_ccsd(const System& system, const CcsdRunOptions& options) {
     throw BudgetError(strfmt("conventional integrals for %d basis functions hold %.1f GB of AO integrals, above the "
                              "%.1f GB they are allowed; use Cholesky-decomposed integrals (--cholesky 1e-5)",
                              static_cast<int>(basis.n_functions()), ao_bytes / 1e9, double(scf::kMaxFullEriBytes) / 1e9));
+  check_memory_budget(system, basis.n_functions(), options);
   const auto seconds = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
   run.n_frozen = options.frozen_core ? frozen_core_orbitals(system) : 0;
   MoIntegrals mo;

@@ -1,6 +1,7 @@
 #pragma once
 /// @file driver.hpp
 /// Molecule → RHF → MO integrals → CCSD(T), as the `nnvmc ccsd` command runs it.
+#include <cstdint>
 #include <string>
 
 #include "ccsd/rccsd.hpp"
@@ -30,6 +31,20 @@ struct CcsdRun {
   double seconds_scf = 0;          ///< RHF wall time (without the Cholesky decomposition)
   double seconds_integrals = 0;    ///< MO integral (and Cholesky decomposition) wall time
 };
+
+/// No CCSD is planned under less working memory than this.
+constexpr std::int64_t kMinimumBudgetBytes = std::int64_t(64) << 10;
+
+/// The smallest working-memory budget worth planning a CCSD under: one doubles-amplitude block
+/// (o²v² doubles, the CCSD holds several anyway), one AO matrix, with (T) one v³ block, and never
+/// less than kMinimumBudgetBytes.
+/// @return bytes
+std::int64_t minimum_budget_bytes(std::int64_t n_basis, std::int64_t n_occupied, std::int64_t n_frozen, bool triples);
+
+/// Refuses a budget (options.ccsd.plan.budget_bytes > 0) below minimum_budget_bytes, before any
+/// integral is computed, and warns below four times it (many small batches run slowly).
+/// @throws BudgetError
+void check_memory_budget(const System& system, std::int64_t n_basis, const CcsdRunOptions& options);
 
 /// Runs RHF and CC. @throws InputError (open shell, unknown basis), NumericalError, BudgetError.
 CcsdRun run_ccsd(const System& system, const CcsdRunOptions& options);

@@ -167,7 +167,7 @@ void add_ccsd_command(CLI::App& app) {
   cmd->add_option("--backend", a->backend, "GEMM backend: torch | cublas");
   cmd->add_option("--device", a->device, "execution device: cpu | cuda | cuda:N")->check(device_name());
   cmd->add_option("--max-iterations", a->max_iterations, "CCSD iterations before giving up (default 100)")
-      ->check(at_least(1));
+      ->check(integer_in(1, INT_MAX));
   cmd->add_flag("--allow-unconverged", a->allow_unconverged,
                 "report the last iterate instead of failing when not converged (timing runs)");
   cmd->add_flag("--frozen-core", a->frozen_core, "freeze core orbitals");

@@ -123,9 +123,10 @@ void add_compare_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("compare", "Compare ansätze across molecules (a matrix of training runs)");
   auto a = std::make_shared<CompareArgs>();
   cmd->add_option("args", a->args, "COMPARE.yaml followed by key=value overrides of the file");
-  cmd->add_option("--jobs", a->jobs, "cells run at once (threads are split between them)");
+  cmd->add_option("--jobs", a->jobs, "cells run at once (threads are split between them)")
+      ->check(integer_in(1, INT_MAX));
   cmd->add_option("--max-cells", a->max_cells, "start at most N cells now, 0: all (re-run to continue)")
-      ->check(at_least(0));
+      ->check(integer_in(0, INT_MAX));
   cmd->add_flag("--retry-failed", a->retry_failed, "run failed cells again");
   cmd->add_flag("--no-plots", a->no_plots, "do not run the plotting script");
   cmd->add_option("--test-interrupt", a->test_interrupt, "testing: CELL_ID:ITERATION stops that cell as SIGTERM would")
@@ -139,7 +140,8 @@ void add_compare_command(CLI::App& app) {
   auto opts = std::make_shared<compare::CellRunOptions>();
   cell->add_option("dir", *dir, "the cell's directory (holds cell.yaml)")->required();
   cell->add_option("--minutes", opts->minutes, "training wall-time budget");
-  cell->add_option("--interrupt-at", opts->interrupt_at, "testing: stop before this iteration");
+  cell->add_option("--interrupt-at", opts->interrupt_at, "testing: stop before this iteration")
+      ->check(integer_in(-1, LLONG_MAX));
   cell->add_option("--auto-memory", opts->auto_memory_bytes, "bytes that run.memory_budget 'auto' stands for (CPU)")
       ->check(at_least(0));
   cell->callback([dir, opts] {

@@ -153,8 +153,8 @@ void add_eval_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("eval", "Evaluate the energy of a checkpoint with an error bar");
   auto a = std::make_shared<EvalArgs>();
   cmd->add_option("args", a->args, "CHECKPOINT followed by key.path=value overrides");
-  cmd->add_option("--steps", a->steps, "measurement iterations (default: eval.steps)")->check(at_least(1));
-  cmd->add_option("--walkers", a->walkers, "walkers (default: as trained)")->check(at_least(1));
+  cmd->add_option("--steps", a->steps, "measurement iterations (default: eval.steps)")->check(integer_in(1, INT_MAX));
+  cmd->add_option("--walkers", a->walkers, "walkers (default: as trained)")->check(integer_in(1, INT_MAX));
   cmd->add_option("--seed", a->seed, "random seed of the evaluation chain")
       ->check([](const std::string& v) -> std::string {  // (CLI11 clamped larger ones silently)
         const std::string bad = "must be an integer from 0 to " + std::to_string(std::numeric_limits<long long>::max());

@@ -77,10 +77,15 @@ void add_profile_command(CLI::App& app) {
       ->check([](const std::string& v) {  // (an empty value used to fall back to the config's molecule)
         return split_molecule_list(v).empty() ? "names no molecule (give e.g. --molecules lih,ch4)" : "";
       });
-  cmd->add_option("--iterations", a->options.iterations, "timed iterations per molecule (medians)")->capture_default_str();
-  cmd->add_option("--warmup", a->options.warmup, "warm-up iterations per molecule")->capture_default_str();
+  cmd->add_option("--iterations", a->options.iterations, "timed iterations per molecule (medians)")
+      ->capture_default_str()
+      ->check(integer_in(1, INT_MAX));
+  cmd->add_option("--warmup", a->options.warmup, "warm-up iterations per molecule (at least 1)")
+      ->capture_default_str()
+      ->check(integer_in(1, INT_MAX));
   cmd->add_option("--profile-iterations", a->options.profiled, "iterations under the operator profiler")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(integer_in(0, INT_MAX));
   cmd->add_option("--output", a->options.output, "output directory (default runs/profile_<config>)");
   cmd->add_flag("--no-roofline", a->no_roofline, "skip the GEMM / triad measurement");
   cmd->add_flag("--no-plots", a->no_plots, "do not run the plotting script");

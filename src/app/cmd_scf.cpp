@@ -97,7 +97,9 @@ void add_scf_command(CLI::App& app) {
   cmd->add_flag("--uhf", a->uhf, "unrestricted Hartree–Fock (needed for open shells)");
   cmd->add_flag("--json", a->json, "print one JSON object (e_hf, e_nuc, n_basis, converged, ...)");
   cmd->add_option("--guess", a->guess, "initial guess: sad | core")->capture_default_str();
-  cmd->add_option("--max-iter", a->options.max_iterations, "maximum SCF iterations")->capture_default_str();
+  cmd->add_option("--max-iter", a->options.max_iterations, "maximum SCF iterations")
+      ->capture_default_str()
+      ->check(integer_in(1, INT_MAX));
   cmd->add_option("--level-shift", a->options.level_shift, "virtual level shift (Eh)")
       ->capture_default_str()
       ->check(finite_in(0, 100));
@@ -105,7 +107,7 @@ void add_scf_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--diis-start", a->options.diis_start, "first DIIS iteration")
       ->capture_default_str()
-      ->check(CLI::Range(0, 100000));
+      ->check(integer_in(0, 100000));
   cmd->add_option("--schwarz", a->options.jk.integrals.schwarz_threshold,
                   "skip ERI shell quartets with Schwarz bound below this (Eh)")
       ->capture_default_str()
@@ -116,7 +118,7 @@ void add_scf_command(CLI::App& app) {
       ->check(finite_in(0, 1e-2));
   cmd->add_option("--threads", a->options.jk.integrals.threads, "integral threads (0 = all cores)")
       ->capture_default_str()
-      ->check(CLI::Range(0, max_integral_threads()));
+      ->check(integer_in(0, max_integral_threads()));
   cmd->callback([a] { run_scf_command(*a); });
 }
 

@@ -5,7 +5,11 @@
 /// InputError → exit 2 and other errors → exit 1.
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
+#include <climits>
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "core/config.hpp"
@@ -23,13 +27,31 @@ inline CLI::Validator device_name() {
 
 /// Reads a whole command-line word as a number: "" on success, else the reason.
 inline std::string read_number(const std::string& text, double& v) {
-  try {
-    std::size_t used = 0;
-    v = std::stod(text, &used);
-    if (used == text.size()) return {};
-  } catch (const std::exception&) {
-  }
-  return "'" + text + "' is not a number";
+  errno = 0;
+  char* end = nullptr;
+  v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || std::isspace(static_cast<unsigned char>(text[0])))
+    return "'" + text + "' is not a number";
+  if (errno == ERANGE)  // (std::stod called 5e-324 "not a number")
+    return "'" + text + "' is outside the range of double-precision numbers (about 2.2e-308 to 1.8e308)";
+  return {};
+}
+
+/// A CLI11 check: a whole number in [lo, hi], checked before CLI11 converts it (which says
+/// only "Could not convert" for 1.5 or a number beyond the option's integer type).
+inline CLI::Validator integer_in(long long lo, long long hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        errno = 0;
+        char* end = nullptr;
+        const long long v = std::strtoll(text.c_str(), &end, 10);
+        const bool whole = !text.empty() && end == text.c_str() + text.size() &&
+                           !std::isspace(static_cast<unsigned char>(text[0]));
+        if (!whole || errno == ERANGE || v < lo || v > hi)
+          return "'" + text + "' is not a whole number from " + std::to_string(lo) + " to " + std::to_string(hi);
+        return {};
+      },
+      "");
 }
 
 /// A CLI11 check: a finite number in [lo, hi] (CLI::Range lets NaN through).

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -153,31 +155,32 @@ bool is_device_name(const std::string& text) {
 }
 
 std::uint64_t parse_bytes(const std::string& text, const std::string& key) {
-  std::size_t pos = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &pos);
-  } catch (const std::exception&) {
-    throw ConfigError("'" + key + "' must be a byte count like 2GiB or 500MB, got '" + text + "'");
+  // a decimal number (no hex, inf or nan, which std::stod would take) and an optional unit
+  static const std::regex form(R"(\s*((?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*)");
+  const std::string usage = "'" + key + "' must be a positive byte count like 2GiB or 500MB, got '" + text + "'";
+  std::smatch m;
+  if (!std::regex_match(text, m, form)) throw ConfigError(usage);
+  const std::string given = m[2].str();
+  if (given.size() > 1 && given.back() == 'b') {  // Mb, Gib: bits by the usual convention
+    std::string bytes_unit = given.substr(0, given.size() - 1) + "B";
+    bytes_unit[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(bytes_unit[0])));
+    throw ConfigError("'" + key + "' = '" + text + "': '" + given + "' reads as bits; write bytes with a capital B (" +
+                      bytes_unit + ")");
   }
-  std::string unit = text.substr(pos);
-  unit.erase(std::remove_if(unit.begin(), unit.end(), ::isspace), unit.end());
+  std::string unit = given;
   std::transform(unit.begin(), unit.end(), unit.begin(), ::tolower);
-  double mult = 0;
-  if (unit.empty() || unit == "b") mult = 1;
-  else if (unit == "kb" || unit == "k") mult = 1e3;
-  else if (unit == "mb" || unit == "m") mult = 1e6;
-  else if (unit == "gb" || unit == "g") mult = 1e9;
-  else if (unit == "kib") mult = 1024.0;
-  else if (unit == "mib") mult = 1024.0 * 1024;
-  else if (unit == "gib") mult = 1024.0 * 1024 * 1024;
-  else if (unit == "tib") mult = 1024.0 * 1024 * 1024 * 1024;
-  if (mult == 0 || !(v > 0))
-    throw ConfigError("'" + key + "' must be a positive byte count like 2GiB or 500MB, got '" +
-                      text + "'");
-  if (!(v * mult < 9.2e18))  // also inf: beyond any memory and beyond a 64-bit count
+  static const std::map<std::string, double> multiplier = {
+      {"", 1},           {"b", 1},           {"k", 1e3},          {"kb", 1e3},
+      {"m", 1e6},        {"mb", 1e6},        {"g", 1e9},          {"gb", 1e9},
+      {"t", 1e12},       {"tb", 1e12},       {"kib", 1024.0},     {"mib", 1024.0 * 1024},
+      {"gib", 1024.0 * 1024 * 1024},         {"tib", 1024.0 * 1024 * 1024 * 1024}};
+  const auto it = multiplier.find(unit);
+  if (it == multiplier.end()) throw ConfigError(usage + " (units: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)");
+  const double bytes = std::strtod(m[1].str().c_str(), nullptr) * it->second;
+  if (!(bytes >= 1)) throw ConfigError(usage);
+  if (!(bytes < 9.2e18))  // also inf: beyond any memory and beyond a 64-bit count
     throw ConfigError("'" + key + "' = '" + text + "' is too large");
-  return static_cast<std::uint64_t>(v * mult);
+  return static_cast<std::uint64_t>(bytes);
 }
 
 int OrbformerOptions::max_atomic_number() const {

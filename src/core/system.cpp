@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "core/data_paths.hpp"
 #include "core/elements.hpp"
@@ -239,6 +241,20 @@ std::string default_molecules_dir() {
   return molecules_data_dir();
 }
 
+namespace {
+/// The molecule names in a directory ("a, b, c"), for an error message.
+std::string known_molecule_names(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().extension() == ".yaml") names.push_back(it->path().stem().string());
+  std::sort(names.begin(), names.end());
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? "none" : out;
+}
+}  // namespace
+
 System load_molecule(const std::string& spec, const std::string& molecules_dir) {
   fs::path p(spec);
   const bool looks_like_path = spec.find('/') != std::string::npos || p.has_extension();
@@ -247,8 +263,8 @@ System load_molecule(const std::string& spec, const std::string& molecules_dir) 
     throw InputError(p.string() + ": not a molecule file (a directory?)");
   if (!fs::exists(p)) {
     if (looks_like_path) throw InputError(spec + ": no such molecule file");
-    throw InputError("unknown molecule '" + spec + "' (no " + p.string() +
-                     "; give a name in configs/molecules/, a .yaml/.xyz path, or inline atoms)");
+    throw InputError("unknown molecule '" + spec + "' (no " + p.string() + "; give one of the names there (" +
+                     known_molecule_names(molecules_dir) + ") or a .yaml/.xyz path)");
   }
   System sys;
   std::string extension = p.extension().string();

@@ -25,8 +25,9 @@ BlockingResult blocking_analysis(const std::vector<double>& series) {
   std::vector<long> len;
   while (x.size() >= 2) {
     const long m = static_cast<long>(x.size());
+    const double level_mean = mean_of(x);  // (a level that dropped an odd last value has its own)
     double v = 0;
-    for (long i = 0; i < m; ++i) v += (x[i] - mean) * (x[i] - mean);
+    for (long i = 0; i < m; ++i) v += (x[i] - level_mean) * (x[i] - level_mean);
     s2.push_back(v / m);
     len.push_back(m);
     std::vector<double> next(m / 2);
@@ -78,7 +79,7 @@ double batch_means_error(const std::vector<double>& series) {
 AutocorrEstimate autocorrelation_estimate(const std::vector<double>& series) {
   AutocorrEstimate a;
   const long n = static_cast<long>(series.size());
-  if (n < 2) {  // nothing to correlate: unknown, not exact
+  if (n < kMinWindowSeries) {  // too short to say (uncorrelated series of 20 gave τ ≈ 0.5): unknown, not exact
     a.tau = a.error = std::numeric_limits<double>::quiet_NaN();
     return a;
   }
@@ -89,16 +90,34 @@ AutocorrEstimate autocorrelation_estimate(const std::vector<double>& series) {
   if (c0 <= 0) return a;
   double tau = 1;
   long w = 1;
+  bool converged = false;
   for (; w < n / 2; ++w) {
     double c = 0;
     for (long i = 0; i + w < n; ++i) c += (series[i] - m) * (series[i + w] - m);
     tau += 2 * c / static_cast<double>(n) / c0;
-    if (static_cast<double>(w) >= 5.0 * tau) break;
+    if (static_cast<double>(w) >= 5.0 * tau) {
+      converged = true;
+      break;
+    }
   }
-  a.tau = std::max(tau, 1e-12);
   a.window = static_cast<int>(w);
+  if (!converged || !(tau > 0)) {  // the series ended before the window did: no estimate (one
+    // stopped at n/2 understated the error of short uncorrelated series by 40 %)
+    a.tau = a.error = std::numeric_limits<double>::quiet_NaN();
+    return a;
+  }
+  a.tau = tau;
   a.error = std::sqrt(a.tau * c0 * n / (n - 1.0) / static_cast<double>(n));
   return a;
+}
+
+double walker_chains_error(const std::vector<double>& chain_means) {
+  const long w = static_cast<long>(chain_means.size());
+  if (w < 2) return std::numeric_limits<double>::quiet_NaN();
+  const double m = mean_of(chain_means);
+  double v = 0;
+  for (double x : chain_means) v += (x - m) * (x - m);
+  return std::sqrt(v / (w - 1.0) / static_cast<double>(w));
 }
 
 }  // namespace nnvmc

@@ -37,12 +37,20 @@ BlockingResult blocking_analysis(const std::vector<double>& series);
 double batch_means_error(const std::vector<double>& series);
 
 /// Integrated autocorrelation time τ = 1 + 2 Σ_{t=1}^{W} ρ(t) with Sokal's automatic window (the
-/// smallest W ≥ 5τ(W)), and the standard error √(τ s² / n) it implies.
+/// smallest W ≥ 5τ(W)), and the standard error √(τ s² / n) it implies. NaN (both) for fewer than
+/// kMinWindowSeries values or when no window below n/2 satisfies the condition: too short to say.
+constexpr long kMinWindowSeries = 100;
 struct AutocorrEstimate {
-  double tau = 1;    ///< integrated autocorrelation time (in series steps); NaN for fewer than 2
-  double error = 0;  ///< standard error of the mean
+  double tau = 1;    ///< integrated autocorrelation time (in series steps); NaN when too short
+  double error = 0;  ///< standard error of the mean; NaN when too short
   int window = 0;    ///< W
 };
 AutocorrEstimate autocorrelation_estimate(const std::vector<double>& series);
+
+/// Standard error of the grand mean from W independent Markov chains (the walkers): the spread of
+/// each chain's time average, √(Σ(m_w − m̄)² / (W(W − 1))), whatever the chains' correlation
+/// time and however short they are, provided they started in equilibrium. NaN for fewer than 2.
+/// @param chain_means the time average of each chain (W values)
+double walker_chains_error(const std::vector<double>& chain_means);
 
 }  // namespace nnvmc

@@ -32,6 +32,7 @@ EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers
   out.step_size = sampler.step_size();  // frozen from here on: measurement uses a fixed kernel
   double sum_sq = 0, acc = 0;
   long count = 0;
+  torch::Tensor walker_sum, walker_count;  // each walker's (chain's) local energies over the steps
   for (int t = 0; t < options.steps; ++t) {
     throw_if_stop_requested_on_any_rank("the evaluation");
     {
@@ -45,7 +46,18 @@ EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers
     if (!finite.ok)
       throw NumericalError("evaluation step " + std::to_string(t + 1) + ": " + std::to_string(finite.excluded) +
                            " of " + std::to_string(e.size(0)) + " local energies are non-finite");
-    if (finite.excluded > 0) e = e.index({finite.mask});
+    if (!walker_sum.defined()) {
+      walker_sum = torch::zeros_like(e);
+      walker_count = torch::zeros_like(e);
+    }
+    if (finite.excluded > 0) {
+      walker_sum.index_put_({finite.mask}, walker_sum.index({finite.mask}) + e.index({finite.mask}));
+      walker_count.index_put_({finite.mask}, walker_count.index({finite.mask}) + 1);
+      e = e.index({finite.mask});
+    } else {
+      walker_sum += e;
+      walker_count += 1;
+    }
     out.excluded += finite.excluded;
     out.series.push_back(e.mean().item<double>());
     sum_sq += e.square().sum().item<double>();
@@ -57,11 +69,22 @@ EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers
   out.autocorr = autocorrelation_estimate(out.series);
   out.acceptance = options.steps > 0 ? acc / options.steps : 0.0;
   out.variance = count > 0 ? sum_sq / count - out.stats.mean * out.stats.mean : 0.0;
-  if (out.stats.n < 2 && count > 1) {
-    // One measured iteration leaves the reblocking nothing to compare (its error was 0): the error
-    // is then the one over the walkers, independent chains, and the correlation time unknown.
-    out.stats.error = out.stats.naive_error = std::sqrt(out.variance / static_cast<double>(count - 1));
-    out.stats.autocorr_time = std::numeric_limits<double>::quiet_NaN();
+  if (walker_sum.defined()) {
+    const torch::Tensor seen = walker_count > 0;
+    const torch::Tensor means = (walker_sum.index({seen}) / walker_count.index({seen})).contiguous();
+    out.error_walkers = walker_chains_error(std::vector<double>(means.data_ptr<double>(),
+                                                                means.data_ptr<double>() + means.numel()));
+  }
+  // A series too short for the reblocking (no plateau; one step leaves it nothing to compare) has
+  // its error from the spread of the walkers' own averages: independent chains, valid at any length.
+  if (std::isfinite(out.error_walkers) &&
+      (out.stats.n < 2 || (!out.stats.plateau && out.walkers >= kMinWalkersForChainsError))) {
+    out.error_method = "walker chains";
+    out.stats.error = out.error_walkers;
+    if (out.stats.n < 2) out.stats.naive_error = out.error_walkers;
+    out.stats.autocorr_time = out.stats.n >= 2 && out.stats.naive_error > 0
+                                  ? std::pow(out.stats.error / out.stats.naive_error, 2)
+                                  : std::numeric_limits<double>::quiet_NaN();
   }
   return out;
 }

@@ -3,6 +3,8 @@
 /// Energy evaluation with fixed parameters: MH sampling, local energies, reblocking.
 #include <cstdint>
 #include <functional>
+#include <limits>
+#include <string>
 #include <vector>
 
 #include "core/timer.hpp"
@@ -11,11 +13,20 @@
 
 namespace nnvmc {
 
+/// Walkers from which the spread of their averages is the error bar of a short evaluation (its
+/// own relative uncertainty is about 1/√(2(W − 1)), 18 % at 16).
+constexpr int kMinWalkersForChainsError = 16;
+
 /// Result of an evaluation.
 struct EvalResult {
   BlockingResult stats;        ///< mean energy, error bar, autocorrelation time (in iterations)
   double error_batch_means = 0;  ///< cross-check: batch-means standard error of the mean
   AutocorrEstimate autocorr;   ///< cross-check: Sokal-window autocorrelation time and error
+  /// cross-check: the spread of each walker's time average (walker_chains_error); NaN below 2 walkers
+  double error_walkers = std::numeric_limits<double>::quiet_NaN();
+  /// how stats.error was found: "reblocking", or "walker chains" for a series too short for a
+  /// reblocking plateau (with at least kMinWalkersForChainsError walkers)
+  std::string error_method = "reblocking";
   double variance = 0;         ///< variance of the local energy over all samples
   double acceptance = 0;       ///< mean MH acceptance while measuring
   double step_size = 0;        ///< MH step size while measuring (adapted during burn-in only)

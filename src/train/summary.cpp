@@ -1,5 +1,6 @@
 #include "train/summary.hpp"
 
+#include <cmath>
 #include <fstream>
 
 #include "core/log.hpp"
@@ -12,6 +13,8 @@ nlohmann::json eval_json(const EvalResult& r) {
   return {{"energy", r.stats.mean},
           {"energy_err", r.stats.error},
           {"error_plateau", r.stats.plateau},
+          {"error_method", r.error_method},
+          {"energy_err_walkers", r.error_walkers},
           {"energy_err_naive", r.stats.naive_error},
           {"energy_err_batch_means", r.error_batch_means},
           {"energy_err_autocorr", r.autocorr.error},
@@ -26,18 +29,24 @@ nlohmann::json eval_json(const EvalResult& r) {
 }
 
 std::string eval_text(const EvalResult& r) {
+  const bool reblocked = r.error_method == "reblocking";
   std::string s = strfmt("energy   %.6f ± %.6f Eh%s\n", r.stats.mean, r.stats.error,
-                         r.stats.plateau ? "" : "  (UNRELIABLE: see below)");
-  s += strfmt("         error cross-checks: batch means ± %.6f, autocorrelation ± %.6f\n", r.error_batch_means,
-              r.autocorr.error);
+                         reblocked ? (r.stats.plateau ? "" : "  (UNRELIABLE: see below)") : "  (from the walkers' averages)");
+  const auto value = [](double x) { return std::isfinite(x) ? strfmt("%.6f", x) : std::string("n/a (too short)"); };
+  s += strfmt("         error cross-checks: batch means ± %s, autocorrelation ± %s, walker averages ± %s\n",
+              value(r.error_batch_means).c_str(), value(r.autocorr.error).c_str(), value(r.error_walkers).c_str());
   s += strfmt("variance %.5f\n", r.variance);
-  s += strfmt("autocorrelation time %.2f iterations (reblocking), acceptance %.2f at step size %.4f\n",
-              r.stats.autocorr_time, r.acceptance, r.step_size);
+  s += strfmt("autocorrelation time %.2f iterations (%s), acceptance %.2f at step size %.4f\n", r.stats.autocorr_time,
+              reblocked ? "reblocking" : "from the walkers' averages", r.acceptance, r.step_size);
   s += strfmt("%d steps x %d walkers\n", r.steps, r.walkers);
-  if (!r.stats.plateau)
+  if (!reblocked)
+    s += strfmt("note: %ld step(s) are too few for a reblocking plateau; the error bar is the spread of the %d walkers' "
+                "own averages (independent chains, valid at any length once equilibrated)\n",
+                r.stats.n, r.walkers);
+  else if (!r.stats.plateau)
     s += strfmt("warning: no block size passed the reblocking plateau test (%ld values, window estimate of the "
-                "autocorrelation time %.1f): the error bar is likely too small; evaluate with more steps\n",
-                r.stats.n, r.autocorr.tau);
+                "autocorrelation time %s): the error bar is likely too small; evaluate with more steps or walkers\n",
+                r.stats.n, std::isfinite(r.autocorr.tau) ? strfmt("%.1f", r.autocorr.tau).c_str() : "n/a");
   if (r.excluded > 0)
     s += strfmt("warning: %ld sample(s) with a non-finite local energy were left out\n", static_cast<long>(r.excluded));
   return s;

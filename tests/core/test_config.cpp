@@ -242,6 +242,23 @@ TEST(Config, ByteCountsParse) {
   EXPECT_THROW(parse_bytes("lots", "k"), ConfigError);
 }
 
+// Only decimal counts with a byte unit: std::stod's hexadecimal, inf and nan, bit units and
+// counts below one byte are refused rather than read as something else.
+TEST(Config, ByteCountsThatAreNotPlainDecimalBytesAreRefused) {
+  EXPECT_EQ(parse_bytes("1.5 KiB", "k"), 1536ull);
+  EXPECT_EQ(parse_bytes("2e3", "k"), 2000ull);
+  EXPECT_EQ(parse_bytes("3GIB", "k"), 3ull << 30);
+  EXPECT_EQ(parse_bytes("1TB", "k"), 1000000000000ull);
+  for (const char* bad : {"0x10MiB", "inf", "nan", "1e400", "0", "0.5", "-1MiB", "5Mb", "2 Gib", "3gib", "1 MiBs", "1e", ""})
+    EXPECT_THROW(parse_bytes(bad, "run.memory_budget"), ConfigError) << bad;
+  try {
+    parse_bytes("5Mb", "--memory");
+    FAIL() << "5Mb was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("bits"), std::string::npos) << e.what();
+  }
+}
+
 // Every run config the repository ships loads, and each config the quick-start demo names
 // exists (a .gitignore pattern once kept the demo's config out of clean clones).
 TEST(Config, EveryShippedRunConfigAndEveryConfigTheDemoNamesLoad) {

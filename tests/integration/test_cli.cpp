@@ -730,6 +730,24 @@ TEST(Cli, ScfAndCcsdCheckTheirInputsFirstAndTheirOutputLast) {
   EXPECT_NE(big.out.find("155 basis functions"), std::string::npos) << big.out;
   EXPECT_NE(big.out.find("--cholesky"), std::string::npos) << big.out;
   EXPECT_EQ(big.out.find("SCF"), std::string::npos) << big.out;  // refused before it
+  // a working-memory budget below one doubles-amplitude block is refused before the SCF (it ran
+  // for minutes in batches of a few bytes, or failed after the SCF naming an einsum); one below
+  // four of them is run with a warning
+  const auto tiny = run("ccsd h2o --basis cc-pvdz --memory 10KiB");
+  EXPECT_EQ(tiny.code, 2) << tiny.out;
+  EXPECT_NE(tiny.out.find("one doubles-amplitude block is 70.51 KiB"), std::string::npos) << tiny.out;
+  EXPECT_NE(tiny.out.find("--memory 282.03 KiB or more"), std::string::npos) << tiny.out;
+  EXPECT_EQ(tiny.out.find("SCF"), std::string::npos) << tiny.out;
+  const auto small = run("ccsd h2o --basis sto-3g --memory 100KiB --json");
+  ASSERT_EQ(small.code, 0) << small.out;
+  EXPECT_NE(small.out.find("many small batches"), std::string::npos) << small.out;
+  // numbers are read whole, in range, with the reason
+  expect_input_error("ccsd h2o --memory 0x10MiB", "--memory");
+  expect_input_error("ccsd h2o --memory 5Mb", "reads as bits");
+  expect_input_error("ccsd h2o --cholesky 5e-324", "outside the range of double-precision numbers");
+  expect_input_error("ccsd h2o --max-iterations 99999999999", "not a whole number from 1 to 2147483647");
+  expect_input_error("scf h2o --max-iter 2.5", "--max-iter");
+  expect_input_error("scf nosuchmolecule", "h2o");  // the names it knows
   const auto odd = write_config("nnvmc_h2_\xff.xyz", "2\nH2\nH 0 0 0\nH 0 0 0.74\n");
   const auto j = run("scf " + odd + " --basis sto-3g --json");
   ASSERT_EQ(j.code, 0) << j.out;

@@ -99,3 +99,47 @@ TEST(Blocking, AutocorrelationEstimateRecoversTauOfALongAR1Series) {
   EXPECT_NEAR(a.tau, tau, 0.15 * tau);
   EXPECT_GE(a.window, 5 * a.tau - 1);
 }
+
+// Sixty-four independent AR(1) chains of only 8 steps each (τ = 9, so no reblocking plateau):
+// the spread of the chains' own averages gives the error of the grand mean, on average the exact
+// one, and its 1σ bar covers the true mean (0) at about the nominal rate.
+TEST(Blocking, WalkerChainsErrorOfShortIndependentChainsIsTheExactOne) {
+  const double phi = 0.8;
+  const long steps = 8, chains = 64;
+  const double exact = ar1_standard_error(phi, steps) / std::sqrt(double(chains));
+  int covered = 0, covered_reblocking = 0;
+  double mean_error = 0;
+  const int repeats = 200;
+  for (int i = 0; i < repeats; ++i) {
+    std::vector<double> chain_means(chains), step_means(steps, 0.0);
+    for (long w = 0; w < chains; ++w) {
+      const auto x = ar1(phi, steps, 1000 * i + w);
+      for (long t = 0; t < steps; ++t) step_means[t] += x[t] / chains;
+      for (double v : x) chain_means[w] += v / steps;
+    }
+    const double err = walker_chains_error(chain_means);
+    const auto b = blocking_analysis(step_means);
+    EXPECT_FALSE(b.plateau);
+    covered += std::abs(b.mean) <= err;
+    covered_reblocking += std::abs(b.mean) <= b.error;
+    mean_error += err / repeats;
+  }
+  std::printf("[ info     ] 1σ coverage of 200: walker chains %d, reblocking of the step means %d\n", covered,
+              covered_reblocking);
+  EXPECT_NEAR(mean_error, exact, 0.05 * exact);
+  EXPECT_GE(covered, 124);  // 68 % expected; ≥ 62 %
+  EXPECT_LT(covered_reblocking, covered);
+  EXPECT_TRUE(std::isnan(walker_chains_error({1.0})));
+}
+
+// Sokal's window on short or window-less series gives no estimate rather than a small one: on 20
+// uncorrelated values it used to stop with τ ≈ 0.5 (error bars 0.6× the true ones).
+TEST(Blocking, AutocorrelationEstimateOfATooShortSeriesIsUnknown) {
+  const auto short_white = ar1(0.0, 20, 11);
+  EXPECT_TRUE(std::isnan(autocorrelation_estimate(short_white).error));
+  std::vector<double> drift(400);  // correlated over its whole length: no window W ≥ 5τ(W) below n/2
+  for (std::size_t i = 0; i < drift.size(); ++i) drift[i] = 0.01 * double(i);
+  const auto a = autocorrelation_estimate(drift);
+  EXPECT_TRUE(std::isnan(a.tau));
+  EXPECT_TRUE(std::isnan(a.error));
+}
