@@ -1,6 +1,6 @@
 /// Error-bar study (issue 18): R independent evaluations of one checkpoint (seeds 1..R, walkers
 /// starting from the checkpoint's), each reported with its reblocking, batch-means and
-/// autocorrelation-time error bars; how often each 1σ bar covers the pooled mean; the spread of
+/// autocorrelation-time and walker-chains error bars; how often each 1σ bar covers the pooled mean; the spread of
 /// the z-scores; and the tails of the local-energy distribution over all samples.
 /// usage: bench_error_bars CHECKPOINT [--repeats R] [--steps S] [--burn-in N] [--exact E] [--threads T]
 #include <algorithm>
@@ -20,7 +20,7 @@ using namespace nnvmc;
 namespace {
 struct Repeat {
   BlockingResult blocking;
-  double batch_means = 0, autocorr = 0, acceptance = 0, max_dev = 0;
+  double batch_means = 0, autocorr = 0, walker_chains = 0, acceptance = 0, max_dev = 0;
 };
 
 /// Hill estimator of the tail exponent from the k largest values of x (x > 0, sorted descending).
@@ -52,8 +52,8 @@ int run(int argc, char** argv) {
   const Checkpoint ckpt = load_checkpoint(path);
   std::vector<Repeat> reps;
   std::vector<double> samples;  // every local energy of every repeat
-  std::printf("%4s %12s %10s %10s %10s %7s %6s %6s %8s\n", "seed", "mean", "blocking", "batch", "autocorr",
-              "plateau", "tau", "acc", "max|dE|");
+  std::printf("%4s %12s %10s %10s %10s %10s %7s %6s %6s %8s\n", "seed", "mean", "blocking", "batch", "autocorr",
+              "walkers", "plateau", "tau", "acc", "max|dE|");
   for (int seed = 1; seed <= repeats; ++seed) {
     Config c = parse_config(ckpt.config_yaml,
                             {"run.seed=" + std::to_string(seed), "run.threads=" + std::to_string(threads),
@@ -66,6 +66,7 @@ int run(int argc, char** argv) {
     const int block = c.sampler.steps_per_iteration;
     for (int done = 0; done < burn_in; done += block) s.molecules[0].sampler->adapt(s.molecules[0].sampler->run(logabs, block));
     std::vector<double> series;
+    torch::Tensor walker_sum;  // each walker's local energies over the steps
     double acc = 0;
     const std::size_t first = samples.size();
     for (int t = 0; t < steps; ++t) {
@@ -74,16 +75,20 @@ int run(int argc, char** argv) {
       const double* p = e.data_ptr<double>();
       samples.insert(samples.end(), p, p + e.numel());
       series.push_back(e.mean().item<double>());
+      walker_sum = walker_sum.defined() ? walker_sum + e : e.clone();
     }
     Repeat r;
     r.blocking = blocking_analysis(series);
     r.batch_means = batch_means_error(series);
     r.autocorr = autocorrelation_estimate(series).error;
+    const torch::Tensor chain_means = (walker_sum / double(steps)).contiguous();
+    r.walker_chains = walker_chains_error(
+        std::vector<double>(chain_means.data_ptr<double>(), chain_means.data_ptr<double>() + chain_means.numel()));
     r.acceptance = acc / steps;
     for (std::size_t i = first; i < samples.size(); ++i)
       r.max_dev = std::max(r.max_dev, std::abs(samples[i] - r.blocking.mean));
-    std::printf("%4d %12.7f %10.2e %10.2e %10.2e %7s %6.2f %6.3f %8.2f\n", seed, r.blocking.mean, r.blocking.error,
-                r.batch_means, r.autocorr, r.blocking.plateau ? "yes" : "NO", r.blocking.autocorr_time, r.acceptance,
+    std::printf("%4d %12.7f %10.2e %10.2e %10.2e %10.2e %7s %6.2f %6.3f %8.2f\n", seed, r.blocking.mean, r.blocking.error,
+                r.batch_means, r.autocorr, r.walker_chains, r.blocking.plateau ? "yes" : "NO", r.blocking.autocorr_time, r.acceptance,
                 r.max_dev);
     std::fflush(stdout);
     reps.push_back(r);
@@ -112,13 +117,14 @@ int run(int argc, char** argv) {
       z2 += z * z / (n - 1);
       covered += std::abs(r.blocking.mean - pooled) <= e * shrink;
     }
-    std::printf("%-12s mean stated error %.2e (observed spread %.2e, ratio %.2f); 1σ covers pooled mean in %d/%d "
+    std::printf("%-13s mean stated error %.2e (observed spread %.2e, ratio %.2f); 1σ covers pooled mean in %d/%d "
                 "(%.0f %%); sd of z %.2f\n",
                 name, mean_err, spread, spread / mean_err, covered, repeats, 100.0 * covered / n, std::sqrt(z2));
   };
   report("reblocking", [](const Repeat& r) { return r.blocking.error; });
   report("batch means", [](const Repeat& r) { return r.batch_means; });
   report("autocorr", [](const Repeat& r) { return r.autocorr; });
+  report("walker chains", [](const Repeat& r) { return r.walker_chains; });
   report("naive", [](const Repeat& r) { return r.blocking.naive_error; });
   // Tails of the local energy over all samples.
   std::vector<double> x = samples;

@@ -1,6 +1,7 @@
 /// nnvmc eval CHECKPOINT [--steps N] [--walkers W] [--seed S] [--molecule NAME] [key=value ...] [--json]
 /// Evaluates every molecule of the run (or the one named, or those of a system.molecule(s)
 /// override); --json prints one object for one molecule and a list of objects for several.
+#include <algorithm>
 #include <iostream>
 #include <limits>
 
@@ -65,12 +66,9 @@ const MoleculeCheckpoint* trained_walkers(const Checkpoint& c, const System& tar
 void warn_of_training_only(const std::vector<std::string>& overrides) {
   static const char* const kTrainingOnly[] = {"optim",    "pretrain",             "run.output",     "run.overwrite",
                                               "run.name", "run.checkpoint_every", "model.init_from"};
-  for (const auto& o : overrides) {
-    const std::string key = o.substr(0, o.find('='));
-    for (const char* t : kTrainingOnly)
-      if (key == t || key.rfind(std::string(t) + ".", 0) == 0)
-        log::warn("eval: '" + o + "' has no effect on an evaluation (a training setting)");
-  }
+  for (const auto& o : overrides)
+    if (std::any_of(std::begin(kTrainingOnly), std::end(kTrainingOnly), [&](const char* t) { return override_sets(o, t); }))
+      log::warn("eval: '" + o + "' has no effect on an evaluation (a training setting)");
 }
 
 void run_eval(const EvalArgs& a) {
@@ -81,9 +79,10 @@ void run_eval(const EvalArgs& a) {
   // The chains start with the step sizes training adapted (the user's overrides still win);
   // evaluate() adapts them during burn-in only and measures with them frozen.
   bool step_size_given = false, molecules_given = false;
-  for (const auto& o : ra.overrides) {
-    step_size_given = step_size_given || o.rfind("sampler.step_size=", 0) == 0;
-    molecules_given = molecules_given || o.rfind("system.molecule", 0) == 0 || o.rfind("system.dataset", 0) == 0;
+  for (const auto& o : ra.overrides) {  // (also as mappings: sampler={step_size: 0.2})
+    step_size_given = step_size_given || override_sets(o, "sampler.step_size");
+    molecules_given = molecules_given || override_sets(o, "system.molecule") || override_sets(o, "system.molecules") ||
+                      override_sets(o, "system.dataset");
   }
   // Without a molecule override: the molecules the checkpoint was trained on, as it stores them.
   if (!molecules_given) ra.overrides.insert(ra.overrides.begin(), "system.molecules=" + checkpoint_molecules(c));
@@ -92,6 +91,7 @@ void run_eval(const EvalArgs& a) {
   if (a.walkers >= 0) ra.overrides.push_back("sampler.walkers=" + std::to_string(a.walkers));
   if (a.seed >= 0) ra.overrides.push_back("run.seed=" + std::to_string(a.seed));
   const Config config = parse_config(c.config_yaml, ra.overrides, ra.file + ":config");
+  if (config.eval.steps < 1) throw ConfigError("eval: 'eval.steps' must be at least 1 to measure anything");
   warn_of_training_only(given);
   VmcSetup setup = make_setup(config);
   std::vector<std::size_t> chosen;
@@ -165,7 +165,10 @@ void add_eval_command(CLI::App& app) {
           return bad;
         }
       });
-  cmd->add_option("--molecule", a->molecule, "evaluate only this molecule of the run (default: every molecule)");
+  cmd->add_option("--molecule", a->molecule, "evaluate only this molecule of the run (default: every molecule)")
+      ->check([](const std::string& v) {  // (an empty value evaluated every molecule)
+        return v.find_first_not_of(" \t") == std::string::npos ? "names no molecule (give one of the run's names)" : "";
+      });
   cmd->add_flag("--json", a->json, "print one JSON object (a list of objects for several molecules)");
   cmd->callback([a] { run_eval(*a); });
 }

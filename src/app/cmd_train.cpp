@@ -1,5 +1,8 @@
 /// nnvmc train CONFIG [key=value ...] [--force] | nnvmc train --resume DIR [key=value ...]
 #include <filesystem>
+#include <map>
+
+#include <yaml-cpp/yaml.h>
 
 #include "app/commands.hpp"
 #include "app/run_args.hpp"
@@ -12,6 +15,34 @@ namespace nnvmc::app {
 
 namespace {
 namespace fs = std::filesystem;
+
+/// Every leaf of a YAML document as "key.path" → value text.
+void flatten(const YAML::Node& node, const std::string& path, std::map<std::string, std::string>& out) {
+  if (node.IsMap()) {
+    for (const auto& kv : node) flatten(kv.second, path.empty() ? kv.first.Scalar() : path + "." + kv.first.Scalar(), out);
+  } else {
+    YAML::Emitter e;
+    e << YAML::Flow << node;
+    out[path] = e.c_str();
+  }
+}
+
+/// Settings a resumed run changes (beyond the iteration count and the evaluation), as
+/// "optim.type adam -> spring, ..." ("" when none): the run is then no longer one Markov chain
+/// under one setting, and its config.yaml describes only the later iterations.
+std::string changed_settings(const Config& recorded, const Config& now) {
+  std::map<std::string, std::string> a, b;
+  flatten(YAML::Load(to_yaml(recorded)), "", a);
+  flatten(YAML::Load(to_yaml(now)), "", b);
+  std::string out;
+  for (const auto& [key, value] : b) {
+    if (key == "optim.iterations" || key.rfind("eval.", 0) == 0) continue;
+    const auto it = a.find(key);
+    const std::string before = it == a.end() ? "(unset)" : it->second;
+    if (before != value) out += (out.empty() ? "" : ", ") + key + " " + before + " -> " + value;
+  }
+  return out;
+}
 
 /// The checkpoint to resume in `dir` (a run's output directory, or its checkpoint file).
 /// @throws CheckpointError when there is none, or when `dir` only contains runs below it.
@@ -68,6 +99,13 @@ void add_train_command(CLI::App& app) {
                          " cannot be changed on resume (the run continues in its own directory; copy the directory "
                          "to continue it elsewhere)");
       log::info(strfmt("resuming %s at iteration %ld", resume->c_str(), static_cast<long>(c.iteration)));
+      if (const std::string changed = changed_settings(recorded, config); !changed.empty())
+        log::warn("resuming with changed settings from iteration " + std::to_string(c.iteration) + ": " + changed +
+                  " (config.yaml will hold the new ones)");
+      if (config.optim.iterations <= c.iteration)
+        log::warn(strfmt("optim.iterations = %ld, and the run has %ld already: nothing to train, only the final "
+                         "evaluation (raise optim.iterations to train on)",
+                         static_cast<long>(config.optim.iterations), static_cast<long>(c.iteration)));
       trainer = std::make_unique<Trainer>(config, ckpt);
     } else {
       if (ra.file.empty()) throw InputError("train: give a CONFIG file or --resume DIR");

@@ -47,8 +47,9 @@ inline CLI::Validator integer_in(long long lo, long long hi) {
         const long long v = std::strtoll(text.c_str(), &end, 10);
         const bool whole = !text.empty() && end == text.c_str() + text.size() &&
                            !std::isspace(static_cast<unsigned char>(text[0]));
-        if (!whole || errno == ERANGE || v < lo || v > hi)
-          return "'" + text + "' is not a whole number from " + std::to_string(lo) + " to " + std::to_string(hi);
+        if (!whole) return "'" + text + "' is not a whole number";
+        if (v < lo) return "'" + text + "' must be at least " + std::to_string(lo);  // (LLONG_MIN when below it)
+        if (v > hi || errno == ERANGE) return "'" + text + "' must be at most " + std::to_string(hi);
         return {};
       },
       "");

@@ -31,6 +31,15 @@ int main(int argc, char** argv) {
   // Under mpirun/srun: MPI is initialised and world() spans the ranks; otherwise one process.
   nnvmc::parallel::init_world(&argc, &argv);
   const bool root = nnvmc::parallel::world().is_root();
+  {  // every rank runs the same command (an MPMD launch with other arguments ran a wrong job to exit 0)
+    std::string command;
+    for (int i = 1; i < argc; ++i) command += std::string(argv[i]) + "\n";
+    const std::string difference = nnvmc::parallel::first_difference_across_ranks(nnvmc::parallel::world(), command);
+    if (!difference.empty())
+      return nnvmc::parallel::fail("the ranks were started with different arguments: " + difference +
+                                       " (every rank must run the same nnvmc command)",
+                                   2);
+  }
   CLI::App app{"nnvmc: neural-network variational Monte Carlo for molecules"};
   app.require_subcommand(1);
   app.fallthrough();  // global options (--log-level) may follow the subcommand

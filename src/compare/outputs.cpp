@@ -33,8 +33,8 @@ struct Row {
 };
 
 const std::vector<std::string> kNumeric = {
-    "n_electrons", "parameters", "iterations", "energy", "energy_err", "reference", "error", "variance",
-    "autocorr_time", "s_per_iteration", "peak_tensor_bytes", "max_rss_bytes", "train_seconds", "wall_seconds"};
+    "n_electrons", "parameters", "iterations", "energy", "energy_err", "error_bar_reliable", "reference", "error",
+    "variance", "autocorr_time", "s_per_iteration", "peak_tensor_bytes", "max_rss_bytes", "train_seconds", "wall_seconds"};
 
 double num(const nlohmann::json& j, const char* key) {
   return j.contains(key) && j[key].is_number() ? j[key].get<double>() : kNaN;
@@ -58,7 +58,12 @@ Row make_row(const Cell& cell, const Reference& ref) {
   for (const char* k : {"n_electrons", "parameters", "iterations", "energy", "energy_err", "variance",
                         "autocorr_time", "peak_tensor_bytes", "max_rss_bytes", "train_seconds", "wall_seconds"})
     r.num[k] = num(j, k);
-  if (r.status != "done") r.num["energy"] = r.num["energy_err"] = kNaN;
+  // 1: a reblocking plateau or the walkers' averages; 0: neither (too short, too few walkers)
+  r.num["error_bar_reliable"] =
+      !j.contains("error_plateau")
+          ? kNaN
+          : (j.value("error_plateau", false) || j.value("error_method", std::string()) == "walker chains" ? 1.0 : 0.0);
+  if (r.status != "done") r.num["energy"] = r.num["energy_err"] = r.num["error_bar_reliable"] = kNaN;
   r.num["reference"] = ref.energy;
   r.num["error"] = r.num["energy"] - ref.energy;
   const double iters = num(j, "stage_iterations");
@@ -194,7 +199,9 @@ void write_report(const std::string& path, const CompareSpec& spec, const std::v
   o << "\n## Results\n\nError = E − E_ref (mEh); chemical accuracy is 1.6 mEh. s/iteration: the training "
        "stages (sampling, local energy, gradient, optimizer, bookkeeping) per iteration, from the trainer's stage "
        "timers (per stage in compare.csv). Peak tensor memory: the cell's working memory counted by the tensor "
-       "allocator; peak RSS: its process. Wall: the cell's processes from start to exit.\n\n";
+       "allocator; peak RSS: its process. Wall: the cell's processes from start to exit. An energy marked "
+       "(unreliable) has an error bar from neither a reblocking plateau nor enough walkers (error_bar_reliable = 0 "
+       "in compare.csv): evaluate it longer.\n\n";
   o << "| ansatz | molecule | laplacian | optim | dtype | status | energy (Eh) | error (mEh) | variance | τ_corr "
        "| parameters | s/iteration | peak tensor memory | peak RSS | wall (s) |\n";
   o << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
@@ -206,7 +213,8 @@ void write_report(const std::string& path, const CompareSpec& spec, const std::v
     if (std::isfinite(n.at("wall_seconds"))) cell_seconds += n.at("wall_seconds");
     o << "| " << c.ansatz << " | " << c.molecule << " | " << c.laplacian << " | " << c.optim << " | " << c.dtype << " | "
       << r.status << " | "
-      << (std::isfinite(n.at("energy")) ? strfmt("%.5f ± %.5f", n.at("energy"), n.at("energy_err")) : "–") << " | "
+      << (std::isfinite(n.at("energy")) ? strfmt("%.5f ± %.5f", n.at("energy"), n.at("energy_err")) : "–")
+      << (n.at("error_bar_reliable") == 0.0 ? " (unreliable)" : "") << " | "
       << (std::isfinite(n.at("error")) ? strfmt("%+.1f ± %.1f", 1e3 * n.at("error"), 1e3 * n.at("energy_err")) : "–")
       << " | " << f(n.at("variance"), "%.4f") << " | " << f(n.at("autocorr_time"), "%.1f") << " | "
       << f(n.at("parameters"), "%.0f") << " | " << f(n.at("s_per_iteration"), "%.4f") << " | "

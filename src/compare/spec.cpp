@@ -316,7 +316,8 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
   if (f.minutes < 0) throw ConfigError("'minutes' must be >= 0");
   if (f.iterations && *f.iterations <= 0) throw ConfigError("'iterations' must be > 0");
   if (f.walkers && *f.walkers <= 0) throw ConfigError("'walkers' must be > 0");
-  if (f.eval_steps && *f.eval_steps < 0) throw ConfigError("'eval_steps' must be >= 0");
+  if (f.eval_steps && *f.eval_steps <= 0)  // (0 gave "done" cells without an energy)
+    throw ConfigError("'eval_steps' must be > 0: each cell's energy comes from its evaluation");
   if (f.threads && *f.threads <= 0) throw ConfigError("'threads' must be > 0");
   if (f.seed && *f.seed < 0) throw ConfigError("'seed' must be >= 0");
   spec.minutes = f.minutes;

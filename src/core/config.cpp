@@ -214,6 +214,8 @@ void require_one_of(const std::string& v, const std::vector<std::string>& allowe
 
 void validate(const Config& c) {
   require(c.sampler.walkers > 0, "sampler.walkers", "must be > 0");
+  require(c.sampler.walkers >= 2 || c.optim.iterations == 0, "sampler.walkers",
+          "must be at least 2 to train (the energy gradient is a covariance over the walkers: one walker gives 0)");
   require(c.sampler.steps_per_iteration > 0, "sampler.steps_per_iteration", "must be > 0");
   require(c.sampler.burn_in >= 0, "sampler.burn_in", "must be >= 0");
   require(c.sampler.step_size > 0, "sampler.step_size", "must be > 0");
@@ -390,6 +392,19 @@ void clear_other_molecule_keys(YAML::Node& root, const std::string& assignment) 
     if (key != other && given[other]) system.remove(other);
 }
 }  // namespace
+
+bool override_sets(const std::string& assignment, const std::string& key_path) {
+  YAML::Node alone(YAML::NodeType::Map);
+  try {
+    config_yaml::apply_override(alone, assignment);
+  } catch (const ConfigError&) {
+    return false;
+  }
+  std::vector<std::string> parts;
+  std::stringstream ss(key_path);
+  for (std::string p; std::getline(ss, p, '.');) parts.push_back(p);
+  return config_yaml::node_at(alone, parts).IsDefined();
+}
 
 Config parse_config(const std::string& yaml_text, const std::vector<std::string>& overrides,
                     const std::string& where) {

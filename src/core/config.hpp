@@ -406,6 +406,11 @@ Config parse_config(const std::string& yaml_text, const std::vector<std::string>
 /// Loads a config file (see parse_config). Sets run.name from the file stem if empty.
 Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
 
+/// Whether the override `assignment` (key.path=value) sets the key `key_path`, directly
+/// (`sampler.step_size=0.3`) or inside a mapping (`sampler={step_size: 0.3}`). A malformed
+/// override sets nothing (parse_config reports it).
+bool override_sets(const std::string& assignment, const std::string& key_path);
+
 /// The fully resolved config as YAML (with a comment per field).
 std::string to_yaml(const Config& config);
 

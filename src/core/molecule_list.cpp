@@ -140,14 +140,27 @@ System single_molecule(const std::string& spec) {
 }  // namespace
 
 std::vector<std::string> unique_molecule_names(const std::vector<std::string>& names) {
-  std::set<std::string> taken(kReservedMoleculeNames.begin(), kReservedMoleculeNames.end());
-  std::vector<std::string> out;
+  std::vector<std::string> usable;
+  std::map<std::string, int> count;
   for (std::string n : names) {
     for (char& ch : n)
       if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '.' && ch != '+' && ch != '-') ch = '_';
     if (n.empty() || n == "." || n == "..") n = "molecule";
+    ++count[n];
+    usable.push_back(n);
+  }
+  // A name given once keeps it, so a numbered repeat of another name never takes it: in
+  // [he, he, he_2] the given he_2 stays he_2 (the second he becomes he_3).
+  std::set<std::string> taken(kReservedMoleculeNames.begin(), kReservedMoleculeNames.end());
+  for (const auto& [n, c] : count)
+    if (c == 1) taken.insert(n);
+  std::vector<std::string> out;
+  for (const std::string& n : usable) {
+    const bool reserved = std::find(kReservedMoleculeNames.begin(), kReservedMoleculeNames.end(), n) !=
+                          kReservedMoleculeNames.end();
     std::string u = n;
-    for (int k = 2; taken.count(u); ++k) u = n + "_" + std::to_string(k);
+    if (count[n] > 1 || reserved)
+      for (int k = 2; taken.count(u); ++k) u = n + "_" + std::to_string(k);
     taken.insert(u);
     out.push_back(u);
   }

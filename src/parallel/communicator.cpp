@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 #include <stdexcept>
 
 namespace nnvmc::parallel {
@@ -39,6 +40,43 @@ bool Communicator::any(bool flag) {
   double v = flag ? 1.0 : 0.0;
   allreduce_max(&v, 1);
   return v > 0;
+}
+
+namespace {
+/// Broadcasts `text` from `root` (every rank returns root's).
+std::string broadcast_text(Communicator& comm, const std::string& text, int root) {
+  std::uint64_t n = text.size();
+  comm.broadcast(&n, sizeof n, root);
+  std::string out = comm.rank() == root ? text : std::string(n, '\0');
+  if (n > 0) comm.broadcast(out.data(), n, root);
+  return out;
+}
+
+/// The first line where `mine` and `root` differ, as "'mine' where rank 0 has 'root'".
+std::string first_differing_line(const std::string& mine, const std::string& root) {
+  std::istringstream a(mine), b(root);
+  std::string la, lb;
+  while (true) {
+    const bool more_a = static_cast<bool>(std::getline(a, la)), more_b = static_cast<bool>(std::getline(b, lb));
+    if (!more_a && !more_b) return "the same lines in another order";
+    if (!more_a) la = "(nothing)";
+    if (!more_b) lb = "(nothing)";
+    if (!more_a || !more_b || la != lb) return "'" + la + "' where rank 0 has '" + lb + "'";
+  }
+}
+}  // namespace
+
+std::string first_difference_across_ranks(Communicator& comm, const std::string& text) {
+  if (comm.size() == 1) return {};
+  const std::string root = broadcast_text(comm, text, 0);
+  const bool differs = text != root;
+  double first = differs ? double(comm.size() - comm.rank()) : 0.0;  // the lowest differing rank wins
+  comm.allreduce_max(&first, 1);
+  if (first <= 0) return {};
+  const int rank = comm.size() - static_cast<int>(first);
+  const std::string mine = comm.rank() == rank ? "rank " + std::to_string(rank) + " has " + first_differing_line(text, root)
+                                               : std::string();
+  return broadcast_text(comm, mine, rank);
 }
 
 std::unique_ptr<Communicator> make_single_process() { return std::make_unique<SingleProcess>(); }

@@ -50,6 +50,11 @@ class Communicator {
   bool any(bool flag);
 };
 
+/// Collective: "" on every rank when every rank's `text` equals rank 0's; otherwise, on every
+/// rank, the same description of the first rank that differs and its first differing line:
+/// "rank 1 has 'walkers: 32' where rank 0 has 'walkers: 16'".
+std::string first_difference_across_ranks(Communicator& comm, const std::string& text);
+
 /// The one-process communicator.
 std::unique_ptr<Communicator> make_single_process();
 

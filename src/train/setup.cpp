@@ -144,10 +144,28 @@ void check_walker_memory(const Config& config, const std::vector<System>& system
 }
 }  // namespace
 
+namespace {
+/// Every rank must run the same config on the same molecules (they are read per rank, e.g. from
+/// each node's files): a different seed or walker count gave a wrong run that exited 0.
+void require_same_run_on_all_ranks(const Config& config, const std::vector<System>& systems) {
+  std::string text = to_yaml(config);
+  for (const auto& m : systems) {
+    text += strfmt("molecule %s: charge %d, spin %d\n", m.name.c_str(), m.charge, m.spin);
+    for (const auto& a : m.atoms)
+      text += strfmt("  atom Z=%d at %.17g %.17g %.17g\n", a.Z, a.position[0], a.position[1], a.position[2]);
+  }
+  const std::string difference = parallel::first_difference_across_ranks(parallel::world(), text);
+  if (!difference.empty())
+    throw ConfigError("the ranks of this run were given different settings or molecules: " + difference +
+                      " (every rank must read the same config, overrides and molecule files)");
+}
+}  // namespace
+
 VmcSetup make_setup(const Config& config) {
   VmcSetup s;
   s.config = config;
   const std::vector<System> systems = resolve_molecules(config.system);
+  require_same_run_on_all_ranks(config, systems);
   if (!config.system.molecule && !config.system.molecules && !config.system.dataset)
     s.config.system.molecule = InlineYaml{"lih"};
   // Sizes left to the molecule are written into the config (config.yaml, checkpoints).

@@ -605,7 +605,10 @@ TrainOutcome Trainer::run(bool final_eval) {
   const std::string trained_state = "the trained state (iteration " + std::to_string(iteration_) + ") is in " +
                                     output_ + "/checkpoint.h5: 'nnvmc eval " + output_ + "/checkpoint.h5' measures it";
   try {
-    if (final_eval && cfg.eval.steps > 0) final_evaluation(out, results ? &*results : nullptr);
+    if (final_eval && cfg.eval.steps > 0)
+      final_evaluation(out, results ? &*results : nullptr);
+    else if (final_eval)
+      log::info("eval.steps = 0: no final evaluation and no summary.json; " + trained_state);
     if (results) results->flush();  // a failed write is an error here, not a silent close
   } catch (const Interrupted& e) {
     throw Interrupted(std::string(e.what()) + "; " + trained_state);

@@ -138,6 +138,8 @@ TEST(CompareCli, InterruptedComparisonResumesOnlyTheMissingCellsAndGivesOneRowPe
     EXPECT_GT(std::stod(r.at("parameters")), 0);
     EXPECT_GT(std::stod(r.at("s_per_iteration")), 0);
     EXPECT_GT(std::stod(r.at("peak_tensor_bytes")), 0);
+    // 6 steps of 8 walkers: neither a reblocking plateau nor enough walkers for their averages
+    EXPECT_EQ(std::stod(r.at("error_bar_reliable")), 0.0) << r.at("cell");
   }
   EXPECT_LT(std::stod(rows[0].at("parameters")), std::stod(rows[2].at("parameters")));  // small < large
   EXPECT_TRUE(fs::exists(dir + "/compare.h5"));
@@ -145,6 +147,7 @@ TEST(CompareCli, InterruptedComparisonResumesOnlyTheMissingCellsAndGivesOneRowPe
   const std::string md((std::istreambuf_iterator<char>(report)), {});
   EXPECT_NE(md.find("| large | he |"), std::string::npos) << md;
   EXPECT_NE(md.find("Pekeris"), std::string::npos);  // the reference's source is named
+  EXPECT_NE(md.find(" (unreliable) |"), std::string::npos) << md;
 
   // Everything done: a third run does nothing but rewrite the table.
   const auto third = run("compare " + file + " --no-plots");

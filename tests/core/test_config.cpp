@@ -242,6 +242,18 @@ TEST(Config, ByteCountsParse) {
   EXPECT_THROW(parse_bytes("lots", "k"), ConfigError);
 }
 
+// An override names a key directly or inside a mapping value; a malformed one names none.
+TEST(Config, AnOverrideSetsTheKeysOfItsPathOrOfItsMapping) {
+  EXPECT_TRUE(override_sets("sampler.step_size=0.3", "sampler.step_size"));
+  EXPECT_TRUE(override_sets("sampler={step_size: 0.3, walkers: 8}", "sampler.step_size"));
+  EXPECT_TRUE(override_sets("optim.lr=1", "optim"));
+  EXPECT_TRUE(override_sets("system={molecule: h2}", "system.molecule"));
+  EXPECT_FALSE(override_sets("system.molecules=[h2]", "system.molecule"));
+  EXPECT_FALSE(override_sets("sampler={walkers: 8}", "sampler.step_size"));
+  EXPECT_FALSE(override_sets("sampler.step_size_x=1", "sampler.step_size"));
+  EXPECT_FALSE(override_sets("sampler={step_size: [", "sampler.step_size"));
+}
+
 // Only decimal counts with a byte unit: std::stod's hexadecimal, inf and nan, bit units and
 // counts below one byte are refused rather than read as something else.
 TEST(Config, ByteCountsThatAreNotPlainDecimalBytesAreRefused) {

@@ -60,6 +60,18 @@ TEST(MoleculeList, EntriesAreNamesFilesAtomsOrMoleculesAtNewGeometriesWithUnique
   EXPECT_EQ(m[5].name, "energy_2");  // "energy" is a run-level series of result.h5
 }
 
+// A name given once is kept: a numbered repeat of another entry never takes it (the given he_2
+// went to a second He, and `eval --molecule he_2` evaluated the wrong molecule).
+TEST(MoleculeList, ANameGivenOnceIsNeverTakenByARepeatOfAnother) {
+  const auto m = molecules_of("system: {molecules: [he, he, {molecule: h2, name: he_2}]}\n");
+  ASSERT_EQ(m.size(), 3u);
+  EXPECT_EQ(m[0].name, "he");
+  EXPECT_EQ(m[1].name, "he_3");
+  EXPECT_EQ(m[2].name, "he_2");
+  EXPECT_EQ(m[2].n_electrons(), 2);
+  EXPECT_EQ(m[2].atoms.size(), 2u);  // the H2
+}
+
 TEST(MoleculeList, ADatasetFileListsMoleculesWithPathsRelativeToIt) {
   const auto dir = fs::temp_directory_path() / "nnvmc_dataset_test";
   fs::remove_all(dir);

@@ -500,6 +500,13 @@ TEST(Cli, ResumeFromTheCommandLineEndsWhereAnUninterruptedRunEnds) {
   EXPECT_EQ(jr["iterations"], 4);
   EXPECT_EQ(js["iterations"], 4);
   EXPECT_EQ(jr["energy"].get<double>(), js["energy"].get<double>());
+  EXPECT_EQ(c.out.find("changed settings"), std::string::npos) << c.out;  // an override to the same value
+  // a resume that changes how the chain runs says so, and so does one with nothing left to train
+  const auto d = run("train --resume " + resumed + " run.seed=977 --log-level warn");
+  ASSERT_EQ(d.code, 0) << d.out;
+  EXPECT_NE(d.out.find("resuming with changed settings from iteration 4: run.seed"), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("-> 977"), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("nothing to train"), std::string::npos) << d.out;
 }
 
 // `nnvmc eval --walkers N` with N other than the run's: the checkpoint's walkers are repeated
@@ -745,8 +752,8 @@ TEST(Cli, ScfAndCcsdCheckTheirInputsFirstAndTheirOutputLast) {
   expect_input_error("ccsd h2o --memory 0x10MiB", "--memory");
   expect_input_error("ccsd h2o --memory 5Mb", "reads as bits");
   expect_input_error("ccsd h2o --cholesky 5e-324", "outside the range of double-precision numbers");
-  expect_input_error("ccsd h2o --max-iterations 99999999999", "not a whole number from 1 to 2147483647");
-  expect_input_error("scf h2o --max-iter 2.5", "--max-iter");
+  expect_input_error("ccsd h2o --max-iterations 99999999999", "'99999999999' must be at most 2147483647");
+  expect_input_error("scf h2o --max-iter 2.5", "--max-iter: '2.5' is not a whole number");
   expect_input_error("scf nosuchmolecule", "h2o");  // the names it knows
   const auto odd = write_config("nnvmc_h2_\xff.xyz", "2\nH2\nH 0 0 0\nH 0 0 0.74\n");
   const auto j = run("scf " + odd + " --basis sto-3g --json");
@@ -794,4 +801,12 @@ TEST(Cli, AnEvaluationOfOneStepHasTheErrorOverItsWalkers) {
   EXPECT_TRUE(j["energy_err_batch_means"].is_null());
   EXPECT_TRUE(j["energy_err_autocorr"].is_null());
   EXPECT_FALSE(j["error_plateau"].get<bool>());
+  EXPECT_EQ(j["error_method"].get<std::string>(), "walker chains");
+  // overrides given as mappings count as well: the step size is the user's, not the checkpoint's,
+  // and a training key inside a mapping is named
+  const auto m = run("eval " + out + "/checkpoint.h5 --steps 2 --json --log-level warn "
+                     "'sampler={step_size: 0.0123}' eval.burn_in=0 'run={output: elsewhere}'");
+  ASSERT_EQ(m.code, 0) << m.out;
+  EXPECT_EQ(json_of(m.out)["step_size"].get<double>(), 0.0123) << m.out;
+  EXPECT_NE(m.out.find("has no effect on an evaluation"), std::string::npos) << m.out;
 }
