@@ -180,6 +180,7 @@ std::vector<System> resolve_molecules(const SystemConfig& config) {
     key = "system.dataset";
     const std::string& path = *config.dataset;
     std::error_code ec;
+    if (fs::is_directory(path, ec)) throw InputError("system.dataset: '" + path + "' is a directory, not a YAML file");
     if (!fs::is_regular_file(path, ec)) throw InputError("system.dataset: '" + path + "': no such file");
     std::ifstream in(path);
     std::stringstream ss;

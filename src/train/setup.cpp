@@ -1,5 +1,6 @@
 #include "train/setup.hpp"
 
+#include <algorithm>
 #include <limits>
 
 #include "batching/backend.hpp"
@@ -161,11 +162,28 @@ void require_same_run_on_all_ranks(const Config& config, const std::vector<Syste
 }
 }  // namespace
 
+namespace {
+/// Valid settings that do nothing or cost more than an alternative: named once at start-up.
+void warn_of_settings_without_effect(const Config& config, const std::vector<System>& systems) {
+  int max_electrons = 0;
+  for (const auto& m : systems) max_electrons = std::max(max_electrons, m.n_electrons());
+  const int probes = config.hamiltonian.hutchinson.probes;
+  if (config.hamiltonian.laplacian == "hutchinson" && probes >= 3 * max_electrons)
+    log::warn(strfmt("hamiltonian.hutchinson.probes = %d for a Laplacian of %d dimensions: the exact 'forward' "
+                     "Laplacian costs about as much as %d probes and has no noise",
+                     probes, 3 * max_electrons, 3 * max_electrons));
+  if (config.optim.molecules_per_step > static_cast<int>(systems.size()))
+    log::warn(strfmt("optim.molecules_per_step = %d, but the run has %zu molecule(s): every iteration trains all of them",
+                     config.optim.molecules_per_step, systems.size()));
+}
+}  // namespace
+
 VmcSetup make_setup(const Config& config) {
   VmcSetup s;
   s.config = config;
   const std::vector<System> systems = resolve_molecules(config.system);
   require_same_run_on_all_ranks(config, systems);
+  warn_of_settings_without_effect(config, systems);
   if (!config.system.molecule && !config.system.molecules && !config.system.dataset)
     s.config.system.molecule = InlineYaml{"lih"};
   // Sizes left to the molecule are written into the config (config.yaml, checkpoints).

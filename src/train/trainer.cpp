@@ -107,6 +107,10 @@ void Trainer::request_stop(bool stop) { set_stop_requested(stop); }
 
 void init_from_checkpoint(VmcSetup& s) {
   const std::string& path = s.config.model.init_from;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))  // (was "not an HDF5 file")
+    throw ConfigError("'model.init_from': " + path + " is a directory; give its checkpoint file (" + path +
+                      "/checkpoint.h5)");
   Checkpoint c;
   try {
     c = load_checkpoint(path);

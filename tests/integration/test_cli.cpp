@@ -138,7 +138,16 @@ std::string lih_file(const std::string& name, double dx, double dy, double dz, d
                                 std::to_string(dz) + "]\n  - [H, " + std::to_string(dx) + ", " + std::to_string(dy) +
                                 ", " + std::to_string(dz + bond) + "]\n");
 }
-nlohmann::json json_of(const std::string& out) { return nlohmann::json::parse(out.substr(out.find('{'))); }
+/// The JSON object of a command's output: from the first line that starts with '{' (log lines
+/// before it may quote overrides with braces).
+nlohmann::json json_of(const std::string& out) {
+  std::size_t at = 0;
+  while (at < out.size() && out[at] != '{') {
+    at = out.find('\n', at);
+    at = at == std::string::npos ? out.size() : at + 1;
+  }
+  return nlohmann::json::parse(out.substr(at));
+}
 }  // namespace
 
 TEST(Cli, EvalAtAnotherGeometryOfTheSameAtomsWorksAndTheNetworkSeesTheNewNuclei) {
