@@ -22,6 +22,23 @@ VmcSetup tiny_he(double step_size) {
   s.molecules[0].sampler->initialize(s.logabs_fn());
   return s;
 }
+
+/// An evaluation of the He/STO-3G Hartree–Fock determinant (exact expectation: its E_HF) with
+/// short, strongly correlated chains (small MH steps, 2 per iteration). @return (result, E_HF)
+std::pair<EvalResult, double> evaluate_he_hf(int seed, int walkers, const EvalOptions& options) {
+  const Config c = parse_config(
+      "system: {molecule: he}\n"
+      "model: {type: hf, hf: {basis: sto-3g}}\n"
+      "sampler: {walkers: " + std::to_string(walkers) + ", steps_per_iteration: 2, step_size: 0.15}\n"
+      "hamiltonian: {laplacian: forward}\n"
+      "run: {threads: 1}\n",
+      {"run.seed=" + std::to_string(seed)}, "he_hf.yaml");
+  VmcSetup s = make_setup(c);
+  s.molecules[0].sampler->initialize(s.logabs_fn());
+  StageTimers timers;
+  EvalResult r = evaluate(s, options, timers);
+  return {std::move(r), dynamic_cast<HartreeFockDeterminant&>(*s.wf).energy()};
+}
 }  // namespace
 
 TEST(Evaluate, StepSizeAdaptsDuringBurnInOnlyThenStaysFrozen) {
@@ -61,18 +78,8 @@ TEST(Evaluate, IndependentEvaluationsCoverTheExactExpectationAtTheStatedRate) {
   const int repeats = 40;
   double e_hf = 0, ratio = 0;
   for (int seed = 1; seed <= repeats; ++seed) {
-    Config c = parse_config(
-        "system: {molecule: he}\n"
-        "model: {type: hf, hf: {basis: sto-3g}}\n"
-        "sampler: {walkers: 16, steps_per_iteration: 2, step_size: 0.15}\n"
-        "hamiltonian: {laplacian: forward}\n"
-        "run: {threads: 1}\n",
-        {"run.seed=" + std::to_string(seed)}, "he_hf.yaml");
-    VmcSetup s = make_setup(c);
-    s.molecules[0].sampler->initialize(s.logabs_fn());
-    StageTimers timers;
-    const EvalResult r = evaluate(s, EvalOptions{.steps = 300, .burn_in = 100}, timers);
-    e_hf = dynamic_cast<HartreeFockDeterminant&>(*s.wf).energy();
+    const auto [r, hf] = evaluate_he_hf(seed, 16, EvalOptions{.steps = 300, .burn_in = 100});
+    e_hf = hf;
     const double dev = std::abs(r.stats.mean - e_hf);
     within_1 += dev <= r.stats.error;
     within_2 += dev <= 2 * r.stats.error;
@@ -100,17 +107,8 @@ TEST(Evaluate, ShortEvaluationsTakeTheirErrorFromTheWalkersAndCoverTheExactExpec
   const int repeats = 100;
   double e_hf = 0;
   for (int seed = 1; seed <= repeats; ++seed) {
-    Config c = parse_config(
-        "system: {molecule: he}\n"
-        "model: {type: hf, hf: {basis: sto-3g}}\n"
-        "sampler: {walkers: 64, steps_per_iteration: 2, step_size: 0.15}\n"
-        "run: {threads: 1}\n",
-        {"run.seed=" + std::to_string(seed)}, "he_hf.yaml");
-    VmcSetup s = make_setup(c);
-    s.molecules[0].sampler->initialize(s.logabs_fn());
-    StageTimers timers;
-    const EvalResult r = evaluate(s, EvalOptions{.steps = 6, .burn_in = 300}, timers);
-    e_hf = dynamic_cast<HartreeFockDeterminant&>(*s.wf).energy();
+    const auto [r, hf] = evaluate_he_hf(seed, 64, EvalOptions{.steps = 6, .burn_in = 300});
+    e_hf = hf;
     ASSERT_FALSE(r.stats.plateau);
     ASSERT_EQ(r.error_method, "walker chains");
     EXPECT_EQ(r.stats.error, r.error_walkers);
