@@ -93,7 +93,15 @@ void run_eval(const EvalArgs& a) {
   const Config config = parse_config(c.config_yaml, ra.overrides, ra.file + ":config");
   if (config.eval.steps < 1) throw ConfigError("eval: 'eval.steps' must be at least 1 to measure anything");
   warn_of_training_only(given);
-  VmcSetup setup = make_setup(config);
+  VmcSetup setup = [&] {
+    try {
+      return make_setup(config);
+    } catch (const ConfigError& e) {  // the walkers came from --walkers, not from a key the user wrote
+      if (a.walkers >= 0 && std::string(e.what()).find("'sampler.walkers'") != std::string::npos)
+        throw ConfigError("--walkers " + std::to_string(a.walkers) + ": " + e.what());
+      throw;
+    }
+  }();
   std::vector<std::size_t> chosen;
   if (!a.molecule.empty()) {
     try {

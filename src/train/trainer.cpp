@@ -72,11 +72,17 @@ void check_pretraining(const VmcSetup& s) {
     throw ConfigError("pretrain.steps: must be 0 with model.init_from (pretraining would overwrite the loaded "
                       "parameters)");
   for (const auto& m : s.molecules) {
+    std::size_t functions = 0;
     try {
-      (void)scf::make_basis(s.config.pretrain.basis, m.system);
+      functions = scf::make_basis(s.config.pretrain.basis, m.system).n_functions();
     } catch (const InputError& e) {
       throw ConfigError(std::string("pretrain.basis: ") + e.what());
     }
+    const int most = std::max(m.system.n_up(), m.system.n_down());
+    if (functions < static_cast<std::size_t>(most))  // (the SCF said so without naming the key)
+      throw ConfigError(strfmt("pretrain.basis: '%s' has %zu functions for %s, too few for its %d electrons of one "
+                               "spin; choose a larger pretrain.basis (e.g. cc-pvdz) or set pretrain.steps=0",
+                               s.config.pretrain.basis.c_str(), functions, m.name().c_str(), most));
   }
   const auto& m = s.molecules.front();
   try {

@@ -74,6 +74,11 @@ TEST(Cli, BadConfigsExitWithCode2AndNameTheKey) {
   expect_input_error("train " + cfg + " system.spin=4", "spin");
   expect_input_error("train " + cfg + " system.molecule=nosuchmol", "nosuchmol");
   expect_input_error("train " + cfg + " 'system.molecule=[[Xx, 0, 0, 0]]'", "Xx");
+  expect_input_error("train " + cfg + " system.molecule=he system.spin=2 pretrain.steps=5",
+                     "pretrain.basis: 'sto-6g' has 1 functions for he");
+  expect_input_error("train " + cfg + " sampler.walkers=1", "at least 2 to train");
+  expect_input_error("train " + cfg + " model.init_from=" + fs::temp_directory_path().string() + " pretrain.steps=0",
+                     "is a directory; give its checkpoint file");
   EXPECT_FALSE(fs::exists(out)) << "nothing is written for bad input";
   const auto bad_yaml = write_config("nnvmc_bad_yaml.yaml", "sampler: {walkers: 3\noptim: [\n");
   expect_input_error("train " + bad_yaml, "malformed YAML");
