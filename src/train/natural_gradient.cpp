@@ -196,7 +196,9 @@ torch::Tensor spring_direction(const SrProblem& p, double damping, double moment
                                const torch::Tensor& v, SampleSpaceBuffers* buffers) {
   const auto b = p.walkers();
   // The rows of Ō and ε are centred, so the 11ᵀ/B term does not change the solution; it
-  // lifts the kernel's zero mode along 1 for a better-conditioned Cholesky.
+  // lifts the kernel's zero mode along 1 for a better-conditioned Cholesky. (With M molecules,
+  // each centred on its own, ŌŌᵀ has M zero modes, one indicator per molecule; the shift lifts
+  // their sum only, and the damping keeps the others positive.)
   const auto t = sample_kernel(p, damping, 1.0 / static_cast<double>(b), buffers);
   if (!previous.defined() || momentum == 0) return sample_space_solve(p, t, p.eps, damping, v, buffers);
   const auto prev = previous.to(p.j.options());
