@@ -13,6 +13,7 @@
 
 #include "batching/backend.hpp"
 #include "core/errors.hpp"
+#include "parallel/communicator.hpp"
 #include "core/log.hpp"
 #include "io/hdf5_file.hpp"
 #include "scf/basis.hpp"
@@ -262,6 +263,9 @@ void Trainer::prepare_new_output() const {
 }
 
 void Trainer::init_output(bool resume) {
+  // Every rank has passed its own checks (basis sets, init_from, budgets) before rank 0 writes:
+  // a rank that failed them ends the job (MPI_Abort) while the others wait here.
+  parallel::world().barrier();
   if (!writes_output()) return;  // rank 0 writes the run's files
   // One process per output directory: locked before anything in it is moved or written.
   if (!resume) {

@@ -2,6 +2,8 @@
 # Ranks that were given different runs stop before they train, with exit 2 and the first
 # difference: other arguments (an MPMD launch), or the same arguments reading different molecule
 # files (each rank in its own working directory). Before, both finished a wrong run with exit 0.
+# A rank whose own checks fail (here: no basis sets on rank 1) stops the job before rank 0 writes
+# anything.
 # Usage: mpi_ranks_disagree.sh NNVMC <mpirun> <flags...>
 set -u
 nnvmc=$1; shift
@@ -32,3 +34,8 @@ check args "different arguments: rank 1 has 'sampler.walkers=16' where rank 0 ha
 timeout 120 "$@" -np 1 -wdir "$dir/a" "$nnvmc" train "$dir/run.yaml" run.output="$dir/files" : \
   -np 1 -wdir "$dir/b" "$nnvmc" train "$dir/run.yaml" run.output="$dir/files" > "$dir/log2" 2>&1
 check files "different settings or molecules: rank 1 has '  atom Z=1 at 0 0 1.5' where rank 0 has '  atom Z=1 at 0 0 1.3999999999999999'" "$dir/log2" $?
+timeout 120 "$@" -np 1 -wdir "$dir/a" "$nnvmc" train "$dir/run.yaml" run.output="$dir/basis" pretrain.steps=2 : \
+  -np 1 -wdir "$dir/a" -x NNVMC_BASIS_DIR=/nonexistent "$nnvmc" train "$dir/run.yaml" run.output="$dir/basis" \
+  pretrain.steps=2 > "$dir/log3" 2>&1
+check basis "\[rank 1 of 2\]: pretrain.basis: unknown basis" "$dir/log3" $?
+[ ! -e "$dir/basis" ] || { ls -la "$dir/basis"; fail "basis: rank 0 wrote the output directory"; }
