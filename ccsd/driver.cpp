@@ -14,12 +14,12 @@
 namespace nnvmc::ccsd {
 
 std::int64_t doubles_block_bytes(std::int64_t n_basis, std::int64_t n_occupied, std::int64_t n_frozen) {
-  const std::int64_t o = n_occupied - n_frozen, v = n_basis - n_occupied;
+  const std::int64_t o = std::max<std::int64_t>(n_occupied - n_frozen, 0), v = std::max<std::int64_t>(n_basis - n_occupied, 0);
   return 8 * o * o * v * v;
 }
 
 std::int64_t minimum_budget_bytes(std::int64_t n_basis, std::int64_t n_occupied, std::int64_t n_frozen, bool triples) {
-  const std::int64_t v = n_basis - n_occupied;
+  const std::int64_t v = std::max<std::int64_t>(n_basis - n_occupied, 0);
   return std::max({doubles_block_bytes(n_basis, n_occupied, n_frozen), 8 * n_basis * n_basis,
                    triples ? 8 * v * v * v : std::int64_t(0), kMinimumBudgetBytes});
 }
@@ -37,7 +37,8 @@ void check_memory_budget(const System& system, std::int64_t n_basis, const CcsdR
     throw BudgetError("a memory budget of " + bytes(budget) + " is too small for " + what + ": it needs at least " +
                       bytes(floor) + " (one doubles-amplitude block is " +
                       bytes(doubles_block_bytes(n_basis, n_occupied, n_frozen)) +
-                      ", and the CCSD holds several anyway); give --memory " + bytes(4 * floor) + " or more, or auto");
+                      ", and the CCSD holds several anyway); give --memory " + bytes(4 * floor) + " or more" +
+                      (options.memory_is_auto ? " (auto gave this much: the machine has too little free memory)" : ", or auto"));
   if (budget < 4 * floor)
     log::warn("a memory budget of " + bytes(budget) + " splits the contractions of " + what +
               " into many small batches, which can make it several times slower; give " + bytes(4 * floor) +

@@ -92,6 +92,7 @@ void run_ccsd_command(const CcsdArgs& a) {
   o.ccsd.verbose = true;  // per-iteration lines go to the log (stderr), so --json's stdout stays clean
   o.ccsd.resident = ccsd::parse_residency(a.resident, "--resident");
   o.ccsd.plan.budget_bytes = batching::MemoryBudget::parse(a.memory, a.device, "--memory").bytes();
+  o.memory_is_auto = a.memory == "auto";
   o.ccsd.plan.split = batching::parse_split(a.split);
   o.ccsd.plan.backend = batching::parse_backend(a.backend);
   o.ccsd.plan.device = a.device;

@@ -91,6 +91,9 @@ void run_eval(const EvalArgs& a) {
   if (a.walkers >= 0) ra.overrides.push_back("sampler.walkers=" + std::to_string(a.walkers));
   if (a.seed >= 0) ra.overrides.push_back("run.seed=" + std::to_string(a.seed));
   const Config config = parse_config(c.config_yaml, ra.overrides, ra.file + ":config");
+  if (config.sampler.walkers > c.molecules.front().sampler.r.size(0) && config.eval.burn_in == 0)
+    log::warn("eval: more walkers than the checkpoint holds start from repeated positions, and with eval.burn_in = 0 "
+              "those copies are not yet independent chains: a short evaluation's error bar comes out too small");
   if (config.eval.steps < 1) throw ConfigError("eval: 'eval.steps' must be at least 1 to measure anything");
   warn_of_training_only(given);
   VmcSetup setup = [&] {

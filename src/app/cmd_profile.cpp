@@ -79,13 +79,13 @@ void add_profile_command(CLI::App& app) {
       });
   cmd->add_option("--iterations", a->options.iterations, "timed iterations per molecule (medians)")
       ->capture_default_str()
-      ->check(integer_in(1, INT_MAX));
+      ->check(integer_in(1, 1000000));
   cmd->add_option("--warmup", a->options.warmup, "warm-up iterations per molecule (at least 1)")
       ->capture_default_str()
-      ->check(integer_in(1, INT_MAX));
+      ->check(integer_in(1, 1000000));
   cmd->add_option("--profile-iterations", a->options.profiled, "iterations under the operator profiler")
       ->capture_default_str()
-      ->check(integer_in(0, INT_MAX));
+      ->check(integer_in(0, 1000000));
   cmd->add_option("--output", a->options.output, "output directory (default runs/profile_<config>)");
   cmd->add_flag("--no-roofline", a->no_roofline, "skip the GEMM / triad measurement");
   cmd->add_flag("--no-plots", a->no_plots, "do not run the plotting script");

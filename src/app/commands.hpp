@@ -37,8 +37,9 @@ inline std::string read_number(const std::string& text, double& v) {
   return {};
 }
 
-/// A CLI11 check: a whole number in [lo, hi], checked before CLI11 converts it (which says
-/// only "Could not convert" for 1.5 or a number beyond the option's integer type).
+/// A CLI11 check: a whole decimal number in [lo, hi] without leading zeros, checked before CLI11
+/// converts it (which says only "Could not convert" for 1.5 or a number beyond the option's
+/// integer type, and reads 010 as octal 8).
 inline CLI::Validator integer_in(long long lo, long long hi) {
   return CLI::Validator(
       [lo, hi](std::string& text) -> std::string {
@@ -48,6 +49,10 @@ inline CLI::Validator integer_in(long long lo, long long hi) {
         const bool whole = !text.empty() && end == text.c_str() + text.size() &&
                            !std::isspace(static_cast<unsigned char>(text[0]));
         if (!whole) return "'" + text + "' is not a whole number";
+        // CLI11 reads a leading 0 as octal (010 is 8, 09 "Could not convert"): none given
+        const std::size_t digits = text.find_first_not_of("+-");
+        if (digits != std::string::npos && text[digits] == '0' && digits + 1 < text.size())
+          return "'" + text + "': write the number without leading zeros";
         if (v < lo) return "'" + text + "' must be at least " + std::to_string(lo);  // (LLONG_MIN when below it)
         if (v > hi || errno == ERANGE) return "'" + text + "' must be at most " + std::to_string(hi);
         return {};

@@ -74,8 +74,11 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // Every rank parses the same command line, but a bound may depend on the node (scf
+    // --threads): an error on some ranks only must not leave the others in a collective.
+    if (e.get_exit_code() != 0 && nnvmc::parallel::world().size() > 1) return nnvmc::parallel::fail(e.what(), 2);
     const int rc = root ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 2);
-    return rc == 0 ? 0 : 2;  // every rank parses the same command line
+    return rc == 0 ? 0 : 2;
   } catch (const nnvmc::InputError& e) {
     return nnvmc::parallel::fail(e.what(), 2);  // with several ranks: MPI_Abort, no rank left waiting
   } catch (const nnvmc::BudgetError& e) {  // the memory budget the user set cannot be met

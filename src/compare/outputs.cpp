@@ -60,9 +60,9 @@ Row make_row(const Cell& cell, const Reference& ref) {
     r.num[k] = num(j, k);
   // 1: a reblocking plateau or the walkers' averages; 0: neither (too short, too few walkers)
   r.num["error_bar_reliable"] =
-      !j.contains("error_plateau")
-          ? kNaN
-          : (j.value("error_plateau", false) || j.value("error_method", std::string()) == "walker chains" ? 1.0 : 0.0);
+      j.contains("error_reliable") ? (j.value("error_reliable", false) ? 1.0 : 0.0)
+      : j.contains("error_plateau") ? (j.value("error_plateau", false) ? 1.0 : 0.0)  // a cell of an earlier nnvmc
+                                    : kNaN;
   if (r.status != "done") r.num["energy"] = r.num["energy_err"] = r.num["error_bar_reliable"] = kNaN;
   r.num["reference"] = ref.energy;
   r.num["error"] = r.num["energy"] - ref.energy;

@@ -161,7 +161,8 @@ std::uint64_t parse_bytes(const std::string& text, const std::string& key) {
   std::smatch m;
   if (!std::regex_match(text, m, form)) throw ConfigError(usage);
   const std::string given = m[2].str();
-  if (given.size() > 1 && given.back() == 'b') {  // Mb, Gib: bits by the usual convention
+  const bool has_capital = std::any_of(given.begin(), given.end(), [](char ch) { return std::isupper(static_cast<unsigned char>(ch)); });
+  if (given.size() > 1 && given.back() == 'b' && has_capital) {  // Mb, Gib: bits by the usual convention (mb, gib: bytes)
     std::string bytes_unit = given.substr(0, given.size() - 1) + "B";
     bytes_unit[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(bytes_unit[0])));
     throw ConfigError("'" + key + "' = '" + text + "': '" + given + "' reads as bits; write bytes with a capital B (" +
@@ -214,8 +215,6 @@ void require_one_of(const std::string& v, const std::vector<std::string>& allowe
 
 void validate(const Config& c) {
   require(c.sampler.walkers > 0, "sampler.walkers", "must be > 0");
-  require(c.sampler.walkers >= 2 || c.optim.iterations == 0, "sampler.walkers",
-          "must be at least 2 to train (the energy gradient is a covariance over the walkers: one walker gives 0)");
   require(c.sampler.steps_per_iteration > 0, "sampler.steps_per_iteration", "must be > 0");
   require(c.sampler.burn_in >= 0, "sampler.burn_in", "must be >= 0");
   require(c.sampler.step_size > 0, "sampler.step_size", "must be > 0");

@@ -141,28 +141,29 @@ System single_molecule(const std::string& spec) {
 
 std::vector<std::string> unique_molecule_names(const std::vector<std::string>& names) {
   std::vector<std::string> usable;
-  std::map<std::string, int> count;
   for (std::string n : names) {
     for (char& ch : n)
       if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '.' && ch != '+' && ch != '-') ch = '_';
     if (n.empty() || n == "." || n == "..") n = "molecule";
-    ++count[n];
     usable.push_back(n);
   }
-  // A name given once keeps it, so a numbered repeat of another name never takes it: in
+  const auto reserved = [](const std::string& n) {
+    return std::find(kReservedMoleculeNames.begin(), kReservedMoleculeNames.end(), n) != kReservedMoleculeNames.end();
+  };
+  // First every name as given (usable unchanged, not reserved) goes to its first entry; then the
+  // rest are numbered past every name that was given, so a repeat never takes a given name: in
   // [he, he, he_2] the given he_2 stays he_2 (the second he becomes he_3).
-  std::set<std::string> taken(kReservedMoleculeNames.begin(), kReservedMoleculeNames.end());
-  for (const auto& [n, c] : count)
-    if (c == 1) taken.insert(n);
-  std::vector<std::string> out;
-  for (const std::string& n : usable) {
-    const bool reserved = std::find(kReservedMoleculeNames.begin(), kReservedMoleculeNames.end(), n) !=
-                          kReservedMoleculeNames.end();
-    std::string u = n;
-    if (count[n] > 1 || reserved)
-      for (int k = 2; taken.count(u); ++k) u = n + "_" + std::to_string(k);
-    taken.insert(u);
-    out.push_back(u);
+  std::vector<std::string> out(names.size());
+  std::set<std::string> assigned, given(usable.begin(), usable.end());
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (names[i] == usable[i] && !reserved(usable[i]) && assigned.insert(usable[i]).second) out[i] = usable[i];
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (!out[i].empty()) continue;
+    std::string u = usable[i];
+    if (assigned.count(u) || reserved(u))
+      for (int k = 2; assigned.count(u) || given.count(u) || reserved(u); ++k) u = usable[i] + "_" + std::to_string(k);
+    assigned.insert(u);
+    out[i] = u;
   }
   return out;
 }

@@ -58,7 +58,7 @@ std::string first_differing_line(const std::string& mine, const std::string& roo
   std::string la, lb;
   while (true) {
     const bool more_a = static_cast<bool>(std::getline(a, la)), more_b = static_cast<bool>(std::getline(b, lb));
-    if (!more_a && !more_b) return "the same lines in another order";
+    if (!more_a && !more_b) return "the same lines with other line endings";
     if (!more_a) la = "(nothing)";
     if (!more_b) lb = "(nothing)";
     if (!more_a || !more_b || la != lb) return "'" + la + "' where rank 0 has '" + lb + "'";

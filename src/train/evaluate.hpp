@@ -27,6 +27,11 @@ struct EvalResult {
   /// how stats.error was found: "reblocking", or "walker chains" for a series too short for a
   /// reblocking plateau (with at least kMinWalkersForChainsError walkers)
   std::string error_method = "reblocking";
+  /// Whether the error bar can be trusted: a reblocking plateau, or the walkers' averages of at
+  /// least kMinWalkersForChainsError walkers.
+  bool error_reliable() const {
+    return stats.plateau || (error_method == "walker chains" && walkers >= kMinWalkersForChainsError);
+  }
   double variance = 0;         ///< variance of the local energy over all samples
   double acceptance = 0;       ///< mean MH acceptance while measuring
   double step_size = 0;        ///< MH step size while measuring (adapted during burn-in only)

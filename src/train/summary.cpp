@@ -14,6 +14,7 @@ nlohmann::json eval_json(const EvalResult& r) {
           {"energy_err", r.stats.error},
           {"error_plateau", r.stats.plateau},
           {"error_method", r.error_method},
+          {"error_reliable", r.error_reliable()},
           {"energy_err_walkers", r.error_walkers},
           {"energy_err_naive", r.stats.naive_error},
           {"energy_err_batch_means", r.error_batch_means},
@@ -30,8 +31,9 @@ nlohmann::json eval_json(const EvalResult& r) {
 
 std::string eval_text(const EvalResult& r) {
   const bool reblocked = r.error_method == "reblocking";
-  std::string s = strfmt("energy   %.6f ± %.6f Eh%s\n", r.stats.mean, r.stats.error,
-                         reblocked ? (r.stats.plateau ? "" : "  (UNRELIABLE: see below)") : "  (from the walkers' averages)");
+  std::string s = strfmt("energy   %.6f ± %.6f Eh%s%s\n", r.stats.mean, r.stats.error,
+                         reblocked ? "" : "  (from the walkers' averages)",
+                         r.error_reliable() ? "" : "  (UNRELIABLE: see below)");
   const auto value = [](double x) { return std::isfinite(x) ? strfmt("%.6f", x) : std::string("n/a (too short)"); };
   s += strfmt("         error cross-checks: batch means ± %s, autocorrelation ± %s, walker averages ± %s\n",
               value(r.error_batch_means).c_str(), value(r.autocorr.error).c_str(), value(r.error_walkers).c_str());
@@ -41,8 +43,13 @@ std::string eval_text(const EvalResult& r) {
   s += strfmt("%d steps x %d walkers\n", r.steps, r.walkers);
   if (!reblocked)
     s += strfmt("note: %ld step(s) are too few for a reblocking plateau; the error bar is the spread of the %d walkers' "
-                "own averages (independent chains, valid at any length once equilibrated)\n",
-                r.stats.n, r.walkers);
+                "own averages (independent chains, valid at any length once equilibrated)%s\n",
+                r.stats.n, r.walkers,
+                r.error_reliable() ? ""
+                                   : strfmt("; with fewer than %d walkers that spread is itself uncertain by about "
+                                            "%.0f %%: evaluate with more steps or walkers",
+                                            kMinWalkersForChainsError, 100.0 / std::sqrt(2.0 * std::max(r.walkers - 1, 1)))
+                                         .c_str());
   else if (!r.stats.plateau)
     s += strfmt("warning: no block size passed the reblocking plateau test (%ld values, window estimate of the "
                 "autocorrelation time %s): the error bar is likely too small; evaluate with more steps or walkers\n",

@@ -260,8 +260,10 @@ TEST(Config, ByteCountsThatAreNotPlainDecimalBytesAreRefused) {
   EXPECT_EQ(parse_bytes("1.5 KiB", "k"), 1536ull);
   EXPECT_EQ(parse_bytes("2e3", "k"), 2000ull);
   EXPECT_EQ(parse_bytes("3GIB", "k"), 3ull << 30);
+  EXPECT_EQ(parse_bytes("3gib", "k"), 3ull << 30);  // all lower case: bytes (stored configs have "2gb")
+  EXPECT_EQ(parse_bytes("512mb", "k"), 512000000ull);
   EXPECT_EQ(parse_bytes("1TB", "k"), 1000000000000ull);
-  for (const char* bad : {"0x10MiB", "inf", "nan", "1e400", "0", "0.5", "-1MiB", "5Mb", "2 Gib", "3gib", "1 MiBs", "1e", ""})
+  for (const char* bad : {"0x10MiB", "inf", "nan", "1e400", "0", "0.5", "-1MiB", "5Mb", "2 Gib", "1Kb", "1 MiBs", "1e", ""})
     EXPECT_THROW(parse_bytes(bad, "run.memory_budget"), ConfigError) << bad;
   try {
     parse_bytes("5Mb", "--memory");

@@ -70,6 +70,11 @@ TEST(MoleculeList, ANameGivenOnceIsNeverTakenByARepeatOfAnother) {
   EXPECT_EQ(m[2].name, "he_2");
   EXPECT_EQ(m[2].n_electrons(), 2);
   EXPECT_EQ(m[2].atoms.size(), 2u);  // the H2
+  // names given twice keep them for their first entry; a name made usable never takes a given one
+  EXPECT_EQ(unique_molecule_names({"he", "he", "he_2", "he_2"}),
+            (std::vector<std::string>{"he", "he_3", "he_2", "he_2_2"}));
+  EXPECT_EQ(unique_molecule_names({"a b", "a_b"}), (std::vector<std::string>{"a_b_2", "a_b"}));
+  EXPECT_EQ(unique_molecule_names({"energy", "x y"}), (std::vector<std::string>{"energy_2", "x_y"}));
 }
 
 TEST(MoleculeList, ADatasetFileListsMoleculesWithPathsRelativeToIt) {

@@ -527,7 +527,7 @@ TEST(Cli, ResumeFromTheCommandLineEndsWhereAnUninterruptedRunEnds) {
 // (more) or cut (fewer) as the starting configurations.
 TEST(Cli, EvalWithMoreOrFewerWalkersThanTheRunStartsFromItsWalkers) {
   const auto out = trained_lih("nnvmc_cli_eval_walkers");  // 8 walkers
-  for (const int w : {20, 3}) {
+  for (const int w : {20, 3, 1}) {  // (one walker: an evaluation, not a training; it was refused once)
     const auto r = run("eval " + out + "/checkpoint.h5 --steps 3 --walkers " + std::to_string(w) + " --json --log-level warn");
     ASSERT_EQ(r.code, 0) << r.out;
     const auto j = json_of(r.out);
@@ -768,6 +768,7 @@ TEST(Cli, ScfAndCcsdCheckTheirInputsFirstAndTheirOutputLast) {
   expect_input_error("ccsd h2o --cholesky 5e-324", "outside the range of double-precision numbers");
   expect_input_error("ccsd h2o --max-iterations 99999999999", "'99999999999' must be at most 2147483647");
   expect_input_error("scf h2o --max-iter 2.5", "--max-iter: '2.5' is not a whole number");
+  expect_input_error("scf h2o --max-iter 010", "without leading zeros");  // CLI11 would read octal 8
   expect_input_error("scf nosuchmolecule", "h2o");  // the names it knows
   const auto odd = write_config("nnvmc_h2_\xff.xyz", "2\nH2\nH 0 0 0\nH 0 0 0.74\n");
   const auto j = run("scf " + odd + " --basis sto-3g --json");
