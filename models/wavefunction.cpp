@@ -37,4 +37,19 @@ void WaveFunction::check_system(const SystemTensors& sys) const {
                      " down (only its geometry may change)");
 }
 
+void WaveFunction::load_frozen_state(const std::map<std::string, torch::Tensor>& state) {
+  torch::NoGradGuard ng;
+  auto buffers = named_buffers(true);
+  for (const auto& [name, mine] : frozen_state()) {
+    const auto it = state.find(name);
+    if (it == state.end()) throw CheckpointError("checkpoint lacks the frozen tensor '" + name + "' of the " + type() + " model");
+    if (it->second.sizes() != mine.sizes())
+      throw CheckpointError("frozen tensor '" + name + "' has shape " + c10::str(it->second.sizes()) +
+                            " in the checkpoint, the model wants " + c10::str(mine.sizes()));
+    torch::Tensor* dst = buffers.find(name);
+    if (dst == nullptr) throw Error("frozen_state names '" + name + "', which is no buffer of the " + type() + " model");
+    dst->copy_(it->second);
+  }
+}
+
 }  // namespace nnvmc

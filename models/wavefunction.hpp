@@ -3,6 +3,7 @@
 /// The WaveFunction contract shared by every ansatz (see docs/design.md).
 #include <torch/torch.h>
 
+#include <map>
 #include <string>
 
 #include "blocks/blocks.hpp"
@@ -41,6 +42,15 @@ class WaveFunction : public torch::nn::Module {
   virtual bool transferable() const { return false; }
   /// Checks that `sys` can be evaluated by this ansatz. @throws InputError naming the mismatch.
   virtual void check_system(const SystemTensors& sys) const;
+  /// Buffers (by name, detached copies) that define ψ but are not trained, e.g. PauliNet's
+  /// frozen Hartree–Fock orbitals: checkpoints keep them, so that a resumed or evaluated model
+  /// is the trained function even where recomputing them could come out otherwise (an SCF on
+  /// other cores may rotate degenerate orbitals, to which the backflow is not invariant).
+  /// Default: none.
+  virtual std::map<std::string, torch::Tensor> frozen_state() const { return {}; }
+  /// Copies `state` into the buffers frozen_state() names (converted to their dtype/device).
+  /// @throws CheckpointError for a missing name or another shape.
+  void load_frozen_state(const std::map<std::string, torch::Tensor>& state);
 
  protected:
   /// Remembers the atoms and electron counts the ansatz was built for (check_system's default).

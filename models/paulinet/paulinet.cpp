@@ -96,6 +96,14 @@ std::array<int64_t, 5> PauliNet::parameter_counts() const {
   return n;
 }
 
+std::map<std::string, torch::Tensor> PauliNet::frozen_state() const {
+  std::map<std::string, torch::Tensor> m;
+  if (!options_.freeze_baseline) return m;  // then they are parameters
+  for (const auto& b : named_buffers(false))
+    if (b.key().rfind("mo_coefficients", 0) == 0) m[b.key()] = b.value().detach().clone();
+  return m;
+}
+
 const GaussianBasisTable& PauliNet::table_for(const torch::Tensor& like) {
   const std::lock_guard<std::mutex> lock(table_mutex_);
   if (!table_.prim_exp.defined() || table_.prim_exp.scalar_type() != like.scalar_type() ||

@@ -35,6 +35,8 @@ class PauliNet : public WaveFunction {
   LogPsi forward(const torch::Tensor& r, const SystemTensors& sys) override;  ///< r [B, N, 3]
   SignedFwdLap forward_laplacian(const FwdLap& r, const SystemTensors& sys) override;
   std::string type() const override { return "paulinet"; }
+  /// With a frozen baseline: its MO coefficients (mo_coefficients, or _up and _down for UHF).
+  std::map<std::string, torch::Tensor> frozen_state() const override;
 
   /// sign(ψ) [B] and log|ψ| [B] over a tensor-like T (paulinet_body.hpp).
   template <BuildingBlocks T>

@@ -1,6 +1,8 @@
 /// nnvmc train CONFIG [key=value ...] [--force] | nnvmc train --resume DIR [key=value ...]
+#include <algorithm>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include <yaml-cpp/yaml.h>
 
@@ -27,19 +29,34 @@ void flatten(const YAML::Node& node, const std::string& path, std::map<std::stri
   }
 }
 
-/// Settings a resumed run changes (beyond the iteration count and the evaluation), as
-/// "optim.type adam -> spring, ..." ("" when none): the run is then no longer one Markov chain
-/// under one setting, and its config.yaml describes only the later iterations.
+/// Settings that choose how a run is executed, not which Markov chain it follows: a resume may
+/// change them without a warning (e.g. more threads, or the GPU for the later iterations).
+const char* const kExecutionSettings[] = {"run.threads",      "run.walker_threads", "run.cuda_graphs",
+                                          "run.memory_budget", "run.checkpoint_every", "run.device",
+                                          "run.name",          "optim.iterations"};
+
+/// Settings a resumed run changes, added or removes (beyond how it is executed and the final
+/// evaluation), as "optim.type adam -> spring, ..." ("" when none): the run is then no longer one
+/// Markov chain under one setting, and its config.yaml describes only the later iterations.
 std::string changed_settings(const Config& recorded, const Config& now) {
   std::map<std::string, std::string> a, b;
   flatten(YAML::Load(to_yaml(recorded)), "", a);
   flatten(YAML::Load(to_yaml(now)), "", b);
+  const auto ignored = [](const std::string& key) {
+    return key.rfind("eval.", 0) == 0 ||
+           std::find(std::begin(kExecutionSettings), std::end(kExecutionSettings), key) != std::end(kExecutionSettings);
+  };
+  std::set<std::string> keys;
+  for (const auto& kv : a) keys.insert(kv.first);
+  for (const auto& kv : b) keys.insert(kv.first);
   std::string out;
-  for (const auto& [key, value] : b) {
-    if (key == "optim.iterations" || key.rfind("eval.", 0) == 0) continue;
-    const auto it = a.find(key);
-    const std::string before = it == a.end() ? "(unset)" : it->second;
-    if (before != value) out += (out.empty() ? "" : ", ") + key + " " + before + " -> " + value;
+  for (const auto& key : keys) {
+    if (ignored(key)) continue;
+    const auto before = a.find(key);
+    const auto after = b.find(key);
+    const std::string was = before == a.end() ? "(unset)" : before->second;
+    const std::string is = after == b.end() ? "(unset)" : after->second;
+    if (was != is) out += (out.empty() ? "" : ", ") + key + " " + was + " -> " + is;
   }
   return out;
 }

@@ -364,31 +364,15 @@ const char* const kMoleculeKeys[] = {"molecule", "molecules", "dataset"};
 /// other two are removed: the override chooses the run's molecules (e.g. `nnvmc eval CKPT
 /// system.molecule=h2` on a checkpoint of several molecules).
 void clear_other_molecule_keys(YAML::Node& root, const std::string& assignment) {
-  const auto eq = assignment.find('=');
-  const std::string path = assignment.substr(0, eq == std::string::npos ? 0 : eq);
   if (!root.IsMap() || !root["system"] || !root["system"].IsMap()) return;
-  const auto is_molecule_key = [](const std::string& k) {
-    return std::find(std::begin(kMoleculeKeys), std::end(kMoleculeKeys), k) != std::end(kMoleculeKeys);
-  };
-  std::string key;  // the molecule key the override sets: system.KEY=..., or system={KEY: ...}
-  if (path.rfind("system.", 0) == 0 && is_molecule_key(path.substr(7))) {
-    key = path.substr(7);
-  } else if (path == "system") {
-    YAML::Node value;
-    try {
-      value = YAML::Load(assignment.substr(eq + 1));
-    } catch (const YAML::Exception&) {
-      return;  // apply_override reports it
-    }
-    if (!value.IsMap()) return;
-    for (const char* k : kMoleculeKeys)
-      if (value[k]) key = k;
-  }
-  if (key.empty()) return;
+  std::vector<std::string> set_keys;  // the molecule keys the override sets (system.KEY=..., system={KEY: ...})
+  for (const char* k : kMoleculeKeys)
+    if (override_sets(assignment, std::string("system.") + k)) set_keys.emplace_back(k);
+  if (set_keys.empty()) return;
   YAML::Node system = root["system"];
   const YAML::Node& given = system;  // const lookups add no keys
   for (const char* other : kMoleculeKeys)
-    if (key != other && given[other]) system.remove(other);
+    if (std::find(set_keys.begin(), set_keys.end(), other) == set_keys.end() && given[other]) system.remove(other);
 }
 }  // namespace
 

@@ -221,6 +221,7 @@ void save_checkpoint(const std::string& path, const Checkpoint& c) {
   if (c.molecules.empty()) throw Error("refusing to checkpoint a run without molecules");
   for (const auto& [n, t] : c.parameters) check_finite(n, t);
   for (const auto& [n, t] : c.optimizer) check_finite(n, t);
+  for (const auto& [n, t] : c.frozen) check_finite(n, t);
   Datasets d;
   d["iteration"] = to_array(torch::tensor(c.iteration, torch::kInt64));
   std::string names;
@@ -236,6 +237,7 @@ void save_checkpoint(const std::string& path, const Checkpoint& c) {
   }
   put_map(d, "parameters", c.parameters);
   put_map(d, "optimizer", c.optimizer);
+  put_map(d, "frozen", c.frozen);
   io::write_atomically(path, [&](io::H5File& f) {
     f.set_attr("format", "nnvmc-checkpoint");
     f.set_attr("version", std::to_string(kCheckpointVersion));
@@ -291,8 +293,9 @@ Checkpoint load_checkpoint(const std::string& path) {
   }
   c.parameters = take_map(d, "parameters");
   c.optimizer = take_map(d, "optimizer");
+  c.frozen = take_map(d, "frozen");
   // nnvmc never writes non-finite values (save_checkpoint refuses them): such a file was altered
-  for (const auto* m : {&c.parameters, &c.optimizer})
+  for (const auto* m : {&c.parameters, &c.optimizer, &c.frozen})
     for (const auto& [name, t] : *m)
       if (t.is_floating_point() && !torch::isfinite(t).all().item<bool>())
         throw CheckpointError(path + ": non-finite values in '" + name + "': the file is damaged");
@@ -311,6 +314,17 @@ Checkpoint load_checkpoint(const std::string& path) {
   // No parameters is valid (model.type hf); a file that lost some is refused when they are
   // loaded into the model (load_module_state names the first one missing).
   return c;
+}
+
+void load_frozen_state(WaveFunction& wf, const Checkpoint& c) {
+  if (c.frozen.empty()) {
+    if (!wf.frozen_state().empty())
+      log::warn("the checkpoint, written by an earlier nnvmc, does not hold the " + wf.type() +
+                " model's frozen tensors: they were recomputed (the Hartree-Fock orbitals of the same SCF), which "
+                "may differ from the trained ones where orbitals are degenerate");
+    return;
+  }
+  wf.load_frozen_state(c.frozen);
 }
 
 TensorMap module_state(const torch::nn::Module& module) {
@@ -336,7 +350,8 @@ void load_module_state(torch::nn::Module& module, const TensorMap& state, ExtraP
   std::string ignored;
   for (const auto& [name, value] : state) {
     if (params.contains(name)) continue;
-    const bool retired = name.rfind("edge_scale", 0) == 0;
+    const std::string leaf = name.substr(name.rfind('.') + 1);  // electrons.edge_scale0 -> edge_scale0
+    const bool retired = leaf.rfind("edge_scale", 0) == 0;
     if (!retired && extra == ExtraParameters::refuse)
       throw CheckpointError("checkpoint holds parameter '" + name + "', which this model (" +
                             std::to_string(params.size()) + " parameters) does not have: it was written by a "

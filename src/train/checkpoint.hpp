@@ -32,6 +32,9 @@ struct Checkpoint {
   std::string config_yaml;      ///< the fully resolved config
   std::vector<MoleculeCheckpoint> molecules;  ///< per molecule of the run, in order (at least one)
   TensorMap parameters;         ///< model parameters by name (never buffers or geometry)
+  /// Untrained tensors that define ψ (WaveFunction::frozen_state, e.g. PauliNet's frozen HF
+  /// orbitals); empty in checkpoints of nnvmc before 2026-12-03.
+  TensorMap frozen;
   TensorMap optimizer;          ///< optimizer state by name
 };
 
@@ -55,6 +58,11 @@ enum class ExtraParameters {
 /// @throws CheckpointError for missing names, shape mismatches, and extra names under `refuse`.
 void load_module_state(torch::nn::Module& module, const TensorMap& state,
                        ExtraParameters extra = ExtraParameters::refuse);
+
+/// Loads the checkpoint's frozen tensors into `wf` (see WaveFunction::frozen_state). A
+/// checkpoint written before they were kept has none: `wf` keeps its recomputed ones, with a
+/// warning when it has any. @throws CheckpointError for a missing name or another shape.
+void load_frozen_state(WaveFunction& wf, const Checkpoint& c);
 
 /// Whether two molecules have the same atoms (Z in order), electron counts and nuclei (to 1e-12 bohr).
 bool same_geometry(const System& a, const System& b);

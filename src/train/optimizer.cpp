@@ -11,7 +11,9 @@
 namespace nnvmc {
 
 torch::Tensor clip_local_energies(const torch::Tensor& e, double width) {
-  const auto median = e.median();
+  // The median of an even count is the mean of the two middle values (as numpy's, used by
+  // FermiNet and DeepQMC); torch::median would take the lower one.
+  const auto median = e.quantile(0.5);
   const auto mad = (e - median).abs().mean();
   return torch::clamp(e, median - width * mad, median + width * mad);
 }

@@ -131,10 +131,13 @@ void init_from_checkpoint(VmcSetup& s) {
   if (trained.model.type != s.config.model.type)
     throw ConfigError("'model.init_from': " + path + " holds a '" + trained.model.type + "' model, this run builds '" +
                       s.config.model.type + "'");
+  bool same_geometries = !s.wf->transferable();  // the frozen tensors belong to the trained geometry
   if (!s.wf->transferable())
-    for (const auto& m : s.molecules) (void)check_checkpoint_system(c.molecules.front().system, m.system, *s.wf);
+    for (const auto& m : s.molecules)
+      same_geometries = check_checkpoint_system(c.molecules.front().system, m.system, *s.wf) && same_geometries;
   try {
     load_module_state(*s.wf, c.parameters, ExtraParameters::ignore);
+    if (same_geometries) load_frozen_state(*s.wf, c);
   } catch (const CheckpointError& e) {
     throw ConfigError("'model.init_from': " + path + ": " + e.what() + " (build the model with the options it was "
                       "trained with, model." + s.config.model.type + ")");
@@ -219,6 +222,7 @@ Trainer::Trainer(const Config& config, const std::string& checkpoint_path)
                        "trained on ('" + c.molecules[i].system.name + "'); to start from these parameters at another "
                        "geometry, evaluate it or start a new run (model.init_from)");
   load_module_state(*setup_.wf, c.parameters);
+  load_frozen_state(*setup_.wf, c);  // same molecules at the same geometries (checked above)
   optimizer_ = make_optimizer(config.optim, *setup_.wf, setup_.budget);
   optimizer_->load_state(c.optimizer);
   for (size_t i = 0; i < mols.size(); ++i) {
@@ -356,6 +360,7 @@ Checkpoint Trainer::checkpoint() const {
   for (const auto& m : setup_.molecules)
     c.molecules.push_back({m.system, m.sampler->global_state(), m.local_energy->method().rng_state()});  // all ranks' walkers
   c.parameters = module_state(*setup_.wf);
+  c.frozen = setup_.wf->frozen_state();
   c.optimizer = optimizer_->state();
   return c;
 }

@@ -148,7 +148,7 @@ TEST(CostModel, ImplausibleStoredRatesAreMeasuredAgain) {
   std::remove(file.c_str());
 }
 
-TEST(CostModel, MeasureReusesTheStoredRates) {
+TEST(CostModel, MeasureReusesTheStoredRatesUnlessAskedToMeasureAgain) {
   const std::string dir = testing::TempDir() + "nnvmc_cost_model_dir";
   setenv("NNVMC_CACHE_DIR", dir.c_str(), 1);
   const std::string file = b::CostModel::cache_file();
@@ -158,6 +158,16 @@ TEST(CostModel, MeasureReusesTheStoredRates) {
   ASSERT_TRUE(b::CostModel::write_cached(file, b::CostModel::device_key("cpu"), stored));
   b::CostModel::forget_measured();
   EXPECT_DOUBLE_EQ(b::CostModel::measure("cpu").gemm_flops_per_s, 1.25e9);
+  b::CostModel::forget_measured();
+  // NNVMC_COST_MODEL=measure (README) measures again and stores the new rates
+  setenv("NNVMC_COST_MODEL", "measure", 1);
+  const double fresh = b::CostModel::measure("cpu").gemm_flops_per_s;
+  unsetenv("NNVMC_COST_MODEL");
+  EXPECT_NE(fresh, 1.25e9);
+  EXPECT_GT(fresh, 0);
+  const auto restored = b::CostModel::read_cached(file, b::CostModel::device_key("cpu"));
+  ASSERT_TRUE(restored.has_value());
+  EXPECT_DOUBLE_EQ(restored->gemm_flops_per_s, fresh);
   b::CostModel::forget_measured();
   unsetenv("NNVMC_CACHE_DIR");
   std::remove(file.c_str());

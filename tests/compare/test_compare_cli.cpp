@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -266,8 +267,14 @@ TEST(CompareCli, RunConfigEntriesMoleculeFilesADtypeAxisMaxCellsPlotsAndRetries)
   const auto [bad, bad_dir] = setup("nnvmc_compare_retry",
                                     "ansatze: [{label: starved, type: ferminet, ferminet: {hidden_dims: [[8, 4]], "
                                     "determinants: 1}, overrides: [run.memory_budget=1KiB]}]\n"
-                                    "molecules: [he]\niterations: 2\nwalkers: 8\neval_steps: 4\nthreads: 1\n");
+                                    "molecules: [he]\niterations: 2\nwalkers: 8\neval_steps: 4\n");
   EXPECT_EQ(run("compare " + bad + " --no-plots").code, 1);
+  {  // without `threads:` a cell gets the cores divided by the cells run at once (--jobs 1: all)
+    std::ifstream in(bad_dir + "/cells/starved__he/cell.yaml");
+    const std::string y((std::istreambuf_iterator<char>(in)), {});
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    EXPECT_NE(y.find("\n  threads: " + std::to_string(cores) + " "), std::string::npos) << y;  // (then its comment)
+  }
   const auto again = run("compare " + bad + " --no-plots");
   EXPECT_EQ(again.code, 1);
   EXPECT_EQ(again.out.find("cells to run"), std::string::npos) << again.out;  // nothing is run again

@@ -208,6 +208,11 @@ TEST(CompareReferences, FileReferencesAndCcsdTInTheReferenceBasis) {
   EXPECT_DOUBLE_EQ(refs[0].energy, -0.5);
   EXPECT_DOUBLE_EQ(refs[1].energy, -2.903724377);
   EXPECT_EQ(refs[1].label, "exact nonrelativistic (Pekeris/Drake)");
+  refs = compute_references(parse_compare_spec(kTwoSizes, {"output=" + out, "references=exact"}, "cmp.yaml"));
+  ASSERT_EQ(refs.size(), 2u);  // exact: the files' e_ref only, nothing computed
+  EXPECT_EQ(refs[0].kind, "e_ref");
+  EXPECT_DOUBLE_EQ(refs[0].energy, -0.5);
+  EXPECT_DOUBLE_EQ(refs[1].energy, -2.903724377);
   EXPECT_THROW(compute_references(parse_compare_spec(
                    kTwoSizes, {"output=" + out, "references=ccsd_t", "reference_basis=nosuchbasis"}, "cmp.yaml")),
                ConfigError);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "hamiltonian/laplacian.hpp"
+#include "hamiltonian/local_energy.hpp"
 
 namespace nnvmc::test {
 
@@ -101,6 +102,22 @@ inline void expect_close(const torch::Tensor& a, const torch::Tensor& b, double 
   const auto err = (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
   const auto scale = b.abs().max().item<double>();
   EXPECT_LE(err, rel * scale + abs_tol) << what << ": max error " << err << " scale " << scale;
+}
+
+/// Coefficient of 1/r₁₂ in E_L as the up and the down electron of He approach each other:
+/// (E_L(ε₂) − E_L(ε₁)) / (1/ε₂ − 1/ε₁) from two separations along one direction.
+inline double inverse_distance_coefficient(WaveFunction& net, const System& he, const char* method) {
+  HamiltonianOptions o;
+  o.laplacian = method;
+  LocalEnergy le(he, make_laplacian(o, 0), torch::TensorOptions().dtype(torch::kFloat64));
+  const auto p = torch::tensor({0.7, -0.3, 0.5}, torch::kFloat64);
+  const auto u = torch::tensor({0.48, 0.6, -0.64}, torch::kFloat64);  // unit vector
+  auto at = [&](double eps) {
+    const auto r = torch::stack({p, p + eps * u}).unsqueeze(0);  // [1, 2, 3]
+    return le(net, r).energy.item<double>();
+  };
+  const double e1 = 1e-3, e2 = 1e-5;
+  return (at(e2) - at(e1)) / (1 / e2 - 1 / e1);
 }
 
 }  // namespace nnvmc::test

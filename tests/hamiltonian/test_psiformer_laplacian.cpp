@@ -60,6 +60,22 @@ INSTANTIATE_TEST_SUITE_P(
                       PsiformerCase{"h", 2, 2, 4, 2, true, "simple_ee"},
                       PsiformerCase{"h2o", 1, 2, 4, 2, true, "simple_ee"}));
 
+// model.psiformer.mlp_hidden_dims: [] (allowed) makes each layer's MLP one linear map: the
+// exact methods still agree.
+TEST(PsiformerLaplacian, WithoutHiddenMlpWidthsExactMethodsAgree) {
+  const System s = load_molecule("lih", test::molecules_dir());
+  auto o = test::small_psiformer();
+  o.mlp_hidden_dims = {};
+  Psiformer net(o, s);
+  perturb(net, 0.1, 5);
+  const auto r = test::random_positions(s, 5, 7);
+  const auto sys = test::tensors(s);
+  const auto f = kinetic("forward", net, sys, r), j = kinetic("jvp", net, sys, r), b = kinetic("reverse", net, sys, r);
+  expect_close(f.laplacian, j.laplacian, 1e-10, 0, "laplacian forward vs jvp");
+  expect_close(f.laplacian, b.laplacian, 1e-10, 0, "laplacian forward vs reverse");
+  expect_close(f.grad_sq, b.grad_sq, 1e-10, 0, "grad_sq forward vs reverse");
+}
+
 TEST(PsiformerLaplacian, ForwardMatchesFiniteDifferences) {
   const System s = load_molecule("lih", test::molecules_dir());
   Psiformer net(test::small_psiformer(), s);
@@ -112,22 +128,6 @@ TEST(PsiformerLaplacian, Float32ForwardIsCloseToFloat64) {
   }
 }
 
-/// Coefficient of 1/r₁₂ in E_L as the up and the down electron of He approach each other:
-/// (E_L(ε₂) − E_L(ε₁)) / (1/ε₂ − 1/ε₁) from two separations along one direction.
-double inverse_distance_coefficient(Psiformer& net, const System& he, const char* method) {
-  HamiltonianOptions o;
-  o.laplacian = method;
-  LocalEnergy le(he, make_laplacian(o, 0), torch::TensorOptions().dtype(torch::kFloat64));
-  const auto p = torch::tensor({0.7, -0.3, 0.5}, torch::kFloat64);
-  const auto u = torch::tensor({0.48, 0.6, -0.64}, torch::kFloat64);  // unit vector
-  auto at = [&](double eps) {
-    const auto r = torch::stack({p, p + eps * u}).unsqueeze(0);  // [1, 2, 3]
-    return le(net, r).energy.item<double>();
-  };
-  const double e1 = 1e-3, e2 = 1e-5;
-  return (at(e2) - at(e1)) / (1 / e2 - 1 / e1);
-}
-
 TEST(PsiformerLaplacian, JastrowCancelsTheElectronElectronSingularity) {
   // E_L = … + 1/r₁₂: the network's one-electron features give no cusp, so without the
   // Jastrow factor E_L diverges as 1/r₁₂ (coefficient 1); the simple_ee factor's slope ½ at
@@ -143,8 +143,8 @@ TEST(PsiformerLaplacian, JastrowCancelsTheElectronElectronSingularity) {
   Psiformer b(without, he);
   perturb(b, 0.1, 12);
   for (const auto* m : {"forward", "reverse"}) {
-    EXPECT_NEAR(inverse_distance_coefficient(a, he, m), 0.0, 1e-6) << m;
-    EXPECT_NEAR(inverse_distance_coefficient(b, he, m), 1.0, 1e-6) << m;
+    EXPECT_NEAR(test::inverse_distance_coefficient(a, he, m), 0.0, 1e-6) << m;
+    EXPECT_NEAR(test::inverse_distance_coefficient(b, he, m), 1.0, 1e-6) << m;
   }
 }
 

@@ -34,3 +34,21 @@ NNVMC_DATA_DIR="$T/moved/share/nnvmc" "$BUILD/src/app/nnvmc" --version > "$T/ver
 grep -q "data root   $T/moved/share/nnvmc" "$T/version2.txt" || { echo "FAIL: NNVMC_DATA_DIR ignored"; cat "$T/version2.txt"; exit 1; }
 NNVMC_DATA_DIR="$T/moved/share/nnvmc" "$BUILD/src/app/nnvmc" scf h2 --basis sto-3g --json > /dev/null
 echo "NNVMC_MOLECULES, NNVMC_BASIS_DIR and NNVMC_DATA_DIR are honoured"
+# `nnvmc profile` as a user first runs it: no --output (runs/profile_<config>), with the roofline
+# measurement and the plots, the plotting scripts taken from NNVMC_SCRIPTS, and a key=value
+# override of the config.
+mkdir "$T/work" "$T/myscripts"
+cp "$T/moved/share/nnvmc/scripts/"* "$T/myscripts/"
+NNVMC_SCRIPTS="$T/myscripts" "$T/moved/bin/nnvmc" --version | grep -q "scripts     $T/myscripts" ||
+  { echo "FAIL: NNVMC_SCRIPTS ignored by --version"; exit 1; }
+printf 'model: {type: ferminet, ferminet: {hidden_dims: [[4, 2]], determinants: 1}}\nsampler: {walkers: 8, steps_per_iteration: 1, burn_in: 1}\n' > "$T/work/prof.yaml"
+(cd "$T/work" && NNVMC_SCRIPTS="$T/myscripts" "$T/moved/bin/nnvmc" profile prof.yaml run.threads=1 --molecules h \
+  --iterations 1 --warmup 1 --profile-iterations 1 > "$T/profile.txt" 2>&1) || { echo "FAIL: profile"; cat "$T/profile.txt"; exit 1; }
+P="$T/work/runs/profile_prof"
+for f in report.md profile.json profile.h5 stage_bars.png roofline.png; do
+  [ -s "$P/$f" ] || { echo "FAIL: profile wrote no $f in runs/profile_prof"; ls -l "$P"; cat "$T/profile.txt"; exit 1; }
+done
+grep -q "Measured on this machine: DGEMM" "$P/report.md" || { echo "FAIL: no roofline in the report"; exit 1; }
+grep -q '"threads": 1' "$P/profile.json" || grep -q '"threads":1' "$P/profile.json" ||
+  { echo "FAIL: the override run.threads=1 is not in profile.json"; grep -n threads "$P/profile.json" | head; exit 1; }
+echo "profile with its defaults: roofline, plots (NNVMC_SCRIPTS) and runs/profile_prof"

@@ -521,6 +521,10 @@ TEST(Cli, ResumeFromTheCommandLineEndsWhereAnUninterruptedRunEnds) {
   EXPECT_NE(d.out.find("resuming with changed settings from iteration 4: run.seed"), std::string::npos) << d.out;
   EXPECT_NE(d.out.find("-> 977"), std::string::npos) << d.out;
   EXPECT_NE(d.out.find("nothing to train"), std::string::npos) << d.out;
+  // how the run is executed (threads, checkpoint interval) is not a change of its settings
+  const auto e = run("train --resume " + resumed + " run.threads=2 run.checkpoint_every=3 --log-level warn");
+  ASSERT_EQ(e.code, 0) << e.out;
+  EXPECT_EQ(e.out.find("changed settings"), std::string::npos) << e.out;
 }
 
 // `nnvmc eval --walkers N` with N other than the run's: the checkpoint's walkers are repeated

@@ -91,6 +91,77 @@ TEST(PauliNet, OpenShellUsesUhfAndClosedShellRhf) {
   EXPECT_EQ(li.n_orbitals(), 2);
 }
 
+// model.paulinet.unrestricted on a closed shell: UHF from the RHF guess stays RHF, so the
+// baseline is the same Slater determinant (orbital signs may differ), with one orbital set and
+// one set of cusp shifts per spin.
+TEST(PauliNet, UnrestrictedBaselineOfAClosedShellIsTheRestrictedOne) {
+  const System s = load_molecule("lih", test::molecules_dir());
+  auto o = no_network(true, true);
+  PauliNet rhf(o, s);
+  o.unrestricted = true;
+  PauliNet uhf(o, s);
+  EXPECT_TRUE(rhf.restricted());
+  EXPECT_FALSE(uhf.restricted());
+  EXPECT_NEAR(uhf.hf_energy(), rhf.hf_energy(), 1e-8);
+  EXPECT_EQ(uhf.parameter_counts()[3], 2 * rhf.parameter_counts()[3]);  // cusp shifts per spin
+  const auto r = test::random_positions(s, 9, 5);
+  torch::NoGradGuard ng;
+  const auto a = rhf.forward(r, test::tensors(s)), b = uhf.forward(r, test::tensors(s));
+  // the same determinant to the two SCFs' convergence (orbitals to ~1e-6, energies to 1e-8)
+  EXPECT_LT((a.logabs - b.logabs).abs().max().item<double>(), 1e-5);
+  const auto relative_sign = a.sign * b.sign;  // one global sign: the orbitals' phase convention
+  EXPECT_TRUE(torch::equal(relative_sign, relative_sign[0].expand_as(relative_sign)));
+}
+
+// The Jastrow factor and the backflow can each be used alone (each was only ever switched off
+// together with the other): each alone is a finite, antisymmetric wavefunction with its own
+// parameters only.
+TEST(PauliNet, JastrowAloneAndBackflowAloneAreEachAntisymmetric) {
+  const System s = load_molecule("lih", test::molecules_dir());
+  for (const bool jastrow : {true, false}) {
+    auto o = small_paulinet();
+    o.jastrow = jastrow;
+    o.backflow = !jastrow;
+    PauliNet net(o, s);
+    const auto n = net.parameter_counts();
+    EXPECT_GT(n[0], 0);
+    EXPECT_EQ(n[1] > 0, jastrow);
+    EXPECT_EQ(n[2] > 0, !jastrow);
+    const auto r = test::random_positions(s, 6, 8);
+    torch::NoGradGuard ng;
+    const auto a = net.forward(r, test::tensors(s)), b = net.forward(swap(r, 0, 1), test::tensors(s));
+    EXPECT_TRUE(torch::isfinite(a.logabs).all().item<bool>());
+    EXPECT_LT((a.logabs - b.logabs).abs().max().item<double>(), 1e-10) << "jastrow " << jastrow;
+    EXPECT_TRUE(torch::equal(a.sign, -b.sign)) << "jastrow " << jastrow;
+  }
+}
+
+// frozen_state() names the frozen baseline's coefficients and load_frozen_state restores them
+// exactly; the backflow is not invariant under a rotation of the occupied orbitals (here a
+// swap), which is why checkpoints keep them.
+TEST(PauliNet, FrozenOrbitalsAreItsFrozenStateAndTheBackflowIsNotInvariantUnderTheirRotation) {
+  const System s = load_molecule("lih", test::molecules_dir());
+  PauliNet net(small_paulinet(), s);
+  auto state = net.frozen_state();
+  ASSERT_EQ(state.size(), 1u);
+  const auto r = test::random_positions(s, 6, 2);
+  torch::NoGradGuard ng;
+  const auto before = net.forward(r, test::tensors(s)).logabs;
+  state["mo_coefficients"] = state["mo_coefficients"].flip(1).contiguous();
+  net.load_frozen_state(state);
+  EXPECT_TRUE(torch::equal(net.frozen_state().at("mo_coefficients"), state["mo_coefficients"]));
+  EXPECT_GT((net.forward(r, test::tensors(s)).logabs - before).abs().max().item<double>(), 1e-6);
+  state["mo_coefficients"] = state["mo_coefficients"].flip(1).contiguous();
+  net.load_frozen_state(state);
+  EXPECT_TRUE(torch::equal(net.forward(r, test::tensors(s)).logabs, before));
+  EXPECT_THROW(net.load_frozen_state({}), CheckpointError);
+  state["mo_coefficients"] = torch::zeros({2, 2}, torch::kFloat64);
+  EXPECT_THROW(net.load_frozen_state(state), CheckpointError);
+  auto trained = small_paulinet();
+  trained.freeze_baseline = false;  // then the coefficients are parameters, not frozen state
+  EXPECT_TRUE(PauliNet(trained, s).frozen_state().empty());
+}
+
 TEST(PauliNet, WithoutNetworkAndCuspsIsTheHartreeFockDeterminant) {
   const System s = load_molecule("lih", test::molecules_dir());
   PauliNet net(no_network(false, false), s);

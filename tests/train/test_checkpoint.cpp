@@ -201,7 +201,7 @@ TEST(Checkpoint, ParametersTheModelDoesNotHaveAreRefusedNamingOne) {
   EXPECT_TRUE(torch::equal(model.named_parameters()["kept"], state["kept"]));
   // parameters an earlier Orbformer registered without using them are always left out
   state.erase("layer9.weight");
-  state["edge_scale0"] = torch::ones({4, 1}, torch::kFloat64);
+  state["electrons.edge_scale0"] = torch::ones({4, 1}, torch::kFloat64);  // as the Orbformer names them
   load_module_state(model, state);
 }
 

@@ -8,6 +8,7 @@
 #include "common/run_files.hpp"
 #include "core/errors.hpp"
 #include "models/paulinet/paulinet.hpp"
+#include "train/checkpoint.hpp"
 #include "train/evaluate.hpp"
 #include "train/per_sample_gradients.hpp"
 #include "train/recorded_pass.hpp"
@@ -93,6 +94,39 @@ TEST(PauliNetTraining, ResumedSpringRunEqualsUninterruptedRun) {
   const auto eb = column(dir_b + "/result.h5", "train/energy");
   ASSERT_EQ(ea.size(), 4u);
   EXPECT_EQ(ea, eb);
+}
+
+// The frozen Hartree–Fock orbitals are part of the checkpoint: a resumed run, an evaluation and
+// a fine-tuning (model.init_from) use the trained ones, not the orbitals of a new SCF, which on
+// other cores may come out rotated within degenerate orbitals (the backflow and cusp shifts
+// belong to each orbital, so ψ would change). Here the checkpoint's orbitals are swapped to
+// stand for such a rotation; a checkpoint without them (earlier nnvmc) keeps the SCF's.
+TEST(PauliNetTraining, ResumeAndFineTuningTakeTheFrozenOrbitalsFromTheCheckpoint) {
+  const auto dir = fresh_dir("nnvmc_pn_frozen");
+  {
+    Trainer t(paulinet_config("lih", dir, 2));
+    t.run(false);
+  }
+  const std::string path = dir + "/checkpoint.h5";
+  Checkpoint c = load_checkpoint(path);
+  ASSERT_EQ(c.frozen.count("mo_coefficients"), 1u);
+  const auto scf = c.frozen.at("mo_coefficients").clone();  // [basis functions, 2]
+  const auto swapped = scf.flip(1).contiguous();
+  c.frozen["mo_coefficients"] = swapped;
+  save_checkpoint(path, c);
+  const auto frozen_of = [](Trainer& t) { return t.setup().wf->frozen_state().at("mo_coefficients"); };
+  {
+    Trainer resumed(paulinet_config("lih", dir, 2), path);
+    EXPECT_TRUE(torch::equal(frozen_of(resumed), swapped));
+  }
+  {
+    Trainer tuned(paulinet_config("lih", fresh_dir("nnvmc_pn_frozen_tuned"), 1, {"model.init_from=" + path}));
+    EXPECT_TRUE(torch::equal(frozen_of(tuned), swapped));
+  }
+  c.frozen.clear();
+  save_checkpoint(path, c);
+  Trainer old(paulinet_config("lih", dir, 2), path);
+  EXPECT_TRUE(torch::equal(frozen_of(old), scf));
 }
 
 // With the baseline frozen (default) and trained: every parameter (SchNet's electron

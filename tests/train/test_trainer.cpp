@@ -115,6 +115,14 @@ TEST(Trainer, GraphedStepsAndEnergiesLeaveTheTrainingRunUnchanged) {
   EXPECT_EQ(energies[true], energies[false]);
   EXPECT_TRUE(torch::equal(positions[true], positions[false]));
   EXPECT_EQ(final_energy[true], final_energy[false]);
+  {  // run.cuda_graphs as a user sets it on the CPU (no emulation): the eager run
+    const auto dir = fresh_dir("nnvmc_graphs_as_set");
+    Config c = tiny_config(dir, 4);
+    c.run.cuda_graphs = true;
+    Trainer t(c);
+    EXPECT_EQ(t.run(true).final_eval.stats.mean, final_energy[false]);
+    EXPECT_EQ(column(dir + "/result.h5", "train/energy"), energies[false]);
+  }
 }
 
 TEST(Trainer, TinyTrainingStaysFiniteAndWritesResults) {
@@ -241,11 +249,18 @@ TEST(Trainer, ARunSetAsideByAnUnfinishedForceStartIsNotDeletedByANewRun) {
 TEST(Trainer, ClippingKeepsValuesWithinWidthOfTheMedian) {
   auto e = torch::tensor({-1.0, -1.1, -0.9, -1.0, 50.0, -80.0}, torch::kFloat64);
   const auto c = clip_local_energies(e, 2.0);
-  const double median = e.median().item<double>();
+  const double median = -1.0;  // of -80, -1.1, -1, -1, -0.9, 50
   const double mad = (e - median).abs().mean().item<double>();
   EXPECT_LE(c.max().item<double>(), median + 2 * mad + 1e-12);
   EXPECT_GE(c.min().item<double>(), median - 2 * mad - 1e-12);
   EXPECT_EQ(c[0].item<double>(), -1.0);
+}
+
+TEST(Trainer, ClippingCentresAnEvenCountOnTheMeanOfItsTwoMiddleValues) {
+  const auto e = torch::tensor({3.0, -100.0, 1.0, 100.0, 0.0, 2.0}, torch::kFloat64);
+  const auto c = clip_local_energies(e, 1e-9);  // a width of ~0: every value becomes the median
+  EXPECT_NEAR(c.min().item<double>(), 1.5, 1e-6);
+  EXPECT_NEAR(c.max().item<double>(), 1.5, 1e-6);
 }
 
 // run.device: cuda loads libtorch's CUDA library on demand; on a machine with a GPU the
