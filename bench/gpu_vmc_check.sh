@@ -36,13 +36,19 @@ bash "$R" nvidia-smi --query-gpu=name,memory.total --format=csv,noheader > "$OUT
 log "env: $(head -1 "$OUT/env.txt")"
 
 # One training run, its per-stage s/iteration in the summary (pretraining off, short burn-in, no
-# evaluation; overrides after `limit` come last, so they win).
+# evaluation; overrides after `limit` replace these defaults: nnvmc refuses a key given twice).
 train() {  # tag config walkers dtype optimizer device threads limit [overrides...]
   local tag=$1 cfg=$2 w=$3 dt=$4 opt=$5 dev=$6 th=$7 lim=$8
   shift 8
-  timeout "$lim" bash "$R" nnvmc train "$cfg" optim.type="$opt" sampler.walkers="$w" run.dtype="$dt" \
-    run.device="$dev" run.threads="$th" pretrain.steps=0 sampler.burn_in=10 optim.iterations=12 eval.steps=0 \
-    run.checkpoint_every=0 run.output="$OUT/run_$tag" "$@" > "$OUT/train_$tag.log" 2>&1
+  local defaults=() d a given
+  for d in optim.type="$opt" sampler.walkers="$w" run.dtype="$dt" run.device="$dev" run.threads="$th" \
+    pretrain.steps=0 sampler.burn_in=10 optim.iterations=12 eval.steps=0 run.checkpoint_every=0 \
+    run.output="$OUT/run_$tag"; do
+    given=0
+    for a in "$@"; do [ "${a%%=*}" = "${d%%=*}" ] && given=1; done
+    [ $given = 1 ] || defaults+=("$d")
+  done
+  timeout "$lim" bash "$R" nnvmc train "$cfg" "${defaults[@]}" "$@" > "$OUT/train_$tag.log" 2>&1
   local rc=$?
   log "train $tag rc=$rc: $(grep -E ' info   (sampling|local_energy|gradient|optimizer) ' "$OUT/train_$tag.log" \
     | awk '{printf "%s %.3f s/it  ", $3, $4 / 12}')"

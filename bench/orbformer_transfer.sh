@@ -29,7 +29,8 @@ export OMP_NUM_THREADS=1
 LAST=0
 for m in $MARKS; do LAST=$m; done
 mkdir -p "$OUT"
-common="optim.iterations=1000000 run.threads=1 eval.steps=0 --force $EXTRA"
+base="run.threads=1 eval.steps=0 --force $EXTRA"  # nnvmc refuses a key given twice
+common="optim.iterations=1000000 $base"
 echo "start: $(date) $(uptime)" > "$OUT/load.txt"
 
 # 1. Joint training on the five bond lengths, stopped (checkpoint) after JOINT_MINUTES.
@@ -42,7 +43,7 @@ wait "$pid" || true
 echo "joint done: $(date) $(uptime)" >> "$OUT/load.txt"
 
 # 2. Scratch's starting point (HF pretraining only), then fine-tune and scratch side by side.
-"$BIN" train configs/runs/lih_orbformer.yaml run.output="$OUT/scratch.start" $common optim.iterations=0 \
+"$BIN" train configs/runs/lih_orbformer.yaml run.output="$OUT/scratch.start" $base optim.iterations=0 \
   > "$OUT/scratch.start.log" 2>&1
 race() {  # name overrides...
   name=$1

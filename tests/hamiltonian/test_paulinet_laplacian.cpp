@@ -77,17 +77,19 @@ TEST(PauliNetLaplacian, ExactMethodsAgreeTo1e10AndWithFiniteDifferencesInsideCus
   }
 }
 
-// model.paulinet.interactions: 0 (no SchNet layer: the embeddings are the initial ones) and
-// cusp_shifts: false (no per-orbital shift of the cusp-corrected baseline) are other networks:
-// their Laplacians agree across the exact methods and with finite differences.
-TEST(PauliNetLaplacian, WithoutInteractionsOrCuspShiftsExactMethodsAgree) {
+// model.paulinet.interactions: 0 (no SchNet layer: the embeddings are the initial ones),
+// cusp_shifts: false (no per-orbital shift of the cusp-corrected baseline), and other sizes of
+// the correction spheres, cusp factor, distance features and MLPs are other networks: their
+// Laplacians agree across the exact methods and with finite differences.
+TEST(PauliNetLaplacian, WithoutInteractionsOrCuspShiftsOrWithOtherSizesExactMethodsAgree) {
   const System s = load_molecule("lih", test::molecules_dir());
   const auto sys = test::tensors(s);
   const std::size_t full = PauliNet(small_paulinet(), s).parameters().size();
-  for (const int variant : {0, 1}) {
+  for (const int variant : {0, 1, 2}) {
     auto o = small_paulinet();
     if (variant == 0) o.interactions = 0;
-    else o.cusp_shifts = false;
+    else if (variant == 1) o.cusp_shifts = false;
+    else o.rc_scaling = 0.7, o.cusp_alpha = 5, o.cutoff = 6, o.jastrow_layers = 2, o.backflow_layers = 1;
     PauliNet net(o, s);
     EXPECT_LT(net.parameters().size(), full) << "variant " << variant;
     perturb(net, 0.05, 3);

@@ -364,6 +364,26 @@ TEST(Cli, AllocatorSettingsDoNotChangeResults) {
   EXPECT_EQ(json_of(tuned.out)["e_hf"].get<double>(), json_of(plain.out)["e_hf"].get<double>());
 }
 
+// The SCF's convergence settings on the command line change the path, not the answer: the
+// core guess, no Schwarz screening, damping with a later DIIS start and a level shift all reach
+// the default run's RHF energy (H2O/STO-3G); the slower path takes more iterations.
+TEST(Cli, ScfConvergenceSettingsChangeThePathNotTheEnergy) {
+  const auto plain = run("scf h2o --basis sto-3g --json --threads 1");
+  ASSERT_EQ(plain.code, 0) << plain.out;
+  const double e = json_of(plain.out)["e_hf"].get<double>();
+  for (const char* settings : {"--guess core", "--schwarz 0",
+                               "--guess core --damping 0.3 --diis-start 4 --level-shift 0.2 --max-iter 300"}) {
+    const auto r = run(std::string("scf h2o --basis sto-3g --json --threads 1 ") + settings);
+    ASSERT_EQ(r.code, 0) << settings << "\n" << r.out;
+    const auto j = json_of(r.out);
+    EXPECT_TRUE(j["converged"].get<bool>()) << settings;
+    EXPECT_NEAR(j["e_hf"].get<double>(), e, 1e-9) << settings;
+  }
+  const auto slow = json_of(run("scf h2o --basis sto-3g --json --threads 1 --damping 0.3 --diis-start 4").out);
+  EXPECT_GT(slow["iterations"].get<int>(), json_of(plain.out)["iterations"].get<int>());
+  expect_input_error("scf h2o --guess huckel", "--guess");
+}
+
 // `nnvmc scf --cholesky TAU`: J/K from Cholesky vectors, the energy within tau's reach of the
 // exact-ERI one (H2O/cc-pVDZ: 8e-9 Eh at 1e-8), stated in the JSON.
 TEST(Cli, ScfWithCholeskyJKAgreesWithExactIntegrals) {
@@ -643,7 +663,7 @@ TEST(Cli, CublasBackendWithoutAGpuIsAnInputError) {
   }
 }
 
-TEST(Cli, ProfilePrintsNoProfilerLibraryNoise) {
+TEST(Cli, ProfilePrintsNoProfilerLibraryNoiseAndTakesInlineMolecules) {
   // libkineto's own start/stop lines (USDT, STAGE) and its "gpuGetDeviceCount failed" on a
   // machine without a GPU were printed between nnvmc's lines.
   const auto cfg = write_config("nnvmc_profile_quiet.yaml",
@@ -651,11 +671,15 @@ TEST(Cli, ProfilePrintsNoProfilerLibraryNoise) {
                                 "sampler: {walkers: 8, steps_per_iteration: 1, burn_in: 1}\n"
                                 "run: {threads: 1}\n");
   const auto out = (fs::temp_directory_path() / "nnvmc_profile_quiet").string();
-  const auto r = run("profile " + cfg + " --molecules h --iterations 1 --warmup 1 --profile-iterations 1 "
-                     "--no-roofline --no-plots --output " + out);
+  // (with an inline atom list among the molecules: its commas are not list separators)
+  const auto r = run("profile " + cfg + " --molecules 'h, [[H, 0, 0, 0], [H, 0, 0, 1.4]]' --iterations 1 --warmup 1 "
+                     "--profile-iterations 1 --no-roofline --no-plots --output " + out);
   EXPECT_EQ(r.code, 0) << r.out;
   for (const char* noise : {"USDT:", "STAGE:", "gpuGetDeviceCount"})
     EXPECT_EQ(r.out.find(noise), std::string::npos) << noise << "\n" << r.out;
+  const auto j = nlohmann::json::parse(std::ifstream(out + "/profile.json"));
+  ASSERT_EQ(j["molecules"].size(), 2u);
+  EXPECT_EQ(j["molecules"][1]["n_electrons"], 2);
   fs::remove_all(out);
 }
 
