@@ -116,6 +116,7 @@ void add_train_command(CLI::App& app) {
                          " cannot be changed on resume (the run continues in its own directory; copy the directory "
                          "to continue it elsewhere)");
       log::info(strfmt("resuming %s at iteration %ld", resume->c_str(), static_cast<long>(c.iteration)));
+      trainer = std::make_unique<Trainer>(config, ckpt);  // refuses another model or molecule first
       if (const std::string changed = changed_settings(recorded, config); !changed.empty())
         log::warn("resuming with changed settings from iteration " + std::to_string(c.iteration) + ": " + changed +
                   " (config.yaml will hold the new ones)");
@@ -123,7 +124,6 @@ void add_train_command(CLI::App& app) {
         log::warn(strfmt("optim.iterations = %ld, and the run has %ld already: nothing to train, only the final "
                          "evaluation (raise optim.iterations to train on)",
                          static_cast<long>(config.optim.iterations), static_cast<long>(c.iteration)));
-      trainer = std::make_unique<Trainer>(config, ckpt);
     } else {
       if (ra.file.empty()) throw InputError("train: give a CONFIG file or --resume DIR");
       if (*force) ra.overrides.push_back("run.overwrite=true");

@@ -666,7 +666,9 @@ void Trainer::final_evaluation(TrainOutcome& out, io::H5File* results) {
     if (mols.size() > 1) log::info(mols[i].name() + ":");
     for (std::string text = eval_text(out.evals[i]); !text.empty();) {  // one log line per line
       const auto nl = text.find('\n');
-      (text.rfind("warning", 0) == 0 ? log::warn : log::info)(text.substr(0, nl));
+      const std::string line = text.substr(0, nl);
+      if (line.rfind("warning: ", 0) == 0) log::warn(line.substr(9));  // (the logger says "warning")
+      else log::info(line);
       text = nl == std::string::npos ? "" : text.substr(nl + 1);
     }
   }
