@@ -115,13 +115,9 @@ void run_eval(const EvalArgs& a) {
   } else {
     for (std::size_t i = 0; i < setup.molecules.size(); ++i) chosen.push_back(i);
   }
-  bool same_geometries = !setup.wf->transferable();  // the frozen tensors belong to the trained geometry
-  if (!setup.wf->transferable())
-    for (std::size_t i : chosen)
-      same_geometries =
-          check_checkpoint_system(c.molecules.front().system, setup.molecules[i].system, *setup.wf) && same_geometries;
-  load_module_state(*setup.wf, c.parameters);
-  if (same_geometries) load_frozen_state(*setup.wf, c);
+  std::vector<const System*> targets;
+  for (std::size_t i : chosen) targets.push_back(&setup.molecules[i].system);
+  load_trained_state(*setup.wf, c, targets);
   nlohmann::json list = nlohmann::json::array();
   std::string text;
   for (std::size_t i : chosen) {

@@ -62,9 +62,12 @@ int cuda_index(const std::string& device) {
   return colon == std::string::npos ? 0 : std::stoi(device.substr(colon + 1));
 }
 
+/// The seconds of the training stages (those of an iteration: pretraining's, which ran before
+/// the first one, are left out rather than reported as zero per iteration).
 std::map<std::string, double> stage_seconds(const StageTimers& t) {
   std::map<std::string, double> out;
-  for (const auto& [stage, e] : t.stages()) out[stage] = e.seconds;
+  for (const auto& [stage, e] : t.stages())
+    if (stage.rfind("pretrain_", 0) != 0) out[stage] = e.seconds;
   return out;
 }
 

@@ -304,7 +304,15 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
                                const std::string& where, const std::string& file_dir) {
   YAML::Node root = load_yaml_document(yaml_text, where);
   if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
-  for (const auto& o : overrides) config_yaml::apply_override(root, o);
+  for (const auto& o : overrides) {
+    {  // an unknown key or a wrong type in an override is named as the override, not as the file
+      YAML::Node alone(YAML::NodeType::Map);
+      config_yaml::apply_override(alone, o);
+      CompareFile unused;
+      config_yaml::read_struct(alone, unused, "", "override '" + o + "'");
+    }
+    config_yaml::apply_override(root, o);
+  }
   CompareFile f;
   config_yaml::read_struct(root, f, "", where);
 
@@ -395,6 +403,7 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
             set_path(node, {"run", "name"}, YAML::Node(cell.id));
             const std::string cell_where = where + " (cell " + cell.id + ")";
             config_yaml::read_struct(node, cell.config, "", cell_where);
+            config_yaml::apply_dependent_defaults(cell.config, node);  // as `nnvmc train` of the same config
             try {
               validate(cell.config);
             } catch (const ConfigError& e) {

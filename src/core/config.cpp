@@ -345,18 +345,6 @@ bool learns_orbitals_from_scratch(const ModelConfig& m) {
   return m.init_from.empty() && kFromScratch.count(m.type) > 0;
 }
 
-/// Defaults that depend on another key: optim.lr by optim.type, pretrain.steps by model.type
-/// (unless given).
-void apply_dependent_defaults(Config& c, const YAML::Node& root) {
-  const YAML::Node optim = root.IsMap() ? root["optim"] : YAML::Node();
-  const bool lr_given = optim && optim.IsMap() && optim["lr"];
-  if (!lr_given && c.optim.type == "kfac") c.optim.lr = kKfacLr;
-  else if (!lr_given && c.optim.type != "adam") c.optim.lr = kNaturalGradientLr;
-  const YAML::Node pretrain = root.IsMap() ? root["pretrain"] : YAML::Node();
-  const bool steps_given = pretrain && pretrain.IsMap() && pretrain["steps"];
-  if (!steps_given) c.pretrain.steps = learns_orbitals_from_scratch(c.model) ? kPretrainSteps : 0;
-}
-
 /// The keys that choose the molecules of a run: an override of one replaces the others.
 const char* const kMoleculeKeys[] = {"molecule", "molecules", "dataset"};
 
@@ -375,6 +363,18 @@ void clear_other_molecule_keys(YAML::Node& root, const std::string& assignment) 
     if (std::find(set_keys.begin(), set_keys.end(), other) == set_keys.end() && given[other]) system.remove(other);
 }
 }  // namespace
+
+void config_yaml::apply_dependent_defaults(Config& c, const YAML::Node& root) {
+  const YAML::Node optim = root.IsMap() ? root["optim"] : YAML::Node();
+  const bool lr_given = optim && optim.IsMap() && optim["lr"];
+  if (!lr_given && c.optim.type == "kfac") c.optim.lr = kKfacLr;
+  else if (!lr_given && c.optim.type != "adam") c.optim.lr = kNaturalGradientLr;
+  if (!c.optim.determinant_balance)  // written out, so config.yaml holds the weight the run used
+    c.optim.determinant_balance = c.optim.type == "adam" ? kDeterminantBalanceDefault : 0.0;
+  const YAML::Node pretrain = root.IsMap() ? root["pretrain"] : YAML::Node();
+  const bool steps_given = pretrain && pretrain.IsMap() && pretrain["steps"];
+  if (!steps_given) c.pretrain.steps = learns_orbitals_from_scratch(c.model) ? kPretrainSteps : 0;
+}
 
 bool override_sets(const std::string& assignment, const std::string& key_path) {
   YAML::Node alone(YAML::NodeType::Map);
@@ -405,7 +405,7 @@ Config parse_config(const std::string& yaml_text, const std::vector<std::string>
   }
   Config c;
   config_yaml::read_struct(root, c, "", where);
-  apply_dependent_defaults(c, root);
+  config_yaml::apply_dependent_defaults(c, root);
   validate(c);
   return c;
 }

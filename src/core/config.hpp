@@ -188,7 +188,9 @@ struct SamplerOptions {
   int walkers = 1024;              ///< number of independent chains B
   int steps_per_iteration = 10;    ///< MH steps between optimisation/measurement steps
   int burn_in = 100;               ///< MH steps before the first iteration
-  double step_size = 0.2;          ///< initial Gaussian move width (bohr); adapted during burn-in
+  /// Initial Gaussian move width (bohr); adapted toward target_acceptance during burn-in and
+  /// training (frozen while an evaluation measures).
+  double step_size = 0.2;
   double target_acceptance = 0.5;  ///< step size is adapted toward this acceptance
   template <class V> void visit(V& v) {
     v("walkers", walkers, "number of walkers (chains)");

@@ -158,4 +158,9 @@ class Writer {
 /// for a key that holds a mapping merges into it key by key; any other value replaces.
 void apply_override(YAML::Node& root, const std::string& assignment);
 
+/// Sets the defaults that depend on another key and were not given in `root` (the tree `c` was
+/// read from): optim.lr and optim.determinant_balance by optim.type, pretrain.steps by
+/// model.type. parse_config applies them; so must any other reader of a run config (compare).
+void apply_dependent_defaults(Config& c, const YAML::Node& root);
+
 }  // namespace nnvmc::config_yaml

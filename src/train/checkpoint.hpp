@@ -74,4 +74,13 @@ bool same_geometry(const System& a, const System& b);
 /// @throws InputError naming both molecules when the parameters cannot describe `target`
 bool check_checkpoint_system(const System& trained, const System& target, const WaveFunction& wf);
 
+/// Loads a checkpoint's trained state into `wf` for a run on `targets` (evaluation, model.init_from):
+/// its parameters (load_module_state with `extra`), and its frozen tensors when every target sits
+/// at the trained geometry, to which they belong (PauliNet's Hartree–Fock orbitals); at another
+/// geometry, or for a transferable model, `wf` keeps the ones it computed for `targets`.
+/// @return whether the frozen tensors were loaded
+/// @throws InputError as check_checkpoint_system, CheckpointError as the two loaders
+bool load_trained_state(WaveFunction& wf, const Checkpoint& c, const std::vector<const System*>& targets,
+                        ExtraParameters extra = ExtraParameters::refuse);
+
 }  // namespace nnvmc

@@ -131,13 +131,10 @@ void init_from_checkpoint(VmcSetup& s) {
   if (trained.model.type != s.config.model.type)
     throw ConfigError("'model.init_from': " + path + " holds a '" + trained.model.type + "' model, this run builds '" +
                       s.config.model.type + "'");
-  bool same_geometries = !s.wf->transferable();  // the frozen tensors belong to the trained geometry
-  if (!s.wf->transferable())
-    for (const auto& m : s.molecules)
-      same_geometries = check_checkpoint_system(c.molecules.front().system, m.system, *s.wf) && same_geometries;
+  std::vector<const System*> targets;
+  for (const auto& m : s.molecules) targets.push_back(&m.system);
   try {
-    load_module_state(*s.wf, c.parameters, ExtraParameters::ignore);
-    if (same_geometries) load_frozen_state(*s.wf, c);
+    load_trained_state(*s.wf, c, targets, ExtraParameters::ignore);
   } catch (const CheckpointError& e) {
     throw ConfigError("'model.init_from': " + path + ": " + e.what() + " (build the model with the options it was "
                       "trained with, model." + s.config.model.type + ")");

@@ -57,7 +57,8 @@ const std::string kTiny =
     "eval_steps: 6\n"
     "threads: 1\n"
     "references: auto\n"
-    "overrides: [sampler.burn_in=4, sampler.steps_per_iteration=2, eval.burn_in=2, hamiltonian.laplacian=forward]\n";
+    "overrides: [sampler.burn_in=4, sampler.steps_per_iteration=2, eval.burn_in=2, hamiltonian.laplacian=forward,\n"
+    "            pretrain.steps=2]\n";
 
 /// compare.csv as one map per row.
 std::vector<std::map<std::string, std::string>> read_csv(const std::string& path) {
@@ -138,6 +139,10 @@ TEST(CompareCli, InterruptedComparisonResumesOnlyTheMissingCellsAndGivesOneRowPe
     EXPECT_EQ(r.at("iterations"), "5");
     EXPECT_GT(std::stod(r.at("parameters")), 0);
     EXPECT_GT(std::stod(r.at("s_per_iteration")), 0);
+    // Seconds per training iteration by stage: pretraining (2 steps) has no column of zeros.
+    for (const char* stage : {"sampling", "local_energy", "gradient", "optimizer"})
+      EXPECT_GT(std::stod(r.at(std::string("s_per_iteration:") + stage)), 0) << stage;
+    for (const auto& [column, value] : r) EXPECT_EQ(column.find("pretrain"), std::string::npos) << column;
     EXPECT_GT(std::stod(r.at("peak_tensor_bytes")), 0);
     // 6 steps of 8 walkers: neither a reblocking plateau nor enough walkers for their averages
     EXPECT_EQ(std::stod(r.at("error_bar_reliable")), 0.0) << r.at("cell");
@@ -170,7 +175,7 @@ TEST(CompareCli, FailingCellIsReportedAndTheOthersComplete) {
       "     overrides: [run.memory_budget=1KiB]}\n"
       "molecules: [he]\n"
       "iterations: 3\nwalkers: 8\neval_steps: 4\nthreads: 1\n"
-      "overrides: [sampler.burn_in=2, sampler.steps_per_iteration=2, eval.burn_in=2]\n");
+      "overrides: [sampler.burn_in=2, sampler.steps_per_iteration=2, eval.burn_in=2, pretrain.steps=2]\n");
   const auto r = run("compare " + file + " --jobs 2 --no-plots");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("1 cell failed"), std::string::npos) << r.out;
@@ -213,7 +218,7 @@ TEST(CompareCli, MinutesBudgetEndsTrainingOnTheClockThenEvaluates) {
       "ansatze: [{label: tiny, type: ferminet, ferminet: {hidden_dims: [[8, 4]], determinants: 1}}]\n"
       "molecules: [he]\n"
       "minutes: 0.005\nwalkers: 8\neval_steps: 4\nthreads: 1\n"
-      "overrides: [sampler.burn_in=2, sampler.steps_per_iteration=2, eval.burn_in=2]\n");
+      "overrides: [sampler.burn_in=2, sampler.steps_per_iteration=2, eval.burn_in=2, pretrain.steps=2]\n");
   const auto r = run("compare " + file + " --no-plots");
   ASSERT_EQ(r.code, 0) << r.out;
   const auto j = cell_json(dir, "tiny__he");
@@ -240,7 +245,8 @@ TEST(CompareCli, RunConfigEntriesMoleculeFilesADtypeAxisMaxCellsPlotsAndRetries)
                                  "molecules: [" + mol + ", he]\n"
                                  "dtype: [float64, float32]\n"
                                  "iterations: 3\nwalkers: 8\neval_steps: 4\nthreads: 1\n"
-                                 "overrides: [sampler.burn_in=2, sampler.steps_per_iteration=2, eval.burn_in=2]\n");
+                                 "overrides: [sampler.burn_in=2, sampler.steps_per_iteration=2, eval.burn_in=2,\n"
+                                 "            pretrain.steps=2]\n");
   const auto first = run("compare " + file + " --no-plots --max-cells 1");
   ASSERT_EQ(first.code, 0) << first.out;
   EXPECT_NE(first.out.find("3 cells not run yet (--max-cells)"), std::string::npos) << first.out;

@@ -158,9 +158,44 @@ TEST(CompareSpec, OneAnsatzsOverrideOfASharedAxisMappingStaysInItsCells) {
   EXPECT_EQ(spec.cells[1].config.optim.sr.norm, SrOptions{}.norm);
 }
 
+// A cell is the run `nnvmc train` would make of the same config: the defaults that depend on
+// another key (the learning rate of the optimizer, HF pretraining of the ansatz) apply to it.
+TEST(CompareSpec, CellsTakeTheDefaultsThatDependOnTheOptimizerAndTheAnsatz) {
+  const std::string text =
+      "ansatze:\n"
+      "  - {label: fn, type: ferminet, ferminet: {hidden_dims: [[8, 4]], determinants: 1}}\n"
+      "  - {label: pn, type: paulinet}\n"
+      "  - {label: tuned, type: ferminet, overrides: [pretrain.steps=7, optim.lr=0.02]}\n"
+      "molecules: [h2]\n"
+      "optim: [adam, spring, kfac]\n"
+      "iterations: 5\n"
+      "output: /tmp/nnvmc_spec_out\n";
+  const auto spec = parse_compare_spec(text, {}, "cmp.yaml");
+  ASSERT_EQ(spec.cells.size(), 9u);
+  for (const auto& cell : spec.cells) {
+    const Config run = parse_config(to_yaml(cell.config), {}, "resolved.yaml");
+    EXPECT_EQ(to_yaml(run), to_yaml(cell.config)) << cell.id;  // nothing left for train to resolve
+  }
+  EXPECT_DOUBLE_EQ(spec.cells[0].config.optim.lr, 3e-3);
+  EXPECT_DOUBLE_EQ(spec.cells[1].config.optim.lr, kNaturalGradientLr);
+  EXPECT_DOUBLE_EQ(spec.cells[2].config.optim.lr, kKfacLr);
+  EXPECT_DOUBLE_EQ(*spec.cells[0].config.optim.determinant_balance, kDeterminantBalanceDefault);
+  EXPECT_DOUBLE_EQ(*spec.cells[1].config.optim.determinant_balance, 0.0);
+  EXPECT_EQ(spec.cells[0].config.pretrain.steps, kPretrainSteps);  // FermiNet learns its orbitals
+  EXPECT_EQ(spec.cells[3].config.pretrain.steps, 0);               // PauliNet has its HF baseline
+  for (int i : {6, 7, 8}) {                                        // given values win
+    EXPECT_EQ(spec.cells[i].config.pretrain.steps, 7);
+    EXPECT_DOUBLE_EQ(spec.cells[i].config.optim.lr, 0.02);
+  }
+}
+
 TEST(CompareSpec, BadFilesAreConfigErrorsNamingTheKey) {
   EXPECT_NE(error_of(kTwoSizes + "iteration: 3\n").find("'iteration' (did you mean 'iterations'?)"), std::string::npos);
   EXPECT_NE(error_of(kTwoSizes, {"walkers=many"}).find("'walkers'"), std::string::npos);
+  // A command-line override is named as the override, not as a key of the file.
+  const auto typo = error_of(kTwoSizes, {"walkerz=4"});
+  EXPECT_NE(typo.find("override 'walkerz=4'"), std::string::npos) << typo;
+  EXPECT_EQ(typo.find("cmp.yaml"), std::string::npos) << typo;
   EXPECT_NE(error_of(kTwoSizes, {"references=best"}).find("'references'"), std::string::npos);
   EXPECT_NE(error_of(kTwoSizes, {"iterations=0"}).find("'iterations'"), std::string::npos);
   EXPECT_NE(error_of(kTwoSizes, {"laplacian=magic"}).find("hamiltonian.laplacian"), std::string::npos);

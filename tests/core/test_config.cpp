@@ -53,6 +53,19 @@ TEST(Config, NaturalGradientOptimizersDefaultToTheShippedSpringSetting) {
   EXPECT_EQ(to_yaml(parse_config(to_yaml(spring), {}, "resolved.yaml")), to_yaml(spring));
 }
 
+// The determinant-balance weight (Orbformer's penalty) defaults by optimizer and the resolved
+// config states the weight the run used.
+TEST(Config, DeterminantBalanceDefaultsByOptimizerAndIsWrittenOut) {
+  for (const char* type : {"adam", "sr", "minsr", "spring", "kfac"}) {
+    const Config c = parse_config(std::string("optim: {type: ") + type + "}", {}, "c.yaml");
+    ASSERT_TRUE(c.optim.determinant_balance.has_value()) << type;
+    EXPECT_DOUBLE_EQ(*c.optim.determinant_balance, std::string(type) == "adam" ? kDeterminantBalanceDefault : 0.0);
+    EXPECT_TRUE(contains(to_yaml(c), "determinant_balance")) << type;
+  }
+  const Config given = parse_config("optim: {type: spring, determinant_balance: 0.01}", {}, "c.yaml");
+  EXPECT_DOUBLE_EQ(*given.optim.determinant_balance, 0.01);
+}
+
 // HF pretraining is on by default for the ansätze whose orbitals start random, off for PauliNet
 // (HF baseline built in), the bare HF determinant and fine-tuning; a given value always wins.
 TEST(Config, PretrainingDefaultsOnForAnsatzeThatLearnOrbitalsFromScratch) {

@@ -97,11 +97,11 @@ TEST(PauliNetTraining, ResumedSpringRunEqualsUninterruptedRun) {
 }
 
 // The frozen Hartree–Fock orbitals are part of the checkpoint: a resumed run, an evaluation and
-// a fine-tuning (model.init_from) use the trained ones, not the orbitals of a new SCF, which on
+// a fine-tuning (model.init_from) at the trained geometry use the trained ones, not the orbitals of a new SCF, which on
 // other cores may come out rotated within degenerate orbitals (the backflow and cusp shifts
 // belong to each orbital, so ψ would change). Here the checkpoint's orbitals are swapped to
 // stand for such a rotation; a checkpoint without them (earlier nnvmc) keeps the SCF's.
-TEST(PauliNetTraining, ResumeAndFineTuningTakeTheFrozenOrbitalsFromTheCheckpoint) {
+TEST(PauliNetTraining, ResumeEvaluationAndFineTuningTakeTheFrozenOrbitalsFromTheCheckpoint) {
   const auto dir = fresh_dir("nnvmc_pn_frozen");
   {
     Trainer t(paulinet_config("lih", dir, 2));
@@ -122,6 +122,16 @@ TEST(PauliNetTraining, ResumeAndFineTuningTakeTheFrozenOrbitalsFromTheCheckpoint
   {
     Trainer tuned(paulinet_config("lih", fresh_dir("nnvmc_pn_frozen_tuned"), 1, {"model.init_from=" + path}));
     EXPECT_TRUE(torch::equal(frozen_of(tuned), swapped));
+  }
+  // An evaluation (nnvmc eval loads through load_trained_state) takes them at the trained
+  // geometry; at another one the orbitals are those of its own SCF.
+  for (const char* molecule : {"lih", "{units: bohr, atoms: [[Li, 0, 0, 0], [H, 0, 0, 3.1]]}"}) {
+    auto s = make_setup(paulinet_config(molecule, fresh_dir("nnvmc_pn_frozen_eval"), 0));
+    const auto own = s.wf->frozen_state().at("mo_coefficients").clone();
+    const bool trained_geometry = std::string(molecule) == "lih";
+    EXPECT_EQ(load_trained_state(*s.wf, c, {&s.molecules[0].system}), trained_geometry) << molecule;
+    EXPECT_TRUE(torch::equal(s.wf->frozen_state().at("mo_coefficients"), trained_geometry ? swapped : own)) << molecule;
+    EXPECT_TRUE(torch::equal(module_state(*s.wf).begin()->second, c.parameters.begin()->second)) << molecule;
   }
   c.frozen.clear();
   save_checkpoint(path, c);
