@@ -305,12 +305,7 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
   YAML::Node root = load_yaml_document(yaml_text, where);
   if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   for (const auto& o : overrides) {
-    {  // an unknown key or a wrong type in an override is named as the override, not as the file
-      YAML::Node alone(YAML::NodeType::Map);
-      config_yaml::apply_override(alone, o);
-      CompareFile unused;
-      config_yaml::read_struct(alone, unused, "", "override '" + o + "'");
-    }
+    config_yaml::check_override<CompareFile>(o);
     config_yaml::apply_override(root, o);
   }
   CompareFile f;

@@ -394,12 +394,7 @@ Config parse_config(const std::string& yaml_text, const std::vector<std::string>
   YAML::Node root = load_yaml_document(yaml_text, where);
   if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   for (const auto& o : overrides) {
-    {  // an unknown key or a wrong type in an override is named as the override, not as the file
-      YAML::Node alone(YAML::NodeType::Map);
-      config_yaml::apply_override(alone, o);
-      Config unused;
-      config_yaml::read_struct(alone, unused, "", "override '" + o + "'");
-    }
+    config_yaml::check_override<Config>(o);
     clear_other_molecule_keys(root, o);
     config_yaml::apply_override(root, o);
   }

@@ -158,6 +158,15 @@ class Writer {
 /// for a key that holds a mapping merges into it key by key; any other value replaces.
 void apply_override(YAML::Node& root, const std::string& assignment);
 
+/// Reads the override `assignment` alone into a default `T`, so that an unknown key or a wrong
+/// type in it is a ConfigError naming the override rather than the file it is applied to.
+template <class T> void check_override(const std::string& assignment) {
+  YAML::Node alone(YAML::NodeType::Map);
+  apply_override(alone, assignment);
+  T unused;
+  read_struct(alone, unused, "", "override '" + assignment + "'");
+}
+
 /// Sets the defaults that depend on another key and were not given in `root` (the tree `c` was
 /// read from): optim.lr and optim.determinant_balance by optim.type, pretrain.steps by
 /// model.type. parse_config applies them; so must any other reader of a run config (compare).
