@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <iostream>
 #include <limits>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -71,6 +72,15 @@ void warn_of_training_only(const std::vector<std::string>& overrides) {
       log::warn("eval: '" + o + "' has no effect on an evaluation (a training setting)");
 }
 
+/// The model is the checkpoint's: an override of it would evaluate another wavefunction with
+/// parameters trained for this one (some would load, e.g. a Jastrow or cusp option).
+void refuse_model_changes(const std::vector<std::string>& overrides) {
+  for (const auto& o : overrides)
+    if (override_sets(o, "model") && !override_sets(o, "model.init_from"))
+      throw InputError("eval: '" + o + "': the model is the one the checkpoint was trained with; evaluate another "
+                       "model from its own checkpoint (or train it from this one with model.init_from)");
+}
+
 void run_eval(const EvalArgs& a) {
   RunArgs ra = split_run_args(a.args);
   if (ra.file.empty()) throw InputError("eval: give a CHECKPOINT file");
@@ -95,6 +105,13 @@ void run_eval(const EvalArgs& a) {
     log::warn("eval: more walkers than the checkpoint holds start from repeated positions, and with eval.burn_in = 0 "
               "those copies are not yet independent chains: a short evaluation's error bar comes out too small");
   if (config.eval.steps < 1) throw ConfigError("eval: 'eval.steps' must be at least 1 to measure anything");
+  refuse_model_changes(given);
+  for (const auto& [flag, value, key] : {std::tuple<const char*, long long, const char*>{"--seed", a.seed, "run.seed"},
+                                         {"--walkers", a.walkers, "sampler.walkers"},
+                                         {"--steps", a.steps, "eval.steps"}})
+    for (const auto& o : given)
+      if (value >= 0 && override_sets(o, key))  // (the flag used to win silently)
+        throw InputError(std::string("eval: ") + flag + " and '" + o + "' both set " + key + "; give one");
   warn_of_training_only(given);
   VmcSetup setup = [&] {
     try {

@@ -8,6 +8,7 @@
 #include "app/run_args.hpp"
 #include "core/errors.hpp"
 #include "core/log.hpp"
+#include "parallel/communicator.hpp"
 #include "profile/profile.hpp"
 
 namespace nnvmc::app {
@@ -42,6 +43,9 @@ std::vector<std::string> split_molecule_list(const std::string& text) {
 }
 
 void run_profile_command(ProfileArgs& a) {
+  if (parallel::world().size() > 1)  // its figures are one process's: each rank would time its share and write the same files
+    throw InputError(strfmt("profile: runs as one process (it characterises one process's stages), not under mpirun "
+                            "with %d ranks", parallel::world().size()));
   const RunArgs ra = split_run_args(a.args);
   if (ra.file.empty()) throw InputError("profile: give a run CONFIG file");
   for (const auto& m : split_molecule_list(a.molecules)) a.options.molecules.push_back(m);

@@ -35,6 +35,52 @@ const char* const kExecutionSettings[] = {"run.threads",      "run.walker_thread
                                           "run.memory_budget", "run.checkpoint_every", "run.device",
                                           "run.name",          "optim.iterations"};
 
+/// Keys whose change a resume refuses: the model (the parameters belong to it) and how a run
+/// starts (pretraining, model.init_from), which a resumed run has done already.
+const char* const kFixedOnResume[] = {"model.", "pretrain."};
+
+/// The config of a resumed run: the recorded one with the overrides. It states every default, so
+/// a new optim.type would keep the old optimizer's optim.lr and optim.determinant_balance: those
+/// take the new type's defaults unless an override gives them.
+Config resumed_config(const std::string& yaml, const Config& recorded, const std::vector<std::string>& overrides,
+                      const std::string& where) {
+  Config config = parse_config(yaml, overrides, where);
+  if (config.optim.type == recorded.optim.type) return config;
+  YAML::Node root = YAML::Load(yaml);
+  for (const char* key : {"lr", "determinant_balance"})
+    if (std::none_of(overrides.begin(), overrides.end(),
+                     [&](const std::string& o) { return override_sets(o, std::string("optim.") + key); }) &&
+        root["optim"] && root["optim"].IsMap())
+      root["optim"].remove(key);
+  config = parse_config(YAML::Dump(root), overrides, where);
+  log::info(strfmt("resume: optim.type %s -> %s with optim.lr = %g, optim.determinant_balance = %g (the new type's "
+                   "defaults where not given)",
+                   recorded.optim.type.c_str(), config.optim.type.c_str(), config.optim.lr,
+                   config.optim.determinant_balance.value_or(0.0)));
+  return config;
+}
+
+/// @throws InputError naming the first key under kFixedOnResume that `now` changes.
+void refuse_fixed_changes(const Config& recorded, const Config& now, const std::string& dir) {
+  std::map<std::string, std::string> a, b;
+  flatten(YAML::Load(to_yaml(recorded)), "", a);
+  flatten(YAML::Load(to_yaml(now)), "", b);
+  std::set<std::string> keys;
+  for (const auto& kv : a) keys.insert(kv.first);
+  for (const auto& kv : b) keys.insert(kv.first);
+  for (const auto& key : keys) {
+    if (std::none_of(std::begin(kFixedOnResume), std::end(kFixedOnResume),
+                     [&](const char* prefix) { return key.rfind(prefix, 0) == 0; }))
+      continue;
+    const auto was = a.find(key), is = b.find(key);
+    const std::string before = was == a.end() ? "(unset)" : was->second, after = is == b.end() ? "(unset)" : is->second;
+    if (before != after)
+      throw InputError("train --resume " + dir + ": '" + key + "' cannot change on resume (" + before + " -> " + after +
+                       "): the parameters belong to the model the run trained and its start is done; to start from "
+                       "them with other settings, begin a new run with model.init_from");
+  }
+}
+
 /// Settings a resumed run changes, added or removes (beyond how it is executed and the final
 /// evaluation), as "optim.type adam -> spring, ..." ("" when none): the run is then no longer one
 /// Markov chain under one setting, and its config.yaml describes only the later iterations.
@@ -107,9 +153,10 @@ void add_train_command(CLI::App& app) {
       if (*force) throw InputError("train: --force starts a new run; it cannot be combined with --resume");
       const std::string ckpt = checkpoint_to_resume(*resume);
       const Checkpoint c = load_checkpoint(ckpt);
-      Config config = parse_config(c.config_yaml, ra.overrides, ckpt + ":config");
-      // A resumed run writes where its checkpoint is: overrides (in whatever form) may not move it.
       const Config recorded = parse_config(c.config_yaml, {}, ckpt + ":config");
+      Config config = resumed_config(c.config_yaml, recorded, ra.overrides, ckpt + ":config");
+      refuse_fixed_changes(recorded, config, *resume);
+      // A resumed run writes where its checkpoint is: overrides (in whatever form) may not move it.
       const bool moved = resolve_output_dir(config) != resolve_output_dir(recorded);
       if (moved || config.run.overwrite != recorded.run.overwrite)
         throw InputError("train --resume " + *resume + ": " + (moved ? "run.output" : "run.overwrite") +

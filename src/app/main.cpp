@@ -3,6 +3,7 @@
 #include <c10/util/Exception.h>
 
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <new>
@@ -10,6 +11,7 @@
 
 #include "app/allocator_tuning.hpp"
 #include "app/commands.hpp"
+#include "batching/budget.hpp"
 #include "batching/torch_lib_dir.hpp"
 #include "core/data_paths.hpp"
 #include "core/errors.hpp"
@@ -40,6 +42,12 @@ int main(int argc, char** argv) {
                                        " (every rank must run the same nnvmc command)",
                                    2);
   }
+  // Ranks share the machine's memory as they share its cores: 'auto' is each rank's share of
+  // the free memory (with ranks on several machines, a conservative one).
+  if (const int ranks = nnvmc::parallel::world().size(); ranks > 1)
+    if (const auto available = nnvmc::batching::host_memory().available; available > 0)
+      nnvmc::batching::MemoryBudget::set_cpu_auto_bytes(
+          static_cast<std::int64_t>(nnvmc::batching::MemoryBudget::kAutoFraction * double(available) / ranks));
   CLI::App app{"nnvmc: neural-network variational Monte Carlo for molecules"};
   app.require_subcommand(1);
   app.fallthrough();  // global options (--log-level) may follow the subcommand

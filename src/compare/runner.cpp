@@ -63,7 +63,7 @@ std::string dir_of(const Cell& c) { return c.config.run.output; }
 
 Config with_threads(const Cell& cell, const CompareSpec& spec, const RunnerOptions& o) {
   Config c = cell.config;
-  if (spec.threads == 0) c.run.threads = o.threads_per_cell;
+  if (spec.threads == 0 && c.run.threads == 0) c.run.threads = o.threads_per_cell;  // an explicit run.threads holds
   return c;
 }
 

@@ -275,7 +275,40 @@ ReferenceMode parse_references(const std::string& s) {
   throw ConfigError("'references' must be one of exact, ccsd_t, auto, got '" + s + "'");
 }
 
+/// The molecule of a cell is its `molecules:` entry, and its reference is that molecule's: a
+/// system.* key elsewhere (an override, the base or an ansatz's run config) would train another
+/// molecule than the one the table names and scores.
+const char* const kMoleculeEntryAdvice =
+    "a comparison's molecules, with their charge and spin, are its 'molecules:' entries (e.g. "
+    "{name: h2_cation, charge: 1, spin: 1, atoms: [[H, 0, 0, 0], [H, 0, 0, 1.4]]})";
+
+void refuse_system_overrides(const std::vector<std::string>& overrides, const std::string& key) {
+  for (const auto& o : overrides)
+    if (override_sets(o, "system"))
+      throw ConfigError("'" + key + "': '" + o + "' sets a system key: " + kMoleculeEntryAdvice);
+}
+
+void refuse_system_keys(const YAML::Node& run_config, const std::string& key) {
+  if (!run_config.IsMap() || !run_config["system"]) return;
+  const YAML::Node system = run_config["system"];
+  if (!system.IsMap()) return;
+  for (const auto& kv : system) {
+    const std::string k = kv.first.Scalar();
+    if (k != "molecule" && k != "molecules" && k != "dataset")  // (replaced by the cell's molecule)
+      throw ConfigError("'" + key + "': system." + k + " does not apply to a comparison's cells: " + kMoleculeEntryAdvice);
+  }
+}
+
+/// Merges the mapping `value` into `node` at `key`, key by key, as a `key={...}` override does
+/// (a model block over the base's model keeps the base's other keys).
+void merge_into(YAML::Node& node, const std::string& key, const YAML::Node& value) {
+  YAML::Emitter e;
+  e << YAML::Flow << value;
+  config_yaml::apply_override(node, key + "=" + e.c_str());
+}
+
 void apply_overrides(YAML::Node& root, const std::vector<std::string>& overrides, const std::string& key) {
+  refuse_system_overrides(overrides, key);
   for (const auto& o : overrides) {
     try {
       config_yaml::apply_override(root, o);
@@ -373,15 +406,15 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
               if (!axis->label.empty()) cell.id += "__" + axis->label;
             YAML::Node node = YAML::Clone(a.base);
             if (!node.IsMap()) node = YAML::Node(YAML::NodeType::Map);
-            if (a.model) node["model"] = YAML::Clone(a.model);
+            refuse_system_keys(node, "ansatze (" + a.label + ")");
+            if (a.model.IsMap()) merge_into(node, "model", a.model);  // (a run-config entry has none)
             YAML::Node system(YAML::NodeType::Map);
             system["molecule"] = YAML::Clone(molecules[mi].second);
             node["system"] = system;
             // (An absent axis entry holds a null node, which must not replace the base's value.)
             if (lap.value.IsScalar()) set_path(node, {"hamiltonian", "laplacian"}, lap.value);
             if (opt.value.IsScalar()) set_path(node, {"optim", "type"}, opt.value);
-            if (opt.value.IsMap())
-              for (const auto& kv : opt.value) set_path(node, {"optim", kv.first.as<std::string>()}, kv.second);
+            if (opt.value.IsMap()) merge_into(node, "optim", opt.value);
             if (dt.value.IsScalar()) set_path(node, {"run", "dtype"}, dt.value);
             const auto set_int = [&](const std::vector<std::string>& path, long long v) {
               set_path(node, path, YAML::Node(v));

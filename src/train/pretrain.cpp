@@ -61,7 +61,7 @@ PretrainResult pretrain(VmcSetup& s, const PretrainOptions& options, StageTimers
     const SystemTensors* sys = &m.tensors;
     mixture.push_back([target, net = s.logabs_fn(i), chunk = m.logabs_chunk, sys](const torch::Tensor& r) {
       const auto b = 2.0 * net(r);  // measures the chunk on its first call
-      const auto a = 2.0 * in_row_chunks(r, *chunk, [&](const torch::Tensor& x) { return target->forward(x, *sys).logabs; });
+      const auto a = 2.0 * in_row_chunks(r, chunk->walkers, [&](const torch::Tensor& x) { return target->forward(x, *sys).logabs; });
       return 0.5 * (torch::logaddexp(a, b) - std::log(2.0));
     });
     if (!m.sampler->positions().defined()) m.sampler->initialize(mixture[i]);

@@ -5,6 +5,7 @@
 
 #include "batching/backend.hpp"
 #include "batching/chunk_fit.hpp"
+#include "batching/held_memory.hpp"
 #include "core/errors.hpp"
 #include "parallel/communicator.hpp"
 #include "parallel/walker_threads.hpp"
@@ -71,23 +72,29 @@ LogAbsFn VmcSetup::logabs_fn(std::size_t i) const {
       return out;
     };
     const auto b = r.size(0);
-    if (*chunk == 0) {  // the first call (eager: the sampler's initialisation) measures a walker
+    const int device = static_cast<int>(r.get_device());  // −1 on the CPU
+    const std::int64_t held = budget.is_unlimited() ? 0 : batching::held_bytes(device);
+    // The first call (eager: the sampler's initialisation) measures a walker; a later one again
+    // when more memory is held for the rest of the run than when it was fitted.
+    if (chunk->walkers == 0 || held > chunk->held) {
       auto fit_options = o;
-      fit_options.cuda_device = static_cast<int>(r.get_device());  // −1 on the CPU
-      *chunk = budget.is_unlimited()
-                   ? std::numeric_limits<std::int64_t>::max()
-                   : batching::fit_chunk(
-                         [&](std::int64_t k) {
-                           torch::NoGradGuard ng;
-                           (void)pass(r.slice(0, 0, k));
-                         },
-                         b, budget, fit_options)
-                         .chunk;
-      if (*chunk < b)
-        log::info(strfmt("sampler: log|psi| of '%s' in chunks of %lld walkers (run.memory_budget = %s)", name.c_str(),
-                         static_cast<long long>(*chunk), batching::format_bytes(double(budget.bytes())).c_str()));
+      fit_options.cuda_device = device;
+      const std::int64_t before = chunk->walkers;
+      chunk->walkers = budget.is_unlimited() ? std::numeric_limits<std::int64_t>::max()
+                                             : batching::fit_chunk(
+                                                   [&](std::int64_t k) {
+                                                     torch::NoGradGuard ng;
+                                                     (void)pass(r.slice(0, 0, k));
+                                                   },
+                                                   b, budget, fit_options)
+                                                   .chunk;
+      chunk->held = held;
+      if (chunk->walkers < b && chunk->walkers != before)
+        log::info(strfmt("sampler: log|psi| of '%s' in chunks of %lld walkers (run.memory_budget = %s%s)", name.c_str(),
+                         static_cast<long long>(chunk->walkers), batching::format_bytes(double(budget.bytes())).c_str(),
+                         held > 0 ? (", " + batching::format_bytes(double(held)) + " held").c_str() : ""));
     }
-    return in_row_chunks(r, *chunk, pass);
+    return in_row_chunks(r, chunk->walkers, pass);
   };
 }
 

@@ -21,6 +21,14 @@ namespace nnvmc {
 /// dtype/device of a config's tensors.
 torch::TensorOptions tensor_options(const Config& config);
 
+/// Walkers per log|ψ| pass of a molecule's sampler, fitted to run.memory_budget by the first pass
+/// and again whenever the memory held for the rest of the run (captured CUDA graphs'
+/// pools, batching::held_bytes) has grown since.
+struct LogAbsChunk {
+  std::int64_t walkers = 0;  ///< 0: not yet measured
+  std::int64_t held = 0;     ///< held bytes on the device when it was fitted
+};
+
 /// One molecule of a run with its own walkers, sampler state (step size, acceptance, RNG)
 /// and local-energy evaluator (chunk size, stochastic-Laplacian RNG).
 struct VmcMolecule {
@@ -28,9 +36,8 @@ struct VmcMolecule {
   SystemTensors tensors;  ///< `system` as tensors in the run's options (what the model is evaluated on)
   std::unique_ptr<MetropolisSampler> sampler;
   std::unique_ptr<LocalEnergy> local_energy;
-  /// Walkers per log|ψ| pass of the sampler, fitted to run.memory_budget by the first pass
-  /// (0: not yet measured; shared by every logabs_fn of this molecule).
-  std::shared_ptr<std::int64_t> logabs_chunk = std::make_shared<std::int64_t>(0);
+  /// The sampler's log|ψ| chunk (shared by every logabs_fn of this molecule).
+  std::shared_ptr<LogAbsChunk> logabs_chunk = std::make_shared<LogAbsChunk>();
   const std::string& name() const { return system.name; }
 };
 

@@ -217,10 +217,14 @@ TEST(CompareCli, MinutesBudgetEndsTrainingOnTheClockThenEvaluates) {
       "nnvmc_compare_minutes",
       "ansatze: [{label: tiny, type: ferminet, ferminet: {hidden_dims: [[8, 4]], determinants: 1}}]\n"
       "molecules: [he]\n"
-      "minutes: 0.005\nwalkers: 8\neval_steps: 4\nthreads: 1\n"
-      "overrides: [sampler.burn_in=2, sampler.steps_per_iteration=2, eval.burn_in=2, pretrain.steps=2]\n");
+      "minutes: 0.005\nwalkers: 8\neval_steps: 4\n"
+      "overrides: [sampler.burn_in=2, sampler.steps_per_iteration=2, eval.burn_in=2, pretrain.steps=2,\n"
+      "            run.threads=1]\n");
   const auto r = run("compare " + file + " --no-plots");
   ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream cell_yaml(dir + "/cells/tiny__he/cell.yaml");
+  const std::string yaml((std::istreambuf_iterator<char>(cell_yaml)), {});
+  EXPECT_NE(yaml.find("  threads: 1 "), std::string::npos) << "an explicit run.threads holds\n" << yaml;
   const auto j = cell_json(dir, "tiny__he");
   EXPECT_EQ(j["status"], "done");
   EXPECT_FALSE(j["reached_iterations"].get<bool>());  // stopped by the 0.3 s budget

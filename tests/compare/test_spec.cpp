@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -100,6 +101,12 @@ TEST(CompareSpec, RunConfigPathsInlineMoleculesOptimBlocksAndOverrides) {
   EXPECT_DOUBLE_EQ(spec.cells[1].config.optim.lr, 0.05);
   EXPECT_EQ(spec.cells[0].config.sampler.steps_per_iteration, 3);
   EXPECT_EQ(spec.cells[0].config.sampler.walkers, 256);  // from the run config
+  // ... and so is its model (a run-config entry's model block used to be replaced by the defaults)
+  for (const auto& cell : spec.cells) {
+    ASSERT_TRUE(cell.config.model.ferminet.hidden_dims.has_value()) << cell.id;
+    EXPECT_EQ(*cell.config.model.ferminet.hidden_dims, (std::vector<std::array<int, 2>>{{32, 8}, {32, 8}, {32, 8}})) << cell.id;
+    EXPECT_EQ(*cell.config.model.ferminet.determinants, 4) << cell.id;
+  }
   EXPECT_GT(spec.cells[0].config.optim.iterations, 1000000);  // minutes only: training ends on the clock
   EXPECT_EQ(spec.molecules[0].system.n_electrons(), 2);
   EXPECT_FALSE(spec.molecules[0].system.e_ref.has_value());
@@ -187,6 +194,45 @@ TEST(CompareSpec, CellsTakeTheDefaultsThatDependOnTheOptimizerAndTheAnsatz) {
     EXPECT_EQ(spec.cells[i].config.pretrain.steps, 7);
     EXPECT_DOUBLE_EQ(spec.cells[i].config.optim.lr, 0.02);
   }
+}
+
+// A model block and an optim-axis mapping merge into the base key by key, as a `key={...}`
+// override of `nnvmc train BASE` does (they used to replace the base's whole block).
+TEST(CompareSpec, ModelBlocksAndOptimMappingsMergeIntoTheBase) {
+  const std::string text =
+      "base: {model: {type: ferminet, ferminet: {hidden_dims: [[8, 4]], determinants: 4}},\n"
+      "       optim: {sr: {norm_constraint: 0.001, damping: 0.5}}}\n"
+      "ansatze: [{type: ferminet, ferminet: {determinants: 1}}]\n"
+      "molecules: [h2]\n"
+      "optim: [{type: spring, sr: {damping: 0.01}}]\n"
+      "output: /tmp/nnvmc_spec_out\n";
+  const auto spec = parse_compare_spec(text, {}, "cmp.yaml");
+  ASSERT_EQ(spec.cells.size(), 1u);
+  const auto& c = spec.cells[0].config;
+  ASSERT_TRUE(c.model.ferminet.hidden_dims.has_value());
+  EXPECT_EQ(*c.model.ferminet.hidden_dims, (std::vector<std::array<int, 2>>{{8, 4}}));
+  EXPECT_EQ(*c.model.ferminet.determinants, 1);
+  EXPECT_EQ(c.optim.type, "spring");
+  EXPECT_DOUBLE_EQ(c.optim.sr.norm_constraint, 0.001);
+  EXPECT_DOUBLE_EQ(c.optim.sr.damping, 0.01);
+}
+
+// A cell's molecule, charge and spin are its molecules: entry, whose reference the table uses:
+// system keys elsewhere would train another molecule than the one named and scored.
+TEST(CompareSpec, SystemKeysOutsideTheMoleculeEntriesAreRefused) {
+  for (const std::string extra : {"overrides: [system.molecule=he]\n", "overrides: ['system={charge: 1}']\n",
+                                  "base: {system: {spin: 2}}\n"}) {
+    const auto e = error_of(kTwoSizes + extra);
+    EXPECT_NE(e.find("'molecules:' entries"), std::string::npos) << extra << e;
+  }
+  const auto per_ansatz = error_of(
+      "ansatze: [{type: ferminet, overrides: [system.charge=1]}]\nmolecules: [h2]\noutput: /tmp/nnvmc_spec_out\n");
+  EXPECT_NE(per_ansatz.find("sets a system key"), std::string::npos) << per_ansatz;
+  // charge and spin in an inline molecule entry are the way to give them
+  const auto spec = parse_compare_spec(
+      "ansatze: [{type: ferminet}]\nmolecules: [{name: h2p, charge: 1, spin: 1, atoms: [[H, 0, 0, 0], [H, 0, 0, 2]]}]\n"
+      "output: /tmp/nnvmc_spec_out\n", {}, "cmp.yaml");
+  EXPECT_EQ(spec.molecules.at(0).system.n_electrons(), 1);
 }
 
 TEST(CompareSpec, BadFilesAreConfigErrorsNamingTheKey) {

@@ -117,6 +117,12 @@ TEST(Cli, TrainThenEvalPrintsJsonWithEnergyAndErrorBar) {
   }
   // A budget below one walker's working memory is a clear error.
   expect_input_error("eval " + out + "/checkpoint.h5 --steps 2 run.memory_budget=1KiB", "one walker");
+  // The model is the checkpoint's: another one (loadable or not) is refused, not evaluated.
+  for (const char* other : {"model.ferminet.determinants=1", "'model={type: psiformer}'"})
+    expect_input_error("eval " + out + "/checkpoint.h5 --steps 2 " + other, "the model is the one the checkpoint");
+  // A flag and the key it sets, both given: refused (the flag used to win silently).
+  expect_input_error("eval " + out + "/checkpoint.h5 --seed 3 run.seed=5", "--seed and 'run.seed=5' both set run.seed");
+  expect_input_error("eval " + out + "/checkpoint.h5 --walkers 4 'sampler={walkers: 6}'", "both set sampler.walkers");
 }
 
 // ---- Geometry is system data (item 3 of issue 18), seen from the command line. ----
@@ -545,6 +551,25 @@ TEST(Cli, ResumeFromTheCommandLineEndsWhereAnUninterruptedRunEnds) {
   const auto e = run("train --resume " + resumed + " run.threads=2 run.checkpoint_every=3 --log-level warn");
   ASSERT_EQ(e.code, 0) << e.out;
   EXPECT_EQ(e.out.find("changed settings"), std::string::npos) << e.out;
+  // the model and the run's start are fixed: refused before anything is written, whether the
+  // parameters would load (a Jastrow option) or not (another size)
+  for (const std::string fixed : {"model.ferminet.determinants=1", "model.type=psiformer", "pretrain.steps=5",
+                                   "model.init_from=/tmp/x.h5"})
+    expect_input_error("train --resume " + resumed + " optim.iterations=6 " + fixed, "cannot change on resume");
+  const auto read_iterations = [&] { return read(resumed)["iterations"].get<int>(); };
+  EXPECT_EQ(read_iterations(), 4);
+  // another optimizer takes its own learning rate and determinant balance unless they are given
+  const auto f = run("train --resume " + resumed + " optim.iterations=5 optim.type=spring --log-level info");
+  ASSERT_EQ(f.code, 0) << f.out;
+  EXPECT_NE(f.out.find("optim.type adam -> spring with optim.lr = 0.1, optim.determinant_balance = 0"),
+            std::string::npos) << f.out;
+  const auto g = run("train --resume " + resumed + " optim.iterations=6 optim.type=adam optim.lr=0.002 --log-level info");
+  ASSERT_EQ(g.code, 0) << g.out;
+  EXPECT_NE(g.out.find("optim.type spring -> adam with optim.lr = 0.002, optim.determinant_balance = 0.001"),
+            std::string::npos) << g.out;
+  std::ifstream recorded(resumed + "/config.yaml");
+  const std::string yaml((std::istreambuf_iterator<char>(recorded)), {});
+  EXPECT_NE(yaml.find("lr: 0.002"), std::string::npos) << yaml;
 }
 
 // `nnvmc eval --walkers N` with N other than the run's: the checkpoint's walkers are repeated

@@ -39,3 +39,20 @@ timeout 120 "$@" -np 1 -wdir "$dir/a" "$nnvmc" train "$dir/run.yaml" run.output=
   pretrain.steps=2 > "$dir/log3" 2>&1
 check basis "\[rank 1 of 2\]: pretrain.basis: unknown basis" "$dir/log3" $?
 [ ! -e "$dir/basis" ] || { ls -la "$dir/basis"; fail "basis: rank 0 wrote the output directory"; }
+# profile characterises one process: under mpirun it stops at once (it used to time each rank's
+# share of the walkers and report the total, every rank writing the same files).
+timeout 120 "$@" -np 2 -wdir "$dir/a" "$nnvmc" profile "$dir/run.yaml" --output "$dir/prof" > "$dir/log4" 2>&1
+check prof "profile: runs as one process" "$dir/log4" $?
+[ ! -e "$dir/prof" ] || fail "profile: an output was written"
+# Ranks share the machine's memory: each rank's 'auto' budget is its share of 60 % of the free
+# memory, not 60 % each (two ranks used to plan for 120 %).
+timeout 120 "$@" -np 2 -wdir "$dir/a" "$nnvmc" train "$dir/run.yaml" run.output="$dir/budget" > "$dir/log5" 2>&1 ||
+  { cat "$dir/log5"; fail "budget: the run failed"; }
+avail_kib=$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)
+budget_kib=$(grep -o 'run.memory_budget = [0-9.]* [KMGT]iB' "$dir/log5" | head -1 |
+  awk '{f = ($4 == "KiB") ? 1 : ($4 == "MiB") ? 1024 : ($4 == "GiB") ? 1048576 : 1073741824; printf "%d", $3 * f}')
+[ -n "$budget_kib" ] || { cat "$dir/log5"; fail "budget: no budget line"; }
+# 0.6 / 2 = 0.3 of the free memory (0.4: room for the free memory changing between the two reads)
+awk -v b="$budget_kib" -v a="$avail_kib" 'BEGIN {exit !(b < 0.4 * a && b > 0.2 * a)}' ||
+  fail "budget: a rank's auto budget is $budget_kib KiB of $avail_kib KiB free (expected about 30 %)"
+echo "budget: a rank's auto budget is $budget_kib KiB of $avail_kib KiB free"

@@ -100,7 +100,7 @@ TEST(Pretrain, ChunksWithinTheMemoryBudgetGiveTheParametersOfOnePass) {
     StageTimers timers;
     results.push_back(pretrain(s, p, timers));
     states.push_back(module_state(*s.wf));
-    chunks.push_back(*s.molecules[0].logabs_chunk);
+    chunks.push_back(s.molecules[0].logabs_chunk->walkers);
   }
   EXPECT_GE(chunks[0], 512);
   EXPECT_LT(chunks[1], 512);  // the sampler's passes were chunked
