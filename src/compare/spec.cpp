@@ -67,9 +67,16 @@ struct AxisEntry {
 std::string at(const std::string& key, size_t i) { return key + "[" + std::to_string(i) + "]"; }
 
 std::string resolve_path(const std::string& p, const std::string& file_dir) {
-  if (fs::path(p).is_absolute() || fs::exists(p)) return p;
-  const fs::path alt = fs::path(file_dir) / p;
-  return fs::exists(alt) ? alt.string() : p;
+  if (fs::path(p).is_absolute()) return p;
+  const fs::path here = fs::absolute(p).lexically_normal(), beside = fs::absolute(fs::path(file_dir) / p).lexically_normal();
+  std::error_code ec;
+  const bool in_cwd = fs::exists(here, ec), in_dir = fs::exists(beside, ec);
+  if (in_cwd && in_dir && !fs::equivalent(here, beside, ec))  // (one used to shadow the other silently)
+    throw ConfigError("'" + p + "' names two files, " + here.string() + " (in the working directory) and " +
+                      beside.string() + " (beside the comparison file); give the one meant by its absolute path");
+  // Absolute, so that a cell's config reads the same file from any directory.
+  if (in_cwd) return here.string();
+  return in_dir ? beside.string() : p;
 }
 
 YAML::Node load_yaml_file(const std::string& path, const std::string& key) {

@@ -207,6 +207,16 @@ ProfileReport run_profile(const std::string& config_path, const std::vector<std:
   if (options.iterations < 1) throw InputError("profile: --iterations must be >= 1");
   if (options.warmup < 1) throw InputError("profile: --warmup must be >= 1 (the first iteration calibrates chunks)");
   if (options.profiled < 0) throw InputError("profile: --profile-iterations must be >= 0");
+  // The keys profile sets for its scratch runs: a user's override of one has no effect.
+  static const std::pair<const char*, const char*> kSetByProfile[] = {
+      {"pretrain.steps", "profile times training iterations without pretraining"},
+      {"eval.steps", "profile runs no evaluation"},
+      {"optim.iterations", "use --warmup, --iterations and --profile-iterations"},
+      {"run.output", "use --output"},
+      {"run.checkpoint_every", "profile writes no checkpoints"}};
+  for (const auto& o : overrides)
+    for (const auto& [key, advice] : kSetByProfile)
+      if (override_sets(o, key)) log::warn(std::string("profile: '") + o + "' has no effect (" + advice + ")");
   ProfileReport r;
   r.config = config_path;
   r.options = options;

@@ -235,6 +235,31 @@ TEST(CompareSpec, SystemKeysOutsideTheMoleculeEntriesAreRefused) {
   EXPECT_EQ(spec.molecules.at(0).system.n_electrons(), 1);
 }
 
+// A relative molecule path is found in the working directory or beside the comparison file; a
+// name found in both places is an error (one used to shadow the other), and the cell's config
+// holds the absolute path, so it reads the same file from any directory.
+TEST(CompareSpec, ARelativeMoleculeFileFoundTwiceIsAnErrorAndCellsHoldAbsolutePaths) {
+  const auto dir = fs::temp_directory_path() / "nnvmc_spec_paths";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string name = "nnvmc_spec_paths_h2.xyz";
+  std::ofstream(dir / name) << "2\n\nH 0 0 0\nH 0 0 0.74\n";
+  const std::string text = "ansatze: [{type: ferminet}]\nmolecules: [" + name + "]\noutput: /tmp/nnvmc_spec_out\n";
+  const auto spec = parse_compare_spec(text, {}, (dir / "cmp.yaml").string(), dir.string());
+  ASSERT_TRUE(spec.cells.at(0).config.system.molecule.has_value());
+  const std::string held = spec.cells.at(0).config.system.molecule->yaml;
+  EXPECT_TRUE(fs::path(held).is_absolute()) << held;
+  EXPECT_TRUE(fs::equivalent(held, dir / name));
+  std::ofstream(name) << "2\n\nH 0 0 0\nH 0 0 1.50\n";  // the same name in the working directory
+  try {
+    parse_compare_spec(text, {}, (dir / "cmp.yaml").string(), dir.string());
+    ADD_FAILURE() << "a name found twice was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("names two files"), std::string::npos) << e.what();
+  }
+  fs::remove(name);
+}
+
 TEST(CompareSpec, BadFilesAreConfigErrorsNamingTheKey) {
   EXPECT_NE(error_of(kTwoSizes + "iteration: 3\n").find("'iteration' (did you mean 'iterations'?)"), std::string::npos);
   EXPECT_NE(error_of(kTwoSizes, {"walkers=many"}).find("'walkers'"), std::string::npos);

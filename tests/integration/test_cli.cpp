@@ -698,8 +698,10 @@ TEST(Cli, ProfilePrintsNoProfilerLibraryNoiseAndTakesInlineMolecules) {
   const auto out = (fs::temp_directory_path() / "nnvmc_profile_quiet").string();
   // (with an inline atom list among the molecules: its commas are not list separators)
   const auto r = run("profile " + cfg + " --molecules 'h, [[H, 0, 0, 0], [H, 0, 0, 1.4]]' --iterations 1 --warmup 1 "
-                     "--profile-iterations 1 --no-roofline --no-plots --output " + out);
+                     "--profile-iterations 1 --no-roofline --no-plots --output " + out + " optim.iterations=50");
   EXPECT_EQ(r.code, 0) << r.out;
+  // a key profile sets itself is named, not ignored silently
+  EXPECT_NE(r.out.find("'optim.iterations=50' has no effect (use --warmup, --iterations"), std::string::npos) << r.out;
   for (const char* noise : {"USDT:", "STAGE:", "gpuGetDeviceCount"})
     EXPECT_EQ(r.out.find(noise), std::string::npos) << noise << "\n" << r.out;
   const auto j = nlohmann::json::parse(std::ifstream(out + "/profile.json"));
