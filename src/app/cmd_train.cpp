@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <vector>
 
 #include <yaml-cpp/yaml.h>
 
@@ -60,50 +61,50 @@ Config resumed_config(const std::string& yaml, const Config& recorded, const std
   return config;
 }
 
-/// @throws InputError naming the first key under kFixedOnResume that `now` changes.
-void refuse_fixed_changes(const Config& recorded, const Config& now, const std::string& dir) {
+/// One setting that differs between two configs: its key path and both values as YAML text
+/// ("(unset)" where a config has none).
+struct SettingChange {
+  std::string key, before, after;
+};
+
+/// Every leaf setting in which `now` differs from `recorded`, in key order.
+std::vector<SettingChange> setting_changes(const Config& recorded, const Config& now) {
   std::map<std::string, std::string> a, b;
   flatten(YAML::Load(to_yaml(recorded)), "", a);
   flatten(YAML::Load(to_yaml(now)), "", b);
   std::set<std::string> keys;
   for (const auto& kv : a) keys.insert(kv.first);
   for (const auto& kv : b) keys.insert(kv.first);
+  std::vector<SettingChange> out;
   for (const auto& key : keys) {
-    if (std::none_of(std::begin(kFixedOnResume), std::end(kFixedOnResume),
-                     [&](const char* prefix) { return key.rfind(prefix, 0) == 0; }))
-      continue;
     const auto was = a.find(key), is = b.find(key);
-    const std::string before = was == a.end() ? "(unset)" : was->second, after = is == b.end() ? "(unset)" : is->second;
-    if (before != after)
-      throw InputError("train --resume " + dir + ": '" + key + "' cannot change on resume (" + before + " -> " + after +
-                       "): the parameters belong to the model the run trained and its start is done; to start from "
-                       "them with other settings, begin a new run with model.init_from");
+    SettingChange c{key, was == a.end() ? "(unset)" : was->second, is == b.end() ? "(unset)" : is->second};
+    if (c.before != c.after) out.push_back(std::move(c));
   }
+  return out;
+}
+
+/// @throws InputError naming the first key under kFixedOnResume that `now` changes.
+void refuse_fixed_changes(const Config& recorded, const Config& now, const std::string& dir) {
+  for (const auto& c : setting_changes(recorded, now))
+    if (std::any_of(std::begin(kFixedOnResume), std::end(kFixedOnResume),
+                    [&](const char* prefix) { return c.key.rfind(prefix, 0) == 0; }))
+      throw InputError("train --resume " + dir + ": '" + c.key + "' cannot change on resume (" + c.before + " -> " +
+                       c.after + "): the parameters belong to the model the run trained and its start is done; to "
+                       "start from them with other settings, begin a new run with model.init_from");
 }
 
 /// Settings a resumed run changes, added or removes (beyond how it is executed and the final
 /// evaluation), as "optim.type adam -> spring, ..." ("" when none): the run is then no longer one
 /// Markov chain under one setting, and its config.yaml describes only the later iterations.
 std::string changed_settings(const Config& recorded, const Config& now) {
-  std::map<std::string, std::string> a, b;
-  flatten(YAML::Load(to_yaml(recorded)), "", a);
-  flatten(YAML::Load(to_yaml(now)), "", b);
   const auto ignored = [](const std::string& key) {
     return key.rfind("eval.", 0) == 0 ||
            std::find(std::begin(kExecutionSettings), std::end(kExecutionSettings), key) != std::end(kExecutionSettings);
   };
-  std::set<std::string> keys;
-  for (const auto& kv : a) keys.insert(kv.first);
-  for (const auto& kv : b) keys.insert(kv.first);
   std::string out;
-  for (const auto& key : keys) {
-    if (ignored(key)) continue;
-    const auto before = a.find(key);
-    const auto after = b.find(key);
-    const std::string was = before == a.end() ? "(unset)" : before->second;
-    const std::string is = after == b.end() ? "(unset)" : after->second;
-    if (was != is) out += (out.empty() ? "" : ", ") + key + " " + was + " -> " + is;
-  }
+  for (const auto& c : setting_changes(recorded, now))
+    if (!ignored(c.key)) out += (out.empty() ? "" : ", ") + c.key + " " + c.before + " -> " + c.after;
   return out;
 }
 

@@ -329,9 +329,10 @@ void load_frozen_state(WaveFunction& wf, const Checkpoint& c) {
 
 bool load_trained_state(WaveFunction& wf, const Checkpoint& c, const std::vector<const System*>& targets,
                         ExtraParameters extra) {
-  bool same_geometries = !wf.transferable();
-  for (const System* t : targets)  // every target is checked: another molecule is refused, a move is logged
-    same_geometries = check_checkpoint_system(c.molecules.front().system, *t, wf) && same_geometries;
+  bool same_geometries = !wf.transferable();  // a transferable model has no frozen tensors of one geometry
+  if (same_geometries)
+    for (const System* t : targets)  // every target is checked: another molecule is refused, a move is logged
+      same_geometries = check_checkpoint_system(c.molecules.front().system, *t, wf) && same_geometries;
   load_module_state(wf, c.parameters, extra);
   if (same_geometries) load_frozen_state(wf, c);
   return same_geometries;

@@ -89,10 +89,12 @@ LogAbsFn VmcSetup::logabs_fn(std::size_t i) const {
                                                    b, budget, fit_options)
                                                    .chunk;
       chunk->held = held;
-      if (chunk->walkers < b && chunk->walkers != before)
+      if (chunk->walkers < b && chunk->walkers != before) {
+        const std::string held_note = held > 0 ? ", " + batching::format_bytes(double(held)) + " held" : "";
         log::info(strfmt("sampler: log|psi| of '%s' in chunks of %lld walkers (run.memory_budget = %s%s)", name.c_str(),
                          static_cast<long long>(chunk->walkers), batching::format_bytes(double(budget.bytes())).c_str(),
-                         held > 0 ? (", " + batching::format_bytes(double(held)) + " held").c_str() : ""));
+                         held_note.c_str()));
+      }
     }
     return in_row_chunks(r, chunk->walkers, pass);
   };
