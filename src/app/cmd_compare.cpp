@@ -1,5 +1,5 @@
 /// nnvmc compare COMPARE.yaml [key=value ...] [--jobs K] [--retry-failed] [--max-cells N] [--no-plots]
-/// nnvmc compare-cell DIR [--minutes M] [--interrupt-at T] [--auto-memory BYTES]   (one cell; started by `compare`)
+/// nnvmc compare-cell DIR [--interrupt-at T] [--auto-memory BYTES]   (one cell; started by `compare`)
 #include <sys/prctl.h>
 
 #include <chrono>
@@ -139,7 +139,6 @@ void add_compare_command(CLI::App& app) {
   auto dir = std::make_shared<std::string>();
   auto opts = std::make_shared<compare::CellRunOptions>();
   cell->add_option("dir", *dir, "the cell's directory (holds cell.yaml)")->required();
-  cell->add_option("--minutes", opts->minutes, "training wall-time budget");
   cell->add_option("--interrupt-at", opts->interrupt_at, "testing: stop before this iteration")
       ->check(integer_in(-1, LLONG_MAX));
   cell->add_option("--auto-memory", opts->auto_memory_bytes, "bytes that run.memory_budget 'auto' stands for (CPU)")

@@ -42,9 +42,9 @@ int main(int argc, char** argv) {
                                        " (every rank must run the same nnvmc command)",
                                    2);
   }
-  // Ranks share the machine's memory as they share its cores: 'auto' is each rank's share of
-  // the free memory (with ranks on several machines, a conservative one).
-  if (const int ranks = nnvmc::parallel::world().size(); ranks > 1)
+  // Ranks share a machine's memory as they share its cores: 'auto' is each rank's share of its
+  // node's free memory (the ranks on the node: MPI_COMM_TYPE_SHARED).
+  if (const int ranks = nnvmc::parallel::world().local_size(); ranks > 1)
     if (const auto available = nnvmc::batching::host_memory().available; available > 0)
       nnvmc::batching::MemoryBudget::set_cpu_auto_bytes(
           static_cast<std::int64_t>(nnvmc::batching::MemoryBudget::kAutoFraction * double(available) / ranks));

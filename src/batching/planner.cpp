@@ -115,7 +115,7 @@ std::string Plan::explain() const {
   os << "\n";
   const int n_ops = int(spec.inputs.size());
   auto name = [&](int id) {
-    return id < n_ops ? "op" + std::to_string(id) : "t" + std::to_string(id - n_ops);
+    return std::string(id < n_ops ? "op" : "t") + std::to_string(id < n_ops ? id : id - n_ops);
   };
   for (std::size_t s = 0; s < steps.size(); ++s) {
     const Step& st = steps[s];

@@ -91,7 +91,7 @@ int run_cell(const std::string& dir, const CellRunOptions& options) {
   // This segment's training timings, added to the earlier segments' (also when it is interrupted
   // in its final evaluation, so the next segment, which trains no more, keeps them).
   std::unique_ptr<Trainer> trainer;
-  std::optional<Clock::time_point> first_call;
+  bool first_call = true;
   std::map<std::string, double> first_stages, last_stages;
   std::int64_t first_t = 0, last_t = 0;
   const auto record_training = [&](std::int64_t iterations) {
@@ -126,18 +126,15 @@ int run_cell(const std::string& dir, const CellRunOptions& options) {
     } else {
       trainer = std::make_unique<Trainer>(config);
     }
-    const double limit = options.minutes * 60.0 - trained_seconds(dir + "/result.h5");
     trainer->set_iteration_hook([&](std::int64_t t) {
       last_stages = stage_seconds(trainer->timers());
       last_t = t;
-      if (!first_call) {
-        first_call = Clock::now();
+      if (first_call) {
+        first_call = false;
         first_stages = last_stages;
         first_t = t;
       }
       if (options.interrupt_at >= 0 && t >= options.interrupt_at) return StopAction::interrupt;
-      const double elapsed = std::chrono::duration<double>(Clock::now() - *first_call).count();
-      if (options.minutes > 0 && elapsed >= limit) return StopAction::finish;
       return StopAction::none;
     });
     const TrainOutcome out = trainer->run();

@@ -11,9 +11,9 @@ namespace nnvmc::compare {
 /// Exit codes of `nnvmc compare-cell`.
 enum CellExit : int { cell_done = 0, cell_failed = 1, cell_interrupted = 3 };
 
-/// Budget and testing hooks of one cell run.
+/// Testing hooks and the memory share of one cell run (the time budget is the cell config's
+/// optim.minutes).
 struct CellRunOptions {
-  double minutes = 0;              ///< training wall time over all of the cell's runs (0: no limit)
   std::int64_t interrupt_at = -1;  ///< testing: stop as SIGTERM would before this iteration (−1: never)
   /// When > 0 and the cell runs on the CPU with run.memory_budget "auto": this many bytes
   /// instead (the comparison's share of memory for the cells running at once; 0: the cell's own "auto").

@@ -170,7 +170,6 @@ RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
       queue.pop_front();
       const int threads = spec.threads ? spec.threads : o.threads_per_cell;
       std::vector<std::string> argv{o.executable, "compare-cell", dir_of(*cell)};
-      if (spec.minutes > 0) argv.insert(argv.end(), {"--minutes", strfmt("%.17g", spec.minutes)});
       if (auto_memory_per_cell > 0) argv.insert(argv.end(), {"--auto-memory", std::to_string(auto_memory_per_cell)});
       if (cell->id == o.interrupt_cell && o.interrupt_at >= 0)
         argv.insert(argv.end(), {"--interrupt-at", std::to_string(o.interrupt_at)});

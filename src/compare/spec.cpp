@@ -8,6 +8,7 @@
 
 #include "core/config_yaml.hpp"
 #include "core/errors.hpp"
+#include "core/molecule_list.hpp"
 #include "core/yaml_document.hpp"
 #include "models/model_traits.hpp"
 
@@ -199,6 +200,9 @@ std::vector<AnsatzEntry> parse_ansatze(const YAML::Node& root, const YAML::Node&
   return out;
 }
 
+/// The molecules of a comparison, each with the `system:` block its cells train: names, files
+/// and inline molecules as system.molecule, {molecule: NAME-OR-PATH, geometry, ...} entries as a
+/// system.molecules list of one (the forms and the parser are those of system.molecules).
 std::vector<std::pair<MoleculeEntry, YAML::Node>> parse_molecules(const YAML::Node& root, const std::string& where,
                                                                   const std::string& file_dir) {
   std::vector<std::pair<MoleculeEntry, YAML::Node>> out;
@@ -212,21 +216,27 @@ std::vector<std::pair<MoleculeEntry, YAML::Node>> parse_molecules(const YAML::No
     const auto& e = items[i];
     const std::string key = at("molecules", i);
     MoleculeEntry m;
-    YAML::Node spec;
+    YAML::Node system(YAML::NodeType::Map);
+    // Names stay names; paths become absolute, so that a cell's config reads the same file from any directory.
+    const auto resolved = [&](const std::string& s) {
+      const bool path = s.find('/') != std::string::npos || fs::path(s).has_extension();
+      return path ? resolve_path(s, file_dir) : s;
+    };
     try {
       if (e.IsScalar()) {
-        const std::string s = e.Scalar();
-        const bool path = s.find('/') != std::string::npos || fs::path(s).has_extension();
-        const std::string p = path ? resolve_path(s, file_dir) : s;
-        m.system = load_molecule(p, default_molecules_dir());
-        m.label = m.system.name;
-        spec = YAML::Node(p);
+        const std::string p = resolved(e.Scalar());
+        m.system = parse_molecule_entry(YAML::Node(p), key, "", i);
+        system["molecule"] = p;
+      } else if (e.IsMap() && e["molecule"]) {
+        YAML::Node entry = YAML::Clone(e);
+        if (entry["molecule"].IsScalar()) entry["molecule"] = resolved(entry["molecule"].Scalar());
+        m.system = parse_molecule_entry(entry, key, "", i);
+        system["molecules"].push_back(entry);
       } else {
-        m.system = parse_molecule_yaml(YAML::Dump(e), config_yaml::location(e, where) + ": " + key);
-        m.label = e.IsMap() && e["name"] ? e["name"].as<std::string>() : "inline" + std::to_string(i + 1);
-        m.system.name = m.label;
-        spec = e;
+        m.system = parse_molecule_entry(e, config_yaml::location(e, where) + ": " + key, "", i);
+        system["molecule"] = YAML::Clone(e);
       }
+      m.label = m.system.name;
       m.system.validate();
     } catch (const ConfigError&) {
       throw;
@@ -234,7 +244,7 @@ std::vector<std::pair<MoleculeEntry, YAML::Node>> parse_molecules(const YAML::No
       throw ConfigError("'" + key + "': " + err.what());
     }
     m.label = sanitize_label(m.label);
-    out.emplace_back(std::move(m), spec);
+    out.emplace_back(std::move(m), system);
   }
   std::vector<std::string*> labels;
   for (auto& m : out) labels.push_back(&m.first.label);
@@ -337,6 +347,7 @@ std::string sanitize_label(const std::string& label) {
 std::string cell_identity(const Config& config) {
   Config c = config;
   c.run.threads = 0;
+  c.optim.minutes = 0;  // a comparison given more (or fewer) minutes continues its cells
   return to_yaml(c);
 }
 
@@ -415,9 +426,7 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
             if (!node.IsMap()) node = YAML::Node(YAML::NodeType::Map);
             refuse_system_keys(node, "ansatze (" + a.label + ")");
             if (a.model.IsMap()) merge_into(node, "model", a.model);  // (a run-config entry has none)
-            YAML::Node system(YAML::NodeType::Map);
-            system["molecule"] = YAML::Clone(molecules[mi].second);
-            node["system"] = system;
+            node["system"] = YAML::Clone(molecules[mi].second);
             // (An absent axis entry holds a null node, which must not replace the base's value.)
             if (lap.value.IsScalar()) set_path(node, {"hamiltonian", "laplacian"}, lap.value);
             if (opt.value.IsScalar()) set_path(node, {"optim", "type"}, opt.value);
@@ -428,6 +437,9 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
             };
             if (f.iterations) set_int({"optim", "iterations"}, *f.iterations);
             else if (f.minutes > 0) set_int({"optim", "iterations"}, kUnboundedIterations);
+            // The cell's config carries the wall-time budget, so `nnvmc train --resume` of a cell
+            // ends where the comparison would.
+            if (f.minutes > 0) set_path(node, {"optim", "minutes"}, YAML::Node(f.minutes));
             if (f.walkers) set_int({"sampler", "walkers"}, *f.walkers);
             if (f.eval_steps) set_int({"eval", "steps"}, *f.eval_steps);
             if (f.threads) set_int({"run", "threads"}, *f.threads);

@@ -61,7 +61,8 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
 /// Loads and parses a comparison file (see parse_compare_spec).
 CompareSpec load_compare_spec(const std::string& path, const std::vector<std::string>& overrides = {});
 
-/// The run config as YAML with run.threads cleared: two cells are the same run when these agree.
+/// The run config as YAML with run.threads and optim.minutes cleared: two cells are the same run
+/// when these agree (a comparison given another time budget continues its cells).
 std::string cell_identity(const Config& config);
 
 /// Replaces characters unsafe in directory names by '_'.

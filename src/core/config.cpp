@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -244,6 +245,7 @@ void validate(const Config& c) {
   require(c.pretrain.lr > 0, "pretrain.lr", "must be > 0");
   require(c.optim.lr_delay > 0, "optim.lr_delay", "must be > 0");
   require(c.optim.iterations >= 0, "optim.iterations", "must be >= 0");
+  require(c.optim.minutes >= 0 && std::isfinite(c.optim.minutes), "optim.minutes", "must be >= 0 (0: no limit)");
   require(c.optim.clip_width > 0, "optim.clip_width", "must be > 0");
   require(c.optim.log_every > 0, "optim.log_every", "must be > 0");
   require(c.optim.max_consecutive_failures > 0, "optim.max_consecutive_failures", "must be > 0");

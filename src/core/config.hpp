@@ -267,6 +267,7 @@ struct OptimOptions {
   double lr = 3e-3;           ///< base learning rate, lr / (1 + t / lr_delay); unset: 3e-3 (adam), 0.1 (sr, minsr, spring), 0.05 (kfac)
   double lr_delay = 1000;     ///< iterations until the learning rate has halved
   int iterations = 1000;      ///< optimisation iterations
+  double minutes = 0;         ///< training wall time, summed over resumes (0: no limit); training ends at whichever of iterations and minutes comes first
   double clip_width = 5.0;    ///< E_L clipped to median ± clip_width·MAD for the gradient
   double beta1 = 0.9;         ///< Adam first-moment decay
   double beta2 = 0.999;       ///< Adam second-moment decay
@@ -286,6 +287,9 @@ struct OptimOptions {
     v("lr", lr, "learning rate (default 3e-3 for adam, 0.1 for sr, minsr, spring, 0.05 for kfac)");
     v("lr_delay", lr_delay, "lr(t) = lr / (1 + t / lr_delay)");
     v("iterations", iterations, "training iterations");
+    v("minutes", minutes,
+      "training wall time in minutes, summed over resumes (0: no limit); training ends at whichever of "
+      "iterations and minutes comes first");
     v("clip_width", clip_width, "local-energy clipping width (in mean absolute deviations)");
     v("beta1", beta1, "Adam beta1");
     v("beta2", beta2, "Adam beta2");

@@ -88,7 +88,9 @@ System molecule_with_geometry(const YAML::Node& e, const std::string& key, const
   return s;
 }
 
-System parse_entry(const YAML::Node& e, const std::string& key, const std::string& base_dir, size_t index) {
+}  // namespace
+
+System parse_molecule_entry(const YAML::Node& e, const std::string& key, const std::string& base_dir, size_t index) {
   if (e.IsScalar()) return load_entry_file(e.Scalar(), base_dir);
   if (e.IsMap() && e["molecule"]) return molecule_with_geometry(e, key, base_dir);
   if (e.IsMap() || is_atom_list(e)) {
@@ -99,16 +101,18 @@ System parse_entry(const YAML::Node& e, const std::string& key, const std::strin
   throw ConfigError("'" + key + "' must be a molecule name, a file path, a list of atoms or a mapping");
 }
 
+namespace {
+
 /// The entries of a list node; a bare list of atoms is one molecule.
 std::vector<System> parse_list(const YAML::Node& list, const std::string& key, const std::string& base_dir) {
-  if (is_atom_list(list)) return {parse_entry(list, key, base_dir, 0)};
+  if (is_atom_list(list)) return {parse_molecule_entry(list, key, base_dir, 0)};
   if (!list.IsSequence() || list.size() == 0)
     throw ConfigError("'" + key + "' must be a non-empty list of molecules");
   std::vector<System> out;
   for (size_t i = 0; i < list.size(); ++i) {
     const std::string k = key + "[" + std::to_string(i) + "]";
     try {
-      out.push_back(parse_entry(list[i], k, base_dir, i));
+      out.push_back(parse_molecule_entry(list[i], k, base_dir, i));
     } catch (const ConfigError&) {
       throw;
     } catch (const InputError& err) {
@@ -175,7 +179,7 @@ std::vector<System> resolve_molecules(const SystemConfig& config) {
     const std::string& text = config.molecules->yaml;
     // A scalar is one molecule (system.molecules=lih on the command line).
     const YAML::Node n = load_yaml(text, key);
-    out = n.IsScalar() ? std::vector<System>{parse_entry(n, key, "", 0)} : parse_list(n, key, "");
+    out = n.IsScalar() ? std::vector<System>{parse_molecule_entry(n, key, "", 0)} : parse_list(n, key, "");
   } else if (config.dataset) {
     key = "system.dataset";
     const std::string& path = *config.dataset;

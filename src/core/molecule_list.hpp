@@ -3,11 +3,16 @@
 /// The molecules of a run: `system.molecule` (one), `system.molecules` (a list) or
 /// `system.dataset` (a YAML file holding such a list). A run is a list of molecules; one
 /// molecule is the list of length one. Torch-free.
+#include <cstddef>
 #include <string>
 #include <vector>
 
 #include "core/config.hpp"
 #include "core/system.hpp"
+
+namespace YAML {
+class Node;
+}
 
 namespace nnvmc {
 
@@ -26,6 +31,14 @@ extern const std::vector<std::string> kReservedMoleculeNames;
 ///    molecule with its nuclei moved to `geometry` (one row per atom, in `units`, default bohr).
 /// @throws InputError (ConfigError for malformed entries) naming the key, e.g. system.molecules[2]
 std::vector<System> resolve_molecules(const SystemConfig& config);
+
+/// One entry of system.molecules, in any of the forms above (not yet validated, no overrides
+/// applied); `key` names it in errors (e.g. "system.molecules[2]"), relative paths are taken
+/// relative to `base_dir` (empty: the working directory), and an inline molecule without a name
+/// is called "inline<index + 1>". Used by resolve_molecules and by `nnvmc compare`'s molecules.
+/// @throws InputError (ConfigError for malformed entries)
+System parse_molecule_entry(const YAML::Node& entry, const std::string& key, const std::string& base_dir,
+                            std::size_t index);
 
 /// Molecule names as result-file group names: characters other than letters, digits and
 /// _ . + - become '_'; empty names become "molecule"; repeated or reserved names get _2, _3, ...

@@ -22,6 +22,8 @@ class Communicator {
   virtual int size() const = 0;
   /// Rank within this node (one GPU per local rank); 0 for a single process.
   virtual int local_rank() const { return 0; }
+  /// Ranks on this node (sharing its memory); 1 for a single process.
+  virtual int local_size() const { return 1; }
   bool is_root() const { return rank() == 0; }
 
   /// In place: data[i] ← Σ_ranks data[i]. @param n entries (same on all ranks)

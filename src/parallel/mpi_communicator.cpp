@@ -48,11 +48,13 @@ class MpiCommunicator final : public Communicator {
     MPI_Comm local;
     MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local);
     MPI_Comm_rank(local, &local_rank_);
+    MPI_Comm_size(local, &local_size_);
     MPI_Comm_free(&local);
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   int local_rank() const override { return local_rank_; }
+  int local_size() const override { return local_size_; }
   void allreduce_sum(double* data, std::size_t n) override {
     Stopwatch watch(seconds_);
     check(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_DOUBLE, MPI_SUM, comm_), "allreduce");
@@ -98,7 +100,7 @@ class MpiCommunicator final : public Communicator {
 
  private:
   MPI_Comm comm_;
-  int rank_ = 0, size_ = 1, local_rank_ = 0;
+  int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   double seconds_ = 0;
 };
 

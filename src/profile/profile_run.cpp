@@ -87,7 +87,7 @@ MoleculeProfile profile_molecule(const std::string& config_path, std::vector<std
   // into the same output replaces them (as it replaces profile.json and report.md).
   for (const std::string& kv : {std::string("pretrain.steps=0"), std::string("eval.steps=0"),
                                 std::string("run.checkpoint_every=0"), std::string("run.overwrite=true"),
-                                "optim.iterations=" + std::to_string(total),
+                                "optim.iterations=" + std::to_string(total), std::string("optim.minutes=0"),
                                 "optim.log_every=" + std::to_string(total + 1),
                                 "run.output=" + o.output + "/runs/" + label})
     overrides.push_back(kv);
@@ -212,6 +212,7 @@ ProfileReport run_profile(const std::string& config_path, const std::vector<std:
       {"pretrain.steps", "profile times training iterations without pretraining"},
       {"eval.steps", "profile runs no evaluation"},
       {"optim.iterations", "use --warmup, --iterations and --profile-iterations"},
+      {"optim.minutes", "profile runs --warmup + --iterations + --profile-iterations iterations"},
       {"run.output", "use --output"},
       {"run.checkpoint_every", "profile writes no checkpoints"}};
   for (const auto& o : overrides)

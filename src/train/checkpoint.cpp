@@ -224,6 +224,7 @@ void save_checkpoint(const std::string& path, const Checkpoint& c) {
   for (const auto& [n, t] : c.frozen) check_finite(n, t);
   Datasets d;
   d["iteration"] = to_array(torch::tensor(c.iteration, torch::kInt64));
+  d["trained_seconds"] = to_array(torch::tensor(c.trained_seconds, torch::kFloat64));
   std::string names;
   for (size_t i = 0; i < c.molecules.size(); ++i) {
     const auto& m = c.molecules[i];
@@ -269,6 +270,11 @@ Checkpoint load_checkpoint(const std::string& path) {
     throw CheckpointError(path + ": checksum mismatch: the file is damaged");
   c.iteration = from_array(require(d, "iteration", io::DType::i64, 0, path)).item<int64_t>();
   if (c.iteration < 0) throw CheckpointError(path + ": negative iteration");
+  if (d.count("trained_seconds")) {  // (absent in files written before 2026-12-04)
+    c.trained_seconds = from_array(require(d, "trained_seconds", io::DType::f64, 0, path)).item<double>();
+    if (!std::isfinite(c.trained_seconds) || c.trained_seconds < 0)
+      throw CheckpointError(path + ": trained_seconds must be a finite number >= 0");
+  }
   if (v2) {  // one molecule, groups without an index
     MoleculeCheckpoint m;
     m.system = take_system(d, "system", f.has_attr("system_name") ? f.attr("system_name") : "", path);

@@ -29,6 +29,9 @@ struct MoleculeCheckpoint {
 /// Everything needed to continue a run.
 struct Checkpoint {
   std::int64_t iteration = 0;   ///< completed iterations
+  /// Wall time of the training iterations so far, summed over resumes (optim.minutes counts
+  /// it); 0 in checkpoints of nnvmc before 2026-12-04.
+  double trained_seconds = 0;
   std::string config_yaml;      ///< the fully resolved config
   std::vector<MoleculeCheckpoint> molecules;  ///< per molecule of the run, in order (at least one)
   TensorMap parameters;         ///< model parameters by name (never buffers or geometry)

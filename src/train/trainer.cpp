@@ -228,6 +228,7 @@ Trainer::Trainer(const Config& config, const std::string& checkpoint_path)
     mols[i].local_energy->set_timers(&timers_);
   }
   iteration_ = c.iteration;
+  trained_before_ = c.trained_seconds;
   output_ = fs::path(checkpoint_path).parent_path().string();
   if (output_.empty()) output_ = ".";
   init_output(true);
@@ -353,6 +354,7 @@ void Trainer::stop_after_failed_results_write(const std::string& why) {
 Checkpoint Trainer::checkpoint() const {
   Checkpoint c;
   c.iteration = iteration_;
+  c.trained_seconds = trained_seconds();
   c.config_yaml = to_yaml(setup_.config);
   for (const auto& m : setup_.molecules)
     c.molecules.push_back({m.system, m.sampler->global_state(), m.local_energy->method().rng_state()});  // all ranks' walkers
@@ -372,6 +374,8 @@ void Trainer::write_checkpoint() {
   for (const char* f : kPreviousRunFiles) fs::remove(fs::path(output_) / (std::string(f) + ".previous"), ec);
 }
 
+double Trainer::trained_seconds() const { return trained_before_ + (loop_started_ ? now() - start_time_ : 0.0); }
+
 /// What an iteration measured for one molecule of its batch.
 struct Trainer::MoleculeStep {
   std::size_t index = 0;        ///< molecule of the setup
@@ -386,7 +390,9 @@ void Trainer::log_progress(std::int64_t t, const std::vector<MoleculeStep>& step
   const double elapsed = now() - start_time_;
   const double done = static_cast<double>(t + 1 - first_iteration_);
   const double rate = done / std::max(elapsed, 1e-9);
-  const double left = (setup_.config.optim.iterations - (t + 1)) / std::max(rate, 1e-9);
+  double left = (setup_.config.optim.iterations - (t + 1)) / std::max(rate, 1e-9);
+  if (setup_.config.optim.minutes > 0)  // whichever of the two budgets ends training first
+    left = std::min(left, std::max(0.0, setup_.config.optim.minutes * 60.0 - trained_seconds()));
   const auto line = [&](const MoleculeStep& m) {
     return strfmt("E %.6f ± %.6f  var %.4f  acc %.2f  step %.3f", m.energy, m.error, m.variance, m.acceptance,
                   setup_.molecules[m.index].sampler->step_size());
@@ -438,19 +444,26 @@ TrainOutcome Trainer::run(bool final_eval) {
   const std::int64_t first = iteration_;
   first_iteration_ = first;
   start_time_ = now();
+  loop_started_ = true;
+  const double budget_seconds = cfg.optim.minutes * 60.0;  // 0: no wall-time budget
   double iter_start = start_time_;
   int consecutive_failures = 0;
   bool finished_early = false;
   std::string results_failure;  // rank 0: why result.h5 could not be written (training then stops)
   for (std::int64_t t = first; t < cfg.optim.iterations;) {
     // All ranks act on the same answer (a signal or a wall-time hook may reach one rank first).
-    const int asked = static_cast<int>(hook_ ? hook_(t) : StopAction::none);
+    int asked = static_cast<int>(hook_ ? hook_(t) : StopAction::none);
+    if (budget_seconds > 0 && trained_seconds() >= budget_seconds)
+      asked = std::max(asked, static_cast<int>(StopAction::finish));
     const int stop_code = max_over_ranks(asked + (stop_requested() ? 8 : 0) + (results_failure.empty() ? 0 : 16));
     if ((stop_code & 16) != 0) stop_after_failed_results_write(root_text(results_failure));
     const StopAction action = static_cast<StopAction>(stop_code & 7);
     const bool stop = (stop_code & 8) != 0;
     if (action == StopAction::finish) {
       finished_early = true;
+      if (budget_seconds > 0)  // (the clock of some rank: no hook asks to finish)
+        log::info(strfmt("optim.minutes = %g reached after %ld of %d iterations: training ends here",
+                         cfg.optim.minutes, static_cast<long>(t), cfg.optim.iterations));
       break;
     }
     if (stop || action == StopAction::interrupt) {
@@ -616,6 +629,8 @@ TrainOutcome Trainer::run(bool final_eval) {
   }
   if (max_over_ranks(results_failure.empty() ? 0 : 1) > 0) stop_after_failed_results_write(root_text(results_failure));
   if (hook_ && !finished_early) hook_(cfg.optim.iterations);
+  trained_before_ = trained_seconds();  // the training clock stops here (the evaluation is not training)
+  loop_started_ = false;
   write_checkpoint();
   out.iterations = iteration_;
   if (out.failed_steps > 0 || out.excluded_walkers > 0)

@@ -112,6 +112,10 @@ class Trainer {
   /// own kernels' and not launches only (the next host read would otherwise absorb it).
   std::unique_ptr<StageObserver> device_sync_;
   double start_time_ = 0;
+  bool loop_started_ = false;  ///< run() has started its iterations (at start_time_)
+  double trained_before_ = 0;  ///< training seconds of the runs this one resumes (from the checkpoint)
+  /// Wall time of the training iterations, summed over resumes (see optim.minutes).
+  double trained_seconds() const;
   std::int64_t first_iteration_ = 0;  ///< iteration this process started at (for it/s)
   EnergyHook energy_hook_;
   IterationHook hook_;

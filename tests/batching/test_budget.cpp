@@ -104,7 +104,9 @@ TEST(MemoryBudget, AutoAndExplicitBudgetsRespectTheAddressSpaceLimit) {
   } catch (const nnvmc::ConfigError& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("'run.memory_budget'"), std::string::npos) << what;
-    if (ulimit_tightest) EXPECT_NE(what.find("address-space limit (ulimit -v)"), std::string::npos) << what;
+    if (ulimit_tightest) {
+      EXPECT_NE(what.find("address-space limit (ulimit -v)"), std::string::npos) << what;
+    }
   }
 }
 

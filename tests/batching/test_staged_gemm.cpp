@@ -220,11 +220,11 @@ TEST(StagedGemm, StagedPlanMovesWhatItsPlanSays) {
   };
   const auto L = torch::randn({40, 6, 9}, opt);
   const std::vector<Contraction> cases = {
-      {"xac,xbd,icjd->iajb", {L, L.clone(), torch::randn({4, 9, 4, 9}, opt)}},
-      {"iakc,jbkc->iajb", {torch::randn({5, 8, 6, 8}, opt), torch::randn({5, 8, 6, 8}, opt)}},
-      {"abz,bc,cd->ad", {torch::randn({30, 20, 3}, opt), torch::randn({20, 25}, opt), torch::randn({25, 30}, opt)}},
+      {"xac,xbd,icjd->iajb", {L, L.clone(), torch::randn({4, 9, 4, 9}, opt)}, {}},
+      {"iakc,jbkc->iajb", {torch::randn({5, 8, 6, 8}, opt), torch::randn({5, 8, 6, 8}, opt)}, {}},
+      {"abz,bc,cd->ad", {torch::randn({30, 20, 3}, opt), torch::randn({20, 25}, opt), torch::randn({25, 30}, opt)}, {}},
       // small outputs of large contracted labels: only blocks of k, l fit
-      {"ikz,kj->ij", {torch::randn({2, 3000, 2}, opt), torch::randn({3000, 3}, opt)}},
+      {"ikz,kj->ij", {torch::randn({2, 3000, 2}, opt), torch::randn({3000, 3}, opt)}, {}},
       // kl·lj first: an intermediate [k, j] whose k blocks each add to the whole output
       {"ik,kl,lj->ij", {torch::randn({2, 2000}, opt), torch::randn({2000, 40}, opt), torch::randn({40, 1}, opt)}, {{1, 2}, {0, 3}}}};
   int split_contracted = 0, multi_step_split_contracted = 0, hoisted = 0;

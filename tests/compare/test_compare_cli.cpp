@@ -231,6 +231,13 @@ TEST(CompareCli, MinutesBudgetEndsTrainingOnTheClockThenEvaluates) {
   EXPECT_GE(j["train_seconds"].get<double>(), 0.25);  // (the last iteration's bookkeeping is not in it)
   EXPECT_LT(j["train_seconds"].get<double>(), 0.3 + 10.0);  // ended near the budget, not at 10^8 iterations
   EXPECT_TRUE(j.contains("energy"));
+  // The budget is the cell config's optim.minutes, so continuing the cell by hand ends where the
+  // comparison did: the minutes are spent (the cell used to hold 10^8 iterations and no clock).
+  EXPECT_NE(yaml.find("minutes: 0.005"), std::string::npos) << yaml;
+  const auto resumed = run("train --resume " + dir + "/cells/tiny__he");
+  ASSERT_EQ(resumed.code, 0) << resumed.out;
+  const std::string ended = "optim.minutes = 0.005 reached after " + std::to_string(j["iterations"].get<long>()) + " of";
+  EXPECT_NE(resumed.out.find(ended), std::string::npos) << resumed.out;
 }
 
 // The rest of a comparison file and of the command line, end to end: an ansatz given as a run

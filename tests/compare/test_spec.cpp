@@ -10,6 +10,7 @@
 #include "compare/reference.hpp"
 #include "compare/spec.hpp"
 #include "core/errors.hpp"
+#include "core/molecule_list.hpp"
 #include "models/registry.hpp"
 
 namespace fs = std::filesystem;
@@ -233,6 +234,40 @@ TEST(CompareSpec, SystemKeysOutsideTheMoleculeEntriesAreRefused) {
       "ansatze: [{type: ferminet}]\nmolecules: [{name: h2p, charge: 1, spin: 1, atoms: [[H, 0, 0, 0], [H, 0, 0, 2]]}]\n"
       "output: /tmp/nnvmc_spec_out\n", {}, "cmp.yaml");
   EXPECT_EQ(spec.molecules.at(0).system.n_electrons(), 1);
+}
+
+// A molecule entry may move a named molecule's nuclei, as in system.molecules ({molecule:
+// NAME-OR-PATH, geometry, units, name, charge, spin}; it used to be refused): the cell trains
+// that geometry, and its reference is computed for it (the file's e_ref belongs to 1.4 bohr).
+TEST(CompareSpec, AMoleculeEntryWithAGeometryTrainsAndScoresThatGeometry) {
+  const std::string out = (fs::temp_directory_path() / "nnvmc_spec_geometry").string();
+  fs::remove_all(out);
+  const std::string text =
+      "ansatze: [{type: ferminet}]\n"
+      "molecules: [h2, {molecule: h2, geometry: [[0, 0, 0], [0, 0, 2.0]], name: h2_stretched}]\n"
+      "output: " + out + "\n";
+  const auto spec = parse_compare_spec(text, {}, "cmp.yaml");
+  ASSERT_EQ(spec.cells.size(), 2u);
+  EXPECT_EQ(spec.cells[1].molecule, "h2_stretched");
+  EXPECT_DOUBLE_EQ(spec.molecules[1].system.atoms[1].position[2], 2.0);
+  EXPECT_FALSE(spec.molecules[1].system.e_ref.has_value());
+  const auto& system = spec.cells[1].config.system;
+  ASSERT_TRUE(system.molecules.has_value());  // the entry's form, as system.molecules lists it
+  EXPECT_FALSE(system.molecule.has_value());
+  const auto trained = resolve_molecules(system);  // what the cell's run reads
+  ASSERT_EQ(trained.size(), 1u);
+  EXPECT_DOUBLE_EQ(trained[0].atoms[1].position[2], 2.0);
+  EXPECT_EQ(trained[0].name, "h2_stretched");
+  const auto refs = compute_references(spec);
+  ASSERT_EQ(refs.size(), 2u);
+  EXPECT_EQ(refs[0].kind, "e_ref");
+  EXPECT_EQ(refs[1].kind, "ccsd_t");  // two electrons: CCSD(T) is full CI in cc-pVDZ, above the exact energy
+  EXPECT_GT(refs[1].energy, -1.14);   // exact at 2.0 bohr: -1.1381 Eh
+  EXPECT_LT(refs[1].energy, -1.12);
+  EXPECT_NE(error_of(text + "references: exact\n").find("h2_stretched"), std::string::npos);
+  EXPECT_NE(error_of("ansatze: [{type: ferminet}]\nmolecules: [{molecule: h2, geometry: [[0, 0, 0]]}]\n")
+                .find("molecules[0].geometry"),
+            std::string::npos);
 }
 
 // A relative molecule path is found in the working directory or beside the comparison file; a

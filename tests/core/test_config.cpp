@@ -372,6 +372,9 @@ TEST(Hostile, NegativeZeroAndNonFiniteValuesAreRejected) {
   EXPECT_TRUE(contains(error_of("sampler: {step_size: 0}"), "sampler.step_size"));
   EXPECT_TRUE(contains(error_of("optim: {lr: -0.1}"), "optim.lr"));
   EXPECT_TRUE(contains(error_of("optim: {iterations: -1}"), "optim.iterations"));
+  EXPECT_TRUE(contains(error_of("optim: {minutes: -1}"), "optim.minutes"));
+  EXPECT_TRUE(contains(error_of("optim: {beta2: 1}"), "optim.beta2"));
+  EXPECT_TRUE(contains(error_of("optim: {epsilon: 0}"), "optim.epsilon"));
   EXPECT_TRUE(contains(error_of("optim: {max_consecutive_failures: 0}"), "optim.max_consecutive_failures"));
   EXPECT_TRUE(contains(error_of("run: {seed: -1}"), "run.seed"));
   for (const char* v : {".nan", ".inf", "-.inf"})

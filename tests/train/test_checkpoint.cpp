@@ -17,6 +17,7 @@ Checkpoint sample_checkpoint() {
   torch::manual_seed(3);
   Checkpoint c;
   c.iteration = 17;
+  c.trained_seconds = 12.625;
   c.config_yaml = "optim: {iterations: 5}\n";
   c.parameters["layer0.one.weight"] = torch::randn({4, 3}, torch::kFloat64);
   c.parameters["envelope_pi0"] = torch::randn({2}, torch::kFloat32);
@@ -42,6 +43,7 @@ TEST(Checkpoint, RoundTripIsBitIdentical) {
   save_checkpoint(path, c);
   const auto d = load_checkpoint(path);
   EXPECT_EQ(d.iteration, c.iteration);
+  EXPECT_EQ(d.trained_seconds, c.trained_seconds);  // optim.minutes counts it over resumes
   EXPECT_EQ(d.config_yaml, c.config_yaml);
   ASSERT_EQ(d.parameters.size(), c.parameters.size());
   for (const auto& [k, v] : c.parameters) {

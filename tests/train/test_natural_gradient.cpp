@@ -241,3 +241,48 @@ TEST(NaturalGradient, AnExtraRightHandSideGivesTheSameStepInParameterAndSampleSp
   // No extra term: the plain directions.
   EXPECT_LT(rel_diff(minsr_direction(problem, damping, {}), minsr_direction(problem, damping)), 0.0 + 1e-15);
 }
+
+// optim.beta1, beta2 and epsilon reach Adam: two steps on the linear toy (gradient
+// g = 2/B Σ_i (E_i − Ē) vec(r_i), closed form) against the bias-corrected Adam update by hand.
+TEST(Adam, TakesItsBetasAndEpsilonFromTheConfig) {
+  const Quadratic q;
+  OptimOptions o = options("adam", 0.0);
+  o.lr = 0.2;
+  o.lr_delay = 4.0;
+  o.beta1 = 0.5;
+  o.beta2 = 0.6;
+  o.epsilon = 0.3;  // far from the defaults, so that each one shows in the update
+  const auto gradient = [&](const torch::Tensor& e) {
+    return 2.0 * ((e - e.mean()).unsqueeze(1) * q.r.reshape({q.b, -1})).mean(0);
+  };
+  const torch::Tensor e1 = q.e, e2 = 0.5 * q.e.square();  // two steps with different gradients
+  LinearLogPsi wf(q.n);
+  {
+    torch::NoGradGuard g;
+    wf.theta.copy_(q.theta0);
+  }
+  auto opt = make_optimizer(o, wf);
+  StageTimers timers;
+  ASSERT_TRUE(opt->step(wf, batch(q.r, e1), 0, timers));
+  ASSERT_TRUE(opt->step(wf, batch(q.r, e2), 1, timers));
+  const auto g1 = gradient(e1), g2 = gradient(e2);
+  const auto m = o.beta1 * (1 - o.beta1) * g1 + (1 - o.beta1) * g2;
+  const auto v = o.beta2 * (1 - o.beta2) * g1.square() + (1 - o.beta2) * g2.square();
+  const auto m_hat = m / (1 - o.beta1 * o.beta1), v_hat = v / (1 - o.beta2 * o.beta2);
+  const double lr0 = o.lr, lr1 = o.lr / (1 + 1 / o.lr_delay);
+  const auto expected = q.theta0 - lr0 * g1 / (g1.abs() + o.epsilon) - lr1 * m_hat / (v_hat.sqrt() + o.epsilon);
+  EXPECT_LT(rel_diff(wf.theta.detach(), expected), 1e-12);
+  // The defaults give another point: the options were used, not ignored.
+  LinearLogPsi plain(q.n);
+  {
+    torch::NoGradGuard g;
+    plain.theta.copy_(q.theta0);
+  }
+  OptimOptions d = options("adam", 0.0);
+  d.lr = o.lr;
+  d.lr_delay = o.lr_delay;
+  auto opt_d = make_optimizer(d, plain);
+  ASSERT_TRUE(opt_d->step(plain, batch(q.r, e1), 0, timers));
+  ASSERT_TRUE(opt_d->step(plain, batch(q.r, e2), 1, timers));
+  EXPECT_GT(rel_diff(plain.theta.detach(), expected), 1e-3);
+}
