@@ -75,10 +75,13 @@ EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers
     out.error_walkers = walker_chains_error(std::vector<double>(means.data_ptr<double>(),
                                                                 means.data_ptr<double>() + means.numel()));
   }
-  // A series too short for the reblocking (no plateau; one step leaves it nothing to compare) has
-  // its error from the spread of the walkers' own averages: independent chains, valid at any length.
+  // A series too short for the reblocking (no plateau, or one of few blocks, which is accepted
+  // mostly when the block errors came out low; one step leaves it nothing to compare) has its
+  // error from the spread of the walkers' own averages: independent chains, valid at any length.
+  const long plateau_blocks = out.stats.plateau ? out.stats.n >> out.stats.block_level : 0;
   if (std::isfinite(out.error_walkers) &&
-      (out.stats.n < 2 || (!out.stats.plateau && out.walkers >= kMinWalkersForChainsError))) {
+      (out.stats.n < 2 ||
+       (plateau_blocks < kMinPlateauBlocksOverChains && out.walkers >= kMinWalkersForChainsError))) {
     out.error_method = "walker chains";
     out.stats.error = out.error_walkers;
     if (out.stats.n < 2) out.stats.naive_error = out.error_walkers;

@@ -16,6 +16,11 @@ namespace nnvmc {
 /// Walkers from which the spread of their averages is the error bar of a short evaluation (its
 /// own relative uncertainty is about 1/√(2(W − 1)), 18 % at 16).
 constexpr int kMinWalkersForChainsError = 16;
+/// Blocks at the reblocking plateau below which, with kMinWalkersForChainsError walkers or
+/// more, the walkers' spread is the error bar instead: a plateau found with few blocks is found
+/// mostly where the noisy block errors came out low (AR(1) series: 13 % too small, 62 % covering;
+/// bench/error_bars_walkers.py), while the walkers' spread is unbiased at any length.
+constexpr long kMinPlateauBlocksOverChains = 16;
 
 /// Result of an evaluation.
 struct EvalResult {
@@ -25,7 +30,8 @@ struct EvalResult {
   /// cross-check: the spread of each walker's time average (walker_chains_error); NaN below 2 walkers
   double error_walkers = std::numeric_limits<double>::quiet_NaN();
   /// how stats.error was found: "reblocking", or "walker chains" for a series too short for a
-  /// reblocking plateau (with at least kMinWalkersForChainsError walkers)
+  /// reblocking plateau with kMinPlateauBlocksOverChains blocks (with at least
+  /// kMinWalkersForChainsError walkers)
   std::string error_method = "reblocking";
   /// Whether the error bar can be trusted: a reblocking plateau, or the walkers' averages of at
   /// least kMinWalkersForChainsError walkers.

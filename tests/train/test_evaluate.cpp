@@ -98,6 +98,29 @@ TEST(Evaluate, IndependentEvaluationsCoverTheExactExpectationAtTheStatedRate) {
   EXPECT_LT(naive_within_1, within_1);     // and the naive bar would undercover
 }
 
+// A reblocking plateau found with only 8-15 blocks is found mostly where the noisy block errors
+// came out low (bench/error_bars_walkers.py): with 16 walkers or more the error bar is then the
+// walkers' spread, still reported reliable; a plateau of many blocks keeps the reblocking.
+TEST(Evaluate, APlateauOfFewBlocksGivesWayToTheWalkersSpread) {
+  int few_block_plateaus = 0;
+  for (int seed = 1; seed <= 6; ++seed) {
+    const auto [r, hf] = evaluate_he_hf(seed, 32, EvalOptions{.steps = 64, .burn_in = 100});
+    (void)hf;
+    const long blocks = r.stats.n >> r.stats.block_level;
+    if (r.stats.plateau && blocks < kMinPlateauBlocksOverChains) ++few_block_plateaus;
+    EXPECT_EQ(r.error_method, "walker chains") << "seed " << seed << ", plateau " << r.stats.plateau << " with "
+                                               << blocks << " blocks";
+    EXPECT_EQ(r.stats.error, r.error_walkers);
+    EXPECT_TRUE(r.error_reliable());
+  }
+  EXPECT_GT(few_block_plateaus, 0);  // (else the case above was not exercised)
+  const auto [long_run, hf] = evaluate_he_hf(1, 32, EvalOptions{.steps = 1000, .burn_in = 100});
+  (void)hf;
+  ASSERT_TRUE(long_run.stats.plateau);
+  EXPECT_GE(long_run.stats.n >> long_run.stats.block_level, kMinPlateauBlocksOverChains);
+  EXPECT_EQ(long_run.error_method, "reblocking");
+}
+
 // Evaluations far too short for a reblocking plateau (6 steps of strongly correlated chains)
 // take their error bar from the spread of the 64 walkers' averages: it covers E_HF at about the
 // nominal rates (65 and 91 of 100; the local energy of a cusp-less determinant is heavy-tailed),
