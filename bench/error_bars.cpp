@@ -12,6 +12,7 @@
 #include "core/log.hpp"
 #include "train/blocking.hpp"
 #include "train/checkpoint.hpp"
+#include "train/evaluate.hpp"
 #include "train/setup.hpp"
 #include "bench_args.hpp"
 
@@ -21,6 +22,7 @@ namespace {
 struct Repeat {
   BlockingResult blocking;
   double batch_means = 0, autocorr = 0, walker_chains = 0, acceptance = 0, max_dev = 0;
+  int walkers = 0;
 };
 
 /// Hill estimator of the tail exponent from the k largest values of x (x > 0, sorted descending).
@@ -85,6 +87,7 @@ int run(int argc, char** argv) {
     r.walker_chains = walker_chains_error(
         std::vector<double>(chain_means.data_ptr<double>(), chain_means.data_ptr<double>() + chain_means.numel()));
     r.acceptance = acc / steps;
+    r.walkers = static_cast<int>(chain_means.numel());
     for (std::size_t i = first; i < samples.size(); ++i)
       r.max_dev = std::max(r.max_dev, std::abs(samples[i] - r.blocking.mean));
     std::printf("%4d %12.7f %10.2e %10.2e %10.2e %10.2e %7s %6.2f %6.3f %8.2f\n", seed, r.blocking.mean, r.blocking.error,
@@ -121,6 +124,11 @@ int run(int argc, char** argv) {
                 "(%.0f %%); sd of z %.2f\n",
                 name, mean_err, spread, spread / mean_err, covered, repeats, 100.0 * covered / n, std::sqrt(z2));
   };
+  // the one nnvmc states (evaluate.cpp: prefers_walker_chains)
+  report("stated", [](const Repeat& r) {
+    return prefers_walker_chains(r.blocking, r.walkers) && std::isfinite(r.walker_chains) ? r.walker_chains
+                                                                                           : r.blocking.error;
+  });
   report("reblocking", [](const Repeat& r) { return r.blocking.error; });
   report("batch means", [](const Repeat& r) { return r.batch_means; });
   report("autocorr", [](const Repeat& r) { return r.autocorr; });

@@ -6,16 +6,18 @@ honest), how often 1σ covers the true mean ("cov", 68 % nominal), and the relat
 stated errors ("relsd", the estimator's own precision).
   A  reblocking of the series where a plateau is found (Lee et al.'s criterion, ≥ 8 blocks), else
      the spread of the walkers' averages (nnvmc before 2026-12-04)
-  B  always the spread of the walkers' averages
-  C  reblocking where the plateau has ≥ 16 blocks, else the walkers' spread (nnvmc now,
-     kMinPlateauBlocksOverChains in src/train/evaluate.hpp)
+  B  always the spread of the walkers' averages (nnvmc now, from kMinWalkersForChainsError = 16
+     walkers: src/train/evaluate.hpp)
+  C  reblocking where the plateau has ≥ 16 blocks, else the walkers' spread (tried: less biased
+     than A where A is worst, more where A is fine)
 'pl' is how often the reblocking finds a plateau.
-usage: python3 bench/error_bars_walkers.py [R]        (numpy only; ~4 min for R = 1500)"""
+usage: python3 bench/error_bars_walkers.py [R] [W ...]   (numpy only; ~10 s for R = 1500 and W = 16 64)"""
 import sys
 
 import numpy as np
 
 R = int(sys.argv[1]) if len(sys.argv) > 1 else 1500
+WALKERS = [int(w) for w in sys.argv[2:]] or [16, 64]
 rng = np.random.default_rng(2)
 
 
@@ -39,7 +41,7 @@ def reblocking(series):
 
 
 print(f"# R = {R} evaluations per row")
-for walkers in (16, 64):
+for walkers in WALKERS:
     for n in (100, 200, 500, 1000):
         for phi in (0.0, 0.5, 0.8):
             x = rng.standard_normal((R, walkers)) / np.sqrt(1 - phi * phi)

@@ -11,6 +11,10 @@
 
 namespace nnvmc {
 
+bool prefers_walker_chains(const BlockingResult& stats, int walkers) {
+  return stats.n < 2 || walkers >= kMinWalkersForChainsError;
+}
+
 EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers,
                     const ProgressFn& progress, std::size_t molecule) {
   const auto logabs = s.logabs_fn(molecule);
@@ -75,13 +79,10 @@ EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers
     out.error_walkers = walker_chains_error(std::vector<double>(means.data_ptr<double>(),
                                                                 means.data_ptr<double>() + means.numel()));
   }
-  // A series too short for the reblocking (no plateau, or one of few blocks, which is accepted
-  // mostly when the block errors came out low; one step leaves it nothing to compare) has its
-  // error from the spread of the walkers' own averages: independent chains, valid at any length.
-  const long plateau_blocks = out.stats.plateau ? out.stats.n >> out.stats.block_level : 0;
-  if (std::isfinite(out.error_walkers) &&
-      (out.stats.n < 2 ||
-       (plateau_blocks < kMinPlateauBlocksOverChains && out.walkers >= kMinWalkersForChainsError))) {
+  // With enough walkers the error bar is the spread of their own averages (independent chains,
+  // unbiased at any length; see kMinWalkersForChainsError), the reblocking a cross-check.
+  out.error_reblocking = out.stats.n >= 2 ? out.stats.error : std::numeric_limits<double>::quiet_NaN();
+  if (std::isfinite(out.error_walkers) && prefers_walker_chains(out.stats, out.walkers)) {
     out.error_method = "walker chains";
     out.stats.error = out.error_walkers;
     if (out.stats.n < 2) out.stats.naive_error = out.error_walkers;

@@ -13,14 +13,18 @@
 
 namespace nnvmc {
 
-/// Walkers from which the spread of their averages is the error bar of a short evaluation (its
-/// own relative uncertainty is about 1/√(2(W − 1)), 18 % at 16).
+/// Walkers from which the spread of their averages is an evaluation's error bar (its own relative
+/// uncertainty is about 1/√(2(W − 1)): 18 % at 16, 4 % at 256). Independent chains, it is
+/// unbiased at any series length, where choosing between it and the reblocking by the reblocking's
+/// plateau is not: a plateau is found mostly where the noisy block errors came out low (AR(1)
+/// evaluations: up to 13 % too small, 62 % covering; 256 walkers: 0.96–1.05 of the spread and
+/// 3–4× more precise than the reblocking; bench/error_bars_walkers.py).
 constexpr int kMinWalkersForChainsError = 16;
-/// Blocks at the reblocking plateau below which, with kMinWalkersForChainsError walkers or
-/// more, the walkers' spread is the error bar instead: a plateau found with few blocks is found
-/// mostly where the noisy block errors came out low (AR(1) series: 13 % too small, 62 % covering;
-/// bench/error_bars_walkers.py), while the walkers' spread is unbiased at any length.
-constexpr long kMinPlateauBlocksOverChains = 16;
+
+/// Whether an evaluation of `walkers` walkers whose walker-averaged series gave `stats` states the
+/// spread of the walkers' averages as its error bar: with kMinWalkersForChainsError walkers or
+/// more, or after one step (the reblocking, a cross-check then, needs a series).
+bool prefers_walker_chains(const BlockingResult& stats, int walkers);
 
 /// Result of an evaluation.
 struct EvalResult {
@@ -29,9 +33,10 @@ struct EvalResult {
   AutocorrEstimate autocorr;   ///< cross-check: Sokal-window autocorrelation time and error
   /// cross-check: the spread of each walker's time average (walker_chains_error); NaN below 2 walkers
   double error_walkers = std::numeric_limits<double>::quiet_NaN();
-  /// how stats.error was found: "reblocking", or "walker chains" for a series too short for a
-  /// reblocking plateau with kMinPlateauBlocksOverChains blocks (with at least
-  /// kMinWalkersForChainsError walkers)
+  /// cross-check: the reblocking error of the walker-averaged series (its plateau: stats.plateau)
+  double error_reblocking = std::numeric_limits<double>::quiet_NaN();
+  /// how stats.error was found: "walker chains" (kMinWalkersForChainsError walkers or more, or one
+  /// step), else "reblocking"
   std::string error_method = "reblocking";
   /// Whether the error bar can be trusted: a reblocking plateau, or the walkers' averages of at
   /// least kMinWalkersForChainsError walkers.

@@ -16,6 +16,7 @@ nlohmann::json eval_json(const EvalResult& r) {
           {"error_method", r.error_method},
           {"error_reliable", r.error_reliable()},
           {"energy_err_walkers", r.error_walkers},
+          {"energy_err_reblocking", r.error_reblocking},
           {"energy_err_naive", r.stats.naive_error},
           {"energy_err_batch_means", r.error_batch_means},
           {"energy_err_autocorr", r.autocorr.error},
@@ -35,21 +36,20 @@ std::string eval_text(const EvalResult& r) {
                          reblocked ? "" : "  (from the walkers' averages)",
                          r.error_reliable() ? "" : "  (UNRELIABLE: see below)");
   const auto value = [](double x) { return std::isfinite(x) ? strfmt("%.6f", x) : std::string("n/a (too short)"); };
-  s += strfmt("         error cross-checks: batch means ± %s, autocorrelation ± %s, walker averages ± %s\n",
-              value(r.error_batch_means).c_str(), value(r.autocorr.error).c_str(), value(r.error_walkers).c_str());
+  s += strfmt("         error cross-checks: %s ± %s, batch means ± %s, autocorrelation ± %s\n",
+              reblocked ? "walker averages" : r.stats.plateau ? "reblocking" : "reblocking (no plateau)",
+              value(reblocked ? r.error_walkers : r.error_reblocking).c_str(), value(r.error_batch_means).c_str(),
+              value(r.autocorr.error).c_str());
   s += strfmt("variance %.5f\n", r.variance);
   s += strfmt("autocorrelation time %.2f iterations (%s), acceptance %.2f at step size %.4f\n", r.stats.autocorr_time,
               reblocked ? "reblocking" : "from the walkers' averages", r.acceptance, r.step_size);
   s += strfmt("%d steps x %d walkers\n", r.steps, r.walkers);
-  if (!reblocked)
+  if (!reblocked && !r.error_reliable())
     s += strfmt("note: %ld step(s) are too few for a reblocking plateau; the error bar is the spread of the %d walkers' "
-                "own averages (independent chains, valid at any length once equilibrated)%s\n",
-                r.stats.n, r.walkers,
-                r.error_reliable() ? ""
-                                   : strfmt("; with fewer than %d walkers that spread is itself uncertain by about "
-                                            "%.0f %%: evaluate with more steps or walkers",
-                                            kMinWalkersForChainsError, 100.0 / std::sqrt(2.0 * std::max(r.walkers - 1, 1)))
-                                         .c_str());
+                "own averages, which with fewer than %d walkers is itself uncertain by about %.0f %%: evaluate with "
+                "more steps or walkers\n",
+                r.stats.n, r.walkers, kMinWalkersForChainsError,
+                100.0 / std::sqrt(2.0 * std::max(r.walkers - 1, 1)));
   else if (!r.stats.plateau)
     s += strfmt("warning: no block size passed the reblocking plateau test (%ld values, window estimate of the "
                 "autocorrelation time %s): the error bar is likely too small; evaluate with more steps or walkers\n",

@@ -870,6 +870,7 @@ TEST(Cli, AnEvaluationOfOneStepHasTheErrorOverItsWalkers) {
   EXPECT_GT(j["energy_err"].get<double>(), 0);
   EXPECT_TRUE(j["energy_err_batch_means"].is_null());
   EXPECT_TRUE(j["energy_err_autocorr"].is_null());
+  EXPECT_TRUE(j["energy_err_reblocking"].is_null());
   EXPECT_FALSE(j["error_plateau"].get<bool>());
   EXPECT_EQ(j["error_method"].get<std::string>(), "walker chains");
   // overrides given as mappings count as well: the step size is the user's, not the checkpoint's,
