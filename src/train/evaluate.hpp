@@ -17,8 +17,8 @@ namespace nnvmc {
 /// uncertainty is about 1/√(2(W − 1)): 18 % at 16, 4 % at 256). Independent chains, it is
 /// unbiased at any series length, where choosing between it and the reblocking by the reblocking's
 /// plateau is not: a plateau is found mostly where the noisy block errors came out low (AR(1)
-/// evaluations: up to 13 % too small, 62 % covering; 256 walkers: 0.96–1.05 of the spread and
-/// 3–4× more precise than the reblocking; bench/error_bars_walkers.py).
+/// evaluations: up to 18 % too small, 60 % covering; 256 walkers: 0.97–1.02 of the spread and
+/// 2–4× more precise than the reblocking; bench/error_bars_walkers.py).
 constexpr int kMinWalkersForChainsError = 16;
 
 /// Whether an evaluation of `walkers` walkers whose walker-averaged series gave `stats` states the
