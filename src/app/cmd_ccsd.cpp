@@ -79,6 +79,15 @@ void print_summary(const ccsd::CcsdRun& run, const CcsdArgs& a) {
 }
 
 void run_ccsd_command(const CcsdArgs& a) {
+  try {  // before the budget and the backend ask the device anything
+    batching::require_device(a.device);
+  } catch (const InputError& e) {
+    throw InputError(std::string("--device: ") + e.what());
+  }
+  // CLI11's needs() sees the flag given; --cholesky 0 (conventional) has no Cholesky vectors to leave out
+  if (a.exact_scf && a.cholesky == 0)
+    throw InputError("--exact-scf: the RHF is on exact ERIs already without Cholesky vectors (--cholesky 0); "
+                     "give --cholesky TAU > 0, or drop --exact-scf");
   ccsd::CcsdRunOptions o;
   o.basis = a.basis;
   o.cholesky_tau = a.cholesky;
@@ -164,8 +173,9 @@ void add_ccsd_command(CLI::App& app) {
                 "decomposed once, as Psi4's scf_type cd)")
       ->needs(cholesky);
   cmd->add_option("--memory", a->memory, "working-memory budget, e.g. 2GiB, or auto (default)");
-  cmd->add_option("--split", a->split, "split of over-budget contractions: c | x | auto | none");
-  cmd->add_option("--backend", a->backend, "GEMM backend: torch | cublas");
+  cmd->add_option("--split", a->split, "split of over-budget contractions: c | x | auto | none")
+      ->check(CLI::IsMember({"c", "x", "auto", "none"}));
+  cmd->add_option("--backend", a->backend, "GEMM backend: torch | cublas")->check(CLI::IsMember({"torch", "cublas"}));
   cmd->add_option("--device", a->device, "execution device: cpu | cuda | cuda:N")->check(device_name());
   cmd->add_option("--max-iterations", a->max_iterations, "CCSD iterations before giving up (default 100)")
       ->check(integer_in(1, INT_MAX));

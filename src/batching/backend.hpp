@@ -86,6 +86,12 @@ std::unique_ptr<GemmBackend> make_cublas_backend(int device_index);
 /// @throws InputError when it cannot be loaded.
 void ensure_device_runtime(const std::string& device);
 
+/// ensure_device_runtime(), then checks that the CUDA device `device` names exists (a GPU, a
+/// driver, the index below the device count), so a command fails with a user error up front
+/// instead of a CUDA runtime error at its first tensor. No-op for "cpu".
+/// @throws InputError naming `device` otherwise.
+void require_device(const std::string& device);
+
 /// Waits for the work queued on `device` when it is a CUDA device (no-op elsewhere); without an
 /// index, the current CUDA device. (Timers use it so a stage's clock stops when its kernels are
 /// done, not when they are launched.)

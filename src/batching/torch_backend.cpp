@@ -50,6 +50,18 @@ void ensure_device_runtime(const std::string& device) {
   if (!error.empty()) throw InputError("device '" + device + "': cannot load libtorch_cuda.so (" + error + ")");
 }
 
+void require_device(const std::string& device) {
+  ensure_device_runtime(device);
+  if (device.rfind("cuda", 0) != 0) return;
+  // CUDAGuardImpl::deviceCount() is 0 (not an exception) without a GPU or with a too-old driver
+  const int count = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->deviceCount();
+  const c10::Device d(device);
+  if (count == 0) throw InputError("device '" + device + "' requested but no CUDA device is available");
+  if (d.has_index() && d.index() >= count)
+    throw InputError("device '" + device + "' requested but this machine has " + std::to_string(count) +
+                     " CUDA device(s)");
+}
+
 void synchronize_device(const c10::Device& device) {
   if (!device.is_cuda()) return;
   const auto* impl = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);

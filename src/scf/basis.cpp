@@ -40,6 +40,13 @@ std::string basis_file_name(const std::string& basis_name) {
   return s + ".nw";
 }
 
+bool is_basis_path(const std::string& basis_name) {
+  const auto n = basis_name.size();
+  std::string tail = n >= 3 ? basis_name.substr(n - 3) : "";
+  std::transform(tail.begin(), tail.end(), tail.begin(), [](unsigned char c) { return std::tolower(c); });
+  return basis_name.find('/') != std::string::npos || tail == ".nw";
+}
+
 std::vector<std::string> available_bases(const std::string& directory) {
   std::vector<std::string> names;
   std::error_code ec;
@@ -66,7 +73,9 @@ const BasisLibrary& cached_library(const std::string& path) {
 BasisSet make_basis(const std::string& basis_name, const System& system,
                     const BasisOptions& options) {
   const std::string dir = options.directory.empty() ? default_basis_dir() : options.directory;
-  const fs::path path = fs::path(dir) / basis_file_name(basis_name);
+  const fs::path path = is_basis_path(basis_name) ? fs::path(basis_name) : fs::path(dir) / basis_file_name(basis_name);
+  if (is_basis_path(basis_name) && !fs::is_regular_file(path))
+    throw InputError("basis file '" + basis_name + "' not found");
   if (!fs::exists(path)) {
     std::string list;
     for (const auto& n : available_bases(dir)) list += (list.empty() ? "" : ", ") + n;

@@ -55,9 +55,15 @@ std::string default_basis_dir();
 /// File name of a basis: lower case, '*' spelled 's' ("6-31G*" → "6-31gs.nw").
 std::string basis_file_name(const std::string& basis_name);
 
-/// Builds the basis `basis_name` (e.g. "cc-pVDZ", "6-31G*") on the atoms of `system`.
+/// Whether `basis_name` is the path of a basis file rather than the name of a shipped basis:
+/// it contains a '/' or ends in ".nw" (NWChem format, as the Basis Set Exchange exports it).
+bool is_basis_path(const std::string& basis_name);
+
+/// Builds the basis `basis_name` (e.g. "cc-pVDZ", "6-31G*", or a file "my/basis.nw", relative
+/// to the working directory) on the atoms of `system`.
 /// @throws InputError for an unknown basis (naming the file looked for and the available
-/// ones) or an element the basis does not cover.
+/// ones), a basis file that is not there or is malformed (naming its line), or an element
+/// the basis does not cover.
 BasisSet make_basis(const std::string& basis_name, const System& system,
                     const BasisOptions& options = {});
 

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <libint2/libint2_params.h>  // LIBINT2_MAX_AM_eri: macros only
+
 #include "core/elements.hpp"
 #include "core/errors.hpp"
 
@@ -26,6 +28,9 @@ std::vector<std::string> split_words(const std::string& line) {
   for (std::string w; in >> w;) words.push_back(w);
   return words;
 }
+
+/// Highest angular momentum libint2's electron-repulsion integrals were generated for here.
+constexpr int kMaxShellL = LIBINT2_MAX_AM_eri;
 
 /// Angular momentum of a shell label letter ("S", "P", ...); -1 if not one.
 int l_of_label(const std::string& label) {
@@ -81,7 +86,11 @@ void flush(Block& b, BasisLibrary& lib, const std::string& where) {
       sh.exponents.push_back(row[0]);
       sh.coefficients.push_back(row[1 + c]);
     }
-    if (!sh.exponents.empty()) lib.elements[b.Z].push_back(std::move(sh));
+    // a contraction of zeros is no function at all: a typo, not something to drop silently
+    if (sh.exponents.empty())
+      throw InputError(where + ":" + std::to_string(b.first_line) + ": contraction " + std::to_string(c + 1) +
+                       " of the shell has only zero coefficients");
+    lib.elements[b.Z].push_back(std::move(sh));
   }
   b = Block{};
 }
@@ -131,6 +140,9 @@ BasisLibrary parse_nwchem_basis(const std::string& text, const std::string& wher
       if (label == "SP" || label == "L") {
         block.column_l = {0, 1};
       } else if (const int l = l_of_label(label); l >= 0) {
+        if (l > kMaxShellL)
+          throw InputError(here + "shell type '" + words[1] + "' (l = " + std::to_string(l) +
+                           ") is beyond the integral library's limit, l = " + std::to_string(kMaxShellL) + " (H)");
         block.column_l = {l};
       } else {
         throw InputError(here + "unknown shell type '" + words[1] + "'");

@@ -26,7 +26,8 @@ struct BasisLibrary {
 /// Parses NWChem-format basis text. General contractions (several coefficient columns)
 /// are split into one segmented shell per column, keeping only primitives with a nonzero
 /// coefficient; "SP"/"L" shells become an s and a p shell. `where` names the source in
-/// messages. @throws InputError naming the line for malformed input.
+/// messages. @throws InputError naming the line for malformed input, a contraction whose
+/// coefficients are all zero, or a shell type beyond the integral library's angular momentum.
 BasisLibrary parse_nwchem_basis(const std::string& text, const std::string& where);
 
 /// Reads and parses an NWChem-format basis file. @throws InputError if it cannot be read.

@@ -35,15 +35,14 @@ double ScfResult::lumo() const {
 namespace {
 
 void check_options(const ScfOptions& o) {
-  if (o.max_iterations < 1) throw InputError("scf.max_iterations must be ≥ 1");
-  if (!(o.damping >= 0 && o.damping < 1)) throw InputError("scf.damping must be in [0, 1)");
-  if (o.level_shift < 0) throw InputError("scf.level_shift must be ≥ 0");
-  if (o.diis_size < 0) throw InputError("scf.diis_size must be ≥ 0");
+  if (o.max_iterations < 1) throw InputError("scf: the iteration limit (--max-iter) must be ≥ 1");
+  if (!(o.damping >= 0 && o.damping < 1)) throw InputError("scf: --damping must be in [0, 1)");
+  if (o.level_shift < 0) throw InputError("scf: --level-shift must be ≥ 0");
+  if (o.diis_size < 0) throw InputError("scf: the DIIS subspace size must be ≥ 0");
   // damping mixes in the previous Fock matrix (from iteration 2) until DIIS starts: with DIIS
   // from iteration 1 or 2 it would silently do nothing
   if (o.damping > 0 && o.diis_size > 0 && o.diis_start < 3)
-    throw InputError("scf.damping (--damping) acts only before DIIS starts, from iteration 2: set scf.diis_start "
-                     "(--diis-start) to 3 or more, or diis_size to 0");
+    throw InputError("scf: --damping acts only before DIIS starts, from iteration 2: set --diis-start to 3 or more");
 }
 
 /// Under MPI every rank solves the same SCF, but the J/K builds' thread count (hence their
@@ -137,7 +136,7 @@ ScfResult solve(const System& system, const BasisSet& basis, const ScfOptions& o
     msg << (unrestricted ? "UHF" : "RHF") << " did not converge in " << o.max_iterations
         << " iterations (last |ΔE| = " << std::scientific << r.delta_energy
         << " Eh, max|[F,D]| = " << r.commutator
-        << "); raise max_iterations, or try level_shift, or damping with a later diis_start";
+        << "); raise --max-iter, or try --level-shift, or --damping with --diis-start 3 or later (nnvmc scf)";
     throw NumericalError(msg.str());
   }
   return r;

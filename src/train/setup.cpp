@@ -21,12 +21,10 @@ torch::TensorOptions tensor_options(const Config& config) {
   if (config.run.device != "cpu") {
     // The build links libtorch's CPU library only; its CUDA library is loaded on demand.
     try {
-      batching::ensure_device_runtime(config.run.device);
+      batching::require_device(config.run.device);
     } catch (const InputError& e) {
       throw InputError(std::string("run.device: ") + e.what());
     }
-    if (!torch::cuda::is_available())
-      throw InputError("run.device: '" + config.run.device + "' requested but no CUDA device is available");
     device = torch::Device(config.run.device);
     // Several ranks on a node: one GPU per rank ("cuda" without an index → local rank's GPU).
     auto& comm = parallel::world();

@@ -1,6 +1,8 @@
 /// Basis files: parsing, lookup, sizes.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "core/errors.hpp"
 #include "core/system.hpp"
 #include "scf/basis.hpp"
@@ -64,6 +66,54 @@ TEST(BasisFile, MalformedLinesNameTheLine) {
     ADD_FAILURE() << "unknown element accepted";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("bad.nw:4: unknown element 'Xq'"), std::string::npos) << e.what();
+  }
+}
+
+// A contraction whose coefficients are all zero used to vanish without a word (one function
+// fewer than the file's author meant); a shell type past libint2's ERI limit (I, K) used to
+// fail later inside the integral engine as "Engine::lmax_exceeded".
+TEST(BasisFile, AnAllZeroContractionAndAShellTypeBeyondTheIntegralLimitNameTheirLine) {
+  try {
+    parse_nwchem_basis("BASIS\nH S\n 2.0 0.5 0.0\n 1.0 0.5 0.0\nEND\n", "zero.nw");
+    ADD_FAILURE() << "all-zero contraction accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("zero.nw:2: contraction 2 of the shell has only zero coefficients"),
+              std::string::npos) << e.what();
+  }
+  for (const char* label : {"I", "K"}) {
+    try {
+      parse_nwchem_basis(std::string("BASIS\nH S\n 2.0 0.5\nH ") + label + "\n 1.0 1.0\nEND\n", "high.nw");
+      ADD_FAILURE() << label << " accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("high.nw:4: shell type '" + std::string(label) + "'"), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("beyond the integral library's limit, l = 5"), std::string::npos) << e.what();
+    }
+  }
+  // H (l = 5) is the highest the integrals take, and is read
+  EXPECT_EQ(parse_nwchem_basis("BASIS\nH H\n 1.0 1.0\nEND\n", "h.nw").elements.at(1).front().l, 5);
+}
+
+// --basis my.nw (or any path with a '/') reads that file instead of a shipped basis: the same
+// functions as the shipped file it copies; a missing file is named as such.
+TEST(Basis, AFilePathIsReadAsABasisFile) {
+  EXPECT_TRUE(is_basis_path("my.nw"));
+  EXPECT_TRUE(is_basis_path("dir/basis"));
+  EXPECT_FALSE(is_basis_path("cc-pVDZ"));
+  EXPECT_FALSE(is_basis_path("6-31G*"));
+  const System s = load_molecule("h2o", scftest::kMolecules);
+  const std::string copy = (std::filesystem::temp_directory_path() / "nnvmc_test_basis_copy.NW").string();
+  std::filesystem::copy_file(default_basis_dir() + "/cc-pvdz.nw", copy,
+                             std::filesystem::copy_options::overwrite_existing);
+  const BasisSet shipped = make_basis("cc-pvdz", s), from_file = make_basis(copy, s);
+  EXPECT_EQ(from_file.n_functions(), shipped.n_functions());
+  EXPECT_EQ(from_file.n_shells(), shipped.n_shells());
+  std::filesystem::remove(copy);
+  try {
+    (void)make_basis("no/such/basis.nw", s);
+    ADD_FAILURE() << "missing file accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("basis file 'no/such/basis.nw' not found"), std::string::npos) << e.what();
   }
 }
 

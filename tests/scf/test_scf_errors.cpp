@@ -58,7 +58,7 @@ TEST(ScfErrors, InvalidOptionsAreInputErrors) {
   o.damping = 1.5;
   expect_error<InputError>([&] { run_rhf(s, b, o); }, {"damping"});
   o.damping = 0.3;  // DIIS from iteration 1 (the default): damping would never act
-  expect_error<InputError>([&] { run_rhf(s, b, o); }, {"damping", "diis_start"});
+  expect_error<InputError>([&] { run_rhf(s, b, o); }, {"--damping", "--diis-start"});
 }
 
 // Damping acts before DIIS starts and changes the path, not the solution.
