@@ -13,15 +13,18 @@
 
 #include <cstdint>
 #include <utility>
-#include <vector>
 
+#include "blocks/gaussian_orbitals.hpp"
 #include "scf/basis.hpp"
 #include "scf/scf.hpp"
 
 namespace nnvmc::scf {
 
 /// Linear combinations φ_j(r) = Σ_p C(p, j) χ_p(r) of the functions χ_p of a BasisSet
-/// (same functions, order and normalisation as the integrals in integrals.hpp).
+/// (same functions, order and normalisation as the integrals in integrals.hpp), at the basis's
+/// own centres: the basis's tensor table (basis_table.hpp) evaluated by the building block's
+/// plain-tensor path (gaussian_orbital_values), so the HF baseline and the PauliNet/Orbformer
+/// orbitals are one code.
 class GaussianOrbitals {
  public:
   GaussianOrbitals() = default;
@@ -37,32 +40,14 @@ class GaussianOrbitals {
   torch::Tensor forward(const torch::Tensor& r) const;
   torch::Tensor operator()(const torch::Tensor& r) const { return forward(r); }
 
-  int64_t n_basis() const { return n_basis_; }    ///< AO functions
-  int64_t n_orbitals() const { return n_orb_; }   ///< columns of the coefficient matrix
+  int64_t n_basis() const { return table_.n_basis; }  ///< AO functions
+  int64_t n_orbitals() const { return n_orb_; }       ///< columns of the coefficient matrix
 
  private:
-  /// Shells of one (l, pure) kind, evaluated together.
-  struct Group {
-    int l = 0;
-    bool pure = false;
-    torch::Tensor atoms;      ///< [S_g] centre index of each shell (int64)
-    torch::Tensor shells;     ///< [S_g] shell index into the radial table (int64)
-    torch::Tensor powers;     ///< [3, n_cart] Cartesian exponents (a, b, c) per component (int64)
-    torch::Tensor to_pure;    ///< [n_cart, 2l+1] Cartesian → solid harmonic (pure only)
-  };
-  int64_t n_basis_ = 0, n_orb_ = 0;
-  int max_l_ = 0;
-  torch::Tensor centres_;       ///< [M, 3]
-  torch::Tensor prim_exp_;      ///< [P] exponents α_k
-  torch::Tensor prim_atom_;     ///< [P] centre of each primitive (int64)
-  torch::Tensor contraction_;   ///< [P, S] coefficient of primitive k in shell s
-  std::vector<Group> groups_;
-  torch::Tensor ao_order_;      ///< [n_basis] BasisSet index of each function in group order (int64)
-  torch::Tensor inverse_order_; ///< [n_basis] position of each BasisSet function in group order
-  torch::Tensor coefficients_;  ///< [n_basis, n_orb] rows in group order
-
-  /// AO values in group order. @param r [B, N, 3] @return [B, N, n_basis]
-  torch::Tensor grouped_values(const torch::Tensor& r) const;
+  GaussianBasisTable table_;    ///< exponents, contractions and angular parts, no centres
+  torch::Tensor centres_;       ///< [M, 3] the centre of each atom index of the basis's shells
+  torch::Tensor coefficients_;  ///< [n_basis, n_orb] BasisSet order
+  int64_t n_orb_ = 0;
 };
 
 /// Occupied HF orbitals of both spins, and the HF Slater determinant.
