@@ -31,12 +31,14 @@ std::vector<std::string> split_words(const std::string& line) {
 
 /// Highest angular momentum libint2's electron-repulsion integrals were generated for here.
 constexpr int kMaxShellL = LIBINT2_MAX_AM_eri;
+/// Shell labels by angular momentum.
+constexpr const char* kShellLetters = "SPDFGHIK";
+static_assert(kMaxShellL < 8, "shell labels go up to K (l = 7)");
 
 /// Angular momentum of a shell label letter ("S", "P", ...); -1 if not one.
 int l_of_label(const std::string& label) {
-  static const std::string letters = "SPDFGHIK";
   if (label.size() != 1) return -1;
-  const auto pos = letters.find(label[0]);
+  const auto pos = std::string(kShellLetters).find(label[0]);
   return pos == std::string::npos ? -1 : static_cast<int>(pos);
 }
 
@@ -142,7 +144,8 @@ BasisLibrary parse_nwchem_basis(const std::string& text, const std::string& wher
       } else if (const int l = l_of_label(label); l >= 0) {
         if (l > kMaxShellL)
           throw InputError(here + "shell type '" + words[1] + "' (l = " + std::to_string(l) +
-                           ") is beyond the integral library's limit, l = " + std::to_string(kMaxShellL) + " (H)");
+                           ") is beyond the integral library's limit, l = " + std::to_string(kMaxShellL) + " (" +
+                           kShellLetters[kMaxShellL] + ")");
         block.column_l = {l};
       } else {
         throw InputError(here + "unknown shell type '" + words[1] + "'");
