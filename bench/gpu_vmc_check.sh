@@ -11,8 +11,9 @@
 # Stages (each with its own time limit, results under $OUT, one line each in $OUT/summary.txt):
 #   1. per-sample gradients and optimizer steps on CUDA (psgrad_bench: Jacobian / batch gradient,
 #      SPRING step vs its FLOP count, K-FAC step), LiH preset at 4096 walkers, float64 and float32;
-#   2. training iterations: LiH (4096 walkers), CH4 and C4H4 (1024/4096) with SPRING and K-FAC,
-#      forward Laplacian, float64 and float32: s/iteration per stage from the trainer's timers;
+#   2. training iterations, forward Laplacian, s/iteration per stage from the trainer's timers:
+#      LiH at 4096 walkers with SPRING and K-FAC in float64 and float32; CH4 and C4H4 with SPRING
+#      at 1024 and 4096 walkers in float64 and at 4096 in float32;
 #   2a. the rest of a user's path on CUDA once: pretraining, Adam/SR/minSR, checkpoint, resume, eval;
 #   2b. the MH step as a CUDA graph (run.cuda_graphs) against launching its kernels: sampling
 #      s/iteration and the energies of the same seed (the same chain, so they should agree);
@@ -70,12 +71,15 @@ stage_2() {
       train "lih_4096_${opt}_$dt" configs/runs/lih_ferminet_spring.yaml 4096 $dt $opt cuda 1 60
     done
   done
-  if [ -f configs/molecules/c4h4.yaml ]; then
-    for w in 1024 4096; do
-      train "c4h4_${w}_spring_float64" configs/runs/lih_ferminet_spring.yaml $w float64 spring cuda 1 120 \
-        system.molecule=c4h4
+  # CH4 and C4H4 (the C4H4 goal: 4096 walkers <= 1 s/it), SPRING, float64 at 1024 and
+  # 4096 walkers and float32 at 4096
+  for m in ch4 c4h4; do
+    [ -f configs/molecules/$m.yaml ] || continue
+    for run in "1024 float64" "4096 float64" "4096 float32"; do
+      set -- $run
+      train "${m}_$1_spring_$2" configs/runs/lih_ferminet_spring.yaml $1 $2 spring cuda 1 120 system.molecule=$m
     done
-  fi
+  done
 }
 
 # 2a. The rest of a user's path on CUDA, once each (everything else above skips it): HF

@@ -26,8 +26,9 @@ struct Result {
   std::string out;
 };
 
-Result run(const std::string& args) {
-  const std::string cmd = std::string(NNVMC_EXE) + " " + args + " 2>&1";
+/// A shell command line, its exit code and its output.
+Result run_shell(const std::string& line) {
+  const std::string cmd = line + " 2>&1";
   std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
   std::string out;
   std::array<char, 4096> buf;
@@ -35,6 +36,9 @@ Result run(const std::string& args) {
   const int status = pclose(p.release());
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
+
+/// nnvmc with `args`.
+Result run(const std::string& args) { return run_shell(std::string(NNVMC_EXE) + " " + args); }
 
 /// A fresh output directory and the comparison file for it.
 std::pair<std::string, std::string> setup(const std::string& name, const std::string& body) {
@@ -144,6 +148,10 @@ TEST(CompareCli, InterruptedComparisonResumesOnlyTheMissingCellsAndGivesOneRowPe
       EXPECT_GT(std::stod(r.at(std::string("s_per_iteration:") + stage)), 0) << stage;
     for (const auto& [column, value] : r) EXPECT_EQ(column.find("pretrain"), std::string::npos) << column;
     EXPECT_GT(std::stod(r.at("peak_tensor_bytes")), 0);
+    EXPECT_GT(std::stod(r.at("variance")), 0) << r.at("cell");
+    EXPECT_GE(std::stod(r.at("wall_seconds")), std::stod(r.at("train_seconds"))) << r.at("cell");
+    EXPECT_GT(std::stod(r.at("train_seconds")), 0) << r.at("cell");
+    EXPECT_EQ(r.count("autocorr_time"), 1u);  // (6 steps: may be NaN)
     // 6 steps of 8 walkers: neither a reblocking plateau nor enough walkers for their averages
     EXPECT_EQ(std::stod(r.at("error_bar_reliable")), 0.0) << r.at("cell");
   }
@@ -238,6 +246,44 @@ TEST(CompareCli, MinutesBudgetEndsTrainingOnTheClockThenEvaluates) {
   ASSERT_EQ(resumed.code, 0) << resumed.out;
   const std::string ended = "optim.minutes = 0.005 reached after " + std::to_string(j["iterations"].get<long>()) + " of";
   EXPECT_NE(resumed.out.find(ended), std::string::npos) << resumed.out;
+}
+
+// A real Ctrl-C (SIGINT to the terminal's process group: nnvmc and the cell it runs) in the
+// middle of a cell's training: the comparison stops with the cell marked interrupted and its
+// checkpoint written; running the same command again continues that cell from its checkpoint
+// (here with a shorter minutes budget, which cell_identity ignores, so it ends at once).
+TEST(CompareCli, CtrlCToTheProcessGroupCheckpointsTheCellAndTheRerunContinuesIt) {
+  const std::string body =
+      "ansatze: [{label: tiny, type: ferminet, ferminet: {hidden_dims: [[8, 4]], determinants: 1}}]\n"
+      "molecules: [h]\n"
+      "walkers: 8\neval_steps: 4\n"
+      "overrides: [sampler.burn_in=2, sampler.steps_per_iteration=2, eval.burn_in=2, pretrain.steps=0,\n"
+      "            run.threads=1, run.checkpoint_every=5]\n";
+  const auto [file, dir] = setup("nnvmc_compare_sigint", body + "minutes: 5\n");
+  // setsid: the comparison leads its own group, as a shell job does; the signal goes to the group
+  // once the cell has trained a few iterations (its result file has rows)
+  const std::string script =
+      "setsid " + std::string(NNVMC_EXE) + " compare " + file + " --no-plots > " + dir + ".log 2>&1 & pid=$!; "
+      "for i in $(seq 600); do [ -s " + dir + "/cells/tiny__h/result.h5 ] && break; sleep 0.1; done; sleep 1; "
+      "kill -INT -- -$pid; wait $pid; echo rc=$?";
+  const auto first = run_shell("bash -c '" + script + "'");
+  std::ifstream log_in(dir + ".log");
+  const std::string log((std::istreambuf_iterator<char>(log_in)), {});
+  EXPECT_NE(first.out.find("rc=1"), std::string::npos) << first.out << log;
+  EXPECT_NE(log.find("re-run the same command"), std::string::npos) << log;
+  const auto j = cell_json(dir, "tiny__h");
+  EXPECT_EQ(j["status"], "interrupted") << log;
+  ASSERT_TRUE(fs::exists(dir + "/cells/tiny__h/checkpoint.h5")) << log;
+  const auto rows_before = train_rows(dir, "tiny__h");
+  EXPECT_GT(rows_before, 0);
+
+  std::ofstream(file) << body << "minutes: 0.0001\noutput: " << dir << "\n";
+  const auto second = run("compare " + file + " --no-plots");
+  ASSERT_EQ(second.code, 0) << second.out;
+  EXPECT_NE(second.out.find("tiny__h: continuing from its checkpoint"), std::string::npos) << second.out;
+  EXPECT_EQ(cell_json(dir, "tiny__h")["status"], "done");
+  EXPECT_EQ(cell_json(dir, "tiny__h")["segments"], 2);
+  EXPECT_GE(train_rows(dir, "tiny__h"), rows_before);  // the rows trained before the signal are kept
 }
 
 // The rest of a comparison file and of the command line, end to end: an ansatz given as a run

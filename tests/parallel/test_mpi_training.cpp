@@ -163,6 +163,12 @@ TEST(MpiTraining, AdamEqualsOneProcess) { check_rank_independence("adam"); }
 
 TEST(MpiTraining, SpringEqualsOneProcess) { check_rank_independence("spring"); }
 
+// SR (parameter space: the P x P Fisher matrix summed over ranks) and minSR (sample space: the
+// B x B kernel from every rank's Jacobian rows).
+TEST(MpiTraining, SrEqualsOneProcess) { check_rank_independence("sr"); }
+
+TEST(MpiTraining, MinsrEqualsOneProcess) { check_rank_independence("minsr"); }
+
 // K-FAC: each rank accumulates its walkers' factor statistics; the sums are added over ranks.
 TEST(MpiTraining, KfacEqualsOneProcess) { check_rank_independence("kfac"); }
 
@@ -189,6 +195,28 @@ TEST(MpiTraining, CheckpointOfKRanksResumesOnOneRank) {
     expect_same_series(column(dir_b + "/result.h5", "train/energy"), column(dir_a + "/result.h5", "train/energy"),
                        1e-10);
   });
+}
+
+// Resumed on the same number of ranks, the run continues bit for bit: every walker's stream,
+// the optimizer state and the reduction order are what they were.
+TEST(MpiTraining, CheckpointOfKRanksResumesOnKRanksBitForBit) {
+  const auto dir_a = scratch("nnvmc_mpi_resume_kk_a"), dir_b = scratch("nnvmc_mpi_resume_kk_b");
+  Trainer a(lih_config("spring", dir_a, 5));
+  a.run(false);
+  {
+    Trainer b(lih_config("spring", dir_b, 3));
+    b.run(false);
+  }
+  Trainer resumed(lih_config("spring", dir_b, 5), dir_b + "/checkpoint.h5");
+  resumed.run(false);
+  const TensorMap pa = module_state(*a.setup().wf), pb = module_state(*resumed.setup().wf);
+  ASSERT_EQ(pa.size(), pb.size());
+  for (const auto& [k, v] : pa) EXPECT_TRUE(torch::equal(v, pb.at(k))) << k << " on rank " << world().rank();
+  EXPECT_TRUE(torch::equal(a.setup().molecules.at(0).sampler->positions(),
+                           resumed.setup().molecules.at(0).sampler->positions()));
+  if (world().is_root()) {
+    EXPECT_EQ(column(dir_b + "/result.h5", "train/energy"), column(dir_a + "/result.h5", "train/energy"));
+  }
 }
 
 TEST(MpiTraining, OnlyRankZeroWritesAndAllRanksStopTogether) {

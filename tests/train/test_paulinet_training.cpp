@@ -166,7 +166,7 @@ TEST(PauliNetTraining, PerSampleGradientsEqualSingleWalkerGradients) {
 }
 
 TEST(PauliNetTraining, EveryOptimizerTrainsFinitely) {
-  for (const char* type : {"adam", "sr", "minsr", "spring"}) {
+  for (const char* type : {"adam", "sr", "minsr", "spring", "kfac"}) {
     const auto dir = fresh_dir(std::string("nnvmc_pn_opt_") + type);
     Trainer t(paulinet_config("lih", dir, 2, {std::string("optim.type=") + type, "optim.lr=0.01"}));
     EXPECT_EQ(t.run(false).iterations, 2) << type;

@@ -70,7 +70,7 @@ TEST(PsiformerTraining, ResumedSpringRunEqualsUninterruptedRun) {
 }
 
 TEST(PsiformerTraining, EveryOptimizerAndFloat32TrainFinitely) {
-  for (const char* type : {"adam", "sr", "minsr", "spring"}) {
+  for (const char* type : {"adam", "sr", "minsr", "spring", "kfac"}) {
     for (const char* dtype : {"float64", "float32"}) {
       if (std::string(dtype) == "float32" && std::string(type) != "spring") continue;
       const auto dir = fresh_dir(std::string("nnvmc_psiformer_") + type + "_" + dtype);

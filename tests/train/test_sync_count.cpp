@@ -59,7 +59,7 @@ TEST(SyncCount, OneIterationSyncsAFewTimesWhateverTheWalkersLayersAndSteps) {
   // the optimizer's own decision (Adam/K-FAC: a fused finiteness check or δᵀg; SPRING: the
   // Cholesky status, its step length stays on the device), and the trainer's one fused
   // finiteness check of energies and parameters.
-  for (const char* type : {"adam", "spring", "kfac"}) {
+  for (const char* type : {"adam", "sr", "minsr", "spring", "kfac"}) {
     const auto small = one_iteration(type, 8, 1, 2), large = one_iteration(type, 16, 2, 4);
     std::printf("%-7s syncs per iteration %ld / %ld, aten ops %ld / %ld (8 walkers, 1 layer, 2 steps / 16, 2, 4)\n",
                 type, small.syncs, large.syncs, small.aten, large.aten);
