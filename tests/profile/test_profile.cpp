@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -89,6 +90,14 @@ TEST_F(ProfileRun, OperatorGroupsCoverAtLeastNinetyPercentOfTheProfiledOperatorT
     }
     // GEMM, elementwise, reductions, data movement and linear algebra, not "other".
     EXPECT_GE(named / all, 0.9) << m.molecule;
+    // every stage gets a place on the roofline: FLOPs and bytes from the operators' shapes
+    for (const char* s : {"sampling", "local_energy", "gradient", "optimizer"}) {
+      const auto& ops = m.stages.at(s).ops;
+      EXPECT_GT(ops.bytes(), 0) << m.molecule << " " << s;
+      EXPECT_TRUE(std::isfinite(ops.flops() / ops.bytes()) && ops.flops() > 0) << m.molecule << " " << s;
+    }
+    std::printf("%s: the operators cover %.0f %% of the compute stages' profiled wall time\n", m.molecule.c_str(),
+                100 * m.profiled_ops / m.profiled_wall);
     EXPECT_GT(m.profiled_ops, 0);
     const auto& grad = m.stages.at("gradient").ops;
     EXPECT_GT(grad.groups.at("gemm").seconds, 0) << m.molecule;  // the network's layers
@@ -144,6 +153,17 @@ TEST(Roofline, PeaksArePositiveAndDgemmIsBelowTheCoresTheoreticalPeak) {
   EXPECT_EQ(r.threads, 1);
   EXPECT_GT(r.theoretical_gflops, 0);
   EXPECT_LT(r.peak_gflops, r.theoretical_gflops) << cpu.assumption;
+}
+
+// float32 runs measure SGEMM against the cores' single-precision peak (twice the double one).
+TEST(Roofline, SgemmForFloat32IsBelowTheCoresSinglePrecisionPeak) {
+  torch::set_num_threads(1);
+  const Roofline d = measure_roofline("cpu", "float64", 512, 1 << 21, 2);
+  const Roofline s = measure_roofline("cpu", "float32", 512, 1 << 21, 2);
+  EXPECT_GT(s.peak_gflops, 0);
+  EXPECT_GT(s.bandwidth_gbs, 0);
+  EXPECT_DOUBLE_EQ(s.theoretical_gflops, 2 * d.theoretical_gflops);
+  EXPECT_LT(s.peak_gflops, s.theoretical_gflops);
 }
 
 TEST(Roofline, TheoreticalPeakFromCpuinfoFlagsAndClock) {
