@@ -115,3 +115,25 @@ TEST(BytesMoved, AutomaticResidencyStaysOnTheHostOnTheCpuAndForStagedBackends) {
   EXPECT_EQ(cc::parse_residency("off"), cc::Residency::host);
   EXPECT_THROW(cc::parse_residency("maybe", "--resident"), nnvmc::InputError);
 }
+
+// Frozen-core CCSD (the seed's tables are frozen-core) on every path: resident (Residency::device)
+// and through the simulated staged device, with and without resident integral blocks, the same
+// energy as the host run, and above the all-electron one (less correlation).
+TEST(BytesMoved, FrozenCoreRunsTheSameOnTheResidentAndStagedPaths) {
+  static const cc::MoIntegrals fc = [] {
+    const nnvmc::System system = nnvmc::load_molecule("h2o", nnvmc::default_molecules_dir());
+    const nnvmc::scf::BasisSet basis = nnvmc::scf::make_basis("6-31g", system);
+    return cc::conventional_integrals(nnvmc::scf::run_rhf(system, basis), basis, 1);
+  }();
+  const auto host = cc::run_rccsd(fc, options(nullptr));
+  auto o = options(nullptr);
+  o.resident = cc::Residency::device;
+  const auto resident = cc::run_rccsd(fc, o);
+  ASSERT_TRUE(resident.resident);
+  const auto staged = cc::run_rccsd(fc, options(simulated_staged(0)));
+  const auto kept = cc::run_rccsd(fc, options(simulated_staged(std::int64_t(1) << 28)));
+  EXPECT_NEAR(resident.e_ccsd, host.e_ccsd, 1e-10);
+  EXPECT_NEAR(staged.e_ccsd, host.e_ccsd, 1e-10);
+  EXPECT_NEAR(kept.e_ccsd, host.e_ccsd, 1e-10);
+  EXPECT_GT(host.e_ccsd, cc::run_rccsd(water(), options(nullptr)).e_ccsd);
+}
