@@ -13,6 +13,7 @@
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "core/system.hpp"
+#include "parallel/communicator.hpp"
 #include "scf/basis.hpp"
 #include "scf/scf.hpp"
 #include "core/json_text.hpp"
@@ -60,6 +61,7 @@ void run_scf_command(ScfArgs& a) {
   const scf::ScfResult r = scf::run_scf(system, basis, a.options);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
+  if (!parallel::world().is_root()) return;  // every rank holds the same result (share_from_root); rank 0 prints
   const std::string method = r.unrestricted ? "UHF" : "RHF";
   if (a.json) {
     nlohmann::json j{{"molecule", a.molecule}, {"basis", a.basis}, {"method", method},

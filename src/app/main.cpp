@@ -31,7 +31,12 @@ int main(int argc, char** argv) {
   // file, instead of killing the process half-way through it.
   std::signal(SIGXFSZ, SIG_IGN);
   // Under mpirun/srun: MPI is initialised and world() spans the ranks; otherwise one process.
-  nnvmc::parallel::init_world(&argc, &argv);
+  try {
+    nnvmc::parallel::init_world(&argc, &argv);
+  } catch (const nnvmc::InputError& e) {
+    std::fprintf(stderr, "nnvmc: error: %s\n", e.what());
+    return 2;
+  }
   const bool root = nnvmc::parallel::world().is_root();
   {  // every rank runs the same command (an MPMD launch with other arguments ran a wrong job to exit 0)
     std::string command;

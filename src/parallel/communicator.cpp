@@ -1,10 +1,15 @@
 #include "parallel/communicator.hpp"
 
+#include "parallel/launcher.hpp"
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
+#include <string>
+
+#include "core/errors.hpp"
 
 namespace nnvmc::parallel {
 namespace {
@@ -106,9 +111,33 @@ int fail(const std::string& message, int code) {
   return code;
 }
 
+bool launched_by_launcher() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "SLURM_STEP_NUM_TASKS"})
+    if (std::getenv(v) != nullptr) return true;
+  return false;
+}
+
+int launcher_world_size() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"}) {
+    const char* text = std::getenv(v);
+    if (text == nullptr) continue;
+    char* end = nullptr;
+    const long n = std::strtol(text, &end, 10);
+    if (end != text && *end == '\0' && n >= 1 && n < (1L << 30)) return static_cast<int>(n);
+  }
+  return 1;
+}
+
 #ifndef NNVMC_HAVE_MPI
 bool mpi_available() { return false; }
-void init_world(int*, char***, bool) {}
+void init_world(int*, char***, bool) {
+  // Each of the processes would run the whole job and write the same files.
+  if (const int n = launcher_world_size(); n > 1)
+    throw InputError("started as one of " + std::to_string(n) +
+                     " processes (mpirun/srun), but this nnvmc was built without MPI (NNVMC_WITH_MPI=OFF), so each "
+                     "would run the whole job into the same files: rebuild with libopenmpi-dev installed, or run "
+                     "without the launcher");
+}
 std::unique_ptr<Communicator> make_self() { return make_single_process(); }
 #endif
 

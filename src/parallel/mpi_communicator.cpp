@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "parallel/communicator.hpp"
+#include "parallel/launcher.hpp"
 
 namespace nnvmc::parallel {
 namespace {
@@ -110,13 +111,6 @@ void finalize_at_exit() {
   if (!finalized) MPI_Finalize();
 }
 
-/// Started by a launcher: Open MPI, MPICH/Hydra, PMIx or Slurm leave their variables.
-bool launched_by_mpi() {
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "SLURM_STEP_NUM_TASKS"})
-    if (std::getenv(v) != nullptr) return true;
-  return false;
-}
-
 }  // namespace
 
 bool mpi_available() { return true; }
@@ -125,7 +119,7 @@ void init_world(int* argc, char*** argv, bool force) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
-    if (!force && !launched_by_mpi()) return;  // plain `nnvmc ...`: one process, MPI untouched
+    if (!force && !launched_by_launcher()) return;  // plain `nnvmc ...`: one process, MPI untouched
     int provided = 0;
     MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
     std::atexit(finalize_at_exit);

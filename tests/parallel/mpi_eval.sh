@@ -2,7 +2,8 @@
 # `mpirun -np K nnvmc eval CHECKPOINT` gives the energy, error bar and variance of one process:
 # the walkers are split over the ranks, each walker draws from its own stream, and rank 0 alone
 # prints the JSON (one object on stdout, not one per rank). Checked for 2 and 3 ranks with 31
-# walkers (uneven splits) against one process, to 1e-10 relative.
+# walkers (uneven splits) against one process, to 1e-10 relative. `scf` and `ccsd` under mpirun
+# print one result too (scf printed one per rank).
 # Usage: mpi_eval.sh NNVMC <mpirun> <flags...>
 set -u
 nnvmc=$1; shift
@@ -31,5 +32,11 @@ for key in ("energy", "energy_err", "variance"):
     assert abs(a - b) <= 1e-10 * abs(a), f"{key}: {a!r} (1 rank) vs {b!r} ({sys.argv[3]} ranks)"
 print(f"{sys.argv[3]} ranks: energy {k['energy']:.12f} +- {k['energy_err']:.2e}, the same as one process")
 PY
+done
+for cmd in "scf h2 --basis sto-3g" "ccsd h2 --basis sto-3g"; do
+  timeout 120 "$@" -np 2 $nnvmc $cmd --json > "$dir/two.json" 2> "$dir/two.err" || { cat "$dir/two.err"; fail "$cmd"; }
+  [ "$(grep -c . "$dir/two.json")" -le 1 ] || python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$dir/two.json" \
+    || { cat "$dir/two.json"; fail "$cmd with 2 ranks printed more than one result"; }
+  echo "$cmd: one result from 2 ranks"
 done
 echo ok

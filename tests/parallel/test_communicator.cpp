@@ -1,9 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "batching/cuda_runtime.hpp"
 #include "core/errors.hpp"
 #include "parallel/communicator.hpp"
 #include "parallel/device_collectives.hpp"
+#include "parallel/launcher.hpp"
 #include "parallel/tensor_comm.hpp"
 
 using namespace nnvmc::parallel;
@@ -43,6 +46,27 @@ TEST(SingleProcess, CollectivesAreIdentities) {
 TEST(World, IsOneProcessOutsideMpirun) {
   EXPECT_EQ(world().size(), 1);
   EXPECT_EQ(world().rank(), 0);
+}
+
+// The launcher's variables say how many processes it started: Open MPI, MPICH/Hydra or Slurm;
+// a malformed or missing size is one. (A build without MPI refuses to run as one of several.)
+TEST(Launcher, WorldSizeFromTheLaunchersVariables) {
+  const char* vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "SLURM_STEP_NUM_TASKS"};
+  for (const char* v : vars) ASSERT_EQ(std::getenv(v), nullptr) << v << " set: run me outside mpirun";
+  EXPECT_FALSE(launched_by_launcher());
+  EXPECT_EQ(launcher_world_size(), 1);
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"}) {
+    setenv(v, "3", 1);
+    EXPECT_TRUE(launched_by_launcher()) << v;
+    EXPECT_EQ(launcher_world_size(), 3) << v;
+    setenv(v, "3x", 1);
+    EXPECT_EQ(launcher_world_size(), 1) << v;
+    unsetenv(v);
+  }
+  setenv("PMIX_RANK", "0", 1);  // PMIx alone: launched, size not said
+  EXPECT_TRUE(launched_by_launcher());
+  EXPECT_EQ(launcher_world_size(), 1);
+  unsetenv("PMIX_RANK");
 }
 
 TEST(DeviceCollectives, NeedAGpuAndOtherwiseFailWithATypedErrorNotACrash) {
