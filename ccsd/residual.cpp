@@ -57,7 +57,7 @@ Residual ccsd_residual(const DressedHamiltonian& h, Contractor& c, const torch::
   Residual r;
   r.r1 = h.singles_a1(u) - c("B1", "kalc,kilc->ia", {u, h.block("ooov")}) +
          c("C1", "iakc,kc->ia", {u, Fov}) + Fvo.t();
-  DoublesInputs in{t2, u, g_ovov, L_ovov, h.block("oovv"), h.block("voov"), torch::Tensor(), Foo, Fvv};
+  DoublesInputs in{t2, u, g_ovov, L_ovov, h.block("oovv"), h.block("voov"), torch::Tensor(), Foo, Fvv, torch::Tensor()};
   in.W = h.block("oooo") + c("B2a", "icjd,kcld->kilj", {t2, g_ovov});
   // A2: integral + particle–particle ladder
   r.r2 = h.block("vovo").permute({1, 0, 3, 2}) + h.ladder(t2) + doubles_common(c, in);
