@@ -73,8 +73,9 @@ const BasisLibrary& cached_library(const std::string& path) {
 BasisSet make_basis(const std::string& basis_name, const System& system,
                     const BasisOptions& options) {
   const std::string dir = options.directory.empty() ? default_basis_dir() : options.directory;
-  const fs::path path = is_basis_path(basis_name) ? fs::path(basis_name) : fs::path(dir) / basis_file_name(basis_name);
-  if (is_basis_path(basis_name) && !fs::is_regular_file(path))
+  const bool is_file = is_basis_path(basis_name);
+  const fs::path path = is_file ? fs::path(basis_name) : fs::path(dir) / basis_file_name(basis_name);
+  if (is_file && !fs::is_regular_file(path))
     throw InputError("basis file '" + basis_name + "' not found");
   if (!fs::exists(path)) {
     std::string list;
