@@ -25,8 +25,10 @@ std::int64_t minimum_budget_bytes(std::int64_t n_basis, std::int64_t n_occupied,
 }
 
 void check_memory_budget(const System& system, std::int64_t n_basis, const CcsdRunOptions& options) {
-  const std::int64_t budget = options.ccsd.plan.budget_bytes;
+  const std::int64_t budget = contraction_budget(options.ccsd);
   if (budget <= 0) return;  // no limit
+  // --memory of a staged run is the device's, of which the contractions get half
+  const std::int64_t per_flag = budget < options.ccsd.plan.budget_bytes || options.ccsd.plan.budget_bytes <= 0 ? 2 : 1;
   const int n_frozen = options.frozen_core ? frozen_core_orbitals(system) : 0;
   const std::int64_t n_occupied = system.n_electrons() / 2;
   const std::int64_t floor = minimum_budget_bytes(n_basis, n_occupied, n_frozen, options.ccsd.triples);
@@ -34,14 +36,15 @@ void check_memory_budget(const System& system, std::int64_t n_basis, const CcsdR
                            " in " + options.basis;
   const auto bytes = [](std::int64_t b) { return batching::format_bytes(double(b)); };
   if (budget < floor)
-    throw BudgetError("a memory budget of " + bytes(budget) + " is too small for " + what + ": it needs at least " +
+    throw BudgetError("a memory budget of " + bytes(budget) + (per_flag == 2 ? " (half the staged backend's device memory)" : "") +
+                      " is too small for " + what + ": it needs at least " +
                       bytes(floor) + " (one doubles-amplitude block is " +
                       bytes(doubles_block_bytes(n_basis, n_occupied, n_frozen)) +
-                      ", and the CCSD holds several anyway); give --memory " + bytes(4 * floor) + " or more" +
+                      ", and the CCSD holds several anyway); give --memory " + bytes(per_flag * 4 * floor) + " or more" +
                       (options.memory_is_auto ? " (auto gave this much: the machine has too little free memory)" : ", or auto"));
   if (budget < 4 * floor)
     log::warn("a memory budget of " + bytes(budget) + " splits the contractions of " + what +
-              " into many small batches, which can make it several times slower; give " + bytes(4 * floor) +
+              " into many small batches, which can make it several times slower; give " + bytes(per_flag * 4 * floor) +
               " or more, or auto");
 }
 

@@ -75,6 +75,13 @@ Residency parse_residency(const std::string& text, const std::string& key) {
   throw InputError(key + ": '" + text + "' is not one of auto, on, off");
 }
 
+std::int64_t contraction_budget(const CcsdOptions& options) {
+  const std::int64_t plan = options.plan.budget_bytes;
+  const std::int64_t device = options.backend ? options.backend->device_budget_bytes() : 0;
+  if (device <= 0) return plan;
+  return plan > 0 ? std::min(plan, device / 2) : device / 2;
+}
+
 std::int64_t resident_bytes(const MoIntegrals& mo, const CcsdOptions& options) {
   const std::int64_t o = mo.space.n_act_occ(), v = mo.space.n_vir(), amp = 8 * (o * v * o * v + o * v);
   return mo.bytes() + CachedIntegrals::bytes(o, v) + (1 + 2 * std::max(options.diis_size, 0)) * amp +
@@ -95,6 +102,11 @@ CcsdResult run_rccsd(const MoIntegrals& mo_in, const CcsdOptions& options) {
   const double seconds_upload = seconds_since(t_upload);
   const std::int64_t bytes_upload = res.resident && !torch::Device(options.plan.device).is_cpu() ? mo_in.bytes() : 0;
   batching::PlanOptions plan = options.plan;
+  plan.budget_bytes = contraction_budget(options);
+  if (plan.budget_bytes != options.plan.budget_bytes)
+    log::info(strfmt("ccsd: the staged backend may hold %s of device memory; contractions plan within %s",
+                     batching::format_bytes(double(options.backend->device_budget_bytes())).c_str(),
+                     batching::format_bytes(double(plan.budget_bytes)).c_str()));
   if (!res.resident && options.resident == Residency::device)  // --resident on asks; say why it is not
     log::warn("ccsd: --resident on, but the run is not resident: " + residency_obstacle(mo_in, options));
   if (res.resident) {
@@ -194,6 +206,10 @@ CcsdResult run_rccsd(const MoIntegrals& mo_in, const CcsdOptions& options) {
   res.e_ccsd_t = res.e_ccsd + res.e_t;
   res.terms = c.stats();
   res.plans = c.plans();
+  if (options.backend) {
+    res.device_budget_bytes = options.backend->device_budget_bytes();
+    res.device_peak_bytes = options.backend->peak_device_bytes();
+  }
   return res;
 }
 

@@ -73,6 +73,9 @@ struct CcsdResult {
   bool cached_integrals = false;      ///< the iteration ran on cached bare integrals (CcsdOptions::cache_integrals)
   bool resident = false;              ///< the iteration's tensors lived on plan.device (CcsdOptions::resident)
   std::int64_t resident_bytes = 0;    ///< device memory set aside for them (resident runs)
+  /// A staging backend's device memory (CcsdOptions::backend): its budget (0: none) and the
+  /// most it held at once (staging buffers, kept intermediates and resident operands), so far.
+  std::int64_t device_budget_bytes = 0, device_peak_bytes = 0;
   double seconds_setup = 0;           ///< wall time of preparing the cached integrals (and, resident, of uploading the MO integrals)
   std::int64_t bytes_h2d_setup = 0;   ///< host → device bytes before the first iteration
   std::vector<std::int64_t> bytes_h2d_per_iteration;  ///< host → device bytes of each iteration
@@ -85,6 +88,13 @@ struct CcsdResult {
 /// the cached blocks, t1/t2 with their DIIS rows (vector and error per slot) and a reserve of
 /// 16 o²v² tensors for the iteration's intermediates.
 std::int64_t resident_bytes(const MoIntegrals& mo, const CcsdOptions& options);
+
+/// The budget every contraction plans within (before a resident run sets its tensors aside):
+/// plan.budget_bytes, and for a staging backend with a device budget (batching::
+/// StagedGemmOptions::device_budget_bytes) at most half of that. The staged pipeline holds two
+/// batches' operands, outputs and intermediates on its device at once (two staging slots), and
+/// the operands it keeps resident share the rest. 0: no limit.
+std::int64_t contraction_budget(const CcsdOptions& options);
 
 /// Runs CCSD (and (T) when asked). @throws NumericalError when it does not converge,
 /// BudgetError when a contraction cannot fit the budget.

@@ -58,6 +58,9 @@ void print_summary(const ccsd::CcsdRun& run, const CcsdArgs& a) {
   if (cc.resident)
     std::printf("resident on %s: integrals, cached blocks, amplitudes and DIIS (%s)\n", a.device.c_str(),
                 batching::format_bytes(double(cc.resident_bytes)).c_str());
+  if (cc.device_budget_bytes > 0)
+    std::printf("staged backend: device memory peak %s of its %s\n", batching::format_bytes(double(cc.device_peak_bytes)).c_str(),
+                batching::format_bytes(double(cc.device_budget_bytes)).c_str());
   std::printf("per iteration: wall %.3f s, user %.3f s, system %.3f s, %lld page faults\n", u.wall, u.user, u.sys,
               static_cast<long long>(u.minor_faults));
   if (!cc.bytes_h2d_per_iteration.empty())
@@ -100,15 +103,24 @@ void run_ccsd_command(const CcsdArgs& a) {
   o.ccsd.cache_integrals = !a.no_cache;
   o.ccsd.verbose = true;  // per-iteration lines go to the log (stderr), so --json's stdout stays clean
   o.ccsd.resident = ccsd::parse_residency(a.resident, "--resident");
-  o.ccsd.plan.budget_bytes = batching::MemoryBudget::parse(a.memory, a.device, "--memory").bytes();
+  // --memory is the device's with the staged cuBLAS backend (its buffers and the operands it
+  // keeps there; the contractions plan within half of it, rccsd.hpp contraction_budget), and
+  // the host's (its share of the machine) otherwise
+  const bool staged = batching::parse_backend(a.backend) == batching::BackendKind::cublas;
+  o.ccsd.plan.budget_bytes =
+      batching::MemoryBudget::parse(staged ? std::string("auto") : a.memory, a.device, "--memory").bytes();
   o.memory_is_auto = a.memory == "auto";
   o.ccsd.plan.split = batching::parse_split(a.split);
   o.ccsd.plan.backend = batching::parse_backend(a.backend);
   o.ccsd.plan.device = a.device;
   // the staged cuBLAS backend lives for the whole run: its streams, pinned buffers and the
   // operands it keeps on the device (the integral blocks) serve every contraction
-  if (o.ccsd.plan.backend == batching::BackendKind::cublas)
-    o.ccsd.backend = batching::make_backend(o.ccsd.plan.backend, a.device);
+  if (staged) {
+    batching::StagedGemmOptions so;
+    // auto: MemoryBudget::kAutoFraction of the GPU's free memory, taken when the backend is made
+    so.device_budget_bytes = a.memory == "auto" ? -1 : batching::MemoryBudget::parse(a.memory, "cuda", "--memory").bytes();
+    o.ccsd.backend = batching::make_backend(o.ccsd.plan.backend, a.device, so);
+  }
   const System system = load_molecule(a.molecule, default_molecules_dir());
   system.validate();  // charge and spin before the closed-shell check
   const ccsd::CcsdRun run = ccsd::run_ccsd(system, o);
@@ -142,6 +154,8 @@ void run_ccsd_command(const CcsdArgs& a) {
   j["backend"] = a.backend;
   j["resident"] = run.cc.resident;
   j["resident_bytes"] = run.cc.resident_bytes;
+  j["device_budget_bytes"] = run.cc.device_budget_bytes;
+  j["device_peak_bytes"] = run.cc.device_peak_bytes;
   j["seconds_setup"] = run.cc.seconds_setup;
   const auto& u = run.cc.usage_per_iteration;
   j["per_iteration"] = {{"wall", u.wall}, {"user", u.user}, {"sys", u.sys}, {"minor_faults", u.minor_faults}};
@@ -172,7 +186,9 @@ void add_ccsd_command(CLI::App& app) {
                 "with --cholesky: the RHF on exact ERIs (default: its J/K from the same Cholesky vectors, "
                 "decomposed once, as Psi4's scf_type cd)")
       ->needs(cholesky);
-  cmd->add_option("--memory", a->memory, "working-memory budget, e.g. 2GiB, or auto (default)");
+  cmd->add_option("--memory", a->memory,
+                  "working-memory budget, e.g. 2GiB, or auto (default); with --backend cublas the GPU memory the "
+                  "staged backend may hold");
   cmd->add_option("--split", a->split, "split of over-budget contractions: c | x | auto | none")
       ->check(CLI::IsMember({"c", "x", "auto", "none"}));
   cmd->add_option("--backend", a->backend, "GEMM backend: torch | cublas")->check(CLI::IsMember({"torch", "cublas"}));

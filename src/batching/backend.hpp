@@ -57,6 +57,11 @@ class GemmBackend {
   /// Bytes this backend copied host → device / device → host so far.
   virtual std::int64_t bytes_h2d() const { return 0; }
   virtual std::int64_t bytes_d2h() const { return 0; }
+  /// Device memory a staging backend may hold (0: no limit, or none held).
+  virtual std::int64_t device_budget_bytes() const { return 0; }
+  /// The most device memory a staging backend held at once so far: staging buffers, kept
+  /// intermediates and resident operands (0 for backends that hold none of their own).
+  virtual std::int64_t peak_device_bytes() const { return 0; }
 };
 
 /// libtorch bmm on the tensors' own device.
@@ -67,6 +72,11 @@ struct StagedGemmOptions {
   /// Device bytes for operands kept resident across calls (recurring operand blocks are
   /// uploaded once); < 0: half of the free device memory when the backend is made; 0: none.
   std::int64_t resident_bytes = -1;
+  /// Device memory the backend may hold: staging buffers, kept intermediates and resident
+  /// operands together. Resident operands are evicted (least recently read first) to make room
+  /// for staging; a call whose staging alone does not fit throws BudgetError. 0: no limit;
+  /// < 0: MemoryBudget::kAutoFraction of the device's free memory when the backend is made.
+  std::int64_t device_budget_bytes = 0;
 };
 
 /// GEMMs of host tensors on a device reached through `ops`: operands are packed into pinned
@@ -79,7 +89,7 @@ std::unique_ptr<GemmBackend> make_staged_backend(std::unique_ptr<DeviceOps> ops,
 /// The staged backend on CUDA device `device_index`: cuBLAS dgemm/sgemm (strided batched) on
 /// raw device buffers, CUDA streams and events, cudaMallocHost buffers.
 /// @throws InputError when built without NNVMC_WITH_CUDA.
-std::unique_ptr<GemmBackend> make_cublas_backend(int device_index);
+std::unique_ptr<GemmBackend> make_cublas_backend(int device_index, StagedGemmOptions options = {});
 
 /// Makes libtorch's CUDA runtime available for `device` "cuda[:N]" (the build links only
 /// libtorch_cpu; libtorch_cuda.so of the same wheel is loaded on first use). No-op for "cpu".
@@ -100,7 +110,7 @@ void synchronize_device(const c10::Device& device);
 /// Whether `t` lives on `device`; a device without an index ("cuda") matches any of its type.
 bool is_on(const at::Tensor& t, const c10::Device& device);
 
-/// The backend of `kind` for `device` ("cpu", "cuda", "cuda:N").
-std::unique_ptr<GemmBackend> make_backend(BackendKind kind, const std::string& device);
+/// The backend of `kind` for `device` ("cpu", "cuda", "cuda:N"); `staged`: the cublas backend's options.
+std::unique_ptr<GemmBackend> make_backend(BackendKind kind, const std::string& device, StagedGemmOptions staged = {});
 
 }  // namespace nnvmc::batching

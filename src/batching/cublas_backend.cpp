@@ -170,8 +170,8 @@ class CudaDeviceOps final : public DeviceOps {
 
 }  // namespace
 
-std::unique_ptr<GemmBackend> make_cublas_backend(int device_index) {
-  return make_staged_backend(std::make_unique<CudaDeviceOps>(device_index));
+std::unique_ptr<GemmBackend> make_cublas_backend(int device_index, StagedGemmOptions options) {
+  return make_staged_backend(std::make_unique<CudaDeviceOps>(device_index), options);
 }
 
 }  // namespace nnvmc::batching

@@ -17,7 +17,7 @@ std::string cuda_device_name(int) { return ""; }
 
 bool built_with_cuda() { return false; }
 
-std::unique_ptr<GemmBackend> make_cublas_backend(int) {
+std::unique_ptr<GemmBackend> make_cublas_backend(int, StagedGemmOptions) {
   throw InputError("backend 'cublas' needs a build with -DNNVMC_WITH_CUDA=ON");
 }
 

@@ -88,8 +88,18 @@ class KeptBuffers {
       if (pool_.empty()) throw;
     }
     ops_.synchronize_all();
-    for (; !pool_.empty(); pool_.pop_back()) ops_.device_free(pool_.back().dev);
+    free_idle();
     return ops_.device_alloc(bytes);
+  }
+
+  /// Frees the idle pooled buffers (the caller has made the device idle); returns their bytes.
+  std::int64_t free_idle() {
+    std::int64_t freed = 0;
+    for (; !pool_.empty(); pool_.pop_back()) {
+      ops_.device_free(pool_.back().dev);
+      freed += static_cast<std::int64_t>(pool_.back().capacity);
+    }
+    return freed;
   }
 
  private:

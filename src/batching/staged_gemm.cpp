@@ -29,6 +29,8 @@
 #include <vector>
 
 #include "batching/backend.hpp"
+#include "batching/budget.hpp"
+#include "batching/budgeted_device_ops.hpp"
 #include "batching/device_ops.hpp"
 #include "batching/kept_buffers.hpp"
 #include "core/errors.hpp"
@@ -49,18 +51,19 @@ void parallel_memcpy(void* dst, const void* src, std::size_t bytes) {
   });
 }
 
-/// A device buffer and its pinned host twin, grown on demand.
+/// A device buffer and its pinned host twin, each grown on demand.
 struct Staging {
   void* dev = nullptr;
   void* host = nullptr;
-  std::size_t bytes = 0;
+  std::size_t dev_bytes = 0, host_bytes = 0;
 };
 
 class StagedGemmBackend final : public GemmBackend {
  public:
   StagedGemmBackend(std::unique_ptr<DeviceOps> ops, StagedGemmOptions options)
-      : ops_(std::move(ops)), options_(options) {
-    if (options_.resident_bytes < 0)
+      : ops_(budgeted(std::move(ops), options.device_budget_bytes)), options_(options) {
+    ops_->set_make_room([this](std::int64_t over) { make_room(over); });
+    if (options_.resident_bytes < 0)  // free_device_bytes: at most what the budget leaves
       options_.resident_bytes = static_cast<std::int64_t>(ops_->free_device_bytes() / 2);
   }
   ~StagedGemmBackend() override {
@@ -108,7 +111,9 @@ class StagedGemmBackend final : public GemmBackend {
     const at::Tensor ha = ka ? a : host_layout(a, call.trans_a, copied_a);
     const at::Tensor hb = kb ? b : host_layout(b, call.trans_b, copied_b);
     call.stride_a = call.m * call.k, call.stride_b = call.k * call.n;
-    const int slot = static_cast<int>(calls_++ % 2);
+    call_ = calls_++;
+    in_call_.clear();
+    const int slot = static_cast<int>(call_ % 2);
     std::vector<DeviceOps::Event> uploads;
     call.a = ka ? ka : device_operand(ha, stable_a && !copied_a, slot, 0, uploads);
     call.b = kb ? kb : device_operand(hb, stable_b && !copied_b, slot, 1, uploads);
@@ -153,6 +158,8 @@ class StagedGemmBackend final : public GemmBackend {
 
   std::int64_t bytes_h2d() const override { return h2d_; }
   std::int64_t bytes_d2h() const override { return d2h_; }
+  std::int64_t device_budget_bytes() const override { return ops_->budget(); }
+  std::int64_t peak_device_bytes() const override { return ops_->peak(); }
 
   bool keeps_intermediates() const override { return true; }
 
@@ -206,7 +213,48 @@ class StagedGemmBackend final : public GemmBackend {
     void* dev = nullptr;
     DeviceOps::Event ready = kNoEvent;  ///< its upload (kNoEvent once known complete)
     at::Tensor host;  ///< held, so no other tensor can reuse the address while cached
+    std::int64_t last_call = 0;  ///< the latest call that read it (eviction: least recent first)
   };
+
+  /// `ops` wrapped to count its device memory and hold it within `budget` (< 0: kAutoFraction
+  /// of the device's free memory now; 0: no limit).
+  static std::unique_ptr<BudgetedDeviceOps> budgeted(std::unique_ptr<DeviceOps> ops, std::int64_t budget) {
+    if (budget < 0) budget = static_cast<std::int64_t>(MemoryBudget::kAutoFraction * double(ops->free_device_bytes()));
+    return std::make_unique<BudgetedDeviceOps>(std::move(ops), budget);
+  }
+
+  /// Frees at least `over` device bytes if it can (an allocation would pass the device budget):
+  /// idle pooled buffers first, then staging buffers the current call does not use (they are
+  /// made again, at the size then needed, when a later call needs them), then resident
+  /// operands, least recently read first, except those the current call reads. The open output
+  /// block and kept intermediates hold live data and stay.
+  void make_room(std::int64_t over) {
+    ops_->synchronize_all();  // nothing queued still reads what is freed
+    over -= kept_.free_idle();
+    const auto in_call = [&](const void* p) { return std::find(in_call_.begin(), in_call_.end(), p) != in_call_.end(); };
+    for (int s = 0; s < 2 && over > 0; ++s) {
+      for (auto* st : {&in_[s][0], &in_[s][1], &out_[s]}) {
+        if (!st->dev || in_call(st->dev) || (st == &out_[s] && open_.active && open_.slot == s)) continue;
+        ops_->device_free(st->dev);
+        over -= std::int64_t(st->dev_bytes);
+        st->dev = nullptr, st->dev_bytes = 0;
+      }
+    }
+    while (over > 0) {
+      auto victim = resident_.end();
+      for (auto it = resident_.begin(); it != resident_.end(); ++it)
+        if (!in_call(it->second.dev) &&
+            (victim == resident_.end() || it->second.last_call < victim->second.last_call))
+          victim = it;
+      if (victim == resident_.end()) return;
+      const auto bytes = std::int64_t(victim->second.host.nbytes());
+      ops_->device_free(victim->second.dev);
+      resident_used_ -= bytes;
+      over -= bytes;
+      resident_.erase(victim);
+    }
+  }
+
   struct Download {  ///< a device → pinned copy whose unpacking into `dest` is pending
     bool pending = false;
     at::Tensor dest;
@@ -253,14 +301,23 @@ class StagedGemmBackend final : public GemmBackend {
     if (s.host) ops_->host_free(s.host);
     s = Staging{};
   }
-  /// Grows `s` to `bytes`; in-flight work may still use the old buffers, so drain first.
-  void reserve(Staging& s, std::size_t bytes) {
-    if (bytes <= s.bytes) return;
+  /// Grows `s` (its device buffer too unless `host_only`) to `bytes`; in-flight work may still
+  /// use the old buffers, so drain first. The old device buffer is freed before the new one is
+  /// made, so growing counts once against the device budget.
+  void reserve(Staging& s, std::size_t bytes, bool host_only = false) {
+    const bool grow_host = bytes > s.host_bytes, grow_dev = !host_only && bytes > s.dev_bytes;
+    if (!grow_host && !grow_dev) return;
     ops_->synchronize_all();
-    release(s);
-    s.dev = kept_.device_alloc(bytes);
-    s.host = ops_->host_alloc(bytes);
-    s.bytes = bytes;
+    if (grow_host) {
+      if (s.host) ops_->host_free(s.host);
+      s.host = nullptr, s.host_bytes = 0;
+      s.host = ops_->host_alloc(bytes), s.host_bytes = bytes;
+    }
+    if (grow_dev) {
+      if (s.dev) ops_->device_free(s.dev);
+      s.dev = nullptr, s.dev_bytes = 0;
+      s.dev = kept_.device_alloc(bytes), s.dev_bytes = bytes;
+    }
   }
 
   /// Frees the kept operands that can never be asked for again: their host memory only the
@@ -294,12 +351,17 @@ class StagedGemmBackend final : public GemmBackend {
     const Key key{x.data_ptr(), x.nbytes(), x._version()};
     if (const auto it = stable ? resident_.find(key) : resident_.end(); it != resident_.end()) {
       if (it->second.ready != kNoEvent) waits.push_back(it->second.ready);
+      it->second.last_call = call_;
+      in_call_.push_back(it->second.dev);
       return it->second.dev;
     }
     if (stable) drop_dead_residents();
-    const bool keep = stable && resident_used_ + std::int64_t(bytes) <= options_.resident_bytes;
+    // kept only where it fits the device budget without evicting anything; a kept operand is
+    // uploaded straight into its own buffer, so it needs only the slot's pinned host buffer
+    const bool keep = stable && resident_used_ + std::int64_t(bytes) <= options_.resident_bytes &&
+                      (ops_->budget() == 0 || ops_->in_use() + std::int64_t(bytes) <= ops_->budget());
     Staging& st = in_[slot][which];
-    reserve(st, bytes);
+    reserve(st, bytes, keep);
     if (has_upload_[slot][which]) ops_->synchronize(upload_done_[slot][which]);  // pinned slot free
     parallel_memcpy(st.host, x.data_ptr(), bytes);
     void* dst = st.dev;
@@ -314,8 +376,9 @@ class StagedGemmBackend final : public GemmBackend {
     const auto done = ops_->record(Stream::copy_in);
     upload_done_[slot][which] = done;
     has_upload_[slot][which] = true;
-    if (keep) resident_[key] = Resident{dst, done, x};
+    if (keep) resident_[key] = Resident{dst, done, x, call_};
     waits.push_back(done);
+    in_call_.push_back(dst);
     return dst;
   }
 
@@ -380,7 +443,7 @@ class StagedGemmBackend final : public GemmBackend {
     d = Download{};
   }
 
-  std::unique_ptr<DeviceOps> ops_;
+  std::unique_ptr<BudgetedDeviceOps> ops_;
   StagedGemmOptions options_;
   Staging in_[2][2];  ///< [slot][operand a/b]
   Staging out_[2];
@@ -394,6 +457,8 @@ class StagedGemmBackend final : public GemmBackend {
   KeptBuffers kept_{*ops_};  ///< intermediates on the device (after ops_: destroyed before it)
   std::int64_t resident_used_ = 0;
   std::int64_t calls_ = 0;
+  std::int64_t call_ = -1;  ///< the current (latest) call's number
+  std::vector<const void*> in_call_;  ///< device buffers the current call's GEMM reads
   int next_out_ = 0;
   std::int64_t downloads_issued_ = 0;
   std::int64_t h2d_ = 0, d2h_ = 0;

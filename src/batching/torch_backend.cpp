@@ -74,7 +74,7 @@ bool is_on(const at::Tensor& t, const c10::Device& device) {
 
 std::unique_ptr<GemmBackend> make_torch_backend() { return std::make_unique<TorchBackend>(); }
 
-std::unique_ptr<GemmBackend> make_backend(BackendKind kind, const std::string& device) {
+std::unique_ptr<GemmBackend> make_backend(BackendKind kind, const std::string& device, StagedGemmOptions staged) {
   if (kind == BackendKind::torch) {
     ensure_device_runtime(device);
     return make_torch_backend();
@@ -85,7 +85,7 @@ std::unique_ptr<GemmBackend> make_backend(BackendKind kind, const std::string& d
   if (built_with_cuda() && cuda_device_count() == 0)  // a user error like any other device name, not a CUDA failure
     throw InputError("backend 'cublas' runs its GEMMs on a CUDA GPU, and this machine has none "
                      "(use --backend torch on the CPU)");
-  return make_cublas_backend(0);
+  return make_cublas_backend(0, staged);
 }
 
 }  // namespace nnvmc::batching

@@ -35,8 +35,19 @@ class HostDeviceOps final : public batching::DeviceOps {
     for (auto [p, bytes] : host_) std::free(p);
   }
 
-  void* device_alloc(std::size_t bytes) override { return ++device_allocations_, alloc(bytes, device_); }
-  void device_free(void* p) override { release(p, device_); }
+  void* device_alloc(std::size_t bytes) override {
+    ++device_allocations_;
+    void* p = alloc(bytes, device_);
+    device_in_use_ += bytes;
+    device_peak_ = std::max(device_peak_, device_in_use_);
+    return p;
+  }
+  void device_free(void* p) override {
+    const auto it = device_.find(p);
+    const std::size_t bytes = it == device_.end() ? 0 : it->second;
+    release(p, device_);
+    device_in_use_ -= bytes;
+  }
   /// Checks the promise of recycle_events (every event complete) and invalidates the old handles.
   void recycle_events() override {
     for (const auto& [stream, pos] : events_)
@@ -105,6 +116,8 @@ class HostDeviceOps final : public batching::DeviceOps {
   int recycles() const { return recycles_; }
   /// Device buffers allocated so far.
   int device_allocations() const { return device_allocations_; }
+  /// The most device memory held at once so far (bytes).
+  std::size_t peak_device_bytes() const { return device_peak_; }
   /// Layout copies made on the device so far (strided_copy).
   int strided_copies() const { return strided_copies_; }
   /// Tasks enqueued so far (copies, GEMMs and waits).
@@ -189,6 +202,7 @@ class HostDeviceOps final : public batching::DeviceOps {
   int recycles_ = 0;
   int strided_copies_ = 0;
   int device_allocations_ = 0;
+  std::size_t device_in_use_ = 0, device_peak_ = 0;
   std::size_t valid_from_ = 0;  ///< handles below this were recycled
   std::map<void*, std::size_t> device_, host_;  ///< live buffers and their sizes
 };

@@ -387,6 +387,80 @@ TEST(StagedGemm, RepeatedContractionsReuseTheirDeviceBuffers) {
   }
 }
 
+// With a device budget the backend holds staging buffers, kept intermediates and resident
+// operands together within it: recurring operands that would pass it are not kept (or are
+// evicted, least recently read first), so they cross again, but the device never holds more
+// than the budget, as counted by the simulated device itself.
+TEST(StagedGemm, DeviceMemoryStaysWithinItsBudgetAndOperandsThatDoNotFitCrossAgain) {
+  torch::manual_seed(5);
+  const auto opt = torch::kFloat64;
+  std::vector<torch::Tensor> As;  // eight recurring operands, 32 KiB each
+  for (int i = 0; i < 8; ++i) As.push_back(torch::randn({4, 32, 32}, opt));
+  const auto B = torch::randn({4, 32, 32}, opt);
+  const auto staging = 2 * 2 * B.nbytes() + 2 * B.nbytes();  // two slots of a and b, two outputs
+  for (const std::int64_t budget : {std::int64_t(0), std::int64_t(staging + 3 * B.nbytes())}) {
+    auto ops = std::make_unique<HostDeviceOps>(HostDeviceOps::Order::run_ahead);
+    const HostDeviceOps& d = *ops;
+    StagedGemmOptions o;
+    o.resident_bytes = std::int64_t(1) << 24;
+    o.device_budget_bytes = budget;
+    auto backend = batching::make_staged_backend(std::move(ops), o);
+    EXPECT_EQ(backend->device_budget_bytes(), budget);
+    for (int rep = 0; rep < 3; ++rep)
+      for (const auto& A : As) {
+        auto c = torch::empty({4, 32, 32}, opt);
+        backend->bmm(A, B, c, false, true, true);
+        backend->synchronize();
+        EXPECT_TRUE(torch::allclose(c, torch::bmm(A, B), 1e-12, 1e-12));
+      }
+    EXPECT_EQ(backend->peak_device_bytes(), std::int64_t(d.peak_device_bytes()));
+    if (budget == 0) {  // no limit: every operand crosses once
+      EXPECT_EQ(backend->bytes_h2d(), 9 * B.nbytes());
+      EXPECT_GT(backend->peak_device_bytes(), 9 * B.nbytes());
+    } else {
+      EXPECT_LE(std::int64_t(d.peak_device_bytes()), budget);
+      EXPECT_GT(backend->bytes_h2d(), 9 * B.nbytes());   // some cross again ...
+      EXPECT_LT(backend->bytes_h2d(), 48 * B.nbytes());  // ... but B and a few stay
+    }
+  }
+}
+
+// A budget that cannot hold one call's staging buffers is a BudgetError naming the budget, and
+// evicting resident operands to make room for staging buffers keeps the results right.
+TEST(StagedGemm, StagingThatCannotFitTheDeviceBudgetIsABudgetError) {
+  const auto A = torch::randn({2, 64, 64}, torch::kFloat64), B = torch::randn({2, 64, 64}, torch::kFloat64);
+  StagedGemmOptions o;
+  o.device_budget_bytes = A.nbytes();  // not even a's and b's slots
+  auto backend = batching::make_staged_backend(std::make_unique<HostDeviceOps>(HostDeviceOps::Order::lazy), o);
+  auto c = torch::empty({2, 64, 64}, torch::kFloat64);
+  try {
+    backend->bmm(A, B, c, false, true, true);
+    backend->synchronize();
+    FAIL() << "no BudgetError";
+  } catch (const BudgetError& e) {
+    EXPECT_NE(std::string(e.what()).find("device memory budget"), std::string::npos) << e.what();
+  }
+  // small operands kept resident first, then larger ones whose staging needs their room
+  const auto a = torch::randn({1, 16, 16}, torch::kFloat64), b = torch::randn({1, 16, 16}, torch::kFloat64);
+  o.device_budget_bytes = 7 * A.nbytes() / 2;  // the small ones fit beside their slots, not beside A's
+  o.resident_bytes = std::int64_t(1) << 24;
+  auto evicting = batching::make_staged_backend(std::make_unique<HostDeviceOps>(HostDeviceOps::Order::run_ahead), o);
+  std::vector<torch::Tensor> small;
+  for (int i = 0; i < 40; ++i) small.push_back(torch::randn({1, 16, 16}, torch::kFloat64));
+  auto cs = torch::empty({1, 16, 16}, torch::kFloat64);
+  for (const auto& x : small) evicting->bmm(x, b, cs, false, true, true);
+  evicting->synchronize();
+  evicting->bmm(A, B, c, false, true, true);  // its slots need the room the small ones hold
+  evicting->synchronize();
+  EXPECT_TRUE(torch::allclose(c, torch::bmm(A, B), 1e-12, 1e-12));
+  EXPECT_LE(evicting->peak_device_bytes(), 7 * A.nbytes() / 2);
+  const auto before = evicting->bytes_h2d();
+  evicting->bmm(small[0], b, cs, false, true, true);
+  evicting->synchronize();
+  EXPECT_TRUE(torch::allclose(cs, torch::bmm(small[0], b), 1e-12, 1e-12));
+  EXPECT_GE(evicting->bytes_h2d() - before, small[0].nbytes());  // evicted: it crossed again
+}
+
 // The same pipeline on cuBLAS: on a machine with a CUDA device (and a CUDA build) the results
 // must equal torch::bmm; without one, asking for the backend is a clear error, not a crash.
 TEST(StagedGemm, CublasBackendMatchesTorchOnAGpuOrFailsClearlyWithout) {

@@ -137,3 +137,48 @@ TEST(BytesMoved, FrozenCoreRunsTheSameOnTheResidentAndStagedPaths) {
   EXPECT_NEAR(kept.e_ccsd, host.e_ccsd, 1e-10);
   EXPECT_GT(host.e_ccsd, cc::run_rccsd(water(), options(nullptr)).e_ccsd);
 }
+
+// The staged backend with a device budget smaller than the integral blocks and amplitudes it
+// would keep: the device never holds more than the budget (as the simulated device counts it),
+// contractions plan within half of it, the blocks that do not fit cross again every iteration,
+// and the energies are the host run's.
+TEST(BytesMoved, AStagedRunHoldsItsDeviceWithinItsBudgetAndStreamsWhatDoesNotFit) {
+  const auto host = cc::run_rccsd(water(), options(nullptr));
+  const auto run = [&](std::int64_t device_budget, const HostDeviceOps** device) {
+    b::StagedGemmOptions s;
+    s.resident_bytes = std::int64_t(1) << 28;
+    s.device_budget_bytes = device_budget;
+    auto ops = std::make_unique<HostDeviceOps>(HostDeviceOps::Order::run_ahead);
+    *device = ops.get();
+    auto o = options(b::make_staged_backend(std::move(ops), s));
+    o.explain = true;
+    return std::make_pair(cc::run_rccsd(water(), o), o.backend);  // the backend keeps the device alive
+  };
+  const HostDeviceOps* d = nullptr;
+  const auto [all, all_backend] = run(0, &d);
+  const std::int64_t kept_all = all.device_peak_bytes;
+  EXPECT_EQ(all.device_budget_bytes, 0);
+  EXPECT_EQ(kept_all, std::int64_t(d->peak_device_bytes()));
+  EXPECT_GT(kept_all, water().bytes());  // the integrals and the blocks built from them stay
+  for (const std::int64_t budget : {kept_all / 2, kept_all / 4}) {
+    const auto [r, backend] = run(budget, &d);
+    EXPECT_NEAR(r.e_ccsd, host.e_ccsd, 1e-10) << "budget " << budget;
+    EXPECT_EQ(r.device_budget_bytes, budget);
+    EXPECT_LE(std::int64_t(d->peak_device_bytes()), budget);
+    EXPECT_EQ(r.device_peak_bytes, std::int64_t(d->peak_device_bytes()));
+    ASSERT_EQ(r.bytes_h2d_per_iteration.size(), 5u);
+    EXPECT_GT(r.bytes_h2d_per_iteration[2], all.bytes_h2d_per_iteration[2]) << "budget " << budget;
+    const std::string half = "budget " + b::format_bytes(double(budget / 2)) + ",";
+    ASSERT_FALSE(r.plans.empty());
+    for (const auto& p : r.plans) EXPECT_NE(p.find(half), std::string::npos) << p;
+  }
+  // half of it is what every contraction plans within, below any budget of the plan's own
+  cc::CcsdOptions o = options(simulated_staged(0));
+  EXPECT_EQ(cc::contraction_budget(o), 0);
+  b::StagedGemmOptions s;
+  s.device_budget_bytes = 1000;
+  o.backend = b::make_staged_backend(std::make_unique<HostDeviceOps>(HostDeviceOps::Order::lazy), s);
+  EXPECT_EQ(cc::contraction_budget(o), 500);
+  o.plan.budget_bytes = 300;
+  EXPECT_EQ(cc::contraction_budget(o), 300);
+}
