@@ -145,6 +145,7 @@ stage_4() {
     --profile-iterations 2 --output "$OUT/profile_psiformer_cuda" sampler.walkers=1024 run.device=cuda \
     > "$OUT/profile_cuda.log" 2>&1
   log "profile psiformer cuda rc=$?"; grep -E "iteration|cover" "$OUT/profile_cuda.log" | tail -4 >> "$OUT/summary.txt"
+  grep -o '"stage_clock": "[^"]*"' "$OUT/profile_psiformer_cuda/profile.json" >> "$OUT/summary.txt" 2>/dev/null  # "cuda events"
   for a in psiformer paulinet orbformer; do
     train "lih_1024_${a}" "configs/runs/lih_$a.yaml" 1024 float64 spring cuda 1 60
   done

@@ -43,4 +43,57 @@ std::string cuda_device_name(int index) {
 
 bool built_with_cuda() { return true; }
 
+namespace {
+/// Runs `f` with `index` as the current device, then restores the previous one.
+template <class F>
+cudaError_t on_device(int index, F f) {
+  int previous = 0;
+  cudaGetDevice(&previous);
+  cudaError_t e = cudaSetDevice(index);
+  if (e == cudaSuccess) e = f();
+  cudaSetDevice(previous);
+  return e;
+}
+void check_event(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    throw Error(std::string("CUDA event clock: ") + what + ": " + cudaGetErrorString(e));
+  }
+}
+}  // namespace
+
+CudaEventClock::CudaEventClock(int index) : device_(index) {
+  cudaEvent_t a = nullptr, b = nullptr;
+  check_event(on_device(index, [&] {
+                const cudaError_t e = cudaEventCreate(&a);
+                return e == cudaSuccess ? cudaEventCreate(&b) : e;
+              }),
+              "cudaEventCreate");
+  start_ = a, stop_ = b;
+}
+
+CudaEventClock::~CudaEventClock() {
+  if (start_) cudaEventDestroy(static_cast<cudaEvent_t>(start_));
+  if (stop_) cudaEventDestroy(static_cast<cudaEvent_t>(stop_));
+}
+
+void CudaEventClock::start() {
+  check_event(on_device(device_, [&] { return cudaEventRecord(static_cast<cudaEvent_t>(start_), cudaStreamLegacy); }),
+              "cudaEventRecord");
+}
+
+double CudaEventClock::stop_seconds() {
+  float ms = 0;
+  check_event(on_device(device_,
+                        [&] {
+                          cudaError_t e = cudaEventRecord(static_cast<cudaEvent_t>(stop_), cudaStreamLegacy);
+                          if (e == cudaSuccess) e = cudaEventSynchronize(static_cast<cudaEvent_t>(stop_));
+                          if (e == cudaSuccess)
+                            e = cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start_), static_cast<cudaEvent_t>(stop_));
+                          return e;
+                        }),
+              "cudaEventRecord/Synchronize/ElapsedTime");
+  return 1e-3 * double(ms);
+}
+
 }  // namespace nnvmc::batching

@@ -19,4 +19,23 @@ std::string cuda_device_name(int index);
 /// Whether this build has the CUDA backend (NNVMC_WITH_CUDA).
 bool built_with_cuda();
 
+/// Device time between two points of the work queued on CUDA device `index`: two CUDA events
+/// recorded on its legacy default stream, which every blocking stream (libtorch's default
+/// stream included) joins, so the interval is what the device spent, not the host's clock.
+class CudaEventClock {
+ public:
+  /// @throws Error without CUDA (a build without NNVMC_WITH_CUDA, or no such device)
+  explicit CudaEventClock(int index);
+  ~CudaEventClock();
+  CudaEventClock(const CudaEventClock&) = delete;
+  CudaEventClock& operator=(const CudaEventClock&) = delete;
+  void start();           ///< records the start event
+  double stop_seconds();  ///< records the stop event, waits for it; seconds since start()
+
+ private:
+  void* start_ = nullptr;
+  void* stop_ = nullptr;
+  int device_ = 0;
+};
+
 }  // namespace nnvmc::batching

@@ -17,6 +17,11 @@ std::string cuda_device_name(int) { return ""; }
 
 bool built_with_cuda() { return false; }
 
+CudaEventClock::CudaEventClock(int) { throw Error("CUDA event clock: this build has no CUDA (NNVMC_WITH_CUDA)"); }
+CudaEventClock::~CudaEventClock() = default;
+void CudaEventClock::start() {}
+double CudaEventClock::stop_seconds() { return 0; }
+
 std::unique_ptr<GemmBackend> make_cublas_backend(int, StagedGemmOptions) {
   throw InputError("backend 'cublas' needs a build with -DNNVMC_WITH_CUDA=ON");
 }

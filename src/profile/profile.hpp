@@ -65,6 +65,9 @@ struct ProfileReport {
   std::string config;     ///< the run config profiled
   std::string ansatz, laplacian, optimizer, dtype, device;
   int threads = 1;
+  /// Where stage times come from: "host clock" (CPU), "cuda events" (a stage's device time),
+  /// or "host clock, device synchronised" (CUDA without event support in this build).
+  std::string stage_clock = "host clock";
   ProfileOptions options;
   std::vector<MoleculeProfile> molecules;
   Roofline roofline;      ///< measured (zeros when not measured)

@@ -63,6 +63,7 @@ nlohmann::json to_json(const ProfileReport& r) {
   j["dtype"] = r.dtype;
   j["device"] = r.device;
   j["threads"] = r.threads;
+  j["stage_clock"] = r.stage_clock;
   j["load_average"] = load_average();
   j["options"] = {{"warmup", r.options.warmup}, {"iterations", r.options.iterations}, {"profiled", r.options.profiled}};
   const auto& rl = r.roofline;
@@ -154,7 +155,8 @@ void write_report(const ProfileReport& r, const std::string& path, const std::st
   o << "Ansatz `" << r.ansatz << "`, Laplacian `" << r.laplacian << "`, optimizer `" << r.optimizer << "`, "
     << r.dtype << " on " << r.device << ", " << r.threads << " thread(s). Per molecule: " << r.options.warmup
     << " warm-up, " << r.options.iterations << " timed (medians) and " << r.options.profiled
-    << " profiled iterations. Load average at the end: " << load_average() << ".\n\n";
+    << " profiled iterations. Stage times: " << r.stage_clock << ". Load average at the end: " << load_average()
+    << ".\n\n";
   o << "## Stage times (median s/iteration)\n\nStages are the trainer's own StageTimers scopes; `local_energy` "
        "contains `laplacian` (kinetic terms) and `potential`; `bookkeeping` is the trainer writing results, progress "
        "lines and checkpoints. The last column is the median over iterations of the stages' share of the "

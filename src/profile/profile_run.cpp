@@ -120,10 +120,12 @@ MoleculeProfile profile_molecule(const std::string& config_path, std::vector<std
     std::map<std::string, double> current;
     for (const auto& [stage, e] : trainer.timers().stages()) current[stage] = e.seconds;
     auto peak = recorder.take_peaks();
+    auto device = recorder.take_device_seconds();  // CUDA events (empty on the CPU)
     if (t > o.warmup && t <= o.warmup + o.iterations) {  // iteration t − 1 was a timed one
       double sum = 0;
       for (const auto& [stage, s] : current) {
-        const double d = s - (previous.count(stage) ? previous[stage] : 0.0);
+        const double host = s - (previous.count(stage) ? previous[stage] : 0.0);
+        const double d = recorder.event_clock() && device.count(stage) ? device[stage] : host;
         seconds[stage].push_back(d);
         peaks[stage].push_back(static_cast<double>(peak[stage]));
         if (stage.find('.') == std::string::npos) sum += d;
@@ -145,6 +147,7 @@ MoleculeProfile profile_molecule(const std::string& config_path, std::vector<std
                    m.molecule.c_str(), m.n_electrons, m.walkers, o.warmup, o.iterations, o.profiled));
   trainer.run(/*final_eval=*/false);
   trainer.timers().set_observer(nullptr);
+  report.stage_clock = recorder.event_clock() ? "cuda events" : cuda >= 0 ? "host clock, device synchronised" : "host clock";
 
   m.iteration_seconds = median(iteration);
   m.stage_seconds = median(stage_sum);

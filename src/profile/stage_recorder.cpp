@@ -5,7 +5,9 @@
 #include <algorithm>
 
 #include "batching/backend.hpp"
+#include "batching/cuda_runtime.hpp"
 #include "batching/peak_memory.hpp"
+#include "core/errors.hpp"
 
 namespace nnvmc::profile {
 
@@ -14,6 +16,7 @@ struct StageRecorder::Open {
   std::string range_name;
   std::unique_ptr<batching::PeakMemoryScope> peak;
   std::unique_ptr<at::RecordFunction> range;
+  std::unique_ptr<batching::CudaEventClock> clock;  ///< on CUDA: the stage's device time
 };
 
 StageRecorder::StageRecorder(int cuda_device) : cuda_device_(cuda_device) {}
@@ -28,6 +31,15 @@ void StageRecorder::begin(const std::string& stage) {
   auto open = std::make_unique<Open>();
   open->stage = stage;
   open->peak = std::make_unique<batching::PeakMemoryScope>(cuda_device_);
+  if (cuda_device_ >= 0 && event_clock_) {
+    try {
+      open->clock = std::make_unique<batching::CudaEventClock>(cuda_device_);
+      open->clock->start();
+    } catch (const Error&) {  // a build without CUDA events: the host clock after a synchronise
+      open->clock.reset();
+      event_clock_ = false;
+    }
+  }
   if (ranges_) {
     open->range_name = kStageRangePrefix + stage;
     open->range = std::make_unique<at::RecordFunction>(at::RecordScope::USER_SCOPE);
@@ -37,13 +49,22 @@ void StageRecorder::begin(const std::string& stage) {
 }
 
 void StageRecorder::end(const std::string& stage) {
+  // the stop event goes in behind the stage's kernels before the host waits for them
+  const bool mine = !stack_.empty() && stack_.back()->stage == stage;
+  if (mine && stack_.back()->clock) device_seconds_[stage] += stack_.back()->clock->stop_seconds();
   synchronize();  // this stage's kernels are done
-  if (stack_.empty() || stack_.back()->stage != stage) return;  // scopes close innermost first
+  if (!mine) return;  // scopes close innermost first
   auto& open = *stack_.back();
   auto& p = peaks_[stage];
   p = std::max(p, open.peak->peak_bytes());
   if (open.range && open.range->isActive()) open.range->end();
   stack_.pop_back();
+}
+
+std::map<std::string, double> StageRecorder::take_device_seconds() {
+  std::map<std::string, double> out;
+  out.swap(device_seconds_);
+  return out;
 }
 
 std::map<std::string, std::int64_t> StageRecorder::take_peaks() {

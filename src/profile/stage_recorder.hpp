@@ -2,8 +2,9 @@
 /// @file stage_recorder.hpp
 /// A StageObserver for `nnvmc profile`: the peak working memory of each stage (a
 /// batching::PeakMemoryScope per scope: the counting CPU allocator, or the CUDA caching
-/// allocator), profiler ranges named after the stages while the operator profiler runs, and
-/// device synchronisation at stage boundaries on CUDA (so a stage's wall time covers its kernels).
+/// allocator), profiler ranges named after the stages while the operator profiler runs, and on
+/// CUDA the device time of each stage from CUDA events (batching::CudaEventClock) with a device
+/// synchronisation at stage boundaries (so a stage's wall time covers its kernels too).
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -26,6 +27,11 @@ class StageRecorder final : public StageObserver {
   void end(const std::string& stage) override;
   /// Peak working memory per stage since the last call (max over the stage's scopes), bytes.
   std::map<std::string, std::int64_t> take_peaks();
+  /// Device seconds per stage from CUDA events since the last call (summed over its scopes);
+  /// empty on the CPU or where the build has no CUDA events.
+  std::map<std::string, double> take_device_seconds();
+  /// Whether stage times come from CUDA events (a CUDA device, and the build has them).
+  bool event_clock() const { return cuda_device_ >= 0 && event_clock_; }
   /// Opens profiler ranges around stages from now on (while the operator profiler runs).
   void set_ranges(bool on) { ranges_ = on; }
 
@@ -34,7 +40,9 @@ class StageRecorder final : public StageObserver {
   void synchronize() const;
   std::vector<std::unique_ptr<Open>> stack_;
   std::map<std::string, std::int64_t> peaks_;
+  std::map<std::string, double> device_seconds_;
   int cuda_device_;
+  bool event_clock_ = true;
   bool ranges_ = false;
 };
 

@@ -75,6 +75,11 @@ TEST_F(ProfileRun, StageTimesSumToWithinTenPercentOfTheIterationTime) {
   EXPECT_TRUE(fs::exists(dir_ / "out/profile.h5"));
   EXPECT_TRUE(fs::exists(dir_ / "out/report.md"));
   EXPECT_TRUE(std::isfinite(report_->time_scaling.at("iteration").exponent));
+  // on the CPU the stages' own clock; on CUDA their device time from events (bench/gpu_vmc_check.sh)
+  EXPECT_EQ(report_->stage_clock, "host clock");
+  std::ifstream json(dir_ / "out/profile.json");
+  const std::string text((std::istreambuf_iterator<char>(json)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("\"stage_clock\": \"host clock\""), std::string::npos);
 }
 
 TEST_F(ProfileRun, OperatorGroupsCoverAtLeastNinetyPercentOfTheProfiledOperatorTime) {
