@@ -9,6 +9,16 @@
 
 namespace nnvmc::ccsd {
 
+namespace {
+/// Bytes of the distinct elements `t` views (a broadcast axis, stride 0, counts once).
+double distinct_bytes(const torch::Tensor& t) {
+  double n = double(t.element_size());
+  for (std::int64_t d = 0; d < t.dim(); ++d)
+    if (t.stride(d) != 0) n *= double(t.size(d));
+  return n;
+}
+}  // namespace
+
 Contractor::Contractor(batching::PlanOptions options, bool explain, std::shared_ptr<batching::GemmBackend> backend)
     : options_(std::move(options)), explain_(explain), backend_(std::move(backend)) {
   batching::ensure_device_runtime(options_.device);  // before torch is asked anything about CUDA
@@ -57,6 +67,8 @@ torch::Tensor Contractor::operator()(const std::string& term, const std::string&
   bytes_h2d_ += rep.bytes_h2d;
   bytes_d2h_ += rep.bytes_d2h;
   s.flops += rep.flops;
+  for (const auto& t : ops) s.operand_bytes += distinct_bytes(t);
+  s.operand_bytes += distinct_bytes(out);
   s.batches += rep.batches;
   s.peak_bytes = std::max(s.peak_bytes, rep.peak_bytes);
   s.calls += 1;

@@ -27,6 +27,10 @@ struct TermStats {
   std::int64_t bytes_h2d = 0;     ///< host → device bytes (executor and backend)
   std::int64_t bytes_d2h = 0;     ///< device → host bytes
   double flops = 0;               ///< GEMM FLOPs
+  /// Bytes of the contractions' distinct operand elements and outputs, each counted once: the
+  /// least memory traffic any implementation has (flops / operand_bytes is the arithmetic
+  /// intensity a roofline places the term by; bench/ccsd_term_roofline.py).
+  double operand_bytes = 0;
   std::int64_t batches = 0;       ///< batches run
   std::int64_t peak_bytes = 0;    ///< largest accounted peak
   std::int64_t calls = 0;         ///< contractions run (or sections timed)

@@ -167,7 +167,7 @@ void run_ccsd_command(const CcsdArgs& a) {
   for (const auto& [term, st] : run.cc.terms)
     j["terms"][term] = {{"seconds", st.seconds}, {"cpu_seconds", st.cpu_seconds}, {"sys_seconds", st.sys_seconds},
                         {"minor_faults", st.minor_faults}, {"copy_bytes", st.copy_bytes}, {"bytes_h2d", st.bytes_h2d},
-                        {"bytes_d2h", st.bytes_d2h}, {"flops", st.flops},
+                        {"bytes_d2h", st.bytes_d2h}, {"flops", st.flops}, {"operand_bytes", st.operand_bytes},
                         {"batches", st.batches}, {"peak_bytes", st.peak_bytes}, {"split", st.strategy}};
   std::cout << json_text(j, 2) << std::endl;
 }

@@ -99,3 +99,22 @@ TEST(SplitTerms, ImpossibleBudgetForTheLadderIsABudgetError) {
   nnvmc::ccsd::DressedHamiltonian h(s.mo, c);
   EXPECT_THROW(h.dress(s.t1), nnvmc::BudgetError);
 }
+
+// Each term's statistics count its GEMM FLOPs and the bytes of its distinct operand elements
+// and output (a broadcast operand once), the least traffic any implementation has, so
+// flops / operand_bytes is its arithmetic intensity, the same under every split.
+TEST(TermStats, OperandBytesCountEachDistinctElementOnceUnderEverySplit) {
+  torch::manual_seed(2);
+  const auto A = torch::randn({6, 5}, torch::kFloat64), B = torch::randn({5, 7, 4}, torch::kFloat64);
+  const auto Ak = A.unsqueeze(0).expand({3, 6, 5});  // broadcast over k: 30 distinct elements
+  for (const std::int64_t budget : {std::int64_t(0), std::int64_t(2000)}) {
+    nnvmc::ccsd::Contractor c(plan(budget, b::SplitStrategy::automatic));
+    const auto out = c("t", "ij,jkl->ikl", {A, B});
+    EXPECT_TRUE(torch::allclose(out, torch::einsum("ij,jkl->ikl", {A, B}), 1e-12, 1e-12));
+    c("k", "kij,jl->kil", {Ak, B.select(1, 0)});
+    const auto& t = c.stats().at("t");
+    EXPECT_DOUBLE_EQ(t.flops, 2.0 * 6 * 5 * 7 * 4) << budget;
+    EXPECT_DOUBLE_EQ(t.operand_bytes, 8.0 * (30 + 140 + 168)) << budget;
+    EXPECT_DOUBLE_EQ(c.stats().at("k").operand_bytes, 8.0 * (30 + 20 + 72)) << budget;
+  }
+}
