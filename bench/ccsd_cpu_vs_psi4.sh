@@ -4,8 +4,11 @@
 #   nnvmc: OMP_NUM_THREADS=1 nnvmc ccsd MOL --basis cc-pvdz --json --max-iterations ITERS --allow-unconverged [--cholesky TAU]
 #   Psi4:  bench/psi4_ccsd_periter.py (two runs, per-iteration = difference; ccenergy with PK
 #          integrals, fnocc CD-CCSD with scf_type cd and the same TAU; OpenBLAS pinned to 1 thread)
-#   before: MAIN=path/to/main's nnvmc adds main_conv / main_chol (its JSON has no CPU time per
-#          iteration: two runs of ITERS and 2·ITERS iterations, the difference per iteration)
+#   nnvmc (and MAIN=path/to/main's nnvmc, which adds main_conv / main_chol): two runs of ITERS and
+#          2·ITERS iterations, the CPU-time difference per iteration, as Psi4's (so both are
+#          steady-state iterations: set-up and the first iterations' heap growth cancel). Before
+#          2026-12-04 nnvmc's figure was its JSON's per-iteration mean over the first ITERS
+#          iterations, which includes that warm-up (about +5 % on (H2O)6).
 # Prints one line per run (wall and CPU = user + system seconds per iteration, load average) and
 # a median line per system and program. The machine is shared: CPU seconds are the fairer figure.
 # usage: bench/ccsd_cpu_vs_psi4.sh "4 c4h4 5 6" [NNVMC] [TAU]
@@ -33,14 +36,10 @@ for sys in $SYSTEMS; do
     for prog in $PROGRAMS; do
       l=$(load)
       case $prog in
-        nnvmc_conv|nnvmc_chol)
-          extra=(); [ $prog = nnvmc_chol ] && extra=(--cholesky "$TAU")
-          OMP_NUM_THREADS=1 "$NNVMC" ccsd "$mol" --basis cc-pvdz --json --max-iterations "$ITERS" --allow-unconverged \
-            "${fc[@]}" "${extra[@]}" > "$TMP/out.json" 2> /dev/null
-          read -r wall cpu < <(python3 -c "import json,sys; j=json.load(open(sys.argv[1])); p=j['per_iteration']; print(p['wall'], p['user']+p['sys'])" "$TMP/out.json");;
-        main_conv|main_chol)
-          extra=(); [ $prog = main_chol ] && extra=(--cholesky "$TAU")
-          read -r wall cpu < <(python3 - "$MAIN" "$mol" "$ITERS" "${fc[@]}" "${extra[@]}" <<'PY'
+        nnvmc_conv|nnvmc_chol|main_conv|main_chol)
+          extra=(); [[ $prog == *_chol ]] && extra=(--cholesky "$TAU")
+          exe=$NNVMC; [[ $prog == main_* ]] && exe=$MAIN
+          read -r wall cpu < <(python3 - "$exe" "$mol" "$ITERS" "${fc[@]}" "${extra[@]}" <<'PY'
 import json, resource, subprocess, sys, os
 exe, mol, iters, rest = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
 def run(n):
@@ -51,7 +50,7 @@ def run(n):
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     return json.loads(out)["seconds_per_iteration"], r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime
 w1, c1 = run(iters); w2, c2 = run(2 * iters)
-print(w2, (c2 - c1) / iters)   # wall: main's own per-iteration mean of the longer run
+print(w2, (c2 - c1) / iters)   # wall: the binary's own per-iteration mean of the longer run
 PY
 );;
         psi4_ccenergy|psi4_fnocc)

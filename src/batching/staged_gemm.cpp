@@ -15,6 +15,11 @@
 ///    (a split contracted axis); it is copied back on the copy-out stream when the next output
 ///    block starts, and unpacked into the host tensor only when its slot is needed again or at
 ///    synchronize(). So the download of block t overlaps the GEMMs of block t+1.
+///  - the device memory of all of it (staging buffers, kept intermediates, resident operands) is
+///    counted and held within StagedGemmOptions::device_budget_bytes (BudgetedDeviceOps): an
+///    operand is kept resident only where it fits without evicting anything, and when staging
+///    needs room, idle pooled buffers, staging buffers the current call does not use and then
+///    resident operands (least recently read first) are freed (make_room).
 ///  - a multi-step plan's intermediates stay on the device (keep / copy_kept): their GEMMs write
 ///    device buffers, their layout copies run there (DeviceOps::strided_copy), and the next
 ///    step's GEMM reads them there, all on the compute stream, so stream order is their only
