@@ -4,6 +4,7 @@
 #include <chrono>
 #include <memory>
 
+#include "batching/backend.hpp"
 #include "batching/budget.hpp"
 #include "ccsd/cholesky.hpp"
 #include "ccsd/mo_integrals.hpp"
@@ -27,8 +28,11 @@ std::int64_t minimum_budget_bytes(std::int64_t n_basis, std::int64_t n_occupied,
 void check_memory_budget(const System& system, std::int64_t n_basis, const CcsdRunOptions& options) {
   const std::int64_t budget = contraction_budget(options.ccsd);
   if (budget <= 0) return;  // no limit
-  // --memory of a staged run is the device's, of which the contractions get half
-  const std::int64_t per_flag = budget < options.ccsd.plan.budget_bytes || options.ccsd.plan.budget_bytes <= 0 ? 2 : 1;
+  // --memory of a staged run is the device's, of which the contractions get half; its host side
+  // plans within the machine's free memory (auto), which --memory does not change
+  const bool staged = options.ccsd.backend && options.ccsd.backend->device_budget_bytes() > 0;
+  const bool device_limited = staged && (budget < options.ccsd.plan.budget_bytes || options.ccsd.plan.budget_bytes <= 0);
+  const std::int64_t per_flag = device_limited ? 2 : 1;
   const int n_frozen = options.frozen_core ? frozen_core_orbitals(system) : 0;
   const std::int64_t n_occupied = system.n_electrons() / 2;
   const std::int64_t floor = minimum_budget_bytes(n_basis, n_occupied, n_frozen, options.ccsd.triples);
@@ -40,8 +44,12 @@ void check_memory_budget(const System& system, std::int64_t n_basis, const CcsdR
                       " is too small for " + what + ": it needs at least " +
                       bytes(floor) + " (one doubles-amplitude block is " +
                       bytes(doubles_block_bytes(n_basis, n_occupied, n_frozen)) +
-                      ", and the CCSD holds several anyway); give --memory " + bytes(per_flag * 4 * floor) + " or more" +
-                      (options.memory_is_auto ? " (auto gave this much: the machine has too little free memory)" : ", or auto"));
+                      ", and the CCSD holds several anyway); " +
+                      (staged && !device_limited
+                           ? std::string("the staged backend's host side plans within the machine's free memory, which is too little")
+                           : "give --memory " + bytes(per_flag * 4 * floor) + " or more" +
+                                 (options.memory_is_auto ? " (auto gave this much: the machine has too little free memory)"
+                                                         : ", or auto")));
   if (budget < 4 * floor)
     log::warn("a memory budget of " + bytes(budget) + " splits the contractions of " + what +
               " into many small batches, which can make it several times slower; give " + bytes(per_flag * 4 * floor) +

@@ -107,8 +107,8 @@ void run_ccsd_command(const CcsdArgs& a) {
   // keeps there; the contractions plan within half of it, rccsd.hpp contraction_budget), and
   // the host's (its share of the machine) otherwise
   const bool staged = batching::parse_backend(a.backend) == batching::BackendKind::cublas;
-  o.ccsd.plan.budget_bytes =
-      batching::MemoryBudget::parse(staged ? std::string("auto") : a.memory, a.device, "--memory").bytes();
+  o.ccsd.plan.budget_bytes = staged ? batching::MemoryBudget::parse("auto", "cpu", "--memory").bytes()
+                                    : batching::MemoryBudget::parse(a.memory, a.device, "--memory").bytes();
   o.memory_is_auto = a.memory == "auto";
   o.ccsd.plan.split = batching::parse_split(a.split);
   o.ccsd.plan.backend = batching::parse_backend(a.backend);

@@ -70,7 +70,8 @@ std::unique_ptr<GemmBackend> make_torch_backend();
 /// Options of the staged (host operands, device GEMMs) backend.
 struct StagedGemmOptions {
   /// Device bytes for operands kept resident across calls (recurring operand blocks are
-  /// uploaded once); < 0: half of the free device memory when the backend is made; 0: none.
+  /// uploaded once); < 0: half of the free device memory when the backend is made, or of the
+  /// device budget below when that is less; 0: none.
   std::int64_t resident_bytes = -1;
   /// Device memory the backend may hold: staging buffers, kept intermediates and resident
   /// operands together. Resident operands are evicted (least recently read first) to make room

@@ -35,7 +35,8 @@ class BudgetedDeviceOps final : public DeviceOps {
 
   void* device_alloc(std::size_t bytes) override {
     const auto b = static_cast<std::int64_t>(bytes);
-    if (budget_ > 0 && in_use_ + b > budget_ && make_room_) make_room_(in_use_ + b - budget_);
+    // a buffer larger than the whole budget fails without evicting anything first
+    if (budget_ > 0 && b <= budget_ && in_use_ + b > budget_ && make_room_) make_room_(in_use_ + b - budget_);
     if (budget_ > 0 && in_use_ + b > budget_)
       throw BudgetError("staged GEMM backend: a device buffer of " + std::to_string(b) + " bytes does not fit the " +
                         "device memory budget of " + std::to_string(budget_) + " bytes (" + std::to_string(in_use_) +

@@ -117,7 +117,7 @@ class StagedGemmBackend final : public GemmBackend {
     const at::Tensor hb = kb ? b : host_layout(b, call.trans_b, copied_b);
     call.stride_a = call.m * call.k, call.stride_b = call.k * call.n;
     call_ = calls_++;
-    in_call_.clear();
+    in_call_.clear();  // (also cleared once the GEMM is queued; a call that threw left it filled)
     const int slot = static_cast<int>(call_ % 2);
     std::vector<DeviceOps::Event> uploads;
     call.a = ka ? ka : device_operand(ha, stable_a && !copied_a, slot, 0, uploads);
@@ -131,6 +131,7 @@ class StagedGemmBackend final : public GemmBackend {
       if (!c_kept) open_ = Open{};  // nothing is downloaded from a block the GEMM may not have written
       throw;
     }
+    in_call_.clear();  // queued: stream order protects its buffers from here on
     gemm_done_[slot] = ops_->record(Stream::compute);
     has_gemm_[slot] = true;
     if (!c_kept) open_.written = gemm_done_[slot];  // its download need not wait for later GEMMs
@@ -224,7 +225,8 @@ class StagedGemmBackend final : public GemmBackend {
   /// `ops` wrapped to count its device memory and hold it within `budget` (< 0: kAutoFraction
   /// of the device's free memory now; 0: no limit).
   static std::unique_ptr<BudgetedDeviceOps> budgeted(std::unique_ptr<DeviceOps> ops, std::int64_t budget) {
-    if (budget < 0) budget = static_cast<std::int64_t>(MemoryBudget::kAutoFraction * double(ops->free_device_bytes()));
+    if (budget < 0)  // (at least one byte: 0 would mean no limit)
+      budget = std::max<std::int64_t>(1, static_cast<std::int64_t>(MemoryBudget::kAutoFraction * double(ops->free_device_bytes())));
     return std::make_unique<BudgetedDeviceOps>(std::move(ops), budget);
   }
 

@@ -459,6 +459,15 @@ TEST(StagedGemm, StagingThatCannotFitTheDeviceBudgetIsABudgetError) {
   evicting->synchronize();
   EXPECT_TRUE(torch::allclose(cs, torch::bmm(small[0], b), 1e-12, 1e-12));
   EXPECT_GE(evicting->bytes_h2d() - before, small[0].nbytes());  // evicted: it crossed again
+  // an operand larger than the whole budget fails at once, evicting nothing on the way
+  const auto huge = torch::randn({1, 256, 256}, torch::kFloat64);  // 512 KiB > the 224 KiB budget
+  const auto kept_before = evicting->bytes_h2d();
+  auto ch = torch::empty({1, 256, 16}, torch::kFloat64);
+  EXPECT_THROW(evicting->bmm(huge, torch::randn({1, 256, 16}, torch::kFloat64), ch, false, true, true), BudgetError);
+  evicting->bmm(small[0], b, cs, false, true, true);  // b, resident before, does not cross again
+  evicting->synchronize();
+  EXPECT_TRUE(torch::allclose(cs, torch::bmm(small[0], b), 1e-12, 1e-12));
+  EXPECT_LE(evicting->bytes_h2d() - kept_before, small[0].nbytes());
 }
 
 // The same pipeline on cuBLAS: on a machine with a CUDA device (and a CUDA build) the results
