@@ -106,12 +106,12 @@ void run_ccsd_command(const CcsdArgs& a) {
   // --memory is the device's with the staged cuBLAS backend (its buffers and the operands it
   // keeps there; the contractions plan within half of it, rccsd.hpp contraction_budget), and
   // the host's (its share of the machine) otherwise
-  const bool staged = batching::parse_backend(a.backend) == batching::BackendKind::cublas;
+  o.ccsd.plan.backend = batching::parse_backend(a.backend);
+  const bool staged = o.ccsd.plan.backend == batching::BackendKind::cublas;
   o.ccsd.plan.budget_bytes = staged ? batching::MemoryBudget::parse("auto", "cpu", "--memory").bytes()
                                     : batching::MemoryBudget::parse(a.memory, a.device, "--memory").bytes();
   o.memory_is_auto = a.memory == "auto";
   o.ccsd.plan.split = batching::parse_split(a.split);
-  o.ccsd.plan.backend = batching::parse_backend(a.backend);
   o.ccsd.plan.device = a.device;
   // the staged cuBLAS backend lives for the whole run: its streams, pinned buffers and the
   // operands it keeps on the device (the integral blocks) serve every contraction

@@ -16,7 +16,7 @@ struct StageRecorder::Open {
   std::string range_name;
   std::unique_ptr<batching::PeakMemoryScope> peak;
   std::unique_ptr<at::RecordFunction> range;
-  std::unique_ptr<batching::CudaEventClock> clock;  ///< on CUDA: the stage's device time
+  batching::CudaEventClock* clock = nullptr;  ///< on CUDA: the stage's device time (clocks_, by depth)
 };
 
 StageRecorder::StageRecorder(int cuda_device) : cuda_device_(cuda_device) {}
@@ -32,11 +32,12 @@ void StageRecorder::begin(const std::string& stage) {
   open->stage = stage;
   open->peak = std::make_unique<batching::PeakMemoryScope>(cuda_device_);
   if (cuda_device_ >= 0 && event_clock_) {
-    try {
-      open->clock = std::make_unique<batching::CudaEventClock>(cuda_device_);
+    try {  // one clock per nesting depth, made once and reused every iteration
+      if (clocks_.size() <= stack_.size()) clocks_.push_back(std::make_unique<batching::CudaEventClock>(cuda_device_));
+      open->clock = clocks_[stack_.size()].get();
       open->clock->start();
     } catch (const Error&) {  // a build without CUDA events: the host clock after a synchronise
-      open->clock.reset();
+      open->clock = nullptr;
       event_clock_ = false;
     }
   }

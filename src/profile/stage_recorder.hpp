@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "batching/cuda_runtime.hpp"
 #include "core/timer.hpp"
 
 namespace nnvmc::profile {
@@ -41,6 +42,7 @@ class StageRecorder final : public StageObserver {
   std::vector<std::unique_ptr<Open>> stack_;
   std::map<std::string, std::int64_t> peaks_;
   std::map<std::string, double> device_seconds_;
+  std::vector<std::unique_ptr<batching::CudaEventClock>> clocks_;  ///< [nesting depth]
   int cuda_device_;
   bool event_clock_ = true;
   bool ranges_ = false;
