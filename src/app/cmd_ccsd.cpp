@@ -119,7 +119,11 @@ void run_ccsd_command(const CcsdArgs& a) {
     batching::StagedGemmOptions so;
     // auto: MemoryBudget::kAutoFraction of the GPU's free memory, taken when the backend is made
     so.device_budget_bytes = a.memory == "auto" ? -1 : batching::MemoryBudget::parse(a.memory, "cuda", "--memory").bytes();
-    o.ccsd.backend = batching::make_backend(o.ccsd.plan.backend, a.device, so);
+    try {
+      o.ccsd.backend = batching::make_backend(o.ccsd.plan.backend, a.device, so);
+    } catch (const BudgetError& e) {
+      throw BudgetError(std::string("--memory ") + a.memory + ": " + e.what());
+    }
   }
   const System system = load_molecule(a.molecule, default_molecules_dir());
   system.validate();  // charge and spin before the closed-shell check

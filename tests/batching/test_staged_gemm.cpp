@@ -425,6 +425,27 @@ TEST(StagedGemm, DeviceMemoryStaysWithinItsBudgetAndOperandsThatDoNotFitCrossAga
   }
 }
 
+// An explicit device budget larger than the device's free memory is refused when the backend is
+// made (not by the device allocator in the middle of a run); the free memory itself is accepted.
+TEST(StagedGemm, ADeviceBudgetAboveTheDevicesFreeMemoryIsRefusedUpFront) {
+  constexpr std::size_t device = std::size_t(1) << 26;  // a 64 MiB simulated device
+  StagedGemmOptions o;
+  o.device_budget_bytes = std::int64_t(device) + 1;
+  try {
+    batching::make_staged_backend(std::make_unique<HostDeviceOps>(HostDeviceOps::Order::lazy, device), o);
+    FAIL() << "no BudgetError";
+  } catch (const BudgetError& e) {
+    EXPECT_NE(std::string(e.what()).find("free memory (64.00 MiB)"), std::string::npos) << e.what();
+  }
+  o.device_budget_bytes = std::int64_t(device);
+  auto backend = batching::make_staged_backend(std::make_unique<HostDeviceOps>(HostDeviceOps::Order::lazy, device), o);
+  EXPECT_EQ(backend->device_budget_bytes(), std::int64_t(device));
+  o.device_budget_bytes = -1;  // auto: a fraction of it
+  auto auto_backend = batching::make_staged_backend(std::make_unique<HostDeviceOps>(HostDeviceOps::Order::lazy, device), o);
+  EXPECT_LT(auto_backend->device_budget_bytes(), std::int64_t(device));
+  EXPECT_GT(auto_backend->device_budget_bytes(), 0);
+}
+
 // A budget that cannot hold one call's staging buffers is a BudgetError naming the budget, and
 // evicting resident operands to make room for staging buffers keeps the results right.
 TEST(StagedGemm, StagingThatCannotFitTheDeviceBudgetIsABudgetError) {
