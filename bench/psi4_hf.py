@@ -7,6 +7,8 @@ import argparse, json, os, re, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "tools"))
 from psi4_reference import system_blas  # noqa: E402  (helper of the shared tool)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from psi4_ccsd_periter import openblas_env  # noqa: E402  (OpenBLAS threads and core type)
 
 ap = argparse.ArgumentParser()
 ap.add_argument("xyz")
@@ -24,7 +26,8 @@ inp = (f"memory {a.memory_gb} gb\nmolecule {{\n{atoms}\nunits angstrom\nsymmetry
        "energy('scf')\n")
 with tempfile.TemporaryDirectory() as d:
     open(os.path.join(d, "in.dat"), "w").write(inp)
-    env = dict(os.environ, OMP_NUM_THREADS=str(a.threads), MKL_NUM_THREADS=str(a.threads), PSI_SCRATCH=d)
+    env, core = openblas_env(a.threads)
+    env.update(MKL_NUM_THREADS=str(a.threads), PSI_SCRATCH=d)
     t0 = time.perf_counter()
     subprocess.run(["psi4", "in.dat", "-n", str(a.threads)], cwd=d, capture_output=True, text=True,
                    stdin=subprocess.DEVNULL, timeout=6 * 3600, env=env)
@@ -36,4 +39,4 @@ if not m:
 iters = re.findall(r"@RHF iter\s+(\d+):", out)
 print(json.dumps({"program": "psi4", "scf_type": a.scf_type, "cholesky": a.cholesky if a.scf_type == "cd" else None,
                   "e_hf": float(m.group(1)), "iterations": int(iters[-1]) if iters else None,
-                  "seconds": round(dt, 2), "blas": system_blas()}))
+                  "seconds": round(dt, 2), "blas": system_blas(), "openblas_core": core}))
