@@ -17,7 +17,11 @@ set -euo pipefail
 SYSTEMS=${1:-"4 c4h4"}; NNVMC=${2:-build/src/app/nnvmc}; TAU=${3:-1e-5}
 REPEATS=${REPEATS:-2}; ITERS=${ITERS:-3}; FROZEN=${FROZEN:-0}; MAIN=${MAIN:-}
 PROGRAMS=${PROGRAMS:-"nnvmc_conv psi4_ccenergy nnvmc_chol psi4_fnocc"}
-[ -n "$MAIN" ] && PROGRAMS="main_conv $PROGRAMS main_chol"
+# with MAIN, each nnvmc_X of PROGRAMS gets its main_X (before/after in one run)
+if [ -n "$MAIN" ]; then
+  [[ " $PROGRAMS " == *" nnvmc_conv "* ]] && PROGRAMS="main_conv $PROGRAMS"
+  [[ " $PROGRAMS " == *" nnvmc_chol "* ]] && PROGRAMS="$PROGRAMS main_chol"
+fi
 XYZ=${XYZ:-bench/molecules/water_clusters.xyz}
 TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
 fc=(); pfc=(); [ "$FROZEN" = 1 ] && fc=(--frozen-core) && pfc=(--frozen-core)

@@ -3,6 +3,7 @@
 
 #include <torch/torch.h>
 
+#include "ccsd/pair_packing.hpp"
 #include "parallel/tensor_comm.hpp"
 
 #include <string>
@@ -38,15 +39,6 @@ std::int64_t PackedLadder::bytes(std::int64_t o, std::int64_t v) {
 }
 
 namespace {
-/// Symmetric part of the pair columns of m [rows, v·v] (columns c·v + d): m_cd + m_dc for c ≤ d,
-/// times `scale` (a number, or ½ on c = d for integrals: PairPacking::half_diag).
-torch::Tensor pack_plus(const torch::Tensor& m, const PairPacking& pv, const torch::Tensor& scale) {
-  return (m.index_select(1, pv.plus) + m.index_select(1, pv.plus_swap)).mul_(scale);
-}
-/// Antisymmetric part: (m_cd − m_dc)·scale for c < d.
-torch::Tensor pack_minus(const torch::Tensor& m, const PairPacking& pv, double scale) {
-  return (m.index_select(1, pv.minus) - m.index_select(1, pv.minus_swap)).mul_(scale);
-}
 /// a·bᵀ through the contractor; zeros when a shared or free extent is empty.
 torch::Tensor gemm_nt(Contractor& c, const std::string& term, const torch::Tensor& a, const torch::Tensor& b) {
   if (a.numel() == 0 || b.numel() == 0) return torch::zeros({a.size(0), b.size(0)}, a.options());
@@ -104,23 +96,9 @@ PackedLadder::PackedLadder(const MoIntegrals& mo, const BareBlocks& b, Contracto
   gom_ = pack_minus(klcd.index_select(0, po_.minus), pv_, 1.0);
 }
 
-namespace {
-/// The full [(p q), (r s)] matrix of a packed pair-pair product (+ symmetric, − antisymmetric
-/// under p ↔ q together with r ↔ s): plus [p ≤ q, r ≤ s], minus [p < q, r < s].
-torch::Tensor unpack_pairs(const torch::Tensor& plus, const torch::Tensor& minus, const PairPacking& rows,
-                           const PairPacking& cols) {
-  torch::Tensor r = plus.index_select(0, rows.to_plus).index_select(1, cols.to_plus);
-  return r.add_(torch::constant_pad_nd(minus, {0, 1, 0, 1}).index_select(0, rows.to_minus).index_select(1, cols.to_minus) *
-                (rows.sign.unsqueeze(1) * cols.sign.unsqueeze(0)));
-}
-}  // namespace
-
 PackedLadder::Packed PackedLadder::pack(const torch::Tensor& x) const {
-  const std::int64_t o = po_.n, v = pv_.n;
-  const torch::Tensor xm = x.permute({0, 2, 1, 3}).reshape({o * o, v * v});  // [(i j), (c d)]
-  const torch::Tensor half = torch::full({}, 0.5, x.options());
-  return {pack_plus(xm.index_select(0, po_.plus), pv_, half),     // [i ≤ j, c ≤ d]
-          pack_minus(xm.index_select(0, po_.minus), pv_, 0.5)};  // [i < j, c < d]
+  const Contractor::Section section(c_, "ladder pack");
+  return pack_pairs(x, po_, pv_);
 }
 
 torch::Tensor PackedLadder::w(const Packed& x) const {
@@ -149,13 +127,16 @@ torch::Tensor PackedLadder::apply(const Packed& x, const torch::Tensor& t1, cons
     if (xn.numel() > 0) rn.add_(mul(pack_minus(wm.index_select(0, po_.minus), po_, 1.0), xn));
   }
   // unpack: + symmetric, − antisymmetric in (ij) and (ab); the pad row/column is the zero diagonal
-  const torch::Tensor r = unpack_pairs(rp, rn, po_, pv_);
   torch::Tensor z = zp.index_select(0, po_.to_plus);
   z.add_(torch::constant_pad_nd(zn, {0, 0, 0, 1}).index_select(0, po_.to_minus) * po_.sign.unsqueeze(1));
   // t1 dressing: C[a,i,j,b] = Σ_k t_ka Z_ij^kb; Q[a,i,b,j] = Σ_kl t_ka t_lb q_kilj
   const torch::Tensor cz = c_("ladder t1", "ka,ijkb->aijb", {t1, z.view({o, o, o, v})});
   const torch::Tensor qt = c_("ladder t1", "ka,lb,kilj->aibj", {t1, t1, q});
-  torch::Tensor out = r.view({o, o, v, v}).permute({0, 2, 1, 3}).contiguous();  // [i, a, j, b]
+  torch::Tensor out;
+  {
+    const Contractor::Section section(c_, "ladder unpack");
+    out = unpack_pairs_iajb(rp, rn, po_, pv_);  // [i, a, j, b]
+  }
   out.sub_(cz.permute({1, 0, 2, 3})).sub_(cz.permute({2, 3, 1, 0})).add_(qt.permute({1, 0, 3, 2}));
   return out;
 }
