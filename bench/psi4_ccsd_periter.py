@@ -44,7 +44,7 @@ def openblas_env(threads):
     return env, name
 
 
-def run(geom_block, basis, rconv, threads, cholesky, frozen):
+def run(geom_block, basis, rconv, threads, cholesky, frozen, env):
     opts = [f"basis {basis}", "puream true", f"freeze_core {'true' if frozen else 'false'}",
             "scf e_convergence 1e-10", "scf d_convergence 1e-9"]
     if cholesky:
@@ -58,7 +58,6 @@ def run(geom_block, basis, rconv, threads, cholesky, frozen):
         open(os.path.join(d, "in.dat"), "w").write(inp)
         t0 = time.time()
         r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        env, _ = openblas_env(threads)
         subprocess.run(["psi4", "in.dat", "-n", str(threads)], cwd=d, capture_output=True, text=True,
                        stdin=subprocess.DEVNULL, timeout=24 * 3600, env=env)
         wall = time.time() - t0
@@ -87,14 +86,15 @@ def main():
     k1, k2 = a.rconv.split(",")
     units, charge, spin, atoms = read_molecule(a.molecule, a.frame)
     geom = f"units {units}\n{charge} {spin + 1}\n" + "\n".join(f"{s} {x:.10f} {y:.10f} {z:.10f}" for s, x, y, z in atoms)
-    w1, i1, u1, s1 = run(geom, a.basis, k1, a.threads, a.cholesky, a.frozen_core)
-    w2, i2, u2, s2 = run(geom, a.basis, k2, a.threads, a.cholesky, a.frozen_core)
+    env, core = openblas_env(a.threads)
+    w1, i1, u1, s1 = run(geom, a.basis, k1, a.threads, a.cholesky, a.frozen_core, env)
+    w2, i2, u2, s2 = run(geom, a.basis, k2, a.threads, a.cholesky, a.frozen_core, env)
     di = i2 - i1
     print(json.dumps({"program": "fnocc CD-CCSD" if a.cholesky else "ccenergy", "wall_seconds": [round(w1, 2), round(w2, 2)],
                       "iterations": [i1, i2], "seconds_per_iteration": round((w2 - w1) / di, 3),
                       "user_per_iteration": round((u2 - u1) / di, 3), "sys_per_iteration": round((s2 - s1) / di, 3),
                       "cpu_per_iteration": round((u2 + s2 - u1 - s1) / di, 3), "blas": system_blas(),
-                      "openblas_core": openblas_env(a.threads)[1]}))
+                      "openblas_core": core}))
 
 
 if __name__ == "__main__":

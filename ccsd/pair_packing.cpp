@@ -5,6 +5,7 @@
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 

@@ -49,7 +49,7 @@ TEST(PairPacking, UnpackingInvertsPackingOfPairSymmetricAmplitudes) {
   }
 }
 
-TEST(PairPacking, NonContiguousInputTakesTheTorchOps) {
+TEST(PairPacking, NonContiguousInputPacksLikeItsContiguousCopy) {
   torch::manual_seed(5);
   const std::int64_t o = 3, v = 5;
   const cc::PairPacking po(o), pv(v);
