@@ -52,8 +52,8 @@ torch::Tensor rows_gemm_nt(Contractor& c, const std::string& term, const torch::
 }
 }  // namespace
 
-PackedLadder::PackedLadder(const MoIntegrals& mo, const BareBlocks& b, Contractor& c)
-    : c_(c), po_(mo.space.n_act_occ(), b.ovov.device()), pv_(mo.space.n_vir(), b.ovov.device()) {
+PackedLadder::PackedLadder(const MoIntegrals& mo, const BareBlocks& b, Contractor& c, KernelChoice kernels)
+    : c_(c), kernels_(kernels), po_(mo.space.n_act_occ(), b.ovov.device()), pv_(mo.space.n_vir(), b.ovov.device()) {
   const std::int64_t v = mo.space.n_vir(), o = mo.space.n_act_occ(), occ = mo.space.n_occ;
   gp_ = torch::empty({pv_.n_plus, pv_.n_plus}, b.ovov.options());
   gm_ = torch::empty({pv_.n_minus, pv_.n_minus}, b.ovov.options());
@@ -98,7 +98,7 @@ PackedLadder::PackedLadder(const MoIntegrals& mo, const BareBlocks& b, Contracto
 
 PackedLadder::Packed PackedLadder::pack(const torch::Tensor& x) const {
   const Contractor::Section section(c_, "ladder pack");
-  return pack_pairs(x, po_, pv_);
+  return pack_pairs(x, po_, pv_, kernels_);
 }
 
 torch::Tensor PackedLadder::w(const Packed& x) const {
@@ -135,7 +135,7 @@ torch::Tensor PackedLadder::apply(const Packed& x, const torch::Tensor& t1, cons
   torch::Tensor out;
   {
     const Contractor::Section section(c_, "ladder unpack");
-    out = unpack_pairs_iajb(rp, rn, po_, pv_);  // [i, a, j, b]
+    out = unpack_pairs_iajb(rp, rn, po_, pv_, kernels_);  // [i, a, j, b]
   }
   out.sub_(cz.permute({1, 0, 2, 3})).sub_(cz.permute({2, 3, 1, 0})).add_(qt.permute({1, 0, 3, 2}));
   return out;

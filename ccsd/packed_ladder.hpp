@@ -18,6 +18,7 @@
 
 #include "ccsd/bare_blocks.hpp"
 #include "ccsd/contractor.hpp"
+#include "ccsd/kernel_choice.hpp"
 #include "ccsd/mo_integrals.hpp"
 
 namespace nnvmc::ccsd {
@@ -43,8 +44,10 @@ class PackedLadder {
   /// Bytes of G^±, P^± and g^± (float64).
   static std::int64_t bytes(std::int64_t o, std::int64_t v);
   /// Builds G^± from the vvvv ERIs (conventional) or the vv Cholesky vectors in blocks of
-  /// virtuals, P^± from b.ovvv and g^± from b.ovov.
-  PackedLadder(const MoIntegrals& mo, const BareBlocks& b, Contractor& c);
+  /// virtuals, P^± from b.ovvv and g^± from b.ovov. `kernels`: how the amplitudes are packed and
+  /// the result unpacked (pair_packing.hpp).
+  PackedLadder(const MoIntegrals& mo, const BareBlocks& b, Contractor& c,
+               KernelChoice kernels = KernelChoice::automatic);
 
   /// Amplitudes x [i, c, j, d] (x_ij^cd = x_ji^dc) in the pair basis: plus [i ≤ j, c ≤ d] =
   /// ½(x_ij^cd + x_ij^dc), minus [i < j, c < d] = ½(x_ij^cd − x_ij^dc).
@@ -69,6 +72,7 @@ class PackedLadder {
 
  private:
   Contractor& c_;
+  KernelChoice kernels_;
   PairPacking po_, pv_;
   torch::Tensor gp_, gm_, pp_, pm_;
   torch::Tensor gop_, gom_;  ///< g^± [o(o±1)/2, v(v±1)/2] from (kc|ld)

@@ -35,11 +35,6 @@ std::int64_t minus_index(std::int64_t p, std::int64_t q, std::int64_t n) {
   return p * (n - 1) - p * (p - 1) / 2 + (q - p - 1);
 }
 
-bool host_kernels(const torch::Tensor& x, PairKernels kernels) {
-  return kernels == PairKernels::automatic && x.device().is_cpu() && x.is_contiguous() &&
-         (x.scalar_type() == torch::kFloat64 || x.scalar_type() == torch::kFloat32);
-}
-
 /// Fused pack: for each pair row (i ≤ j), the v×v slab X[c, d] = x[i, c, j, d] (rows o·v apart,
 /// cache-resident while it is read twice) gives its + row and, for i < j, its − row.
 template <typename T>
@@ -106,9 +101,9 @@ void unpack_host(const T* plus, const T* minus, T* out, std::int64_t o, std::int
 }  // namespace
 
 PackedLadder::Packed pack_pairs(const torch::Tensor& x, const PairPacking& po, const PairPacking& pv,
-                                PairKernels kernels) {
+                                KernelChoice kernels) {
   const std::int64_t o = po.n, v = pv.n;
-  if (host_kernels(x, kernels)) {
+  if (use_host_kernels(x, kernels)) {
     PackedLadder::Packed p{torch::empty({po.n_plus, pv.n_plus}, x.options()),
                            torch::empty({po.n_minus, pv.n_minus}, x.options())};
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "pack_pairs", [&] {
@@ -123,9 +118,9 @@ PackedLadder::Packed pack_pairs(const torch::Tensor& x, const PairPacking& po, c
 }
 
 torch::Tensor unpack_pairs_iajb(const torch::Tensor& plus, const torch::Tensor& minus, const PairPacking& po,
-                                const PairPacking& pv, PairKernels kernels) {
+                                const PairPacking& pv, KernelChoice kernels) {
   const std::int64_t o = po.n, v = pv.n;
-  if (host_kernels(plus, kernels) && minus.is_contiguous() && minus.scalar_type() == plus.scalar_type()) {
+  if (use_host_kernels(plus, kernels) && minus.is_contiguous() && minus.scalar_type() == plus.scalar_type()) {
     torch::Tensor out = torch::empty({o, v, o, v}, plus.options());
     AT_DISPATCH_FLOATING_TYPES(plus.scalar_type(), "unpack_pairs_iajb", [&] {
       unpack_host<scalar_t>(plus.data_ptr<scalar_t>(), minus.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), o, v);

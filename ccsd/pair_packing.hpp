@@ -9,14 +9,10 @@
 
 #include <cstdint>
 
+#include "ccsd/kernel_choice.hpp"
 #include "ccsd/packed_ladder.hpp"
 
 namespace nnvmc::ccsd {
-
-/// Which implementation runs: `automatic` takes the fused host loops for contiguous CPU float64
-/// / float32 tensors and the torch ops otherwise; `torch_ops` always takes the torch ops (the
-/// device path, testable on the CPU).
-enum class PairKernels { automatic, torch_ops };
 
 /// Symmetric part of the pair columns of m [rows, n·n] (columns p·n + q): (m_pq + m_qp)·scale for
 /// p ≤ q, as [rows, n(n+1)/2]; `scale` a number or per column (PairPacking::half_diag).
@@ -27,13 +23,13 @@ torch::Tensor pack_minus(const torch::Tensor& m, const PairPacking& p, double sc
 /// x [i, c, j, d] (x_ij^cd = x_ji^dc) in the pair basis: plus [i ≤ j, c ≤ d] = ½(x_icjd + x_idjc),
 /// minus [i < j, c < d] = ½(x_icjd − x_idjc). `po`, `pv`: the packings of the o and v axes.
 PackedLadder::Packed pack_pairs(const torch::Tensor& x, const PairPacking& po, const PairPacking& pv,
-                                PairKernels kernels = PairKernels::automatic);
+                                KernelChoice kernels = KernelChoice::automatic);
 
 /// The inverse layout of a packed pair-pair product: out [i, a, j, b] = plus[(i j)⁺, (a b)⁺] +
 /// s_ij s_ab minus[(i j)⁻, (a b)⁻] (s = +1 for p < q, −1 for p > q; no − part where i = j or
 /// a = b), from plus [o(o+1)/2, v(v+1)/2] and minus [o(o−1)/2, v(v−1)/2]. unpack(pack(x)) = x.
 torch::Tensor unpack_pairs_iajb(const torch::Tensor& plus, const torch::Tensor& minus, const PairPacking& po,
-                                const PairPacking& pv, PairKernels kernels = PairKernels::automatic);
+                                const PairPacking& pv, KernelChoice kernels = KernelChoice::automatic);
 
 /// The full [(p q), (r s)] matrix of a packed pair-pair product (torch ops): plus [p ≤ q, r ≤ s],
 /// minus [p < q, r < s], rows packed as `rows`, columns as `cols`.

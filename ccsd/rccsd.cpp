@@ -124,7 +124,7 @@ CcsdResult run_rccsd(const MoIntegrals& mo_in, const CcsdOptions& options) {
   const std::int64_t budget = options.plan.budget_bytes;
   std::unique_ptr<CachedIntegrals> cached;
   if (!comm.any(!(options.cache_integrals && (budget <= 0 || 2 * CachedIntegrals::bytes(o, v) <= budget))))
-    cached = std::make_unique<CachedIntegrals>(mo, c);
+    cached = std::make_unique<CachedIntegrals>(mo, c, options.kernels);
   DressedHamiltonian h(mo, c);
   const torch::Tensor L_ovov = cached ? cached->blocks.L_ovov : torch::Tensor();
   res.cached_integrals = bool(cached);
@@ -200,7 +200,7 @@ CcsdResult run_rccsd(const MoIntegrals& mo_in, const CcsdOptions& options) {
   res.t2 = t2.cpu();
   if (options.triples && res.converged) {
     const auto t0 = std::chrono::steady_clock::now();
-    res.e_t = triples_correction(mo, t1, t2, c);
+    res.e_t = triples_correction(mo, t1, t2, c, options.kernels);
     res.seconds_triples = seconds_since(t0);
   }
   res.e_ccsd_t = res.e_ccsd + res.e_t;

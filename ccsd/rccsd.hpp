@@ -10,6 +10,7 @@
 
 #include "batching/plan.hpp"
 #include "ccsd/contractor.hpp"
+#include "ccsd/kernel_choice.hpp"
 #include "ccsd/mo_integrals.hpp"
 #include "ccsd/usage.hpp"
 
@@ -46,6 +47,9 @@ struct CcsdOptions {
   /// contraction uploads its operands and downloads its result.
   Residency resident = Residency::automatic;
   bool triples = false;              ///< also compute the (T) correction
+  /// Elementwise and layout kernels of the packed ladder and (T): fused host loops on the CPU
+  /// (automatic) or torch ops (torch_ops: what a GPU runs; selectable so that CI runs that path).
+  KernelChoice kernels = KernelChoice::automatic;
   batching::PlanOptions plan;        ///< budget, split, backend and device of every heavy contraction
   /// Runs every contraction's GEMMs for the whole run (set-up, iterations, (T)), so operands it
   /// keeps resident stay on the device across iterations (e.g. the staged backend, or it on a
@@ -101,7 +105,9 @@ std::int64_t contraction_budget(const CcsdOptions& options);
 CcsdResult run_rccsd(const MoIntegrals& mo, const CcsdOptions& options = {});
 
 /// (T) correction for converged amplitudes t1 [o, v], t2 [o, v, o, v] (bare integrals).
+/// `kernels`: the per-triple elementwise work as fused host loops (automatic, on the CPU) or as
+/// torch ops (the device path).
 double triples_correction(const MoIntegrals& mo, const torch::Tensor& t1, const torch::Tensor& t2,
-                          Contractor& contract);
+                          Contractor& contract, KernelChoice kernels = KernelChoice::automatic);
 
 }  // namespace nnvmc::ccsd

@@ -36,7 +36,8 @@ struct CachedIntegrals {
   static std::int64_t bytes(std::int64_t o, std::int64_t v) {
     return BareBlocks::bytes(o, v) + PackedLadder::bytes(o, v);
   }
-  CachedIntegrals(const MoIntegrals& mo, Contractor& c);
+  /// `kernels`: the packed ladder's packing kernels (pair_packing.hpp).
+  CachedIntegrals(const MoIntegrals& mo, Contractor& c, KernelChoice kernels = KernelChoice::automatic);
 };
 
 /// The same residuals from cached bare integrals: the dressed blocks are the bare ones plus

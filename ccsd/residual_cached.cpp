@@ -9,8 +9,8 @@
 
 namespace nnvmc::ccsd {
 
-CachedIntegrals::CachedIntegrals(const MoIntegrals& mo, Contractor& c)
-    : blocks(bare_blocks(mo, c)), ladder(std::make_unique<PackedLadder>(mo, blocks, c)) {}
+CachedIntegrals::CachedIntegrals(const MoIntegrals& mo, Contractor& c, KernelChoice kernels)
+    : blocks(bare_blocks(mo, c)), ladder(std::make_unique<PackedLadder>(mo, blocks, c, kernels)) {}
 
 namespace {
 /// t [o, v] as the batch-broadcast left operand of "kid,kd..." contractions [o, o, v].

@@ -8,7 +8,7 @@
 namespace {
 
 namespace cc = nnvmc::ccsd;
-using cc::PairKernels;
+using cc::KernelChoice;
 
 /// x [o, v, o, v] with x_icjd = x_jdic (the pair symmetry of t2 and τ).
 torch::Tensor pair_symmetric(std::int64_t o, std::int64_t v, torch::ScalarType dtype) {
@@ -22,7 +22,7 @@ TEST(PairPacking, FusedHostLoopsGiveExactlyTheTorchOpsResults) {
     for (const auto& [o, v] : {std::pair<std::int64_t, std::int64_t>{5, 7}, {1, 4}, {3, 1}, {6, 2}}) {
       const cc::PairPacking po(o), pv(v);
       const torch::Tensor x = torch::randn({o, v, o, v}, torch::TensorOptions().dtype(dtype));  // any x
-      const auto fused = cc::pack_pairs(x, po, pv), ops = cc::pack_pairs(x, po, pv, PairKernels::torch_ops);
+      const auto fused = cc::pack_pairs(x, po, pv), ops = cc::pack_pairs(x, po, pv, KernelChoice::torch_ops);
       ASSERT_EQ(fused.plus.sizes(), (std::vector<std::int64_t>{po.n_plus, pv.n_plus}));
       ASSERT_EQ(fused.minus.sizes(), (std::vector<std::int64_t>{po.n_minus, pv.n_minus}));
       EXPECT_TRUE(torch::equal(fused.plus, ops.plus)) << "o " << o << " v " << v;
@@ -30,14 +30,14 @@ TEST(PairPacking, FusedHostLoopsGiveExactlyTheTorchOpsResults) {
       // any packed product, not only a packed x
       const torch::Tensor p = torch::randn({po.n_plus, pv.n_plus}, x.options());
       const torch::Tensor m = torch::randn({po.n_minus, pv.n_minus}, x.options());
-      EXPECT_TRUE(torch::equal(cc::unpack_pairs_iajb(p, m, po, pv), cc::unpack_pairs_iajb(p, m, po, pv, PairKernels::torch_ops)))
+      EXPECT_TRUE(torch::equal(cc::unpack_pairs_iajb(p, m, po, pv), cc::unpack_pairs_iajb(p, m, po, pv, KernelChoice::torch_ops)))
           << "o " << o << " v " << v;
     }
 }
 
 TEST(PairPacking, UnpackingInvertsPackingOfPairSymmetricAmplitudes) {
   torch::manual_seed(4);
-  for (const auto kernels : {PairKernels::automatic, PairKernels::torch_ops}) {
+  for (const auto kernels : {KernelChoice::automatic, KernelChoice::torch_ops}) {
     const std::int64_t o = 4, v = 6;
     const cc::PairPacking po(o), pv(v);
     const torch::Tensor x = pair_symmetric(o, v, torch::kFloat64);

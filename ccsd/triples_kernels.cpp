@@ -1,0 +1,160 @@
+/// (T) per-triple kernels (triples_kernels.hpp): torch ops and fused host loops.
+#include "ccsd/triples_kernels.hpp"
+
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <functional>
+
+namespace nnvmc::ccsd {
+
+namespace {
+
+/// A strided 3-D view: element (x, y, z) at p[x·s0 + y·s1 + z·s2].
+template <typename T>
+struct View3 {
+  const T* p;
+  std::int64_t s0, s1, s2;
+};
+
+template <typename T>
+View3<T> view3(const torch::Tensor& t) {
+  return {t.data_ptr<T>(), t.stride(0), t.stride(1), t.stride(2)};
+}
+
+/// out [n0, n1, n2] (contiguous) = Σ plus − Σ minus, tile by tile (8 × 8 × 32 elements): all
+/// views are added into one L1-resident tile before it is written, so out is written once and
+/// no view needs a temporary. The sum is bound by reading the views (about 12·8·v³ bytes per
+/// triple, mostly from beyond L2); tile shapes from 4 to 64 and a loop order that follows each
+/// view's contiguous axis were no faster on C4H4 (bench/results/ccsd_triples.txt).
+template <typename T>
+void sum_views_host(const std::vector<View3<T>>& plus, const std::vector<View3<T>>& minus, T* out, std::int64_t n0,
+                    std::int64_t n1, std::int64_t n2) {
+  constexpr std::int64_t B0 = 8, B1 = 8, B2 = 32;
+  const std::int64_t tiles0 = (n0 + B0 - 1) / B0;
+  at::parallel_for(0, tiles0, 1, [&](std::int64_t t0, std::int64_t t1) {
+    std::vector<T> buf(std::size_t(B0 * B1 * B2));
+    for (std::int64_t tile = t0; tile < t1; ++tile) {
+      const std::int64_t a0 = tile * B0, e0 = std::min(B0, n0 - a0);
+      for (std::int64_t a1 = 0; a1 < n1; a1 += B1) {
+        const std::int64_t e1 = std::min(B1, n1 - a1);
+        for (std::int64_t a2 = 0; a2 < n2; a2 += B2) {
+          const std::int64_t e2 = std::min(B2, n2 - a2);
+          std::fill(buf.begin(), buf.end(), T(0));
+          auto accumulate = [&](const View3<T>& w, bool add) {
+            for (std::int64_t x = 0; x < e0; ++x)
+              for (std::int64_t y = 0; y < e1; ++y) {
+                const T* row = w.p + (a0 + x) * w.s0 + (a1 + y) * w.s1 + a2 * w.s2;
+                T* b = buf.data() + (x * B1 + y) * B2;
+                if (w.s2 == 1) {
+                  if (add)
+                    for (std::int64_t z = 0; z < e2; ++z) b[z] += row[z];
+                  else
+                    for (std::int64_t z = 0; z < e2; ++z) b[z] -= row[z];
+                } else {
+                  const std::int64_t s = w.s2;
+                  if (add)
+                    for (std::int64_t z = 0; z < e2; ++z) b[z] += row[z * s];
+                  else
+                    for (std::int64_t z = 0; z < e2; ++z) b[z] -= row[z * s];
+                }
+              }
+          };
+          for (const auto& w : plus) accumulate(w, true);
+          for (const auto& w : minus) accumulate(w, false);
+          for (std::int64_t x = 0; x < e0; ++x)
+            for (std::int64_t y = 0; y < e1; ++y)
+              std::copy_n(buf.data() + (x * B1 + y) * B2, e2, out + ((a0 + x) * n1 + a1 + y) * n2 + a2);
+        }
+      }
+    }
+  });
+}
+
+/// Σ over a ≥ b ≥ c of (number of distinct orderings of (a, b, c) / 6) · Σ over the six orderings
+/// π of W_π r3(V)_π / D_abc. With the even orderings E = {abc, bca, cab} and the odd ones
+/// O = {acb, cba, bac}, r3(V)_π = 3 V_π + ΣV_E − 2 ΣV_O for π in E (E and O swapped for π in O),
+/// so the six terms need only the six W and six V values of the orderings.
+template <typename T>
+double triple_energy_host(const T* w, const T* ti, const T* tj, const T* tk, const T* gjk, const T* gik,
+                          const T* gij, const T* ev, double e_ijk, std::int64_t v) {
+  return at::parallel_reduce(
+      0, v, 1, 0.0,
+      [&](std::int64_t a0, std::int64_t a1, double acc) {
+        auto W = [&](std::int64_t x, std::int64_t y, std::int64_t z) { return double(w[(x * v + y) * v + z]); };
+        auto V = [&](double wxyz, std::int64_t x, std::int64_t y, std::int64_t z) {
+          return wxyz + double(ti[x]) * double(gjk[y * v + z]) + double(tj[y]) * double(gik[x * v + z]) +
+                 double(tk[z]) * double(gij[x * v + y]);
+        };
+        for (std::int64_t a = a0; a < a1; ++a)
+          for (std::int64_t b = 0; b <= a; ++b) {
+            const double dab = e_ijk - double(ev[a]) - double(ev[b]);
+            for (std::int64_t c = 0; c <= b; ++c) {
+              const double w0 = W(a, b, c), w1 = W(b, c, a), w2 = W(c, a, b);  // even
+              const double w3 = W(a, c, b), w4 = W(c, b, a), w5 = W(b, a, c);  // odd
+              const double v0 = V(w0, a, b, c), v1 = V(w1, b, c, a), v2 = V(w2, c, a, b);
+              const double v3 = V(w3, a, c, b), v4 = V(w4, c, b, a), v5 = V(w5, b, a, c);
+              const double swe = w0 + w1 + w2, swo = w3 + w4 + w5, sve = v0 + v1 + v2, svo = v3 + v4 + v5;
+              const double s = 3 * (w0 * v0 + w1 * v1 + w2 * v2 + w3 * v3 + w4 * v4 + w5 * v5) + swe * sve +
+                               swo * svo - 2 * (swe * svo + swo * sve);
+              const double orderings = (a == b && b == c) ? 1.0 : (a == b || b == c) ? 3.0 : 6.0;
+              acc += orderings / 6.0 * s / (dab - double(ev[c]));
+            }
+          }
+        return acc;
+      },
+      std::plus<double>());
+}
+
+}  // namespace
+
+torch::Tensor sum_of_views(const std::vector<torch::Tensor>& plus, const std::vector<torch::Tensor>& minus,
+                           KernelChoice kernels) {
+  TORCH_CHECK(!plus.empty(), "sum_of_views needs at least one view to add");
+  const torch::Tensor& first = plus.front();
+  bool host = use_host_kernels(first, kernels, /*any_strides=*/true) && first.dim() == 3;
+  for (const auto* list : {&plus, &minus})
+    for (const auto& t : *list) host = host && t.device().is_cpu() && t.scalar_type() == first.scalar_type() && t.sizes() == first.sizes();
+  if (!host) {
+    torch::Tensor out = first.clone(at::MemoryFormat::Contiguous);
+    for (std::size_t s = 1; s < plus.size(); ++s) out.add_(plus[s]);
+    for (const auto& t : minus) out.sub_(t);
+    return out;
+  }
+  torch::Tensor out = torch::empty(first.sizes(), first.options());
+  AT_DISPATCH_FLOATING_TYPES(first.scalar_type(), "sum_of_views", [&] {
+    std::vector<View3<scalar_t>> p, m;
+    for (const auto& t : plus) p.push_back(view3<scalar_t>(t));
+    for (const auto& t : minus) m.push_back(view3<scalar_t>(t));
+    sum_views_host<scalar_t>(p, m, out.data_ptr<scalar_t>(), first.size(0), first.size(1), first.size(2));
+  });
+  return out;
+}
+
+torch::Tensor triple_energy(const torch::Tensor& w, const TripleSingles& s, double e_ijk, const torch::Tensor& ev,
+                            KernelChoice kernels) {
+  const std::int64_t v = w.size(0);
+  if (use_host_kernels(w, kernels)) {
+    double e = 0;
+    AT_DISPATCH_FLOATING_TYPES(w.scalar_type(), "triple_energy", [&] {
+      auto host = [&](const torch::Tensor& t) { return t.to(torch::kCPU, w.scalar_type()).contiguous(); };
+      const torch::Tensor ti = host(s.ti), tj = host(s.tj), tk = host(s.tk), gjk = host(s.gjk), gik = host(s.gik),
+                          gij = host(s.gij), e_v = host(ev);
+      e = triple_energy_host<scalar_t>(w.data_ptr<scalar_t>(), ti.data_ptr<scalar_t>(), tj.data_ptr<scalar_t>(),
+                                       tk.data_ptr<scalar_t>(), gjk.data_ptr<scalar_t>(), gik.data_ptr<scalar_t>(),
+                                       gij.data_ptr<scalar_t>(), e_v.data_ptr<scalar_t>(), e_ijk, v);
+    });
+    return torch::tensor(e, torch::kFloat64);
+  }
+  const torch::Tensor V = w + s.ti.view({v, 1, 1}) * s.gjk.view({1, v, v}) + s.tj.view({1, v, 1}) * s.gik.view({v, 1, v}) +
+                          s.tk.view({1, 1, v}) * s.gij.view({v, v, 1});
+  const torch::Tensor r3 = 4 * V + V.permute({1, 2, 0}) + V.permute({2, 0, 1}) -
+                           2 * (V.permute({2, 1, 0}) + V.permute({0, 2, 1}) + V.permute({1, 0, 2}));
+  const torch::Tensor evw = ev.to(w.dtype());
+  const torch::Tensor d = e_ijk - (evw.view({v, 1, 1}) + evw.view({1, v, 1}) + evw.view({1, 1, v}));
+  return (w * r3 / d).sum();
+}
+
+}  // namespace nnvmc::ccsd
