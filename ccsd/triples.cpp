@@ -4,8 +4,9 @@
 ///   E(T) = Σ (4 W_abc + W_bca + W_cab)(V_abc − V_cba) / (3 D_ijk^abc),
 /// where P sums the six simultaneous permutations of the pairs and
 /// D = ε_i + ε_j + ε_k − ε_a − ε_b − ε_c. Only i ≥ j ≥ k are visited: the orderings of a
-/// triple share W and V up to a permutation of the virtual axes, and together contribute
-/// 2·Σ_abc W_abc r3(V)_abc / D_abc per distinct ordering (triples_kernels.hpp). The GEMMs run
+/// triple share W and V up to a permutation of the virtual axes, and each distinct ordering
+/// contributes (1/3)·Σ_abc W_abc r3(V)_abc / D_abc of this triple's W and V (triples_kernels.hpp;
+/// all six permutations together 2·Σ). The GEMMs run
 /// through the batching layer (term "triples": planned under the memory budget, reported per
 /// term), one per distinct occupied index they share an operand on, and the orderings of a
 /// triple with two equal indices that coincide are computed once.

@@ -79,7 +79,7 @@ void sum_views_host(const std::vector<View3<T>>& plus, const std::vector<View3<T
 /// so the six terms need only the six W and six V values of the orderings.
 template <typename T>
 double triple_energy_host(const T* w, const T* ti, const T* tj, const T* tk, const T* gjk, const T* gik,
-                          const T* gij, const T* ev, double e_ijk, std::int64_t v) {
+                          const T* gij, const double* ev, double e_ijk, std::int64_t v) {
   return at::parallel_reduce(
       0, v, 1, 0.0,
       [&](std::int64_t a0, std::int64_t a1, double acc) {
@@ -90,7 +90,7 @@ double triple_energy_host(const T* w, const T* ti, const T* tj, const T* tk, con
         };
         for (std::int64_t a = a0; a < a1; ++a)
           for (std::int64_t b = 0; b <= a; ++b) {
-            const double dab = e_ijk - double(ev[a]) - double(ev[b]);
+            const double dab = e_ijk - ev[a] - ev[b];
             for (std::int64_t c = 0; c <= b; ++c) {
               const double w0 = W(a, b, c), w1 = W(b, c, a), w2 = W(c, a, b);  // even
               const double w3 = W(a, c, b), w4 = W(c, b, a), w5 = W(b, a, c);  // odd
@@ -100,7 +100,7 @@ double triple_energy_host(const T* w, const T* ti, const T* tj, const T* tk, con
               const double s = 3 * (w0 * v0 + w1 * v1 + w2 * v2 + w3 * v3 + w4 * v4 + w5 * v5) + swe * sve +
                                swo * svo - 2 * (swe * svo + swo * sve);
               const double orderings = (a == b && b == c) ? 1.0 : (a == b || b == c) ? 3.0 : 6.0;
-              acc += orderings / 6.0 * s / (dab - double(ev[c]));
+              acc += orderings / 6.0 * s / (dab - ev[c]);
             }
           }
         return acc;
@@ -136,15 +136,21 @@ torch::Tensor sum_of_views(const std::vector<torch::Tensor>& plus, const std::ve
 torch::Tensor triple_energy(const torch::Tensor& w, const TripleSingles& s, double e_ijk, const torch::Tensor& ev,
                             KernelChoice kernels) {
   const std::int64_t v = w.size(0);
+  TORCH_CHECK(w.sizes() == torch::IntArrayRef({v, v, v}) && ev.numel() == v, "triple_energy: w must be [v, v, v], ev [v]");
+  for (const auto* t : {&s.ti, &s.tj, &s.tk}) TORCH_CHECK(t->numel() == v, "triple_energy: t1 rows must be [v]");
+  for (const auto* g : {&s.gjk, &s.gik, &s.gij})
+    TORCH_CHECK(g->sizes() == torch::IntArrayRef({v, v}), "triple_energy: integral slices must be [v, v]");
+  // the denominators in float64 whatever W's precision (and so the sum)
+  const torch::Tensor ev64 = ev.to(torch::kFloat64);
   if (use_host_kernels(w, kernels)) {
     double e = 0;
     AT_DISPATCH_FLOATING_TYPES(w.scalar_type(), "triple_energy", [&] {
       auto host = [&](const torch::Tensor& t) { return t.to(torch::kCPU, w.scalar_type()).contiguous(); };
       const torch::Tensor ti = host(s.ti), tj = host(s.tj), tk = host(s.tk), gjk = host(s.gjk), gik = host(s.gik),
-                          gij = host(s.gij), e_v = host(ev);
+                          gij = host(s.gij), e_v = ev64.to(torch::kCPU).contiguous();
       e = triple_energy_host<scalar_t>(w.data_ptr<scalar_t>(), ti.data_ptr<scalar_t>(), tj.data_ptr<scalar_t>(),
                                        tk.data_ptr<scalar_t>(), gjk.data_ptr<scalar_t>(), gik.data_ptr<scalar_t>(),
-                                       gij.data_ptr<scalar_t>(), e_v.data_ptr<scalar_t>(), e_ijk, v);
+                                       gij.data_ptr<scalar_t>(), e_v.data_ptr<double>(), e_ijk, v);
     });
     return torch::tensor(e, torch::kFloat64);
   }
@@ -152,9 +158,8 @@ torch::Tensor triple_energy(const torch::Tensor& w, const TripleSingles& s, doub
                           s.tk.view({1, 1, v}) * s.gij.view({v, v, 1});
   const torch::Tensor r3 = 4 * V + V.permute({1, 2, 0}) + V.permute({2, 0, 1}) -
                            2 * (V.permute({2, 1, 0}) + V.permute({0, 2, 1}) + V.permute({1, 0, 2}));
-  const torch::Tensor evw = ev.to(w.dtype());
-  const torch::Tensor d = e_ijk - (evw.view({v, 1, 1}) + evw.view({1, v, 1}) + evw.view({1, 1, v}));
-  return (w * r3 / d).sum();
+  const torch::Tensor d = e_ijk - (ev64.view({v, 1, 1}) + ev64.view({1, v, 1}) + ev64.view({1, 1, v}));
+  return (w * r3).to(torch::kFloat64).div_(d).sum();
 }
 
 }  // namespace nnvmc::ccsd

@@ -76,6 +76,14 @@ TEST(TriplesKernels, TripleEnergyIsASixthOfTheSumOverTheSixOrderings) {
     const double ops = cc::triple_energy(w, s, e_ijk, ev, KernelChoice::torch_ops).item<double>();
     EXPECT_NEAR(host, expect, 1e-12 * std::abs(expect)) << "v " << v;
     EXPECT_NEAR(ops, expect, 1e-12 * std::abs(expect)) << "v " << v;
+    // float32 amplitudes and integrals: the same sum to float32 rounding (denominators stay float64)
+    const auto f32 = [](const torch::Tensor& t) { return t.to(torch::kFloat32); };
+    const cc::TripleSingles s32{f32(s.ti), f32(s.tj), f32(s.tk), f32(s.gjk), f32(s.gik), f32(s.gij)};
+    for (const auto k : {KernelChoice::automatic, KernelChoice::torch_ops}) {
+      const torch::Tensor e32 = cc::triple_energy(f32(w), s32, e_ijk, ev, k);
+      EXPECT_EQ(e32.scalar_type(), torch::kFloat64);
+      EXPECT_NEAR(e32.item<double>(), expect, 1e-5 * std::abs(expect) + 1e-9) << "v " << v << " float32";
+    }
   }
 }
 
