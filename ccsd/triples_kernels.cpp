@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <vector>
 
 namespace nnvmc::ccsd {
 
@@ -80,9 +81,20 @@ void sum_views_host(const std::vector<View3<T>>& plus, const std::vector<View3<T
 template <typename T>
 double triple_energy_host(const T* w, const T* ti, const T* tj, const T* tk, const T* gjk, const T* gik,
                           const T* gij, const double* ev, double e_ijk, std::int64_t v) {
+  // the rows a carry (a+1)(a+2)/2 visits each: cut [0, v) into parts of about equal work, so that
+  // threads given consecutive parts are balanced
+  const std::int64_t parts = std::min<std::int64_t>(v, 4 * std::int64_t(at::get_num_threads()));
+  std::vector<std::int64_t> cut{0};
+  const double total = double(v) * double(v + 1) * double(v + 2) / 6;
+  for (std::int64_t a = 0, done = 0; a < v; ++a) {
+    done += (a + 1) * (a + 2) / 2;
+    if (double(done) >= total * double(cut.size()) / double(parts) && a + 1 < v) cut.push_back(a + 1);
+  }
+  cut.push_back(v);
   return at::parallel_reduce(
-      0, v, 1, 0.0,
-      [&](std::int64_t a0, std::int64_t a1, double acc) {
+      0, std::int64_t(cut.size()) - 1, 1, 0.0,
+      [&](std::int64_t p0, std::int64_t p1, double acc) {
+        const std::int64_t a0 = cut[std::size_t(p0)], a1 = cut[std::size_t(p1)];
         auto W = [&](std::int64_t x, std::int64_t y, std::int64_t z) { return double(w[(x * v + y) * v + z]); };
         auto V = [&](double wxyz, std::int64_t x, std::int64_t y, std::int64_t z) {
           return wxyz + double(ti[x]) * double(gjk[y * v + z]) + double(tj[y]) * double(gik[x * v + z]) +
