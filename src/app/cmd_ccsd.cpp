@@ -3,6 +3,7 @@
 ///                     [--max-iterations N] [--allow-unconverged] [--json] [--explain]
 ///                     [--no-cached-integrals] [--resident auto|on|off]
 #include <cstdio>
+#include <string>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -69,14 +70,23 @@ void print_summary(const ccsd::CcsdRun& run, const CcsdArgs& a) {
                 batching::format_bytes(double(cc.bytes_d2h_per_iteration.front())).c_str(),
                 batching::format_bytes(double(cc.bytes_h2d_per_iteration.back())).c_str(),
                 batching::format_bytes(double(cc.bytes_d2h_per_iteration.back())).c_str());
-  std::printf("%-14s %10s %10s %10s %10s %8s %12s %s\n", "term", "s/iter", "cpu s/iter", "GFLOP/cpu-s", "copied/it",
-              "batches", "peak", "split");
-  const double it = std::max(cc.iterations, 1);
-  for (const auto& [term, st] : cc.terms)
-    std::printf("%-14s %10.4f %10.4f %10.2f %10s %8lld %12s %s\n", term.c_str(), st.seconds / it,
-                st.cpu_seconds / it, st.cpu_seconds > 0 ? st.flops / st.cpu_seconds * 1e-9 : 0.0,
-                batching::format_bytes(st.copy_bytes / it).c_str(), static_cast<long long>(st.batches),
-                batching::format_bytes(double(st.peak_bytes)).c_str(), st.strategy.c_str());
+  // the iteration's terms per iteration; the (T) step's ("triples…", run once) in all
+  const auto table = [&](bool triples, const char* per, double it) {
+    std::printf("%-14s %10s %10s %10s %10s %8s %12s %s\n", "term", (std::string("s") + per).c_str(),
+                (std::string("cpu s") + per).c_str(), "GFLOP/cpu-s", (std::string("copied") + per).c_str(), "batches",
+                "peak", "split");
+    for (const auto& [term, st] : cc.terms)
+      if ((term.rfind("triples", 0) == 0) == triples)
+        std::printf("%-14s %10.4f %10.4f %10.2f %10s %8lld %12s %s\n", term.c_str(), st.seconds / it,
+                    st.cpu_seconds / it, st.cpu_seconds > 0 ? st.flops / st.cpu_seconds * 1e-9 : 0.0,
+                    batching::format_bytes(st.copy_bytes / it).c_str(), static_cast<long long>(st.batches),
+                    batching::format_bytes(double(st.peak_bytes)).c_str(), st.strategy.c_str());
+  };
+  table(false, "/iter", std::max(cc.iterations, 1));
+  if (cc.terms.count("triples")) {
+    std::printf("(T), in all:\n");
+    table(true, "", 1);
+  }
   if (a.explain)
     for (const auto& p : cc.plans) std::printf("%s", p.c_str());
 }

@@ -500,6 +500,21 @@ TEST(Cli, TextReportsOfScfCcsdAndEvalShowTheJsonNumbers) {
       << et.out << "\n" << ej.out;
 }
 
+// The (T) step runs once: its terms are reported in all, below the per-iteration table.
+TEST(Cli, CcsdTextReportGivesTheTriplesTermsInAllNotPerIteration) {
+  const auto r = run("ccsd h2o --basis sto-3g --triples --log-level warn");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto block = r.out.find("(T), in all:");
+  ASSERT_NE(block, std::string::npos) << r.out;
+  for (const std::string term : {"\ntriples ", "\ntriples W ", "\ntriples energy "}) {
+    const auto at = r.out.find(term);
+    ASSERT_NE(at, std::string::npos) << term << r.out;
+    EXPECT_GT(at, block) << term << " listed with the per-iteration terms\n" << r.out;
+  }
+  EXPECT_NE(r.out.find("\nladder "), std::string::npos) << r.out;
+  EXPECT_LT(r.out.find("\nladder "), block) << r.out;
+}
+
 // model.type: hf with optim.iterations: 0 is a full run (no training): the checkpoint it writes
 // evaluates to the Hartree–Fock energy of its basis.
 TEST(Cli, TheHartreeFockAnsatzRunsWithoutTrainingAndItsCheckpointEvaluates) {
