@@ -152,8 +152,8 @@ torch::Tensor triple_energy(const torch::Tensor& w, const TripleSingles& s, doub
   for (const auto* t : {&s.ti, &s.tj, &s.tk}) TORCH_CHECK(t->numel() == v, "triple_energy: t1 rows must be [v]");
   for (const auto* g : {&s.gjk, &s.gik, &s.gij})
     TORCH_CHECK(g->sizes() == torch::IntArrayRef({v, v}), "triple_energy: integral slices must be [v, v]");
-  // the denominators in float64 whatever W's precision (and so the sum)
-  const torch::Tensor ev64 = ev.to(torch::kFloat64);
+  // the denominators in float64 whatever W's precision (and so the sum), where W is
+  const torch::Tensor ev64 = ev.to(w.device(), torch::kFloat64);
   if (use_host_kernels(w, kernels)) {
     double e = 0;
     AT_DISPATCH_FLOATING_TYPES(w.scalar_type(), "triple_energy", [&] {
