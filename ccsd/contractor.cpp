@@ -76,7 +76,8 @@ torch::Tensor Contractor::operator()(const std::string& term, const std::string&
   return out;
 }
 
-Contractor::Section::Section(Contractor& c, std::string term) : c_(c), term_(std::move(term)) {
+Contractor::Section::Section(Contractor& c, std::string term, double flops)
+    : c_(c), term_(std::move(term)), flops_(flops) {
   const Usage u = Usage::now();
   wall0_ = u.wall, cpu0_ = u.cpu(), sys0_ = u.sys, faults0_ = u.minor_faults;
 }
@@ -92,6 +93,7 @@ Contractor::Section::~Section() {
   s.cpu_seconds += u.cpu() - cpu0_;
   s.sys_seconds += u.sys - sys0_;
   s.minor_faults += u.minor_faults - faults0_;
+  s.flops += flops_;
   s.calls += 1;
 }
 

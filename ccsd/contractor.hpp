@@ -54,11 +54,12 @@ class Contractor {
   /// Times a stretch of work that is not a contraction (the amplitude update, DIIS, the energy)
   /// under `term` while alive (RAII; on a CUDA device its end waits for the device, as every
   /// contraction's does, so each term's time is its own kernels'), so the per-term table shows it; the residual's own
-  /// elementwise work stays outside every term. Such terms have no FLOPs. Do not open one
+  /// elementwise work stays outside every term. Such terms have no FLOPs unless `flops` names
+  /// those of work done outside the contractor (a BLAS call made directly). Do not open one
   /// around a contraction: its time would be counted twice.
   class Section {
    public:
-    Section(Contractor& c, std::string term);
+    Section(Contractor& c, std::string term, double flops = 0);
     ~Section();
     Section(const Section&) = delete;
     Section& operator=(const Section&) = delete;
@@ -66,6 +67,7 @@ class Contractor {
    private:
     Contractor& c_;
     std::string term_;
+    double flops_;
     double wall0_, cpu0_, sys0_;
     std::int64_t faults0_;
   };

@@ -57,6 +57,10 @@ double triples_correction(const MoIntegrals& mo, const torch::Tensor& t1, const 
   static const std::array<std::array<int, 3>, 6> perms{{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}}};
   // Across ranks (parallel::world()): triple number n goes to rank n mod K (round robin keeps
   // the i-dependent costs balanced); the partial sums are added at the end.
+  // On the host the second part of X is subtracted inside the first part's output (addmm_, a
+  // BLAS call of no extra memory, timed and counted under "triples"); elsewhere (the device
+  // path) both parts run through the batching layer and the sum reads both.
+  const bool subtract_in_place = use_host_kernels(t2_pq, kernels);
   auto& comm = parallel::world();
   std::int64_t triple = -1;
   // accumulated where the amplitudes live: one device-to-host read at the end, not one per triple
@@ -87,7 +91,16 @@ double triples_correction(const MoIntegrals& mo, const torch::Tensor& t1, const 
           const torch::Tensor out = contract("triples", "sad,dn->san", {torch::stack(lhs), gk[r]});  // [m, v, v²]
           for (std::size_t m = 0; m < group.size(); ++m) x1[group[m]] = out[std::int64_t(m)].view({v, v, v});
         }
+        if (subtract_in_place) {
+          // X = X1 − Σ_l t_p[(x y), l] (l q|z r) by the BLAS straight into X1 (β = 1, α = −1):
+          // one array per ordering for the sum below to read instead of two
+          Contractor::Section section(contract, "triples", 2.0 * double(distinct.size()) * double(v * v * v * o));
+          for (std::size_t u = 0; u < distinct.size(); ++u)
+            x1[u].view({v * v, v}).addmm_(t2_p[distinct[u][0]], g_oovo.select(3, distinct[u][2]).select(1, distinct[u][1]),
+                                          1.0, -1.0);
+        }
         for (std::int64_t p : {i, j, k}) {
+          if (subtract_in_place) break;
           const auto group = sharing(distinct, 0, p);
           if (group.empty() || x2[group[0]].defined()) continue;
           std::vector<torch::Tensor> rhs;
@@ -102,7 +115,7 @@ double triples_correction(const MoIntegrals& mo, const torch::Tensor& t1, const 
           std::array<std::int64_t, 3> inv{};
           for (int q = 0; q < 3; ++q) inv[std::size_t(perms[si][std::size_t(q)])] = q;
           plus.push_back(x1[of[si]].permute({inv[0], inv[1], inv[2]}));
-          minus.push_back(x2[of[si]].permute({inv[0], inv[1], inv[2]}));
+          if (!subtract_in_place) minus.push_back(x2[of[si]].permute({inv[0], inv[1], inv[2]}));
         }
         torch::Tensor w;
         {
