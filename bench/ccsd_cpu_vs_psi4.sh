@@ -14,6 +14,7 @@
 # usage: bench/ccsd_cpu_vs_psi4.sh "4 c4h4 5 6" [NNVMC] [TAU]
 #        env: REPEATS=2 ITERS=3 FROZEN=0 MAIN= PROGRAMS="nnvmc_conv psi4_ccenergy nnvmc_chol psi4_fnocc"
 set -euo pipefail
+source "$(dirname "$0")/ccsd_system.sh"
 SYSTEMS=${1:-"4 c4h4"}; NNVMC=${2:-build/src/app/nnvmc}; TAU=${3:-1e-5}
 REPEATS=${REPEATS:-2}; ITERS=${ITERS:-3}; FROZEN=${FROZEN:-0}; MAIN=${MAIN:-}
 PROGRAMS=${PROGRAMS:-"nnvmc_conv psi4_ccenergy nnvmc_chol psi4_fnocc"}
@@ -30,12 +31,7 @@ echo "# $(date -u +%F' '%H:%M) UTC; nnvmc $(git rev-parse --short HEAD 2>/dev/nu
 echo "# nnvmc binary: $NNVMC; main binary: ${MAIN:-none}; $(uptime)"
 printf "%-8s %-6s %-10s %9s %9s %6s\n" system run program wall/it cpu/it load
 for sys in $SYSTEMS; do
-  if [[ $sys =~ ^[0-9]+$ ]]; then
-    python3 bench/xyz_frame.py "$XYZ" "$sys" "$TMP/mol.xyz"
-    mol="$TMP/mol.xyz"; psi=("$XYZ" cc-pvdz --frame "$sys"); name="(H2O)$sys"
-  else
-    mol="$sys"; psi=("configs/molecules/$sys.yaml" cc-pvdz); name="$sys"
-  fi
+  resolve_system "$sys" "$TMP"
   for r in $(seq 1 "$REPEATS"); do
     for prog in $PROGRAMS; do
       l=$(load)

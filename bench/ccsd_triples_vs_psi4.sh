@@ -11,6 +11,7 @@
 # usage: bench/ccsd_triples_vs_psi4.sh "c4h4 4" [NNVMC] [TAU]
 #        env: REPEATS=2 FROZEN=0 MAIN= PROGRAMS="nnvmc_conv psi4_ccenergy nnvmc_chol psi4_fnocc"
 set -euo pipefail
+source "$(dirname "$0")/ccsd_system.sh"
 SYSTEMS=${1:-"c4h4"}; NNVMC=${2:-build/src/app/nnvmc}; TAU=${3:-1e-5}
 REPEATS=${REPEATS:-2}; FROZEN=${FROZEN:-0}; MAIN=${MAIN:-}
 PROGRAMS=${PROGRAMS:-"nnvmc_conv psi4_ccenergy nnvmc_chol psi4_fnocc"}
@@ -25,12 +26,7 @@ echo "# $(date -u +%F' '%H:%M) UTC; nnvmc $(git rev-parse --short HEAD 2>/dev/nu
 echo "# nnvmc binary: $NNVMC; main binary: ${MAIN:-none}; $(uptime)"
 printf "%-8s %-4s %-14s %10s %22s %6s\n" system run program triples_s e_t load
 for sys in $SYSTEMS; do
-  if [[ $sys =~ ^[0-9]+$ ]]; then
-    python3 bench/xyz_frame.py "$XYZ" "$sys" "$TMP/mol.xyz"
-    mol="$TMP/mol.xyz"; psi=("$XYZ" cc-pvdz --frame "$sys"); name="(H2O)$sys"
-  else
-    mol="$sys"; psi=("configs/molecules/$sys.yaml" cc-pvdz); name="$sys"
-  fi
+  resolve_system "$sys" "$TMP"
   for r in $(seq 1 "$REPEATS"); do
     for prog in $PROGRAMS; do
       l=$(cut -d' ' -f1 /proc/loadavg)

@@ -7,17 +7,13 @@
 # conventional integrals and Cholesky (tau). Psi4: bench/psi4_ccsd_periter.py (two runs with
 # different convergence thresholds; the wall-time difference over the iteration difference).
 set -euo pipefail
+source "$(dirname "$0")/ccsd_system.sh"
 SYSTEMS=${1:-"1 2 3"}; NNVMC=${2:-build/src/app/nnvmc}; THREADS=${3:-2}; TAU=${4:-1e-5}; ITERS=${ITERS:-4}
 XYZ=${XYZ:-bench/molecules/water_clusters.xyz}
 TMP=$(mktemp -d)
 printf "%-6s %5s %12s %12s %12s %12s %12s\n" system n_bf nnvmc_conv nnvmc_chol psi4 psi4/conv psi4/chol
 for sys in $SYSTEMS; do
-  if [[ $sys =~ ^[0-9]+$ ]]; then
-    python3 bench/xyz_frame.py "$XYZ" "$sys" "$TMP/mol.xyz"
-    mol="$TMP/mol.xyz"; psi_args=("$XYZ" cc-pvdz --frame "$sys"); name="(H2O)$sys"
-  else
-    mol="$sys"; psi_args=("configs/molecules/$sys.yaml" cc-pvdz); name="$sys"
-  fi
+  resolve_system "$sys" "$TMP"; psi_args=("${psi[@]}")
   cc=(ccsd "$mol" --basis cc-pvdz --json --max-iterations "$ITERS" --allow-unconverged)
   OMP_NUM_THREADS=$THREADS "$NNVMC" "${cc[@]}" > "$TMP/conv.json" 2> /dev/null
   OMP_NUM_THREADS=$THREADS "$NNVMC" "${cc[@]}" --cholesky "$TAU" > "$TMP/chol.json" 2> /dev/null
