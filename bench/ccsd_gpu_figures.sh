@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 17's GPU figures in one device run (prepared; not run yet — no device in the sessions
 # that wrote it). Uses the shared device tools' conventions:
-#   here:    ../shared/tools/device/pack.sh nnvmc test_batching batching_ladder
+#   here:    ../shared/tools/device/pack.sh nnvmc test_batching test_ccsd batching_ladder
 #   device:  run(command="bash .device/run.sh bash bench/ccsd_gpu_figures.sh", carry=[".device"], timeout_s=540)
 # Rehearse on the CPU first: bench/device_dry_run.sh bench/ccsd_gpu_figures.sh.
 # Writes under $OUT (the run tool's folder; ./gpu_out without it): summary.txt, one JSON and one
@@ -19,7 +19,8 @@
 #   c4h4t    C4H4 conventional, resident, converged, with (T) on the GPU                          60 s
 #   w8host   (H2O)8 torch-CUDA with --resident off (every contraction uploads its operands)       80 s
 #   ladder   the ladder micro-benchmark, torch-CUDA and cuBLAS staged                             80 s
-#   tests    test_batching's StagedGemm* (cuBLAS vs torch) and PeakMemory* (caching allocator)   40 s
+#   tests    test_batching's StagedGemm* (cuBLAS vs torch) and PeakMemory* (caching allocator),
+#            test_ccsd's Triples* ((T)'s CUDA kernels vs the host loops)                        60 s
 #   w6       (H2O)6 resident and staged                                                          100 s
 #   cpu16    (H2O)8 on the 16 CPU cores of the same machine, 2 iterations (GPU/CPU ratio)        150 s
 # Per run: s/iteration (each iteration: the first includes warm-up), set-up (SCF, integrals +
@@ -111,7 +112,10 @@ PY
     tests)
       timeout 40 test_batching --gtest_filter='StagedGemm*:PeakMemory*' > "$OUT/tests_batching.txt" 2>&1
       log "batching tests rc=$? ($(tail -1 "$OUT/tests_batching.txt"))"
-      grep -E "^\[  (FAILED|SKIPPED) " "$OUT/tests_batching.txt" | tee -a "$OUT/summary.txt" ;;
+      grep -E "^\[  (FAILED|SKIPPED) " "$OUT/tests_batching.txt" | tee -a "$OUT/summary.txt"
+      timeout 20 test_ccsd --gtest_filter='Triples*' > "$OUT/tests_ccsd.txt" 2>&1
+      log "ccsd (T) kernel tests rc=$? ($(tail -1 "$OUT/tests_ccsd.txt"))"
+      grep -E "^\[  (FAILED|SKIPPED) " "$OUT/tests_ccsd.txt" | tee -a "$OUT/summary.txt" ;;
     w6) water 6
       ccsd w6_fc_resident 50 "$OUT/w6.xyz" "${cd_fc[@]}" "${short[@]}" --device cuda
       ccsd w6_fc_cublas_staged 50 "$OUT/w6.xyz" "${cd_fc[@]}" "${short[@]}" --backend cublas --memory "$STAGED_MEMORY" ;;

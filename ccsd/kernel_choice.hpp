@@ -7,8 +7,9 @@
 
 namespace nnvmc::ccsd {
 
-/// `automatic` takes the fused host loops for contiguous CPU float64 / float32 tensors and the
-/// torch ops otherwise; `torch_ops` always takes the torch ops.
+/// `automatic` takes the fused host loops for contiguous CPU float64 / float32 tensors, (T)'s
+/// CUDA kernels for CUDA ones (triples_kernels.cpp, in a CUDA build) and the torch ops
+/// otherwise; `torch_ops` always takes the torch ops.
 enum class KernelChoice { automatic, torch_ops };
 
 /// True when `choice` and `x` (CPU, float64 / float32, and contiguous unless `any_strides`)

@@ -9,9 +9,36 @@
 #include <functional>
 #include <vector>
 
+#if NNVMC_WITH_CUDA
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
+#include "ccsd/triples_cuda.hpp"
+#endif
+
 namespace nnvmc::ccsd {
 
 namespace {
+
+/// True when `choice` and `x` (a float64 / float32 CUDA tensor, in a CUDA build) select the
+/// CUDA kernels of triples_cuda.hpp.
+bool use_cuda_kernels(const torch::Tensor& x, KernelChoice choice) {
+#if NNVMC_WITH_CUDA
+  return choice == KernelChoice::automatic && x.is_cuda() &&
+         (x.scalar_type() == torch::kFloat64 || x.scalar_type() == torch::kFloat32);
+#else
+  (void)x, (void)choice;
+  return false;
+#endif
+}
+
+#if NNVMC_WITH_CUDA
+/// torch's current stream on `device` (a cudaStream_t), where the kernels go so that they are
+/// ordered with the torch ops and contractions around them.
+void* current_stream(const torch::Device& device) {
+  return c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStream(device).native_handle();
+}
+#endif
 
 /// A strided 3-D view: element (x, y, z) at p[x·s0 + y·s1 + z·s2].
 template <typename T>
@@ -129,6 +156,28 @@ torch::Tensor sum_of_views(const std::vector<torch::Tensor>& plus, const std::ve
   bool host = use_host_kernels(first, kernels, /*any_strides=*/true) && first.dim() == 3;
   for (const auto* list : {&plus, &minus})
     for (const auto& t : *list) host = host && t.device().is_cpu() && t.scalar_type() == first.scalar_type() && t.sizes() == first.sizes();
+#if NNVMC_WITH_CUDA
+  bool cuda = use_cuda_kernels(first, kernels) && first.dim() == 3 && plus.size() + minus.size() <= std::size_t(cuda::kMaxViews);
+  for (const auto* list : {&plus, &minus})
+    for (const auto& t : *list) cuda = cuda && t.device() == first.device() && t.scalar_type() == first.scalar_type() && t.sizes() == first.sizes();
+  if (cuda) {
+    torch::Tensor out = torch::empty(first.sizes(), first.options());
+    cuda::SumOfViews call;
+    for (const auto* list : {&plus, &minus})
+      for (const auto& t : *list) {
+        call.src[call.n_views] = t.data_ptr();
+        for (int d = 0; d < 3; ++d) call.strides[call.n_views][d] = t.stride(d);
+        ++call.n_views;
+      }
+    call.n_plus = int(plus.size());
+    call.out = out.data_ptr();
+    call.n0 = first.size(0), call.n1 = first.size(1), call.n2 = first.size(2);
+    call.f64 = first.scalar_type() == torch::kFloat64;
+    const c10::DeviceGuard guard(first.device());
+    cuda::launch_sum_of_views(call, current_stream(first.device()));
+    return out;
+  }
+#endif
   if (!host) {
     torch::Tensor out = first.clone(at::MemoryFormat::Contiguous);
     for (std::size_t s = 1; s < plus.size(); ++s) out.add_(plus[s]);
@@ -166,6 +215,23 @@ torch::Tensor triple_energy(const torch::Tensor& w, const TripleSingles& s, doub
     });
     return torch::tensor(e, torch::kFloat64);
   }
+#if NNVMC_WITH_CUDA
+  if (use_cuda_kernels(w, kernels) && w.is_contiguous()) {
+    auto on_device = [&](const torch::Tensor& t) { return t.to(w.device(), w.scalar_type()).contiguous(); };
+    const torch::Tensor ti = on_device(s.ti), tj = on_device(s.tj), tk = on_device(s.tk), gjk = on_device(s.gjk),
+                        gik = on_device(s.gik), gij = on_device(s.gij), e_v = ev64.contiguous();
+    const auto f64 = w.options().dtype(torch::kFloat64);
+    torch::Tensor sum = torch::zeros({}, f64), partials = torch::empty({cuda::triple_energy_partials()}, f64);
+    cuda::TripleEnergy call;
+    call.w = w.data_ptr(), call.ti = ti.data_ptr(), call.tj = tj.data_ptr(), call.tk = tk.data_ptr();
+    call.gjk = gjk.data_ptr(), call.gik = gik.data_ptr(), call.gij = gij.data_ptr();
+    call.ev = e_v.data_ptr<double>(), call.e_ijk = e_ijk, call.v = v, call.f64 = w.scalar_type() == torch::kFloat64;
+    call.sum = sum.data_ptr<double>(), call.partials = partials.data_ptr<double>(), call.n_partials = int(partials.numel());
+    const c10::DeviceGuard guard(w.device());
+    cuda::launch_triple_energy(call, current_stream(w.device()));
+    return sum;
+  }
+#endif
   const torch::Tensor V = w + s.ti.view({v, 1, 1}) * s.gjk.view({1, v, v}) + s.tj.view({1, v, 1}) * s.gik.view({v, 1, v}) +
                           s.tk.view({1, 1, v}) * s.gij.view({v, v, 1});
   const torch::Tensor r3 = 4 * V + V.permute({1, 2, 0}) + V.permute({2, 0, 1}) -

@@ -1,8 +1,9 @@
 #pragma once
 /// @file triples_kernels.hpp
 /// The elementwise part of one occupied triple of (T) (triples.cpp): the sum of the six
-/// permuted GEMM results into W, and the triple's energy sum. Fused host loops on the CPU, torch
-/// ops elsewhere (KernelChoice); the two agree to rounding.
+/// permuted GEMM results into W, and the triple's energy sum. Fused host loops on the CPU, CUDA
+/// kernels on a CUDA device (triples_cuda.hpp, in a CUDA build), torch ops otherwise or when
+/// KernelChoice::torch_ops asks; all agree to rounding.
 #include <torch/types.h>
 
 #include <vector>
