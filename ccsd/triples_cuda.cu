@@ -2,8 +2,8 @@
 //  - sum of views: one thread per element of W, the destination written in order (coalesced),
 //    each view read through its strides (the permuted ones are not coalesced; their lines are
 //    reused by the neighbouring rows' blocks through L2).
-//  - triple energy: one warp per virtual pair a ≥ b, its lanes over c ≤ b; each visit reads the
-//    six permutations of W once and forms V on the fly (the host loop's formula), in float64.
+//  - triple energy: one warp per virtual pair a ≥ b, its lanes over c ≤ b; each visit is the host
+//    loop's (triple_visit, triples_visit.hpp): six W values, V formed on the fly, float64.
 //    Each block writes its partial sum and one small kernel adds them in a fixed order, so the
 //    energy is the same from run to run (no floating-point atomics).
 #include <cuda_runtime.h>
@@ -13,6 +13,7 @@
 #include <string>
 
 #include "ccsd/triples_cuda.hpp"
+#include "ccsd/triples_visit.hpp"
 #include "core/errors.hpp"
 
 namespace nnvmc::ccsd::cuda {
@@ -56,38 +57,20 @@ __device__ double warp_sum(double x) {
 
 template <typename T, typename I>
 __global__ void triple_energy_blocks(TripleEnergy call, double* __restrict__ partials) {
-  const T* w = static_cast<const T*>(call.w);
-  const T *ti = static_cast<const T*>(call.ti), *tj = static_cast<const T*>(call.tj), *tk = static_cast<const T*>(call.tk);
-  const T *gjk = static_cast<const T*>(call.gjk), *gik = static_cast<const T*>(call.gik),
-          *gij = static_cast<const T*>(call.gij);
-  const double* ev = call.ev;
-  const I v = I(call.v);
+  const TripleArrays<T, I> x{static_cast<const T*>(call.w),   static_cast<const T*>(call.ti),
+                             static_cast<const T*>(call.tj),  static_cast<const T*>(call.tk),
+                             static_cast<const T*>(call.gjk), static_cast<const T*>(call.gik),
+                             static_cast<const T*>(call.gij), call.ev,
+                             I(call.v)};
   const long long pairs = call.v * (call.v + 1) / 2;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-  auto W = [&](I x, I y, I z) { return double(w[(x * v + y) * v + z]); };
-  auto V = [&](double wxyz, I x, I y, I z) {
-    return wxyz + double(ti[x]) * double(gjk[y * v + z]) + double(tj[y]) * double(gik[x * v + z]) +
-           double(tk[z]) * double(gij[x * v + y]);
-  };
   double acc = 0;
   for (long long p = (long long)blockIdx.x * warps + warp; p < pairs; p += (long long)gridDim.x * warps) {
-    // pair p = a(a+1)/2 + b with 0 ≤ b ≤ a
-    long long a_ = (long long)((sqrt(8.0 * double(p) + 1.0) - 1.0) / 2.0);
-    while (a_ * (a_ + 1) / 2 > p) --a_;
-    while ((a_ + 1) * (a_ + 2) / 2 <= p) ++a_;
-    const I a = I(a_), b = I(p - a_ * (a_ + 1) / 2);
-    const double dab = call.e_ijk - ev[a] - ev[b];
-    for (I c = I(lane); c <= b; c += 32) {
-      const double w0 = W(a, b, c), w1 = W(b, c, a), w2 = W(c, a, b);  // even orderings
-      const double w3 = W(a, c, b), w4 = W(c, b, a), w5 = W(b, a, c);  // odd orderings
-      const double v0 = V(w0, a, b, c), v1 = V(w1, b, c, a), v2 = V(w2, c, a, b);
-      const double v3 = V(w3, a, c, b), v4 = V(w4, c, b, a), v5 = V(w5, b, a, c);
-      const double swe = w0 + w1 + w2, swo = w3 + w4 + w5, sve = v0 + v1 + v2, svo = v3 + v4 + v5;
-      const double s = 3 * (w0 * v0 + w1 * v1 + w2 * v2 + w3 * v3 + w4 * v4 + w5 * v5) + swe * sve + swo * svo -
-                       2 * (swe * svo + swo * sve);
-      const double orderings = (a == b && b == c) ? 1.0 : (a == b || b == c) ? 3.0 : 6.0;
-      acc += orderings / 6.0 * s / (dab - ev[c]);
-    }
+    long long a_, b_;
+    pair_of(p, a_, b_);
+    const I a = I(a_), b = I(b_);
+    const double dab = call.e_ijk - call.ev[a] - call.ev[b];
+    for (I c = I(lane); c <= b; c += 32) acc += triple_visit(x, a, b, c, dab);
   }
   __shared__ double warp_sums[32];
   acc = warp_sum(acc);

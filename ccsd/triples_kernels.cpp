@@ -9,6 +9,8 @@
 #include <functional>
 #include <vector>
 
+#include "ccsd/triples_visit.hpp"
+
 #if NNVMC_WITH_CUDA
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -19,18 +21,6 @@
 namespace nnvmc::ccsd {
 
 namespace {
-
-/// True when `choice` and `x` (a float64 / float32 CUDA tensor, in a CUDA build) select the
-/// CUDA kernels of triples_cuda.hpp.
-bool use_cuda_kernels(const torch::Tensor& x, KernelChoice choice) {
-#if NNVMC_WITH_CUDA
-  return choice == KernelChoice::automatic && x.is_cuda() &&
-         (x.scalar_type() == torch::kFloat64 || x.scalar_type() == torch::kFloat32);
-#else
-  (void)x, (void)choice;
-  return false;
-#endif
-}
 
 #if NNVMC_WITH_CUDA
 /// torch's current stream on `device` (a cudaStream_t), where the kernels go so that they are
@@ -101,10 +91,7 @@ void sum_views_host(const std::vector<View3<T>>& plus, const std::vector<View3<T
   });
 }
 
-/// Σ over a ≥ b ≥ c of (number of distinct orderings of (a, b, c) / 6) · Σ over the six orderings
-/// π of W_π r3(V)_π / D_abc. With the even orderings E = {abc, bca, cab} and the odd ones
-/// O = {acb, cba, bac}, r3(V)_π = 3 V_π + ΣV_E − 2 ΣV_O for π in E (E and O swapped for π in O),
-/// so the six terms need only the six W and six V values of the orderings.
+/// Σ over a ≥ b ≥ c of triple_visit (triples_visit.hpp), parallel over a.
 template <typename T>
 double triple_energy_host(const T* w, const T* ti, const T* tj, const T* tk, const T* gjk, const T* gik,
                           const T* gij, const double* ev, double e_ijk, std::int64_t v) {
@@ -122,25 +109,11 @@ double triple_energy_host(const T* w, const T* ti, const T* tj, const T* tk, con
       0, std::int64_t(cut.size()) - 1, 1, 0.0,
       [&](std::int64_t p0, std::int64_t p1, double acc) {
         const std::int64_t a0 = cut[std::size_t(p0)], a1 = cut[std::size_t(p1)];
-        auto W = [&](std::int64_t x, std::int64_t y, std::int64_t z) { return double(w[(x * v + y) * v + z]); };
-        auto V = [&](double wxyz, std::int64_t x, std::int64_t y, std::int64_t z) {
-          return wxyz + double(ti[x]) * double(gjk[y * v + z]) + double(tj[y]) * double(gik[x * v + z]) +
-                 double(tk[z]) * double(gij[x * v + y]);
-        };
+        const TripleArrays<T, std::int64_t> x{w, ti, tj, tk, gjk, gik, gij, ev, v};
         for (std::int64_t a = a0; a < a1; ++a)
           for (std::int64_t b = 0; b <= a; ++b) {
             const double dab = e_ijk - ev[a] - ev[b];
-            for (std::int64_t c = 0; c <= b; ++c) {
-              const double w0 = W(a, b, c), w1 = W(b, c, a), w2 = W(c, a, b);  // even
-              const double w3 = W(a, c, b), w4 = W(c, b, a), w5 = W(b, a, c);  // odd
-              const double v0 = V(w0, a, b, c), v1 = V(w1, b, c, a), v2 = V(w2, c, a, b);
-              const double v3 = V(w3, a, c, b), v4 = V(w4, c, b, a), v5 = V(w5, b, a, c);
-              const double swe = w0 + w1 + w2, swo = w3 + w4 + w5, sve = v0 + v1 + v2, svo = v3 + v4 + v5;
-              const double s = 3 * (w0 * v0 + w1 * v1 + w2 * v2 + w3 * v3 + w4 * v4 + w5 * v5) + swe * sve +
-                               swo * svo - 2 * (swe * svo + swo * sve);
-              const double orderings = (a == b && b == c) ? 1.0 : (a == b || b == c) ? 3.0 : 6.0;
-              acc += orderings / 6.0 * s / (dab - ev[c]);
-            }
+            for (std::int64_t c = 0; c <= b; ++c) acc += triple_visit(x, a, b, c, dab);
           }
         return acc;
       },
@@ -149,15 +122,26 @@ double triple_energy_host(const T* w, const T* ti, const T* tj, const T* tk, con
 
 }  // namespace
 
+TriplesPath triples_path(const torch::Tensor& x, KernelChoice choice, bool any_strides) {
+  if (use_host_kernels(x, choice, any_strides)) return TriplesPath::host_loops;
+#if NNVMC_WITH_CUDA
+  if (choice == KernelChoice::automatic && x.is_cuda() && (any_strides || x.is_contiguous()) &&
+      (x.scalar_type() == torch::kFloat64 || x.scalar_type() == torch::kFloat32))
+    return TriplesPath::cuda_kernels;
+#endif
+  return TriplesPath::torch_ops;
+}
+
 torch::Tensor sum_of_views(const std::vector<torch::Tensor>& plus, const std::vector<torch::Tensor>& minus,
                            KernelChoice kernels) {
   TORCH_CHECK(!plus.empty(), "sum_of_views needs at least one view to add");
   const torch::Tensor& first = plus.front();
-  bool host = use_host_kernels(first, kernels, /*any_strides=*/true) && first.dim() == 3;
+  const TriplesPath path = triples_path(first, kernels, /*any_strides=*/true);
+  bool host = path == TriplesPath::host_loops && first.dim() == 3;
   for (const auto* list : {&plus, &minus})
     for (const auto& t : *list) host = host && t.device().is_cpu() && t.scalar_type() == first.scalar_type() && t.sizes() == first.sizes();
 #if NNVMC_WITH_CUDA
-  bool cuda = use_cuda_kernels(first, kernels) && first.dim() == 3 && plus.size() + minus.size() <= std::size_t(cuda::kMaxViews);
+  bool cuda = path == TriplesPath::cuda_kernels && first.dim() == 3 && plus.size() + minus.size() <= std::size_t(cuda::kMaxViews);
   for (const auto* list : {&plus, &minus})
     for (const auto& t : *list) cuda = cuda && t.device() == first.device() && t.scalar_type() == first.scalar_type() && t.sizes() == first.sizes();
   if (cuda) {
@@ -203,7 +187,7 @@ torch::Tensor triple_energy(const torch::Tensor& w, const TripleSingles& s, doub
     TORCH_CHECK(g->sizes() == torch::IntArrayRef({v, v}), "triple_energy: integral slices must be [v, v]");
   // the denominators in float64 whatever W's precision (and so the sum), where W is
   const torch::Tensor ev64 = ev.to(w.device(), torch::kFloat64);
-  if (use_host_kernels(w, kernels)) {
+  if (triples_path(w, kernels, /*any_strides=*/false) == TriplesPath::host_loops) {
     double e = 0;
     AT_DISPATCH_FLOATING_TYPES(w.scalar_type(), "triple_energy", [&] {
       auto host = [&](const torch::Tensor& t) { return t.to(torch::kCPU, w.scalar_type()).contiguous(); };
@@ -216,7 +200,7 @@ torch::Tensor triple_energy(const torch::Tensor& w, const TripleSingles& s, doub
     return torch::tensor(e, torch::kFloat64);
   }
 #if NNVMC_WITH_CUDA
-  if (use_cuda_kernels(w, kernels) && w.is_contiguous()) {
+  if (triples_path(w, kernels, /*any_strides=*/false) == TriplesPath::cuda_kernels) {
     auto on_device = [&](const torch::Tensor& t) { return t.to(w.device(), w.scalar_type()).contiguous(); };
     const torch::Tensor ti = on_device(s.ti), tj = on_device(s.tj), tk = on_device(s.tk), gjk = on_device(s.gjk),
                         gik = on_device(s.gik), gij = on_device(s.gij), e_v = ev64.contiguous();

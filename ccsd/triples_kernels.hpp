@@ -12,6 +12,13 @@
 
 namespace nnvmc::ccsd {
 
+/// Which implementation the kernels below run for tensors like `x` under `choice`: the host
+/// loops (CPU, float64 / float32, contiguous unless `any_strides`), the CUDA kernels (a CUDA
+/// float64 / float32 tensor in a build with them: triples_cuda.hpp) or the torch ops (any other
+/// case, and always under KernelChoice::torch_ops).
+enum class TriplesPath { host_loops, cuda_kernels, torch_ops };
+TriplesPath triples_path(const torch::Tensor& x, KernelChoice choice, bool any_strides);
+
 /// Σ_s plus_s − Σ_s minus_s of 3-D tensors of one shape [n0, n1, n2] with any strides (permuted
 /// views of GEMM outputs), as one contiguous tensor. The host loop reads each view once, in
 /// cache-sized tiles, instead of one strided pass and one temporary per view.

@@ -56,7 +56,7 @@ TripleData make_data(std::int64_t n, torch::ScalarType dtype, const torch::Devic
 
 TripleData to_cpu(const TripleData& d) {
   TripleData h;
-  for (const auto& t : d.plus) h.plus.push_back(t.cpu());  // keeps the strides
+  for (const auto& t : d.plus) h.plus.push_back(t.cpu());  // dense permuted views keep their strides
   for (const auto& t : d.minus) h.minus.push_back(t.cpu());
   h.w = d.w.cpu(), h.ev = d.ev.cpu();
   h.s = {d.s.ti.cpu(), d.s.tj.cpu(), d.s.tk.cpu(), d.s.gjk.cpu(), d.s.gik.cpu(), d.s.gij.cpu()};
@@ -68,9 +68,17 @@ TripleData to_cpu(const TripleData& d) {
 void expect_kernels_agree(const torch::Device& device) {
   torch::manual_seed(17);
   const double e_ijk = -1.9;
+  // the kernels that run: the host loops on the CPU, the CUDA kernels on a GPU
+  const auto expected = device.is_cuda() ? cc::TriplesPath::cuda_kernels : cc::TriplesPath::host_loops;
+  // on the GPU also v = 100: more pairs (5050) than the energy kernel has warps (4096)
+  std::vector<std::int64_t> sizes{1, 2, 7, 33, 70};
+  if (device.is_cuda()) sizes.push_back(100);
   for (const auto dtype : {torch::kFloat64, torch::kFloat32})
-    for (const std::int64_t n : {1, 2, 7, 33, 70}) {
+    for (const std::int64_t n : sizes) {
       const TripleData d = make_data(n, dtype, device), h = to_cpu(d);
+      ASSERT_EQ(cc::triples_path(d.w, KernelChoice::automatic, false), expected);
+      ASSERT_EQ(cc::triples_path(d.plus.back(), KernelChoice::automatic, true), expected);
+      ASSERT_EQ(cc::triples_path(d.w, KernelChoice::torch_ops, false), cc::TriplesPath::torch_ops);
       const double tol = dtype == torch::kFloat64 ? 1e-13 : 1e-5;
       const torch::Tensor sum = cc::sum_of_views(d.plus, d.minus), sum_host = cc::sum_of_views(h.plus, h.minus);
       const torch::Tensor sum_ops = cc::sum_of_views(d.plus, d.minus, KernelChoice::torch_ops);
@@ -89,6 +97,13 @@ void expect_kernels_agree(const torch::Device& device) {
       // the device energy is summed in a fixed order: the same bits twice
       EXPECT_EQ(cc::triple_energy(d.w, d.s, e_ijk, d.ev).item<double>(), e.item<double>()) << "n " << n;
     }
+  // a sum whose last extent spans several thread blocks (600 > 256), of non-cubic views
+  const auto opt = torch::TensorOptions().dtype(torch::kFloat64).device(device);
+  const std::vector<torch::Tensor> plus{torch::randn({3, 5, 600}, torch::kFloat64).to(opt),
+                                        torch::randn({600, 3, 5}, torch::kFloat64).to(opt).permute({1, 2, 0})};
+  const std::vector<torch::Tensor> minus{torch::randn({600, 5, 3}, torch::kFloat64).to(opt).permute({2, 1, 0})};
+  const torch::Tensor got = cc::sum_of_views(plus, minus).cpu();
+  EXPECT_TRUE(torch::allclose(got, (plus[0] + plus[1] - minus[0]).cpu(), 1e-14, 1e-14));
 }
 
 TEST(TriplesCuda, KernelsOnTheGpuEqualTheHostLoops) {

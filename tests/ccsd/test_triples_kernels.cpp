@@ -9,6 +9,7 @@
 
 #include "ccsd/driver.hpp"
 #include "ccsd/triples_kernels.hpp"
+#include "ccsd/triples_visit.hpp"
 
 namespace {
 
@@ -99,6 +100,32 @@ TEST(TriplesKernels, CcsdTriplesThroughTheTorchOpKernelsEqualsTheFusedHostLoops)
   EXPECT_NEAR(ops.cc.e_ccsd, host.cc.e_ccsd, 1e-11);
   EXPECT_NEAR(ops.cc.e_t, host.cc.e_t, 1e-12);
   EXPECT_LT(host.cc.e_t, -1e-4);  // a real (T) correction, not a vacuous zero
+}
+
+}  // namespace
+
+namespace {
+
+// The CUDA energy kernel's warps walk the pairs a ≥ b by number (pair_of, triples_visit.hpp):
+// every pair once, in the host loop's order, also where the square root is inexact.
+TEST(TriplesKernels, PairNumbersWalkTheTriangleOnceInTheHostLoopsOrder) {
+  long long p = 0;
+  for (long long a = 0; a < 700; ++a)
+    for (long long b = 0; b <= a; ++b, ++p) {
+      long long ga = -1, gb = -1;
+      nnvmc::ccsd::pair_of(p, ga, gb);
+      ASSERT_EQ(ga, a) << "p " << p;
+      ASSERT_EQ(gb, b) << "p " << p;
+    }
+  for (const long long a : {46340LL, 1LL << 24, (1LL << 26) + 3}) {  // large a: first and last pair of a row
+    long long ga = -1, gb = -1;
+    nnvmc::ccsd::pair_of(a * (a + 1) / 2, ga, gb);
+    EXPECT_EQ(ga, a);
+    EXPECT_EQ(gb, 0);
+    nnvmc::ccsd::pair_of(a * (a + 1) / 2 + a, ga, gb);
+    EXPECT_EQ(ga, a);
+    EXPECT_EQ(gb, a);
+  }
 }
 
 }  // namespace
