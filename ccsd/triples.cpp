@@ -57,10 +57,12 @@ double triples_correction(const MoIntegrals& mo, const torch::Tensor& t1, const 
   static const std::array<std::array<int, 3>, 6> perms{{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}}};
   // Across ranks (parallel::world()): triple number n goes to rank n mod K (round robin keeps
   // the i-dependent costs balanced); the partial sums are added at the end.
-  // On the host the second part of X is subtracted inside the first part's output (addmm_, a
-  // BLAS call of no extra memory, timed and counted under "triples"); elsewhere (the device
-  // path) both parts run through the batching layer and the sum reads both.
-  const bool subtract_in_place = use_host_kernels(t2_pq, kernels);
+  // Where the amplitudes and integrals share a device (the host, or a GPU with resident data)
+  // the second part of X is subtracted inside the first part's output (addmm_: a BLAS call with
+  // β = 1 and no extra memory, timed and counted under "triples"), and W sums six arrays. Under
+  // KernelChoice::torch_ops, or with operands the batching layer moves, both parts run through
+  // the batching layer and the sum reads twelve.
+  const bool subtract_in_place = kernels == KernelChoice::automatic && t2_p.device() == g_oovo.device();
   auto& comm = parallel::world();
   std::int64_t triple = -1;
   // accumulated where the amplitudes live: one device-to-host read at the end, not one per triple
