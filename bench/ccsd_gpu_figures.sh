@@ -17,6 +17,8 @@
 #            the packed ladder), so they stay in host memory and stream (pinned buffers, three
 #            streams; goal ≤ 1.5x the resident time), H2D bytes/iteration, device peak   100 s
 #   c4h4t    C4H4 conventional, resident, converged, with (T) on the GPU                          60 s
+#   w6t      (H2O)6 frozen-core CD, resident, converged, with (T) (its GEMMs vs its W / energy
+#            kernels at a size where the GPU is busy)                                           120 s
 #   w8host   (H2O)8 torch-CUDA with --resident off (every contraction uploads its operands)       80 s
 #   ladder   the ladder micro-benchmark, torch-CUDA and cuBLAS staged                             80 s
 #   tests    test_batching's StagedGemm* (cuBLAS vs torch) and PeakMemory* (caching allocator),
@@ -31,7 +33,7 @@
 set -u
 OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
 ITERS=${ITERS:-3}; STAGED_MEMORY=${STAGED_MEMORY:-2GiB}
-STAGES=${STAGES:-"w10 w8 w8staged c4h4t w8host ladder tests w6 cpu16"}
+STAGES=${STAGES:-"w10 w8 w8staged c4h4t w8host ladder tests w6 cpu16 w6t"}
 XYZ=${XYZ:-bench/molecules/water_clusters.xyz}
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 { nvidia-smi; nproc; } > "$OUT/env.txt" 2>&1
@@ -70,6 +72,17 @@ for t, s in sorted(j["terms"].items(), key=lambda kv: -kv[1]["seconds"]):
         print(f"    {t:<10} {s['seconds'] / it:8.3f} s/it  {s['flops'] / max(s['seconds'], 1e-12) * 1e-12:7.2f} TFLOP/s  {s['split']}")
 PY
 }
+triples_terms() {  # (T)'s terms in all (not per iteration): seconds, share of (T), TFLOP/s
+  python3 - "$1" <<'PY' | tee -a "$OUT/summary.txt"
+import json, sys
+try: j = json.load(open(sys.argv[1]))
+except Exception as e: print(f"(T) terms: no result ({e})"); sys.exit()
+total = j.get("seconds_triples", 0)
+print(f"    (T) {j.get('e_t', float('nan')):.10f} Eh in {total:.2f} s:" + "".join(
+    f"  {t} {s['seconds']:.2f} s ({100 * s['seconds'] / max(total, 1e-12):.0f} %, {s['flops'] / max(s['seconds'], 1e-12) * 1e-12:.2f} TFLOP/s)"
+    for t, s in sorted(j["terms"].items()) if t.startswith("triples")))
+PY
+}
 ccsd() {  # tag limit molecule args... (ITERS iterations unless the args converge it)
   local tag=$1 limit=$2 mol=$3; shift 3
   timeout "$limit" nnvmc ccsd "$mol" --basis cc-pvdz --json "$@" > "$OUT/$tag.json" 2> "$OUT/$tag.err"; local rc=$?
@@ -101,7 +114,9 @@ try: j = json.load(open(sys.argv[1]))
 except Exception as e: print(f"c4h4 vs Psi4: no result ({e})"); sys.exit()
 print(f"c4h4 vs Psi4: dE(CCSD) {j['e_ccsd'] + 154.2256869416:+.2e}  dE(CCSD(T)) {j.get('e_ccsd_t', 0) + 154.2509381358:+.2e} Eh")
 PY
-      ;;
+      triples_terms "$OUT/c4h4_resident_triples.json" ;;
+    w6t) water 6; ccsd w6_fc_resident_triples 120 "$OUT/w6.xyz" "${cd_fc[@]}" --device cuda --triples
+      triples_terms "$OUT/w6_fc_resident_triples.json" ;;
     w8host) water 8; ccsd w8_fc_host_operands 80 "$OUT/w8.xyz" "${cd_fc[@]}" "${short[@]}" --device cuda --resident off ;;
     ladder)
       for db in "cuda torch" "cpu cublas"; do
