@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Issue 17's GPU figures in one device run (prepared; not run yet — no device in the sessions
 # that wrote it). Uses the shared device tools' conventions:
-#   here:    ../shared/tools/device/pack.sh nnvmc test_batching test_ccsd batching_ladder
-#   device:  run(command="bash .device/run.sh bash bench/ccsd_gpu_figures.sh", carry=[".device"], timeout_s=540)
+#   here:    bench/device_packs.sh ccsd   (.device-ccsd: nnvmc test_batching test_ccsd batching_ladder)
+#   device:  run(command="bash .device-ccsd/run.sh bash bench/ccsd_gpu_figures.sh", carry=[".device-ccsd"], timeout_s=540)
 # Rehearse on the CPU first: bench/device_dry_run.sh bench/ccsd_gpu_figures.sh.
 # Writes under $OUT (the run tool's folder; ./gpu_out without it): summary.txt, one JSON and one
 # log (.err: per-iteration lines with their seconds, so a run cut by its limit still shows how far

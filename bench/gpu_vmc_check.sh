@@ -1,13 +1,10 @@
 #!/usr/bin/env bash
 # VMC training on a CUDA device (issue 16), prepared for a session that is lent the H200 machine.
 # Build and pack HERE (the device has no -dev packages and no network), then run there:
-#   ../shared/tools/device/pack.sh nnvmc psgrad_bench op_count_bench bench_walker_random \
-#     bench_device_collectives bench_laplacian nnvmc_cuda_graph [test_batching batching_ladder]
-#   (with the bracketed targets the same pack also serves bench/ccsd_gpu_figures.sh; with
-#   test_ccsd as well it was 63.0 MiB of the 64 MiB carry limit on 2026-12-02; the build takes
-#   about 40 min on 2 cores)
-#   mkdir -p .device/plugins && cp build-device/src/app/libnnvmc_cuda_graph.so .device/plugins/
-#   run(command="bash bench/gpu_vmc_check.sh", carry=[".device"], timeout_s=560)
+#   bench/device_packs.sh vmc      (.device-vmc: nnvmc psgrad_bench op_count_bench
+#     bench_walker_random bench_device_collectives bench_laplacian and the CUDA-graph plugin;
+#     the CCSD script has its own pack: one of both no longer fits the 64 MiB a call carries)
+#   run(command="DEVICE_DIR=.device-vmc bash bench/gpu_vmc_check.sh", carry=[".device-vmc"], timeout_s=560)
 # Stages (each with its own time limit, results under $OUT, one line each in $OUT/summary.txt):
 #   1. per-sample gradients and optimizer steps on CUDA (psgrad_bench: Jacobian / batch gradient,
 #      SPRING step vs its FLOP count, K-FAC step), LiH preset at 4096 walkers, float64 and float32;
@@ -29,10 +26,11 @@
 set -u
 OUT=${OUT:-gpu_out}
 mkdir -p "$OUT"
-R=${DEVICE_RUN:-.device/run.sh}  # bench/device_dry_run.sh points it at its CPU stand-in
-export NNVMC_PLUGIN_DIR="$PWD/.device/plugins"  # libnnvmc_cuda_graph.so (run.cuda_graphs)
+DEVICE_DIR=${DEVICE_DIR:-.device}  # the pack (bench/device_packs.sh vmc: .device-vmc)
+R=${DEVICE_RUN:-$DEVICE_DIR/run.sh}  # bench/device_dry_run.sh points it at its CPU stand-in
+export NNVMC_PLUGIN_DIR="$PWD/$DEVICE_DIR/plugins"  # libnnvmc_cuda_graph.so (run.cuda_graphs)
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
-[ -f "$R" ] || { log "no .device/ (run ../shared/tools/device/pack.sh here first)"; exit 1; }
+[ -f "$R" ] || { log "no $DEVICE_DIR/ (run bench/device_packs.sh vmc here first)"; exit 1; }
 bash "$R" nvidia-smi --query-gpu=name,memory.total --format=csv,noheader > "$OUT/env.txt" 2>&1
 log "env: $(head -1 "$OUT/env.txt")"
 
