@@ -16,6 +16,7 @@
 #include <string>
 
 #include "bench_args.hpp"
+#include "core/host_parallel.hpp"
 #include "train/outer_sum_tensors.hpp"
 
 using namespace nnvmc;

@@ -2,12 +2,13 @@
 #include "ccsd/pair_packing.hpp"
 
 #include <ATen/Dispatch.h>
-#include <ATen/Parallel.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <utility>
 #include <vector>
+
+#include "core/host_parallel.hpp"
 
 namespace nnvmc::ccsd {
 

@@ -2,7 +2,6 @@
 #include "ccsd/triples_kernels.hpp"
 
 #include <ATen/Dispatch.h>
-#include <ATen/Parallel.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -10,6 +9,7 @@
 #include <vector>
 
 #include "ccsd/triples_visit.hpp"
+#include "core/host_parallel.hpp"
 
 #if NNVMC_WITH_CUDA
 #include <c10/core/DeviceGuard.h>

@@ -51,3 +51,14 @@ function(nnvmc_add_test)
   gtest_discover_tests(test_${T_NAME} DISCOVERY_TIMEOUT 60
     PROPERTIES LABELS ${T_NAME} ENVIRONMENT "OMP_NUM_THREADS=1")
 endfunction()
+
+# nnvmc_openmp_sources(<target> <source>...)
+#   Sources of <target> (in the calling directory) whose host loops use at::parallel_for /
+#   at::parallel_reduce. ATen's OpenMP backend is inline in its headers: without OpenMP a source
+#   runs them on one thread (src/core/host_parallel.hpp then refuses to compile it). They are
+#   built with OpenMP, without the torch PCH (made without it: GCC would reject it), and the
+#   target links the OpenMP runtime libtorch loads (NNVMC_GOMP).
+function(nnvmc_openmp_sources target)
+  set_source_files_properties(${ARGN} PROPERTIES COMPILE_OPTIONS "${OpenMP_CXX_FLAGS}" SKIP_PRECOMPILE_HEADERS ON)
+  target_link_libraries(${target} PRIVATE ${NNVMC_GOMP})
+endfunction()

@@ -39,6 +39,7 @@
 #include "batching/device_ops.hpp"
 #include "batching/kept_buffers.hpp"
 #include "core/errors.hpp"
+#include "core/host_parallel.hpp"
 
 namespace nnvmc::batching {
 

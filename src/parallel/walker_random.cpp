@@ -3,7 +3,8 @@
 #include <cmath>
 #include <cstring>
 
-#include <ATen/Parallel.h>
+#include "core/host_parallel.hpp"
+
 
 namespace nnvmc::parallel {
 namespace {

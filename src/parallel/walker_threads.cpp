@@ -1,10 +1,11 @@
 #include "parallel/walker_threads.hpp"
 
-#include <ATen/Parallel.h>
 #include <ATen/ThreadLocalState.h>
 
 #include <algorithm>
 #include <atomic>
+
+#include "core/host_parallel.hpp"
 
 namespace nnvmc::parallel {
 

@@ -7,6 +7,7 @@
 
 #include "blocks/per_sample.hpp"
 #include "core/errors.hpp"
+#include "core/host_parallel.hpp"
 #include "train/batched_vjp.hpp"
 #include "train/outer_sum_tensors.hpp"
 

@@ -5,6 +5,7 @@
 #include "batching/cuda_runtime.hpp"
 #include "batching/peak_memory.hpp"
 #include "core/errors.hpp"
+#include "core/host_parallel.hpp"
 
 using nnvmc::batching::PeakMemoryScope;
 

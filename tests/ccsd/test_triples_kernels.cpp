@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ccsd/driver.hpp"
+#include "ccsd/pair_packing.hpp"
 #include "ccsd/triples_kernels.hpp"
 #include "ccsd/triples_visit.hpp"
 
@@ -126,6 +127,43 @@ TEST(TriplesKernels, PairNumbersWalkTheTriangleOnceInTheHostLoopsOrder) {
     EXPECT_EQ(ga, a);
     EXPECT_EQ(gb, a);
   }
+}
+
+}  // namespace
+
+namespace {
+
+// The host loops split their work across torch's threads (at::parallel_for / parallel_reduce,
+// built with OpenMP: core/host_parallel.hpp). On three threads, with extents that do not divide
+// evenly, they give the torch ops' results: the chunks cover every element once.
+TEST(TriplesKernels, HostLoopsOnSeveralThreadsEqualTheTorchOps) {
+  const int threads_before = at::get_num_threads();
+  at::set_num_threads(3);
+  torch::manual_seed(12);
+  const auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
+  for (const std::int64_t n : {5, 29}) {
+    std::vector<torch::Tensor> plus, minus;
+    permuted_views(n, torch::kFloat64, plus, minus);
+    EXPECT_TRUE(torch::allclose(cc::sum_of_views(plus, minus), cc::sum_of_views(plus, minus, KernelChoice::torch_ops), 1e-13, 1e-13))
+        << "n " << n;
+    const torch::Tensor w = torch::randn({n, n, n}, f64);
+    const cc::TripleSingles s{torch::randn({n}, f64), torch::randn({n}, f64), torch::randn({n}, f64),
+                              torch::randn({n, n}, f64), torch::randn({n, n}, f64), torch::randn({n, n}, f64)};
+    const torch::Tensor ev = torch::rand({n}, f64) + 0.5;
+    const double host = cc::triple_energy(w, s, -1.3, ev).item<double>();
+    const double ops = cc::triple_energy(w, s, -1.3, ev, KernelChoice::torch_ops).item<double>();
+    EXPECT_NEAR(host, ops, 1e-12 * (std::abs(ops) + 1)) << "n " << n;
+  }
+  for (const auto& [o, v] : {std::pair<std::int64_t, std::int64_t>{5, 7}, {7, 11}}) {
+    const cc::PairPacking po(o), pv(v);
+    const torch::Tensor x = torch::randn({o, v, o, v}, f64);
+    const auto fused = cc::pack_pairs(x, po, pv), ops = cc::pack_pairs(x, po, pv, KernelChoice::torch_ops);
+    EXPECT_TRUE(torch::equal(fused.plus, ops.plus) && torch::equal(fused.minus, ops.minus)) << "o " << o << " v " << v;
+    EXPECT_TRUE(torch::equal(cc::unpack_pairs_iajb(ops.plus, ops.minus, po, pv),
+                             cc::unpack_pairs_iajb(ops.plus, ops.minus, po, pv, KernelChoice::torch_ops)))
+        << "o " << o << " v " << v;
+  }
+  at::set_num_threads(threads_before);
 }
 
 }  // namespace
