@@ -1,7 +1,7 @@
 /// @file nccl_collectives.cpp
 /// DeviceCollectives through NCCL (built with NNVMC_WITH_NCCL). libnccl.so.2 is opened at run
-/// time: on a CUDA run libtorch_cuda has already loaded the wheel's copy, which dlopen then
-/// returns; the functions are looked up once. Communicators live until the process ends (no
+/// time, after libtorch_cuda (loaded first if need be) has loaded the wheel's copy, which dlopen
+/// then returns; the functions are looked up once. Communicators live until the process ends (no
 /// destruction at exit, where the CUDA runtime may already be gone).
 ///
 /// Before NCCL is initialised, the ranks agree that every one of them can take part (NCCL
@@ -20,6 +20,7 @@
 #include <string>
 #include <utility>
 
+#include "batching/backend.hpp"
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "parallel/device_collectives.hpp"
@@ -46,6 +47,13 @@ const NcclApi& nccl() {
   static NcclApi api;
   static std::string error;
   std::call_once(once, [] {
+    // libtorch_cuda first: it needs the wheel's NCCL (a newer API than a system libnccl.so.2), and
+    // a library of the same soname loaded before it would be reused and fail it (undefined
+    // symbol ncclCommResume, seen when a CPU-only test opened NCCL before another loaded CUDA)
+    try {
+      batching::ensure_device_runtime("cuda");
+    } catch (const Error&) {  // no CUDA runtime in this build or wheel: NCCL alone
+    }
     void* lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_GLOBAL);
     if (lib == nullptr) {
       error = dlerror();
