@@ -51,13 +51,15 @@ template <typename T>
 void sum_views_host(const std::vector<View3<T>>& plus, const std::vector<View3<T>>& minus, T* out, std::int64_t n0,
                     std::int64_t n1, std::int64_t n2) {
   constexpr std::int64_t B0 = 8, B1 = 8, B2 = 32;
-  const std::int64_t tiles0 = (n0 + B0 - 1) / B0;
-  at::parallel_for(0, tiles0, 1, [&](std::int64_t t0, std::int64_t t1) {
+  // the (a0, a1) tiles as one range, in the serial loop's order: threads share them evenly also
+  // where n0 / 8 is not much more than the thread count
+  const std::int64_t tiles0 = (n0 + B0 - 1) / B0, tiles1 = (n1 + B1 - 1) / B1;
+  at::parallel_for(0, tiles0 * tiles1, 1, [&](std::int64_t t0, std::int64_t t1) {
     std::vector<T> buf(std::size_t(B0 * B1 * B2));
     for (std::int64_t tile = t0; tile < t1; ++tile) {
-      const std::int64_t a0 = tile * B0, e0 = std::min(B0, n0 - a0);
-      for (std::int64_t a1 = 0; a1 < n1; a1 += B1) {
-        const std::int64_t e1 = std::min(B1, n1 - a1);
+      const std::int64_t a0 = tile / tiles1 * B0, e0 = std::min(B0, n0 - a0);
+      {
+        const std::int64_t a1 = tile % tiles1 * B1, e1 = std::min(B1, n1 - a1);
         for (std::int64_t a2 = 0; a2 < n2; a2 += B2) {
           const std::int64_t e2 = std::min(B2, n2 - a2);
           std::fill(buf.begin(), buf.end(), T(0));
