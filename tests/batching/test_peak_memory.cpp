@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <atomic>
+
 #include "batching/backend.hpp"
 #include "batching/cuda_runtime.hpp"
 #include "batching/peak_memory.hpp"
@@ -35,10 +37,17 @@ TEST(PeakMemory, CountsTheHighWaterMarkOfTensorsMadeInsideTheScope) {
 }
 
 TEST(PeakMemory, CountsAllocationsOfWorkerThreads) {
+  // two threads whatever OMP_NUM_THREADS says (ctest sets 1), so that other threads allocate
+  const int threads_before = at::get_num_threads();
+  at::set_num_threads(2);
   PeakMemoryScope scope;
-  at::parallel_for(0, 4, 1, [](int64_t lo, int64_t hi) {
+  std::atomic<int> workers{0};
+  at::parallel_for(0, 4, 1, [&](int64_t lo, int64_t hi) {
+    if (at::get_thread_num() > 0) ++workers;
     for (int64_t i = lo; i < hi; ++i) (void)torch::empty({1 << 15}, torch::kFloat64);
   });
+  at::set_num_threads(threads_before);
+  EXPECT_GT(workers.load(), 0) << "at::parallel_for ran on the calling thread only";
   EXPECT_GE(scope.peak_bytes(), 1 << 18);
 }
 
