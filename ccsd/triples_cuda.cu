@@ -82,8 +82,8 @@ __global__ void triple_energy_blocks(TripleEnergy call, double* __restrict__ par
   }
 }
 
-/// *sum += weight · Σ partials[0, n), in a fixed order.
-__global__ void add_partials(const double* __restrict__ partials, int n, double weight, double* sum) {
+/// *sum += Σ partials[0, n), in a fixed order.
+__global__ void add_partials(const double* __restrict__ partials, int n, double* sum) {
   __shared__ double warp_sums[32];
   double acc = 0;
   for (int q = threadIdx.x; q < n; q += blockDim.x) acc += partials[q];
@@ -93,7 +93,7 @@ __global__ void add_partials(const double* __restrict__ partials, int n, double 
   __syncthreads();
   if (warp == 0) {
     acc = warp_sum(lane < int(blockDim.x >> 5) ? warp_sums[lane] : 0.0);
-    if (lane == 0) *sum += weight * acc;
+    if (lane == 0) *sum += acc;
   }
 }
 
@@ -135,7 +135,7 @@ void launch_triple_energy(const TripleEnergy& call, void* stream) {
   else if (small) triple_energy_blocks<float, int><<<blocks, kEnergyThreads, 0, s>>>(call, call.partials);
   else triple_energy_blocks<float, long long><<<blocks, kEnergyThreads, 0, s>>>(call, call.partials);
   check(cudaGetLastError(), "energy launch");
-  add_partials<<<1, kFinalThreads, 0, s>>>(call.partials, blocks, call.weight, call.sum);
+  add_partials<<<1, kFinalThreads, 0, s>>>(call.partials, blocks, call.sum);
   check(cudaGetLastError(), "energy sum launch");
 }
 

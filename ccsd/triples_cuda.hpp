@@ -23,8 +23,8 @@ struct SumOfViews {
   bool f64 = true;
 };
 
-/// *sum += weight · Σ_{a ≥ b ≥ c} (distinct orderings of (a, b, c) / 6) · Σ_π W_π r3(V)_π / D_abc
-/// (the host loop's formula, triples_kernels.cpp), in float64. w contiguous [v, v, v]; ti, tj, tk
+/// *sum += Σ_{a ≥ b ≥ c} (distinct orderings of (a, b, c) / 6) · Σ_π W_π r3(V)_π / D_abc
+/// (triple_visit of triples_visit.hpp, as the host loop), in float64. w contiguous [v, v, v]; ti, tj, tk
 /// [v]; gjk, gik, gij contiguous [v, v], all of W's type; ev [v] float64; sum one float64;
 /// partials a float64 scratch of n_partials ≥ triple_energy_partials() (the per-block sums,
 /// added in a fixed order so that the energy does not change from run to run).
@@ -33,7 +33,7 @@ struct TripleEnergy {
   const void *ti = nullptr, *tj = nullptr, *tk = nullptr;
   const void *gjk = nullptr, *gik = nullptr, *gij = nullptr;
   const double* ev = nullptr;
-  double e_ijk = 0, weight = 1;
+  double e_ijk = 0;
   long long v = 0;
   bool f64 = true;
   double* sum = nullptr;

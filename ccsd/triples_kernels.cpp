@@ -139,14 +139,14 @@ torch::Tensor sum_of_views(const std::vector<torch::Tensor>& plus, const std::ve
   TORCH_CHECK(!plus.empty(), "sum_of_views needs at least one view to add");
   const torch::Tensor& first = plus.front();
   const TriplesPath path = triples_path(first, kernels, /*any_strides=*/true);
-  bool host = path == TriplesPath::host_loops && first.dim() == 3;
+  // the fused kernels take 3-D views of one shape, type and device; anything else the torch ops
+  bool alike = first.dim() == 3;
   for (const auto* list : {&plus, &minus})
-    for (const auto& t : *list) host = host && t.device().is_cpu() && t.scalar_type() == first.scalar_type() && t.sizes() == first.sizes();
+    for (const auto& t : *list)
+      alike = alike && t.device() == first.device() && t.scalar_type() == first.scalar_type() && t.sizes() == first.sizes();
+  const bool host = alike && path == TriplesPath::host_loops;
 #if NNVMC_WITH_CUDA
-  bool cuda = path == TriplesPath::cuda_kernels && first.dim() == 3 && plus.size() + minus.size() <= std::size_t(cuda::kMaxViews);
-  for (const auto* list : {&plus, &minus})
-    for (const auto& t : *list) cuda = cuda && t.device() == first.device() && t.scalar_type() == first.scalar_type() && t.sizes() == first.sizes();
-  if (cuda) {
+  if (alike && path == TriplesPath::cuda_kernels && plus.size() + minus.size() <= std::size_t(cuda::kMaxViews)) {
     torch::Tensor out = torch::empty(first.sizes(), first.options());
     cuda::SumOfViews call;
     for (const auto* list : {&plus, &minus})
