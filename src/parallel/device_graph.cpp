@@ -154,6 +154,20 @@ struct DeviceGraph::Captured {
   }
 };
 
+namespace {
+thread_local int graph_body_depth = 0;
+
+/// Marks the calling thread as running a fixed graph body while it lives.
+struct GraphBodyScope {
+  GraphBodyScope() { ++graph_body_depth; }
+  ~GraphBodyScope() { --graph_body_depth; }
+  GraphBodyScope(const GraphBodyScope&) = delete;
+  GraphBodyScope& operator=(const GraphBodyScope&) = delete;
+};
+}  // namespace
+
+bool in_graph_body() { return graph_body_depth > 0; }
+
 bool cuda_graphs_available(std::string* why) { return plugin(why) != nullptr; }
 
 DeviceGraph::DeviceGraph(GraphMode mode, c10::Device device, std::string what)
@@ -217,7 +231,10 @@ void DeviceGraph::run(const GraphKey& key, const std::function<void()>& body) {
   if (mode_ == GraphMode::eager) return body();
   if (graph_ && graph_->ready && key == key_) {
     ++replays_;
-    if (mode_ == GraphMode::emulated) return graph_->kept();
+    if (mode_ == GraphMode::emulated) {
+      const GraphBodyScope fixed;
+      return graph_->kept();
+    }
     char message[512] = {0};
     if (plugin(nullptr)->replay(graph_->graph, message, sizeof message) != 0)
       throw Error("CUDA graph replay of " + what_ + " failed: " + first_line(message));
@@ -260,8 +277,12 @@ void DeviceGraph::capture(const std::function<void()>& body) {
   } else {
     BodyCall call{&body, nullptr};
     char message[512] = {0};
-    if (plugin(nullptr)->capture(graph_->graph, &BodyCall::call, &call, message, sizeof message) != 0)
-      return give_up(call.error ? call.message() : std::string(message));
+    int rc = 0;
+    {
+      const GraphBodyScope fixed;
+      rc = plugin(nullptr)->capture(graph_->graph, &BodyCall::call, &call, message, sizeof message);
+    }
+    if (rc != 0) return give_up(call.error ? call.message() : std::string(message));
     const int dev = ledger_device(device_);
     const std::int64_t measured = plugin(nullptr)->pool_bytes(dev);
     std::int64_t pool = 0;

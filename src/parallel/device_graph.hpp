@@ -92,6 +92,12 @@ class DeviceGraph {
   void leave_pool();
 };
 
+/// True on the thread that is running a graph body whose work is fixed for every replay: a CUDA
+/// capture, or an emulated replay (which stands for one). Host-side decisions taken inside
+/// (refitting a chunk size, probe passes) would be recorded and repeated by every replay, so
+/// callers take them outside; the warm-up call and eager runs see false.
+bool in_graph_body();
+
 /// Whether CUDA graph capture is available in this process (the plugin loads); the reason
 /// otherwise. Cheap after the first call.
 bool cuda_graphs_available(std::string* why = nullptr);

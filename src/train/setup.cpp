@@ -8,6 +8,7 @@
 #include "batching/held_memory.hpp"
 #include "core/errors.hpp"
 #include "parallel/communicator.hpp"
+#include "parallel/device_graph.hpp"
 #include "parallel/walker_threads.hpp"
 #include "core/log.hpp"
 #include "core/molecule_list.hpp"
@@ -73,8 +74,10 @@ LogAbsFn VmcSetup::logabs_fn(std::size_t i) const {
     const int device = static_cast<int>(r.get_device());  // −1 on the CPU
     const std::int64_t held = budget.is_unlimited() ? 0 : batching::held_bytes(device);
     // The first call (eager: the sampler's initialisation) measures a walker; a later one again
-    // when more memory is held for the rest of the run than when it was fitted.
-    if (chunk->walkers == 0 || held > chunk->held) {
+    // when more memory is held for the rest of the run than when it was fitted, but not inside
+    // a graph body: a capture would record the probe passes into every replay (and the memory
+    // held since the warm-up is that graph's own pool, the working memory of these passes).
+    if (chunk->walkers == 0 || (held > chunk->held && !parallel::in_graph_body())) {
       auto fit_options = o;
       fit_options.cuda_device = device;
       const std::int64_t before = chunk->walkers;

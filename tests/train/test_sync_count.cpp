@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "batching/held_memory.hpp"
 #include "common/run_files.hpp"
 #include "common/test_util.hpp"
 #include "train/op_counts.hpp"
@@ -147,4 +148,31 @@ TEST(SyncCount, TheGraphedForwardLaplacianLocalEnergyOfEveryAnsatzNeverSyncs) {
     EXPECT_EQ(counts.syncs, 0) << type;
     EXPECT_EQ(m.local_energy->graph()->replays(), 2) << type;
   }
+}
+
+// A refit of the sampler's chunk inside a graph body would be recorded by a CUDA capture and
+// repeated by every replay (probe passes on every MH step). The memory held since the warm-up is
+// that graph's own pool, so the chunk fitted before stays: the first replay (the emulated
+// stand-in for the capture) does the same work as every later one.
+TEST(SyncCount, EveryReplayOfTheGraphedMhStepDoesTheSameWorkAsTheCapture) {
+  Config c = parse_config("system: {molecule: lih}\n", {}, "graph.yaml");
+  test::use_small_models(c.model);
+  c.sampler.walkers = 16;
+  c.run.threads = 1;
+  c.run.memory_budget = "64MiB";  // a finite budget: the held ledger counts
+  auto s = make_setup(c);
+  auto& sampler = *s.molecules[0].sampler;
+  sampler.set_graph_mode(parallel::GraphMode::emulated);
+  const auto logabs = s.logabs_fn(0);
+  const auto key = s.graph_key(0);
+  sampler.initialize(logabs);
+  sampler.run(logabs, 1, key);  // warm-up: the graph's pool is held from now on
+  const auto& chunk = *s.molecules[0].logabs_chunk;
+  ASSERT_GT(batching::held_bytes(-1), chunk.held) << "the warm-up must leave more memory held than at the fit";
+  const auto walkers = chunk.walkers;
+  const auto first = count_ops([&] { sampler.run(logabs, 1, key); });  // "capture" and first replay
+  const auto later = count_ops([&] { sampler.run(logabs, 1, key); });
+  EXPECT_EQ(first.aten, later.aten);
+  EXPECT_EQ(chunk.walkers, walkers);
+  EXPECT_EQ(sampler.step_graph()->replays(), 2);
 }
