@@ -118,6 +118,8 @@ void run_ccsd_command(const CcsdArgs& a) {
   // the host's (its share of the machine) otherwise
   o.ccsd.plan.backend = batching::parse_backend(a.backend);
   const bool staged = o.ccsd.plan.backend == batching::BackendKind::cublas;
+  // every rank of a CCSD run on this node uses the same GPU: each takes its share of 'auto'
+  if (staged || a.device != "cpu") batching::MemoryBudget::set_cuda_auto_sharers(parallel::world().local_size());
   o.ccsd.plan.budget_bytes = staged ? batching::MemoryBudget::parse("auto", "cpu", "--memory").bytes()
                                     : batching::MemoryBudget::parse(a.memory, a.device, "--memory").bytes();
   o.memory_is_auto = a.memory == "auto";

@@ -143,6 +143,8 @@ void add_compare_command(CLI::App& app) {
       ->check(integer_in(-1, LLONG_MAX));
   cell->add_option("--auto-memory", opts->auto_memory_bytes, "bytes that run.memory_budget 'auto' stands for (CPU)")
       ->check(at_least(0));
+  cell->add_option("--cuda-sharers", opts->cuda_sharers, "cells sharing the GPU: run.memory_budget 'auto' is 1/N of its")
+      ->check(integer_in(1, 1 << 20));
   cell->callback([dir, opts] {
     prctl(PR_SET_PDEATHSIG, SIGTERM);  // the comparison was killed: checkpoint and stop
     std::exit(compare::run_cell(*dir, *opts));

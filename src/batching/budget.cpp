@@ -161,15 +161,23 @@ std::int64_t MemoryBudget::free_bytes(const std::string& device) {
 
 namespace {
 std::atomic<std::int64_t> g_cpu_auto_bytes{0};
+std::atomic<int> g_cuda_auto_sharers{1};
 }  // namespace
 
 void MemoryBudget::set_cpu_auto_bytes(std::int64_t bytes) { g_cpu_auto_bytes = std::max<std::int64_t>(bytes, 0); }
 
+void MemoryBudget::set_cuda_auto_sharers(int sharers) { g_cuda_auto_sharers = std::max(sharers, 1); }
+
+std::int64_t MemoryBudget::auto_bytes(const std::string& device, std::int64_t free) {
+  if (device == "cpu" && g_cpu_auto_bytes > 0) return g_cpu_auto_bytes;
+  const int sharers = device.rfind("cuda", 0) == 0 ? g_cuda_auto_sharers.load() : 1;
+  return static_cast<std::int64_t>(kAutoFraction * double(free) / sharers);
+}
+
 MemoryBudget MemoryBudget::parse(const std::string& text, const std::string& device,
                                  const std::string& key) {
   if (text == "auto" && device == "cpu" && g_cpu_auto_bytes > 0) return MemoryBudget(g_cpu_auto_bytes);
-  if (text == "auto")
-    return MemoryBudget(static_cast<std::int64_t>(kAutoFraction * free_bytes(device)));
+  if (text == "auto") return MemoryBudget(auto_bytes(device, free_bytes(device)));
   const auto b = parse_bytes(text, key);
   // A budget beyond the machine's memory (or the cgroup / ulimit the process runs under) is a
   // typo or a wrong guess, not a wish: chunks sized from it would fail or be killed instead of fitting.

@@ -42,6 +42,17 @@ class MemoryBudget {
   /// memory this way, while its config and checkpoint keep saying "auto".)
   static void set_cpu_auto_bytes(std::int64_t bytes);
 
+  /// How many processes share each CUDA device from now on (≥ 1, default 1): "auto" on a CUDA
+  /// device is then kAutoFraction of its free memory divided by `sharers`. Each process measures
+  /// the free memory before the others allocate (the caching allocator is lazy), so without the
+  /// division K processes on one GPU would plan on K × 60 % of it. Set for ranks that share a GPU
+  /// (CCSD's ranks, more VMC ranks than GPUs) and for a comparison's cells running at once.
+  static void set_cuda_auto_sharers(int sharers);
+
+  /// The bytes "auto" stands for on `device` with `free` bytes free (after set_cpu_auto_bytes and
+  /// set_cuda_auto_sharers).
+  static std::int64_t auto_bytes(const std::string& device, std::int64_t free);
+
   /// Bytes of free memory on `device` ("cpu": host_memory().available; "cuda[:N]": cudaMemGetInfo,
   /// needs NNVMC_WITH_CUDA). @throws BudgetError when it cannot be determined.
   static std::int64_t free_bytes(const std::string& device);

@@ -1,5 +1,6 @@
 #include "batching/peak_memory.hpp"
 
+#include <ATen/Context.h>
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/CachingDeviceAllocator.h>
@@ -99,6 +100,9 @@ c10::DeviceAllocator& cuda_allocator(int device) {
   const auto n = torch::cuda::device_count();
   if (device >= static_cast<int>(n))
     throw InputError("peak memory of " + name + ": this machine has " + std::to_string(n) + " CUDA device(s)");
+  // The caching allocator is set up by CUDA's lazy initialisation (the first CUDA tensor);
+  // before it, its statistics calls fail ("did you call init?"). A scope may open first.
+  at::globalContext().lazyInitDevice(c10::DeviceType::CUDA);
   return *c10::getDeviceAllocator(c10::DeviceType::CUDA);
 }
 

@@ -230,11 +230,11 @@ class StagedGemmBackend final : public GemmBackend {
   static std::unique_ptr<BudgetedDeviceOps> budgeted(std::unique_ptr<DeviceOps> ops, std::int64_t budget) {
     const auto free = static_cast<std::int64_t>(ops->free_device_bytes());
     if (budget < 0)  // (at least one byte: 0 would mean no limit)
-      budget = std::max<std::int64_t>(1, static_cast<std::int64_t>(MemoryBudget::kAutoFraction * double(free)));
+      budget = std::max<std::int64_t>(1, MemoryBudget::auto_bytes("cuda", free));
     else if (budget > free)
       throw BudgetError("device memory budget of " + format_bytes(double(budget)) + " is more than the device's free memory (" +
                         format_bytes(double(free)) + "): give at most that, or 'auto' (" +
-                        format_bytes(MemoryBudget::kAutoFraction * double(free)) + ")");
+                        format_bytes(double(MemoryBudget::auto_bytes("cuda", free))) + ")");
     return std::make_unique<BudgetedDeviceOps>(std::move(ops), budget);
   }
 

@@ -117,6 +117,11 @@ int run_cell(const std::string& dir, const CellRunOptions& options) {
       log::info("run.memory_budget 'auto' is this comparison's share for the cells running at once: " +
                 batching::format_bytes(double(options.auto_memory_bytes)));
     }
+    if (options.cuda_sharers > 1 && config.run.memory_budget == "auto" && config.run.device != "cpu") {
+      batching::MemoryBudget::set_cuda_auto_sharers(options.cuda_sharers);
+      log::info(strfmt("run.memory_budget 'auto' is a 1/%d share of the GPU's: %d cells run at once", options.cuda_sharers,
+                       options.cuda_sharers));
+    }
     peak.emplace(cuda_index(config.run.device));
     const std::string ckpt = dir + "/checkpoint.h5";
     Trainer::install_signal_handlers(/*second_signal_ends=*/false);

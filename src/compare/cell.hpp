@@ -18,6 +18,9 @@ struct CellRunOptions {
   /// When > 0 and the cell runs on the CPU with run.memory_budget "auto": this many bytes
   /// instead (the comparison's share of memory for the cells running at once; 0: the cell's own "auto").
   std::int64_t auto_memory_bytes = 0;
+  /// When > 1 and the cell runs on a CUDA device with run.memory_budget "auto": the cells running
+  /// at once on this machine, which share the GPU and each take this share of its 'auto'.
+  int cuda_sharers = 1;
 };
 
 /// Runs the cell in directory `dir` and writes `dir`/cell.json: status ("done", "failed" with

@@ -171,6 +171,7 @@ RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
       const int threads = spec.threads ? spec.threads : o.threads_per_cell;
       std::vector<std::string> argv{o.executable, "compare-cell", dir_of(*cell)};
       if (auto_memory_per_cell > 0) argv.insert(argv.end(), {"--auto-memory", std::to_string(auto_memory_per_cell)});
+      if (at_once * o.ranks > 1) argv.insert(argv.end(), {"--cuda-sharers", std::to_string(at_once * o.ranks)});
       if (cell->id == o.interrupt_cell && o.interrupt_at >= 0)
         argv.insert(argv.end(), {"--interrupt-at", std::to_string(o.interrupt_at)});
       const std::string state = cell_state(*cell);

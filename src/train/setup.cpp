@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <limits>
 
+#include <ATen/Context.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/util/Exception.h>
+
 #include "batching/backend.hpp"
 #include "batching/chunk_fit.hpp"
 #include "batching/held_memory.hpp"
@@ -15,6 +19,28 @@
 #include "models/registry.hpp"
 
 namespace nnvmc {
+
+namespace {
+/// Settings of a CUDA run, once the device is known:
+/// - the device becomes current on this thread, so that code which restores "the previous
+///   device" (CUDA runtime queries, NCCL) returns to this rank's GPU instead of creating a
+///   context on GPU 0 in every rank;
+/// - LU factorisations (every log-determinant) take cuSOLVER / cuBLAS' batched getrf: libtorch's
+///   default sends batches of more than 16 matrices larger than 16 × 16 (any molecule with more
+///   than 16 electrons) to MAGMA, which synchronises the device around each call, so a CUDA graph
+///   capture of the MH step or the local energy fails and every log-determinant waits for the GPU.
+void use_cuda_device(const torch::Device& device) {
+  if (device.has_index()) c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->setDevice(device);
+  // (libtorch warns that the preference is "experimental"; it is the path its own heuristic takes
+  // for small batches, and the run's log says which backend it chose)
+  struct Quiet : c10::WarningHandler {
+    void process(const c10::Warning&) override {}
+  } quiet;
+  const c10::WarningUtils::WarningHandlerGuard guard(&quiet);
+  at::globalContext().setLinalgPreferredBackend(at::LinalgBackend::Cusolver);
+  log::info("device " + device.str() + ": log-determinants through cuSOLVER / cuBLAS batched LU (not MAGMA)");
+}
+}  // namespace
 
 torch::TensorOptions tensor_options(const Config& config) {
   const auto dtype = config.run.dtype == "float32" ? torch::kFloat32 : torch::kFloat64;
@@ -29,8 +55,16 @@ torch::TensorOptions tensor_options(const Config& config) {
     device = torch::Device(config.run.device);
     // Several ranks on a node: one GPU per rank ("cuda" without an index → local rank's GPU).
     auto& comm = parallel::world();
-    if (comm.size() > 1 && device.is_cuda() && !device.has_index())
-      device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(comm.local_rank() % torch::cuda::device_count()));
+    if (comm.size() > 1 && device.is_cuda()) {
+      const int gpus = std::max<int>(1, static_cast<int>(torch::cuda::device_count()));
+      // ranks that share this GPU take their shares of 'auto': all of the node's when the config
+      // names one GPU, otherwise those dealt the same GPU (more ranks than GPUs)
+      batching::MemoryBudget::set_cuda_auto_sharers(device.has_index() ? comm.local_size()
+                                                                       : (comm.local_size() + gpus - 1) / gpus);
+      if (!device.has_index())
+        device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(comm.local_rank() % gpus));
+    }
+    if (device.is_cuda()) use_cuda_device(device);
   }
   return torch::TensorOptions().dtype(dtype).device(device);
 }
@@ -202,7 +236,8 @@ VmcSetup make_setup(const Config& config) {
   if (config.run.threads > 0) torch::set_num_threads(config.run.threads);
   parallel::set_walker_threads(config.run.walker_threads);
   torch::manual_seed(config.run.seed);  // parameter initialisation
-  s.budget = batching::MemoryBudget::parse(config.run.memory_budget, config.run.device, "run.memory_budget");
+  // this rank's device (its own GPU under mpirun), not the configured name
+  s.budget = batching::MemoryBudget::parse(config.run.memory_budget, s.options.device().str(), "run.memory_budget");
   check_walker_memory(config, systems, s.budget);
   s.wf = model_registry().create(s.config.model, systems[0]);
   if (systems.size() > 1 && !s.wf->transferable()) {

@@ -24,6 +24,20 @@ TEST(MemoryBudget, AutoIsAFractionOfAvailableHostMemory) {
   EXPECT_LE(b, free_b);
 }
 
+// Processes sharing one GPU (CCSD ranks, more VMC ranks than GPUs, a comparison's cells at once)
+// each measure its free memory before the others allocate: each takes 1/K of what 'auto' would be
+// for one, and only on a CUDA device (host memory is shared out by set_cpu_auto_bytes).
+TEST(MemoryBudget, AutoOnAGpuSharedByKProcessesIsAKthOfItsShare) {
+  const std::int64_t free = 1000000;
+  EXPECT_EQ(MemoryBudget::auto_bytes("cuda:0", free), 600000);
+  MemoryBudget::set_cuda_auto_sharers(4);
+  EXPECT_EQ(MemoryBudget::auto_bytes("cuda", free), 150000);
+  EXPECT_EQ(MemoryBudget::auto_bytes("cuda:1", free), 150000);
+  EXPECT_EQ(MemoryBudget::auto_bytes("cpu", free), 600000);
+  MemoryBudget::set_cuda_auto_sharers(0);  // at least one
+  EXPECT_EQ(MemoryBudget::auto_bytes("cuda", free), 600000);
+}
+
 TEST(MemoryBudget, MaxBatchFloorsAndReservesFixedBytes) {
   const MemoryBudget b(1000);
   EXPECT_EQ(b.max_batch(100), 10);
