@@ -20,7 +20,8 @@
 #   4b. the PauliNet and Orbformer Jacobians on CUDA (time, exactness against the vmapped method);
 #   5. the counter-based walker streams on CUDA: time per MH step, same bits as the CPU;
 #   6. NCCL device collectives (one rank), the functorch jvp and the Hutchinson Laplacian on CUDA.
-# They run in priority order, STAGES (default "1 2 4 3 2a 2b 6 4b 5"); each logs how long it took.
+#   lu. batched LU per libtorch backend (python3 bench/lu_backends.py): time, graph capture.
+# They run in priority order, STAGES (default "lu 1 2 4 3 2a 2b 6 4b 5"); each logs how long it took.
 # Rehearse on the CPU first: bench/device_dry_run.sh bench/gpu_vmc_check.sh (about 2 minutes).
 # Goals (issue 16): LiH 4096 walkers <= 0.15 s/it, C4H4 4096 <= 1 s/it, GPU >= 10x the 16 cores.
 set -u
@@ -122,6 +123,13 @@ stage_2b() {
     train "lih_1024_${a}_graphs" "configs/runs/lih_$a.yaml" 1024 float64 spring cuda 1 60 run.cuda_graphs=true
     grep -h "CUDA graph" "$OUT/train_lih_1024_${a}_graphs.log" | head -2 >> "$OUT/summary.txt"
   done
+  # C4H4 (28 electrons: its 28 x 28 determinants took libtorch's MAGMA path, which cannot be captured,
+  # before nnvmc asked for cuSOLVER): both graphs must be captured, graphs off/on
+  for g in false true; do
+    train "c4h4_1024_kfac_graphs_$g" configs/runs/lih_ferminet_kfac.yaml 1024 float64 kfac cuda 1 90 \
+      system.molecule=c4h4 run.cuda_graphs=$g
+  done
+  grep -hE "CUDA graph|cuSOLVER" "$OUT/train_c4h4_1024_kfac_graphs_true.log" | head -3 >> "$OUT/summary.txt"
 }
 
 # 3. The 16 CPU cores of the same machine on LiH at 4096 walkers (GPU/CPU ratio), and their thread
@@ -178,9 +186,17 @@ stage_6() {
   log "jvp/reverse/forward/hutchinson cuda rc=$?"; grep -E "^lih" "$OUT/laplacian_cuda.txt" >> "$OUT/summary.txt"
 }
 
+# lu. Batched LU (every log-determinant) per libtorch backend: time, CUDA-graph capture, agreement.
+#     nnvmc prefers cuSOLVER/cuBLAS on CUDA because the default's MAGMA path (more than 16 matrices
+#     larger than 16 x 16) syncs the device and cannot be captured (bench/lu_backends.py).
+stage_lu() {
+  timeout 60 python3 bench/lu_backends.py > "$OUT/lu_backends.txt" 2>&1
+  log "lu backends rc=$?"; cat "$OUT/lu_backends.txt" >> "$OUT/summary.txt"
+}
+
 # Priority order: if the run's time limit cuts the script, what is cut is the least needed. A second
 # call can run the rest, e.g. STAGES="4b 5" (the machine stays warm for a while between calls).
-for stage in ${STAGES:-1 2 4 3 2a 2b 6 4b 5}; do
+for stage in ${STAGES:-lu 1 2 4 3 2a 2b 6 4b 5}; do
   declare -F "stage_$stage" > /dev/null || { log "unknown stage '$stage' (STAGES)"; continue; }
   start=$(date +%s)
   "stage_$stage"

@@ -127,9 +127,19 @@ std::string why_not(Communicator& host, int device) {
   } catch (const Error& e) {
     why = e.what();
   }
+  // The physical GPU (host and PCI bus id), not the index: ranks that each see only their own GPU
+  // (CUDA_VISIBLE_DEVICES per rank, Slurm's GPU binding) all call it device 0.
   char name[256] = {};
   gethostname(name, sizeof name - 1);
-  const auto key = static_cast<std::int64_t>(std::hash<std::string>{}(name) & 0xFFFFFFFFFFFFULL) * 4096 + device;
+  char bus[64] = {};
+  std::string gpu = std::string(name) + "/";
+  if (cudaDeviceGetPCIBusId(bus, sizeof bus - 1, device) == cudaSuccess) {
+    gpu += bus;
+  } else {
+    cudaGetLastError();
+    gpu += "device " + std::to_string(device);
+  }
+  const auto key = static_cast<std::int64_t>(std::hash<std::string>{}(gpu));
   auto keys = host.allgather(key);
   std::sort(keys.begin(), keys.end());
   if (why.empty() && std::adjacent_find(keys.begin(), keys.end()) != keys.end())
