@@ -199,6 +199,11 @@ CcsdResult run_rccsd(const MoIntegrals& mo_in, const CcsdOptions& options) {
   res.t1 = t1.cpu();  // results in host memory, wherever the iteration ran
   res.t2 = t2.cpu();
   if (options.triples && res.converged) {
+    // (T) builds its own integral slices: the iterations' cached blocks (the packed ladder alone
+    // is v⁴/2 numbers) and DIIS history (2 · diis_size amplitude vectors) would only add to its
+    // peak, on a GPU with resident data as on the host
+    cached.reset();
+    diis = Diis(options.diis_size);
     const auto t0 = std::chrono::steady_clock::now();
     res.e_t = triples_correction(mo, t1, t2, c, options.kernels);
     res.seconds_triples = seconds_since(t0);
