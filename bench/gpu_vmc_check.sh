@@ -14,6 +14,7 @@
 #   2a. the rest of a user's path on CUDA once: pretraining, Adam/SR/minSR, checkpoint, resume, eval;
 #   2b. the MH step as a CUDA graph (run.cuda_graphs) against launching its kernels: sampling
 #      s/iteration and the energies of the same seed (the same chain, so they should agree);
+#   2c. the same for C4H4 (28 electrons: graphs there need cuSOLVER's batched LU, stage lu);
 #   3. the 16-core CPU of the same machine on LiH at 4096 walkers for the GPU/CPU ratio, and
 #      its thread scaling at 512 walkers with and without walker parts (run.walker_threads);
 #   4. `nnvmc profile` on CUDA and one short CUDA training run of Psiformer, PauliNet, Orbformer;
@@ -21,7 +22,7 @@
 #   5. the counter-based walker streams on CUDA: time per MH step, same bits as the CPU;
 #   6. NCCL device collectives (one rank), the functorch jvp and the Hutchinson Laplacian on CUDA.
 #   lu. batched LU per libtorch backend (python3 bench/lu_backends.py): time, graph capture.
-# They run in priority order, STAGES (default "lu 1 2 4 3 2a 2b 6 4b 5"); each logs how long it took.
+# They run in priority order, STAGES (default "lu 1 2 2c 4 3 2a 2b 6 4b 5"); each logs how long it took.
 # Rehearse on the CPU first: bench/device_dry_run.sh bench/gpu_vmc_check.sh (about 2 minutes).
 # Goals (issue 16): LiH 4096 walkers <= 0.15 s/it, C4H4 4096 <= 1 s/it, GPU >= 10x the 16 cores.
 set -u
@@ -123,8 +124,11 @@ stage_2b() {
     train "lih_1024_${a}_graphs" "configs/runs/lih_$a.yaml" 1024 float64 spring cuda 1 60 run.cuda_graphs=true
     grep -h "CUDA graph" "$OUT/train_lih_1024_${a}_graphs.log" | head -2 >> "$OUT/summary.txt"
   done
-  # C4H4 (28 electrons: its 28 x 28 determinants took libtorch's MAGMA path, which cannot be captured,
-  # before nnvmc asked for cuSOLVER): both graphs must be captured, graphs off/on
+}
+
+# 2c. C4H4 with CUDA graphs (28 electrons: its 28 x 28 determinants took libtorch's MAGMA path, which
+#     cannot be captured, before nnvmc asked for cuSOLVER): both graphs must be captured; off/on.
+stage_2c() {
   for g in false true; do
     train "c4h4_1024_kfac_graphs_$g" configs/runs/lih_ferminet_kfac.yaml 1024 float64 kfac cuda 1 90 \
       system.molecule=c4h4 run.cuda_graphs=$g
@@ -196,7 +200,7 @@ stage_lu() {
 
 # Priority order: if the run's time limit cuts the script, what is cut is the least needed. A second
 # call can run the rest, e.g. STAGES="4b 5" (the machine stays warm for a while between calls).
-for stage in ${STAGES:-lu 1 2 4 3 2a 2b 6 4b 5}; do
+for stage in ${STAGES:-lu 1 2 2c 4 3 2a 2b 6 4b 5}; do
   declare -F "stage_$stage" > /dev/null || { log "unknown stage '$stage' (STAGES)"; continue; }
   start=$(date +%s)
   "stage_$stage"
