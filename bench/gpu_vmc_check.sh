@@ -194,7 +194,7 @@ stage_6() {
 #     nnvmc prefers cuSOLVER/cuBLAS on CUDA because the default's MAGMA path (more than 16 matrices
 #     larger than 16 x 16) syncs the device and cannot be captured (bench/lu_backends.py).
 stage_lu() {
-  timeout 60 python3 bench/lu_backends.py > "$OUT/lu_backends.txt" 2>&1
+  timeout 45 python3 bench/lu_backends.py > "$OUT/lu_backends.txt" 2>&1
   log "lu backends rc=$?"; cat "$OUT/lu_backends.txt" >> "$OUT/summary.txt"
 }
 

@@ -40,8 +40,9 @@ def capturable(a):
     torch.cuda.current_stream().wait_stream(s)
     g = torch.cuda.CUDAGraph()
     try:
-        with torch.cuda.graph(g):
-            torch.linalg.lu_factor_ex(a)
+        with torch.cuda.stream(torch.cuda.Stream()):  # restored even when the capture fails
+            with torch.cuda.graph(g):
+                torch.linalg.lu_factor_ex(a)
         g.replay()
         torch.cuda.synchronize()
         return "yes"
@@ -73,10 +74,11 @@ def main():
                     torch.backends.cuda.preferred_linalg_library(b)
                     ms[b] = "%.3f" % (1e3 * timed(lambda: torch.linalg.lu_factor_ex(x)))
                     lu[b] = torch.linalg.lu_factor_ex(x)[0]
-                    graph[b] = capturable(x) if b != "magma" else ""
                 except Exception as e:  # noqa: BLE001 - a backend missing from this build
-                    ms[b] = "n/a"
-                    graph[b] = str(e).splitlines()[0][:30]
+                    ms[b] = "n/a (" + str(e).splitlines()[0][:40] + ")"
+            for b in ("cusolver", "default"):  # the capture expected to fail last
+                torch.backends.cuda.preferred_linalg_library(b)
+                graph[b] = capturable(x)
             diff = (lu["cusolver"] - lu["default"]).abs().max().item() if "cusolver" in lu and "default" in lu else float("nan")
             print("%7d %4d  %12s %12s %12s  %-8s %-8s  %.1e" % (batch, n, ms["default"], ms["cusolver"], ms["magma"],
                                                               graph["default"][:3], graph["cusolver"][:3], diff))

@@ -126,7 +126,7 @@ CcsdResult run_rccsd(const MoIntegrals& mo_in, const CcsdOptions& options) {
   if (!comm.any(!(options.cache_integrals && (budget <= 0 || 2 * CachedIntegrals::bytes(o, v) <= budget))))
     cached = std::make_unique<CachedIntegrals>(mo, c, options.kernels);
   DressedHamiltonian h(mo, c);
-  const torch::Tensor L_ovov = cached ? cached->blocks.L_ovov : torch::Tensor();
+  torch::Tensor L_ovov = cached ? cached->blocks.L_ovov : torch::Tensor();
   res.cached_integrals = bool(cached);
   res.seconds_setup = seconds_since(t_setup) + seconds_upload;
   c.reset_stats();  // per-term statistics are about the iterations
@@ -203,6 +203,7 @@ CcsdResult run_rccsd(const MoIntegrals& mo_in, const CcsdOptions& options) {
     // is v⁴/2 numbers) and DIIS history (2 · diis_size amplitude vectors) would only add to its
     // peak, on a GPU with resident data as on the host
     cached.reset();
+    L_ovov = torch::Tensor();
     diis = Diis(options.diis_size);
     const auto t0 = std::chrono::steady_clock::now();
     res.e_t = triples_correction(mo, t1, t2, c, options.kernels);

@@ -2,6 +2,8 @@
 ///                     [--backend torch|cublas] [--device cpu|cuda] [--frozen-core] [--triples]
 ///                     [--max-iterations N] [--allow-unconverged] [--json] [--explain]
 ///                     [--no-cached-integrals] [--resident auto|on|off]
+#include <c10/core/Device.h>
+
 #include <cstdio>
 #include <string>
 #include <iostream>
@@ -13,6 +15,7 @@
 #include "batching/budget.hpp"
 #include "ccsd/driver.hpp"
 #include "parallel/communicator.hpp"
+#include "parallel/gpu_sharing.hpp"
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "core/json_text.hpp"
@@ -118,8 +121,13 @@ void run_ccsd_command(const CcsdArgs& a) {
   // the host's (its share of the machine) otherwise
   o.ccsd.plan.backend = batching::parse_backend(a.backend);
   const bool staged = o.ccsd.plan.backend == batching::BackendKind::cublas;
-  // every rank of a CCSD run on this node uses the same GPU: each takes its share of 'auto'
-  if (staged || a.device != "cpu") batching::MemoryBudget::set_cuda_auto_sharers(parallel::world().local_size());
+  // the ranks of a CCSD run use the same GPU index; those on the same physical GPU take their
+  // shares of its 'auto' (ranks bound to a GPU each by CUDA_VISIBLE_DEVICES do not share)
+  if (staged || a.device != "cpu") {
+    const c10::Device gpu(staged ? std::string("cuda") : a.device);
+    batching::MemoryBudget::set_cuda_auto_sharers(
+        parallel::ranks_sharing_gpu(parallel::world(), gpu.has_index() ? gpu.index() : 0));
+  }
   o.ccsd.plan.budget_bytes = staged ? batching::MemoryBudget::parse("auto", "cpu", "--memory").bytes()
                                     : batching::MemoryBudget::parse(a.memory, a.device, "--memory").bytes();
   o.memory_is_auto = a.memory == "auto";

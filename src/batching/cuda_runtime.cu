@@ -41,6 +41,15 @@ std::string cuda_device_name(int index) {
   return prop.name;
 }
 
+std::string cuda_pci_bus_id(int index) {
+  char bus[64] = {};
+  if (cudaDeviceGetPCIBusId(bus, sizeof bus - 1, index) != cudaSuccess) {
+    cudaGetLastError();
+    return "";
+  }
+  return bus;
+}
+
 bool built_with_cuda() { return true; }
 
 namespace {

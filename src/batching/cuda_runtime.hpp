@@ -16,6 +16,10 @@ int cuda_device_count();
 /// Name of CUDA device `index` ("" without CUDA or without such a device).
 std::string cuda_device_name(int index);
 
+/// PCI bus id of CUDA device `index` ("0000:3b:00.0"; "" without CUDA or without such a device):
+/// the physical GPU whatever index this process gives it.
+std::string cuda_pci_bus_id(int index);
+
 /// Whether this build has the CUDA backend (NNVMC_WITH_CUDA).
 bool built_with_cuda();
 

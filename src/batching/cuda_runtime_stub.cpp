@@ -15,6 +15,8 @@ int cuda_device_count() { return 0; }
 
 std::string cuda_device_name(int) { return ""; }
 
+std::string cuda_pci_bus_id(int) { return ""; }
+
 bool built_with_cuda() { return false; }
 
 CudaEventClock::CudaEventClock(int) { throw Error("CUDA event clock: this build has no CUDA (NNVMC_WITH_CUDA)"); }

@@ -52,7 +52,7 @@ std::int64_t extent_of(const Slot& s, const std::string& labels) {
 /// next block while the copy and the GEMMs queued after it run.
 at::Tensor to_device(const at::Tensor& t, const c10::Device& device) {
   if (is_on(t, device)) return t.contiguous();  // already there (pin_memory takes host tensors only)
-  if (!device.is_cuda()) return t.to(device).contiguous();
+  if (!device.is_cuda() || !t.is_cpu()) return t.to(device).contiguous();  // host, or another GPU
   return t.contiguous().pin_memory().to(device, /*non_blocking=*/true);
 }
 

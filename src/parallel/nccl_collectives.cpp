@@ -24,6 +24,7 @@
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "parallel/device_collectives.hpp"
+#include "parallel/gpu_sharing.hpp"
 
 namespace nnvmc::parallel {
 namespace {
@@ -127,22 +128,8 @@ std::string why_not(Communicator& host, int device) {
   } catch (const Error& e) {
     why = e.what();
   }
-  // The physical GPU (host and PCI bus id), not the index: ranks that each see only their own GPU
-  // (CUDA_VISIBLE_DEVICES per rank, Slurm's GPU binding) all call it device 0.
-  char name[256] = {};
-  gethostname(name, sizeof name - 1);
-  char bus[64] = {};
-  std::string gpu = std::string(name) + "/";
-  if (cudaDeviceGetPCIBusId(bus, sizeof bus - 1, device) == cudaSuccess) {
-    gpu += bus;
-  } else {
-    cudaGetLastError();
-    gpu += "device " + std::to_string(device);
-  }
-  const auto key = static_cast<std::int64_t>(std::hash<std::string>{}(gpu));
-  auto keys = host.allgather(key);
-  std::sort(keys.begin(), keys.end());
-  if (why.empty() && std::adjacent_find(keys.begin(), keys.end()) != keys.end())
+  // the physical GPU, not the index: ranks that each see only their own GPU all call it device 0
+  if (ranks_sharing_gpu(host, device) > 1 && why.empty())
     why = std::string(kWhat) + "two ranks share a GPU (NCCL needs one GPU per rank)";
   return why;
 }

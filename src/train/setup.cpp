@@ -13,6 +13,7 @@
 #include "core/errors.hpp"
 #include "parallel/communicator.hpp"
 #include "parallel/device_graph.hpp"
+#include "parallel/gpu_sharing.hpp"
 #include "parallel/walker_threads.hpp"
 #include "core/log.hpp"
 #include "core/molecule_list.hpp"
@@ -37,8 +38,14 @@ void use_cuda_device(const torch::Device& device) {
     void process(const c10::Warning&) override {}
   } quiet;
   const c10::WarningUtils::WarningHandlerGuard guard(&quiet);
-  at::globalContext().setLinalgPreferredBackend(at::LinalgBackend::Cusolver);
-  log::info("device " + device.str() + ": log-determinants through cuSOLVER / cuBLAS batched LU (not MAGMA)");
+  try {
+    at::globalContext().setLinalgPreferredBackend(at::LinalgBackend::Cusolver);
+    log::info("device " + device.str() + ": linear algebra through cuSOLVER / cuBLAS (batched LU of the "
+              "log-determinants: not MAGMA)");
+  } catch (const c10::Error& e) {  // a libtorch without cuSOLVER: its default, with a word why
+    log::warn("device " + device.str() + ": libtorch's default linear-algebra backend (" +
+              std::string(e.what_without_backtrace()).substr(0, 120) + "); CUDA graphs may not capture determinants");
+  }
 }
 }  // namespace
 
@@ -57,12 +64,11 @@ torch::TensorOptions tensor_options(const Config& config) {
     auto& comm = parallel::world();
     if (comm.size() > 1 && device.is_cuda()) {
       const int gpus = std::max<int>(1, static_cast<int>(torch::cuda::device_count()));
-      // ranks that share this GPU take their shares of 'auto': all of the node's when the config
-      // names one GPU, otherwise those dealt the same GPU (more ranks than GPUs)
-      batching::MemoryBudget::set_cuda_auto_sharers(device.has_index() ? comm.local_size()
-                                                                       : (comm.local_size() + gpus - 1) / gpus);
       if (!device.has_index())
         device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(comm.local_rank() % gpus));
+      // ranks on the same physical GPU (more ranks than GPUs, a config naming one) take their
+      // shares of its 'auto'; ranks bound to a GPU each see one GPU but do not share it
+      batching::MemoryBudget::set_cuda_auto_sharers(parallel::ranks_sharing_gpu(comm, device.index()));
     }
     if (device.is_cuda()) use_cuda_device(device);
   }

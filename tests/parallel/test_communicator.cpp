@@ -6,6 +6,7 @@
 #include "core/errors.hpp"
 #include "parallel/communicator.hpp"
 #include "parallel/device_collectives.hpp"
+#include "parallel/gpu_sharing.hpp"
 #include "parallel/launcher.hpp"
 #include "parallel/tensor_comm.hpp"
 
@@ -41,6 +42,21 @@ TEST(SingleProcess, CollectivesAreIdentities) {
   EXPECT_EQ(c->allgather(5), std::vector<std::int64_t>{5});
   EXPECT_TRUE(c->any(true));
   EXPECT_FALSE(c->any(false));
+}
+
+// A GPU is known by its host and PCI bus id (the index this process gives it is not enough:
+// ranks bound to one GPU each all call theirs 0); without a bus id, by host and index.
+TEST(SingleProcess, AGpusIdentityIsItsHostAndBusIdAndOneProcessSharesItWithNobody) {
+  const std::string bus = nnvmc::batching::cuda_pci_bus_id(0);
+  const std::string id = gpu_identity(0);
+  EXPECT_NE(id.find('/'), std::string::npos) << id;
+  if (bus.empty()) {
+    EXPECT_NE(id.find("device 0"), std::string::npos) << id;
+    EXPECT_NE(id, gpu_identity(1));
+  } else {
+    EXPECT_NE(id.find(bus), std::string::npos) << id;
+  }
+  EXPECT_EQ(ranks_sharing_gpu(world(), 0), 1);
 }
 
 TEST(World, IsOneProcessOutsideMpirun) {

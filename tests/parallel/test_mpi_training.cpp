@@ -10,6 +10,7 @@
 #include "common/run_files.hpp"
 #include "common/test_util.hpp"
 #include "parallel/communicator.hpp"
+#include "parallel/gpu_sharing.hpp"
 #include "train/trainer.hpp"
 
 using namespace nnvmc;
@@ -253,4 +254,14 @@ TEST(MpiTraining, ARankWhoseEveryWalkerIsExcludedFailsTheStepOnAllRanks) {
   EXPECT_EQ(out.iterations, 4);
   const auto failed = world().allgather(out.failed_steps);
   for (auto n : failed) EXPECT_EQ(n, 1);
+}
+
+// Ranks on one GPU take shares of its 'auto' memory and cannot use NCCL; ranks on their own GPUs
+// can, even when each calls its GPU "device 0". The identity is the host and the GPU's PCI bus
+// id (host and index without a GPU, as here): the same index on one host is one GPU, and the
+// ranks' own indices are different GPUs.
+TEST(MpiGpuSharing, RanksOnTheSameGpuCountEachOtherAndOnlyThem) {
+  auto& w = world();
+  EXPECT_EQ(parallel::ranks_sharing_gpu(w, 0), w.size());
+  EXPECT_EQ(parallel::ranks_sharing_gpu(w, w.rank()), 1);
 }

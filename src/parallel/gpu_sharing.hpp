@@ -1,0 +1,20 @@
+#pragma once
+/// @file gpu_sharing.hpp
+/// Which ranks of a run use the same physical GPU. Torch-free.
+#include <string>
+
+#include "parallel/communicator.hpp"
+
+namespace nnvmc::parallel {
+
+/// This rank's GPU as the machine knows it: host name and PCI bus id of CUDA device `device`
+/// (the index this process gives it), or host name and index where the bus id is not available.
+/// Ranks bound to one GPU each (CUDA_VISIBLE_DEVICES per rank, Slurm's GPU binding) all call
+/// their GPU 0; the bus ids tell them apart.
+std::string gpu_identity(int device);
+
+/// How many ranks of `comm` (this one included) use the same physical GPU as this rank's CUDA
+/// device `device` (gpu_identity). Collective: every rank calls it.
+int ranks_sharing_gpu(Communicator& comm, int device);
+
+}  // namespace nnvmc::parallel
