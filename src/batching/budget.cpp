@@ -176,7 +176,6 @@ std::int64_t MemoryBudget::auto_bytes(const std::string& device, std::int64_t fr
 
 MemoryBudget MemoryBudget::parse(const std::string& text, const std::string& device,
                                  const std::string& key) {
-  if (text == "auto" && device == "cpu" && g_cpu_auto_bytes > 0) return MemoryBudget(g_cpu_auto_bytes);
   if (text == "auto") return MemoryBudget(auto_bytes(device, free_bytes(device)));
   const auto b = parse_bytes(text, key);
   // A budget beyond the machine's memory (or the cgroup / ulimit the process runs under) is a

@@ -10,10 +10,7 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <nccl.h>
-#include <unistd.h>
 
-#include <algorithm>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>

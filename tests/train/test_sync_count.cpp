@@ -53,6 +53,19 @@ OpCounts one_iteration(const std::string& type, int walkers, int layers, int ste
   return d;
 }
 
+/// LiH with the small `type` ansatz, `walkers` walkers on one thread, its sampler in the emulated
+/// graph mode (the code a CUDA device captures, run on the CPU).
+VmcSetup graphed_sampler_setup(const std::string& type, int walkers, const std::string& memory_budget = "auto") {
+  Config c = parse_config("system: {molecule: lih}\nmodel: {type: " + type + "}\n", {}, "graph.yaml");
+  test::use_small_models(c.model);
+  c.sampler.walkers = walkers;
+  c.run.threads = 1;
+  c.run.memory_budget = memory_budget;
+  auto s = make_setup(c);
+  s.molecules[0].sampler->set_graph_mode(parallel::GraphMode::emulated);
+  return s;
+}
+
 }  // namespace
 
 TEST(SyncCount, OneIterationSyncsAFewTimesWhateverTheWalkersLayersAndSteps) {
@@ -104,13 +117,8 @@ TEST(SyncCount, LaunchesCountTopLevelOperatorsButNotViews) {
 // the code a CUDA device captures) have the same syncs: the one acceptance read per run().
 TEST(SyncCount, TheGraphedMhStepOfEveryAnsatzNeverSyncs) {
   for (const char* type : {"ferminet", "psiformer", "paulinet", "orbformer"}) {
-    Config c = parse_config("system: {molecule: lih}\nmodel: {type: " + std::string(type) + "}\n", {}, "graph.yaml");
-    test::use_small_models(c.model);
-    c.sampler.walkers = 8;
-    c.run.threads = 1;
-    auto s = make_setup(c);
+    auto s = graphed_sampler_setup(type, 8);
     auto& sampler = *s.molecules[0].sampler;
-    sampler.set_graph_mode(parallel::GraphMode::emulated);
     const auto logabs = s.logabs_fn(0);
     const auto key = s.graph_key(0);
     sampler.initialize(logabs);
@@ -155,14 +163,8 @@ TEST(SyncCount, TheGraphedForwardLaplacianLocalEnergyOfEveryAnsatzNeverSyncs) {
 // that graph's own pool, so the chunk fitted before stays: the first replay (the emulated
 // stand-in for the capture) does the same work as every later one.
 TEST(SyncCount, EveryReplayOfTheGraphedMhStepDoesTheSameWorkAsTheCapture) {
-  Config c = parse_config("system: {molecule: lih}\n", {}, "graph.yaml");
-  test::use_small_models(c.model);
-  c.sampler.walkers = 16;
-  c.run.threads = 1;
-  c.run.memory_budget = "64MiB";  // a finite budget: the held ledger counts
-  auto s = make_setup(c);
+  auto s = graphed_sampler_setup("ferminet", 16, "64MiB");  // a finite budget: the held ledger counts
   auto& sampler = *s.molecules[0].sampler;
-  sampler.set_graph_mode(parallel::GraphMode::emulated);
   const auto logabs = s.logabs_fn(0);
   const auto key = s.graph_key(0);
   sampler.initialize(logabs);
