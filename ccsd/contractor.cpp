@@ -4,6 +4,7 @@
 
 #include "batching/backend.hpp"
 #include "batching/contract.hpp"
+#include "batching/cuda_runtime.hpp"
 #include "batching/workspace.hpp"
 #include "ccsd/usage.hpp"
 
@@ -36,11 +37,51 @@ Contractor::Contractor(batching::PlanOptions options, bool explain, std::shared_
   }
   // buffers are reused from one iteration to the next (held within the budget)
   if (!options_.workspace) options_.workspace = std::make_shared<batching::Workspace>();
+  const torch::Device device(options_.device);
+  if (device.is_cuda() && batching::built_with_cuda())
+    device_clock_ = std::make_unique<batching::CudaIntervalClock>(batching::with_index(device).index());
+}
+
+Contractor::~Contractor() = default;
+
+std::int64_t Contractor::begin_term() { return device_clock_ ? device_clock_->begin() : -1; }
+
+void Contractor::end_term(const std::string& term, std::int64_t interval, double wall_start) {
+  if (!device_clock_) {
+    // the host, or a build without nnvmc's CUDA part on a CUDA device: the wall time once the
+    // term's kernels are done
+    batching::synchronize_device(torch::Device(options_.device));
+    stats_[term].seconds += Usage::now().wall - wall_start;
+    return;
+  }
+  device_clock_->end(interval);
+  unharvested_.emplace(interval, term);
+  if (unharvested_.size() >= 256) harvest(false);  // the events of passed terms go back to the pool
+}
+
+void Contractor::harvest(bool wait) const {
+  if (!device_clock_) return;
+  for (const auto& [id, seconds] : device_clock_->harvest(wait)) {
+    const auto it = unharvested_.find(id);
+    stats_[it->second].seconds += seconds;
+    unharvested_.erase(it);
+  }
+}
+
+const std::map<std::string, TermStats>& Contractor::stats() const {
+  harvest(true);
+  return stats_;
+}
+
+void Contractor::reset_stats() {
+  harvest(true);
+  stats_.clear();
 }
 
 torch::Tensor Contractor::operator()(const std::string& term, const std::string& spec,
                                      const std::vector<torch::Tensor>& ops) {
   const Usage u0 = Usage::now();
+  const std::int64_t interval = begin_term();
   const auto es = batching::parse_einsum(spec);
   const auto ext = batching::label_extents(es, [&] {
     std::vector<std::vector<std::int64_t>> s;
@@ -53,11 +94,10 @@ torch::Tensor Contractor::operator()(const std::string& term, const std::string&
   const auto plan = batching::plan_contraction(spec, ops, out, options_);
   const auto rep = backend_ ? batching::execute(plan, ops, out, options_, *backend_)
                             : batching::execute(plan, ops, out, options_);
-  batching::synchronize_device(torch::Device(options_.device));  // the term's kernels are done
+  end_term(term, interval, u0.wall);
   const Usage du = Usage::now() - u0;
   auto& s = stats_[term];
   if (explain_ && s.calls == 0) plans_.push_back(term + ": " + plan.explain());
-  s.seconds += du.wall;
   s.cpu_seconds += du.cpu();
   s.sys_seconds += du.sys;
   s.minor_faults += du.minor_faults;
@@ -80,16 +120,16 @@ Contractor::Section::Section(Contractor& c, std::string term, double flops)
     : c_(c), term_(std::move(term)), flops_(flops) {
   const Usage u = Usage::now();
   wall0_ = u.wall, cpu0_ = u.cpu(), sys0_ = u.sys, faults0_ = u.minor_faults;
+  interval_ = c_.begin_term();
 }
 
 Contractor::Section::~Section() {
   try {
-    batching::synchronize_device(torch::Device(c_.options_.device));
-  } catch (...) {  // a destructor must not throw; the time is then only the launches'
+    c_.end_term(term_, interval_, wall0_);
+  } catch (...) {  // a destructor must not throw; the term then lacks this section's time
   }
   const Usage u = Usage::now();
   auto& s = c_.stats_[term_];
-  s.seconds += u.wall - wall0_;
   s.cpu_seconds += u.cpu() - cpu0_;
   s.sys_seconds += u.sys - sys0_;
   s.minor_faults += u.minor_faults - faults0_;

@@ -13,13 +13,16 @@
 
 namespace nnvmc::batching {
 class GemmBackend;
+class CudaIntervalClock;
 }
 
 namespace nnvmc::ccsd {
 
 /// Accumulated statistics of one named term.
 struct TermStats {
-  double seconds = 0;             ///< wall time
+  /// Wall time; on a CUDA device, the device's time from the term's start to its end (CUDA
+  /// events, so no wait for the device after each term; gaps between terms count in none).
+  double seconds = 0;
   double cpu_seconds = 0;         ///< process CPU time (user + system)
   double sys_seconds = 0;         ///< of which system (kernel) time
   std::int64_t minor_faults = 0;  ///< page faults (first touches of fresh memory)
@@ -46,14 +49,17 @@ class Contractor {
   /// options.backend per contraction.
   explicit Contractor(batching::PlanOptions options, bool explain = false,
                       std::shared_ptr<batching::GemmBackend> backend = nullptr);
+  ~Contractor();
+  Contractor(const Contractor&) = delete;
+  Contractor& operator=(const Contractor&) = delete;
 
   /// out = einsum(spec, ops), allocated like ops[0]; `term` names the statistics entry.
   torch::Tensor operator()(const std::string& term, const std::string& spec,
                            const std::vector<torch::Tensor>& ops);
 
   /// Times a stretch of work that is not a contraction (the amplitude update, DIIS, the energy)
-  /// under `term` while alive (RAII; on a CUDA device its end waits for the device, as every
-  /// contraction's does, so each term's time is its own kernels'), so the per-term table shows it; the residual's own
+  /// under `term` while alive (RAII; on a CUDA device, between two CUDA events, as every
+  /// contraction is, so each term's time is its own kernels'), so the per-term table shows it; the residual's own
   /// elementwise work stays outside every term. Such terms have no FLOPs unless `flops` names
   /// those of work done outside the contractor (a BLAS call made directly). Do not open one
   /// around a contraction: its time would be counted twice.
@@ -70,20 +76,35 @@ class Contractor {
     double flops_;
     double wall0_, cpu0_, sys0_;
     std::int64_t faults0_;
+    std::int64_t interval_ = -1;  ///< its CUDA interval (device runs)
   };
 
-  const std::map<std::string, TermStats>& stats() const { return stats_; }  ///< per term
+  /// Per term. On a CUDA device, first waits for the device to finish the terms' work so far
+  /// (their times are known only then).
+  const std::map<std::string, TermStats>& stats() const;
   const std::vector<std::string>& plans() const { return plans_; }  ///< first plan of each term (explain)
   const batching::PlanOptions& options() const { return options_; }  ///< the plan options
-  void reset_stats() { stats_.clear(); }                             ///< forget statistics
+  void reset_stats();                                                ///< forget statistics
   /// Host → device / device → host bytes of every contraction so far (not reset by reset_stats).
   std::int64_t bytes_h2d() const { return bytes_h2d_; }
   std::int64_t bytes_d2h() const { return bytes_d2h_; }
 
  private:
+  /// Starts timing `term` (on a CUDA device: a CUDA event; otherwise nothing); returns the interval.
+  std::int64_t begin_term();
+  /// Ends the timing of `term` begun as `interval` at wall time `wall_start` (Usage::wall): on a
+  /// CUDA device records the end event (no wait); otherwise adds the wall time since `wall_start`.
+  void end_term(const std::string& term, std::int64_t interval, double wall_start);
+  /// Adds the device times of the ended intervals to their terms (`wait`: all of them).
+  void harvest(bool wait) const;
+
   batching::PlanOptions options_;
   bool explain_;
-  std::map<std::string, TermStats> stats_;
+  mutable std::map<std::string, TermStats> stats_;  ///< device times arrive when harvested
+  /// On a CUDA device: each term's device time, with no wait per term (a wait per term idles the
+  /// GPU between launches: (T) has thousands of terms per run). Null on the host.
+  std::unique_ptr<batching::CudaIntervalClock> device_clock_;
+  mutable std::map<std::int64_t, std::string> unharvested_;  ///< ended interval → its term
   std::vector<std::string> plans_;
   std::shared_ptr<batching::GemmBackend> backend_;
   std::int64_t bytes_h2d_ = 0, bytes_d2h_ = 0;

@@ -108,6 +108,14 @@ void require_device(const std::string& device);
 /// done, not when they are launched.)
 void synchronize_device(const c10::Device& device);
 
+/// How many times synchronize_device() has waited for a CUDA device in this process (tests
+/// count the waits a stretch of work makes).
+std::int64_t device_waits();
+
+/// `device` with its index: an index-less "cuda" is the current CUDA device (cuda:N); other
+/// devices as they are.
+c10::Device with_index(const c10::Device& device);
+
 /// Whether `t` lives on `device`; a device without an index ("cuda") matches any of its type.
 bool is_on(const at::Tensor& t, const c10::Device& device);
 

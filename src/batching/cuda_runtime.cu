@@ -105,4 +105,84 @@ double CudaEventClock::stop_seconds() {
   return 1e-3 * double(ms);
 }
 
+CudaIntervalClock::CudaIntervalClock(int index) : device_(index) {
+  check_event(on_device(index, [] { return cudaSuccess; }), "cudaSetDevice");
+}
+
+CudaIntervalClock::~CudaIntervalClock() {
+  on_device(device_, [&] {
+    for (const auto& i : intervals_) {
+      cudaEventDestroy(static_cast<cudaEvent_t>(i.start));
+      if (i.stop) cudaEventDestroy(static_cast<cudaEvent_t>(i.stop));
+    }
+    for (void* e : spare_) cudaEventDestroy(static_cast<cudaEvent_t>(e));
+    return cudaSuccess;
+  });
+}
+
+int CudaIntervalClock::take_event(void** event) {
+  if (!spare_.empty()) {
+    *event = spare_.back();
+    spare_.pop_back();
+    return cudaSuccess;
+  }
+  cudaEvent_t e = nullptr;
+  const cudaError_t r = cudaEventCreate(&e);
+  *event = e;
+  return r;
+}
+
+std::int64_t CudaIntervalClock::begin() {
+  void* start = nullptr;
+  check_event(on_device(device_,
+                        [&] {
+                          const auto e = static_cast<cudaError_t>(take_event(&start));
+                          return e == cudaSuccess ? cudaEventRecord(static_cast<cudaEvent_t>(start), cudaStreamLegacy) : e;
+                        }),
+              "cudaEventCreate/Record");
+  intervals_.push_back({next_id_, start, nullptr});
+  return next_id_++;
+}
+
+void CudaIntervalClock::end(std::int64_t id) {
+  if (intervals_.empty() || id < intervals_.front().id || id > intervals_.back().id)
+    throw Error("CUDA interval clock: no open interval " + std::to_string(id));
+  Interval& i = intervals_[std::size_t(id - intervals_.front().id)];
+  if (i.stop) throw Error("CUDA interval clock: interval " + std::to_string(id) + " ended twice");
+  void* stop = nullptr;
+  check_event(on_device(device_,
+                        [&] {
+                          const auto e = static_cast<cudaError_t>(take_event(&stop));
+                          return e == cudaSuccess ? cudaEventRecord(static_cast<cudaEvent_t>(stop), cudaStreamLegacy) : e;
+                        }),
+              "cudaEventCreate/Record");
+  i.stop = stop;
+}
+
+std::vector<std::pair<std::int64_t, double>> CudaIntervalClock::harvest(bool wait) {
+  std::vector<std::pair<std::int64_t, double>> out;
+  check_event(on_device(device_,
+                        [&] {
+                          while (!intervals_.empty() && intervals_.front().stop) {
+                            const Interval i = intervals_.front();
+                            const auto stop = static_cast<cudaEvent_t>(i.stop);
+                            cudaError_t e = wait ? cudaEventSynchronize(stop) : cudaEventQuery(stop);
+                            if (e == cudaErrorNotReady) {
+                              cudaGetLastError();
+                              break;
+                            }
+                            float ms = 0;
+                            if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(i.start), stop);
+                            if (e != cudaSuccess) return e;
+                            out.emplace_back(i.id, 1e-3 * double(ms));
+                            spare_.push_back(i.start);
+                            spare_.push_back(i.stop);
+                            intervals_.pop_front();
+                          }
+                          return cudaSuccess;
+                        }),
+              "cudaEventSynchronize/Query/ElapsedTime");
+  return out;
+}
+
 }  // namespace nnvmc::batching

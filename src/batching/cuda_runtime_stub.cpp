@@ -24,6 +24,13 @@ CudaEventClock::~CudaEventClock() = default;
 void CudaEventClock::start() {}
 double CudaEventClock::stop_seconds() { return 0; }
 
+CudaIntervalClock::CudaIntervalClock(int) { throw Error("CUDA interval clock: this build has no CUDA (NNVMC_WITH_CUDA)"); }
+CudaIntervalClock::~CudaIntervalClock() = default;
+std::int64_t CudaIntervalClock::begin() { return 0; }
+void CudaIntervalClock::end(std::int64_t) {}
+std::vector<std::pair<std::int64_t, double>> CudaIntervalClock::harvest(bool) { return {}; }
+int CudaIntervalClock::take_event(void**) { return 0; }
+
 std::unique_ptr<GemmBackend> make_cublas_backend(int, StagedGemmOptions) {
   throw InputError("backend 'cublas' needs a build with -DNNVMC_WITH_CUDA=ON");
 }

@@ -1,7 +1,6 @@
 /// Executes a Plan batch by batch with a GEMM backend, accounting every buffer it owns by
 /// the same rules the planner used (plan_detail.hpp: simulate_batch).
 #include <ATen/ATen.h>
-#include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <chrono>
 #include <functional>
@@ -364,8 +363,7 @@ ExecReport execute(const Plan& plan, const std::vector<at::Tensor>& operands, co
   // an index-less "cuda" (host output) is the current CUDA device, spelt with its index as the
   // tensors made on it are: the workspace keys buffers by device, and "cuda" and "cuda:0" would
   // keep two sets of buffers of the same sizes
-  if (device.is_cuda() && !device.has_index())
-    device = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getDevice();
+  device = with_index(device);
   if (operands.size() != plan.spec.inputs.size())
     throw InputError("einsum '" + plan.spec.text() + "': plan is for " +
                      std::to_string(plan.spec.inputs.size()) + " operands");

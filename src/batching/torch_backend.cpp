@@ -4,6 +4,8 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
+
 #include <filesystem>
 #include <mutex>
 
@@ -62,10 +64,21 @@ void require_device(const std::string& device) {
                      " CUDA device(s)");
 }
 
+c10::Device with_index(const c10::Device& device) {
+  if (!device.is_cuda() || device.has_index()) return device;
+  return c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getDevice();
+}
+
+namespace {
+std::atomic<std::int64_t> g_device_waits{0};
+}  // namespace
+
+std::int64_t device_waits() { return g_device_waits.load(); }
+
 void synchronize_device(const c10::Device& device) {
   if (!device.is_cuda()) return;
-  const auto* impl = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
-  impl->synchronizeDevice(device.has_index() ? device.index() : impl->getDevice().index());
+  ++g_device_waits;
+  c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->synchronizeDevice(with_index(device).index());
 }
 
 bool is_on(const at::Tensor& t, const c10::Device& device) {

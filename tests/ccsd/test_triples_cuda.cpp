@@ -10,6 +10,7 @@
 
 #include "batching/backend.hpp"
 #include "batching/cuda_runtime.hpp"
+#include "ccsd/contractor.hpp"
 #include "ccsd/triples_kernels.hpp"
 #include "core/errors.hpp"
 
@@ -117,4 +118,45 @@ TEST(TriplesCuda, KernelsOnTheGpuEqualTheHostLoops) {
   expect_kernels_agree(torch::Device(torch::kCUDA, 0));
 }
 
+/// 300 small contractions and 300 sections (more than one harvest of the contractor's
+/// intervals) through a contractor on `device`; checks each term's statistics and returns how
+/// often the work waited for the device before stats() was read.
+std::int64_t waits_while_timing_terms(const std::string& device) {
+  nnvmc::batching::PlanOptions o;
+  o.device = device;
+  o.cost = nnvmc::batching::CostModel{};
+  cc::Contractor c(o);
+  const auto opt = torch::TensorOptions().dtype(torch::kFloat64).device(torch::Device(device));
+  torch::Tensor a = torch::randn({64, 64}, torch::kFloat64).to(opt);
+  const torch::Tensor b = torch::randn({64, 64}, torch::kFloat64).to(opt);
+  const std::int64_t waits0 = nnvmc::batching::device_waits();
+  for (int n = 0; n < 300; ++n) {
+    const torch::Tensor x = c("gemm", "ij,jk->ik", {a, b});
+    const cc::Contractor::Section section(c, "update");
+    a = torch::tanh(x);
+  }
+  const std::int64_t waits = nnvmc::batching::device_waits() - waits0;
+  const auto& stats = c.stats();
+  EXPECT_EQ(stats.at("gemm").calls, 300);
+  EXPECT_EQ(stats.at("update").calls, 300);
+  EXPECT_DOUBLE_EQ(stats.at("gemm").flops, 300 * 2.0 * 64 * 64 * 64);
+  EXPECT_GT(stats.at("gemm").seconds, 0);
+  EXPECT_GT(stats.at("update").seconds, 0);
+  c.reset_stats();
+  EXPECT_TRUE(c.stats().empty());
+  EXPECT_TRUE(torch::isfinite(a).all().item<bool>());
+  return waits;
+}
+
 }  // namespace
+
+TEST(TriplesCuda, TheContractorTimesEachTermWithoutWaitingForTheDevice) {
+  // thousands of terms in a (T) run: a wait after each would idle the GPU between launches,
+  // so on CUDA each term is timed by device events harvested when the statistics are read
+  if (nnvmc::batching::cuda_device_count() == 0) {
+    EXPECT_EQ(waits_while_timing_terms("cpu"), 0);  // host wall times
+    return;
+  }
+  EXPECT_EQ(waits_while_timing_terms("cuda"), 0);
+  EXPECT_EQ(waits_while_timing_terms("cuda:0"), 0);
+}
