@@ -13,6 +13,7 @@
 #include "app/commands.hpp"
 #include "batching/backend.hpp"
 #include "batching/budget.hpp"
+#include "batching/cuda_runtime.hpp"
 #include "ccsd/driver.hpp"
 #include "parallel/communicator.hpp"
 #include "parallel/gpu_sharing.hpp"
@@ -121,26 +122,32 @@ void run_ccsd_command(const CcsdArgs& a) {
   // the host's (its share of the machine) otherwise
   o.ccsd.plan.backend = batching::parse_backend(a.backend);
   const bool staged = o.ccsd.plan.backend == batching::BackendKind::cublas;
-  // the ranks of a CCSD run use the same GPU index; those on the same physical GPU take their
-  // shares of its 'auto' (ranks bound to a GPU each by CUDA_VISIBLE_DEVICES do not share)
-  if (staged || a.device != "cpu") {
-    const c10::Device gpu(staged ? std::string("cuda") : a.device);
-    batching::MemoryBudget::set_cuda_auto_sharers(
-        parallel::ranks_sharing_gpu(parallel::world(), gpu.has_index() ? gpu.index() : 0));
+  // Several ranks on a node: one GPU per rank where "cuda" (or the staged backend's GPU) has no
+  // index, as in training; ranks on the same physical GPU (more ranks than GPUs, a device
+  // naming one) take their shares of its 'auto' (ranks bound to a GPU each do not share).
+  std::string device = a.device;
+  int gpu = 0;
+  if (staged || device != "cpu") {
+    auto& comm = parallel::world();
+    const c10::Device d(staged ? std::string("cuda") : device);
+    gpu = d.has_index() ? d.index() : parallel::rank_gpu(comm, batching::cuda_device_count());
+    if (!staged && !d.has_index() && comm.size() > 1) device = "cuda:" + std::to_string(gpu);
+    batching::MemoryBudget::set_cuda_auto_sharers(parallel::ranks_sharing_gpu(comm, gpu));
   }
   o.ccsd.plan.budget_bytes = staged ? batching::MemoryBudget::parse("auto", "cpu", "--memory").bytes()
-                                    : batching::MemoryBudget::parse(a.memory, a.device, "--memory").bytes();
+                                    : batching::MemoryBudget::parse(a.memory, device, "--memory").bytes();
   o.memory_is_auto = a.memory == "auto";
   o.ccsd.plan.split = batching::parse_split(a.split);
-  o.ccsd.plan.device = a.device;
+  o.ccsd.plan.device = device;
   // the staged cuBLAS backend lives for the whole run: its streams, pinned buffers and the
   // operands it keeps on the device (the integral blocks) serve every contraction
   if (staged) {
     batching::StagedGemmOptions so;
     // auto: MemoryBudget::kAutoFraction of the GPU's free memory, taken when the backend is made
     so.device_budget_bytes = a.memory == "auto" ? -1 : batching::MemoryBudget::parse(a.memory, "cuda", "--memory").bytes();
+    so.gpu = gpu;
     try {
-      o.ccsd.backend = batching::make_backend(o.ccsd.plan.backend, a.device, so);
+      o.ccsd.backend = batching::make_backend(o.ccsd.plan.backend, device, so);
     } catch (const BudgetError& e) {
       throw BudgetError(std::string("--memory ") + a.memory + ": " + e.what());
     }

@@ -78,6 +78,7 @@ struct StagedGemmOptions {
   /// for staging; a call whose staging alone does not fit throws BudgetError. 0: no limit;
   /// < 0: MemoryBudget::kAutoFraction of the device's free memory when the backend is made.
   std::int64_t device_budget_bytes = 0;
+  int gpu = 0;  ///< CUDA device index the GEMMs run on (MPI ranks: parallel::rank_gpu)
 };
 
 /// GEMMs of host tensors on a device reached through `ops`: operands are packed into pinned

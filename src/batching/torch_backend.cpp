@@ -98,7 +98,7 @@ std::unique_ptr<GemmBackend> make_backend(BackendKind kind, const std::string& d
   if (built_with_cuda() && cuda_device_count() == 0)  // a user error like any other device name, not a CUDA failure
     throw InputError("backend 'cublas' runs its GEMMs on a CUDA GPU, and this machine has none "
                      "(use --backend torch on the CPU)");
-  return make_cublas_backend(0, staged);
+  return make_cublas_backend(staged.gpu, staged);
 }
 
 }  // namespace nnvmc::batching

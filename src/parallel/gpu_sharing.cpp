@@ -18,6 +18,10 @@ std::string gpu_identity(int device) {
   return std::string(name) + "/" + (bus.empty() ? "device " + std::to_string(device) : bus);
 }
 
+int rank_gpu(const Communicator& comm, int gpus) {
+  return comm.size() > 1 ? comm.local_rank() % std::max(1, gpus) : 0;
+}
+
 int ranks_sharing_gpu(Communicator& comm, int device) {
   const auto mine = static_cast<std::int64_t>(std::hash<std::string>{}(gpu_identity(device)));
   const auto keys = comm.allgather(mine);

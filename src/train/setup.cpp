@@ -63,9 +63,9 @@ torch::TensorOptions tensor_options(const Config& config) {
     // Several ranks on a node: one GPU per rank ("cuda" without an index → local rank's GPU).
     auto& comm = parallel::world();
     if (comm.size() > 1 && device.is_cuda()) {
-      const int gpus = std::max<int>(1, static_cast<int>(torch::cuda::device_count()));
       if (!device.has_index())
-        device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(comm.local_rank() % gpus));
+        device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(
+                                                 parallel::rank_gpu(comm, static_cast<int>(torch::cuda::device_count()))));
       // ranks on the same physical GPU (more ranks than GPUs, a config naming one) take their
       // shares of its 'auto'; ranks bound to a GPU each see one GPU but do not share it
       batching::MemoryBudget::set_cuda_auto_sharers(parallel::ranks_sharing_gpu(comm, device.index()));

@@ -59,6 +59,10 @@ TEST(SingleProcess, AGpusIdentityIsItsHostAndBusIdAndOneProcessSharesItWithNobod
   EXPECT_EQ(ranks_sharing_gpu(world(), 0), 1);
 }
 
+TEST(SingleProcess, OneProcessUsesTheCurrentGpuWhateverTheNodeHas) {
+  for (int gpus : {0, 1, 4}) EXPECT_EQ(rank_gpu(world(), gpus), 0) << gpus;
+}
+
 TEST(World, IsOneProcessOutsideMpirun) {
   EXPECT_EQ(world().size(), 1);
   EXPECT_EQ(world().rank(), 0);

@@ -2,6 +2,7 @@
 /// one-process reference runs on rank 0 with MPI_COMM_SELF while the other ranks wait).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -264,4 +265,19 @@ TEST(MpiGpuSharing, RanksOnTheSameGpuCountEachOtherAndOnlyThem) {
   auto& w = world();
   EXPECT_EQ(parallel::ranks_sharing_gpu(w, 0), w.size());
   EXPECT_EQ(parallel::ranks_sharing_gpu(w, w.rank()), 1);
+}
+
+// "cuda" without an index under mpirun: one GPU per rank of a node while there are enough,
+// round robin when there are more ranks than GPUs, all on device 0 with one GPU (or none seen)
+TEST(MpiGpuSharing, RanksOfANodeTakeItsGpusInTurn) {
+  auto& w = world();
+  std::vector<std::int64_t> with_enough, with_two;
+  for (auto g : w.allgather(parallel::rank_gpu(w, w.size()))) with_enough.push_back(g);
+  for (auto g : w.allgather(parallel::rank_gpu(w, 2))) with_two.push_back(g);
+  std::vector<std::int64_t> distinct = with_enough;
+  std::sort(distinct.begin(), distinct.end());
+  EXPECT_EQ(std::unique(distinct.begin(), distinct.end()) - distinct.begin(), w.size());  // one host here
+  for (int r = 0; r < w.size(); ++r) EXPECT_EQ(with_two[std::size_t(r)], r % 2) << "rank " << r;
+  EXPECT_EQ(parallel::rank_gpu(w, 1), 0);
+  EXPECT_EQ(parallel::rank_gpu(w, 0), 0);
 }
