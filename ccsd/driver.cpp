@@ -3,13 +3,18 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
 
 #include "batching/backend.hpp"
 #include "batching/budget.hpp"
+#include "batching/cost_model.hpp"
 #include "ccsd/cholesky.hpp"
 #include "ccsd/mo_integrals.hpp"
 #include "core/errors.hpp"
 #include "core/log.hpp"
+#include "parallel/communicator.hpp"
 #include "scf/integrals.hpp"
 
 namespace nnvmc::ccsd {
@@ -56,6 +61,32 @@ void check_memory_budget(const System& system, std::int64_t n_basis, const CcsdR
               " or more, or auto");
 }
 
+namespace {
+
+/// Makes every rank plan with rank 0's cost model (the host's and, on a GPU, the GPU's rates),
+/// measured or read from the cache once. Ranks measuring at the same time on one node would each
+/// see a fraction of the machine, plan with rates K times too low, and write those to the cache
+/// file every later run reads. (Heterogeneous nodes plan with rank 0's hardware.) Collective.
+void adopt_rank0_rates(const CcsdRunOptions& options) {
+  auto& comm = parallel::world();
+  if (comm.size() == 1) return;  // measure() as usual, when first needed
+  std::vector<std::string> devices{"cpu"};  // the integral transformation plans on the host
+  if (!options.ccsd.plan.cost) {              // rates the caller gave need no measurement
+    if (options.ccsd.plan.device != "cpu") devices.push_back(options.ccsd.plan.device);
+    if (options.ccsd.plan.backend == batching::BackendKind::cublas) devices.push_back("cuda");
+  }
+  static_assert(std::is_trivially_copyable_v<batching::CostModel>);
+  std::vector<batching::CostModel> rates(devices.size());
+  if (comm.is_root())
+    for (std::size_t d = 0; d < devices.size(); ++d) rates[d] = batching::CostModel::measure(devices[d]);
+  comm.broadcast(rates.data(), rates.size() * sizeof(batching::CostModel), 0);
+  // under this rank's own device names ("cuda:1" where rank 0 has "cuda:0")
+  if (!comm.is_root())
+    for (std::size_t d = 0; d < devices.size(); ++d) batching::CostModel::remember(devices[d], rates[d]);
+}
+
+}  // namespace
+
 CcsdRun run_ccsd(const System& system, const CcsdRunOptions& options) {
   using clock = std::chrono::steady_clock;
   CcsdRun run;
@@ -71,6 +102,7 @@ CcsdRun run_ccsd(const System& system, const CcsdRunOptions& options) {
                              "%.1f GB they are allowed; use Cholesky-decomposed integrals (--cholesky 1e-5)",
                              static_cast<int>(basis.n_functions()), ao_bytes / 1e9, double(scf::kMaxFullEriBytes) / 1e9));
   check_memory_budget(system, basis.n_functions(), options);
+  adopt_rank0_rates(options);
   const auto seconds = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
   run.n_frozen = options.frozen_core ? frozen_core_orbitals(system) : 0;
   MoIntegrals mo;

@@ -198,6 +198,11 @@ std::map<std::string, CostModel>& measured() {
 }
 }  // namespace
 
+void CostModel::remember(const std::string& device, const CostModel& m) {
+  std::lock_guard<std::mutex> lock(measured_mutex());
+  measured()[device_key(device)] = m;
+}
+
 void CostModel::forget_measured() {
   std::lock_guard<std::mutex> lock(measured_mutex());
   measured().clear();

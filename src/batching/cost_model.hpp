@@ -40,6 +40,9 @@ struct CostModel {
   /// micro-benchmarks (GEMM rate and shape efficiency, copy bandwidth, link rate) and stored
   /// there. NNVMC_COST_MODEL=measure re-measures (and overwrites the entry).
   static CostModel measure(const std::string& device);
+  /// Makes `m` the rates measure(device) returns in this process from now on (ranks of an MPI
+  /// run adopting rank 0's measurement); no cache file is written.
+  static void remember(const std::string& device, const CostModel& m);
   /// Forgets the rates measure() keeps in the process (the disk cache stays; for tests).
   static void forget_measured();
   /// Measures now, without any cache.

@@ -3,7 +3,13 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <unistd.h>
 
+#include "batching/cost_model.hpp"
 #include "ccsd/driver.hpp"
 #include "core/system.hpp"
 #include "parallel/communicator.hpp"
@@ -47,6 +53,39 @@ void expect_same_as_one_process(double cholesky_tau) {
 TEST(MpiCcsd, WaterCcpvdzEqualsOneProcess) { expect_same_as_one_process(0.0); }
 
 TEST(MpiCcsd, WaterCcpvdzCholeskyEqualsOneProcess) { expect_same_as_one_process(1e-6); }
+
+TEST(MpiCcsd, EveryRankPlansWithRankZerosMeasuredRates) {
+  // Ranks benchmarking at once on one node would each see a fraction of it and write that to
+  // the shared cache. Forced to measure afresh (NNVMC_COST_MODEL=measure, an empty cache), ranks
+  // measuring each for itself would differ in the last bits at least; they adopt rank 0's.
+  auto& w = parallel::world();
+  ASSERT_GT(w.size(), 1);
+  auto saved = [](const char* name) -> std::optional<std::string> {
+    const char* v = std::getenv(name);
+    return v ? std::optional<std::string>(v) : std::nullopt;
+  };
+  const auto cache0 = saved("NNVMC_CACHE_DIR"), mode0 = saved("NNVMC_COST_MODEL");
+  double pid = double(getpid());
+  w.broadcast(&pid, sizeof pid, 0);
+  const auto dir = std::filesystem::temp_directory_path() / ("nnvmc_mpi_rates_" + std::to_string(std::int64_t(pid)));
+  setenv("NNVMC_CACHE_DIR", dir.c_str(), 1);
+  setenv("NNVMC_COST_MODEL", "measure", 1);
+  batching::CostModel::forget_measured();
+  ccsd::CcsdRunOptions o;
+  o.basis = "sto-3g";
+  o.ccsd.verbose = false;
+  ccsd::run_ccsd(load_molecule("h2o", default_molecules_dir()), o);
+  const batching::CostModel m = batching::CostModel::measure("cpu");  // what the run planned with
+  double rates[3] = {m.gemm_flops_per_s, m.copy_bytes_per_s, m.gemm_half_dim}, root[3] = {rates[0], rates[1], rates[2]};
+  w.broadcast(root, sizeof root, 0);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(rates[i], root[i]) << "rate " << i << " on rank " << w.rank();
+  EXPECT_GT(rates[0], 0.0);
+  cache0 ? void(setenv("NNVMC_CACHE_DIR", cache0->c_str(), 1)) : void(unsetenv("NNVMC_CACHE_DIR"));
+  mode0 ? void(setenv("NNVMC_COST_MODEL", mode0->c_str(), 1)) : void(unsetenv("NNVMC_COST_MODEL"));
+  batching::CostModel::forget_measured();
+  w.barrier();
+  if (w.is_root()) std::filesystem::remove_all(dir);
+}
 
 TEST(MpiScf, EveryRankTakesRankZerosOrbitals) {
   // Ranks whose SCF stops elsewhere (here: looser tolerances than rank 0's; in practice J/K
