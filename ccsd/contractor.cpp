@@ -4,7 +4,6 @@
 
 #include "batching/backend.hpp"
 #include "batching/contract.hpp"
-#include "batching/cuda_runtime.hpp"
 #include "batching/workspace.hpp"
 #include "ccsd/usage.hpp"
 
@@ -37,9 +36,7 @@ Contractor::Contractor(batching::PlanOptions options, bool explain, std::shared_
   }
   // buffers are reused from one iteration to the next (held within the budget)
   if (!options_.workspace) options_.workspace = std::make_shared<batching::Workspace>();
-  const torch::Device device(options_.device);
-  if (device.is_cuda() && batching::built_with_cuda())
-    device_clock_ = std::make_unique<batching::CudaIntervalClock>(batching::with_index(device).index());
+  device_clock_ = batching::make_device_clock(torch::Device(options_.device));
 }
 
 Contractor::~Contractor() = default;
@@ -63,6 +60,7 @@ void Contractor::harvest(bool wait) const {
   if (!device_clock_) return;
   for (const auto& [id, seconds] : device_clock_->harvest(wait)) {
     const auto it = unharvested_.find(id);
+    if (it == unharvested_.end()) continue;  // (every ended interval is entered; defensive)
     stats_[it->second].seconds += seconds;
     unharvested_.erase(it);
   }
@@ -82,6 +80,20 @@ torch::Tensor Contractor::operator()(const std::string& term, const std::string&
                                      const std::vector<torch::Tensor>& ops) {
   const Usage u0 = Usage::now();
   const std::int64_t interval = begin_term();
+  // a contraction that throws still ends its interval (an open one would hold its events)
+  struct EndOnThrow {
+    Contractor& c;
+    const std::string& term;
+    std::int64_t interval;
+    double wall_start;
+    bool armed = true;
+    ~EndOnThrow() {
+      if (armed) try {
+          c.end_term(term, interval, wall_start);
+        } catch (...) {
+        }
+    }
+  } guard{*this, term, interval, u0.wall};
   const auto es = batching::parse_einsum(spec);
   const auto ext = batching::label_extents(es, [&] {
     std::vector<std::vector<std::int64_t>> s;
@@ -94,6 +106,7 @@ torch::Tensor Contractor::operator()(const std::string& term, const std::string&
   const auto plan = batching::plan_contraction(spec, ops, out, options_);
   const auto rep = backend_ ? batching::execute(plan, ops, out, options_, *backend_)
                             : batching::execute(plan, ops, out, options_);
+  guard.armed = false;
   end_term(term, interval, u0.wall);
   const Usage du = Usage::now() - u0;
   auto& s = stats_[term];

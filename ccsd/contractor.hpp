@@ -11,9 +11,10 @@
 
 #include "batching/plan.hpp"
 
+#include "core/interval_clock.hpp"
+
 namespace nnvmc::batching {
 class GemmBackend;
-class CudaIntervalClock;
 }
 
 namespace nnvmc::ccsd {
@@ -103,7 +104,7 @@ class Contractor {
   mutable std::map<std::string, TermStats> stats_;  ///< device times arrive when harvested
   /// On a CUDA device: each term's device time, with no wait per term (a wait per term idles the
   /// GPU between launches: (T) has thousands of terms per run). Null on the host.
-  std::unique_ptr<batching::CudaIntervalClock> device_clock_;
+  std::unique_ptr<IntervalClock> device_clock_;
   mutable std::map<std::int64_t, std::string> unharvested_;  ///< ended interval → its term
   std::vector<std::string> plans_;
   std::shared_ptr<batching::GemmBackend> backend_;

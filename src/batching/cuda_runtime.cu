@@ -1,6 +1,7 @@
 // CUDA runtime queries of a build with NNVMC_WITH_CUDA (compiled by nvcc).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -54,13 +55,16 @@ bool built_with_cuda() { return true; }
 
 namespace {
 /// Runs `f` with `index` as the current device, then restores the previous one.
+/// (No switch when `index` is current already: a switch back would also make a context on a
+/// device this process may not use otherwise.)
 template <class F>
 cudaError_t on_device(int index, F f) {
   int previous = 0;
-  cudaGetDevice(&previous);
+  if (cudaGetDevice(&previous) == cudaSuccess && previous == index) return f();
   cudaError_t e = cudaSetDevice(index);
   if (e == cudaSuccess) e = f();
-  cudaSetDevice(previous);
+  const cudaError_t back = cudaSetDevice(previous);
+  if (back != cudaSuccess) cudaGetLastError();  // not for a later kernel launch to report
   return e;
 }
 void check_event(cudaError_t e, const char* what) {
@@ -136,8 +140,10 @@ std::int64_t CudaIntervalClock::begin() {
   void* start = nullptr;
   check_event(on_device(device_,
                         [&] {
-                          const auto e = static_cast<cudaError_t>(take_event(&start));
-                          return e == cudaSuccess ? cudaEventRecord(static_cast<cudaEvent_t>(start), cudaStreamLegacy) : e;
+                          cudaError_t e = static_cast<cudaError_t>(take_event(&start));
+                          if (e == cudaSuccess) e = cudaEventRecord(static_cast<cudaEvent_t>(start), cudaStreamLegacy);
+                          if (e != cudaSuccess && start) spare_.push_back(start);  // back to the pool
+                          return e;
                         }),
               "cudaEventCreate/Record");
   intervals_.push_back({next_id_, start, nullptr});
@@ -145,15 +151,16 @@ std::int64_t CudaIntervalClock::begin() {
 }
 
 void CudaIntervalClock::end(std::int64_t id) {
-  if (intervals_.empty() || id < intervals_.front().id || id > intervals_.back().id)
-    throw Error("CUDA interval clock: no open interval " + std::to_string(id));
-  Interval& i = intervals_[std::size_t(id - intervals_.front().id)];
-  if (i.stop) throw Error("CUDA interval clock: interval " + std::to_string(id) + " ended twice");
+  const auto at = std::find_if(intervals_.begin(), intervals_.end(), [&](const Interval& i) { return i.id == id; });
+  if (at == intervals_.end() || at->stop) throw Error("CUDA interval clock: no open interval " + std::to_string(id));
+  Interval& i = *at;
   void* stop = nullptr;
   check_event(on_device(device_,
                         [&] {
-                          const auto e = static_cast<cudaError_t>(take_event(&stop));
-                          return e == cudaSuccess ? cudaEventRecord(static_cast<cudaEvent_t>(stop), cudaStreamLegacy) : e;
+                          cudaError_t e = static_cast<cudaError_t>(take_event(&stop));
+                          if (e == cudaSuccess) e = cudaEventRecord(static_cast<cudaEvent_t>(stop), cudaStreamLegacy);
+                          if (e != cudaSuccess && stop) spare_.push_back(stop);  // back to the pool
+                          return e;
                         }),
               "cudaEventCreate/Record");
   i.stop = stop;
@@ -163,21 +170,24 @@ std::vector<std::pair<std::int64_t, double>> CudaIntervalClock::harvest(bool wai
   std::vector<std::pair<std::int64_t, double>> out;
   check_event(on_device(device_,
                         [&] {
-                          while (!intervals_.empty() && intervals_.front().stop) {
-                            const Interval i = intervals_.front();
-                            const auto stop = static_cast<cudaEvent_t>(i.stop);
+                          for (auto it = intervals_.begin(); it != intervals_.end();) {
+                            if (!it->stop) {  // still open (an outer stage): later ones may have ended
+                              ++it;
+                              continue;
+                            }
+                            const auto stop = static_cast<cudaEvent_t>(it->stop);
                             cudaError_t e = wait ? cudaEventSynchronize(stop) : cudaEventQuery(stop);
-                            if (e == cudaErrorNotReady) {
+                            if (e == cudaErrorNotReady) {  // nor any recorded after it (one stream)
                               cudaGetLastError();
                               break;
                             }
                             float ms = 0;
-                            if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(i.start), stop);
+                            if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(it->start), stop);
                             if (e != cudaSuccess) return e;
-                            out.emplace_back(i.id, 1e-3 * double(ms));
-                            spare_.push_back(i.start);
-                            spare_.push_back(i.stop);
-                            intervals_.pop_front();
+                            out.emplace_back(it->id, 1e-3 * double(ms));
+                            spare_.push_back(it->start);
+                            spare_.push_back(it->stop);
+                            it = intervals_.erase(it);
                           }
                           return cudaSuccess;
                         }),

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/interval_clock.hpp"
+
 namespace nnvmc::batching {
 
 /// Free memory of CUDA device `index` (cudaMemGetInfo). @throws BudgetError without CUDA.
@@ -45,26 +47,22 @@ class CudaEventClock {
   int device_ = 0;
 };
 
-/// Device time of many short intervals of the work queued on CUDA device `index`, without
-/// waiting for the device at the end of each (a wait per interval idles the GPU between
-/// launches: 15 k waits in the (T) loop of (H2O)6). begin()/end() record pooled CUDA events on
-/// the legacy default stream (as CudaEventClock); harvest() turns the intervals the device has
-/// passed into seconds and recycles their events.
-class CudaIntervalClock {
+/// IntervalClock of the work queued on CUDA device `index`: device time of many short intervals
+/// without waiting for the device at the end of each (a wait per interval idles the GPU between
+/// launches: 15 k waits in the (T) loop of (H2O)6, ~15 per training iteration). begin()/end()
+/// record pooled CUDA events on the legacy default stream (as CudaEventClock); harvest() turns
+/// the intervals the device has passed into seconds and recycles their events.
+class CudaIntervalClock final : public IntervalClock {
  public:
   /// @throws Error without CUDA (a build without NNVMC_WITH_CUDA, or no such device)
   explicit CudaIntervalClock(int index);
-  ~CudaIntervalClock();
+  ~CudaIntervalClock() override;
   CudaIntervalClock(const CudaIntervalClock&) = delete;
   CudaIntervalClock& operator=(const CudaIntervalClock&) = delete;
-  /// Records the start of a new interval; returns its id (0, 1, 2, ... in order of begin()).
-  std::int64_t begin();
-  /// Records the end of interval `id` (no wait). Intervals may be open at the same time.
-  void end(std::int64_t id);
-  /// (id, seconds) of the ended intervals not yet harvested, in id order, up to the first one
-  /// still open. `wait`: waits until the device reaches their end events; otherwise stops at
-  /// the first the device has not reached yet (never blocks).
-  std::vector<std::pair<std::int64_t, double>> harvest(bool wait);
+  std::int64_t begin() override;  ///< records a start event
+  void end(std::int64_t id) override;  ///< records the end event (no wait)
+  /// Without `wait`, stops at the first end event the device has not reached (cudaEventQuery).
+  std::vector<std::pair<std::int64_t, double>> harvest(bool wait) override;
   std::size_t unharvested() const { return intervals_.size(); }  ///< intervals begun, not harvested
 
  private:
@@ -74,7 +72,7 @@ class CudaIntervalClock {
     void* stop;  ///< null while open
   };
   int take_event(void** event);  ///< a spare event or a new one; a cudaError_t
-  std::deque<Interval> intervals_;  ///< by id
+  std::deque<Interval> intervals_;  ///< begun and not harvested, by id
   std::vector<void*> spare_;        ///< recycled events
   std::int64_t next_id_ = 0;
   int device_ = 0;

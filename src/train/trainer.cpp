@@ -148,7 +148,8 @@ void init_from_checkpoint(VmcSetup& s) {
 Trainer::Trainer(const Config& config) : Trainer(make_setup(config)) {}
 
 namespace {
-/// Synchronises the run's CUDA device when a stage scope opens and closes (StageTimers observer).
+/// Synchronises the run's CUDA device when a stage scope opens and closes (StageTimers observer;
+/// builds without CUDA events).
 class DeviceSyncObserver final : public StageObserver {
  public:
   explicit DeviceSyncObserver(c10::Device device) : device_(device) {}
@@ -159,16 +160,23 @@ class DeviceSyncObserver final : public StageObserver {
   c10::Device device_;
 };
 
-std::unique_ptr<StageObserver> device_sync_for(const torch::TensorOptions& options) {
-  if (!options.device().is_cuda()) return nullptr;
-  return std::make_unique<DeviceSyncObserver>(options.device());
-}
 }  // namespace
+
+void Trainer::time_stages_on_device() {
+  const c10::Device device = setup_.options.device();
+  if (!device.is_cuda()) return;
+  device_clock_ = batching::make_device_clock(device);
+  if (device_clock_) {
+    timers_.set_clock(device_clock_.get());
+  } else {
+    device_sync_ = std::make_unique<DeviceSyncObserver>(device);
+    timers_.set_observer(device_sync_.get());
+  }
+}
 
 Trainer::Trainer(VmcSetup setup) : setup_(std::move(setup)) {
   const Config& config = setup_.config;
-  device_sync_ = device_sync_for(setup_.options);
-  timers_.set_observer(device_sync_.get());
+  time_stages_on_device();
   check_pretraining(setup_);
   if (!config.model.init_from.empty()) init_from_checkpoint(setup_);
   optimizer_ = make_optimizer(config.optim, *setup_.wf, setup_.budget);
@@ -205,8 +213,7 @@ Trainer::Trainer(VmcSetup setup) : setup_(std::move(setup)) {
 
 Trainer::Trainer(const Config& config, const std::string& checkpoint_path)
     : setup_(make_setup(config)), resumed_(true) {
-  device_sync_ = device_sync_for(setup_.options);
-  timers_.set_observer(device_sync_.get());
+  time_stages_on_device();
   const Checkpoint c = load_checkpoint(checkpoint_path);
   auto& mols = setup_.molecules;
   if (c.molecules.size() != mols.size())
