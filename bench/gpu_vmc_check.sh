@@ -15,6 +15,7 @@
 #   2b. the MH step as a CUDA graph (run.cuda_graphs) against launching its kernels: sampling
 #      s/iteration and the energies of the same seed (the same chain, so they should agree);
 #   2c. the same for C4H4 (28 electrons: graphs there need cuSOLVER's batched LU, stage lu);
+#   2s. it/s with stage times from device events against a device wait at each stage boundary;
 #   3. the 16-core CPU of the same machine on LiH at 4096 walkers for the GPU/CPU ratio, and
 #      its thread scaling at 512 walkers with and without walker parts (run.walker_threads);
 #   4. `nnvmc profile` on CUDA and one short CUDA training run of Psiformer, PauliNet, Orbformer;
@@ -22,7 +23,7 @@
 #   5. the counter-based walker streams on CUDA: time per MH step, same bits as the CPU;
 #   6. NCCL device collectives (one rank), the functorch jvp and the Hutchinson Laplacian on CUDA.
 #   lu. batched LU per libtorch backend (python3 bench/lu_backends.py): time, graph capture.
-# They run in priority order, STAGES (default "lu 1 2 2c 4 3 2a 2b 6 4b 5"); each logs how long it took.
+# They run in priority order, STAGES (default "lu 1 2 2c 4 2s 3 2a 2b 6 4b 5"); each logs how long it took.
 # Rehearse on the CPU first: bench/device_dry_run.sh bench/gpu_vmc_check.sh (about 2 minutes).
 # Goals (issue 16): LiH 4096 walkers <= 0.15 s/it, C4H4 4096 <= 1 s/it, GPU >= 10x the 16 cores.
 set -u
@@ -136,6 +137,21 @@ stage_2c() {
   grep -hE "CUDA graph|cuSOLVER" "$OUT/train_c4h4_1024_kfac_graphs_true.log" | head -3 >> "$OUT/summary.txt"
 }
 
+# 2s. Stage times from device events (the trainer since 2026-12-05) against a device wait at every
+#     stage boundary (before; NNVMC_STAGE_SYNC=1): it/s of the same LiH run, interleaved, twice.
+stage_2s() {
+  local rep sync tag
+  for rep in 1 2; do
+    for sync in 0 1; do
+      tag="lih_4096_kfac_stagesync${sync}_$rep"
+      export NNVMC_STAGE_SYNC=$sync
+      train "$tag" configs/runs/lih_ferminet_kfac.yaml 4096 float64 kfac cuda 1 60
+      unset NNVMC_STAGE_SYNC
+      log "  stage waits $sync: $(grep -oE '[0-9.]+ it/s' "$OUT/train_$tag.log" | tail -1)"
+    done
+  done
+}
+
 # 3. The 16 CPU cores of the same machine on LiH at 4096 walkers (GPU/CPU ratio), and their thread
 #    scaling at 512 walkers.
 stage_3() {
@@ -200,7 +216,7 @@ stage_lu() {
 
 # Priority order: if the run's time limit cuts the script, what is cut is the least needed. A second
 # call can run the rest, e.g. STAGES="4b 5" (the machine stays warm for a while between calls).
-for stage in ${STAGES:-lu 1 2 2c 4 3 2a 2b 6 4b 5}; do
+for stage in ${STAGES:-lu 1 2 2c 4 2s 3 2a 2b 6 4b 5}; do
   declare -F "stage_$stage" > /dev/null || { log "unknown stage '$stage' (STAGES)"; continue; }
   start=$(date +%s)
   "stage_$stage"
