@@ -4,6 +4,7 @@
 /// stub that throws). Torch-free.
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,6 +15,12 @@ namespace nnvmc::batching {
 
 /// Free memory of CUDA device `index` (cudaMemGetInfo). @throws BudgetError without CUDA.
 std::int64_t cuda_free_bytes(int index);
+
+/// Free memory of CUDA device `index` through the CUDA runtime already loaded in the process
+/// (nnvmc's own, or the one libtorch's CUDA library brought), found by name at run time; empty
+/// when there is none, no such device, or the query fails. A build without NNVMC_WITH_CUDA
+/// answers cuda_free_bytes() with it.
+std::optional<std::int64_t> loaded_runtime_free_bytes(int index);
 
 /// CUDA devices visible to the CUDA runtime (0 without a driver/GPU, or without NNVMC_WITH_CUDA).
 int cuda_device_count();

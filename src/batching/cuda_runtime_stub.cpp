@@ -1,5 +1,6 @@
 /// CUDA queries of a build without NNVMC_WITH_CUDA.
 #include <memory>
+#include <string>
 
 #include "batching/backend.hpp"
 #include "batching/cuda_runtime.hpp"
@@ -7,8 +8,12 @@
 
 namespace nnvmc::batching {
 
-std::int64_t cuda_free_bytes(int) {
-  throw BudgetError("memory budget 'auto' on cuda: this build has no CUDA (configure with -DNNVMC_WITH_CUDA=ON)");
+std::int64_t cuda_free_bytes(int index) {
+  // the GPU is reached through libtorch's CUDA library (ensure_device_runtime loads it) and its runtime
+  if (const auto free_b = loaded_runtime_free_bytes(index)) return *free_b;
+  throw BudgetError("memory budget 'auto' on cuda: no CUDA runtime answered for device " + std::to_string(index) +
+                    " (this build has no CUDA part of its own; give the budget in bytes, or configure with "
+                    "-DNNVMC_WITH_CUDA=ON)");
 }
 
 int cuda_device_count() { return 0; }

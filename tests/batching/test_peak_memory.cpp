@@ -122,3 +122,20 @@ TEST(WorkingMemoryCap, AnInnerCapCannotLoosenAnEnclosingOneAndWorkerThreadsAreCa
                                 }),
                nnvmc::batching::WorkingMemoryExceeded);
 }
+
+// A build without nnvmc's CUDA part answers `auto` on a GPU through the CUDA runtime libtorch
+// loaded (found by name): on a GPU it must agree with nnvmc's own query (free memory moves a
+// little between the two); without one there is no answer, and no error is left behind.
+TEST(CudaRuntime, FreeMemoryThroughTheLoadedRuntimeAgreesWithNnvmcsOwnQuery) {
+  namespace b = nnvmc::batching;
+  if (b::cuda_device_count() == 0) {
+    EXPECT_FALSE(b::loaded_runtime_free_bytes(0).has_value());
+    EXPECT_FALSE(b::loaded_runtime_free_bytes(7).has_value());
+    return;
+  }
+  const auto via_loaded = b::loaded_runtime_free_bytes(0);
+  ASSERT_TRUE(via_loaded.has_value());
+  EXPECT_NEAR(double(*via_loaded), double(b::cuda_free_bytes(0)), double(512LL << 20));
+  EXPECT_FALSE(b::loaded_runtime_free_bytes(b::cuda_device_count()).has_value());  // no such device
+  EXPECT_GT(b::cuda_free_bytes(0), 0);  // and the runtime still answers afterwards
+}
