@@ -124,46 +124,36 @@ CudaIntervalClock::~CudaIntervalClock() {
   });
 }
 
-int CudaIntervalClock::take_event(void** event) {
-  if (!spare_.empty()) {
-    *event = spare_.back();
-    spare_.pop_back();
-    return cudaSuccess;
-  }
-  cudaEvent_t e = nullptr;
-  const cudaError_t r = cudaEventCreate(&e);
-  *event = e;
-  return r;
-}
-
-std::int64_t CudaIntervalClock::begin() {
-  void* start = nullptr;
+void* CudaIntervalClock::record_event() {
+  void* event = nullptr;
   check_event(on_device(device_,
                         [&] {
-                          cudaError_t e = static_cast<cudaError_t>(take_event(&start));
-                          if (e == cudaSuccess) e = cudaEventRecord(static_cast<cudaEvent_t>(start), cudaStreamLegacy);
-                          if (e != cudaSuccess && start) spare_.push_back(start);  // back to the pool
+                          cudaError_t e = cudaSuccess;
+                          if (!spare_.empty()) {
+                            event = spare_.back();
+                            spare_.pop_back();
+                          } else {
+                            cudaEvent_t created = nullptr;
+                            e = cudaEventCreate(&created);
+                            event = created;
+                          }
+                          if (e == cudaSuccess) e = cudaEventRecord(static_cast<cudaEvent_t>(event), cudaStreamLegacy);
+                          if (e != cudaSuccess && event) spare_.push_back(event);  // back to the pool
                           return e;
                         }),
               "cudaEventCreate/Record");
-  intervals_.push_back({next_id_, start, nullptr});
+  return event;
+}
+
+std::int64_t CudaIntervalClock::begin() {
+  intervals_.push_back({next_id_, record_event(), nullptr});
   return next_id_++;
 }
 
 void CudaIntervalClock::end(std::int64_t id) {
   const auto at = std::find_if(intervals_.begin(), intervals_.end(), [&](const Interval& i) { return i.id == id; });
   if (at == intervals_.end() || at->stop) throw Error("CUDA interval clock: no open interval " + std::to_string(id));
-  Interval& i = *at;
-  void* stop = nullptr;
-  check_event(on_device(device_,
-                        [&] {
-                          cudaError_t e = static_cast<cudaError_t>(take_event(&stop));
-                          if (e == cudaSuccess) e = cudaEventRecord(static_cast<cudaEvent_t>(stop), cudaStreamLegacy);
-                          if (e != cudaSuccess && stop) spare_.push_back(stop);  // back to the pool
-                          return e;
-                        }),
-              "cudaEventCreate/Record");
-  i.stop = stop;
+  at->stop = record_event();
 }
 
 std::vector<std::pair<std::int64_t, double>> CudaIntervalClock::harvest(bool wait) {

@@ -78,7 +78,7 @@ class CudaIntervalClock final : public IntervalClock {
     void* start;
     void* stop;  ///< null while open
   };
-  int take_event(void** event);  ///< a spare event or a new one; a cudaError_t
+  void* record_event();  ///< a spare event or a new one, recorded now
   std::deque<Interval> intervals_;  ///< begun and not harvested, by id
   std::vector<void*> spare_;        ///< recycled events
   std::int64_t next_id_ = 0;

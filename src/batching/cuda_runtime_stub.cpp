@@ -34,7 +34,7 @@ CudaIntervalClock::~CudaIntervalClock() = default;
 std::int64_t CudaIntervalClock::begin() { return 0; }
 void CudaIntervalClock::end(std::int64_t) {}
 std::vector<std::pair<std::int64_t, double>> CudaIntervalClock::harvest(bool) { return {}; }
-int CudaIntervalClock::take_event(void**) { return 0; }
+void* CudaIntervalClock::record_event() { return nullptr; }
 
 std::unique_ptr<GemmBackend> make_cublas_backend(int, StagedGemmOptions) {
   throw InputError("backend 'cublas' needs a build with -DNNVMC_WITH_CUDA=ON");
