@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <optional>
+
 #include "batching/backend.hpp"
 #include "batching/contract.hpp"
 #include "batching/workspace.hpp"
@@ -36,64 +38,27 @@ Contractor::Contractor(batching::PlanOptions options, bool explain, std::shared_
   }
   // buffers are reused from one iteration to the next (held within the budget)
   if (!options_.workspace) options_.workspace = std::make_shared<batching::Workspace>();
-  device_clock_ = batching::make_device_clock(torch::Device(options_.device));
+  device_timing_ = batching::device_stage_timing(torch::Device(options_.device));
+  device_timing_.attach(term_times_);
 }
 
 Contractor::~Contractor() = default;
 
-std::int64_t Contractor::begin_term() { return device_clock_ ? device_clock_->begin() : -1; }
-
-void Contractor::end_term(const std::string& term, std::int64_t interval, double wall_start) {
-  if (!device_clock_) {
-    // the host, or a build without nnvmc's CUDA part on a CUDA device: the wall time once the
-    // term's kernels are done
-    batching::synchronize_device(torch::Device(options_.device));
-    stats_[term].seconds += Usage::now().wall - wall_start;
-    return;
-  }
-  device_clock_->end(interval);
-  unharvested_.emplace(interval, term);
-  if (unharvested_.size() >= 256) harvest(false);  // the events of passed terms go back to the pool
-}
-
-void Contractor::harvest(bool wait) const {
-  if (!device_clock_) return;
-  for (const auto& [id, seconds] : device_clock_->harvest(wait)) {
-    const auto it = unharvested_.find(id);
-    if (it == unharvested_.end()) continue;  // (every ended interval is entered; defensive)
-    stats_[it->second].seconds += seconds;
-    unharvested_.erase(it);
-  }
-}
-
 const std::map<std::string, TermStats>& Contractor::stats() const {
-  harvest(true);
+  for (const auto& [term, e] : term_times_.stages()) stats_[term].seconds = e.seconds;
   return stats_;
 }
 
 void Contractor::reset_stats() {
-  harvest(true);
+  term_times_.reset();
   stats_.clear();
 }
 
 torch::Tensor Contractor::operator()(const std::string& term, const std::string& spec,
                                      const std::vector<torch::Tensor>& ops) {
   const Usage u0 = Usage::now();
-  const std::int64_t interval = begin_term();
-  // a contraction that throws still ends its interval (an open one would hold its events)
-  struct EndOnThrow {
-    Contractor& c;
-    const std::string& term;
-    std::int64_t interval;
-    double wall_start;
-    bool armed = true;
-    ~EndOnThrow() {
-      if (armed) try {
-          c.end_term(term, interval, wall_start);
-        } catch (...) {
-        }
-    }
-  } guard{*this, term, interval, u0.wall};
+  std::optional<StageTimers::Scope> timed;  // the term's time, to the end of its kernels
+  timed.emplace(term_times_, term);
   const auto es = batching::parse_einsum(spec);
   const auto ext = batching::label_extents(es, [&] {
     std::vector<std::vector<std::int64_t>> s;
@@ -106,8 +71,7 @@ torch::Tensor Contractor::operator()(const std::string& term, const std::string&
   const auto plan = batching::plan_contraction(spec, ops, out, options_);
   const auto rep = backend_ ? batching::execute(plan, ops, out, options_, *backend_)
                             : batching::execute(plan, ops, out, options_);
-  guard.armed = false;
-  end_term(term, interval, u0.wall);
+  timed.reset();
   const Usage du = Usage::now() - u0;
   auto& s = stats_[term];
   if (explain_ && s.calls == 0) plans_.push_back(term + ": " + plan.explain());
@@ -132,15 +96,12 @@ torch::Tensor Contractor::operator()(const std::string& term, const std::string&
 Contractor::Section::Section(Contractor& c, std::string term, double flops)
     : c_(c), term_(std::move(term)), flops_(flops) {
   const Usage u = Usage::now();
-  wall0_ = u.wall, cpu0_ = u.cpu(), sys0_ = u.sys, faults0_ = u.minor_faults;
-  interval_ = c_.begin_term();
+  cpu0_ = u.cpu(), sys0_ = u.sys, faults0_ = u.minor_faults;
+  timed_.emplace(c.term_times_, term_);
 }
 
 Contractor::Section::~Section() {
-  try {
-    c_.end_term(term_, interval_, wall0_);
-  } catch (...) {  // a destructor must not throw; the term then lacks this section's time
-  }
+  timed_.reset();
   const Usage u = Usage::now();
   auto& s = c_.stats_[term_];
   s.cpu_seconds += u.cpu() - cpu0_;

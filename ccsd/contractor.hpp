@@ -5,13 +5,15 @@
 #include <torch/types.h>
 
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "batching/plan.hpp"
 
-#include "core/interval_clock.hpp"
+#include "batching/device_stage_timing.hpp"
+#include "core/timer.hpp"
 
 namespace nnvmc::batching {
 class GemmBackend;
@@ -75,9 +77,9 @@ class Contractor {
     Contractor& c_;
     std::string term_;
     double flops_;
-    double wall0_, cpu0_, sys0_;
+    double cpu0_, sys0_;
     std::int64_t faults0_;
-    std::int64_t interval_ = -1;  ///< its CUDA interval (device runs)
+    std::optional<StageTimers::Scope> timed_;  ///< its time in c_.term_times_
   };
 
   /// Per term. On a CUDA device, first waits for the device to finish the terms' work so far
@@ -91,21 +93,13 @@ class Contractor {
   std::int64_t bytes_d2h() const { return bytes_d2h_; }
 
  private:
-  /// Starts timing `term` (on a CUDA device: a CUDA event; otherwise nothing); returns the interval.
-  std::int64_t begin_term();
-  /// Ends the timing of `term` begun as `interval` at wall time `wall_start` (Usage::wall): on a
-  /// CUDA device records the end event (no wait); otherwise adds the wall time since `wall_start`.
-  void end_term(const std::string& term, std::int64_t interval, double wall_start);
-  /// Adds the device times of the ended intervals to their terms (`wait`: all of them).
-  void harvest(bool wait) const;
-
   batching::PlanOptions options_;
   bool explain_;
-  mutable std::map<std::string, TermStats> stats_;  ///< device times arrive when harvested
+  mutable std::map<std::string, TermStats> stats_;  ///< seconds copied from term_times_ when read
   /// On a CUDA device: each term's device time, with no wait per term (a wait per term idles the
-  /// GPU between launches: (T) has thousands of terms per run). Null on the host.
-  std::unique_ptr<IntervalClock> device_clock_;
-  mutable std::map<std::int64_t, std::string> unharvested_;  ///< ended interval → its term
+  /// GPU between launches: (T) has thousands of terms per run).
+  batching::DeviceStageTiming device_timing_;
+  StageTimers term_times_;  ///< each term's seconds (after device_timing_, which it uses)
   std::vector<std::string> plans_;
   std::shared_ptr<batching::GemmBackend> backend_;
   std::int64_t bytes_h2d_ = 0, bytes_d2h_ = 0;

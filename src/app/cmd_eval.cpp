@@ -10,7 +10,7 @@
 
 #include "app/commands.hpp"
 #include "app/run_args.hpp"
-#include "batching/backend.hpp"
+#include "batching/device_stage_timing.hpp"
 #include "core/elements.hpp"
 #include "parallel/communicator.hpp"
 #include "core/errors.hpp"
@@ -155,10 +155,10 @@ void run_eval(const EvalArgs& a) {
                          m.name().c_str()));
       m.sampler->initialize(setup.logabs_fn(i));
     }
-    StageTimers timers;
     // on a GPU the stages' device time (CUDA events), as in training
-    const std::unique_ptr<IntervalClock> clock = batching::make_device_clock(setup.options.device());
-    timers.set_clock(clock.get());
+    const batching::DeviceStageTiming device_timing = batching::device_stage_timing(setup.options.device());
+    StageTimers timers;
+    device_timing.attach(timers);
     const int every = std::max(1, config.eval.steps / 10);
     const EvalResult r = evaluate(setup, config.eval, timers, [&](int done, int total) {
       if (!a.json && done % every == 0) log::info(strfmt("eval %s %d/%d", m.name().c_str(), done, total));
@@ -169,7 +169,6 @@ void run_eval(const EvalArgs& a) {
     j["checkpoint"] = ra.file;
     j["laplacian"] = config.hamiltonian.laplacian;
     j["seconds"] = timers_json(timers);
-    timers.set_clock(nullptr);
     list.push_back(std::move(j));
     text += (chosen.size() > 1 ? m.name() + ":\n" : "") + eval_text(r);
   }

@@ -8,7 +8,6 @@
 #include <string>
 
 #include "batching/plan.hpp"
-#include "core/interval_clock.hpp"
 
 namespace nnvmc::batching {
 
@@ -109,10 +108,6 @@ void require_device(const std::string& device);
 /// index, the current CUDA device. (Timers use it so a stage's clock stops when its kernels are
 /// done, not when they are launched.)
 void synchronize_device(const c10::Device& device);
-
-/// Device time of intervals of the work queued on CUDA `device` (CUDA events, no waits;
-/// batching::CudaIntervalClock); null for a host device, or in a build without nnvmc's CUDA part.
-std::unique_ptr<IntervalClock> make_device_clock(const c10::Device& device);
 
 /// How many times synchronize_device() has waited for a CUDA device in this process (tests
 /// count the waits a stretch of work makes).

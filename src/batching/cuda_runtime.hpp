@@ -70,7 +70,6 @@ class CudaIntervalClock final : public IntervalClock {
   void end(std::int64_t id) override;  ///< records the end event (no wait)
   /// Without `wait`, stops at the first end event the device has not reached (cudaEventQuery).
   std::vector<std::pair<std::int64_t, double>> harvest(bool wait) override;
-  std::size_t unharvested() const { return intervals_.size(); }  ///< intervals begun, not harvested
 
  private:
   struct Interval {

@@ -75,11 +75,6 @@ std::atomic<std::int64_t> g_device_waits{0};
 
 std::int64_t device_waits() { return g_device_waits.load(); }
 
-std::unique_ptr<IntervalClock> make_device_clock(const c10::Device& device) {
-  if (!device.is_cuda() || !built_with_cuda()) return nullptr;
-  return std::make_unique<CudaIntervalClock>(with_index(device).index());
-}
-
 void synchronize_device(const c10::Device& device) {
   if (!device.is_cuda()) return;
   ++g_device_waits;

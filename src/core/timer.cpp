@@ -12,7 +12,10 @@ StageTimers::Scope::Scope(StageTimers& t, std::string stage)
 }
 
 StageTimers::Scope::~Scope() {
-  if (observer_) observer_->end(stage_);
+  if (observer_) try {
+      observer_->end(stage_);
+    } catch (...) {  // a destructor must not throw (a device wait's error shows at the next CUDA call)
+    }
   auto& e = t_.stages_[stage_];
   e.calls += 1;
   if (clock_) {

@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "batching/backend.hpp"
+#include "batching/device_stage_timing.hpp"
 #include "core/errors.hpp"
 #include "parallel/communicator.hpp"
 #include "core/log.hpp"
@@ -148,34 +149,12 @@ void init_from_checkpoint(VmcSetup& s) {
 
 Trainer::Trainer(const Config& config) : Trainer(make_setup(config)) {}
 
-namespace {
-/// Synchronises the run's CUDA device when a stage scope opens and closes (StageTimers observer;
-/// builds without CUDA events).
-class DeviceSyncObserver final : public StageObserver {
- public:
-  explicit DeviceSyncObserver(c10::Device device) : device_(device) {}
-  void begin(const std::string&) override { batching::synchronize_device(device_); }
-  void end(const std::string&) override { batching::synchronize_device(device_); }
-
- private:
-  c10::Device device_;
-};
-
-}  // namespace
-
 void Trainer::time_stages_on_device() {
-  const c10::Device device = setup_.options.device();
-  if (!device.is_cuda()) return;
-  // NNVMC_STAGE_SYNC=1: a device wait at every stage boundary instead, as the trainer did before
-  // 2026-12-05 (bench/gpu_vmc_check.sh stage 2s compares the two)
+  // NNVMC_STAGE_SYNC=1: a device wait at every stage boundary instead of events, as the trainer
+  // did before 2026-12-05 (bench/gpu_vmc_check.sh stage 2s compares the two)
   const char* sync = std::getenv("NNVMC_STAGE_SYNC");
-  if (!(sync && std::string(sync) == "1")) device_clock_ = batching::make_device_clock(device);
-  if (device_clock_) {
-    timers_.set_clock(device_clock_.get());
-  } else {
-    device_sync_ = std::make_unique<DeviceSyncObserver>(device);
-    timers_.set_observer(device_sync_.get());
-  }
+  device_timing_ = batching::device_stage_timing(setup_.options.device(), sync && std::string(sync) == "1");
+  device_timing_.attach(timers_);
 }
 
 Trainer::Trainer(VmcSetup setup) : setup_(std::move(setup)) {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "batching/device_stage_timing.hpp"
 #include "core/timer.hpp"
 #include "io/directory_lock.hpp"
 #include "io/hdf5_file.hpp"
@@ -99,8 +100,8 @@ class Trainer {
   void log_progress(std::int64_t t, const std::vector<MoleculeStep>& steps);
   /// @param results result.h5 on the rank that writes, nullptr on the others
   void final_evaluation(TrainOutcome& out, io::H5File* results);
-  /// On a CUDA device: stage times from device events (device_clock_), or device waits at
-  /// stage boundaries where the build has no CUDA events.
+  /// On a CUDA device: stage times from device events, or device waits at stage boundaries
+  /// where the build has no CUDA events (device_timing_).
   void time_stages_on_device();
 
   VmcSetup setup_;
@@ -110,13 +111,10 @@ class Trainer {
   std::int64_t iteration_ = 0;
   bool resumed_ = false;
   bool previous_run_cleared_ = false;  ///< *.previous files of a run replaced by --force are gone
-  /// On CUDA: each stage's time as the device sees it, from CUDA events (no wait for the device
-  /// when a stage closes), so it covers the stage's kernels and not launches only.
-  std::unique_ptr<IntervalClock> device_clock_;
-  /// On CUDA in a build without nnvmc's CUDA part (no events): waits for the device at every
-  /// stage boundary instead.
-  std::unique_ptr<StageObserver> device_sync_;
-  StageTimers timers_;  ///< after the clock: it may still collect from the clock when it goes
+  /// On CUDA: each stage's time as the device sees it (CUDA events, no wait for the device when
+  /// a stage closes; device waits in a build without events), so it covers the stage's kernels.
+  batching::DeviceStageTiming device_timing_;
+  StageTimers timers_;  ///< after device_timing_, which it uses
   double start_time_ = 0;
   bool loop_started_ = false;  ///< run() has started its iterations (at start_time_)
   double trained_before_ = 0;  ///< training seconds of the runs this one resumes (from the checkpoint)
