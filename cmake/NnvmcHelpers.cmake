@@ -40,6 +40,7 @@ function(nnvmc_add_test)
   cmake_parse_arguments(T "TORCH" "NAME" "SOURCES;DEPS" ${ARGN})
   add_executable(test_${T_NAME} ${T_SOURCES})
   target_link_libraries(test_${T_NAME} PRIVATE ${T_DEPS} GTest::gtest GTest::gtest_main nnvmc_warnings)
+  target_include_directories(test_${T_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/tests)  # tests/common/
   target_compile_definitions(test_${T_NAME} PRIVATE
     NNVMC_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     NNVMC_SHARED_DIR="${PROJECT_SOURCE_DIR}/../shared")

@@ -16,7 +16,7 @@ namespace nnvmc::batching {
 
 namespace {
 
-bool has(const std::string& s, char c) { return s.find(c) != std::string::npos; }
+using detail::has;
 
 /// Bytes of executor-owned buffers alive now and at most.
 struct Tracker {

@@ -9,7 +9,6 @@
 namespace nnvmc::batching::detail {
 
 namespace {
-bool has(const std::string& s, char c) { return s.find(c) != std::string::npos; }
 std::string without(const std::string& s, const std::string& drop) {
   std::string r;
   for (char c : s)

@@ -16,8 +16,6 @@ std::int64_t volume(const std::string& labels, const Extents& ext) {
 
 namespace {
 
-bool has(const std::string& s, char c) { return s.find(c) != std::string::npos; }
-
 /// Labels of a ∪ b (a's order, then b's new ones) that occur in `needed`.
 std::string kept_labels(const std::string& a, const std::string& b, const std::string& needed) {
   std::string r;

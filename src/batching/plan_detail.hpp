@@ -14,6 +14,9 @@ namespace nnvmc::batching::detail {
 
 using Extents = std::map<char, std::int64_t>;
 
+/// Whether the label string `labels` holds the label `c`.
+inline bool has(const std::string& labels, char c) { return labels.find(c) != std::string::npos; }
+
 /// Product of the extents of `labels`.
 std::int64_t volume(const std::string& labels, const Extents& ext);
 

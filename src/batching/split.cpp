@@ -13,8 +13,6 @@ namespace nnvmc::batching::detail {
 
 namespace {
 
-bool has(const std::string& s, char c) { return s.find(c) != std::string::npos; }
-
 bool fits(const Plan& p) { return p.budget_bytes <= 0 || p.peak_bytes <= p.budget_bytes; }
 
 /// Applies `blocks`, chooses operand residency (host operands only), evaluates; true if it fits.

@@ -10,12 +10,13 @@
 
 #include "batching/chunk_fit.hpp"
 #include "batching/peak_memory.hpp"
+#include "common/units.hpp"
 #include "core/errors.hpp"
 
 using namespace nnvmc::batching;
 
 namespace {
-constexpr std::int64_t kMiB = std::int64_t{1} << 20;
+using nnvmc::test::kMiB;
 /// Working memory of `per_item` MiB per item, allocated 1 MiB at a time (as a model's
 /// layers would), so a cap stops it part-way.
 void allocate(std::int64_t items, std::int64_t per_item) {

@@ -8,13 +8,14 @@
 
 #include "batching/chunk_fit.hpp"
 #include "batching/held_memory.hpp"
+#include "common/units.hpp"
 #include "core/errors.hpp"
 
 using namespace nnvmc::batching;
 
 namespace {
 const int kCpu = -1;
-constexpr std::int64_t kMiB = std::int64_t{1} << 20;
+using nnvmc::test::kMiB;
 /// A probe whose working memory is k MiB (plus torch's small overheads).
 void probe(std::int64_t k) { (void)torch::empty({k * kMiB / 8}, torch::kFloat64).fill_(1.0); }
 /// Memory held on the CPU for the scope's lifetime (released whatever happens).

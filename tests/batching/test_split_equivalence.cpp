@@ -11,13 +11,13 @@ namespace b = nnvmc::batching;
 
 namespace {
 
-struct Case {
+struct EinsumCase {
   std::string spec;
   std::vector<std::vector<std::int64_t>> shapes;
   bool down_to_smallest = true;  ///< also run at the smallest feasible budget (many batches)
 };
 
-std::vector<Case> cases() {
+std::vector<EinsumCase> cases() {
   return {
       {"ik,kj->ij", {{17, 23}, {23, 11}}},
       {"bik,bkj->bij", {{4, 7, 9}, {4, 9, 5}}},
@@ -43,7 +43,7 @@ b::PlanOptions options(std::int64_t budget, b::SplitStrategy s, double tile_byte
   return o;
 }
 
-std::vector<torch::Tensor> random_operands(const Case& c, std::uint64_t seed) {
+std::vector<torch::Tensor> random_operands(const EinsumCase& c, std::uint64_t seed) {
   torch::manual_seed(seed);
   std::vector<torch::Tensor> ops;
   for (const auto& sh : c.shapes) ops.push_back(torch::randn(sh, torch::kFloat64));
@@ -55,7 +55,7 @@ double rel_error(const torch::Tensor& x, const torch::Tensor& ref) {
 }
 
 /// Smallest batch any strategy can reach: every splittable label at block 1.
-std::int64_t smallest_batch(const Case& c, const std::vector<torch::Tensor>& ops, const torch::Tensor& out,
+std::int64_t smallest_batch(const EinsumCase& c, const std::vector<torch::Tensor>& ops, const torch::Tensor& out,
                             b::SplitStrategy s) {
   auto plan = b::plan_contraction(c.spec, ops, out, options(0, s));
   std::int64_t lo = 1, hi = std::max<std::int64_t>(plan.peak_bytes, 1);
@@ -137,7 +137,7 @@ TEST_F(SplitEquivalence, TiledLayoutCopiesMatchEinsumAndKeepTheAccountedPeak) {
 }
 
 TEST_F(SplitEquivalence, TinyBudgetsReallySplit) {
-  const Case c{"xac,xbd,icjd->iajb", {{30, 9, 9}, {30, 9, 9}, {3, 9, 3, 9}}};
+  const EinsumCase c{"xac,xbd,icjd->iajb", {{30, 9, 9}, {30, 9, 9}, {3, 9, 3, 9}}};
   const auto ops = random_operands(c, 7);  // planned only
   const torch::Tensor out = torch::empty({3, 9, 3, 9}, torch::kFloat64);
   for (auto s : {b::SplitStrategy::x, b::SplitStrategy::c}) {
@@ -147,7 +147,7 @@ TEST_F(SplitEquivalence, TinyBudgetsReallySplit) {
 }
 
 TEST_F(SplitEquivalence, ImpossibleBudgetThrowsBudgetError) {
-  const Case c{"xac,xbd,icjd->iajb", {{30, 9, 9}, {30, 9, 9}, {3, 9, 3, 9}}};
+  const EinsumCase c{"xac,xbd,icjd->iajb", {{30, 9, 9}, {30, 9, 9}, {3, 9, 3, 9}}};
   const auto ops = random_operands(c, 3);
   const torch::Tensor out = torch::empty({3, 9, 3, 9}, torch::kFloat64);
   for (auto s : {b::SplitStrategy::x, b::SplitStrategy::c, b::SplitStrategy::automatic}) {

@@ -24,11 +24,11 @@ std::unique_ptr<batching::GemmBackend> staged(HostDeviceOps::Order order, std::i
   return batching::make_staged_backend(std::make_unique<HostDeviceOps>(order), o);
 }
 
-struct Case {
+struct StagedCase {
   HostDeviceOps::Order order;
   std::int64_t resident;
 };
-const Case kCases[] = {{HostDeviceOps::Order::lazy, 0},
+const StagedCase kCases[] = {{HostDeviceOps::Order::lazy, 0},
                        {HostDeviceOps::Order::lazy, 1 << 24},
                        {HostDeviceOps::Order::run_ahead, 0},
                        {HostDeviceOps::Order::run_ahead, 1 << 24}};

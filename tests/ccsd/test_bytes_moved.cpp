@@ -7,6 +7,7 @@
 #include "batching/budget.hpp"
 #include "ccsd/mo_integrals.hpp"
 #include "ccsd/rccsd.hpp"
+#include "common/ccsd_fixtures.hpp"
 #include "core/errors.hpp"
 #include "tests/batching/host_device_ops.hpp"
 
@@ -16,12 +17,9 @@ namespace b = nnvmc::batching;
 namespace cc = nnvmc::ccsd;
 using nnvmc::test::HostDeviceOps;
 
-const cc::MoIntegrals& water() {
-  static const cc::MoIntegrals mo = [] {
-    const nnvmc::System system = nnvmc::load_molecule("h2o", nnvmc::default_molecules_dir());
-    const nnvmc::scf::BasisSet basis = nnvmc::scf::make_basis("6-31g", system);
-    return cc::conventional_integrals(nnvmc::scf::run_rhf(system, basis), basis, 0);
-  }();
+/// Water's conventional MO integrals (ccsd_fixtures.hpp), built once.
+const cc::MoIntegrals& water_mo() {
+  static const cc::MoIntegrals mo = cc::conventional_integrals(nnvmc::test::water().rhf, nnvmc::test::water().basis, 0);
   return mo;
 }
 
@@ -44,7 +42,7 @@ std::shared_ptr<b::GemmBackend> simulated_staged(std::int64_t resident_bytes) {
 }  // namespace
 
 TEST(BytesMoved, HostRunMovesNothing) {
-  const auto r = cc::run_rccsd(water(), options(nullptr));
+  const auto r = cc::run_rccsd(water_mo(), options(nullptr));
   ASSERT_EQ(r.bytes_h2d_per_iteration.size(), 5u);
   for (std::size_t k = 0; k < 5; ++k) {
     EXPECT_EQ(r.bytes_h2d_per_iteration[k], 0);
@@ -53,9 +51,9 @@ TEST(BytesMoved, HostRunMovesNothing) {
 }
 
 TEST(BytesMoved, ResidentIntegralsCrossOnceThenEachIterationMovesOnlyItsAmplitudesAndResults) {
-  const auto host = cc::run_rccsd(water(), options(nullptr));
-  const auto resident = cc::run_rccsd(water(), options(simulated_staged(std::int64_t(1) << 28)));
-  const auto staged = cc::run_rccsd(water(), options(simulated_staged(0)));
+  const auto host = cc::run_rccsd(water_mo(), options(nullptr));
+  const auto resident = cc::run_rccsd(water_mo(), options(simulated_staged(std::int64_t(1) << 28)));
+  const auto staged = cc::run_rccsd(water_mo(), options(simulated_staged(0)));
   // the same iterations on every path
   EXPECT_NEAR(resident.e_ccsd, host.e_ccsd, 1e-10);
   EXPECT_NEAR(staged.e_ccsd, host.e_ccsd, 1e-10);
@@ -82,13 +80,13 @@ TEST(BytesMoved, ResidentIntegralsCrossOnceThenEachIterationMovesOnlyItsAmplitud
 // energies are the host run's, nothing crosses, and the tensors it keeps are charged to the
 // budget, so every contraction plans within what is left.
 TEST(BytesMoved, ResidentRunEqualsTheHostRunAndPlansWithinTheBudgetLeftByItsTensors) {
-  const auto host = cc::run_rccsd(water(), options(nullptr));
+  const auto host = cc::run_rccsd(water_mo(), options(nullptr));
   auto o = options(nullptr);
   o.resident = cc::Residency::device;
-  const std::int64_t kept = cc::resident_bytes(water(), o);
+  const std::int64_t kept = cc::resident_bytes(water_mo(), o);
   o.plan.budget_bytes = 3 * kept;
   o.explain = true;
-  const auto r = cc::run_rccsd(water(), o);
+  const auto r = cc::run_rccsd(water_mo(), o);
   ASSERT_TRUE(r.resident);
   EXPECT_EQ(r.resident_bytes, kept);
   EXPECT_FALSE(host.resident);
@@ -102,16 +100,16 @@ TEST(BytesMoved, ResidentRunEqualsTheHostRunAndPlansWithinTheBudgetLeftByItsTens
   EXPECT_TRUE(r.t1.device().is_cpu());  // results come back to the host
   // when they do not fit half the budget, the run keeps them in host memory
   o.plan.budget_bytes = 2 * kept - 1;
-  EXPECT_FALSE(cc::run_rccsd(water(), o).resident);
+  EXPECT_FALSE(cc::run_rccsd(water_mo(), o).resident);
 }
 
 TEST(BytesMoved, AutomaticResidencyStaysOnTheHostOnTheCpuAndForStagedBackends) {
   auto o = options(nullptr);
   EXPECT_EQ(o.resident, cc::Residency::automatic);
-  EXPECT_FALSE(cc::run_rccsd(water(), o).resident);  // device "cpu"
+  EXPECT_FALSE(cc::run_rccsd(water_mo(), o).resident);  // device "cpu"
   auto s = options(simulated_staged(0));
   s.resident = cc::Residency::device;  // the staged backend takes host tensors: never resident
-  EXPECT_FALSE(cc::run_rccsd(water(), s).resident);
+  EXPECT_FALSE(cc::run_rccsd(water_mo(), s).resident);
   EXPECT_EQ(cc::parse_residency("off"), cc::Residency::host);
   EXPECT_THROW(cc::parse_residency("maybe", "--resident"), nnvmc::InputError);
 }
@@ -135,7 +133,7 @@ TEST(BytesMoved, FrozenCoreRunsTheSameOnTheResidentAndStagedPaths) {
   EXPECT_NEAR(resident.e_ccsd, host.e_ccsd, 1e-10);
   EXPECT_NEAR(staged.e_ccsd, host.e_ccsd, 1e-10);
   EXPECT_NEAR(kept.e_ccsd, host.e_ccsd, 1e-10);
-  EXPECT_GT(host.e_ccsd, cc::run_rccsd(water(), options(nullptr)).e_ccsd);
+  EXPECT_GT(host.e_ccsd, cc::run_rccsd(water_mo(), options(nullptr)).e_ccsd);
 }
 
 // The staged backend with a device budget smaller than the integral blocks and amplitudes it
@@ -143,7 +141,7 @@ TEST(BytesMoved, FrozenCoreRunsTheSameOnTheResidentAndStagedPaths) {
 // contractions plan within half of it, the blocks that do not fit cross again every iteration,
 // and the energies are the host run's.
 TEST(BytesMoved, AStagedRunHoldsItsDeviceWithinItsBudgetAndStreamsWhatDoesNotFit) {
-  const auto host = cc::run_rccsd(water(), options(nullptr));
+  const auto host = cc::run_rccsd(water_mo(), options(nullptr));
   const auto run = [&](std::int64_t device_budget, const HostDeviceOps** device) {
     b::StagedGemmOptions s;
     s.resident_bytes = std::int64_t(1) << 28;
@@ -152,14 +150,14 @@ TEST(BytesMoved, AStagedRunHoldsItsDeviceWithinItsBudgetAndStreamsWhatDoesNotFit
     *device = ops.get();
     auto o = options(b::make_staged_backend(std::move(ops), s));
     o.explain = true;
-    return std::make_pair(cc::run_rccsd(water(), o), o.backend);  // the backend keeps the device alive
+    return std::make_pair(cc::run_rccsd(water_mo(), o), o.backend);  // the backend keeps the device alive
   };
   const HostDeviceOps* d = nullptr;
   const auto [all, all_backend] = run(0, &d);
   const std::int64_t kept_all = all.device_peak_bytes;
   EXPECT_EQ(all.device_budget_bytes, 0);
   EXPECT_EQ(kept_all, std::int64_t(d->peak_device_bytes()));
-  EXPECT_GT(kept_all, water().bytes());  // the integrals and the blocks built from them stay
+  EXPECT_GT(kept_all, water_mo().bytes());  // the integrals and the blocks built from them stay
   for (const std::int64_t budget : {kept_all / 2, kept_all / 4}) {
     const auto [r, backend] = run(budget, &d);
     EXPECT_NEAR(r.e_ccsd, host.e_ccsd, 1e-10) << "budget " << budget;

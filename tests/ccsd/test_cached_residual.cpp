@@ -9,29 +9,16 @@
 #include "ccsd/packed_ladder.hpp"
 #include "ccsd/rccsd.hpp"
 #include "ccsd/residual.hpp"
+#include "common/ccsd_fixtures.hpp"
 
 namespace {
 
 namespace b = nnvmc::batching;
 namespace cc = nnvmc::ccsd;
 
-struct Water {
-  nnvmc::System system = nnvmc::load_molecule("h2o", nnvmc::default_molecules_dir());
-  nnvmc::scf::BasisSet basis = nnvmc::scf::make_basis("6-31g", system);
-  nnvmc::scf::ScfResult rhf = nnvmc::scf::run_rhf(system, basis);
-};
-Water& water() {
-  static Water w;
-  return w;
-}
-
-b::PlanOptions plan(std::int64_t budget = 0, b::SplitStrategy split = b::SplitStrategy::automatic) {
-  b::PlanOptions p;
-  p.budget_bytes = budget;
-  p.split = split;
-  p.cost = b::CostModel{};
-  return p;
-}
+using nnvmc::test::water;
+using nnvmc::test::fixed_cost_plan;
+using nnvmc::test::max_rel_error;
 
 /// Random amplitudes of CCSD size and symmetry (t_ij^ab = t_ji^ba), far from converged.
 std::pair<torch::Tensor, torch::Tensor> amplitudes(const cc::MoIntegrals& mo) {
@@ -42,23 +29,19 @@ std::pair<torch::Tensor, torch::Tensor> amplitudes(const cc::MoIntegrals& mo) {
   return {t1, x + x.permute({2, 3, 0, 1})};
 }
 
-double rel(const torch::Tensor& x, const torch::Tensor& ref) {
-  return (x - ref).abs().max().item<double>() / ref.abs().max().item<double>();
-}
-
 void expect_cached_equals_dressed(const cc::MoIntegrals& mo, std::int64_t budget = 0) {
   const auto [t1, t2] = amplitudes(mo);
-  cc::Contractor dressed_c(plan());
+  cc::Contractor dressed_c(fixed_cost_plan());
   cc::DressedHamiltonian h(mo, dressed_c);
   h.dress(t1);
   const auto ref = cc::ccsd_residual(h, dressed_c, t1, t2);
   for (auto split : {b::SplitStrategy::automatic, b::SplitStrategy::x, b::SplitStrategy::c}) {
     SCOPED_TRACE(b::to_string(split) + " budget " + std::to_string(budget));
-    cc::Contractor c(plan(budget, split));
+    cc::Contractor c(fixed_cost_plan(budget, split));
     const cc::CachedIntegrals ci(mo, c);
     const auto r = cc::ccsd_residual(ci, c, t1, t2);
-    EXPECT_LE(rel(r.r1, ref.r1), 1e-12);
-    EXPECT_LE(rel(r.r2, ref.r2), 1e-12);
+    EXPECT_LE(max_rel_error(r.r1, ref.r1), 1e-12);
+    EXPECT_LE(max_rel_error(r.r2, ref.r2), 1e-12);
     if (budget > 0) {
       for (const auto& [term, st] : c.stats()) EXPECT_LE(st.peak_bytes, budget) << term;
     }
@@ -87,14 +70,14 @@ TEST(CachedResidual, FrozenCoreCholeskyUnderTinyBudgetsEqualsDressedEveryIterati
 TEST(CachedResidual, PackedLadderEqualsTheUnpackedDressedLadder) {
   const auto mo = cc::conventional_integrals(water().rhf, water().basis, 0);
   const auto [t1, t2] = amplitudes(mo);
-  cc::Contractor c(plan());
+  cc::Contractor c(fixed_cost_plan());
   cc::DressedHamiltonian h(mo, c);
   h.dress(t1);
   const torch::Tensor ref = h.ladder(t2);  // Σ_cd ĝ_acbd t_icjd on the dressed vvvv block
   const cc::BareBlocks blocks = cc::bare_blocks(mo, c);
   const cc::PackedLadder ladder(mo, blocks, c);
   const torch::Tensor w = torch::einsum("icjd,kcld->kilj", {t2, blocks.ovov});
-  EXPECT_LE(rel(ladder.apply(t2, t1, w), ref), 1e-12);
+  EXPECT_LE(max_rel_error(ladder.apply(t2, t1, w), ref), 1e-12);
 }
 
 TEST(CachedResidual, IterationsReachTheSameEnergyBothWays) {

@@ -10,17 +10,14 @@
 #include "ccsd/driver.hpp"
 #include "ccsd/mo_integrals.hpp"
 #include "ccsd/rccsd.hpp"
+#include "common/ccsd_fixtures.hpp"
 #include "core/errors.hpp"
 #include "scf/jk_builder.hpp"
 #include "scf/integrals.hpp"
 
 namespace {
 
-struct Water {
-  nnvmc::System system = nnvmc::load_molecule("h2o", nnvmc::default_molecules_dir());
-  nnvmc::scf::BasisSet basis = nnvmc::scf::make_basis("6-31g", system);
-  nnvmc::scf::ScfResult rhf = nnvmc::scf::run_rhf(system, basis);
-};
+using nnvmc::test::Water;
 
 nnvmc::ccsd::CcsdOptions options() {
   nnvmc::ccsd::CcsdOptions o;

@@ -6,6 +6,7 @@
 #include "ccsd/mo_integrals.hpp"
 #include "ccsd/rccsd.hpp"
 #include "ccsd/residual.hpp"
+#include "common/ccsd_fixtures.hpp"
 #include "core/errors.hpp"
 
 namespace {
@@ -37,24 +38,15 @@ Setup& setup() {
   return s;
 }
 
-b::PlanOptions plan(std::int64_t budget, b::SplitStrategy split) {
-  b::PlanOptions p;
-  p.budget_bytes = budget;
-  p.split = split;
-  p.cost = b::CostModel{};
-  return p;
-}
-
-double rel(const torch::Tensor& x, const torch::Tensor& ref) {
-  return (x - ref).abs().max().item<double>() / ref.abs().max().item<double>();
-}
+using nnvmc::test::fixed_cost_plan;
+using nnvmc::test::max_rel_error;
 
 }  // namespace
 
 TEST(SplitTerms, LadderUnderEverySplitAndTinyBudgetsEqualsUnsplit) {
   torch::set_num_threads(1);
   auto& s = setup();
-  nnvmc::ccsd::Contractor ample(plan(0, b::SplitStrategy::none));
+  nnvmc::ccsd::Contractor ample(fixed_cost_plan(0, b::SplitStrategy::none));
   nnvmc::ccsd::DressedHamiltonian h0(s.mo, ample);
   h0.dress(s.t1);
   const torch::Tensor ref = h0.ladder(s.t2);
@@ -63,11 +55,11 @@ TEST(SplitTerms, LadderUnderEverySplitAndTinyBudgetsEqualsUnsplit) {
   for (auto split : {b::SplitStrategy::x, b::SplitStrategy::c, b::SplitStrategy::automatic})
     for (std::int64_t div : {2, 8, 32}) {
       SCOPED_TRACE(b::to_string(split) + " budget need/" + std::to_string(div));
-      nnvmc::ccsd::Contractor c(plan(need / div, split));
+      nnvmc::ccsd::Contractor c(fixed_cost_plan(need / div, split));
       nnvmc::ccsd::DressedHamiltonian h(s.mo, c);
       h.dress(s.t1);
       const torch::Tensor r = h.ladder(s.t2);
-      EXPECT_LE(rel(r, ref), 1e-12);
+      EXPECT_LE(max_rel_error(r, ref), 1e-12);
       EXPECT_LE(c.stats().at("ladder").peak_bytes, need / div);
       EXPECT_GT(c.stats().at("ladder").batches, 1);
     }
@@ -76,26 +68,26 @@ TEST(SplitTerms, LadderUnderEverySplitAndTinyBudgetsEqualsUnsplit) {
 TEST(SplitTerms, FullResidualUnderTinyBudgetsEqualsUnsplit) {
   torch::set_num_threads(1);
   auto& s = setup();
-  nnvmc::ccsd::Contractor ample(plan(0, b::SplitStrategy::none));
+  nnvmc::ccsd::Contractor ample(fixed_cost_plan(0, b::SplitStrategy::none));
   nnvmc::ccsd::DressedHamiltonian h0(s.mo, ample);
   h0.dress(s.t1);
   const auto ref = nnvmc::ccsd::ccsd_residual(h0, ample, s.t1, s.t2);
   for (auto split : {b::SplitStrategy::x, b::SplitStrategy::c, b::SplitStrategy::automatic}) {
     SCOPED_TRACE(b::to_string(split));
     const std::int64_t budget = 64 * 1024;  // far below the ladder's and the dressing's need
-    nnvmc::ccsd::Contractor c(plan(budget, split));
+    nnvmc::ccsd::Contractor c(fixed_cost_plan(budget, split));
     nnvmc::ccsd::DressedHamiltonian h(s.mo, c);
     h.dress(s.t1);
     const auto r = nnvmc::ccsd::ccsd_residual(h, c, s.t1, s.t2);
-    EXPECT_LE(rel(r.r1, ref.r1), 1e-12);
-    EXPECT_LE(rel(r.r2, ref.r2), 1e-12);
+    EXPECT_LE(max_rel_error(r.r1, ref.r1), 1e-12);
+    EXPECT_LE(max_rel_error(r.r2, ref.r2), 1e-12);
     for (const auto& [term, st] : c.stats()) EXPECT_LE(st.peak_bytes, budget) << term;
   }
 }
 
 TEST(SplitTerms, ImpossibleBudgetForTheLadderIsABudgetError) {
   auto& s = setup();
-  nnvmc::ccsd::Contractor c(plan(16, b::SplitStrategy::c));
+  nnvmc::ccsd::Contractor c(fixed_cost_plan(16, b::SplitStrategy::c));
   nnvmc::ccsd::DressedHamiltonian h(s.mo, c);
   EXPECT_THROW(h.dress(s.t1), nnvmc::BudgetError);
 }
@@ -108,7 +100,7 @@ TEST(TermStats, OperandBytesCountEachDistinctElementOnceUnderEverySplit) {
   const auto A = torch::randn({6, 5}, torch::kFloat64), B = torch::randn({5, 7, 4}, torch::kFloat64);
   const auto Ak = A.unsqueeze(0).expand({3, 6, 5});  // broadcast over k: 30 distinct elements
   for (const std::int64_t budget : {std::int64_t(0), std::int64_t(2000)}) {
-    nnvmc::ccsd::Contractor c(plan(budget, b::SplitStrategy::automatic));
+    nnvmc::ccsd::Contractor c(fixed_cost_plan(budget, b::SplitStrategy::automatic));
     const auto out = c("t", "ij,jkl->ikl", {A, B});
     EXPECT_TRUE(torch::allclose(out, torch::einsum("ij,jkl->ikl", {A, B}), 1e-12, 1e-12));
     c("k", "kij,jl->kil", {Ak, B.select(1, 0)});

@@ -2,13 +2,42 @@
 /// Helpers shared by the torch-based test executables.
 #include <torch/torch.h>
 
+#include <cstddef>
+#include <numeric>
 #include <string>
+#include <vector>
 
 #include "core/config.hpp"
 #include "core/system.hpp"
 #include "models/system_tensors.hpp"
 
 namespace nnvmc::test {
+
+/// r [B, N, 3] with electrons i and j swapped in every walker (a copy).
+inline torch::Tensor swap_electrons(const torch::Tensor& r, int64_t i, int64_t j) {
+  auto out = r.clone();
+  out.select(1, i).copy_(r.select(1, j));
+  out.select(1, j).copy_(r.select(1, i));
+  return out;
+}
+
+/// Adds scale·N(0, 1) (seeded) to every parameter of m: moves them off initial values that
+/// hide errors (LayerNorm scales, envelopes and α start at exactly 1, determinants nearly equal).
+inline void perturb_parameters(torch::nn::Module& m, double scale, std::uint64_t seed) {
+  torch::NoGradGuard ng;
+  torch::manual_seed(seed);
+  for (auto& p : m.parameters()) p.add_(scale * torch::randn_like(p));
+}
+
+/// max |a − b| / (1 + max |b|): a relative difference that stays finite where b vanishes.
+inline double rel_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  return ((a - b).abs().max() / (1 + b.abs().max())).item<double>();
+}
+
+/// Mean of v[lo, hi).
+inline double mean_of(const std::vector<double>& v, std::size_t lo, std::size_t hi) {
+  return std::accumulate(v.begin() + std::ptrdiff_t(lo), v.begin() + std::ptrdiff_t(hi), 0.0) / double(hi - lo);
+}
 
 inline std::string molecules_dir() { return std::string(NNVMC_SOURCE_DIR) + "/configs/molecules"; }
 

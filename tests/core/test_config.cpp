@@ -8,10 +8,12 @@
 
 #include "core/config.hpp"
 #include "core/config_yaml.hpp"
+#include "common/text.hpp"
 #include "core/errors.hpp"
 #include "core/system.hpp"
 
 using namespace nnvmc;
+using test::contains;
 
 namespace {
 std::string error_of(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
@@ -22,7 +24,6 @@ std::string error_of(const std::string& yaml, const std::vector<std::string>& ov
   }
   return "";
 }
-bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 }  // namespace
 
 TEST(Config, DefaultsSuitAMinimalConfig) {

@@ -5,10 +5,12 @@
 #include <fstream>
 
 #include "core/config.hpp"
+#include "common/text.hpp"
 #include "core/errors.hpp"
 #include "core/molecule_list.hpp"
 
 using namespace nnvmc;
+using test::contains;
 namespace fs = std::filesystem;
 
 namespace {
@@ -23,7 +25,6 @@ template <class E> std::string error_of(const std::string& yaml) {
   }
   return "(no error)";
 }
-bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 }  // namespace
 
 TEST(MoleculeList, OneMoleculeIsTheListOfLengthOneAndLihIsTheDefault) {

@@ -1,10 +1,12 @@
 #include <gtest/gtest.h>
 
 #include "core/elements.hpp"
+#include "common/text.hpp"
 #include "core/errors.hpp"
 #include "core/system.hpp"
 
 using namespace nnvmc;
+using test::contains;
 
 namespace {
 const std::string kMolecules = std::string(NNVMC_SOURCE_DIR) + "/configs/molecules";
@@ -79,56 +81,55 @@ std::string xyz_error(const std::string& text) {
   }
   return "";
 }
-bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 }  // namespace
 
 TEST(Hostile, OverlappingNucleiAreRejected) {
-  EXPECT_TRUE(has(molecule_error("[[H, 0, 0, 0], [H, 0, 0, 5e-7]]"), "coincide")) << molecule_error("[[H, 0, 0, 0], [H, 0, 0, 5e-7]]");
+  EXPECT_TRUE(contains(molecule_error("[[H, 0, 0, 0], [H, 0, 0, 5e-7]]"), "coincide")) << molecule_error("[[H, 0, 0, 0], [H, 0, 0, 5e-7]]");
   EXPECT_EQ(molecule_error("[[H, 0, 0, 0], [H, 0, 0, 2e-6]]"), "");  // close but distinct: allowed
 }
 
 TEST(Hostile, ImpossibleChargeAndSpinAreRejectedWithoutOverflow) {
-  EXPECT_TRUE(has(molecule_error("{charge: 2, atoms: [[H, 0, 0, 0]]}"), "electrons"));
-  EXPECT_TRUE(has(molecule_error("{charge: -5, atoms: [[H, 0, 0, 0]]}"), "charge -5"));
-  EXPECT_TRUE(has(molecule_error("{charge: -2147483648, atoms: [[H, 0, 0, 0]]}"), "charge"));
-  EXPECT_TRUE(has(molecule_error("{charge: 2147483647, atoms: [[H, 0, 0, 0]]}"), "charge"));
-  EXPECT_TRUE(has(molecule_error("{spin: -2147483648, atoms: [[He, 0, 0, 0]]}"), "spin"));
-  EXPECT_TRUE(has(molecule_error("{spin: 2147483647, atoms: [[He, 0, 0, 0]]}"), "spin"));
-  EXPECT_TRUE(has(molecule_error("{charge: 1e20, atoms: [[He, 0, 0, 0]]}"), "integers"));
+  EXPECT_TRUE(contains(molecule_error("{charge: 2, atoms: [[H, 0, 0, 0]]}"), "electrons"));
+  EXPECT_TRUE(contains(molecule_error("{charge: -5, atoms: [[H, 0, 0, 0]]}"), "charge -5"));
+  EXPECT_TRUE(contains(molecule_error("{charge: -2147483648, atoms: [[H, 0, 0, 0]]}"), "charge"));
+  EXPECT_TRUE(contains(molecule_error("{charge: 2147483647, atoms: [[H, 0, 0, 0]]}"), "charge"));
+  EXPECT_TRUE(contains(molecule_error("{spin: -2147483648, atoms: [[He, 0, 0, 0]]}"), "spin"));
+  EXPECT_TRUE(contains(molecule_error("{spin: 2147483647, atoms: [[He, 0, 0, 0]]}"), "spin"));
+  EXPECT_TRUE(contains(molecule_error("{charge: 1e20, atoms: [[He, 0, 0, 0]]}"), "integers"));
 }
 
 TEST(Hostile, EmptyAtomListsAreRejected) {
-  EXPECT_TRUE(has(molecule_error("[]"), "no atoms"));
-  EXPECT_TRUE(has(molecule_error("{atoms: []}"), "no atoms"));
-  EXPECT_TRUE(has(molecule_error("{atoms: }"), "'atoms' must be a list"));
-  EXPECT_TRUE(has(molecule_error("{units: bohr}"), "missing 'atoms'"));
-  EXPECT_TRUE(has(molecule_error(""), "must be a list"));
+  EXPECT_TRUE(contains(molecule_error("[]"), "no atoms"));
+  EXPECT_TRUE(contains(molecule_error("{atoms: []}"), "no atoms"));
+  EXPECT_TRUE(contains(molecule_error("{atoms: }"), "'atoms' must be a list"));
+  EXPECT_TRUE(contains(molecule_error("{units: bohr}"), "missing 'atoms'"));
+  EXPECT_TRUE(contains(molecule_error(""), "must be a list"));
 }
 
 TEST(Hostile, NonFiniteOrAbsurdCoordinatesAreRejectedWithTheirLine) {
   for (const char* v : {".nan", ".inf", "-.inf", "1e300"}) {
     const auto e = molecule_error(std::string("atoms:\n  - [H, 0, 0, 0]\n  - [H, 0, ") + v + ", 1]\n");
-    EXPECT_TRUE(has(e, "m.yaml:3")) << v << ": " << e;
-    EXPECT_TRUE(has(e, "coordinate")) << v << ": " << e;
+    EXPECT_TRUE(contains(e, "m.yaml:3")) << v << ": " << e;
+    EXPECT_TRUE(contains(e, "coordinate")) << v << ": " << e;
   }
   for (const char* v : {"nan", "inf", "1e999", "1e300", "abc"}) {
     const auto e = xyz_error(std::string("2\ncomment\nH 0 0 0\nH 0 ") + v + " 1\n");
-    EXPECT_TRUE(has(e, "m.xyz:4")) << v << ": " << e;
+    EXPECT_TRUE(contains(e, "m.xyz:4")) << v << ": " << e;
   }
 }
 
 TEST(Hostile, XyzAtomCountsMustMatchTheAtomLines) {
   EXPECT_EQ(xyz_error("2\nH2\nH 0 0 0\nH 0 0 0.74\n"), "");
   EXPECT_EQ(xyz_error("2\nH2\nH 0 0 0\nH 0 0 0.74\n\n2\nnext frame\nH 0 0 0\nH 0 0 0.8\n"), "");  // 2 frames
-  EXPECT_TRUE(has(xyz_error("3\nH2\nH 0 0 0\nH 0 0 0.74\n"), "declares 3 atoms, the file has 2"));
-  EXPECT_TRUE(has(xyz_error("1\nH2\nH 0 0 0\nH 0 0 0.74\n"), "m.xyz:4: the first line declares 1 atoms"));
-  EXPECT_TRUE(has(xyz_error("two\nH2\nH 0 0 0\n"), "m.xyz:1"));
-  EXPECT_TRUE(has(xyz_error("0\n\n"), "m.xyz:1"));
-  EXPECT_TRUE(has(xyz_error("-3\n\n"), "m.xyz:1"));
-  EXPECT_TRUE(has(xyz_error("2 atoms\nH2\nH 0 0 0\nH 0 0 0.74\n"), "m.xyz:1"));
-  EXPECT_TRUE(has(xyz_error(""), "m.xyz:1"));
-  EXPECT_TRUE(has(xyz_error("1\nX\nXx 0 0 0\n"), "m.xyz:3"));
-  EXPECT_TRUE(has(xyz_error("1\nX\nH 0 0\n"), "m.xyz:3"));
+  EXPECT_TRUE(contains(xyz_error("3\nH2\nH 0 0 0\nH 0 0 0.74\n"), "declares 3 atoms, the file has 2"));
+  EXPECT_TRUE(contains(xyz_error("1\nH2\nH 0 0 0\nH 0 0 0.74\n"), "m.xyz:4: the first line declares 1 atoms"));
+  EXPECT_TRUE(contains(xyz_error("two\nH2\nH 0 0 0\n"), "m.xyz:1"));
+  EXPECT_TRUE(contains(xyz_error("0\n\n"), "m.xyz:1"));
+  EXPECT_TRUE(contains(xyz_error("-3\n\n"), "m.xyz:1"));
+  EXPECT_TRUE(contains(xyz_error("2 atoms\nH2\nH 0 0 0\nH 0 0 0.74\n"), "m.xyz:1"));
+  EXPECT_TRUE(contains(xyz_error(""), "m.xyz:1"));
+  EXPECT_TRUE(contains(xyz_error("1\nX\nXx 0 0 0\n"), "m.xyz:3"));
+  EXPECT_TRUE(contains(xyz_error("1\nX\nH 0 0\n"), "m.xyz:3"));
 }
 
 // Each coordinate is read whole: a decimal comma, a typo or a trailing word used to be read as
@@ -137,7 +138,7 @@ TEST(Hostile, XyzAtomCountsMustMatchTheAtomLines) {
 TEST(Hostile, XyzCoordinatesAreReadWholeOrRefusedWithTheirLine) {
   for (const char* v : {"1,25", "0.74abc", "0.7.4", "1.4.", "0x1p-1", "1D"}) {
     const auto e = xyz_error(std::string("2\nH2\nH 0 0 0\nH 0 0 ") + v + "\n");
-    EXPECT_TRUE(has(e, "m.xyz:4: coordinate '")) << v << ": " << e;
+    EXPECT_TRUE(contains(e, "m.xyz:4: coordinate '")) << v << ": " << e;
   }
   EXPECT_DOUBLE_EQ(parse_xyz("2\nH2\nH 0 0 0\nH 0 0 0.74D0\n", "m.xyz").atoms[1].position[2], 0.74 * kBohrPerAngstrom);
   EXPECT_DOUBLE_EQ(parse_xyz("2\nH2\nH 0 0 0\nH 0 0 7.4d-1 0.5 extra\n", "m.xyz").atoms[1].position[2],
@@ -163,13 +164,13 @@ TEST(System, XyzFilesTakeTheLowestSpinAtomicNumbersAndAByteOrderMark) {
   // units in any case
   EXPECT_DOUBLE_EQ(parse_molecule_yaml("{units: Angstrom, atoms: [[H, 0, 0, 1]]}", "m.yaml").atoms[0].position[2],
                    kBohrPerAngstrom);
-  EXPECT_TRUE(has(molecule_error("{units: nm, atoms: [[H, 0, 0, 1]]}"), "must be bohr or angstrom"));
+  EXPECT_TRUE(contains(molecule_error("{units: nm, atoms: [[H, 0, 0, 1]]}"), "must be bohr or angstrom"));
 }
 
 TEST(Hostile, MalformedMoleculeYamlIsAnInputErrorNamingTheLine) {
-  EXPECT_TRUE(has(molecule_error("atoms: [[H, 0, 0, 0]\n"), "malformed YAML"));
-  EXPECT_TRUE(has(molecule_error("{[1]: 2, atoms: [[H, 0, 0, 0]]}"), "plain names"));
-  EXPECT_TRUE(has(molecule_error("{colour: red, atoms: [[H, 0, 0, 0]]}"), "unknown molecule key 'colour'"));
-  EXPECT_TRUE(has(molecule_error("atoms:\n  - [H, 0, 0]\n"), "m.yaml:2"));
-  EXPECT_TRUE(has(molecule_error("atoms:\n  - [{a: 1}, 0, 0, 0]\n"), "m.yaml:2"));
+  EXPECT_TRUE(contains(molecule_error("atoms: [[H, 0, 0, 0]\n"), "malformed YAML"));
+  EXPECT_TRUE(contains(molecule_error("{[1]: 2, atoms: [[H, 0, 0, 0]]}"), "plain names"));
+  EXPECT_TRUE(contains(molecule_error("{colour: red, atoms: [[H, 0, 0, 0]]}"), "unknown molecule key 'colour'"));
+  EXPECT_TRUE(contains(molecule_error("atoms:\n  - [H, 0, 0]\n"), "m.yaml:2"));
+  EXPECT_TRUE(contains(molecule_error("atoms:\n  - [{a: 1}, 0, 0, 0]\n"), "m.yaml:2"));
 }

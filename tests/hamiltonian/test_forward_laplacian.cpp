@@ -14,13 +14,6 @@ using test::kinetic;
 
 namespace {
 
-/// Moves every parameter off its initial value (envelopes start at exactly 1).
-void perturb(torch::nn::Module& m, double scale, std::uint64_t seed) {
-  torch::NoGradGuard ng;
-  torch::manual_seed(seed);
-  for (auto& p : m.parameters()) p.add_(scale * torch::randn_like(p));
-}
-
 struct FermiNetCase {
   const char* molecule;
   int width1, width2, layers, dets;
@@ -33,7 +26,7 @@ TEST_P(ForwardOnFermiNet, AgreesWithJvpAndReverseTo1e10) {
   const System s = load_molecule(c.molecule, test::molecules_dir());
   torch::manual_seed(1);
   FermiNet net(test::small_ferminet(c.width1, c.width2, c.layers, c.dets), s);
-  perturb(net, 0.1, 5);
+  test::perturb_parameters(net, 0.1, 5);
   const auto r = test::random_positions(s, 6, 7);
   const auto f = kinetic("forward", net, test::tensors(s), r), j = kinetic("jvp", net, test::tensors(s), r), b = kinetic("reverse", net, test::tensors(s), r);
   expect_close(f.laplacian, j.laplacian, 1e-10, 0, "laplacian vs jvp");
@@ -53,7 +46,7 @@ TEST(ForwardLaplacian, MatchesFiniteDifferencesOnFermiNet) {
   const System s = load_molecule("lih", test::molecules_dir());
   torch::manual_seed(2);
   FermiNet net(test::small_ferminet(), s);
-  perturb(net, 0.1, 6);
+  test::perturb_parameters(net, 0.1, 6);
   const auto r = test::random_positions(s, 5, 8);
   const auto f = kinetic("forward", net, test::tensors(s), r), fd = test::finite_differences(net, test::tensors(s), r, 1e-3);
   expect_close(f.laplacian, fd.laplacian, 1e-6, 1e-6, "laplacian");
@@ -81,7 +74,7 @@ TEST(ForwardLaplacian, SameSpinElectronsNearlyCoincidentMatchFiniteDifferences) 
   for (const std::uint64_t seed : {2, 7, 12345}) {
     torch::manual_seed(seed);
     FermiNet net(test::small_ferminet(), s);
-    perturb(net, 0.1, 10);
+    test::perturb_parameters(net, 0.1, 10);
     auto r = test::random_positions(s, 4, 11);
     r.select(1, 1).copy_(r.select(1, 0) + torch::tensor({0.006, -0.005, 0.0055}, r.options()));
     SCOPED_TRACE("seed " + std::to_string(seed));
@@ -122,7 +115,7 @@ TEST(ForwardLaplacian, Float32RunsAndIsCloseToFloat64) {
   const System s = load_molecule("lih", test::molecules_dir());
   torch::manual_seed(2);
   FermiNet net(test::small_ferminet(), s);
-  perturb(net, 0.1, 14);
+  test::perturb_parameters(net, 0.1, 14);
   const auto r = test::random_positions(s, 8, 15);
   const auto f64 = kinetic("forward", net, test::tensors(s), r);
   net.to(torch::kFloat32);

@@ -16,13 +16,6 @@ using test::kinetic;
 
 namespace {
 
-/// Moves every parameter off its initial value (the determinants start nearly equal).
-void perturb(torch::nn::Module& m, double scale, std::uint64_t seed) {
-  torch::NoGradGuard ng;
-  torch::manual_seed(seed);
-  for (auto& p : m.parameters()) p.add_(scale * torch::randn_like(p));
-}
-
 /// Forward, jvp and reverse Laplacians and |∇ log|ψ||² agree to 1e-10; returns the forward ones.
 KineticTerms exact_methods_agree(Orbformer& net, const SystemTensors& sys, const torch::Tensor& r) {
   const auto f = kinetic("forward", net, sys, r), j = kinetic("jvp", net, sys, r), b = kinetic("reverse", net, sys, r);
@@ -40,7 +33,7 @@ class ForwardOnOrbformer : public ::testing::TestWithParam<const char*> {};
 TEST_P(ForwardOnOrbformer, AgreesWithJvpAndReverseTo1e10) {
   const System s = load_molecule(GetParam(), test::molecules_dir());
   Orbformer net(test::small_orbformer());
-  perturb(net, 0.1, 5);
+  test::perturb_parameters(net, 0.1, 5);
   const auto sys = test::tensors(s);
   const auto r = test::random_positions(s, 4, 7);
   exact_methods_agree(net, sys, r);
@@ -62,7 +55,7 @@ TEST(OrbformerLaplacian, WithoutEdgeFeaturesExactMethodsAgreeAndEveryParameterIs
   Orbformer net(o);
   Orbformer with_edges(test::small_orbformer());
   EXPECT_EQ(net.parameters().size() + std::size_t(o.layers), with_edges.parameters().size());
-  perturb(net, 0.1, 5);
+  test::perturb_parameters(net, 0.1, 5);
   const auto sys = test::tensors(s);
   const auto r = test::random_positions(s, 4, 7);
   test::expect_matches_finite_differences(exact_methods_agree(net, sys, r), net, sys, r, 1e-3);
@@ -82,7 +75,7 @@ TEST(OrbformerLaplacian, WithoutAttentionLayersExactMethodsAgree) {
     if (z == "nuclear_layers" || z == "all") o.nuclear_layers = 0;
     if (z == "orbital_layers" || z == "all") o.orbital_layers = 0;
     Orbformer net(o);
-    perturb(net, 0.1, 5);
+    test::perturb_parameters(net, 0.1, 5);
     const auto sys = test::tensors(s);
     const auto r = test::random_positions(s, 4, 7);
     SCOPED_TRACE(zero);
@@ -104,7 +97,7 @@ TEST(OrbformerLaplacian, WithoutEdgeFeaturesTheJastrowCancelsTheElectronElectron
     auto o = test::small_orbformer();
     o.edge_features = edges;
     Orbformer net(o);
-    perturb(net, 0.1, 12);
+    test::perturb_parameters(net, 0.1, 12);
     const double forward = test::inverse_distance_coefficient(net, he, "forward");
     const double reverse = test::inverse_distance_coefficient(net, he, "reverse");
     EXPECT_NEAR(forward, reverse, 1e-6) << "edge_features " << edges;
@@ -116,7 +109,7 @@ TEST(OrbformerLaplacian, WithoutEdgeFeaturesTheJastrowCancelsTheElectronElectron
 TEST(OrbformerLaplacian, ForwardMatchesFiniteDifferences) {
   const System s = load_molecule("lih", test::molecules_dir());
   Orbformer net(test::small_orbformer());
-  perturb(net, 0.1, 6);
+  test::perturb_parameters(net, 0.1, 6);
   const auto sys = test::tensors(s);
   const auto r = test::random_positions(s, 5, 8);
   test::expect_matches_finite_differences(kinetic("forward", net, sys, r), net, sys, r, 1e-3);
@@ -125,7 +118,7 @@ TEST(OrbformerLaplacian, ForwardMatchesFiniteDifferences) {
 TEST(OrbformerLaplacian, HutchinsonIsUnbiased) {
   const System s = load_molecule("lih", test::molecules_dir());
   Orbformer net(test::small_orbformer());
-  perturb(net, 0.1, 9);
+  test::perturb_parameters(net, 0.1, 9);
   const auto sys = test::tensors(s);
   const auto r = test::random_positions(s, 3, 10);
   const auto exact = kinetic("forward", net, sys, r).laplacian;
@@ -138,7 +131,7 @@ TEST(OrbformerLaplacian, HutchinsonIsUnbiased) {
 TEST(OrbformerLaplacian, Float32ExactMethodsAreCloseToFloat64) {
   const System s = load_molecule("lih", test::molecules_dir());
   Orbformer net(test::small_orbformer());
-  perturb(net, 0.1, 12);
+  test::perturb_parameters(net, 0.1, 12);
   const auto r = test::random_positions(s, 4, 13);
   const auto ref = kinetic("forward", net, test::tensors(s), r);
   net.to(torch::kFloat32);

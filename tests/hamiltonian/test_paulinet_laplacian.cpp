@@ -29,12 +29,6 @@ PaulinetOptions small_paulinet() {
   return o;
 }
 
-void perturb(torch::nn::Module& m, double scale, std::uint64_t seed) {
-  torch::NoGradGuard ng;
-  torch::manual_seed(seed);
-  for (auto& p : m.parameters()) p.add_(scale * torch::randn_like(p));
-}
-
 /// Random walkers; in each, electron 0 sits inside the correction sphere of nucleus
 /// (walker mod M) and the last electron inside the other sphere's outer part.
 torch::Tensor walkers_with_cusp_regions(const System& s, int64_t b, std::uint64_t seed) {
@@ -65,7 +59,7 @@ TEST(PauliNetLaplacian, ExactMethodsAgreeTo1e10AndWithFiniteDifferencesInsideCus
   for (const char* mol : {"lih", "li"}) {
     const System s = load_molecule(mol, test::molecules_dir());
     PauliNet net(small_paulinet(), s);
-    perturb(net, 0.05, 3);
+    test::perturb_parameters(net, 0.05, 3);
     const auto sys = test::tensors(s);
     const auto r = walkers_with_cusp_regions(s, 4, 5);
     const auto f = kinetic("forward", net, sys, r), j = kinetic("jvp", net, sys, r), b = kinetic("reverse", net, sys, r);
@@ -92,7 +86,7 @@ TEST(PauliNetLaplacian, WithoutInteractionsOrCuspShiftsOrWithOtherSizesExactMeth
     else o.rc_scaling = 0.7, o.cusp_alpha = 5, o.cutoff = 6, o.jastrow_layers = 2, o.backflow_layers = 1;
     PauliNet net(o, s);
     EXPECT_LT(net.parameters().size(), full) << "variant " << variant;
-    perturb(net, 0.05, 3);
+    test::perturb_parameters(net, 0.05, 3);
     const auto r = walkers_with_cusp_regions(s, 4, 5);
     const auto f = kinetic("forward", net, sys, r), j = kinetic("jvp", net, sys, r), b = kinetic("reverse", net, sys, r);
     expect_close(f.laplacian, j.laplacian, 1e-10, 0, "laplacian vs jvp, variant " + std::to_string(variant));

@@ -12,13 +12,6 @@ using test::kinetic;
 
 namespace {
 
-/// Moves every parameter off its initial value (LayerNorm scales, envelopes and α start at 1).
-void perturb(torch::nn::Module& m, double scale, std::uint64_t seed) {
-  torch::NoGradGuard ng;
-  torch::manual_seed(seed);
-  for (auto& p : m.parameters()) p.add_(scale * torch::randn_like(p));
-}
-
 struct PsiformerCase {
   const char* molecule;
   int layers, heads, head_dim, dets;
@@ -43,7 +36,7 @@ TEST_P(ExactLaplaciansOnPsiformer, ForwardJvpAndReverseAgreeTo1e10) {
   o.jastrow = c.jastrow;
   if (!c.hidden_mlp) o.mlp_hidden_dims = {};
   Psiformer net(o, s);
-  perturb(net, 0.1, 5);
+  test::perturb_parameters(net, 0.1, 5);
   const auto r = test::random_positions(s, 5, 7);
   const auto sys = test::tensors(s);
   const auto f = kinetic("forward", net, sys, r), j = kinetic("jvp", net, sys, r), b = kinetic("reverse", net, sys, r);
@@ -66,7 +59,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(PsiformerLaplacian, ForwardMatchesFiniteDifferences) {
   const System s = load_molecule("lih", test::molecules_dir());
   Psiformer net(test::small_psiformer(), s);
-  perturb(net, 0.1, 6);
+  test::perturb_parameters(net, 0.1, 6);
   const auto r = test::random_positions(s, 4, 8);
   const auto f = kinetic("forward", net, test::tensors(s), r);
   test::expect_matches_finite_differences(f, net, test::tensors(s), r, 1e-3);
@@ -75,7 +68,7 @@ TEST(PsiformerLaplacian, ForwardMatchesFiniteDifferences) {
 TEST(PsiformerLaplacian, ForwardCarriesTheSameLogPsiAsForward) {
   const System s = load_molecule("lih", test::molecules_dir());
   Psiformer net(test::small_psiformer(), s);
-  perturb(net, 0.1, 9);
+  test::perturb_parameters(net, 0.1, 9);
   const auto r = test::random_positions(s, 6, 9);
   torch::NoGradGuard ng;
   const auto a = net.forward(r, test::tensors(s));
@@ -87,7 +80,7 @@ TEST(PsiformerLaplacian, ForwardCarriesTheSameLogPsiAsForward) {
 TEST(PsiformerLaplacian, HutchinsonIsUnbiasedWithinThreeStandardErrors) {
   const System s = load_molecule("lih", test::molecules_dir());
   Psiformer net(test::small_psiformer(1, 2, 4, 2), s);
-  perturb(net, 0.1, 10);
+  test::perturb_parameters(net, 0.1, 10);
   const auto r = test::random_positions(s, 4, 10);
   const auto exact = kinetic("forward", net, test::tensors(s), r).laplacian;
   // Each draw averages 10 probes (one gradient pass, 10 Hessian–vector products).
@@ -100,7 +93,7 @@ TEST(PsiformerLaplacian, HutchinsonIsUnbiasedWithinThreeStandardErrors) {
 TEST(PsiformerLaplacian, Float32ForwardIsCloseToFloat64) {
   const System s = load_molecule("lih", test::molecules_dir());
   Psiformer net(test::small_psiformer(), s);
-  perturb(net, 0.1, 14);
+  test::perturb_parameters(net, 0.1, 14);
   const auto r = test::random_positions(s, 8, 15);
   const auto f64 = kinetic("forward", net, test::tensors(s), r);
   net.to(torch::kFloat32);
@@ -125,10 +118,10 @@ TEST(PsiformerLaplacian, JastrowCancelsTheElectronElectronSingularity) {
   without.jastrow = "none";
   torch::manual_seed(4);
   Psiformer a(with, he);
-  perturb(a, 0.1, 12);
+  test::perturb_parameters(a, 0.1, 12);
   torch::manual_seed(4);
   Psiformer b(without, he);
-  perturb(b, 0.1, 12);
+  test::perturb_parameters(b, 0.1, 12);
   for (const auto* m : {"forward", "reverse"}) {
     EXPECT_NEAR(test::inverse_distance_coefficient(a, he, m), 0.0, 1e-6) << m;
     EXPECT_NEAR(test::inverse_distance_coefficient(b, he, m), 1.0, 1e-6) << m;

@@ -7,16 +7,6 @@
 
 using namespace nnvmc;
 
-namespace {
-/// Swaps electrons i and j in every walker.
-torch::Tensor swap(const torch::Tensor& r, int64_t i, int64_t j) {
-  auto out = r.clone();
-  out.select(1, i).copy_(r.select(1, j));
-  out.select(1, j).copy_(r.select(1, i));
-  return out;
-}
-}  // namespace
-
 TEST(FermiNet, ExchangeOfSameSpinElectronsFlipsSignAndKeepsModulus) {
   const System s = load_molecule("lih", test::molecules_dir());  // 2 up, 2 down
   FermiNet net(test::small_ferminet(), s);
@@ -24,7 +14,7 @@ TEST(FermiNet, ExchangeOfSameSpinElectronsFlipsSignAndKeepsModulus) {
   torch::NoGradGuard ng;
   const auto a = net.forward(r, test::tensors(s));
   for (auto [i, j] : std::vector<std::pair<int, int>>{{0, 1}, {2, 3}}) {
-    const auto b = net.forward(swap(r, i, j), test::tensors(s));
+    const auto b = net.forward(test::swap_electrons(r, i, j), test::tensors(s));
     EXPECT_TRUE(torch::allclose(a.logabs, b.logabs, 1e-12, 1e-12));
     EXPECT_TRUE(torch::equal(a.sign, -b.sign));
   }

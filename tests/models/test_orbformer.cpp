@@ -14,27 +14,13 @@
 using namespace nnvmc;
 
 namespace {
-/// Swaps electrons i and j in every walker.
-torch::Tensor swap(const torch::Tensor& r, int64_t i, int64_t j) {
-  auto out = r.clone();
-  out.select(1, i).copy_(r.select(1, j));
-  out.select(1, j).copy_(r.select(1, i));
-  return out;
-}
-
-/// Moves every parameter off its initial value (determinants start nearly equal).
-void perturb(torch::nn::Module& m, double scale, std::uint64_t seed) {
-  torch::NoGradGuard ng;
-  torch::manual_seed(seed);
-  for (auto& p : m.parameters()) p.add_(scale * torch::randn_like(p));
-}
 
 System molecule(const std::string& name) { return load_molecule(name, test::molecules_dir()); }
 }  // namespace
 
 TEST(Orbformer, ExchangeOfSameSpinElectronsFlipsSignAndKeepsModulusInEveryMolecule) {
   Orbformer net(test::small_orbformer());
-  perturb(net, 0.1, 3);
+  test::perturb_parameters(net, 0.1, 3);
   torch::NoGradGuard ng;
   for (const char* name : {"lih", "li", "h2o"}) {
     const System s = molecule(name);
@@ -44,7 +30,7 @@ TEST(Orbformer, ExchangeOfSameSpinElectronsFlipsSignAndKeepsModulusInEveryMolecu
     int checked = 0;
     for (const auto& [lo, hi] : sys.spin_ranges())
       for (int64_t i = lo; i + 1 < hi; i += 2) {
-        const auto b = net.forward(swap(r, i, i + 1), sys);
+        const auto b = net.forward(test::swap_electrons(r, i, i + 1), sys);
         EXPECT_LE((a.logabs - b.logabs).abs().max().item<double>(), 1e-10) << name << " swap " << i;
         EXPECT_TRUE(torch::equal(a.sign, -b.sign)) << name << " swap " << i;
         ++checked;
@@ -55,7 +41,7 @@ TEST(Orbformer, ExchangeOfSameSpinElectronsFlipsSignAndKeepsModulusInEveryMolecu
 
 TEST(Orbformer, ElectronStreamIsEquivariantUnderSameSpinPermutations) {
   Orbformer net(test::small_orbformer());
-  perturb(net, 0.1, 4);
+  test::perturb_parameters(net, 0.1, 4);
   const System s = molecule("h2o");  // 5 up, 5 down
   const auto sys = test::tensors(s);
   const auto r = test::random_positions(s, 4);
@@ -70,7 +56,7 @@ TEST(Orbformer, OneSetOfWeightsEvaluatesH2LiHAndH2OWithCorrectSymmetry) {
   // Different electron and nucleus counts, one model, in one process; evaluating one molecule
   // leaves no state behind that changes another's values.
   Orbformer net(test::small_orbformer());
-  perturb(net, 0.1, 5);
+  test::perturb_parameters(net, 0.1, 5);
   torch::NoGradGuard ng;
   const auto h2 = molecule("h2"), lih = molecule("lih"), h2o = molecule("h2o");
   const auto r_h2 = test::random_positions(h2, 6, 1), r_h2o = test::random_positions(h2o, 6, 2);
@@ -86,12 +72,12 @@ TEST(Orbformer, OneSetOfWeightsEvaluatesH2LiHAndH2OWithCorrectSymmetry) {
   // Antisymmetry of H2O with the same weights: up 0↔4, down 6↔9.
   const auto a = net.forward(r_h2o, test::tensors(h2o));
   for (auto [i, j] : std::vector<std::pair<int, int>>{{0, 4}, {6, 9}}) {
-    const auto b = net.forward(swap(r_h2o, i, j), test::tensors(h2o));
+    const auto b = net.forward(test::swap_electrons(r_h2o, i, j), test::tensors(h2o));
     EXPECT_LE((a.logabs - b.logabs).abs().max().item<double>(), 1e-10);
     EXPECT_TRUE(torch::equal(a.sign, -b.sign));
   }
   // Swapping the two electrons of H2 (opposite spins) is not a symmetry of ψ(r; spins).
-  const auto b = net.forward(swap(r_h2, 0, 1), test::tensors(h2));
+  const auto b = net.forward(test::swap_electrons(r_h2, 0, 1), test::tensors(h2));
   EXPECT_GT((first.logabs - b.logabs).abs().max().item<double>(), 1e-6);
 }
 
@@ -101,7 +87,7 @@ TEST(Orbformer, TranslationInvariantButNotRotationInvariantAsInOneqmc) {
   // nucleus-dependent projections, nucleus–nucleus vectors), so ψ is not rotation invariant;
   // oneqmc relies on rotation augmentation of the training structures instead.
   Orbformer net(test::small_orbformer());
-  perturb(net, 0.1, 6);
+  test::perturb_parameters(net, 0.1, 6);
   const System s = molecule("h2o");
   const auto sys = test::tensors(s);
   const auto r = test::random_positions(s, 6);
@@ -124,7 +110,7 @@ TEST(Orbformer, RelabellingTheNucleiOfANeutralMoleculeKeepsTheModulus) {
   // Orbital o is the o-th atomic slot in nucleus order: relabelling the nuclei permutes the
   // orbitals (columns of every determinant alike), so |ψ| is unchanged and the sign may flip.
   Orbformer net(test::small_orbformer());
-  perturb(net, 0.1, 7);
+  test::perturb_parameters(net, 0.1, 7);
   const System s = molecule("h2o");
   System t = s;
   std::swap(t.atoms[0], t.atoms[2]);  // H, H, O
@@ -137,7 +123,7 @@ TEST(Orbformer, RelabellingTheNucleiOfANeutralMoleculeKeepsTheModulus) {
 
 TEST(Orbformer, OrbitalsTimesJastrowGiveTheWavefunction) {
   Orbformer net(test::small_orbformer(4));
-  perturb(net, 0.1, 8);
+  test::perturb_parameters(net, 0.1, 8);
   const System s = molecule("lih");
   const auto sys = test::tensors(s);
   const auto r = test::random_positions(s, 5);
@@ -199,7 +185,7 @@ TEST(Orbformer, DeterminantBalancePenaltyIsBoundedBelowByItsEqualDeterminantValu
   Orbformer one(test::small_orbformer(1));
   EXPECT_NEAR(determinant_balance_penalty(one, r, sys, 2.0).item<double>(), 0.0, 1e-12);
   Orbformer net(test::small_orbformer(4));
-  perturb(net, 0.3, 9);
+  test::perturb_parameters(net, 0.3, 9);
   const auto p = determinant_balance_penalty(net, r, sys, 2.0);
   EXPECT_GT(p.item<double>(), 2.0 * std::log(4.0));
   p.backward();

@@ -14,13 +14,6 @@ using namespace nnvmc;
 
 namespace {
 
-torch::Tensor swap(const torch::Tensor& r, int64_t i, int64_t j) {
-  auto out = r.clone();
-  out.select(1, i).copy_(r.select(1, j));
-  out.select(1, j).copy_(r.select(1, i));
-  return out;
-}
-
 /// A small network (fast in tests); seeds the parameter initialisation.
 PaulinetOptions small_paulinet() {
   torch::manual_seed(0);
@@ -76,7 +69,7 @@ TEST(PauliNet, ExchangeOfSameSpinElectronsFlipsSignAndKeepsModulus) {
     const auto a = net.forward(r, test::tensors(s));
     for (auto [i, j] : std::vector<std::pair<int, int>>{{0, 1}, {2, 3}}) {
       if (j >= s.n_electrons() || (i < s.n_up()) != (j < s.n_up())) continue;
-      const auto b = net.forward(swap(r, i, j), test::tensors(s));
+      const auto b = net.forward(test::swap_electrons(r, i, j), test::tensors(s));
       EXPECT_LT((a.logabs - b.logabs).abs().max().item<double>(), 1e-10) << mol;
       EXPECT_TRUE(torch::equal(a.sign, -b.sign)) << mol;
     }
@@ -129,7 +122,7 @@ TEST(PauliNet, JastrowAloneAndBackflowAloneAreEachAntisymmetric) {
     EXPECT_EQ(n[2] > 0, !jastrow);
     const auto r = test::random_positions(s, 6, 8);
     torch::NoGradGuard ng;
-    const auto a = net.forward(r, test::tensors(s)), b = net.forward(swap(r, 0, 1), test::tensors(s));
+    const auto a = net.forward(r, test::tensors(s)), b = net.forward(test::swap_electrons(r, 0, 1), test::tensors(s));
     EXPECT_TRUE(torch::isfinite(a.logabs).all().item<bool>());
     EXPECT_LT((a.logabs - b.logabs).abs().max().item<double>(), 1e-10) << "jastrow " << jastrow;
     EXPECT_TRUE(torch::equal(a.sign, -b.sign)) << "jastrow " << jastrow;

@@ -9,13 +9,6 @@
 using namespace nnvmc;
 
 namespace {
-/// Swaps electrons i and j in every walker.
-torch::Tensor swap(const torch::Tensor& r, int64_t i, int64_t j) {
-  auto out = r.clone();
-  out.select(1, i).copy_(r.select(1, j));
-  out.select(1, j).copy_(r.select(1, i));
-  return out;
-}
 
 double max_abs(const torch::Tensor& t) { return t.abs().max().item<double>(); }
 
@@ -45,7 +38,7 @@ TEST(Psiformer, ExchangeOfSameSpinElectronsFlipsSignAndKeepsModulus) {
   torch::NoGradGuard ng;
   const auto a = net.forward(r, test::tensors(s));
   for (auto [i, j] : std::vector<std::pair<int, int>>{{0, 1}, {2, 3}}) {
-    const auto b = net.forward(swap(r, i, j), test::tensors(s));
+    const auto b = net.forward(test::swap_electrons(r, i, j), test::tensors(s));
     EXPECT_LE(max_abs(a.logabs - b.logabs), 1e-10);
     EXPECT_TRUE(torch::equal(a.sign, -b.sign));
   }
@@ -63,8 +56,8 @@ TEST(Psiformer, AttentionStreamIsPermutationEquivariantWithinEachSpin) {
   const auto hp = net.electron_features<torch::Tensor>(r.index_select(1, perm), test::tensors(s));
   EXPECT_EQ(h.sizes(), (std::vector<int64_t>{4, 10, net.width()}));
   EXPECT_LE(max_abs(hp - h.index_select(1, perm)), 1e-12);
-  const auto hx = net.electron_features<torch::Tensor>(swap(r, 0, 5), test::tensors(s));
-  EXPECT_GT(max_abs(hx - swap(h, 0, 5)), 1e-3);
+  const auto hx = net.electron_features<torch::Tensor>(test::swap_electrons(r, 0, 5), test::tensors(s));
+  EXPECT_GT(max_abs(hx - test::swap_electrons(h, 0, 5)), 1e-3);
 }
 
 TEST(Psiformer, OrbitalsHaveShapeBKNN) {

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "batching/held_memory.hpp"
+#include "common/units.hpp"
 #include "parallel/device_graph.hpp"
 
 using namespace nnvmc::parallel;
@@ -58,7 +59,7 @@ TEST(DeviceGraph, CaptureOnACpuDeviceRunsEagerly) {
 }
 
 namespace {
-constexpr std::int64_t kMiB = std::int64_t{1} << 20;
+using nnvmc::test::kMiB;
 /// A body whose temporaries peak at `mib` MiB (what a capture of it keeps in the pool).
 std::function<void()> body_of(std::int64_t mib) {
   return [mib] { (void)torch::empty({mib * kMiB / 8}, torch::kFloat64).fill_(0.5); };

@@ -6,6 +6,7 @@
 
 #include "blocks/tensor_blocks.hpp"
 #include "common/test_util.hpp"
+#include "common/walker_batches.hpp"
 #include "core/timer.hpp"
 #include "models/ferminet/ferminet.hpp"
 #include "models/registry.hpp"
@@ -50,11 +51,6 @@ class ScalePsi final : public WaveFunction {
   torch::Tensor c;
 };
 
-std::vector<WalkerBatch> batch(const torch::Tensor& r, const torch::Tensor& e) {
-  static const SystemTensors none;
-  return {WalkerBatch{&none, r, e}};
-}
-
 OptimOptions kfac_options(double damping, double norm_constraint = 0) {
   OptimOptions o;
   o.type = "kfac";
@@ -64,10 +60,6 @@ OptimOptions kfac_options(double damping, double norm_constraint = 0) {
   o.kfac.damping = damping;
   o.kfac.norm_constraint = norm_constraint;
   return o;
-}
-
-double rel_diff(const torch::Tensor& a, const torch::Tensor& b) {
-  return ((a - b).abs().max() / (1 + b.abs().max())).item<double>();
 }
 
 /// The documented K-FAC update of the linear toy from its factors. @return δ [1, 4]
@@ -113,10 +105,10 @@ TEST(Kfac, FirstStepIsTheFactoredDampedUpdateOfALinearLayer) {
   const double damping = 1e-2;
   auto opt = make_optimizer(kfac_options(damping), wf);
   StageTimers timers;
-  ASSERT_TRUE(opt->step(wf, batch(d.r, d.e), 0, timers));
+  ASSERT_TRUE(opt->step(wf, test::one_batch(d.r, d.e), 0, timers));
   const LinearFactors f(d.r, d.e);
   const auto expect = before - 0.05 * linear_update(f.a, f.g, f.s, f.grad, damping);
-  EXPECT_LT(rel_diff(wf.theta(), expect), 1e-10);
+  EXPECT_LT(test::rel_diff(wf.theta(), expect), 1e-10);
 }
 
 TEST(Kfac, OnePositionAndOneOutputGiveTheExactFisher) {
@@ -127,12 +119,12 @@ TEST(Kfac, OnePositionAndOneOutputGiveTheExactFisher) {
   const auto before = wf.theta();
   auto opt = make_optimizer(kfac_options(1e-12), wf);
   StageTimers timers;
-  ASSERT_TRUE(opt->step(wf, batch(d.r, d.e), 0, timers));
+  ASSERT_TRUE(opt->step(wf, test::one_batch(d.r, d.e), 0, timers));
   const auto o = torch::cat({d.r.reshape({60, 3}), torch::ones({60, 1}, torch::kFloat64)}, 1);
   const auto fisher = 2.0 * o.t().mm(o) / 60;
   const auto grad = o.t().mv((d.e - d.e.mean()) / 60);
   const auto expect = before - 0.05 * torch::linalg_solve(fisher, grad, true).unsqueeze(0);
-  EXPECT_LT(rel_diff(wf.theta(), expect), 1e-8);
+  EXPECT_LT(test::rel_diff(wf.theta(), expect), 1e-8);
 }
 
 TEST(Kfac, OtherParametersGetADiagonalBlock) {
@@ -142,11 +134,11 @@ TEST(Kfac, OtherParametersGetADiagonalBlock) {
   const double damping = 0.1;
   auto opt = make_optimizer(kfac_options(damping), wf);
   StageTimers timers;
-  ASSERT_TRUE(opt->step(wf, batch(d.r, d.e), 0, timers));
+  ASSERT_TRUE(opt->step(wf, test::one_batch(d.r, d.e), 0, timers));
   const auto o = d.r.sum(1);  // per-walker gradient [B, 3]
   const auto diag = 2.0 * o.square().mean(0);
   const auto grad = o.t().mv((d.e - d.e.mean()) / 30);
-  EXPECT_LT(rel_diff(wf.c, before - 0.05 * grad / (diag + damping)), 1e-12);
+  EXPECT_LT(test::rel_diff(wf.c, before - 0.05 * grad / (diag + damping)), 1e-12);
 }
 
 TEST(Kfac, NormConstraintBoundsLearningRateSquaredTimesUpdateDotGradient) {
@@ -156,13 +148,13 @@ TEST(Kfac, NormConstraintBoundsLearningRateSquaredTimesUpdateDotGradient) {
   const double damping = 1e-2, bound = 1e-7;
   auto opt = make_optimizer(kfac_options(damping, bound), wf);
   StageTimers timers;
-  ASSERT_TRUE(opt->step(wf, batch(d.r, d.e), 0, timers));
+  ASSERT_TRUE(opt->step(wf, test::one_batch(d.r, d.e), 0, timers));
   const LinearFactors f(d.r, d.e);
   const auto delta = linear_update(f.a, f.g, f.s, f.grad, damping);
   const double q = (delta * f.grad).sum().item<double>();
   ASSERT_GT(0.05 * 0.05 * q, bound);  // the bound is active
   const double lr = std::sqrt(bound / q);
-  EXPECT_LT(rel_diff(wf.theta(), before - lr * delta), 1e-10);
+  EXPECT_LT(test::rel_diff(wf.theta(), before - lr * delta), 1e-10);
 }
 
 TEST(Kfac, FactorsAreMovingAveragesOverSteps) {
@@ -173,14 +165,14 @@ TEST(Kfac, FactorsAreMovingAveragesOverSteps) {
   o.kfac.cov_ema_decay = 0.8;
   auto opt = make_optimizer(o, wf);
   StageTimers timers;
-  ASSERT_TRUE(opt->step(wf, batch(d1.r, d1.e), 0, timers));
+  ASSERT_TRUE(opt->step(wf, test::one_batch(d1.r, d1.e), 0, timers));
   const auto after1 = wf.theta();
-  ASSERT_TRUE(opt->step(wf, batch(d2.r, d2.e), 1, timers));
+  ASSERT_TRUE(opt->step(wf, test::one_batch(d2.r, d2.e), 1, timers));
   const LinearFactors f1(d1.r, d1.e), f2(d2.r, d2.e);
   const auto a = (0.8 * f1.a + f2.a) / 1.8;  // normalised weighted average
   const double lr1 = 0.05 / (1 + 1.0 / 100);
   const auto expect = after1 - lr1 * linear_update(a, f2.g, f2.s, f2.grad, damping);
-  EXPECT_LT(rel_diff(wf.theta(), expect), 1e-10);
+  EXPECT_LT(test::rel_diff(wf.theta(), expect), 1e-10);
 }
 
 TEST(Kfac, StateRoundTripContinuesTheSameSteps) {
@@ -211,7 +203,7 @@ TEST(Kfac, NonFiniteStepIsRejectedAndKeepsParametersAndState) {
   auto opt = make_optimizer(kfac_options(1e-3), wf);
   StageTimers timers;
   d.r[3][1][2] = std::numeric_limits<double>::quiet_NaN();
-  EXPECT_FALSE(opt->step(wf, batch(d.r, d.e), 0, timers));
+  EXPECT_FALSE(opt->step(wf, test::one_batch(d.r, d.e), 0, timers));
   EXPECT_TRUE(torch::equal(wf.theta(), before));
   EXPECT_TRUE(opt->state().empty());
 }
@@ -238,7 +230,7 @@ TEST(Kfac, GradientMatchesTheJacobianOnFermiNet) {
   std::vector<torch::Tensor> change;
   for (size_t k = 0; k < params.size(); ++k) change.push_back(params[k].detach().reshape(-1) - before[k]);
   const auto step = torch::cat(change) * (-damping / lr);
-  EXPECT_LT(rel_diff(step, grad), 1e-5);
+  EXPECT_LT(test::rel_diff(step, grad), 1e-5);
 }
 
 // On two threads the recorded passes of the two walker parts run at once, each into its own
@@ -266,8 +258,8 @@ TEST(Kfac, WalkerPartsOnTwoThreadsGiveTheStepsOfOnePass) {
   FermiNet initial(test::small_ferminet(), sys);
   std::vector<torch::Tensor> flat;
   for (const auto& p : trainable_parameters(initial)) flat.push_back(p.detach().reshape(-1));
-  EXPECT_GT(rel_diff(after[false], torch::cat(flat)), 1e-6);  // the steps moved the parameters
-  EXPECT_LT(rel_diff(after[true], after[false]), 1e-11);
+  EXPECT_GT(test::rel_diff(after[false], torch::cat(flat)), 1e-6);  // the steps moved the parameters
+  EXPECT_LT(test::rel_diff(after[true], after[false]), 1e-11);
 }
 
 // Orbformer's orbital generator and nuclear network are molecule-level: their linear maps are

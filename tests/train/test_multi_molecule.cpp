@@ -24,10 +24,6 @@ using test::fresh_dir;
 namespace fs = std::filesystem;
 
 namespace {
-double mean(const std::vector<double>& v, size_t lo, size_t hi) {
-  return std::accumulate(v.begin() + lo, v.begin() + hi, 0.0) / static_cast<double>(hi - lo);
-}
-
 /// Two geometries of H2 (R = 1.4 and 2.0 bohr) with a tiny Orbformer.
 Config two_h2_config(const std::string& out, int iterations, int walkers = 64) {
   Config c = parse_config(
@@ -79,7 +75,7 @@ TEST(MultiMolecule, TwoGeometriesOfH2TrainTogetherAndBothEnergiesFall) {
     for (double x : e) EXPECT_TRUE(std::isfinite(x)) << name;
     for (const char* s : {"variance", "acceptance", "step_size"})
       EXPECT_EQ(column(file, std::string("train/") + name + "/" + s).size(), 60u) << name << " " << s;
-    const double first = mean(e, 0, 10), last = mean(e, 50, 60);
+    const double first = test::mean_of(e, 0, 10), last = test::mean_of(e, 50, 60);
     EXPECT_LT(last, first - 0.05) << name << ": first 10 " << first << ", last 10 " << last;
     EXPECT_GT(last, -1.2) << name;  // variational (exact: -1.1745 at 1.4 bohr, -1.1381 at 2.0)
   }

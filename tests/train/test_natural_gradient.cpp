@@ -1,7 +1,8 @@
 #include <gtest/gtest.h>
 
+#include "common/test_util.hpp"
+#include "common/walker_batches.hpp"
 #include "core/errors.hpp"
-
 #include "core/timer.hpp"
 #include "train/natural_gradient.hpp"
 #include "train/per_sample_gradients.hpp"
@@ -23,12 +24,6 @@ class LinearLogPsi final : public WaveFunction {
   torch::Tensor theta;
 };
 
-/// One molecule's walkers (the toy has no nuclei).
-std::vector<WalkerBatch> batch(const torch::Tensor& r, const torch::Tensor& e) {
-  static const SystemTensors none;
-  return {WalkerBatch{&none, r, e}};
-}
-
 OptimOptions options(const std::string& type, double damping) {
   OptimOptions o;
   o.type = type;
@@ -38,10 +33,6 @@ OptimOptions options(const std::string& type, double damping) {
   o.sr.norm_constraint = 0;
   o.sr.chunk_walkers = 7;
   return o;
-}
-
-double rel_diff(const torch::Tensor& a, const torch::Tensor& b) {
-  return ((a - b).abs().max() / (1 + b.abs().max())).item<double>();
 }
 
 /// Quadratic toy: walkers r [B, N, 3], θ₀, θ*; E_i = vec(r_i)·(θ₀ − θ*), so that Ōᵀε = S(θ₀ − θ*)
@@ -68,7 +59,7 @@ struct Quadratic {
     { torch::NoGradGuard g; wf.theta.copy_(theta0); }
     auto opt = make_optimizer(o, wf);
     StageTimers timers;
-    EXPECT_TRUE(opt->step(wf, batch(r, e), 0, timers));
+    EXPECT_TRUE(opt->step(wf, test::one_batch(r, e), 0, timers));
     return wf.theta.detach().clone();
   }
 };
@@ -77,7 +68,7 @@ struct Quadratic {
 
 TEST(NaturalGradient, UndampedSrStepLandsOnTheMinimumOfAQuadratic) {
   const Quadratic q;
-  EXPECT_LT(rel_diff(q.step(options("sr", 0.0)), q.target), 1e-10);
+  EXPECT_LT(test::rel_diff(q.step(options("sr", 0.0)), q.target), 1e-10);
 }
 
 TEST(NaturalGradient, DampedStepsEqualTheAnalyticStepForEveryVariant) {
@@ -89,7 +80,7 @@ TEST(NaturalGradient, DampedStepsEqualTheAnalyticStepForEveryVariant) {
   const auto delta = torch::linalg_solve(s + lambda * eye, s.mv(q.theta0 - q.target), true);
   const auto expect = q.theta0 - delta;
   for (const char* type : {"sr", "minsr", "spring"})
-    EXPECT_LT(rel_diff(q.step(options(type, lambda)), expect), 1e-9) << type;
+    EXPECT_LT(test::rel_diff(q.step(options(type, lambda)), expect), 1e-9) << type;
 }
 
 TEST(NaturalGradient, MinSrEqualsSrWhenWalkersOutnumberParameters) {
@@ -97,7 +88,7 @@ TEST(NaturalGradient, MinSrEqualsSrWhenWalkersOutnumberParameters) {
   const auto jac = torch::randn({40, 10}, torch::kFloat64) * torch::linspace(0.1, 3.0, 10, torch::kFloat64);
   const auto p = make_sr_problem(jac, torch::randn({40}, torch::kFloat64));
   for (double lambda : {1e-4, 1e-2})
-    EXPECT_LT(rel_diff(minsr_direction(p, lambda), sr_direction(p, lambda)), 1e-8) << lambda;
+    EXPECT_LT(test::rel_diff(minsr_direction(p, lambda), sr_direction(p, lambda)), 1e-8) << lambda;
 }
 
 // Ō stays implicit (J is never centred); its products must equal those of the explicitly centred
@@ -120,10 +111,10 @@ TEST(NaturalGradient, ImplicitCentringGivesTheProductsOfTheCentredJacobian) {
     const auto yy = y.slice(0, 0, o.size(0));
     torch::Tensor g;
     problem.gram(g);
-    EXPECT_LT(rel_diff(problem.centred(), o), 1e-14) << several;
-    EXPECT_LT(rel_diff(g, o.matmul(o.t())), 1e-12) << several;
-    EXPECT_LT(rel_diff(problem.o_mv(x), o.mv(x)), 1e-12) << several;
-    EXPECT_LT(rel_diff(problem.ot_mv(yy), o.t().mv(yy)), 1e-12) << several;
+    EXPECT_LT(test::rel_diff(problem.centred(), o), 1e-14) << several;
+    EXPECT_LT(test::rel_diff(g, o.matmul(o.t())), 1e-12) << several;
+    EXPECT_LT(test::rel_diff(problem.o_mv(x), o.mv(x)), 1e-12) << several;
+    EXPECT_LT(test::rel_diff(problem.ot_mv(yy), o.t().mv(yy)), 1e-12) << several;
   }
   // One molecule: the problem reads the caller's Jacobian and leaves it as it was.
   const auto before = jac[0].clone();
@@ -135,7 +126,7 @@ TEST(NaturalGradient, ImplicitCentringGivesTheProductsOfTheCentredJacobian) {
 
 TEST(NaturalGradient, SrAndMinSrOptimizersMakeTheSameUpdateOnATinyModel) {
   const Quadratic q;  // B = 50 > P = 12
-  EXPECT_LT(rel_diff(q.step(options("minsr", 1e-3)), q.step(options("sr", 1e-3))), 1e-8);
+  EXPECT_LT(test::rel_diff(q.step(options("minsr", 1e-3)), q.step(options("sr", 1e-3))), 1e-8);
 }
 
 TEST(NaturalGradient, SpringStepSolvesTheProximalLeastSquaresProblem) {
@@ -148,7 +139,7 @@ TEST(NaturalGradient, SpringStepSolvesTheProximalLeastSquaresProblem) {
   const auto s = o.t().matmul(o);
   const auto expect = torch::linalg_solve(s + lambda * torch::eye(30, torch::kFloat64),
                                           o.t().mv(p.eps) + lambda * mu * prev, true);
-  EXPECT_LT(rel_diff(spring_direction(p, lambda, mu, prev), expect), 1e-9);
+  EXPECT_LT(test::rel_diff(spring_direction(p, lambda, mu, prev), expect), 1e-9);
 }
 
 TEST(NaturalGradient, NormConstraintBoundsTheFisherNormOfTheStep) {
@@ -177,7 +168,7 @@ TEST(NaturalGradient, BudgetBelowOneWalkersJacobianIsAClearError) {
   auto opt = make_optimizer(options("spring", 1e-3), wf, batching::MemoryBudget(1024));
   StageTimers timers;
   try {
-    opt->step(wf, batch(q.r, q.e), 0, timers);
+    opt->step(wf, test::one_batch(q.r, q.e), 0, timers);
     FAIL() << "expected BudgetError";
   } catch (const BudgetError& e) {
     EXPECT_NE(std::string(e.what()).find("per-sample gradients"), std::string::npos) << e.what();
@@ -190,8 +181,8 @@ TEST(NaturalGradient, AmpleBudgetGivesTheSameStep) {
   LinearLogPsi a(q.n), b(q.n);
   { torch::NoGradGuard g; a.theta.copy_(q.theta0); b.theta.copy_(q.theta0); }
   StageTimers timers;
-  EXPECT_TRUE(make_optimizer(o, a)->step(a, batch(q.r, q.e), 0, timers));
-  EXPECT_TRUE(make_optimizer(o, b, batching::MemoryBudget(std::int64_t{1} << 30))->step(b, batch(q.r, q.e), 0, timers));
+  EXPECT_TRUE(make_optimizer(o, a)->step(a, test::one_batch(q.r, q.e), 0, timers));
+  EXPECT_TRUE(make_optimizer(o, b, batching::MemoryBudget(std::int64_t{1} << 30))->step(b, test::one_batch(q.r, q.e), 0, timers));
   EXPECT_TRUE(torch::allclose(a.theta, b.theta, 1e-12, 0));
 }
 
@@ -203,7 +194,7 @@ TEST(NaturalGradient, NonFiniteJacobianRejectsTheStepAndKeepsParameters) {
   StageTimers timers;
   auto r = q.r.clone();
   r[3][1][2] = std::numeric_limits<double>::quiet_NaN();
-  EXPECT_FALSE(opt->step(wf, batch(r, q.e), 0, timers));
+  EXPECT_FALSE(opt->step(wf, test::one_batch(r, q.e), 0, timers));
   EXPECT_TRUE(torch::equal(wf.theta, torch::zeros_like(wf.theta)));
   EXPECT_TRUE(opt->state().empty());  // no SPRING history from a rejected step
 }
@@ -230,16 +221,16 @@ TEST(NaturalGradient, AnExtraRightHandSideGivesTheSameStepInParameterAndSampleSp
   const double damping = 0.05;
   const auto direct = sr_direction(problem, damping, v);
   const auto s = o.t().matmul(o) + damping * torch::eye(p, torch::kFloat64);
-  EXPECT_LT(rel_diff(s.mv(direct), o.t().mv(problem.eps) + v), 1e-12);
-  EXPECT_LT(rel_diff(minsr_direction(problem, damping, v), direct), 1e-10);
-  EXPECT_LT(rel_diff(spring_direction(problem, damping, 0.0, {}, v), direct), 1e-10);
+  EXPECT_LT(test::rel_diff(s.mv(direct), o.t().mv(problem.eps) + v), 1e-12);
+  EXPECT_LT(test::rel_diff(minsr_direction(problem, damping, v), direct), 1e-10);
+  EXPECT_LT(test::rel_diff(spring_direction(problem, damping, 0.0, {}, v), direct), 1e-10);
   // With momentum: δ = μδ₋ + (S + λ)⁻¹(Ōᵀ(ε − μŌδ₋) + v).
   const auto previous = torch::randn({p}, torch::kFloat64);
   const double mu = 0.9;
   const auto expected = mu * previous + torch::linalg_solve(s, o.t().mv(problem.eps - mu * o.mv(previous)) + v);
-  EXPECT_LT(rel_diff(spring_direction(problem, damping, mu, previous, v), expected), 1e-10);
+  EXPECT_LT(test::rel_diff(spring_direction(problem, damping, mu, previous, v), expected), 1e-10);
   // No extra term: the plain directions.
-  EXPECT_LT(rel_diff(minsr_direction(problem, damping, {}), minsr_direction(problem, damping)), 0.0 + 1e-15);
+  EXPECT_LT(test::rel_diff(minsr_direction(problem, damping, {}), minsr_direction(problem, damping)), 0.0 + 1e-15);
 }
 
 // optim.beta1, beta2 and epsilon reach Adam: two steps on the linear toy (gradient
@@ -263,15 +254,15 @@ TEST(Adam, TakesItsBetasAndEpsilonFromTheConfig) {
   }
   auto opt = make_optimizer(o, wf);
   StageTimers timers;
-  ASSERT_TRUE(opt->step(wf, batch(q.r, e1), 0, timers));
-  ASSERT_TRUE(opt->step(wf, batch(q.r, e2), 1, timers));
+  ASSERT_TRUE(opt->step(wf, test::one_batch(q.r, e1), 0, timers));
+  ASSERT_TRUE(opt->step(wf, test::one_batch(q.r, e2), 1, timers));
   const auto g1 = gradient(e1), g2 = gradient(e2);
   const auto m = o.beta1 * (1 - o.beta1) * g1 + (1 - o.beta1) * g2;
   const auto v = o.beta2 * (1 - o.beta2) * g1.square() + (1 - o.beta2) * g2.square();
   const auto m_hat = m / (1 - o.beta1 * o.beta1), v_hat = v / (1 - o.beta2 * o.beta2);
   const double lr0 = o.lr, lr1 = o.lr / (1 + 1 / o.lr_delay);
   const auto expected = q.theta0 - lr0 * g1 / (g1.abs() + o.epsilon) - lr1 * m_hat / (v_hat.sqrt() + o.epsilon);
-  EXPECT_LT(rel_diff(wf.theta.detach(), expected), 1e-12);
+  EXPECT_LT(test::rel_diff(wf.theta.detach(), expected), 1e-12);
   // The defaults give another point: the options were used, not ignored.
   LinearLogPsi plain(q.n);
   {
@@ -282,7 +273,7 @@ TEST(Adam, TakesItsBetasAndEpsilonFromTheConfig) {
   d.lr = o.lr;
   d.lr_delay = o.lr_delay;
   auto opt_d = make_optimizer(d, plain);
-  ASSERT_TRUE(opt_d->step(plain, batch(q.r, e1), 0, timers));
-  ASSERT_TRUE(opt_d->step(plain, batch(q.r, e2), 1, timers));
-  EXPECT_GT(rel_diff(plain.theta.detach(), expected), 1e-3);
+  ASSERT_TRUE(opt_d->step(plain, test::one_batch(q.r, e1), 0, timers));
+  ASSERT_TRUE(opt_d->step(plain, test::one_batch(q.r, e2), 1, timers));
+  EXPECT_GT(test::rel_diff(plain.theta.detach(), expected), 1e-3);
 }

@@ -16,11 +16,7 @@ using namespace nnvmc;
 using test::column;
 using test::fresh_dir;
 
-namespace {
-double mean(const std::vector<double>& v, size_t lo, size_t hi) {
-  return std::accumulate(v.begin() + lo, v.begin() + hi, 0.0) / static_cast<double>(hi - lo);
-}
-}  // namespace
+namespace {}  // namespace
 
 TEST(OrbformerTraining, ShortAdamRunOnH2LowersTheEnergy) {
   const auto dir = fresh_dir("nnvmc_orbformer_h2");
@@ -41,7 +37,7 @@ TEST(OrbformerTraining, ShortAdamRunOnH2LowersTheEnergy) {
   const auto e = column(dir + "/result.h5", "train/energy");
   ASSERT_EQ(e.size(), 60u);
   for (double x : e) EXPECT_TRUE(std::isfinite(x));
-  const double first = mean(e, 0, 10), last = mean(e, 50, 60);
+  const double first = test::mean_of(e, 0, 10), last = test::mean_of(e, 50, 60);
   EXPECT_LT(last, first - 0.05) << "first 10: " << first << " last 10: " << last;
   EXPECT_GT(last, -1.2);  // variational: above the exact -1.1745 (within noise of 64 walkers)
 }

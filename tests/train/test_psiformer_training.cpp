@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "common/run_files.hpp"
+#include "common/test_util.hpp"
 #include "train/pretrain.hpp"
 #include "train/trainer.hpp"
 
@@ -14,7 +15,7 @@ using test::fresh_dir;
 
 namespace {
 /// A tiny He run with a small Psiformer and the forward Laplacian.
-Config tiny_config(const std::string& optimizer, const std::string& out, int iterations) {
+Config tiny_psiformer_config(const std::string& optimizer, const std::string& out, int iterations) {
   Config c = parse_config(
       "system: {molecule: he}\n"
       "model: {type: psiformer, psiformer: {layers: 1, heads: 2, head_dim: 4, mlp_hidden_dims: [8],"
@@ -32,32 +33,28 @@ Config tiny_config(const std::string& optimizer, const std::string& out, int ite
   c.run.threads = 1;
   return c;
 }
-
-double mean(const std::vector<double>& v, size_t lo, size_t hi) {
-  return std::accumulate(v.begin() + lo, v.begin() + hi, 0.0) / static_cast<double>(hi - lo);
-}
 }  // namespace
 
 TEST(PsiformerTraining, SpringLowersTheEnergyOfHelium) {
   const auto dir = fresh_dir("nnvmc_psiformer_spring");
-  Trainer t(tiny_config("spring", dir, 40));
+  Trainer t(tiny_psiformer_config("spring", dir, 40));
   t.run(false);
   const auto e = column(dir + "/result.h5", "train/energy");
   ASSERT_EQ(e.size(), 40u);
   for (double x : e) EXPECT_TRUE(std::isfinite(x));
-  const double first = mean(e, 0, 5), last = mean(e, 30, 40);
+  const double first = test::mean_of(e, 0, 5), last = test::mean_of(e, 30, 40);
   EXPECT_LT(last, first - 0.1) << "first five " << first << ", last ten " << last;
 }
 
 TEST(PsiformerTraining, ResumedSpringRunEqualsUninterruptedRun) {
   const auto dir_a = fresh_dir("nnvmc_psiformer_resume_a"), dir_b = fresh_dir("nnvmc_psiformer_resume_b");
-  Trainer a(tiny_config("spring", dir_a, 6));
+  Trainer a(tiny_psiformer_config("spring", dir_a, 6));
   a.run(false);
   {
-    Trainer b(tiny_config("spring", dir_b, 3));  // "interrupted" after 3 iterations
+    Trainer b(tiny_psiformer_config("spring", dir_b, 3));  // "interrupted" after 3 iterations
     b.run(false);
   }
-  Trainer resumed(tiny_config("spring", dir_b, 6), dir_b + "/checkpoint.h5");
+  Trainer resumed(tiny_psiformer_config("spring", dir_b, 6), dir_b + "/checkpoint.h5");
   resumed.run(false);
   const auto pa = module_state(*a.setup().wf), pb = module_state(*resumed.setup().wf);
   ASSERT_EQ(pa.size(), pb.size());
@@ -74,7 +71,7 @@ TEST(PsiformerTraining, EveryOptimizerAndFloat32TrainFinitely) {
     for (const char* dtype : {"float64", "float32"}) {
       if (std::string(dtype) == "float32" && std::string(type) != "spring") continue;
       const auto dir = fresh_dir(std::string("nnvmc_psiformer_") + type + "_" + dtype);
-      auto c = tiny_config(type, dir, 2);
+      auto c = tiny_psiformer_config(type, dir, 2);
       c.run.dtype = dtype;
       c.hamiltonian.laplacian = std::string(dtype) == "float32" ? "jvp" : "forward";
       Trainer t(c);

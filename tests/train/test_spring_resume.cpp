@@ -14,7 +14,7 @@ namespace fs = std::filesystem;
 
 namespace {
 /// A tiny He run with a natural-gradient optimizer.
-Config tiny_config(const std::string& type, const std::string& out, int iterations) {
+Config tiny_ngd_config(const std::string& type, const std::string& out, int iterations) {
   Config c = parse_config(
       "system: {molecule: he}\n"
       "model: {ferminet: {hidden_dims: [[8, 4], [8, 4]], determinants: 2}}\n"
@@ -34,15 +34,15 @@ Config tiny_config(const std::string& type, const std::string& out, int iteratio
 
 TEST(SpringResume, ResumedSpringRunEqualsUninterruptedRun) {
   const auto dir_a = fresh_dir("nnvmc_spring_a"), dir_b = fresh_dir("nnvmc_spring_b");
-  Trainer a(tiny_config("spring", dir_a, 6));
+  Trainer a(tiny_ngd_config("spring", dir_a, 6));
   a.run(false);
   {
-    Trainer b(tiny_config("spring", dir_b, 3));  // "interrupted" after 3 iterations
+    Trainer b(tiny_ngd_config("spring", dir_b, 3));  // "interrupted" after 3 iterations
     b.run(false);
   }
   const auto saved = load_checkpoint(dir_b + "/checkpoint.h5");
   ASSERT_EQ(saved.optimizer.count("spring/previous_update"), 1u);  // momentum is checkpointed
-  Trainer resumed(tiny_config("spring", dir_b, 6), dir_b + "/checkpoint.h5");
+  Trainer resumed(tiny_ngd_config("spring", dir_b, 6), dir_b + "/checkpoint.h5");
   resumed.run(false);
   const auto pa = module_state(*a.setup().wf), pb = module_state(*resumed.setup().wf);
   for (const auto& [k, v] : pa) EXPECT_TRUE(torch::equal(v, pb.at(k))) << k;
@@ -54,15 +54,15 @@ TEST(SpringResume, ResumedSpringRunEqualsUninterruptedRun) {
 
 TEST(SpringResume, ResumedKfacRunEqualsUninterruptedRun) {
   const auto dir_a = fresh_dir("nnvmc_kfac_a"), dir_b = fresh_dir("nnvmc_kfac_b");
-  Trainer a(tiny_config("kfac", dir_a, 5));
+  Trainer a(tiny_ngd_config("kfac", dir_a, 5));
   a.run(false);
   {
-    Trainer b(tiny_config("kfac", dir_b, 2));
+    Trainer b(tiny_ngd_config("kfac", dir_b, 2));
     b.run(false);
   }
   const auto saved = load_checkpoint(dir_b + "/checkpoint.h5");
   ASSERT_EQ(saved.optimizer.count("kfac/ema_weight"), 1u);  // the moving averages are checkpointed
-  Trainer resumed(tiny_config("kfac", dir_b, 5), dir_b + "/checkpoint.h5");
+  Trainer resumed(tiny_ngd_config("kfac", dir_b, 5), dir_b + "/checkpoint.h5");
   resumed.run(false);
   const auto pa = module_state(*a.setup().wf), pb = module_state(*resumed.setup().wf);
   for (const auto& [k, v] : pa) EXPECT_TRUE(torch::equal(v, pb.at(k))) << k;
@@ -72,7 +72,7 @@ TEST(SpringResume, ResumedKfacRunEqualsUninterruptedRun) {
 TEST(SpringResume, EveryNaturalGradientTypeTrainsFinitely) {
   for (const char* type : {"sr", "minsr", "spring", "kfac"}) {
     const auto dir = fresh_dir(std::string("nnvmc_ngd_") + type);
-    Trainer t(tiny_config(type, dir, 3));
+    Trainer t(tiny_ngd_config(type, dir, 3));
     const auto out = t.run(false);
     EXPECT_EQ(out.iterations, 3) << type;
     for (double e : column(dir + "/result.h5", "train/energy")) EXPECT_TRUE(std::isfinite(e)) << type;
@@ -80,5 +80,5 @@ TEST(SpringResume, EveryNaturalGradientTypeTrainsFinitely) {
 }
 
 TEST(SpringResume, UnknownOptimizerTypeIsAConfigError) {
-  EXPECT_THROW(tiny_config("lbfgs", fresh_dir("nnvmc_ngd_bad"), 1), ConfigError);
+  EXPECT_THROW(tiny_ngd_config("lbfgs", fresh_dir("nnvmc_ngd_bad"), 1), ConfigError);
 }
