@@ -142,7 +142,7 @@ void uniquify(std::vector<std::string*> labels) {
   std::map<std::string, int> seen;
   for (auto* l : labels) {
     const int k = ++seen[*l];
-    if (k > 1) *l += "-" + std::to_string(k);
+    if (k > 1) l->append("-").append(std::to_string(k));  // not "-" + to_string: GCC 12 -O3 false -Wstringop-overflow
   }
 }
 

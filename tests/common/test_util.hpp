@@ -39,7 +39,7 @@ inline double mean_of(const std::vector<double>& v, std::size_t lo, std::size_t 
   return std::accumulate(v.begin() + std::ptrdiff_t(lo), v.begin() + std::ptrdiff_t(hi), 0.0) / double(hi - lo);
 }
 
-inline std::string molecules_dir() { return std::string(NNVMC_SOURCE_DIR) + "/configs/molecules"; }
+inline std::string molecules_dir() { return NNVMC_SOURCE_DIR "/configs/molecules"; }
 
 /// A small FermiNet configuration (fast in tests). Also seeds the global RNG: libtorch seeds
 /// its default generator nondeterministically, and the network built next draws from it.
