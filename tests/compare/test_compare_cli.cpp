@@ -38,7 +38,10 @@ Result run_shell(const std::string& line) {
 }
 
 /// nnvmc with `args`.
-Result run(const std::string& args) { return run_shell(std::string(NNVMC_EXE) + " " + args); }
+Result run(const std::string& args) {
+  std::string command = NNVMC_EXE;  // append, not operator+: GCC 12 -O3 false -Warray-bounds
+  return run_shell(command.append(" ").append(args));
+}
 
 /// A fresh output directory and the comparison file for it.
 std::pair<std::string, std::string> setup(const std::string& name, const std::string& body) {
