@@ -17,7 +17,7 @@
 
 namespace {
 
-using nnvmc::test::Water;
+using nnvmc::test::water;
 
 nnvmc::ccsd::CcsdOptions options() {
   nnvmc::ccsd::CcsdOptions o;
@@ -73,7 +73,7 @@ Eigen::MatrixXd as_matrix(const torch::Tensor& l) {  // [n_vec, n, n] → [n², 
 }  // namespace
 
 TEST(Cholesky, ReproducesAoEriWithinThreshold) {
-  Water w;
+  const auto& w = water();
   const auto n = std::int64_t(w.basis.n_functions());
   const Eigen::MatrixXd l = as_matrix(nnvmc::ccsd::cholesky_ao_eri(w.basis, 1e-8));
   const auto full = nnvmc::scf::eri_full(w.basis);
@@ -107,7 +107,7 @@ TEST(Cholesky, OnDemandColumnsGiveTheVectorsOfTheDenseDecomposition) {
 }
 
 TEST(Cholesky, EnergyErrorShrinksWithThresholdAndMatchesConventionalAtTightTau) {
-  Water w;
+  const auto& w = water();
   const double e_conv = nnvmc::ccsd::run_rccsd(nnvmc::ccsd::conventional_integrals(w.rhf, w.basis, 0), options()).e_ccsd;
   double previous = 1.0;
   for (double tau : {1e-3, 1e-5, 1e-8}) {
@@ -123,7 +123,7 @@ TEST(Cholesky, EnergyErrorShrinksWithThresholdAndMatchesConventionalAtTightTau) 
 }
 
 TEST(Cholesky, TriplesFromCholeskyVectorsMatchConventional) {
-  Water w;
+  const auto& w = water();
   auto o = options();
   o.triples = true;
   const auto conv = nnvmc::ccsd::run_rccsd(nnvmc::ccsd::conventional_integrals(w.rhf, w.basis, 0), o);
@@ -135,7 +135,7 @@ TEST(Cholesky, TriplesFromCholeskyVectorsMatchConventional) {
 // vectors as the CCSD (Psi4's scf_type cd with cc_type cd). Its RHF is the Cholesky-J/K SCF
 // (which decomposes on its own) and its CCSD the one on those orbitals and vectors.
 TEST(Cholesky, CcsdRunDecomposesOnceForTheRhfAndTheCcsd) {
-  const Water w;
+  const auto& w = water();
   nnvmc::ccsd::CcsdRunOptions o;
   o.basis = "6-31g";
   o.cholesky_tau = 1e-5;
@@ -160,7 +160,7 @@ TEST(Cholesky, CcsdRunDecomposesOnceForTheRhfAndTheCcsd) {
 
 // At a tight threshold the shared-vector run is the conventional one (total energies to 1e-7).
 TEST(Cholesky, CcsdRunOnSharedVectorsMatchesConventionalAtTightTau) {
-  const Water w;
+  const auto& w = water();
   nnvmc::ccsd::CcsdRunOptions o;
   o.basis = "6-31g";
   o.ccsd = options();
@@ -173,7 +173,7 @@ TEST(Cholesky, CcsdRunOnSharedVectorsMatchesConventionalAtTightTau) {
 
 // Vectors of another basis are refused by the J/K builder, not read out of bounds.
 TEST(Cholesky, JKBuilderRefusesVectorsOfAnotherBasis) {
-  const Water w;
+  const auto& w = water();
   nnvmc::scf::JKOptions jk;
   jk.cholesky_tau = 1e-5;
   jk.cholesky_pairs = std::make_shared<const Eigen::MatrixXd>(
