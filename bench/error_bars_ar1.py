@@ -63,13 +63,16 @@ def jonsson(x, min_blocks=16):
 def lee(x, min_blocks=8):
     L = levels(x)
     se = [np.sqrt(s2 / (n - 1)) for n, s2, _ in L]
-    for j in range(len(L)):
-        if 8.0**j > 2 * len(x) * (se[j] / se[0]) ** 4:
-            return se[j], L[j][0] >= min_blocks
+    crit = next((j for j in range(len(L)) if 8.0**j > 2 * len(x) * (se[j] / se[0]) ** 4), None)
+    if crit is not None and L[crit][0] >= min_blocks:
+        return se[crit], True
+    # no plateau (nnvmc since 2026-12-05): the largest of level 0, the deepest level with
+    # min_blocks blocks and the criterion's level with fewer blocks (before: the criterion's level
+    # if any, else the deepest level with min_blocks blocks)
     j = 0
     while j + 1 < len(L) and L[j + 1][0] >= min_blocks:
         j += 1
-    return se[j], False
+    return max(se[0], se[j], se[crit] if crit is not None else 0.0), False
 
 
 def sokal(x):

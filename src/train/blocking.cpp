@@ -48,13 +48,20 @@ BlockingResult blocking_analysis(const std::vector<double>& series) {
     if (std::pow(2.0, 3 * j) > 2.0 * static_cast<double>(r.n) * std::pow(ratio, 4)) level = j;
   }
   r.plateau = level >= 0 && len[level] >= kMinPlateauBlocks;
-  if (level < 0) {  // never long enough: the deepest level that still has enough blocks
-    level = 0;
-    while (level + 1 < levels && len[level + 1] >= kMinPlateauBlocks) ++level;
-  }
-  r.block_level = level;
   r.variance = s2[0] * r.n / (r.n - 1.0);
   r.naive_error = std::sqrt(s2[0] / (r.n - 1.0));
+  if (!r.plateau) {
+    // The series is too short for its correlation time, so every level's error is too small or
+    // noise. State the largest of: level 0 (σ/√n — a Metropolis chain's energies are not
+    // anticorrelated), the deepest level that still has kMinPlateauBlocks blocks, and the level
+    // that met the criterion with fewer blocks, if one did (noise: two blocks gave 0.1× σ/√n).
+    int deepest = 0;
+    while (deepest + 1 < levels && len[deepest + 1] >= kMinPlateauBlocks) ++deepest;
+    int best = se[deepest] > se[0] ? deepest : 0;
+    if (level >= 0 && se[level] > se[best]) best = level;
+    level = best;
+  }
+  r.block_level = level;
   r.error = se[level];
   r.autocorr_time = r.naive_error > 0 ? std::pow(r.error / r.naive_error, 2) : 1.0;
   return r;

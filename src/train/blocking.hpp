@@ -23,9 +23,10 @@ struct BlockingResult {
   int block_level = 0;       ///< number of halvings used (block size 2^level)
   long n = 0;                ///< series length
   /// True when the block-size criterion was met at a level with at least kMinPlateauBlocks
-  /// blocks. False: the series is too short for its correlation time; `error` is the estimate of
-  /// the level that met the criterion with fewer blocks (noisy), or, when none did, of the deepest
-  /// level with kMinPlateauBlocks blocks (likely too small) — measure longer.
+  /// blocks. False: the series is too short for its correlation time; `error` (and block_level)
+  /// is then the largest of three levels' errors — level 0 (σ/√n), the deepest level with
+  /// kMinPlateauBlocks blocks, and the level that met the criterion with fewer blocks if one did —
+  /// and still likely too small: measure longer.
   bool plateau = false;
 };
 

@@ -41,7 +41,8 @@ std::string eval_text(const EvalResult& r) {
               value(reblocked ? r.error_walkers : r.error_reblocking).c_str(), value(r.error_batch_means).c_str(),
               value(r.autocorr.error).c_str());
   s += strfmt("variance %.5f\n", r.variance);
-  s += strfmt("autocorrelation time %.2f iterations (%s), acceptance %.2f at step size %.4f\n", r.stats.autocorr_time,
+  s += strfmt("autocorrelation time %s iterations (%s), acceptance %.2f at step size %.4f\n",
+              std::isfinite(r.stats.autocorr_time) ? strfmt("%.2f", r.stats.autocorr_time).c_str() : "n/a",
               reblocked ? "reblocking" : "from the walkers' averages", r.acceptance, r.step_size);
   s += strfmt("%d steps x %d walkers\n", r.steps, r.walkers);
   if (!reblocked && !r.error_reliable())
@@ -50,7 +51,7 @@ std::string eval_text(const EvalResult& r) {
                 "more steps or walkers\n",
                 r.stats.n, r.walkers, kMinWalkersForChainsError,
                 100.0 / std::sqrt(2.0 * std::max(r.walkers - 1, 1)));
-  else if (!r.stats.plateau)
+  else if (reblocked && !r.stats.plateau)
     s += strfmt("warning: no block size passed the reblocking plateau test (%ld values, window estimate of the "
                 "autocorrelation time %s): the error bar is likely too small; evaluate with more steps or walkers\n",
                 r.stats.n, std::isfinite(r.autocorr.tau) ? strfmt("%.1f", r.autocorr.tau).c_str() : "n/a");

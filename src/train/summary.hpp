@@ -16,7 +16,8 @@ namespace nnvmc {
 nlohmann::json eval_json(const EvalResult& r);
 
 /// Human-readable lines of an evaluation (energy ± error, the cross-checks, and a warning when
-/// the reblocking found no plateau or samples were excluded).
+/// the stated error bar is unreliable — a reblocking without plateau, or the spread of fewer than
+/// kMinWalkersForChainsError walkers — or samples were excluded).
 std::string eval_text(const EvalResult& r);
 
 /// Per-stage seconds and call counts.

@@ -93,6 +93,29 @@ TEST(Blocking, SeriesTooShortForItsCorrelationHasNoPlateauAndSaysSo) {
   EXPECT_TRUE(blocking_analysis(white).plateau);
 }
 
+// A series too short for a plateau used to state the error of the level that met the block-size
+// criterion however few blocks it had: five values whose two blocks of two happen to agree gave
+// an error bar of 0 (a 5-step evaluation of He with 8 walkers stated 0.04× σ/√n and τ = 0.001).
+// Without a plateau the stated error is never below σ/√n, and τ never below 1.
+TEST(Blocking, ErrorBarWithoutPlateauIsNeverBelowTheNaiveOne) {
+  const auto agreeing_blocks = blocking_analysis({1.0, -1.0, 1.0, -1.0, 0.5});
+  EXPECT_FALSE(agreeing_blocks.plateau);
+  EXPECT_GT(agreeing_blocks.naive_error, 0.0);
+  EXPECT_DOUBLE_EQ(agreeing_blocks.error, agreeing_blocks.naive_error);
+  EXPECT_DOUBLE_EQ(agreeing_blocks.autocorr_time, 1.0);
+  int without_plateau = 0;
+  for (long n = 3; n < 200; ++n) {
+    for (std::uint64_t seed = 0; seed < 20; ++seed) {
+      const auto b = blocking_analysis(ar1(n % 2 ? 0.0 : 0.9, n, 100 * n + seed));
+      if (b.plateau) continue;
+      ++without_plateau;
+      EXPECT_GE(b.error, b.naive_error) << "n " << n << " seed " << seed;
+      EXPECT_GE(b.autocorr_time, 1.0) << "n " << n << " seed " << seed;
+    }
+  }
+  EXPECT_GT(without_plateau, 1000);  // most short series have no plateau: the loop tested something
+}
+
 TEST(Blocking, AutocorrelationEstimateRecoversTauOfALongAR1Series) {
   const double phi = 0.9, tau = (1 + phi) / (1 - phi);
   const auto a = autocorrelation_estimate(ar1(phi, 1 << 16, 5));

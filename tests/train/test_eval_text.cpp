@@ -1,0 +1,67 @@
+// The text an evaluation prints (nnvmc eval, the end of nnvmc train): its warnings must be about
+// the error bar it states, not about a cross-check.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "common/text.hpp"
+#include "train/summary.hpp"
+
+using namespace nnvmc;
+using nnvmc::test::contains;
+
+namespace {
+EvalResult evaluation(const std::string& method, int walkers, bool plateau) {
+  EvalResult r;
+  r.stats.mean = -2.9017;
+  r.stats.error = 0.0014;
+  r.stats.naive_error = 0.0010;
+  r.stats.autocorr_time = 2.0;
+  r.stats.n = 100;
+  r.stats.plateau = plateau;
+  r.error_method = method;
+  r.walkers = walkers;
+  r.steps = 100;
+  return r;
+}
+}  // namespace
+
+// An audit found every short `nnvmc eval` with 128 walkers warning that "the error bar is likely
+// too small" because the reblocking (a cross-check there) had no plateau, while the stated error
+// bar, the walkers' spread, was reliable (error_reliable true in the JSON).
+TEST(EvalText, NoWarningWhenTheStatedWalkerSpreadIsReliableAndOnlyTheReblockingLacksAPlateau) {
+  const auto r = evaluation("walker chains", 128, false);
+  ASSERT_TRUE(r.error_reliable());
+  const std::string text = eval_text(r);
+  EXPECT_FALSE(contains(text, "warning")) << text;
+  EXPECT_FALSE(contains(text, "UNRELIABLE")) << text;
+  EXPECT_TRUE(contains(text, "reblocking (no plateau)")) << text;  // the cross-check still says so
+}
+
+TEST(EvalText, WarnsWhenTheStatedReblockingErrorHasNoPlateau) {
+  const auto r = evaluation("reblocking", 8, false);
+  ASSERT_FALSE(r.error_reliable());
+  const std::string text = eval_text(r);
+  EXPECT_TRUE(contains(text, "UNRELIABLE")) << text;
+  EXPECT_TRUE(contains(text, "no block size passed the reblocking plateau test")) << text;
+}
+
+TEST(EvalText, WarnsWhenTheStatedWalkerSpreadComesFromTooFewWalkers) {
+  const auto r = evaluation("walker chains", 4, false);
+  ASSERT_FALSE(r.error_reliable());
+  const std::string text = eval_text(r);
+  EXPECT_TRUE(contains(text, "UNRELIABLE")) << text;
+  EXPECT_TRUE(contains(text, "too few for a reblocking plateau")) << text;
+}
+
+// One step has no series to reblock: its autocorrelation time is unknown, printed as n/a, not nan.
+TEST(EvalText, UnknownAutocorrelationTimeIsPrintedAsNotAvailable) {
+  auto r = evaluation("walker chains", 128, false);
+  r.stats.n = 1;
+  r.steps = 1;
+  r.stats.autocorr_time = std::numeric_limits<double>::quiet_NaN();
+  const std::string text = eval_text(r);
+  EXPECT_TRUE(contains(text, "autocorrelation time n/a iterations")) << text;
+  EXPECT_FALSE(contains(text, "nan")) << text;
+}
