@@ -38,9 +38,10 @@ struct StageProfile {
 
 /// One molecule.
 struct MoleculeProfile {
-  std::string molecule;
-  int n_electrons = 0;
-  int walkers = 0;
+  std::string molecule;             ///< its name, or for a config of several molecules the batch's names
+  int n_electrons = 0;              ///< electrons (of the largest molecule of a batch)
+  int walkers = 0;                  ///< walkers one iteration moves (all molecules of a batch)
+  int molecules_per_iteration = 1;  ///< molecules one iteration trains (optim.molecules_per_step)
   long long parameters = 0;
   double iteration_seconds = 0;  ///< median wall time of an iteration (hook to hook)
   double stage_seconds = 0;      ///< median over iterations of Σ top-level stage times

@@ -76,6 +76,7 @@ nlohmann::json to_json(const ProfileReport& r) {
   j["molecules"] = nlohmann::json::array();
   for (const auto& m : r.molecules) {
     nlohmann::json mj = {{"molecule", m.molecule}, {"n_electrons", m.n_electrons}, {"walkers", m.walkers},
+                         {"molecules_per_iteration", m.molecules_per_iteration},
                          {"parameters", m.parameters}, {"iteration_seconds", m.iteration_seconds},
                          {"stage_seconds", m.stage_seconds}, {"stage_share", m.stage_share},
                          {"profiled_wall_seconds", m.profiled_wall},

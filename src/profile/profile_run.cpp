@@ -49,6 +49,16 @@ std::string run_label(const std::string& molecule) {
   return label;
 }
 
+/// Row label of a run's molecules: the name of its one molecule, or of a batch ("a, b, c" up to
+/// four, else "a, b, c, … (N molecules)").
+std::string batch_label(const VmcSetup& setup) {
+  const std::size_t n = setup.molecules.size();
+  std::string label;
+  for (std::size_t i = 0; i < n && i < (n <= 4 ? n : 3); ++i) label.append(i ? ", " : "").append(setup.molecules[i].name());
+  if (n > 4) label.append(", … (").append(std::to_string(n)).append(" molecules)");
+  return label;
+}
+
 /// Every molecule resolves (name, file, charge/spin) and each has its own run directory,
 /// before anything is profiled or written. @throws InputError naming the molecule
 void check_molecules(const std::string& config_path, const std::vector<std::string>& overrides,
@@ -95,9 +105,16 @@ MoleculeProfile profile_molecule(const std::string& config_path, std::vector<std
   Trainer trainer(config);
   const auto& setup = trainer.setup();
   MoleculeProfile m;
-  m.molecule = molecule.empty() ? setup.molecules.front().name() : molecule;
-  m.n_electrons = setup.molecules.front().system.n_electrons();
-  m.walkers = config.sampler.walkers;
+  // A config of several molecules trains a batch of them per iteration: the row is that batch
+  // (its molecules named, the largest one's electrons, the walkers of all that one iteration trains).
+  const std::size_t n_mol = setup.molecules.size();
+  const std::size_t per_step = config.optim.molecules_per_step > 0
+                                   ? std::min<std::size_t>(n_mol, config.optim.molecules_per_step)
+                                   : n_mol;
+  m.molecule = molecule.empty() ? batch_label(setup) : molecule;
+  for (const auto& mol : setup.molecules) m.n_electrons = std::max(m.n_electrons, mol.system.n_electrons());
+  m.walkers = config.sampler.walkers * static_cast<int>(per_step);
+  m.molecules_per_iteration = static_cast<int>(per_step);
   for (const auto& p : setup.wf->parameters()) m.parameters += p.numel();
   report.ansatz = config.model.type;
   report.laplacian = config.hamiltonian.laplacian;
@@ -143,8 +160,10 @@ MoleculeProfile profile_molecule(const std::string& config_path, std::vector<std
     previous_time = Clock::now();
     return StopAction::none;
   });
-  log::info(strfmt("profile %s: %d electrons, %d walkers, %d warm-up + %d timed + %d profiled iterations",
-                   m.molecule.c_str(), m.n_electrons, m.walkers, o.warmup, o.iterations, o.profiled));
+  log::info(strfmt("profile %s: %s%d electrons, %d walkers, %d warm-up + %d timed + %d profiled iterations",
+                   m.molecule.c_str(),
+                   n_mol > 1 ? strfmt("%zu of %zu molecules per iteration, up to ", per_step, n_mol).c_str() : "",
+                   m.n_electrons, m.walkers, o.warmup, o.iterations, o.profiled));
   trainer.run(/*final_eval=*/false);
   trainer.timers().set_observer(nullptr);
   report.stage_clock = recorder.event_clock() ? "cuda events" : cuda >= 0 ? "host clock, device synchronised" : "host clock";

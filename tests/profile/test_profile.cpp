@@ -148,6 +148,38 @@ TEST(ProfileInputs, BadMoleculeListsFailBeforeAnythingRunsAndARerunReplacesItsOw
   fs::remove_all(dir);
 }
 
+// A config of several molecules (a transferable ansatz) trains a batch per iteration: profiling
+// it without --molecules times that batch, and its one row says so (it was labelled with the
+// first molecule's name and walkers, as if only that molecule had been trained).
+TEST(ProfileInputs, ConfigOfSeveralMoleculesIsProfiledAsOneBatchRowNamingThemAll) {
+  torch::set_num_threads(1);
+  const fs::path dir = fs::temp_directory_path() / ("nnvmc_profile_batch_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string config = (dir / "batch.yaml").string();
+  std::ofstream(config) << "system: {molecules: [h2, he, li]}\n"
+                           "model: {type: orbformer, orbformer: {elements: H-Li, heads: 2, head_dim: 4, layers: 1,\n"
+                           "  featurization_heads: 2, determinants: 1, envelopes_per_nucleus: 2, nuclear_feature_dim: 4,\n"
+                           "  nuclear_layers: 1, orbital_layers: 1, orbital_heads: 2, orbital_head_dim: 4}}\n"
+                           "sampler: {walkers: 4, steps_per_iteration: 1, burn_in: 1}\n"
+                           "optim: {type: adam, molecules_per_step: 2}\n"
+                           "run: {threads: 1}\n";
+  ProfileOptions o;
+  o.warmup = 1;
+  o.iterations = 1;
+  o.profiled = 0;
+  o.roofline = false;
+  o.output = (dir / "out").string();
+  const ProfileReport report = run_profile(config, {}, o);
+  ASSERT_EQ(report.molecules.size(), 1u);
+  const MoleculeProfile& row = report.molecules[0];
+  EXPECT_EQ(row.molecule, "h2, he, li");
+  EXPECT_EQ(row.molecules_per_iteration, 2);
+  EXPECT_EQ(row.walkers, 8);      // 4 walkers of each of the two molecules an iteration trains
+  EXPECT_EQ(row.n_electrons, 3);  // the largest molecule's
+  fs::remove_all(dir);
+}
+
 /// Above the clock of any x86 core (GHz): a measured GEMM rate over this × FLOP/cycle is a
 /// FLOP-counting error, not turbo.
 constexpr double kMaxGhz = 6.0;
