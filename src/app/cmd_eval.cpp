@@ -2,6 +2,7 @@
 /// Evaluates every molecule of the run (or the one named, or those of a system.molecule(s)
 /// override); --json prints one object for one molecule and a list of objects for several.
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <limits>
 #include <tuple>
@@ -84,7 +85,8 @@ void refuse_model_changes(const std::vector<std::string>& overrides) {
 
 void run_eval(const EvalArgs& a) {
   RunArgs ra = split_run_args(a.args);
-  if (ra.file.empty()) throw InputError("eval: give a CHECKPOINT file");
+  if (ra.file.empty()) throw InputError("eval: give a CHECKPOINT file (or a run's output directory)");
+  if (std::error_code ec; std::filesystem::is_directory(ra.file, ec)) ra.file = run_checkpoint("eval", ra.file);
   const std::vector<std::string> given = ra.overrides;  // the user's, before the ones added below
   const Checkpoint c = load_checkpoint(ra.file);
   // The chains start with the step sizes training adapted (the user's overrides still win);
@@ -184,7 +186,7 @@ void run_eval(const EvalArgs& a) {
 void add_eval_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("eval", "Evaluate the energy of a checkpoint with an error bar");
   auto a = std::make_shared<EvalArgs>();
-  cmd->add_option("args", a->args, "CHECKPOINT followed by key.path=value overrides");
+  cmd->add_option("args", a->args, "CHECKPOINT (a file, or a run's output directory) followed by key.path=value overrides");
   cmd->add_option("--steps", a->steps, "measurement iterations (default: eval.steps)")->check(integer_in(1, INT_MAX));
   cmd->add_option("--walkers", a->walkers, "walkers (default: as trained)")->check(integer_in(1, INT_MAX));
   cmd->add_option("--seed", a->seed, "random seed of the evaluation chain")

@@ -108,31 +108,6 @@ std::string changed_settings(const Config& recorded, const Config& now) {
   return out;
 }
 
-/// The checkpoint to resume in `dir` (a run's output directory, or its checkpoint file).
-/// @throws CheckpointError when there is none, or when `dir` only contains runs below it.
-std::string checkpoint_to_resume(const std::string& dir) {
-  std::error_code ec;
-  if (fs::is_regular_file(dir, ec)) return dir;
-  if (!fs::is_directory(dir, ec))
-    throw CheckpointError("--resume " + dir + ": no such directory (no checkpoint to resume from)");
-  const fs::path ckpt = fs::path(dir) / "checkpoint.h5";
-  if (fs::exists(ckpt, ec)) return ckpt.string();
-  std::string below;
-  for (const auto& entry : fs::directory_iterator(dir, ec))
-    if (fs::exists(entry.path() / "checkpoint.h5", ec))
-      below += (below.empty() ? "" : ", ") + entry.path().string();
-  if (!below.empty())
-    throw CheckpointError("--resume " + dir + ": no checkpoint.h5 here; runs below it: " + below +
-                          " (name the one to continue)");
-  if (fs::exists(fs::path(dir) / "checkpoint.h5.previous", ec))
-    throw CheckpointError("--resume " + dir + ": no checkpoint.h5; the run there was set aside as *.previous by a "
-                          "--force start that stopped before its first checkpoint: to continue that run, rename its "
-                          "*.previous files back (drop the suffix) and resume");
-  if (fs::exists(fs::path(dir) / "checkpoint.h5.tmp", ec))
-    throw CheckpointError("--resume " + dir + ": no complete checkpoint.h5 (only an unfinished checkpoint.h5.tmp: "
-                          "the run stopped before its first checkpoint; start it again with --force)");
-  throw CheckpointError("--resume " + dir + ": no checkpoint.h5 to resume from");
-}
 }  // namespace
 
 void add_train_command(CLI::App& app) {
@@ -152,7 +127,7 @@ void add_train_command(CLI::App& app) {
         throw InputError("train --resume DIR takes key=value overrides only, not the file '" + ra.file +
                          "' (the run's config is in its checkpoint)");
       if (*force) throw InputError("train: --force starts a new run; it cannot be combined with --resume");
-      const std::string ckpt = checkpoint_to_resume(*resume);
+      const std::string ckpt = run_checkpoint("--resume", *resume);
       const Checkpoint c = load_checkpoint(ckpt);
       const Config recorded = parse_config(c.config_yaml, {}, ckpt + ":config");
       Config config = resumed_config(c.config_yaml, recorded, ra.overrides, ckpt + ":config");

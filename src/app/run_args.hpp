@@ -1,6 +1,6 @@
 #pragma once
 /// @file run_args.hpp
-/// Splitting "CONFIG key=value ..." positional arguments.
+/// Splitting "CONFIG key=value ..." positional arguments; finding a run's checkpoint.
 #include <string>
 #include <vector>
 
@@ -14,5 +14,11 @@ struct RunArgs {
 
 /// @throws InputError for a second file argument or an override key given twice.
 RunArgs split_run_args(const std::vector<std::string>& args);
+
+/// The checkpoint of a run named by `path`: the file itself, or a run's output directory's
+/// checkpoint.h5. `what` starts the error messages ("--resume", "eval").
+/// @throws CheckpointError when there is none — naming the runs below `path` when it holds only
+/// those, or saying why a run there has no checkpoint (set aside by --force, or unfinished).
+std::string run_checkpoint(const std::string& what, const std::string& path);
 
 }  // namespace nnvmc::app

@@ -123,6 +123,13 @@ TEST(Cli, TrainThenEvalPrintsJsonWithEnergyAndErrorBar) {
   // A flag and the key it sets, both given: refused (the flag used to win silently).
   expect_input_error("eval " + out + "/checkpoint.h5 --seed 3 run.seed=5", "--seed and 'run.seed=5' both set run.seed");
   expect_input_error("eval " + out + "/checkpoint.h5 --walkers 4 'sampler={walkers: 6}'", "both set sampler.walkers");
+  // The run's directory names its checkpoint, as for train --resume (it was read as a file and
+  // called "not an HDF5 file (corrupt or truncated?)").
+  const auto from_dir = run("eval " + out + " --steps 6 --seed 3 --json --log-level warn");
+  ASSERT_EQ(from_dir.code, 0) << from_dir.out;
+  EXPECT_EQ(nlohmann::json::parse(from_dir.out.substr(from_dir.out.find('{')))["energy"], j["energy"]);
+  fs::create_directories(out + "/empty");
+  expect_input_error("eval " + out + "/empty --steps 2", "eval " + out + "/empty: no checkpoint.h5 here");
 }
 
 // ---- Geometry is system data (item 3 of issue 18), seen from the command line. ----
