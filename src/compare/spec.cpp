@@ -457,10 +457,22 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
               throw ConfigError(cell_where + ": " + e.what());
             }
             // An ansatz without parameters (the bare HF determinant, a baseline) is evaluated as
-            // built: the common training budget does not apply to it.
-            if (!ansatz_is_trainable(cell.config.model.type)) cell.config.optim.iterations = cell.config.pretrain.steps = 0;
+            // built: the common training budget does not apply to it, nor does the optim axis
+            // (one cell, not one identical run per optimizer; its optimizer column reads "none").
+            const bool trainable = ansatz_is_trainable(cell.config.model.type);
+            if (!trainable) {
+              if (&opt != &opt_axis.front()) continue;
+              cell.config.optim.iterations = cell.config.pretrain.steps = 0;
+              if (!opt.label.empty()) {
+                cell.id = a.label + "__" + cell.molecule;
+                for (const auto* axis : {&lap, &dt})
+                  if (!axis->label.empty()) cell.id += "__" + axis->label;
+                cell.config.run.output = spec.output + "/cells/" + cell.id;
+                cell.config.run.name = cell.id;
+              }
+            }
             cell.laplacian = cell.config.hamiltonian.laplacian;
-            cell.optim = opt.label.empty() ? cell.config.optim.type : opt.label;
+            cell.optim = !trainable ? "none" : opt.label.empty() ? cell.config.optim.type : opt.label;
             cell.dtype = cell.config.run.dtype;
             spec.cells.push_back(std::move(cell));
           }

@@ -86,6 +86,33 @@ TEST(CompareSpec, AnAnsatzWithoutParametersIsEvaluatedWithoutTraining) {
   EXPECT_THROW(ansatz_is_trainable("nosuch"), ConfigError);
 }
 
+// ... nor is it run once per optimizer: with an optim axis the HF baseline is one cell per
+// molecule and Laplacian (it used to be repeated, identical, under every optimizer's label).
+TEST(CompareSpec, AnAnsatzWithoutParametersIsOneCellWhateverTheOptimAxis) {
+  const std::string text =
+      "ansatze:\n"
+      "  - {type: hf}\n"
+      "  - {label: small, type: ferminet, ferminet: {hidden_dims: [[8, 4]], determinants: 1}}\n"
+      "molecules: [h2]\n"
+      "laplacian: [forward, jvp]\n"
+      "optim: [adam, spring]\n"
+      "iterations: 5\n"
+      "output: /tmp/nnvmc_spec_out\n";
+  const auto spec = parse_compare_spec(text, {}, "cmp.yaml");
+  std::vector<std::string> ids;
+  for (const auto& c : spec.cells) ids.push_back(c.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"hf__h2__forward", "hf__h2__jvp", "small__h2__forward__adam",
+                                           "small__h2__forward__spring", "small__h2__jvp__adam",
+                                           "small__h2__jvp__spring"}));
+  EXPECT_EQ(spec.cells[0].optim, "none");
+  EXPECT_EQ(spec.cells[1].config.hamiltonian.laplacian, "jvp");
+  for (int i : {0, 1}) {
+    EXPECT_EQ(spec.cells[i].config.run.output, "/tmp/nnvmc_spec_out/cells/" + spec.cells[i].id);
+    EXPECT_EQ(spec.cells[i].config.run.name, spec.cells[i].id);
+  }
+  EXPECT_EQ(spec.cells[3].optim, "spring");
+}
+
 TEST(CompareSpec, RunConfigPathsInlineMoleculesOptimBlocksAndOverrides) {
   const std::string src = NNVMC_SOURCE_DIR;
   const std::string text =
