@@ -262,7 +262,7 @@ int write_outputs(const CompareSpec& spec, const std::vector<Reference>& referen
   if (!info.plots) note = "plots disabled (--no-plots)";
   else if (!run_python_script("plot_compare.py", {spec.output}, spec.output + "/plot.log", note) && note.empty())
     note = "the plotting script failed";
-  if (!note.empty()) log::warn("plots: " + note);
+  if (!note.empty() && info.plots) log::warn("plots: " + note);  // (not for what --no-plots asked)
   write_report(spec.output + "/report.md", spec, references, rows, info, note);
   return static_cast<int>(rows.size());
 }

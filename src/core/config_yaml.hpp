@@ -5,10 +5,12 @@
 /// the full key path and the source line.
 #include <yaml-cpp/yaml.h>
 
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <type_traits>
 #include <vector>
 
@@ -145,10 +147,21 @@ class Writer {
       out_ << YAML::Flow << YAML::BeginSeq;
       for (int x : field) out_ << x;
       out_ << YAML::EndSeq;
+    } else if constexpr (std::is_same_v<T, double>) {
+      write_double(field);
     } else {
       out_ << field;
     }
     if constexpr (!has_visit<T>::value) out_ << YAML::Comment(doc);
+  }
+
+  /// The shortest text that reads back as the same double (0.3, not yaml-cpp's 17 digits
+  /// 0.29999999999999999); non-finite values as yaml-cpp writes them (.inf, .nan).
+  void write_double(double v) {
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    if (std::isfinite(v) && r.ec == std::errc()) out_ << std::string(buf, r.ptr);
+    else out_ << v;
   }
 
   YAML::Emitter& out_;

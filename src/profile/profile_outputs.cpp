@@ -232,11 +232,13 @@ void write_report(const ProfileReport& r, const std::string& path, const std::st
     o << "Not measured.\n\n";
   }
   o << "## Scaling with the number of electrons (time ∝ N^p)\n\n| stage | p (time) | p (peak memory) |\n|---|---|---|\n";
+  const auto exponent = [](double p) {  // (+ 0.0: a fit of −0.001 reads 0.00, not −0.00)
+    return std::isfinite(p) ? strfmt("%.2f", std::round(p * 100) / 100 + 0.0) : std::string("–");
+  };
   for (const auto& [s, f] : r.time_scaling) {
     const auto mem = r.memory_scaling.find(s);
-    o << "| " << s << " | " << (std::isfinite(f.exponent) ? strfmt("%.2f", f.exponent) : "–") << " | "
-      << (mem != r.memory_scaling.end() && std::isfinite(mem->second.exponent) ? strfmt("%.2f", mem->second.exponent) : "–")
-      << " |\n";
+    o << "| " << s << " | " << exponent(f.exponent) << " | "
+      << (mem != r.memory_scaling.end() ? exponent(mem->second.exponent) : std::string("–")) << " |\n";
   }
   o << "\n## Plots\n\n";
   if (plot_note.empty())
@@ -258,7 +260,7 @@ void write_profile_outputs(const ProfileReport& report, const std::string& dir, 
   if (!plots) note = "plots disabled (--no-plots)";
   else if (!run_python_script("plot_profile.py", {dir}, dir + "/plot.log", note) && note.empty())
     note = "the plotting script failed";
-  if (!note.empty()) log::warn("plots: " + note);
+  if (!note.empty() && plots) log::warn("plots: " + note);  // (not for what --no-plots asked)
   write_report(report, dir + "/report.md", note);
 }
 

@@ -250,6 +250,22 @@ TEST(Config, ResolvedYamlReadsBackToTheSameConfig) {
   EXPECT_EQ(*b.system.spin, 1);
 }
 
+// config.yaml (and the settings a resume warns about) show each number as written, 0.3 rather
+// than yaml-cpp's 0.29999999999999999, and still read back to the identical double.
+TEST(Config, ResolvedYamlWritesTheShortestNumberThatReadsBackExactly) {
+  const Config a = parse_config("sampler: {step_size: 0.3}\noptim: {lr: 0.003}", {}, "c.yaml");
+  const std::string text = to_yaml(a);
+  EXPECT_TRUE(contains(text, "step_size: 0.3 ")) << text;
+  EXPECT_TRUE(contains(text, "lr: 0.003 ")) << text;
+  EXPECT_FALSE(contains(text, "0000000")) << text;
+  Config c = a;
+  c.sampler.step_size = 0.1 + 0.2;  // 0.30000000000000004: needs all 17 digits
+  c.optim.lr = 1.0 / 3.0;
+  const Config back = parse_config(to_yaml(c), {}, "resolved.yaml");
+  EXPECT_EQ(back.sampler.step_size, c.sampler.step_size);
+  EXPECT_EQ(back.optim.lr, c.optim.lr);
+}
+
 TEST(Config, ByteCountsParse) {
   EXPECT_EQ(parse_bytes("2GiB", "k"), 2ull << 30);
   EXPECT_EQ(parse_bytes("500MB", "k"), 500000000ull);

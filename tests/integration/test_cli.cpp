@@ -130,6 +130,11 @@ TEST(Cli, TrainThenEvalPrintsJsonWithEnergyAndErrorBar) {
   EXPECT_EQ(nlohmann::json::parse(from_dir.out.substr(from_dir.out.find('{')))["energy"], j["energy"]);
   fs::create_directories(out + "/empty");
   expect_input_error("eval " + out + "/empty --steps 2", "eval " + out + "/empty: no checkpoint.h5 here");
+  // A CUDA-only setting on the CPU runs, and says it does nothing there.
+  const auto graphs = run("eval " + out + " --steps 2 run.cuda_graphs=true");
+  ASSERT_EQ(graphs.code, 0) << graphs.out;
+  EXPECT_NE(graphs.out.find("run.cuda_graphs = true has no effect with run.device = cpu"), std::string::npos)
+      << graphs.out;
 }
 
 // ---- Geometry is system data (item 3 of issue 18), seen from the command line. ----
