@@ -8,6 +8,7 @@
 
 #include "core/config_yaml.hpp"
 #include "core/errors.hpp"
+#include "scf/basis.hpp"
 #include "core/molecule_list.hpp"
 #include "core/yaml_document.hpp"
 #include "models/model_traits.hpp"
@@ -399,9 +400,22 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
   const auto dtypes = parse_axis(root, "dtype", where, false);
   for (const auto& a : ansatze) spec.ansatze.push_back(a.label);
   for (const auto& m : molecules) {
-    if (spec.references == ReferenceMode::exact && !m.first.system.e_ref)
+    const System& system = m.first.system;
+    if (spec.references == ReferenceMode::exact && !system.e_ref)
       throw ConfigError("'references': exact, but molecule '" + m.first.label +
                         "' has no e_ref in its file (use references: auto or ccsd_t)");
+    // The basis of a reference nnvmc will compute must build on the molecule: checked now,
+    // before the output directory exists (an open shell gets no CCSD(T) reference, and a note
+    // saying why, from compute_references).
+    const bool computed = spec.references == ReferenceMode::ccsd_t ||
+                          (spec.references == ReferenceMode::automatic && !system.e_ref);
+    if (computed && system.n_up() == system.n_down()) {
+      try {
+        (void)scf::make_basis(spec.reference_basis, system);
+      } catch (const InputError& e) {
+        throw ConfigError("'reference_basis' (molecule '" + m.first.label + "'): " + e.what());
+      }
+    }
     spec.molecules.push_back(m.first);
   }
 

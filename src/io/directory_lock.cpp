@@ -19,8 +19,10 @@ DirectoryLock::DirectoryLock(const std::string& dir, const std::string& key) {
   // 0666 less the umask, as for every file the run writes; read-only suffices for flock (the pid
   // written for the message is informative), e.g. in a directory shared by a group
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  const int create_error = errno;
   if (fd_ < 0) fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) throw WriteError(path + ": cannot create the lock file: " + std::strerror(errno));
+  // (the reason is the creation's: "permission denied", not the read-only retry's "no such file")
+  if (fd_ < 0) throw InputError(key + ": cannot write to '" + dir + "': " + std::strerror(create_error));
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int e = errno;
     if (e == ENOSYS || e == ENOLCK || e == EOPNOTSUPP) {  // a file system without flock (Lustre noflock, NFS without lockd)

@@ -12,7 +12,8 @@ class DirectoryLock {
  public:
   DirectoryLock() = default;
   /// Takes the lock of `dir` without waiting. @throws InputError naming `key`, the directory and
-  /// the holder's pid when another process holds it; WriteError when the lock file cannot be made.
+  /// the holder's pid when another process holds it, or naming `key` and the reason when the
+  /// lock file can be neither made nor opened (a directory the user may not write).
   DirectoryLock(const std::string& dir, const std::string& key);
   ~DirectoryLock();
   DirectoryLock(DirectoryLock&& other) noexcept;

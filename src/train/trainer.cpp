@@ -3,14 +3,18 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <numeric>
 #include <optional>
+
+#include <unistd.h>
 
 #include "batching/backend.hpp"
 #include "batching/device_stage_timing.hpp"
@@ -272,12 +276,16 @@ void Trainer::init_output(bool resume) {
   }
   lock_ = io::DirectoryLock(output_, "run.output");
   if (!resume) prepare_new_output();
+  const std::string path = output_ + "/result.h5";
+  // A resumed run appends to result.h5: one it may not write is refused before anything changes
+  // (it used to fail to open, be taken for a damaged file, and be set aside with its history).
+  if (resume && ::access(path.c_str(), F_OK) == 0 && ::access(path.c_str(), W_OK) != 0)
+    throw InputError("run.output: cannot write to '" + path + "': " + std::strerror(errno));
   try {
     io::write_text_atomically(output_ + "/config.yaml", to_yaml(setup_.config));
   } catch (const WriteError& e) {
     throw InputError(std::string("run.output: cannot write to '") + output_ + "': " + e.what());
   }
-  const std::string path = output_ + "/result.h5";
   if (!resume) {
     io::H5File results(path, io::H5File::Mode::truncate);
     return;

@@ -381,9 +381,12 @@ TEST(CompareReferences, FileReferencesAndCcsdTInTheReferenceBasis) {
   EXPECT_EQ(refs[0].kind, "e_ref");
   EXPECT_DOUBLE_EQ(refs[0].energy, -0.5);
   EXPECT_DOUBLE_EQ(refs[1].energy, -2.903724377);
-  EXPECT_THROW(compute_references(parse_compare_spec(
-                   kTwoSizes, {"output=" + out, "references=ccsd_t", "reference_basis=nosuchbasis"}, "cmp.yaml")),
-               ConfigError);
+  // An unknown reference basis is refused when the file is read, before any output exists (it
+  // used to fail after the output directory and its lock file were made).
+  const std::string bad_basis = error_of(kTwoSizes, {"output=" + out + "_bad", "references=ccsd_t",
+                                                    "reference_basis=nosuchbasis"});
+  EXPECT_NE(bad_basis.find("'reference_basis' (molecule 'he')"), std::string::npos) << bad_basis;
+  EXPECT_FALSE(fs::exists(out + "_bad"));
 }
 
 // Every comparison file the repository ships parses, and names only registered ansätze.

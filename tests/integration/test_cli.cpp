@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cmath>
@@ -310,6 +311,51 @@ TEST(Cli, UnwritableOutputIsRefusedNamingRunOutput) {
   const auto cfg = write_config("nnvmc_unwritable.yaml", kTiny);
   expect_input_error("train " + cfg + " run.output=" + file + "/run", "run.output");
   expect_input_error("train " + cfg + " run.output=/proc/nnvmc_cannot_be_here", "run.output");
+}
+
+namespace {
+/// Runs nnvmc as the file permissions it meets say: as root (CI containers) without the
+/// capabilities that override them (setpriv, util-linux), so chmod means what it says.
+Result run_unprivileged(const std::string& args) {
+  const std::string drop = ::geteuid() == 0 ? "setpriv --inh-caps=-dac_override,-dac_read_search "
+                                              "--bounding-set=-dac_override,-dac_read_search "
+                                            : "";
+  auto r = run_shell(drop + NNVMC_EXE + " " + args);
+  return {r.code, std::move(r.out)};
+}
+}  // namespace
+
+// Files the user may not write are input errors (exit 2) naming run.output, and change nothing:
+// an existing read-only output directory was reported as "cannot create the lock file: No such
+// file or directory" (exit 1); a read-only result.h5 on resume was taken for a damaged file and
+// set aside, and the run went on in a new one without its history.
+TEST(Cli, OutputsTheUserMayNotWriteAreRefusedNamingRunOutputAndKeepTheRun) {
+  const auto root = (fs::temp_directory_path() / "nnvmc_cli_readonly").string();
+  fs::remove_all(root);
+  fs::create_directories(root + "/locked");
+  fs::permissions(root + "/locked", fs::perms::owner_read | fs::perms::owner_exec);
+  const auto cfg = write_config("nnvmc_readonly.yaml", kTiny);
+  const auto locked = run_unprivileged("train " + cfg + " run.output=" + root + "/locked");
+  EXPECT_EQ(locked.code, 2) << locked.out;
+  EXPECT_NE(locked.out.find("run.output: cannot write to '" + root + "/locked': Permission denied"), std::string::npos)
+      << locked.out;
+  EXPECT_TRUE(fs::is_empty(root + "/locked"));
+
+  const std::string run_dir = root + "/run";
+  ASSERT_EQ(run("train " + cfg + " run.output=" + run_dir).code, 0);
+  const auto rows_before = nnvmc::io::H5File(run_dir + "/result.h5", nnvmc::io::H5File::Mode::read).rows("train/energy");
+  fs::permissions(run_dir + "/result.h5", fs::perms::owner_read);
+  const auto before = fs::last_write_time(run_dir + "/config.yaml");
+  const auto resumed = run_unprivileged("train --resume " + run_dir + " optim.iterations=4");
+  EXPECT_EQ(resumed.code, 2) << resumed.out;
+  EXPECT_NE(resumed.out.find("run.output: cannot write to '" + run_dir + "/result.h5'"), std::string::npos)
+      << resumed.out;
+  EXPECT_FALSE(fs::exists(run_dir + "/result.h5.damaged"));
+  EXPECT_EQ(fs::last_write_time(run_dir + "/config.yaml"), before);
+  EXPECT_EQ(nnvmc::io::H5File(run_dir + "/result.h5", nnvmc::io::H5File::Mode::read).rows("train/energy"), rows_before);
+  fs::permissions(run_dir + "/result.h5", fs::perms::owner_write, fs::perm_options::add);
+  fs::permissions(root + "/locked", fs::perms::owner_all);
+  fs::remove_all(root);
 }
 
 TEST(Cli, InputsRejectedAfterParsingStillWriteNothing) {
