@@ -90,6 +90,20 @@ int main(int argc, char** argv) {
     // Every rank parses the same command line, but a bound may depend on the node (scf
     // --threads): an error on some ranks only must not leave the others in a collective.
     if (e.get_exit_code() != 0 && nnvmc::parallel::world().size() > 1) return nnvmc::parallel::fail(e.what(), 2);
+    // `nnvmc trian ...`: CLI11 says only "A subcommand is required"; name the word it took for one.
+    if (app.get_subcommands().empty() && e.get_name() == "RequiredError" && root) {
+      for (int i = 1; i < argc; ++i) {
+        const std::string word = argv[i];
+        if (word == "--log-level") ++i;  // (its value)
+        if (word.empty() || word[0] == '-') continue;
+        std::string commands;
+        for (const CLI::App* sub : app.get_subcommands([](CLI::App* s) { return !s->get_group().empty(); }))  // (not hidden ones)
+          commands += (commands.empty() ? "" : ", ") + sub->get_name();
+        std::fprintf(stderr, "nnvmc: error: unknown command '%s' (commands: %s)\nRun with --help for more information.\n",
+                     word.c_str(), commands.c_str());
+        return 2;
+      }
+    }
     const int rc = root ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 2);
     return rc == 0 ? 0 : 2;
   } catch (const nnvmc::InputError& e) {

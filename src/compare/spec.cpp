@@ -465,18 +465,19 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
             const std::string cell_where = where + " (cell " + cell.id + ")";
             config_yaml::read_struct(node, cell.config, "", cell_where);
             config_yaml::apply_dependent_defaults(cell.config, node);  // as `nnvmc train` of the same config
-            try {
-              validate(cell.config);
-            } catch (const ConfigError& e) {
-              throw ConfigError(cell_where + ": " + e.what());
-            }
             // An ansatz without parameters (the bare HF determinant, a baseline) is evaluated as
             // built: the common training budget does not apply to it, nor does the optim axis
             // (one cell, not one identical run per optimizer; its optimizer column reads "none").
             const bool trainable = ansatz_is_trainable(cell.config.model.type);
+            if (!trainable) cell.config.optim.iterations = cell.config.pretrain.steps = 0;
+            try {
+              validate(cell.config);
+              require_walkers_to_train(cell.config);  // (train checks it later; a cell must now)
+            } catch (const ConfigError& e) {
+              throw ConfigError(cell_where + ": " + e.what());
+            }
             if (!trainable) {
               if (&opt != &opt_axis.front()) continue;
-              cell.config.optim.iterations = cell.config.pretrain.steps = 0;
               if (!opt.label.empty()) {
                 cell.id = a.label + "__" + cell.molecule;
                 for (const auto* axis : {&lap, &dt})
@@ -494,6 +495,9 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
 }
 
 CompareSpec load_compare_spec(const std::string& path, const std::vector<std::string>& overrides) {
+  std::error_code ec;
+  if (fs::exists(path, ec) && !fs::is_regular_file(path, ec))
+    throw ConfigError(path + ": cannot open comparison file (not a regular file)");
   std::ifstream in(path);
   if (!in) throw ConfigError(path + ": cannot open comparison file");
   std::stringstream ss;

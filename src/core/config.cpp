@@ -214,6 +214,12 @@ void require_one_of(const std::string& v, const std::vector<std::string>& allowe
 }
 }  // namespace
 
+void require_walkers_to_train(const Config& c) {
+  if (c.optim.iterations > 0 && c.sampler.walkers < 2)
+    throw ConfigError("'sampler.walkers' must be at least 2 to train (the energy gradient is a covariance over the "
+                      "walkers: one walker gives 0)");
+}
+
 void validate(const Config& c) {
   require(c.sampler.walkers > 0, "sampler.walkers", "must be > 0");
   require(c.sampler.steps_per_iteration > 0, "sampler.steps_per_iteration", "must be > 0");
@@ -395,6 +401,9 @@ Config parse_config(const std::string& yaml_text, const std::vector<std::string>
                     const std::string& where) {
   YAML::Node root = load_yaml_document(yaml_text, where);
   if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  if (!root.IsMap())  // (a list or a scalar: its overrides would be blamed, or '' named)
+    throw ConfigError(config_yaml::location(root, where) +
+                      ": a run config must be a mapping of sections (system:, model:, sampler:, ...)");
   for (const auto& o : overrides) {
     config_yaml::check_override<Config>(o);
     clear_other_molecule_keys(root, o);
@@ -415,6 +424,9 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   if (!in) throw ConfigError(path + ": cannot open config file");
   std::stringstream ss;
   ss << in.rdbuf();
+  const YAML::Node document = load_yaml_document(ss.str(), path);
+  if (!document || document.IsNull())  // (it trained the default LiH for 1000 iterations, unasked)
+    throw ConfigError(path + ": the config file is empty: give at least system.molecule (see configs/runs/)");
   Config c = parse_config(ss.str(), overrides, path);
   if (c.run.name.empty()) c.run.name = std::filesystem::path(path).stem().string();
   return c;

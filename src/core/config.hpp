@@ -423,6 +423,11 @@ std::string to_yaml(const Config& config);
 /// Range checks (walkers > 0, known enum strings, ...). @throws ConfigError.
 void validate(const Config& config);
 
+/// A run that trains (optim.iterations > 0) needs at least 2 walkers: the energy gradient is a
+/// covariance over them. (An evaluation may use one, so validate() leaves this out.)
+/// @throws ConfigError naming sampler.walkers
+void require_walkers_to_train(const Config& config);
+
 /// Parses a byte count: a number or a number with B/KB/MB/GB/KiB/MiB/GiB. @throws ConfigError.
 std::uint64_t parse_bytes(const std::string& text, const std::string& key);
 

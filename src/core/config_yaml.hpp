@@ -50,7 +50,15 @@ class Reader {
   template <class T> void operator()(const char* key, T& field, const char* /*doc*/) {
     known_.emplace_back(key);
     const YAML::Node child = map_[key];
-    if (child && !child.IsNull()) read_value(child, field, join(key), where_);
+    if (!child) return;
+    if (!child.IsNull()) {
+      read_value(child, field, join(key), where_);
+    } else if constexpr (!has_visit<T>::value && !is_optional<T>::value) {
+      // `walkers:` or `walkers: ~` ran with the default unsaid; an empty section (`sampler:`)
+      // still means its defaults, and an optional key left empty is unset
+      throw ConfigError(location(child, where_) + ": '" + join(key) +
+                        "' has no value (give one, or leave the key out for its default)");
+    }
   }
   /// Throws for keys in the mapping that no field claimed.
   void check_unknown() const;
@@ -100,7 +108,9 @@ void read_value(const YAML::Node& node, T& out, const std::string& path, const s
       if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
         // A number that does not fit: say so rather than "must be an integer".
         double v = 0;
-        if (node.IsScalar() && YAML::convert<double>::decode(node, v) && std::isfinite(v) && v == std::floor(v))
+        if (node.IsScalar() && YAML::convert<double>::decode(node, v) && std::isfinite(v) && v == std::floor(v) &&
+            (v < static_cast<double>(std::numeric_limits<T>::min()) ||
+             v > static_cast<double>(std::numeric_limits<T>::max())))
           throw ConfigError(location(node, where) + ": '" + path + "' = " + node.Scalar() +
                             " is out of range (" + std::to_string(std::numeric_limits<T>::min()) + " to " +
                             std::to_string(std::numeric_limits<T>::max()) + ")");

@@ -245,6 +245,8 @@ ProfileReport run_profile(const std::string& config_path, const std::vector<std:
   r.options = options;
   const std::vector<std::string> molecules = options.molecules.empty() ? std::vector<std::string>{""} : options.molecules;
   std::error_code ec;
+  if (std::filesystem::exists(options.output, ec) && !std::filesystem::is_directory(options.output, ec))
+    throw InputError("profile: --output " + options.output + " exists and is not a directory");
   for (const char* run_file : {"checkpoint.h5", "result.h5"})  // profile.json & co. would be mixed into a run
     if (std::filesystem::exists(std::filesystem::path(options.output) / run_file, ec))
       throw InputError("profile: --output " + options.output + " holds a training run (" + run_file +

@@ -67,9 +67,7 @@ TensorMap cloned(const TensorMap& m) {
 /// Training needs parameters, pretraining the basis for every molecule and an ansatz with
 /// orbitals: checked before anything is written.
 void check_pretraining(const VmcSetup& s) {
-  if (s.config.optim.iterations > 0 && s.config.sampler.walkers < 2)  // (an evaluation may use one)
-    throw ConfigError("'sampler.walkers' must be at least 2 to train (the energy gradient is a covariance over the "
-                      "walkers: one walker gives 0)");
+  require_walkers_to_train(s.config);
   const bool no_parameters = s.wf->parameters().empty();
   if (no_parameters && s.config.optim.iterations > 0)
     throw ConfigError("optim.iterations: the '" + s.config.model.type + "' ansatz has no parameters to train; "

@@ -346,6 +346,12 @@ TEST(CompareSpec, BadFilesAreConfigErrorsNamingTheKey) {
   EXPECT_NE(base_list.find("'base' must be a run config"), std::string::npos) << base_list;
   EXPECT_NE(base_list.find("cmp.yaml:"), std::string::npos) << base_list;
   EXPECT_NE(error_of(kTwoSizes + "walkers: 8\nwalkers: 16\n").find("'walkers' given twice"), std::string::npos);
+  // One walker cannot train: refused with the file, as by `nnvmc train` (every cell used to
+  // start, fail, and leave a report of failed cells); the hf baseline alone may use one.
+  const auto one_walker = error_of(kTwoSizes, {"walkers=1"});
+  EXPECT_NE(one_walker.find("(cell small__h): 'sampler.walkers' must be at least 2 to train"), std::string::npos)
+      << one_walker;
+  EXPECT_EQ(error_of("ansatze: [{type: hf}]\nmolecules: [h2]\nwalkers: 1\n"), "no error");
 }
 
 TEST(CompareSpec, DuplicateLabelsAreMadeUnique) {

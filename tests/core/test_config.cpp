@@ -381,6 +381,32 @@ TEST(Hostile, WrongTypesNameTheKey) {
   EXPECT_TRUE(contains(error_of("sampler: {[1, 2]: 3}"), "not a plain name"));
 }
 
+// Found by a user audit: a list as the whole config named the key '' (and with an override
+// blamed the override); `walkers:` or `walkers: ~` ran silently with the default; an empty file
+// trained the default LiH for 1000 iterations; 8.0 for an integer was "out of range".
+TEST(Hostile, EmptyValuesWholeDocumentsAndNonIntegersAreNamedForWhatTheyAre) {
+  for (const std::vector<std::string> overrides : {std::vector<std::string>{}, {"sampler.walkers=4"}}) {
+    const auto e = error_of("- a\n- b\n", overrides);
+    EXPECT_TRUE(contains(e, "c.yaml:1: a run config must be a mapping of sections")) << e;
+  }
+  EXPECT_TRUE(contains(error_of("sampler: {walkers: }"), "'sampler.walkers' has no value")) << error_of("sampler: {walkers: }");
+  EXPECT_TRUE(contains(error_of("sampler:\n  walkers: ~\n"), "c.yaml:2")) << error_of("sampler:\n  walkers: ~\n");
+  EXPECT_EQ(error_of("sampler:\nsystem: {molecule: he}\n"), "");  // an empty section: its defaults
+  EXPECT_EQ(error_of("system: {molecule: he, spin: ~}"), "");        // an optional key left empty: unset
+  for (const char* v : {"8.0", "1e3", "08"})
+    EXPECT_TRUE(contains(error_of(std::string("sampler: {walkers: ") + v + "}"), "'sampler.walkers' must be an integer, got '" + std::string(v) + "'"))
+        << v << ": " << error_of(std::string("sampler: {walkers: ") + v + "}");
+  const auto empty = (std::filesystem::temp_directory_path() / "nnvmc_empty_config.yaml").string();
+  std::ofstream(empty) << "# only a comment\n";
+  try {
+    load_config(empty);
+    ADD_FAILURE() << "an empty config file was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_TRUE(contains(e.what(), "the config file is empty")) << e.what();
+  }
+  std::filesystem::remove(empty);
+}
+
 TEST(Hostile, NegativeZeroAndNonFiniteValuesAreRejected) {
   EXPECT_TRUE(contains(error_of("sampler: {walkers: -5}"), "sampler.walkers"));
   EXPECT_TRUE(contains(error_of("model: {ferminet: {determinants: 0}}"), "model.ferminet.determinants"));

@@ -943,7 +943,22 @@ TEST(Cli, ProfileRefusesWhatItCannotTimeBeforeWritingAnything) {
   expect_input_error("profile " + orb + " --molecules he --iterations 1 --warmup 1 --profile-iterations 0 "
                      "--no-roofline --no-plots --output " + run_dir, "holds a training run");
   EXPECT_FALSE(fs::exists(run_dir + "/profile.json"));
+  // An --output that is a file is named as --output (it was run.output, of a scratch run below it).
+  const auto file = write_config("nnvmc_profile_output_file", "a file");
+  expect_input_error("profile " + orb + " --molecules he" + std::string(flags).replace(flags.find(out), out.size(), file),
+                     "--output " + file + " exists and is not a directory");
   fs::remove_all(out);
+}
+
+// Command words and comparison files that are not what they should be are named as such.
+TEST(Cli, AnUnknownCommandAndADirectoryAsComparisonFileAreNamed) {
+  const auto unknown = run("trian x.yaml");
+  EXPECT_EQ(unknown.code, 2) << unknown.out;
+  EXPECT_NE(unknown.out.find("unknown command 'trian' (commands: train, eval, scf, ccsd, compare, profile)"),
+            std::string::npos) << unknown.out;
+  const auto global = run("--log-level warn nosuch");
+  EXPECT_NE(global.out.find("unknown command 'nosuch'"), std::string::npos) << global.out;
+  expect_input_error("compare " + fs::temp_directory_path().string(), "not a regular file");
 }
 
 // One evaluation step leaves the reblocking nothing to compare: the error is the one over the
