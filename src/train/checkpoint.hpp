@@ -33,6 +33,10 @@ struct Checkpoint {
   /// it); 0 in checkpoints of nnvmc before 2026-12-04.
   double trained_seconds = 0;
   std::string config_yaml;      ///< the fully resolved config
+  /// Identity of the run that wrote it (random, drawn when the run started; kept by resumes; also
+  /// an attribute of the run's result.h5, so a checkpoint of another run is not resumed into
+  /// it). Empty in checkpoints of nnvmc before 2026-12-05.
+  std::string run_id;
   std::vector<MoleculeCheckpoint> molecules;  ///< per molecule of the run, in order (at least one)
   TensorMap parameters;         ///< model parameters by name (never buffers or geometry)
   /// Untrained tensors that define ψ (WaveFunction::frozen_state, e.g. PauliNet's frozen HF

@@ -13,6 +13,7 @@
 #include <limits>
 #include <numeric>
 #include <optional>
+#include <random>
 
 #include <unistd.h>
 
@@ -119,6 +120,14 @@ void Trainer::install_signal_handlers(bool second_signal_ends) {
 }
 void Trainer::request_stop(bool stop) { set_stop_requested(stop); }
 
+namespace {
+/// A new run's identity (Checkpoint::run_id): 64 random bits in hex.
+std::string new_run_id() {
+  std::random_device rd;
+  return strfmt("%08x%08x", static_cast<unsigned>(rd()), static_cast<unsigned>(rd()));
+}
+}  // namespace
+
 void init_from_checkpoint(VmcSetup& s) {
   const std::string& path = s.config.model.init_from;
   std::error_code ec;
@@ -166,6 +175,7 @@ Trainer::Trainer(VmcSetup setup) : setup_(std::move(setup)) {
   if (!config.model.init_from.empty()) init_from_checkpoint(setup_);
   optimizer_ = make_optimizer(config.optim, *setup_.wf, setup_.budget);
   output_ = resolve_output_dir(config);
+  run_id_ = new_run_id();
   init_output(false);
   for (auto& m : setup_.molecules) m.local_energy->set_timers(&timers_);
   if (config.pretrain.steps > 0) {
@@ -221,6 +231,7 @@ Trainer::Trainer(const Config& config, const std::string& checkpoint_path)
   }
   iteration_ = c.iteration;
   trained_before_ = c.trained_seconds;
+  run_id_ = c.run_id.empty() ? new_run_id() : c.run_id;  // (a checkpoint without one: a new one from here on)
   output_ = fs::path(checkpoint_path).parent_path().string();
   if (output_.empty()) output_ = ".";
   init_output(true);
@@ -279,6 +290,7 @@ void Trainer::init_output(bool resume) {
   // (it used to fail to open, be taken for a damaged file, and be set aside with its history).
   if (resume && ::access(path.c_str(), F_OK) == 0 && ::access(path.c_str(), W_OK) != 0)
     throw InputError("run.output: cannot write to '" + path + "': " + std::strerror(errno));
+  if (resume) refuse_results_of_another_run(path);
   try {
     io::write_text_atomically(output_ + "/config.yaml", to_yaml(setup_.config));
   } catch (const WriteError& e) {
@@ -286,6 +298,7 @@ void Trainer::init_output(bool resume) {
   }
   if (!resume) {
     io::H5File results(path, io::H5File::Mode::truncate);
+    results.set_attr("run_id", run_id_);
     return;
   }
   io::remove_quietly(output_ + "/summary.json");  // describes the evaluation removed below
@@ -302,6 +315,7 @@ void Trainer::init_output(bool resume) {
     else
       results.remove("pretrain");
     pad_train_series(results);  // a damaged file can open and fail only here
+    results.set_attr("run_id", run_id_);  // (result.h5 of a run from before run ids: it has one now)
     results.flush();
   } catch (const CheckpointError& e) {
     // A process killed while writing result.h5 can leave it unreadable; the checkpoint is what
@@ -311,9 +325,24 @@ void Trainer::init_output(bool resume) {
     log::warn(strfmt("%s; kept as result.h5.damaged, continuing in a new result.h5 from iteration %ld "
                      "(its earlier rows are NaN)", e.what(), static_cast<long>(iteration_)));
     io::H5File results(path, io::H5File::Mode::truncate);
+    results.set_attr("run_id", run_id_);
     pad_train_series(results);
     results.flush();
   }
+}
+
+void Trainer::refuse_results_of_another_run(const std::string& path) const {
+  std::string theirs;
+  try {
+    const io::H5File results(path, io::H5File::Mode::read);
+    if (results.has_attr("run_id")) theirs = results.attr("run_id");
+  } catch (const CheckpointError&) {
+    return;  // missing or damaged: init_output starts a new one
+  }
+  if (!theirs.empty() && theirs != run_id_)
+    throw InputError("--resume " + output_ + ": checkpoint.h5 and result.h5 there belong to different runs (run ids " +
+                     run_id_ + " and " + theirs + "; a checkpoint copied from another run?): resume each run in its "
+                     "own directory, or start from these parameters with model.init_from");
 }
 
 void Trainer::pad_train_series(io::H5File& results) const {
@@ -352,6 +381,7 @@ Checkpoint Trainer::checkpoint() const {
   c.iteration = iteration_;
   c.trained_seconds = trained_seconds();
   c.config_yaml = to_yaml(setup_.config);
+  c.run_id = run_id_;
   for (const auto& m : setup_.molecules)
     c.molecules.push_back({m.system, m.sampler->global_state(), m.local_energy->method().rng_state()});  // all ranks' walkers
   c.parameters = module_state(*setup_.wf);

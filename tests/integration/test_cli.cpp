@@ -602,6 +602,33 @@ TEST(Cli, AnUnknownLogLevelIsRefusedInsteadOfSilencingTheLog) {
 
 // `nnvmc train --resume DIR key=value`: the run continues from its checkpoint to the new
 // iteration count and ends where an uninterrupted run of that length ends.
+// A checkpoint copied into another run's directory was resumed there: result.h5 then mixed
+// the two runs' series (and config.yaml was rewritten). Each run carries a run id in its
+// checkpoint and result.h5; a resume whose two disagree is refused before anything changes.
+TEST(Cli, ACheckpointOfAnotherRunIsNotResumedIntoThisRunsResults) {
+  const auto root = (fs::temp_directory_path() / "nnvmc_cli_foreign_checkpoint").string();
+  fs::remove_all(root);
+  const auto cfg = write_config("nnvmc_foreign.yaml", kTiny);
+  for (const char* name : {"mine", "theirs"})
+    ASSERT_EQ(run("train " + cfg + " run.output=" + root + "/" + name + " --log-level warn").code, 0);
+  const auto id_of = [](const std::string& file) {
+    return nnvmc::io::H5File(file, nnvmc::io::H5File::Mode::read).attr("run_id");
+  };
+  const std::string mine = root + "/mine";
+  EXPECT_EQ(id_of(mine + "/checkpoint.h5"), id_of(mine + "/result.h5"));
+  EXPECT_NE(id_of(mine + "/result.h5"), id_of(root + "/theirs/result.h5"));
+  const auto resumed = run("train --resume " + mine + " optim.iterations=3 --log-level warn");  // its own: fine
+  ASSERT_EQ(resumed.code, 0) << resumed.out;
+  EXPECT_EQ(id_of(mine + "/checkpoint.h5"), id_of(mine + "/result.h5"));
+  fs::copy_file(root + "/theirs/checkpoint.h5", mine + "/checkpoint.h5", fs::copy_options::overwrite_existing);
+  const auto config_before = fs::last_write_time(mine + "/config.yaml");
+  const auto rows_before = nnvmc::io::H5File(mine + "/result.h5", nnvmc::io::H5File::Mode::read).rows("train/energy");
+  expect_input_error("train --resume " + mine + " optim.iterations=5", "belong to different runs");
+  EXPECT_EQ(fs::last_write_time(mine + "/config.yaml"), config_before);
+  EXPECT_EQ(nnvmc::io::H5File(mine + "/result.h5", nnvmc::io::H5File::Mode::read).rows("train/energy"), rows_before);
+  fs::remove_all(root);
+}
+
 TEST(Cli, ResumeFromTheCommandLineEndsWhereAnUninterruptedRunEnds) {
   const auto straight = (fs::temp_directory_path() / "nnvmc_cli_straight").string();
   const auto resumed = (fs::temp_directory_path() / "nnvmc_cli_resumed").string();
