@@ -36,10 +36,12 @@ def main(out):
             for cell in f["curves"]:
                 curves[cell] = (np.asarray(f[f"curves/{cell}/seconds"]), np.asarray(f[f"curves/{cell}/energy"]))
     n = len(s["cell"])
-    axes_given = [k for k in ("laplacian", "optim", "dtype") if len(set(s[k])) > 1]
+    # an axis varies when its values differ among the cells it applies to (a parameter-free
+    # baseline's optimizer reads "none")
+    axes_given = [k for k in ("laplacian", "optim", "dtype") if len(set(s[k]) - {"none"}) > 1]
 
     def label(i):
-        return " ".join([s["ansatz"][i]] + [s[k][i] for k in axes_given])
+        return " ".join([s["ansatz"][i]] + [s[k][i] for k in axes_given if s[k][i] != "none"])
 
     labels = list(dict.fromkeys(label(i) for i in range(n)))  # file order
     colors = {l: plt.cm.tab10(k % 10) for k, l in enumerate(labels)}

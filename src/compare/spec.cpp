@@ -253,6 +253,20 @@ std::vector<std::pair<MoleculeEntry, YAML::Node>> parse_molecules(const YAML::No
   return out;
 }
 
+/// Whether the ansatz a cell's tree builds has parameters to train (an unknown model.type counts
+/// as trainable here: reading the cell's config names it).
+bool builds_trainable_ansatz(const YAML::Node& node) {
+  const YAML::Node& tree = node;  // const lookups add no keys
+  std::string type = ModelConfig{}.type;
+  if (tree["model"] && tree["model"].IsMap() && tree["model"]["type"] && tree["model"]["type"].IsScalar())
+    type = tree["model"]["type"].Scalar();
+  try {
+    return ansatz_is_trainable(type);
+  } catch (const ConfigError&) {
+    return true;
+  }
+}
+
 /// An optional axis: scalars (labels = values) or, for optim, mappings merged into optim.
 std::vector<AxisEntry> parse_axis(const YAML::Node& root, const std::string& key, const std::string& where,
                                   bool mappings_allowed) {
@@ -429,22 +443,27 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
       for (const auto& lap : lap_axis)
         for (const auto& opt : opt_axis)
           for (const auto& dt : dt_axis) {
+            YAML::Node node = YAML::Clone(a.base);
+            if (!node.IsMap()) node = YAML::Node(YAML::NodeType::Map);
+            refuse_system_keys(node, "ansatze (" + a.label + ")");
+            if (a.model.IsMap()) merge_into(node, "model", a.model);  // (a run-config entry has none)
+            // An ansatz without parameters (the bare HF determinant, a baseline) is evaluated as
+            // built: the common training budget does not apply to it, nor does the optim axis
+            // (one cell, not one identical run per optimizer; its optimizer column reads "none").
+            const bool trainable = builds_trainable_ansatz(node);
+            if (!trainable && &opt != &opt_axis.front()) continue;
             Cell cell;
             cell.ansatz = a.label;
             cell.molecule = molecules[mi].first.label;
             cell.molecule_index = static_cast<int>(mi);
             cell.id = a.label + "__" + cell.molecule;
-            for (const auto* axis : {&lap, &opt, &dt})
-              if (!axis->label.empty()) cell.id += "__" + axis->label;
-            YAML::Node node = YAML::Clone(a.base);
-            if (!node.IsMap()) node = YAML::Node(YAML::NodeType::Map);
-            refuse_system_keys(node, "ansatze (" + a.label + ")");
-            if (a.model.IsMap()) merge_into(node, "model", a.model);  // (a run-config entry has none)
+            for (const auto* axis : {&lap, trainable ? &opt : nullptr, &dt})
+              if (axis != nullptr && !axis->label.empty()) cell.id += "__" + axis->label;
             node["system"] = YAML::Clone(molecules[mi].second);
             // (An absent axis entry holds a null node, which must not replace the base's value.)
             if (lap.value.IsScalar()) set_path(node, {"hamiltonian", "laplacian"}, lap.value);
-            if (opt.value.IsScalar()) set_path(node, {"optim", "type"}, opt.value);
-            if (opt.value.IsMap()) merge_into(node, "optim", opt.value);
+            if (trainable && opt.value.IsScalar()) set_path(node, {"optim", "type"}, opt.value);
+            if (trainable && opt.value.IsMap()) merge_into(node, "optim", opt.value);
             if (dt.value.IsScalar()) set_path(node, {"run", "dtype"}, dt.value);
             const auto set_int = [&](const std::vector<std::string>& path, long long v) {
               set_path(node, path, YAML::Node(v));
@@ -465,26 +484,12 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
             const std::string cell_where = where + " (cell " + cell.id + ")";
             config_yaml::read_struct(node, cell.config, "", cell_where);
             config_yaml::apply_dependent_defaults(cell.config, node);  // as `nnvmc train` of the same config
-            // An ansatz without parameters (the bare HF determinant, a baseline) is evaluated as
-            // built: the common training budget does not apply to it, nor does the optim axis
-            // (one cell, not one identical run per optimizer; its optimizer column reads "none").
-            const bool trainable = ansatz_is_trainable(cell.config.model.type);
             if (!trainable) cell.config.optim.iterations = cell.config.pretrain.steps = 0;
             try {
               validate(cell.config);
               require_walkers_to_train(cell.config);  // (train checks it later; a cell must now)
             } catch (const ConfigError& e) {
               throw ConfigError(cell_where + ": " + e.what());
-            }
-            if (!trainable) {
-              if (&opt != &opt_axis.front()) continue;
-              if (!opt.label.empty()) {
-                cell.id = a.label + "__" + cell.molecule;
-                for (const auto* axis : {&lap, &dt})
-                  if (!axis->label.empty()) cell.id += "__" + axis->label;
-                cell.config.run.output = spec.output + "/cells/" + cell.id;
-                cell.config.run.name = cell.id;
-              }
             }
             cell.laplacian = cell.config.hamiltonian.laplacian;
             cell.optim = !trainable ? "none" : opt.label.empty() ? cell.config.optim.type : opt.label;

@@ -410,6 +410,7 @@ Config parse_config(const std::string& yaml_text, const std::vector<std::string>
                     const std::string& where);
 
 /// Loads a config file (see parse_config). Sets run.name from the file stem if empty.
+/// @throws ConfigError for a file that is empty (or only comments) when no overrides are given.
 Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
 
 /// Whether the override `assignment` (key.path=value) sets the key `key_path`, directly

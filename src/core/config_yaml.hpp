@@ -53,9 +53,10 @@ class Reader {
     if (!child) return;
     if (!child.IsNull()) {
       read_value(child, field, join(key), where_);
-    } else if constexpr (!has_visit<T>::value && !is_optional<T>::value) {
-      // `walkers:` or `walkers: ~` ran with the default unsaid; an empty section (`sampler:`)
-      // still means its defaults, and an optional key left empty is unset
+    } else if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, std::string>) {
+      // `walkers:` or `walkers: ~` ran with the default unsaid. An empty section (`sampler:`)
+      // still means its defaults, an optional key left empty is unset, and an empty list or
+      // inline block (a comparison's `base:`, `overrides:`) is absent.
       throw ConfigError(location(child, where_) + ": '" + join(key) +
                         "' has no value (give one, or leave the key out for its default)");
     }

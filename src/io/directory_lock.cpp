@@ -22,7 +22,12 @@ DirectoryLock::DirectoryLock(const std::string& dir, const std::string& key) {
   const int create_error = errno;
   if (fd_ < 0) fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   // (the reason is the creation's: "permission denied", not the read-only retry's "no such file")
-  if (fd_ < 0) throw InputError(key + ": cannot write to '" + dir + "': " + std::strerror(create_error));
+  if (fd_ < 0) {
+    const std::string why = key + ": cannot write to '" + dir + "': " + std::strerror(create_error);
+    const int e = create_error;
+    if (e == EACCES || e == EPERM || e == EROFS || e == ENOENT || e == ENOTDIR) throw InputError(why);  // the user's choice
+    throw WriteError(why);  // the machine's state: disk full, I/O error, too many open files
+  }
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int e = errno;
     if (e == ENOSYS || e == ENOLCK || e == EOPNOTSUPP) {  // a file system without flock (Lustre noflock, NFS without lockd)

@@ -13,7 +13,8 @@ class DirectoryLock {
   DirectoryLock() = default;
   /// Takes the lock of `dir` without waiting. @throws InputError naming `key`, the directory and
   /// the holder's pid when another process holds it, or naming `key` and the reason when the
-  /// lock file can be neither made nor opened (a directory the user may not write).
+  /// user may not write the directory (permissions, a read-only file system); WriteError when
+  /// the lock file cannot be made for another reason (disk full, I/O) or not locked.
   DirectoryLock(const std::string& dir, const std::string& key);
   ~DirectoryLock();
   DirectoryLock(DirectoryLock&& other) noexcept;

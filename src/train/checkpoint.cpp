@@ -255,8 +255,8 @@ Checkpoint load_checkpoint(const std::string& path) {
   if (!f.has_attr("format") || f.attr("format") != "nnvmc-checkpoint")
     throw CheckpointError(path + ": not an nnvmc checkpoint");
   const std::string version = f.has_attr("version") ? f.attr("version") : "(none)";
-  if (version != std::to_string(kCheckpointVersion) && version != "2")
-    throw CheckpointError(path + ": checkpoint format version " + version + ", this nnvmc reads versions 2 and " +
+  if (version != std::to_string(kCheckpointVersion) && version != "2" && version != "3")
+    throw CheckpointError(path + ": checkpoint format version " + version + ", this nnvmc reads versions 2 to " +
                           std::to_string(kCheckpointVersion));
   const bool v2 = version == "2";
   if (!f.has_attr("config")) throw CheckpointError(path + ": no config attribute");
@@ -266,7 +266,7 @@ Checkpoint load_checkpoint(const std::string& path) {
   for (const auto& name : f.list("/")) d[name] = f.read(name);
   const std::string names_attr = !v2 && f.has_attr("molecule_names") ? f.attr("molecule_names") : "";
   c.run_id = !v2 && f.has_attr("run_id") ? f.attr("run_id") : "";
-  // Version-2 files written before checksums were added have none; every version-3 file has one.
+  // Version-2 files written before checksums were added have none; every later file has one.
   if (!v2 && !f.has_attr("checksum")) throw CheckpointError(path + ": no checksum attribute: the file is damaged");
   const std::string summed = c.config_yaml + "\n" + names_attr + (c.run_id.empty() ? "" : "\n" + c.run_id);
   if (f.has_attr("checksum") && f.attr("checksum") != checksum(d, v2 ? c.config_yaml : summed))

@@ -16,8 +16,10 @@ namespace nnvmc {
 /// Format version written to checkpoint files. Version 3: a list of molecules (system/<i>/,
 /// sampler/<i>/, laplacian/<i>/ for molecule i = 0, 1, ...; names in the attribute
 /// `molecule_names`, one per line). Version 2 files (one molecule: system/, sampler/,
-/// laplacian/rng_state) are still read, as a list of one.
-constexpr int kCheckpointVersion = 3;
+/// laplacian/rng_state) are still read, as a list of one. Version 4 (2026-12-05) adds the
+/// attribute `run_id`, which the checksum covers (so a version-3 reader would call it damaged);
+/// version-3 files, without it, are still read.
+constexpr int kCheckpointVersion = 4;
 
 /// The state of one molecule of a run.
 struct MoleculeCheckpoint {

@@ -231,7 +231,7 @@ Trainer::Trainer(const Config& config, const std::string& checkpoint_path)
   }
   iteration_ = c.iteration;
   trained_before_ = c.trained_seconds;
-  run_id_ = c.run_id.empty() ? new_run_id() : c.run_id;  // (a checkpoint without one: a new one from here on)
+  run_id_ = c.run_id;  // (empty in a checkpoint from before run ids: init_output adopts result.h5's or draws one)
   output_ = fs::path(checkpoint_path).parent_path().string();
   if (output_.empty()) output_ = ".";
   init_output(true);
@@ -288,9 +288,11 @@ void Trainer::init_output(bool resume) {
   const std::string path = output_ + "/result.h5";
   // A resumed run appends to result.h5: one it may not write is refused before anything changes
   // (it used to fail to open, be taken for a damaged file, and be set aside with its history).
-  if (resume && ::access(path.c_str(), F_OK) == 0 && ::access(path.c_str(), W_OK) != 0)
-    throw InputError("run.output: cannot write to '" + path + "': " + std::strerror(errno));
-  if (resume) refuse_results_of_another_run(path);
+  if (resume && ::access(path.c_str(), F_OK) == 0 && ::access(path.c_str(), W_OK) != 0) {
+    const int e = errno;
+    throw InputError("run.output: cannot write to '" + path + "': " + std::strerror(e));
+  }
+  if (resume) check_run_id(path);
   try {
     io::write_text_atomically(output_ + "/config.yaml", to_yaml(setup_.config));
   } catch (const WriteError& e) {
@@ -331,13 +333,19 @@ void Trainer::init_output(bool resume) {
   }
 }
 
-void Trainer::refuse_results_of_another_run(const std::string& path) const {
+void Trainer::check_run_id(const std::string& path) {
   std::string theirs;
   try {
     const io::H5File results(path, io::H5File::Mode::read);
     if (results.has_attr("run_id")) theirs = results.attr("run_id");
   } catch (const CheckpointError&) {
-    return;  // missing or damaged: init_output starts a new one
+    // missing or damaged: init_output starts a new one
+  }
+  // A checkpoint from before run ids takes result.h5's, if an earlier resume gave it one (and
+  // died before its first checkpoint): drawing another would refuse every later resume.
+  if (run_id_.empty()) {
+    run_id_ = theirs.empty() ? new_run_id() : theirs;
+    return;
   }
   if (!theirs.empty() && theirs != run_id_)
     throw InputError("--resume " + output_ + ": checkpoint.h5 and result.h5 there belong to different runs (run ids " +

@@ -93,8 +93,9 @@ class Trainer {
   void write_checkpoint();
   /// Appends NaN to every training series of result.h5 shorter than iteration_.
   void pad_train_series(io::H5File& results) const;
-  /// On resume: @throws InputError when `path` (result.h5) carries another run's run_id.
-  void refuse_results_of_another_run(const std::string& path) const;
+  /// On resume (rank 0): a checkpoint without a run id takes the one of `path` (result.h5), or a
+  /// new one. @throws InputError when `path` carries another run's run id.
+  void check_run_id(const std::string& path);
   /// After rank 0 failed to write result.h5 (`why`, on every rank): writes the checkpoint and
   /// throws WriteError saying what was kept. Collective.
   [[noreturn]] void stop_after_failed_results_write(const std::string& why);
@@ -112,7 +113,7 @@ class Trainer {
   io::DirectoryLock lock_;  ///< held on output_ by the writing rank while this trainer lives
   std::int64_t iteration_ = 0;
   bool resumed_ = false;
-  std::string run_id_;  ///< Checkpoint::run_id: drawn by a new run, the checkpoint's on resume
+  std::string run_id_;  ///< Checkpoint::run_id: drawn by a new run, the checkpoint's on resume (rank 0's is written)
   bool previous_run_cleared_ = false;  ///< *.previous files of a run replaced by --force are gone
   /// On CUDA: each stage's time as the device sees it (CUDA events, no wait for the device when
   /// a stage closes; device waits in a build without events), so it covers the stage's kernels.

@@ -404,6 +404,7 @@ TEST(Hostile, EmptyValuesWholeDocumentsAndNonIntegersAreNamedForWhatTheyAre) {
   } catch (const ConfigError& e) {
     EXPECT_TRUE(contains(e.what(), "the config file is empty")) << e.what();
   }
+  EXPECT_EQ(load_config(empty, {"system.molecule=he"}).system.molecule->yaml, "he");  // settings given after all
   std::filesystem::remove(empty);
 }
 

@@ -600,8 +600,6 @@ TEST(Cli, AnUnknownLogLevelIsRefusedInsteadOfSilencingTheLog) {
   EXPECT_EQ(r.code, 0) << r.out;
 }
 
-// `nnvmc train --resume DIR key=value`: the run continues from its checkpoint to the new
-// iteration count and ends where an uninterrupted run of that length ends.
 // A checkpoint copied into another run's directory was resumed there: result.h5 then mixed
 // the two runs' series (and config.yaml was rewritten). Each run carries a run id in its
 // checkpoint and result.h5; a resume whose two disagree is refused before anything changes.
@@ -629,6 +627,8 @@ TEST(Cli, ACheckpointOfAnotherRunIsNotResumedIntoThisRunsResults) {
   fs::remove_all(root);
 }
 
+// `nnvmc train --resume DIR key=value`: the run continues from its checkpoint to the new
+// iteration count and ends where an uninterrupted run of that length ends.
 TEST(Cli, ResumeFromTheCommandLineEndsWhereAnUninterruptedRunEnds) {
   const auto straight = (fs::temp_directory_path() / "nnvmc_cli_straight").string();
   const auto resumed = (fs::temp_directory_path() / "nnvmc_cli_resumed").string();

@@ -14,6 +14,7 @@
 #include "common/test_util.hpp"
 #include "io/hdf5_file.hpp"
 #include "train/setup.hpp"
+#include "train/checkpoint.hpp"
 #include "train/trainer.hpp"
 #include "parallel/walker_threads.hpp"
 #include "batching/cuda_runtime.hpp"
@@ -61,6 +62,32 @@ TEST(Trainer, ResumedRunEqualsUninterruptedRun) {
   const auto eb = column(dir_b + "/result.h5", "train/energy");
   ASSERT_EQ(ea.size(), 6u);
   EXPECT_EQ(ea, eb);  // bit-identical energies, no duplicated rows
+}
+
+// A checkpoint from before run ids (none in it) resumes, and the run keeps the id its result.h5
+// may already have from an earlier resume that died before its first checkpoint: drawing a new
+// one each time would refuse every later resume as "another run's".
+TEST(Trainer, ACheckpointWithoutRunIdTakesTheOneItsResultFileHas) {
+  const auto dir = fresh_dir("nnvmc_resume_old_id");
+  {
+    Trainer t(tiny_config(dir, 2));
+    t.run(false);
+  }
+  Checkpoint old = load_checkpoint(dir + "/checkpoint.h5");
+  ASSERT_FALSE(old.run_id.empty());
+  old.run_id.clear();  // as written before 2026-12-05: format version 3, no run id
+  save_checkpoint(dir + "/checkpoint.h5", old);
+  io::H5File(dir + "/checkpoint.h5", io::H5File::Mode::append).set_attr("version", "3");
+  {
+    io::H5File results(dir + "/result.h5", io::H5File::Mode::append);
+    results.set_attr("run_id", "0123456789abcdef");  // an earlier resume's, never checkpointed
+  }
+  {
+    Trainer resumed(tiny_config(dir, 4), dir + "/checkpoint.h5");
+    resumed.run(false);
+  }
+  EXPECT_EQ(load_checkpoint(dir + "/checkpoint.h5").run_id, "0123456789abcdef");
+  EXPECT_EQ(io::H5File(dir + "/result.h5", io::H5File::Mode::read).attr("run_id"), "0123456789abcdef");
 }
 
 // On two threads the sampler's wavefunction evaluations and the local energies run on one part
