@@ -111,21 +111,37 @@ TEST_F(ProfileRun, OperatorGroupsCoverAtLeastNinetyPercentOfTheProfiledOperatorT
   }
 }
 
+namespace {
+/// A fresh directory for one test process, holding `config_text` as config.yaml: the quickest
+/// profile options (one warm-up and one timed iteration, nothing profiled, no roofline) into
+/// <dir>/out.
+struct QuickProfile {
+  fs::path dir;
+  std::string config;
+  ProfileOptions options;
+  QuickProfile(const std::string& name, const std::string& config_text)
+      : dir(fs::temp_directory_path() / (name + "_" + std::to_string(getpid()))), config((dir / "config.yaml").string()) {
+    torch::set_num_threads(1);
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    std::ofstream(config) << config_text;
+    options.warmup = 1;
+    options.iterations = 1;
+    options.profiled = 0;
+    options.roofline = false;
+    options.output = (dir / "out").string();
+  }
+  ~QuickProfile() { fs::remove_all(dir); }
+};
+}  // namespace
+
 TEST(ProfileInputs, BadMoleculeListsFailBeforeAnythingRunsAndARerunReplacesItsOwnRuns) {
-  torch::set_num_threads(1);
-  const fs::path dir = fs::temp_directory_path() / ("nnvmc_profile_inputs_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  const std::string config = (dir / "tiny.yaml").string();
-  std::ofstream(config) << "model: {type: ferminet, ferminet: {hidden_dims: [[4, 2]], determinants: 1}}\n"
-                           "sampler: {walkers: 8, steps_per_iteration: 1, burn_in: 1}\n"
-                           "run: {threads: 1}\n";
-  ProfileOptions o;
-  o.warmup = 1;
-  o.iterations = 1;
-  o.profiled = 0;
-  o.roofline = false;
-  o.output = (dir / "out").string();
+  QuickProfile p("nnvmc_profile_inputs", "model: {type: ferminet, ferminet: {hidden_dims: [[4, 2]], determinants: 1}}\n"
+                                         "sampler: {walkers: 8, steps_per_iteration: 1, burn_in: 1}\n"
+                                         "run: {threads: 1}\n");
+  const fs::path& dir = p.dir;
+  const std::string& config = p.config;
+  ProfileOptions& o = p.options;
   const auto message = [&](std::vector<std::string> molecules) -> std::string {
     o.molecules = std::move(molecules);
     try {
@@ -145,39 +161,27 @@ TEST(ProfileInputs, BadMoleculeListsFailBeforeAnythingRunsAndARerunReplacesItsOw
   EXPECT_EQ(run_profile(config, {}, o).molecules.size(), 1u);
   EXPECT_TRUE(fs::exists(dir / "out" / "runs" / "h" / "checkpoint.h5"));
   EXPECT_EQ(run_profile(config, {}, o).molecules.size(), 1u);
-  fs::remove_all(dir);
 }
 
 // A config of several molecules (a transferable ansatz) trains a batch per iteration: profiling
 // it without --molecules times that batch, and its one row says so (it was labelled with the
 // first molecule's name and walkers, as if only that molecule had been trained).
 TEST(ProfileInputs, ConfigOfSeveralMoleculesIsProfiledAsOneBatchRowNamingThemAll) {
-  torch::set_num_threads(1);
-  const fs::path dir = fs::temp_directory_path() / ("nnvmc_profile_batch_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  const std::string config = (dir / "batch.yaml").string();
-  std::ofstream(config) << "system: {molecules: [h2, he, li]}\n"
-                           "model: {type: orbformer, orbformer: {elements: H-Li, heads: 2, head_dim: 4, layers: 1,\n"
-                           "  featurization_heads: 2, determinants: 1, envelopes_per_nucleus: 2, nuclear_feature_dim: 4,\n"
-                           "  nuclear_layers: 1, orbital_layers: 1, orbital_heads: 2, orbital_head_dim: 4}}\n"
-                           "sampler: {walkers: 4, steps_per_iteration: 1, burn_in: 1}\n"
-                           "optim: {type: adam, molecules_per_step: 2}\n"
-                           "run: {threads: 1}\n";
-  ProfileOptions o;
-  o.warmup = 1;
-  o.iterations = 1;
-  o.profiled = 0;
-  o.roofline = false;
-  o.output = (dir / "out").string();
-  const ProfileReport report = run_profile(config, {}, o);
+  QuickProfile p("nnvmc_profile_batch",
+                 "system: {molecules: [h2, he, li]}\n"
+                 "model: {type: orbformer, orbformer: {elements: H-Li, heads: 2, head_dim: 4, layers: 1,\n"
+                 "  featurization_heads: 2, determinants: 1, envelopes_per_nucleus: 2, nuclear_feature_dim: 4,\n"
+                 "  nuclear_layers: 1, orbital_layers: 1, orbital_heads: 2, orbital_head_dim: 4}}\n"
+                 "sampler: {walkers: 4, steps_per_iteration: 1, burn_in: 1}\n"
+                 "optim: {type: adam, molecules_per_step: 2}\n"
+                 "run: {threads: 1}\n");
+  const ProfileReport report = run_profile(p.config, {}, p.options);
   ASSERT_EQ(report.molecules.size(), 1u);
   const MoleculeProfile& row = report.molecules[0];
   EXPECT_EQ(row.molecule, "h2, he, li");
   EXPECT_EQ(row.molecules_per_iteration, 2);
   EXPECT_EQ(row.walkers, 8);      // 4 walkers of each of the two molecules an iteration trains
   EXPECT_EQ(row.n_electrons, 3);  // the largest molecule's
-  fs::remove_all(dir);
 }
 
 /// Above the clock of any x86 core (GHz): a measured GEMM rate over this × FLOP/cycle is a
