@@ -385,7 +385,7 @@ TEST(Hostile, WrongTypesNameTheKey) {
 // blamed the override); `walkers:` or `walkers: ~` ran silently with the default; an empty file
 // trained the default LiH for 1000 iterations; 8.0 for an integer was "out of range".
 TEST(Hostile, EmptyValuesWholeDocumentsAndNonIntegersAreNamedForWhatTheyAre) {
-  for (const std::vector<std::string> overrides : {std::vector<std::string>{}, {"sampler.walkers=4"}}) {
+  for (const auto& overrides : {std::vector<std::string>{}, {"sampler.walkers=4"}}) {
     const auto e = error_of("- a\n- b\n", overrides);
     EXPECT_TRUE(contains(e, "c.yaml:1: a run config must be a mapping of sections")) << e;
   }
