@@ -1,6 +1,7 @@
 /// nnvmc train CONFIG [key=value ...] [--force] | nnvmc train --resume DIR [key=value ...]
 #include <algorithm>
 #include <filesystem>
+#include <iostream>
 #include <map>
 #include <set>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "parallel/communicator.hpp"
 #include "core/errors.hpp"
 #include "core/log.hpp"
+#include "train/summary.hpp"
 #include "train/trainer.hpp"
 
 namespace nnvmc::app {
@@ -168,6 +170,15 @@ void add_train_command(CLI::App& app) {
     if (s.molecules.size() > 1)
       for (const auto& m : s.molecules) log::info("  " + describe(m.system));
     const TrainOutcome out = trainer->run();
+    // The final evaluation is the run's result: on stdout, as `nnvmc eval` prints it, so that
+    // --log-level warn (progress off) still shows it.
+    if (parallel::world().is_root()) {
+      const auto& mols = trainer->setup().molecules;
+      std::string text;
+      for (std::size_t i = 0; i < out.evals.size() && i < mols.size(); ++i)
+        text += (mols.size() > 1 ? mols[i].name() + ":\n" : "") + eval_text(out.evals[i]);
+      std::cout << text << std::flush;
+    }
     log::info("time per stage:");
     for (const auto& [stage, e] : trainer->timers().stages())
       log::info(strfmt("  %-13s %8.2f s  (%ld calls)", stage.c_str(), e.seconds, e.calls));

@@ -708,13 +708,12 @@ void Trainer::final_evaluation(TrainOutcome& out, io::H5File* results) {
     write_summary(output_ + "/summary.json", setup_, out.evals, timers_, iteration_,
                   {{"failed_steps", out.failed_steps}, {"excluded_walkers", out.excluded_walkers}});
   }
+  // The result itself is the caller's to print (nnvmc train: on stdout, whatever the log level).
   for (std::size_t i = 0; i < mols.size(); ++i) {
-    if (mols.size() > 1) log::info(mols[i].name() + ":");
+    if (mols.size() > 1) log::debug(mols[i].name() + ":");
     for (std::string text = eval_text(out.evals[i]); !text.empty();) {  // one log line per line
       const auto nl = text.find('\n');
-      const std::string line = text.substr(0, nl);
-      if (line.rfind("warning: ", 0) == 0) log::warn(line.substr(9));  // (the logger says "warning")
-      else log::info(line);
+      log::debug(text.substr(0, nl));
       text = nl == std::string::npos ? "" : text.substr(nl + 1);
     }
   }

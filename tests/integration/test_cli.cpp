@@ -637,6 +637,8 @@ TEST(Cli, ResumeFromTheCommandLineEndsWhereAnUninterruptedRunEnds) {
   const auto a = run("train " + write_config("nnvmc_straight.yaml", kTiny + "run: {threads: 1, output: " + straight + "}\n") +
                      " optim.iterations=4 --log-level warn");
   ASSERT_EQ(a.code, 0) << a.out;
+  // The run's result is printed whatever the log level (it was an info log line, hidden here).
+  EXPECT_NE(a.out.find("energy   -"), std::string::npos) << a.out;
   const auto b = run("train " + write_config("nnvmc_resumed.yaml", kTiny + "run: {threads: 1, output: " + resumed + "}\n") +
                      " --log-level warn");
   ASSERT_EQ(b.code, 0) << b.out;
