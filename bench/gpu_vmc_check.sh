@@ -90,7 +90,7 @@ stage_2a() {
   train "lih_512_adam_user_path" configs/runs/lih_ferminet_spring.yaml 512 float64 adam cuda 1 90 \
     pretrain.steps=20 eval.steps=20 run.checkpoint_every=5
   log "(its local_energy and sampling s/it also count the 20 evaluation steps; pretraining has its own timers)"
-  grep -hE "pretrain +20/20|info energy |error" "$OUT/train_lih_512_adam_user_path.log" | head -3 >> "$OUT/summary.txt"
+  grep -hE "pretrain +20/20|^energy |error" "$OUT/train_lih_512_adam_user_path.log" | head -3 >> "$OUT/summary.txt"
   timeout 60 bash "$R" nnvmc train --resume "$OUT/run_lih_512_adam_user_path" optim.iterations=16 \
     > "$OUT/resume_user_path.log" 2>&1
   log "resume on cuda rc=$?: $(grep -h ' info it ' "$OUT/resume_user_path.log" | tail -1)"
