@@ -2,6 +2,7 @@
 /// Evaluates every molecule of the run (or the one named, or those of a system.molecule(s)
 /// override); --json prints one object for one molecule and a list of objects for several.
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <iostream>
 #include <limits>
@@ -28,7 +29,7 @@ namespace {
 struct EvalArgs {
   std::vector<std::string> args;
   int steps = -1, walkers = -1;
-  long long seed = -1;
+  std::string seed;  ///< as given (empty: not given); run.seed is 64-bit unsigned
   std::string molecule;
   bool json = false;
 };
@@ -102,14 +103,14 @@ void run_eval(const EvalArgs& a) {
   ra.overrides.insert(ra.overrides.begin(), strfmt("sampler.step_size=%.17g", c.molecules.front().sampler.step_size));
   if (a.steps >= 0) ra.overrides.push_back("eval.steps=" + std::to_string(a.steps));
   if (a.walkers >= 0) ra.overrides.push_back("sampler.walkers=" + std::to_string(a.walkers));
-  if (a.seed >= 0) ra.overrides.push_back("run.seed=" + std::to_string(a.seed));
+  if (!a.seed.empty()) ra.overrides.push_back("run.seed=" + a.seed);
   const Config config = parse_config(c.config_yaml, ra.overrides, ra.file + ":config");
   if (config.sampler.walkers > c.molecules.front().sampler.r.size(0) && config.eval.burn_in == 0)
     log::warn("eval: more walkers than the checkpoint holds start from repeated positions, and with eval.burn_in = 0 "
               "those copies are not yet independent chains: a short evaluation's error bar comes out too small");
   if (config.eval.steps < 1) throw ConfigError("eval: 'eval.steps' must be at least 1 to measure anything");
   refuse_model_changes(given);
-  for (const auto& [flag, value, key] : {std::tuple<const char*, long long, const char*>{"--seed", a.seed, "run.seed"},
+  for (const auto& [flag, value, key] : {std::tuple<const char*, long long, const char*>{"--seed", a.seed.empty() ? -1 : 0, "run.seed"},
                                          {"--walkers", a.walkers, "sampler.walkers"},
                                          {"--steps", a.steps, "eval.steps"}})
     for (const auto& o : given)
@@ -191,11 +192,13 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--walkers", a->walkers, "walkers (default: as trained)")->check(integer_in(1, INT_MAX));
   cmd->add_option("--seed", a->seed, "random seed of the evaluation chain")
       ->check([](const std::string& v) -> std::string {  // (CLI11 clamped larger ones silently)
-        const std::string bad = "must be an integer from 0 to " + std::to_string(std::numeric_limits<long long>::max());
+        // the range of run.seed (it was 0 to 2^63 - 1 here, 0 to 2^64 - 1 there)
+        const std::string bad = "must be an integer from 0 to " + std::to_string(std::numeric_limits<std::uint64_t>::max());
+        if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos) return bad;
         try {
-          std::size_t used = 0;
-          return std::stoll(v, &used) >= 0 && used == v.size() ? "" : bad;
-        } catch (const std::exception&) {
+          (void)std::stoull(v);
+          return "";
+        } catch (const std::exception&) {  // out of range
           return bad;
         }
       });

@@ -749,10 +749,14 @@ TEST(Cli, NumericOptionsOutsideTheirMeaningfulRangeAreRefused) {
     EXPECT_NE(r.out.find(key), std::string::npos) << args << "\n" << r.out;
   }
   const auto out = trained_lih("nnvmc_cli_eval_ranges");
-  for (const std::string bad : {"--steps 0", "--steps -1", "--walkers -5", "--seed -1"}) {
+  for (const std::string bad : {"--steps 0", "--steps -1", "--walkers -5", "--seed -1", "--seed 1.5",
+                                 "--seed 18446744073709551616"}) {
     const auto r = run("eval " + out + "/checkpoint.h5 " + bad);
     EXPECT_EQ(r.code, 2) << bad << "\n" << r.out;
   }
+  // --seed takes what run.seed takes, 64-bit unsigned (it stopped at 2^63 - 1)
+  const auto top = run("eval " + out + "/checkpoint.h5 --steps 1 --seed 18446744073709551615 --log-level warn");
+  EXPECT_EQ(top.code, 0) << top.out;
 }
 
 TEST(Cli, DeviceNamesOutputsThatAreFilesAndOpenShellCcsdAreClearErrors) {
