@@ -397,9 +397,9 @@ bool override_sets(const std::string& assignment, const std::string& key_path) {
   return config_yaml::node_at(alone, parts).IsDefined();
 }
 
-Config parse_config(const std::string& yaml_text, const std::vector<std::string>& overrides,
-                    const std::string& where) {
-  YAML::Node root = load_yaml_document(yaml_text, where);
+namespace {
+/// parse_config of a loaded document (`root`, null for an empty one).
+Config parse_config_tree(YAML::Node root, const std::vector<std::string>& overrides, const std::string& where) {
   if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   if (!root.IsMap())  // (a list or a scalar: its overrides would be blamed, or '' named)
     throw ConfigError(config_yaml::location(root, where) +
@@ -415,6 +415,12 @@ Config parse_config(const std::string& yaml_text, const std::vector<std::string>
   validate(c);
   return c;
 }
+}  // namespace
+
+Config parse_config(const std::string& yaml_text, const std::vector<std::string>& overrides,
+                    const std::string& where) {
+  return parse_config_tree(load_yaml_document(yaml_text, where), overrides, where);
+}
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
   std::error_code ec;
@@ -428,7 +434,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   const YAML::Node document = load_yaml_document(ss.str(), path);
   if ((!document || document.IsNull()) && overrides.empty())
     throw ConfigError(path + ": the config file is empty (give its settings, e.g. system.molecule; see configs/runs/)");
-  Config c = parse_config(ss.str(), overrides, path);
+  Config c = parse_config_tree(document, overrides, path);
   if (c.run.name.empty()) c.run.name = std::filesystem::path(path).stem().string();
   return c;
 }
