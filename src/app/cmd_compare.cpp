@@ -20,6 +20,7 @@
 #include "core/log.hpp"
 #include "core/process.hpp"
 #include "io/directory_lock.hpp"
+#include "io/output_kind.hpp"
 #include "models/registry.hpp"
 #include "parallel/communicator.hpp"
 
@@ -85,6 +86,9 @@ void run_compare(const CompareArgs& a) {
     std::filesystem::create_directories(spec.output, ec);
     if (ec) throw InputError("output: cannot create directory '" + spec.output + "': " + ec.message());
     lock = io::DirectoryLock(spec.output, "output");
+    if (const std::string marker = io::training_run_marker(spec.output); !marker.empty())
+      throw InputError("output: '" + spec.output + "' holds a training run (" + marker +
+                       "), not a comparison; choose another output");
     compare::check_cells(spec);  // before anything is computed or written
   }
   const auto references = compare::compute_references(spec);  // every rank: CCSD(T) is shared out

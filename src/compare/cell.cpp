@@ -150,7 +150,10 @@ int run_cell(const std::string& dir, const CellRunOptions& options) {
     } else {
       j["status"] = "done";
       j["reached_iterations"] = out.iterations >= config.optim.iterations;
-      if (config.eval.steps > 0) j.update(eval_json(out.final_eval));
+      if (config.eval.steps > 0) {
+        j.update(eval_json(out.final_eval));
+        log_eval_text(out.final_eval);  // (the cell's log shows its result, as train's stdout does)
+      }
       else j["reason"] = "no evaluation (eval_steps 0)";
       exit_code = cell_done;
     }

@@ -60,6 +60,16 @@ std::string eval_text(const EvalResult& r) {
   return s;
 }
 
+void log_eval_text(const EvalResult& r) {
+  for (std::string text = eval_text(r); !text.empty();) {
+    const auto nl = text.find('\n');
+    const std::string line = text.substr(0, nl);
+    if (line.rfind("warning: ", 0) == 0) log::warn(line.substr(9));  // (the logger says "warning")
+    else log::info(line);
+    text = nl == std::string::npos ? "" : text.substr(nl + 1);
+  }
+}
+
 nlohmann::json timers_json(const StageTimers& t) {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& [stage, e] : t.stages()) j[stage] = {{"seconds", e.seconds}, {"calls", e.calls}};

@@ -20,6 +20,10 @@ nlohmann::json eval_json(const EvalResult& r);
 /// kMinWalkersForChainsError walkers — or samples were excluded).
 std::string eval_text(const EvalResult& r);
 
+/// Logs eval_text(r) one log line per line: its warnings at warn, the rest at info (for runs
+/// whose result is read in a log, e.g. a comparison's cell; `nnvmc train` prints it on stdout).
+void log_eval_text(const EvalResult& r);
+
 /// Per-stage seconds and call counts.
 nlohmann::json timers_json(const StageTimers& t);
 

@@ -23,6 +23,7 @@
 #include "parallel/communicator.hpp"
 #include "core/log.hpp"
 #include "io/hdf5_file.hpp"
+#include "io/output_kind.hpp"
 #include "scf/basis.hpp"
 #include "train/distributed.hpp"
 #include "train/finite_walkers.hpp"
@@ -241,6 +242,9 @@ Trainer::Trainer(const Config& config, const std::string& checkpoint_path)
 void Trainer::prepare_new_output() const {
   std::error_code ec;
   const fs::path out(output_);
+  if (const std::string marker = io::comparison_marker(output_); !marker.empty())  // (even with --force)
+    throw InputError("run.output: '" + output_ + "' holds a comparison (" + marker +
+                     "), not a training run; choose another run.output");
   // A run is what can be continued or read: a checkpoint or a summary. A start that failed
   // before its first checkpoint left only config.yaml and result.h5, which are replaced.
   const bool has_run = fs::exists(out / "checkpoint.h5", ec) || fs::exists(out / "summary.json", ec);
@@ -708,15 +712,8 @@ void Trainer::final_evaluation(TrainOutcome& out, io::H5File* results) {
     write_summary(output_ + "/summary.json", setup_, out.evals, timers_, iteration_,
                   {{"failed_steps", out.failed_steps}, {"excluded_walkers", out.excluded_walkers}});
   }
-  // The result itself is the caller's to print (nnvmc train: on stdout, whatever the log level).
-  for (std::size_t i = 0; i < mols.size(); ++i) {
-    if (mols.size() > 1) log::debug(mols[i].name() + ":");
-    for (std::string text = eval_text(out.evals[i]); !text.empty();) {  // one log line per line
-      const auto nl = text.find('\n');
-      log::debug(text.substr(0, nl));
-      text = nl == std::string::npos ? "" : text.substr(nl + 1);
-    }
-  }
+  // The result itself is the caller's to print or log (nnvmc train: on stdout, whatever the
+  // log level; a comparison's cell: in its log, log_eval_text).
 }
 
 }  // namespace nnvmc

@@ -199,10 +199,31 @@ TEST(CompareCli, FailingCellIsReportedAndTheOthersComplete) {
   std::ifstream log(dir + "/cells/ok__he/log.txt");
   const std::string text((std::istreambuf_iterator<char>(log)), {});
   EXPECT_NE(text.find("run.memory_budget 'auto' is this comparison's share"), std::string::npos) << text;
+  EXPECT_NE(text.find("energy "), std::string::npos) << text;  // the cell's result is in its log
   std::ifstream report(dir + "/report.md");
   const std::string md((std::istreambuf_iterator<char>(report)), {});
   EXPECT_NE(md.find("starved__he"), std::string::npos);
   EXPECT_NE(md.find("Failed cells"), std::string::npos);
+}
+
+// Found by a user audit: each command wrote into the other's directory, mixing their files.
+TEST(CompareCli, TrainingRunsAndComparisonsRefuseEachOthersDirectories) {
+  const auto [file, dir] = setup("nnvmc_compare_into_run", kTiny);
+  std::ofstream(dir + "/summary.json") << "{}\n";  // a training run's directory
+  const auto r = run("compare " + file + " --no-plots");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("holds a training run (summary.json)"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(dir + "/cells"));
+  fs::remove(dir + "/summary.json");
+  std::ofstream(dir + "/compare.csv") << "cell\n";  // a comparison's output
+  const std::string config = dir + "_run.yaml";
+  std::ofstream(config) << "system: {molecule: he}\n";
+  const auto t = run("train " + config + " --force run.output=" + dir +
+                     " optim.iterations=1 sampler.walkers=4 pretrain.steps=0");
+  EXPECT_EQ(t.code, 2) << t.out;
+  EXPECT_NE(t.out.find("run.output: '" + dir + "' holds a comparison (compare.csv)"), std::string::npos) << t.out;
+  EXPECT_FALSE(fs::exists(dir + "/config.yaml"));
+  EXPECT_TRUE(fs::exists(dir + "/compare.csv"));
 }
 
 TEST(CompareCli, BadComparisonFileExitsWithCode2NamingTheKey) {
