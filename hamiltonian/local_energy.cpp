@@ -68,8 +68,9 @@ void LocalEnergy::calibrate(WaveFunction& wf, const torch::Tensor& r, bool graph
   // (reusing what earlier captures freed), so what the pool already holds is not subtracted.
   o.subtract_held = !graphed;
   const auto budget = graphed ? policy_.budget.scaled(policy_.graph_share) : policy_.budget;
-  const auto fit = batching::fit_chunk([&](std::int64_t k) { evaluate(wf, r.slice(0, 0, k), k); }, r.size(0),
-                                       budget, o);
+  // (probes, not evaluations: untimed, so the sub-stages count what their stage counts)
+  const auto probe = [&](std::int64_t k) { evaluate(wf, r.slice(0, 0, k), k, /*timed=*/false); };
+  const auto fit = batching::fit_chunk(probe, r.size(0), budget, o);
   if (rng.defined()) method_->set_rng_state(rng);
   calibration_ = fit;
   chunk_ = fit.chunk;  // may exceed B; evaluate caps it
