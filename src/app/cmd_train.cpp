@@ -43,23 +43,23 @@ const char* const kExecutionSettings[] = {"run.threads",      "run.walker_thread
 const char* const kFixedOnResume[] = {"model.", "pretrain."};
 
 /// The config of a resumed run: the recorded one with the overrides. It states every default, so
-/// a new optim.type would keep the old optimizer's optim.lr and optim.determinant_balance: those
-/// take the new type's defaults unless an override gives them.
+/// a new optim.type would keep the old optimizer's optim.lr, optim.lr_delay and
+/// optim.determinant_balance: those take the new type's defaults unless an override gives them.
 Config resumed_config(const std::string& yaml, const Config& recorded, const std::vector<std::string>& overrides,
                       const std::string& where) {
   Config config = parse_config(yaml, overrides, where);
   if (config.optim.type == recorded.optim.type) return config;
   YAML::Node root = YAML::Load(yaml);
-  for (const char* key : {"lr", "determinant_balance"})
+  for (const char* key : {"lr", "lr_delay", "determinant_balance"})
     if (std::none_of(overrides.begin(), overrides.end(),
                      [&](const std::string& o) { return override_sets(o, std::string("optim.") + key); }) &&
         root["optim"] && root["optim"].IsMap())
       root["optim"].remove(key);
   config = parse_config(YAML::Dump(root), overrides, where);
-  log::info(strfmt("resume: optim.type %s -> %s with optim.lr = %g, optim.determinant_balance = %g (the new type's "
-                   "defaults where not given)",
+  log::info(strfmt("resume: optim.type %s -> %s with optim.lr = %g, optim.determinant_balance = %g, optim.lr_delay "
+                   "= %g (the new type's defaults where not given)",
                    recorded.optim.type.c_str(), config.optim.type.c_str(), config.optim.lr,
-                   config.optim.determinant_balance.value_or(0.0)));
+                   config.optim.determinant_balance.value_or(0.0), config.optim.lr_delay));
   return config;
 }
 
@@ -86,10 +86,14 @@ std::vector<SettingChange> setting_changes(const Config& recorded, const Config&
   return out;
 }
 
-/// @throws InputError naming the first key under kFixedOnResume that `now` changes.
+/// @throws InputError naming the first key under kFixedOnResume, or run.seed, that `now` changes.
 void refuse_fixed_changes(const Config& recorded, const Config& now, const std::string& dir) {
   for (const auto& c : setting_changes(recorded, now))
-    if (std::any_of(std::begin(kFixedOnResume), std::end(kFixedOnResume),
+    if (c.key == "run.seed")  // (it used to be accepted with a warning, and changed only the molecule draws)
+      throw InputError("train --resume " + dir + ": 'run.seed' cannot change on resume (" + c.before + " -> " +
+                       c.after + "): the walkers' random streams continue from the checkpoint; for another seed, "
+                       "begin a new run (with model.init_from to keep the parameters)");
+    else if (std::any_of(std::begin(kFixedOnResume), std::end(kFixedOnResume),
                     [&](const char* prefix) { return c.key.rfind(prefix, 0) == 0; }))
       throw InputError("train --resume " + dir + ": '" + c.key + "' cannot change on resume (" + c.before + " -> " +
                        c.after + "): the parameters belong to the model the run trained and its start is done; to "

@@ -90,8 +90,9 @@ inline CLI::Validator at_least(double lo) {
 void add_train_command(CLI::App& app);  ///< nnvmc train CONFIG [key=value ...] [--resume DIR]
 void add_eval_command(CLI::App& app);   ///< nnvmc eval CHECKPOINT [--steps N] ... [--json]
 void add_scf_command(CLI::App& app);    ///< nnvmc scf MOLECULE [--basis B] [--uhf] [--json]
-void add_ccsd_command(CLI::App& app);
+void add_ccsd_command(CLI::App& app);     ///< nnvmc ccsd MOLECULE [--basis B] [--cholesky TAU] ... [--triples] [--json]
 void add_compare_command(CLI::App& app);  ///< nnvmc compare COMPARE.yaml [key=value ...] [--jobs K] (+ compare-cell)
-void add_profile_command(CLI::App& app);  ///< nnvmc profile CONFIG [--molecules a,b] [--iterations N] [key=value ...]   ///< nnvmc ccsd MOLECULE [--basis B] [--cholesky TAU] ... [--triples] [--json]
+void add_profile_command(CLI::App& app);  ///< nnvmc profile CONFIG [--molecules a,b] [--iterations N] [key=value ...]
+void add_config_command(CLI::App& app);   ///< nnvmc config [CONFIG] [key=value ...] [--markdown]
 
 }  // namespace nnvmc::app

@@ -84,6 +84,7 @@ int main(int argc, char** argv) {
   nnvmc::app::add_ccsd_command(app);
   nnvmc::app::add_compare_command(app);
   nnvmc::app::add_profile_command(app);
+  nnvmc::app::add_config_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -278,6 +278,10 @@ void validate(const Config& c) {
   require_one_of(c.run.dtype, {"float64", "float32"}, "run.dtype");
   require(is_device_name(c.run.device), "run.device",
           "must be cpu, cuda or cuda:N");
+  // (it names the run's directory through run.output's <name>: '../x' would write outside it)
+  require(c.run.name.find('/') == std::string::npos && c.run.name != "." && c.run.name != "..",
+          "run.name", "must be a plain name, not a path ('" + c.run.name +
+                          "'; run.output chooses where the run is written)");
   require(c.run.checkpoint_every >= 0, "run.checkpoint_every", "must be >= 0");
   require(c.run.threads >= 0, "run.threads", "must be >= 0");
   // (tens of thousands of OpenMP threads crash or hang the process)
@@ -377,6 +381,7 @@ void config_yaml::apply_dependent_defaults(Config& c, const YAML::Node& root) {
   const bool lr_given = optim && optim.IsMap() && optim["lr"];
   if (!lr_given && c.optim.type == "kfac") c.optim.lr = kKfacLr;
   else if (!lr_given && c.optim.type != "adam") c.optim.lr = kNaturalGradientLr;
+  if (!(optim && optim.IsMap() && optim["lr_delay"]) && c.optim.type == "kfac") c.optim.lr_delay = kKfacLrDelay;
   if (!c.optim.determinant_balance)  // written out, so config.yaml holds the weight the run used
     c.optim.determinant_balance = c.optim.type == "adam" ? kDeterminantBalanceDefault : 0.0;
   const YAML::Node pretrain = root.IsMap() ? root["pretrain"] : YAML::Node();

@@ -265,7 +265,7 @@ struct KfacOptions {
 struct OptimOptions {
   std::string type = "adam";  ///< adam | sr | minsr | spring | kfac
   double lr = 3e-3;           ///< base learning rate, lr / (1 + t / lr_delay); unset: 3e-3 (adam), 0.1 (sr, minsr, spring), 0.05 (kfac)
-  double lr_delay = 1000;     ///< iterations until the learning rate has halved
+  double lr_delay = 1000;     ///< iterations until the learning rate has halved; unset: 1000, kKfacLrDelay (kfac)
   int iterations = 1000;      ///< optimisation iterations
   double minutes = 0;         ///< training wall time, summed over resumes (0: no limit); training ends at whichever of iterations and minutes comes first
   double clip_width = 5.0;    ///< E_L clipped to median ± clip_width·MAD for the gradient
@@ -285,7 +285,7 @@ struct OptimOptions {
   template <class V> void visit(V& v) {
     v("type", type, "optimizer: adam | sr | minsr | spring | kfac");
     v("lr", lr, "learning rate (default 3e-3 for adam, 0.1 for sr, minsr, spring, 0.05 for kfac)");
-    v("lr_delay", lr_delay, "lr(t) = lr / (1 + t / lr_delay)");
+    v("lr_delay", lr_delay, "lr(t) = lr / (1 + t / lr_delay) (default 1000, 10000 for kfac)");
     v("iterations", iterations, "training iterations");
     v("minutes", minutes,
       "training wall time in minutes, summed over resumes (0: no limit); training ends at whichever of "
@@ -326,7 +326,7 @@ struct EvalOptions {
   int steps = 500;   ///< measurement iterations (each steps_per_iteration MH steps apart)
   int burn_in = 50;  ///< MH steps before measuring
   template <class V> void visit(V& v) {
-    v("steps", steps, "measurement iterations");
+    v("steps", steps, "measurement iterations (each sampler.steps_per_iteration MH steps apart)");
     v("burn_in", burn_in, "MH steps before measuring");
   }
 };
@@ -346,12 +346,14 @@ struct RunOptions {
   bool overwrite = false;                  ///< a new run may replace a run already in `output`
   template <class V> void visit(V& v) {
     v("name", name, "run name (default: config file name)");
-    v("seed", seed, "random seed");
+    v("seed", seed, "random seed (0 to 2^64 - 1; a resumed run keeps its own)");
     v("dtype", dtype, "float64 | float32");
     v("device", device, "cpu | cuda | cuda:N");
     v("output", output, "output directory (<name> is replaced)");
-    v("checkpoint_every", checkpoint_every, "iterations between checkpoints");
-    v("memory_budget", memory_budget, "bytes, e.g. 2GiB, or auto");
+    v("checkpoint_every", checkpoint_every, "iterations between checkpoints (0: only at the end)");
+    v("memory_budget", memory_budget,
+      "working memory of a local-energy evaluation and of the sampler's passes: bytes (e.g. 2GiB, 500MB) or "
+      "auto (60 % of the available memory)");
     v("threads", threads, "CPU threads (0: all cores)");
     v("walker_threads", walker_threads,
       "on the CPU, run the wavefunction and local energy on one part of the walkers per thread "
@@ -369,6 +371,9 @@ struct RunOptions {
 constexpr double kNaturalGradientLr = 0.1;
 /// optim.lr when it is not given and optim.type is kfac (DeepQMC's K-FAC preset).
 constexpr double kKfacLr = 0.05;
+/// optim.lr_delay when it is not given and optim.type is kfac: FermiNet's and DeepQMC's K-FAC
+/// schedule 0.05 / (1 + t / 10000) (it was 1000, which decayed the rate ten times sooner).
+constexpr double kKfacLrDelay = 10000;
 
 /// pretrain.steps when it is not given and model.type is ferminet, psiformer or orbformer
 /// (without model.init_from): the shipped LiH configs' setting.
@@ -403,7 +408,7 @@ struct Config {
 /// Reads a config: YAML text (file contents) plus `key.path=value` overrides.
 /// `where` names the source in errors. Checks unknown keys, types and ranges. Keys that are not
 /// given take their defaults, except optim.lr, which defaults by optim.type (kNaturalGradientLr
-/// for sr, minsr and spring, kKfacLr for kfac), and pretrain.steps, which defaults by model.type
+/// for sr, minsr and spring, kKfacLr for kfac), optim.lr_delay (kKfacLrDelay for kfac), and pretrain.steps, which defaults by model.type
 /// (kPretrainSteps for ferminet, psiformer and orbformer without model.init_from, else 0).
 /// @throws ConfigError naming the key path (and file line when known).
 Config parse_config(const std::string& yaml_text, const std::vector<std::string>& overrides,

@@ -192,7 +192,7 @@ template <class T> void check_override(const std::string& assignment) {
 }
 
 /// Sets the defaults that depend on another key and were not given in `root` (the tree `c` was
-/// read from): optim.lr and optim.determinant_balance by optim.type, pretrain.steps by
+/// read from): optim.lr, optim.lr_delay and optim.determinant_balance by optim.type, pretrain.steps by
 /// model.type. parse_config applies them; so must any other reader of a run config (compare).
 void apply_dependent_defaults(Config& c, const YAML::Node& root);
 

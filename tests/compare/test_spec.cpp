@@ -220,6 +220,8 @@ TEST(CompareSpec, CellsTakeTheDefaultsThatDependOnTheOptimizerAndTheAnsatz) {
   EXPECT_DOUBLE_EQ(spec.cells[0].config.optim.lr, 3e-3);
   EXPECT_DOUBLE_EQ(spec.cells[1].config.optim.lr, kNaturalGradientLr);
   EXPECT_DOUBLE_EQ(spec.cells[2].config.optim.lr, kKfacLr);
+  EXPECT_DOUBLE_EQ(spec.cells[2].config.optim.lr_delay, kKfacLrDelay);
+  EXPECT_DOUBLE_EQ(spec.cells[1].config.optim.lr_delay, 1000);
   EXPECT_DOUBLE_EQ(*spec.cells[0].config.optim.determinant_balance, kDeterminantBalanceDefault);
   EXPECT_DOUBLE_EQ(*spec.cells[1].config.optim.determinant_balance, 0.0);
   EXPECT_EQ(spec.cells[0].config.pretrain.steps, kPretrainSteps);  // FermiNet learns its orbitals
@@ -418,4 +420,22 @@ TEST(CompareSpec, EveryShippedComparisonFileParses) {
     ++n;
   }
   EXPECT_GE(n, 1);
+}
+
+// The published-size model files (configs/models/) hold a `model:` section only, so a comparison
+// takes them as ansatz entries (they used to be bare model blocks that nothing could load).
+TEST(CompareSpec, ThePublishedSizeModelFilesAreAnsatzEntries) {
+  const fs::path dir = fs::path(NNVMC_SOURCE_DIR) / "configs" / "models";
+  std::string ansatze;
+  int n = 0;
+  for (const auto& f : fs::directory_iterator(dir))
+    if (f.path().extension() == ".yaml") ansatze += "  - " + f.path().string() + "\n", ++n;
+  ASSERT_GE(n, 3);
+  const CompareSpec spec =
+      parse_compare_spec("ansatze:\n" + ansatze + "molecules: [he]\niterations: 2\nwalkers: 4\n", {}, "c.yaml");
+  ASSERT_EQ(spec.cells.size(), static_cast<std::size_t>(n));
+  for (const auto& c : spec.cells) {
+    EXPECT_NE(c.id.find(c.config.model.type + "_default"), std::string::npos) << c.id;
+    EXPECT_EQ(c.config.system.molecule->yaml, "he") << c.id;
+  }
 }

@@ -3,10 +3,12 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <regex>
 #include <sstream>
 
 #include "core/config.hpp"
+#include "core/config_reference.hpp"
 #include "core/config_yaml.hpp"
 #include "common/text.hpp"
 #include "core/errors.hpp"
@@ -52,6 +54,22 @@ TEST(Config, NaturalGradientOptimizersDefaultToTheShippedSpringSetting) {
   // The resolved config states the value, so reading it back does not depend on the rule.
   const Config spring = parse_config("optim: {type: spring}", {}, "c.yaml");
   EXPECT_EQ(to_yaml(parse_config(to_yaml(spring), {}, "resolved.yaml")), to_yaml(spring));
+}
+
+// `optim: {type: kfac}` alone is FermiNet's and DeepQMC's K-FAC schedule, 0.05 / (1 + t / 10000),
+// as configs/runs/lih_ferminet_kfac.yaml sets it (the delay used to stay at Adam's 1000).
+TEST(Config, KfacAloneTakesTheScheduleOfFermiNetAndDeepQmc) {
+  const Config k = parse_config("optim: {type: kfac}", {}, "c.yaml");
+  EXPECT_DOUBLE_EQ(k.optim.lr, 0.05);
+  EXPECT_DOUBLE_EQ(k.optim.lr_delay, 10000);
+  EXPECT_DOUBLE_EQ(parse_config("optim: {type: kfac, lr_delay: 500}", {}, "c.yaml").optim.lr_delay, 500);
+  EXPECT_DOUBLE_EQ(parse_config("", {"optim.type=kfac", "optim.lr_delay=300"}, "c.yaml").optim.lr_delay, 300);
+  for (const char* type : {"adam", "sr", "minsr", "spring"})
+    EXPECT_DOUBLE_EQ(parse_config(std::string("optim: {type: ") + type + "}", {}, "c.yaml").optim.lr_delay, 1000) << type;
+  const Config preset = load_config(std::string(NNVMC_SOURCE_DIR) + "/configs/runs/lih_ferminet_kfac.yaml");
+  EXPECT_DOUBLE_EQ(preset.optim.lr, k.optim.lr);
+  EXPECT_DOUBLE_EQ(preset.optim.lr_delay, k.optim.lr_delay);
+  EXPECT_EQ(to_yaml(parse_config(to_yaml(k), {}, "resolved.yaml")), to_yaml(k));
 }
 
 // The determinant-balance weight (Orbformer's penalty) defaults by optimizer and the resolved
@@ -315,6 +333,14 @@ TEST(Config, EveryShippedRunConfigAndEveryConfigTheDemoNamesLoad) {
     ++n;
   }
   EXPECT_GE(n, 5);
+  // The published-size model files: a `model:` section, run with every other setting's default.
+  for (const char* name : {"ferminet", "psiformer", "paulinet"}) {
+    const auto path = root / "configs" / "models" / (std::string(name) + "_default.yaml");
+    Config c;
+    ASSERT_NO_THROW(c = load_config(path.string(), {"system.molecule=h2"})) << path;
+    EXPECT_EQ(c.model.type, name);
+  }
+  EXPECT_EQ(load_config((root / "configs/models/ferminet_default.yaml").string()).model.ferminet.determinants, 16);
   std::ifstream demo(root / "examples" / "demo.sh");
   const std::string text((std::istreambuf_iterator<char>(demo)), std::istreambuf_iterator<char>());
   const std::regex config_ref(R"(configs/runs/[A-Za-z0-9_]+\.yaml)");
@@ -426,6 +452,16 @@ TEST(Hostile, NegativeZeroAndNonFiniteValuesAreRejected) {
   EXPECT_TRUE(contains(error_of("sampler: {target_acceptance: 1.5}"), "sampler.target_acceptance"));
 }
 
+// Found by a user audit: run.name=../../x put the run outside run.output's directory.
+TEST(Hostile, RunNameThatIsAPathIsRefused) {
+  for (const char* name : {"../../x", "a/b", "..", "."}) {
+    const auto e = error_of(std::string("run: {name: '") + name + "'}");
+    EXPECT_TRUE(contains(e, "'run.name' must be a plain name, not a path")) << name << ": " << e;
+    EXPECT_TRUE(contains(error_of("run: {}", {std::string("run.name=") + name}), "'run.name'")) << name;
+  }
+  EXPECT_EQ(error_of("run: {name: lih.2-run_b}"), "");
+}
+
 TEST(Hostile, HugeValuesAreRejectedNamingTheKey) {
   EXPECT_TRUE(contains(error_of("sampler: {walkers: 1000000000000}"), "'sampler.walkers' = 1000000000000 is out of range"));
   EXPECT_TRUE(contains(error_of("model: {ferminet: {determinants: 100000}}"), "model.ferminet.determinants"));
@@ -433,4 +469,25 @@ TEST(Hostile, HugeValuesAreRejectedNamingTheKey) {
   EXPECT_TRUE(contains(error_of("run: {memory_budget: 1e30GiB}"), "'run.memory_budget' = '1e30GiB' is too large"));
   EXPECT_TRUE(contains(error_of("run: {memory_budget: 5PB}"), "run.memory_budget"));
   EXPECT_TRUE(contains(error_of("run: {seed: 1e400}"), "run.seed"));
+}
+
+// docs/settings.md is the settings reference made from the settings' own definitions: a setting
+// added, renamed or given another default without regenerating the page fails here.
+TEST(Config, TheSettingsReferenceInDocsIsUpToDate) {
+  std::ifstream in(std::string(NNVMC_SOURCE_DIR) + "/docs/settings.md");
+  const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(page == settings_markdown())
+      << "docs/settings.md is out of date: regenerate it with 'nnvmc config --markdown > docs/settings.md'";
+  std::map<std::string, SettingRow> rows;
+  for (const auto& section : setting_reference())
+    for (const auto& row : section.rows) {
+      EXPECT_FALSE(row.meaning.empty()) << row.key;
+      rows[row.key] = row;
+    }
+  EXPECT_EQ(rows.at("optim.lr_delay").default_value, "1000");
+  EXPECT_EQ(rows.at("optim.kfac.damping").default_value, "0.001");
+  EXPECT_EQ(rows.at("sampler.walkers").default_value, "1024");
+  EXPECT_EQ(rows.at("system.molecule").default_value, "(unset)");
+  EXPECT_EQ(rows.at("pretrain.steps").default_value, "300");  // (ferminet's)
+  EXPECT_GE(rows.size(), 80u);
 }

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <regex>
 
 #include <nlohmann/json.hpp>
 
@@ -64,6 +65,28 @@ void expect_input_error(const std::string& args, const std::string& needle) {
 }
 }  // namespace
 
+// `nnvmc config` shows what a config resolves to (every setting, as config.yaml records it) and
+// checks it, molecules included, without running anything.
+TEST(Cli, ConfigPrintsTheResolvedSettingsAndRefusesBadOnesWithoutRunning) {
+  const auto out = (fs::temp_directory_path() / "nnvmc_cli_config").string();
+  fs::remove_all(out);
+  const auto cfg = write_config("nnvmc_config_cmd.yaml", kTiny + "run: {output: " + out + "}\n");
+  const auto r = run("config " + cfg + " optim.iterations=7 optim.type=kfac");
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const char* line : {"lr_delay: 10000", "iterations: 7", "walkers: 8", "he: 2 electrons (1 up, 1 down)"})
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
+  EXPECT_FALSE(fs::exists(out));  // nothing run, nothing written
+  expect_input_error("config " + cfg + " sampler.walker=3", "sampler.walker");
+  expect_input_error("config " + cfg + " system.molecule=nosuchmolecule", "nosuchmolecule");
+  expect_input_error("config --markdown " + cfg, "takes no CONFIG");
+  const auto d = run("config");
+  ASSERT_EQ(d.code, 0) << d.out;
+  EXPECT_NE(d.out.find("walkers: 1024"), std::string::npos) << d.out;
+  const auto m = run("config --markdown");
+  ASSERT_EQ(m.code, 0) << m.out;
+  EXPECT_NE(m.out.find("| `optim.lr_delay` | `1000` |"), std::string::npos) << m.out;
+}
+
 TEST(Cli, BadConfigsExitWithCode2AndNameTheKey) {
   const auto out = (fs::temp_directory_path() / "nnvmc_cli_bad").string();
   fs::remove_all(out);
@@ -100,6 +123,16 @@ TEST(Cli, TrainThenEvalPrintsJsonWithEnergyAndErrorBar) {
   const auto t = run("train " + cfg);
   ASSERT_EQ(t.code, 0) << t.out;
   ASSERT_TRUE(fs::exists(out + "/summary.json"));
+  // The parts of the local energy count its evaluations (the memory calibration's probe
+  // evaluations used to be counted too: "local_energy (6 calls)", "local_energy.laplacian (8 calls)").
+  const auto calls = [&](const std::string& stage) {
+    std::smatch m;
+    const std::regex line("  " + std::regex_replace(stage, std::regex("\\."), "\\.") + R"( +[0-9.]+ s  \((\d+) calls\))");
+    return std::regex_search(t.out, m, line) ? std::stoi(m[1]) : -1;
+  };
+  EXPECT_GT(calls("local_energy"), 0) << t.out;
+  EXPECT_EQ(calls("local_energy.laplacian"), calls("local_energy")) << t.out;
+  EXPECT_EQ(calls("local_energy.potential"), calls("local_energy")) << t.out;
   const auto e = run("eval " + out + "/checkpoint.h5 --steps 6 --seed 3 --json --log-level warn");
   ASSERT_EQ(e.code, 0) << e.out;
   const auto j = nlohmann::json::parse(e.out.substr(e.out.find('{')));
@@ -655,10 +688,10 @@ TEST(Cli, ResumeFromTheCommandLineEndsWhereAnUninterruptedRunEnds) {
   EXPECT_EQ(jr["energy"].get<double>(), js["energy"].get<double>());
   EXPECT_EQ(c.out.find("changed settings"), std::string::npos) << c.out;  // an override to the same value
   // a resume that changes how the chain runs says so, and so does one with nothing left to train
-  const auto d = run("train --resume " + resumed + " run.seed=977 --log-level warn");
+  const auto d = run("train --resume " + resumed + " optim.lr=0.002 --log-level warn");
   ASSERT_EQ(d.code, 0) << d.out;
-  EXPECT_NE(d.out.find("resuming with changed settings from iteration 4: run.seed"), std::string::npos) << d.out;
-  EXPECT_NE(d.out.find("-> 977"), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("resuming with changed settings from iteration 4: optim.lr"), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("-> 0.002"), std::string::npos) << d.out;
   EXPECT_NE(d.out.find("nothing to train"), std::string::npos) << d.out;
   // how the run is executed (threads, checkpoint interval) is not a change of its settings
   const auto e = run("train --resume " + resumed + " run.threads=2 run.checkpoint_every=3 --log-level warn");
@@ -667,7 +700,7 @@ TEST(Cli, ResumeFromTheCommandLineEndsWhereAnUninterruptedRunEnds) {
   // the model and the run's start are fixed: refused before anything is written, whether the
   // parameters would load (a Jastrow option) or not (another size)
   for (const std::string fixed : {"model.ferminet.determinants=1", "model.type=psiformer", "pretrain.steps=5",
-                                   "model.init_from=/tmp/x.h5"})
+                                   "model.init_from=/tmp/x.h5", "run.seed=977"})
     expect_input_error("train --resume " + resumed + " optim.iterations=6 " + fixed, "cannot change on resume");
   const auto read_iterations = [&] { return read(resumed)["iterations"].get<int>(); };
   EXPECT_EQ(read_iterations(), 4);
@@ -987,7 +1020,7 @@ TEST(Cli, ProfileRefusesWhatItCannotTimeBeforeWritingAnything) {
 TEST(Cli, AnUnknownCommandAndADirectoryAsComparisonFileAreNamed) {
   const auto unknown = run("trian x.yaml");
   EXPECT_EQ(unknown.code, 2) << unknown.out;
-  EXPECT_NE(unknown.out.find("unknown command 'trian' (commands: train, eval, scf, ccsd, compare, profile)"),
+  EXPECT_NE(unknown.out.find("unknown command 'trian' (commands: train, eval, scf, ccsd, compare, profile, config)"),
             std::string::npos) << unknown.out;
   const auto global = run("--log-level warn nosuch");
   EXPECT_NE(global.out.find("unknown command 'nosuch'"), std::string::npos) << global.out;

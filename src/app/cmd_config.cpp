@@ -1,0 +1,50 @@
+/// nnvmc config [CONFIG] [key=value ...] [--markdown]
+/// The complete configuration a run config resolves to (every setting, with a comment each), as
+/// `nnvmc train` would record it in config.yaml, checked and with its molecules loaded but without
+/// running anything; without CONFIG, the defaults. --markdown: the settings reference
+/// (docs/settings.md).
+#include <iostream>
+#include <memory>
+
+#include "app/commands.hpp"
+#include "app/run_args.hpp"
+#include "core/config.hpp"
+#include "core/config_reference.hpp"
+#include "core/errors.hpp"
+#include "core/log.hpp"
+#include "core/molecule_list.hpp"
+#include "core/system.hpp"
+
+namespace nnvmc::app {
+
+namespace {
+struct ConfigArgs {
+  std::vector<std::string> args;
+  bool markdown = false;
+};
+
+void run_config_command(const ConfigArgs& a) {
+  if (a.markdown) {
+    if (!a.args.empty()) throw InputError("config: --markdown prints the settings reference; it takes no CONFIG");
+    std::cout << settings_markdown();
+    return;
+  }
+  const RunArgs ra = split_run_args(a.args);
+  const Config config = ra.file.empty() ? parse_config("", ra.overrides, "defaults") : load_config(ra.file, ra.overrides);
+  for (const System& m : resolve_molecules(config.system))  // (an impossible molecule is refused here too)
+    log::info(strfmt("%s: %d electrons (%d up, %d down)", m.name.c_str(), m.n_electrons(), m.n_up(), m.n_down()));
+  std::cout << to_yaml(config);
+}
+}  // namespace
+
+void add_config_command(CLI::App& app) {
+  auto a = std::make_shared<ConfigArgs>();
+  auto* cmd = app.add_subcommand(
+      "config", "Print the complete configuration a run config resolves to (every setting, commented; without "
+                "CONFIG: the defaults), checked but not run");
+  cmd->add_option("args", a->args, "CONFIG.yaml followed by key.path=value overrides (both optional)");
+  cmd->add_flag("--markdown", a->markdown, "print the reference of every setting as Markdown (docs/settings.md)");
+  cmd->callback([a] { run_config_command(*a); });
+}
+
+}  // namespace nnvmc::app
