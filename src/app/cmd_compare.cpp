@@ -1,4 +1,4 @@
-/// nnvmc compare COMPARE.yaml [key=value ...] [--jobs K] [--retry-failed] [--max-cells N] [--no-plots]
+/// nnvmc compare COMPARE.yaml [key=value ...] [--jobs K] [--retry-failed] [--max-cells N] [--no-plots] [--list]
 /// nnvmc compare-cell DIR [--interrupt-at T] [--auto-memory BYTES]   (one cell; started by `compare`)
 #include <sys/prctl.h>
 
@@ -6,12 +6,14 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <thread>
 
 #include "app/commands.hpp"
 #include "app/run_args.hpp"
 #include "batching/budget.hpp"
 #include "compare/cell.hpp"
+#include "compare/listing.hpp"
 #include "compare/outputs.hpp"
 #include "compare/reference.hpp"
 #include "compare/runner.hpp"
@@ -33,6 +35,7 @@ struct CompareArgs {
   int jobs = 1;
   int max_cells = 0;
   bool retry_failed = false, no_plots = false;
+  bool list = false;  ///< print the cells, their states and the references; run nothing
   std::string test_interrupt;  ///< CELL_ID:ITERATION
 };
 
@@ -54,6 +57,10 @@ void run_compare(const CompareArgs& a) {
   if (a.jobs < 1) throw InputError("--jobs must be >= 1");
   const compare::CompareSpec spec = compare::load_compare_spec(ra.file, ra.overrides);
   check_models(spec);
+  if (a.list) {  // (reads the output directory; takes no lock, writes nothing)
+    if (parallel::world().is_root()) std::cout << compare::list_comparison(spec, compare::known_references(spec));
+    return;
+  }
   // Under mpirun the cells are shared out over the ranks (each rank runs its cells, `--jobs` at
   // a time, as one-process children); rank 0 prepares the directories and writes the table.
   auto& world = parallel::world();
@@ -133,6 +140,8 @@ void add_compare_command(CLI::App& app) {
       ->check(integer_in(0, INT_MAX));
   cmd->add_flag("--retry-failed", a->retry_failed, "run failed cells again");
   cmd->add_flag("--no-plots", a->no_plots, "do not run the plotting script");
+  cmd->add_flag("--list", a->list,
+                "list the cells (state, budget, outcome so far) and the references, and stop: nothing is run or written");
   cmd->add_option("--test-interrupt", a->test_interrupt, "testing: CELL_ID:ITERATION stops that cell as SIGTERM would")
       ->group("");
   cmd->callback([a] { run_compare(*a); });

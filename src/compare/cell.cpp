@@ -153,8 +153,9 @@ int run_cell(const std::string& dir, const CellRunOptions& options) {
       if (config.eval.steps > 0) {
         j.update(eval_json(out.final_eval));
         log_eval_text(out.final_eval);  // (the cell's log shows its result, as train's stdout does)
+      } else {
+        j["reason"] = "no evaluation (eval_steps 0)";
       }
-      else j["reason"] = "no evaluation (eval_steps 0)";
       exit_code = cell_done;
     }
   } catch (const Interrupted& e) {  // a signal during pretraining, burn-in or evaluation: redo from its checkpoint

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -39,12 +40,15 @@ nlohmann::json read_cache(const std::string& path) {
   }
 }
 
+/// The label of a molecule without a CCSD(T) reference.
+const char* const kOpenShellLabel = "no CCSD(T) reference: open shell (nnvmc's CCSD is closed-shell)";
+
 Reference ccsd_t_reference(const System& system, const std::string& basis) {
   Reference r;
   r.kind = "ccsd_t";
   if (system.n_up() != system.n_down()) {
     r.kind = "none";
-    r.label = "no CCSD(T) reference: open shell (nnvmc's CCSD is closed-shell)";
+    r.label = kOpenShellLabel;
     return r;
   }
   log::info(strfmt("reference for %s: CCSD(T)/%s ...", system.name.c_str(), basis.c_str()));
@@ -66,42 +70,73 @@ Reference ccsd_t_reference(const System& system, const std::string& basis) {
 
 }  // namespace
 
+namespace {
+/// The reference of molecule `m` that needs no computing: its file's e_ref (when `spec` takes
+/// it), or the CCSD(T) result `cache` holds for the same geometry and basis; nullopt otherwise.
+std::optional<Reference> reference_at_hand(const CompareSpec& spec, const MoleculeEntry& m, const nlohmann::json& cache) {
+  Reference r;
+  const bool use_file =
+      spec.references == ReferenceMode::exact || (spec.references == ReferenceMode::automatic && m.system.e_ref);
+  if (use_file) {
+    r.kind = "e_ref";
+    r.energy = *m.system.e_ref;
+    r.label = m.system.e_ref_source.empty() ? "molecule file e_ref" : m.system.e_ref_source;
+    return r;
+  }
+  const auto it = cache.find(m.label);
+  if (it == cache.end() || !it->is_object() || it->value("fingerprint", "") != fingerprint(m.system) ||
+      it->value("basis", "") != spec.reference_basis || it->value("kind", "") == "")
+    return std::nullopt;
+  r.kind = (*it)["kind"];
+  r.label = (*it)["label"];
+  r.energy = (*it)["energy"].is_number() ? (*it)["energy"].get<double>() : r.energy;
+  r.seconds = it->value("seconds", 0.0);
+  return r;
+}
+}  // namespace
+
 std::vector<Reference> compute_references(const CompareSpec& spec) {
   const std::string cache_path = spec.output + "/references.json";
   nlohmann::json cache = read_cache(cache_path);
   std::vector<Reference> out;
   for (const auto& m : spec.molecules) {
     Reference r;
-    const bool use_file = spec.references == ReferenceMode::exact ||
-                          (spec.references == ReferenceMode::automatic && m.system.e_ref);
-    if (use_file) {
-      r.kind = "e_ref";
-      r.energy = *m.system.e_ref;
-      r.label = m.system.e_ref_source.empty() ? "molecule file e_ref" : m.system.e_ref_source;
+    const auto at_hand = reference_at_hand(spec, m, cache);
+    const bool file = at_hand && at_hand->kind == "e_ref";
+    // Each rank read the cache itself (an output on node-local disks, or a stale network
+    // view, may differ): the CCSD below is a collective, so all ranks run it if one must.
+    if (file || !parallel::world().any(!at_hand)) {
+      r = *at_hand;
     } else {
-      const auto& c = cache[m.label];
-      const bool cached = c.is_object() && c.value("fingerprint", "") == fingerprint(m.system) &&
-                          c.value("basis", "") == spec.reference_basis && c.value("kind", "") != "";
-      // Each rank read the cache itself (an output on node-local disks, or a stale network
-      // view, may differ): the CCSD below is a collective, so all ranks run it if one must.
-      if (!parallel::world().any(!cached)) {
-        r.kind = c["kind"];
-        r.label = c["label"];
-        r.energy = c["energy"].is_number() ? c["energy"].get<double>() : r.energy;
-        r.seconds = c.value("seconds", 0.0);
-      } else {
-        r = ccsd_t_reference(m.system, spec.reference_basis);
-        cache[m.label] = {{"fingerprint", fingerprint(m.system)}, {"basis", spec.reference_basis},
-                          {"kind", r.kind}, {"label", r.label}, {"seconds", r.seconds}};
-        cache[m.label]["energy"] = std::isfinite(r.energy) ? nlohmann::json(r.energy) : nlohmann::json();
-        if (parallel::world().is_root()) {  // under mpirun every rank computed it (CCSD is shared out)
-          fs::create_directories(spec.output);
-          io::write_text_atomically(cache_path, json_text(cache, 2) + "\n");
-        }
+      r = ccsd_t_reference(m.system, spec.reference_basis);
+      cache[m.label] = {{"fingerprint", fingerprint(m.system)}, {"basis", spec.reference_basis},
+                        {"kind", r.kind}, {"label", r.label}, {"seconds", r.seconds}};
+      cache[m.label]["energy"] = std::isfinite(r.energy) ? nlohmann::json(r.energy) : nlohmann::json();
+      if (parallel::world().is_root()) {  // under mpirun every rank computed it (CCSD is shared out)
+        fs::create_directories(spec.output);
+        io::write_text_atomically(cache_path, json_text(cache, 2) + "\n");
       }
     }
     log::info(strfmt("reference %-10s %s  (%s)", m.label.c_str(),
                      std::isfinite(r.energy) ? strfmt("%.6f Eh", r.energy).c_str() : "none", r.label.c_str()));
+    out.push_back(r);
+  }
+  return out;
+}
+
+std::vector<Reference> known_references(const CompareSpec& spec) {
+  const nlohmann::json cache = read_cache(spec.output + "/references.json");
+  std::vector<Reference> out;
+  for (const auto& m : spec.molecules) {
+    if (auto r = reference_at_hand(spec, m, cache)) {
+      out.push_back(*r);
+      continue;
+    }
+    Reference r;
+    const bool open_shell = m.system.n_up() != m.system.n_down();
+    r.kind = open_shell ? "none" : "ccsd_t";
+    r.label = open_shell ? kOpenShellLabel
+                         : "CCSD(T)/" + spec.reference_basis + " (nnvmc ccsd), computed when the comparison runs";
     out.push_back(r);
   }
   return out;

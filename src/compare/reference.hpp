@@ -24,4 +24,9 @@ struct Reference {
 /// @throws ConfigError naming reference_basis when the basis is unknown.
 std::vector<Reference> compute_references(const CompareSpec& spec);
 
+/// The references of `spec` as far as they are known without computing: e_ref, cached CCSD(T)
+/// results, "none" for an open shell; a CCSD(T) still to compute has a NaN energy and says so
+/// in its label. Reads the cache; writes nothing (`nnvmc compare --list`).
+std::vector<Reference> known_references(const CompareSpec& spec);
+
 }  // namespace nnvmc::compare

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compare/cell.hpp"
+#include "core/config_diff.hpp"
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "core/process.hpp"
@@ -88,20 +89,40 @@ std::string cell_state(const Cell& cell) {
   return "new";
 }
 
-namespace {
-/// Whether the cell's directory holds this configuration (true when there is none yet).
-bool same_configuration(const Cell& cell) {
+bool holds_other_configuration(const Cell& cell) {
   const std::string path = dir_of(cell) + "/cell.yaml";
-  if (!fs::exists(path)) return true;
+  if (!fs::exists(path)) return false;
   try {
-    return cell_identity(load_config(path)) == cell_identity(cell.config);
+    return cell_identity(load_config(path)) != cell_identity(cell.config);
   } catch (const ConfigError&) {
-    return false;  // unreadable: a different run
+    return true;  // unreadable: a different run
   }
 }
+
+std::string cell_outcome(const Cell& cell) {
+  const auto j = read_status(dir_of(cell));
+  return j.value("status", "").empty() ? "" : finished_line(cell, j);
+}
+
+namespace {
+/// Whether the cell's directory holds this configuration (true when there is none yet).
+bool same_configuration(const Cell& cell) { return !holds_other_configuration(cell); }
 bool has_progress(const Cell& cell) {
   const std::string state = cell_state(cell);
   return state == "done" || state == "started" || state == "interrupted";
+}
+}  // namespace
+
+namespace {
+/// How the configuration in the cell's directory differs from the cell's ("optim.lr_delay 1000
+/// -> 10000, ..."), for the refusal of check_cells.
+std::string configuration_change(const Cell& cell) {
+  try {
+    const Config held = load_config(dir_of(cell) + "/cell.yaml");
+    return describe_changes(setting_changes(identity_settings(held), identity_settings(cell.config)));
+  } catch (const ConfigError& e) {
+    return std::string("its cell.yaml cannot be read: ") + e.what();
+  }
 }
 }  // namespace
 
@@ -109,8 +130,8 @@ void check_cells(const CompareSpec& spec) {
   for (const auto& cell : spec.cells)
     if (!same_configuration(cell) && has_progress(cell))
       throw InputError("output '" + spec.output + "' already holds cell " + cell.id +
-                       " run with a different configuration; delete " + dir_of(cell) +
-                       " to redo it, or choose another output");
+                       " run with a different configuration (" + configuration_change(cell) + "); delete " +
+                       dir_of(cell) + " to redo it, or choose another output");
 }
 
 void prepare_cells(const CompareSpec& spec, const RunnerOptions& o) {

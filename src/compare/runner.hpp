@@ -43,6 +43,14 @@ struct RunSummary {
 /// State of a cell on disk: "new", "started" (has a checkpoint), "done", "failed", "interrupted".
 std::string cell_state(const Cell& cell);
 
+/// Whether the cell's directory holds a run of another configuration (its cell.yaml differs, or
+/// cannot be read); false when the directory has none yet.
+bool holds_other_configuration(const Cell& cell);
+
+/// What the cell's cell.json says of its end, as the progress line prints it ("done, E = … ±
+/// … Eh, 12.0 s", "FAILED: reason", "interrupted, …"); "" when it has not ended yet.
+std::string cell_outcome(const Cell& cell);
+
 /// Checks every cell directory against its cell's config, writing nothing: a directory holding
 /// a different run (other than a failed or never-checkpointed one) is an InputError naming
 /// the cell.

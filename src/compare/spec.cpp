@@ -359,12 +359,14 @@ std::string sanitize_label(const std::string& label) {
   return out.empty() ? "_" : out;
 }
 
-std::string cell_identity(const Config& config) {
+Config identity_settings(const Config& config) {
   Config c = config;
   c.run.threads = 0;
   c.optim.minutes = 0;  // a comparison given more (or fewer) minutes continues its cells
-  return to_yaml(c);
+  return c;
 }
+
+std::string cell_identity(const Config& config) { return to_yaml(identity_settings(config)); }
 
 CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<std::string>& overrides,
                                const std::string& where, const std::string& file_dir) {

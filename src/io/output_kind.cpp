@@ -1,25 +1,34 @@
 #include "io/output_kind.hpp"
 
 #include <filesystem>
-#include <initializer_list>
 
 namespace nnvmc::io {
+namespace fs = std::filesystem;
+
 namespace {
-std::string first_existing(const std::string& dir, std::initializer_list<const char*> names) {
+/// Whether `dir`/`name` exists (false when it cannot be checked).
+bool has(const std::string& dir, const std::string& name) {
   std::error_code ec;
-  for (const char* name : names)
-    if (std::filesystem::exists(std::filesystem::path(dir) / name, ec)) return name;
-  return "";
+  return fs::exists(fs::path(dir) / name, ec);
 }
 }  // namespace
 
 std::string training_run_marker(const std::string& dir) {
-  return first_existing(dir, {"checkpoint.h5", "summary.json", "result.h5", "checkpoint.h5.previous",
-                              "summary.json.previous"});
+  for (const char* checkpoint : {"checkpoint.h5", "checkpoint.h5.previous"})
+    if (has(dir, checkpoint)) return checkpoint;
+  if (has(dir, "config.yaml"))
+    for (const char* results : {"summary.json", "result.h5"})
+      if (has(dir, results)) return std::string("config.yaml and ") + results;
+  return "";
 }
 
 std::string comparison_marker(const std::string& dir) {
-  return first_existing(dir, {"compare.h5", "compare.csv", "references.json", "cells"});
+  for (const char* table : {"compare.csv", "compare.h5"})
+    if (has(dir, table)) return table;
+  std::error_code ec;
+  for (fs::directory_iterator it(fs::path(dir) / "cells", ec), end; !ec && it != end; it.increment(ec))
+    if (has(it->path().string(), "cell.yaml")) return "cells/" + it->path().filename().string() + "/cell.yaml";
+  return "";
 }
 
 }  // namespace nnvmc::io

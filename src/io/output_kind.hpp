@@ -2,17 +2,19 @@
 /// @file output_kind.hpp
 /// What an output directory already holds, so that `nnvmc train` and `nnvmc compare` refuse to
 /// write into each other's directories (their files would mix: a run's checkpoint beside a
-/// comparison's table, or a comparison's cells/ inside a run).
+/// comparison's table, or a comparison's cells inside a run). Only files that these commands
+/// write together count, so a user's own folder (a result.h5, a folder called cells) is neither.
 #include <string>
 
 namespace nnvmc::io {
 
-/// The file that marks `dir` as a training run's directory (checkpoint.h5, summary.json or
-/// result.h5, also set aside as *.previous), or "" when there is none.
+/// What marks `dir` as a training run's directory: "checkpoint.h5" (or, set aside by --force,
+/// "checkpoint.h5.previous"), or "config.yaml and summary.json" / "config.yaml and result.h5"
+/// (a run that ended or started without a checkpoint); "" when none of them is there.
 std::string training_run_marker(const std::string& dir);
 
-/// The entry that marks `dir` as a comparison's output (compare.h5, compare.csv, references.json
-/// or the cells/ directory), or "" when there is none.
+/// What marks `dir` as a comparison's output: "compare.csv", "compare.h5", or a cell's
+/// "cells/<id>/cell.yaml"; "" when none of them is there.
 std::string comparison_marker(const std::string& dir);
 
 }  // namespace nnvmc::io

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -127,6 +128,20 @@ TEST(CompareCli, InterruptedComparisonResumesOnlyTheMissingCellsAndGivesOneRowPe
   const auto partial = read_csv(dir + "/compare.csv");  // the table is written even when stopped
   ASSERT_EQ(partial.size(), 4u);
   EXPECT_EQ(partial[3].at("status"), "pending");
+  // --list says where each cell stands, and runs and writes nothing.
+  const auto files = [&] {
+    std::map<std::string, std::pair<std::uintmax_t, fs::file_time_type>> out;
+    for (const auto& e : fs::recursive_directory_iterator(dir))
+      out[e.path().string()] = {e.is_regular_file() ? e.file_size() : 0, e.last_write_time()};
+    return out;
+  };
+  const auto before = files();
+  const auto listed = run("compare " + file + " --list --log-level warn");
+  ASSERT_EQ(listed.code, 0) << listed.out;
+  for (const char* line : {": 4 cells in ", "(1 done, 1 interrupted, 2 new)", "small__h ", "5 iterations",
+                           "done, E = ", "interrupted, ", "  he    -2.903724 Eh  "})
+    EXPECT_NE(listed.out.find(line), std::string::npos) << line << "\n" << listed.out;
+  EXPECT_TRUE(files() == before);
 
   const auto second = run("compare " + file + " --no-plots");
   ASSERT_EQ(second.code, 0) << second.out;
@@ -173,8 +188,12 @@ TEST(CompareCli, InterruptedComparisonResumesOnlyTheMissingCellsAndGivesOneRowPe
   // The same output with another budget would mix two comparisons: refused, nothing touched.
   const auto changed = run("compare " + file + " --no-plots iterations=6");
   EXPECT_EQ(changed.code, 2) << changed.out;
-  EXPECT_NE(changed.out.find("different configuration"), std::string::npos) << changed.out;
+  EXPECT_NE(changed.out.find("different configuration (optim.iterations 5 -> 6)"), std::string::npos) << changed.out;
   EXPECT_EQ(train_rows(dir, "small__h"), 5);
+  const auto differs = run("compare " + file + " --list iterations=6");  // ... and --list says why
+  ASSERT_EQ(differs.code, 0) << differs.out;
+  EXPECT_NE(differs.out.find("(4 differs)"), std::string::npos) << differs.out;
+  EXPECT_NE(differs.out.find("compare refuses it"), std::string::npos) << differs.out;
 }
 
 TEST(CompareCli, FailingCellIsReportedAndTheOthersComplete) {
@@ -199,7 +218,7 @@ TEST(CompareCli, FailingCellIsReportedAndTheOthersComplete) {
   std::ifstream log(dir + "/cells/ok__he/log.txt");
   const std::string text((std::istreambuf_iterator<char>(log)), {});
   EXPECT_NE(text.find("run.memory_budget 'auto' is this comparison's share"), std::string::npos) << text;
-  EXPECT_NE(text.find("energy "), std::string::npos) << text;  // the cell's result is in its log
+  EXPECT_TRUE(std::regex_search(text, std::regex(R"(energy +-[0-9.]+ ± [0-9.]+ Eh)"))) << text;  // its result
   std::ifstream report(dir + "/report.md");
   const std::string md((std::istreambuf_iterator<char>(report)), {});
   EXPECT_NE(md.find("starved__he"), std::string::npos);
@@ -210,11 +229,13 @@ TEST(CompareCli, FailingCellIsReportedAndTheOthersComplete) {
 TEST(CompareCli, TrainingRunsAndComparisonsRefuseEachOthersDirectories) {
   const auto [file, dir] = setup("nnvmc_compare_into_run", kTiny);
   std::ofstream(dir + "/summary.json") << "{}\n";  // a training run's directory
+  std::ofstream(dir + "/config.yaml") << "{}\n";
   const auto r = run("compare " + file + " --no-plots");
   EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("holds a training run (summary.json)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("holds a training run (config.yaml and summary.json)"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(dir + "/cells"));
   fs::remove(dir + "/summary.json");
+  fs::remove(dir + "/config.yaml");
   std::ofstream(dir + "/compare.csv") << "cell\n";  // a comparison's output
   const std::string config = dir + "_run.yaml";
   std::ofstream(config) << "system: {molecule: he}\n";

@@ -6,6 +6,7 @@
 #include "common/test_util.hpp"
 #include "core/errors.hpp"
 #include "io/hdf5_file.hpp"
+#include "io/output_kind.hpp"
 #include "models/ferminet/ferminet.hpp"
 #include "train/checkpoint.hpp"
 
@@ -228,4 +229,27 @@ TEST(Checkpoint, AFailedWriteIsAWriteErrorAndKeepsTheOldFile) {
   } catch (const WriteError& e) {
     EXPECT_NE(std::string(e.what()).find("No space left on device"), std::string::npos) << e.what();
   }
+}
+
+// train and compare refuse each other's directories by the files they write together; a user's
+// own folder holding one such name (a result.h5, a folder called cells) is neither.
+TEST(OutputKind, RunsAndComparisonsAreKnownByTheFilesTheyWriteTogether) {
+  namespace fs = std::filesystem;
+  const auto dir = (fs::temp_directory_path() / "nnvmc_output_kind").string();
+  fs::remove_all(dir);
+  fs::create_directories(dir + "/cells/notes");
+  for (const char* f : {"result.h5", "summary.json", "references.json"}) std::ofstream(dir + "/" + f) << "x";
+  EXPECT_EQ(io::training_run_marker(dir), "");
+  EXPECT_EQ(io::comparison_marker(dir), "");
+  std::ofstream(dir + "/config.yaml") << "x";
+  EXPECT_EQ(io::training_run_marker(dir), "config.yaml and summary.json");
+  std::ofstream(dir + "/checkpoint.h5.previous") << "x";  // a run set aside by --force
+  EXPECT_EQ(io::training_run_marker(dir), "checkpoint.h5.previous");
+  std::ofstream(dir + "/cells/notes/cell.yaml") << "x";
+  EXPECT_EQ(io::comparison_marker(dir), "cells/notes/cell.yaml");
+  std::ofstream(dir + "/compare.h5") << "x";
+  EXPECT_EQ(io::comparison_marker(dir), "compare.h5");
+  EXPECT_EQ(io::training_run_marker(dir + "/missing"), "");
+  EXPECT_EQ(io::comparison_marker(dir + "/missing"), "");
+  fs::remove_all(dir);
 }

@@ -1,0 +1,19 @@
+#pragma once
+/// @file listing.hpp
+/// `nnvmc compare FILE --list`: the cells a comparison runs and where each stands, and the
+/// references, from the file and its output directory alone (nothing is run or written).
+/// Torch-free.
+#include <string>
+#include <vector>
+
+#include "compare/reference.hpp"
+#include "compare/spec.hpp"
+
+namespace nnvmc::compare {
+
+/// A text table: one line per cell of `spec` (id, state on disk, training budget, walkers, and
+/// its outcome when it has ended), a count of the states, then one line per molecule with its
+/// reference (`references` as known_references gives them, in the order of spec.molecules).
+std::string list_comparison(const CompareSpec& spec, const std::vector<Reference>& references);
+
+}  // namespace nnvmc::compare
