@@ -31,9 +31,9 @@ void run_config_command(const ConfigArgs& a) {
   }
   const RunArgs ra = split_run_args(a.args);
   const Config config = ra.file.empty() ? parse_config("", ra.overrides, "defaults") : load_config(ra.file, ra.overrides);
-  for (const System& m : resolve_molecules(config.system))  // (an impossible molecule is refused here too)
-    log::info(strfmt("%s: %d electrons (%d up, %d down)", m.name.c_str(), m.n_electrons(), m.n_up(), m.n_down()));
-  std::cout << to_yaml(config);
+  const std::vector<System> molecules = resolve_molecules(config.system);  // (an impossible one is refused here)
+  for (const System& m : molecules) log::info(m.electron_summary());
+  std::cout << to_yaml(as_recorded(config, molecules.front().n_electrons()));
 }
 }  // namespace
 

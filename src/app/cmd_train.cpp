@@ -2,14 +2,14 @@
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
-#include <map>
-#include <set>
 #include <vector>
 
 #include <yaml-cpp/yaml.h>
 
 #include "app/commands.hpp"
 #include "app/run_args.hpp"
+#include "core/config_diff.hpp"
+#include "core/config_yaml.hpp"
 #include "parallel/communicator.hpp"
 #include "core/errors.hpp"
 #include "core/log.hpp"
@@ -20,17 +20,6 @@ namespace nnvmc::app {
 
 namespace {
 namespace fs = std::filesystem;
-
-/// Every leaf of a YAML document as "key.path" → value text.
-void flatten(const YAML::Node& node, const std::string& path, std::map<std::string, std::string>& out) {
-  if (node.IsMap()) {
-    for (const auto& kv : node) flatten(kv.second, path.empty() ? kv.first.Scalar() : path + "." + kv.first.Scalar(), out);
-  } else {
-    YAML::Emitter e;
-    e << YAML::Flow << node;
-    out[path] = e.c_str();
-  }
-}
 
 /// Settings that choose how a run is executed, not which Markov chain it follows: a resume may
 /// change them without a warning (e.g. more threads, or the GPU for the later iterations).
@@ -47,71 +36,63 @@ const char* const kFixedOnResume[] = {"model.", "pretrain."};
 /// optim.determinant_balance: those take the new type's defaults unless an override gives them.
 Config resumed_config(const std::string& yaml, const Config& recorded, const std::vector<std::string>& overrides,
                       const std::string& where) {
-  Config config = parse_config(yaml, overrides, where);
-  if (config.optim.type == recorded.optim.type) return config;
+  // The type the overrides give, read before the whole config is: with the old type's values the
+  // new type may not validate (adam's determinant_balance under kfac; a resume to kfac failed so).
+  std::string type = recorded.optim.type;
+  for (const auto& o : overrides) {
+    YAML::Node alone(YAML::NodeType::Map);
+    try {
+      config_yaml::apply_override(alone, o);
+    } catch (const ConfigError&) {
+      continue;  // (parse_config names it)
+    }
+    const YAML::Node& given = alone;  // const lookups add no keys
+    if (given["optim"] && given["optim"].IsMap() && given["optim"]["type"] && given["optim"]["type"].IsScalar())
+      type = given["optim"]["type"].Scalar();
+  }
+  if (type == recorded.optim.type) return parse_config(yaml, overrides, where);
   YAML::Node root = YAML::Load(yaml);
   for (const char* key : {"lr", "lr_delay", "determinant_balance"})
     if (std::none_of(overrides.begin(), overrides.end(),
                      [&](const std::string& o) { return override_sets(o, std::string("optim.") + key); }) &&
         root["optim"] && root["optim"].IsMap())
       root["optim"].remove(key);
-  config = parse_config(YAML::Dump(root), overrides, where);
-  log::info(strfmt("resume: optim.type %s -> %s with optim.lr = %g, optim.determinant_balance = %g, optim.lr_delay "
+  const Config config = parse_config(YAML::Dump(root), overrides, where);
+  log::info(strfmt("resume: optim.type %s -> %s with optim.lr = %g, optim.lr_delay = %g, optim.determinant_balance "
                    "= %g (the new type's defaults where not given)",
-                   recorded.optim.type.c_str(), config.optim.type.c_str(), config.optim.lr,
-                   config.optim.determinant_balance.value_or(0.0), config.optim.lr_delay));
+                   recorded.optim.type.c_str(), config.optim.type.c_str(), config.optim.lr, config.optim.lr_delay,
+                   config.optim.determinant_balance.value_or(0.0)));
   return config;
-}
-
-/// One setting that differs between two configs: its key path and both values as YAML text
-/// ("(unset)" where a config has none).
-struct SettingChange {
-  std::string key, before, after;
-};
-
-/// Every leaf setting in which `now` differs from `recorded`, in key order.
-std::vector<SettingChange> setting_changes(const Config& recorded, const Config& now) {
-  std::map<std::string, std::string> a, b;
-  flatten(YAML::Load(to_yaml(recorded)), "", a);
-  flatten(YAML::Load(to_yaml(now)), "", b);
-  std::set<std::string> keys;
-  for (const auto& kv : a) keys.insert(kv.first);
-  for (const auto& kv : b) keys.insert(kv.first);
-  std::vector<SettingChange> out;
-  for (const auto& key : keys) {
-    const auto was = a.find(key), is = b.find(key);
-    SettingChange c{key, was == a.end() ? "(unset)" : was->second, is == b.end() ? "(unset)" : is->second};
-    if (c.before != c.after) out.push_back(std::move(c));
-  }
-  return out;
 }
 
 /// @throws InputError naming the first key under kFixedOnResume, or run.seed, that `now` changes.
 void refuse_fixed_changes(const Config& recorded, const Config& now, const std::string& dir) {
-  for (const auto& c : setting_changes(recorded, now))
-    if (c.key == "run.seed")  // (it used to be accepted with a warning, and changed only the molecule draws)
+  for (const auto& c : setting_changes(recorded, now)) {
+    if (c.key == "run.seed") {  // (it used to be accepted with a warning, and changed only the molecule draws)
       throw InputError("train --resume " + dir + ": 'run.seed' cannot change on resume (" + c.before + " -> " +
                        c.after + "): the walkers' random streams continue from the checkpoint; for another seed, "
                        "begin a new run (with model.init_from to keep the parameters)");
-    else if (std::any_of(std::begin(kFixedOnResume), std::end(kFixedOnResume),
-                    [&](const char* prefix) { return c.key.rfind(prefix, 0) == 0; }))
+    }
+    const auto fixed = [&](const char* prefix) { return c.key.rfind(prefix, 0) == 0; };
+    if (std::any_of(std::begin(kFixedOnResume), std::end(kFixedOnResume), fixed)) {
       throw InputError("train --resume " + dir + ": '" + c.key + "' cannot change on resume (" + c.before + " -> " +
                        c.after + "): the parameters belong to the model the run trained and its start is done; to "
                        "start from them with other settings, begin a new run with model.init_from");
+    }
+  }
 }
 
 /// Settings a resumed run changes, added or removes (beyond how it is executed and the final
 /// evaluation), as "optim.type adam -> spring, ..." ("" when none): the run is then no longer one
 /// Markov chain under one setting, and its config.yaml describes only the later iterations.
 std::string changed_settings(const Config& recorded, const Config& now) {
-  const auto ignored = [](const std::string& key) {
-    return key.rfind("eval.", 0) == 0 ||
-           std::find(std::begin(kExecutionSettings), std::end(kExecutionSettings), key) != std::end(kExecutionSettings);
+  const auto ignored = [](const SettingChange& c) {
+    return c.key.rfind("eval.", 0) == 0 ||
+           std::find(std::begin(kExecutionSettings), std::end(kExecutionSettings), c.key) != std::end(kExecutionSettings);
   };
-  std::string out;
-  for (const auto& c : setting_changes(recorded, now))
-    if (!ignored(c.key)) out += (out.empty() ? "" : ", ") + c.key + " " + c.before + " -> " + c.after;
-  return out;
+  auto changes = setting_changes(recorded, now);
+  changes.erase(std::remove_if(changes.begin(), changes.end(), ignored), changes.end());
+  return describe_changes(changes);
 }
 
 }  // namespace
@@ -162,17 +143,14 @@ void add_train_command(CLI::App& app) {
     const auto& s = trainer->setup();
     int64_t n_params = 0;
     for (const auto& p : s.wf->parameters()) n_params += p.numel();
-    const auto describe = [](const System& m) {
-      return strfmt("%s: %d electrons (%d up, %d down)", m.name.c_str(), m.n_electrons(), m.n_up(), m.n_down());
-    };
-    const std::string what = s.molecules.size() == 1 ? describe(s.molecules[0].system)
+    const std::string what = s.molecules.size() == 1 ? s.molecules[0].system.electron_summary()
                                                      : strfmt("%zu molecules", s.molecules.size());
     log::info(strfmt("%s, model %s (%ld parameters), %d walkers%s, %s, output %s", what.c_str(),
                      s.config.model.type.c_str(), static_cast<long>(n_params), s.config.sampler.walkers,
                      s.molecules.size() == 1 ? "" : " per molecule", parallel::world().describe().c_str(),
                      trainer->output_dir().c_str()));
     if (s.molecules.size() > 1)
-      for (const auto& m : s.molecules) log::info("  " + describe(m.system));
+      for (const auto& m : s.molecules) log::info("  " + m.system.electron_summary());
     const TrainOutcome out = trainer->run();
     // The final evaluation is the run's result: on stdout, as `nnvmc eval` prints it, so that
     // --log-level warn (progress off) still shows it.

@@ -278,10 +278,6 @@ void validate(const Config& c) {
   require_one_of(c.run.dtype, {"float64", "float32"}, "run.dtype");
   require(is_device_name(c.run.device), "run.device",
           "must be cpu, cuda or cuda:N");
-  // (it names the run's directory through run.output's <name>: '../x' would write outside it)
-  require(c.run.name.find('/') == std::string::npos && c.run.name != "." && c.run.name != "..",
-          "run.name", "must be a plain name, not a path ('" + c.run.name +
-                          "'; run.output chooses where the run is written)");
   require(c.run.checkpoint_every >= 0, "run.checkpoint_every", "must be >= 0");
   require(c.run.threads >= 0, "run.threads", "must be >= 0");
   // (tens of thousands of OpenMP threads crash or hang the process)
@@ -441,6 +437,17 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
     throw ConfigError(path + ": the config file is empty (give its settings, e.g. system.molecule; see configs/runs/)");
   Config c = parse_config_tree(document, overrides, path);
   if (c.run.name.empty()) c.run.name = std::filesystem::path(path).stem().string();
+  // It names a new run's directory through run.output's <name>: '../x' wrote outside it. (Checked
+  // here, where runs start from a file, not in validate(): a checkpoint's config is read as recorded.)
+  require(c.run.name.find('/') == std::string::npos && c.run.name != "." && c.run.name != "..", "run.name",
+          "must be a plain name, not a path ('" + c.run.name + "'; run.output chooses where the run is written)");
+  return c;
+}
+
+Config as_recorded(const Config& config, int n_electrons) {
+  Config c = config;
+  if (!c.system.molecule && !c.system.molecules && !c.system.dataset) c.system.molecule = InlineYaml{"lih"};
+  c.model.ferminet = c.model.ferminet.sized_for(n_electrons);
   return c;
 }
 

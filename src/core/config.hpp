@@ -279,7 +279,7 @@ struct OptimOptions {
   int max_consecutive_failures = 10;  ///< failed (non-finite) steps in a row before training stops
   int molecules_per_step = 0;  ///< molecules trained per iteration, drawn from run.seed and t; 0: all
   /// Weight of oneqmc's determinant-balance penalty (ansätze with determinant weights: orbformer);
-  /// unset: kDeterminantBalanceDefault for adam, 0 for sr, minsr, spring (as oneqmc, whose SPRING
+  /// unset: kDeterminantBalanceDefault for adam, 0 for sr, minsr, spring, kfac (as oneqmc, whose SPRING
   /// does not use it); 0 disables it.
   std::optional<double> determinant_balance;
   template <class V> void visit(V& v) {
@@ -302,7 +302,7 @@ struct OptimOptions {
       "failed (non-finite) steps in a row, each retried with new moves, before training stops");
     v("molecules_per_step", molecules_per_step, "molecules trained per iteration (0: all of system.molecules)");
     v("determinant_balance", determinant_balance,
-      "weight of the determinant-balance penalty (orbformer; default 1e-3 for adam, 0 for sr/minsr/spring)");
+      "weight of the determinant-balance penalty (orbformer; default 1e-3 for adam, 0 for sr/minsr/spring/kfac)");
   }
 };
 
@@ -352,8 +352,8 @@ struct RunOptions {
     v("output", output, "output directory (<name> is replaced)");
     v("checkpoint_every", checkpoint_every, "iterations between checkpoints (0: only at the end)");
     v("memory_budget", memory_budget,
-      "working memory of a local-energy evaluation and of the sampler's passes: bytes (e.g. 2GiB, 500MB) or "
-      "auto (60 % of the available memory)");
+      "working memory of a local-energy evaluation, of the sampler's passes and of the per-walker gradient "
+      "passes (optim.sr.chunk_walkers): bytes (e.g. 2GiB, 500MB) or auto (60 % of the available memory)");
     v("threads", threads, "CPU threads (0: all cores)");
     v("walker_threads", walker_threads,
       "on the CPU, run the wavefunction and local energy on one part of the walkers per thread "
@@ -425,6 +425,11 @@ bool override_sets(const std::string& assignment, const std::string& key_path);
 
 /// The fully resolved config as YAML (with a comment per field).
 std::string to_yaml(const Config& config);
+
+/// `config` as a run records it (config.yaml, checkpoints): the default molecule named
+/// (system.molecule: lih when no molecule key is given) and the FermiNet sizes left to the
+/// molecule filled in for `n_electrons`, the first molecule's (FermiNetOptions::sized_for).
+Config as_recorded(const Config& config, int n_electrons);
 
 /// Range checks (walkers > 0, known enum strings, ...). @throws ConfigError.
 void validate(const Config& config);

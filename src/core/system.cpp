@@ -44,6 +44,11 @@ double System::nuclear_repulsion() const {
   return e;
 }
 
+std::string System::electron_summary() const {
+  return name + ": " + std::to_string(n_electrons()) + " electrons (" + std::to_string(n_up()) + " up, " +
+         std::to_string(n_down()) + " down)";
+}
+
 void System::validate() const {
   const std::string who = name.empty() ? "molecule" : "molecule '" + name + "'";
   if (atoms.empty()) throw InputError(who + ": no atoms");

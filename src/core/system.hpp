@@ -39,6 +39,8 @@ struct System {
 
   /// Checks charge/spin consistency. @throws InputError naming what is wrong.
   void validate() const;
+  /// "name: N electrons (u up, d down)", as the commands log a molecule.
+  std::string electron_summary() const;
 };
 
 /// The scale from `units` ("bohr" or "angstrom", any case) to bohr. @throws InputError naming

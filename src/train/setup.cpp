@@ -233,14 +233,11 @@ void warn_of_settings_without_effect(const Config& config, const std::vector<Sys
 
 VmcSetup make_setup(const Config& config) {
   VmcSetup s;
-  s.config = config;
   const std::vector<System> systems = resolve_molecules(config.system);
   require_same_run_on_all_ranks(config, systems);
   warn_of_settings_without_effect(config, systems);
-  if (!config.system.molecule && !config.system.molecules && !config.system.dataset)
-    s.config.system.molecule = InlineYaml{"lih"};
-  // Sizes left to the molecule are written into the config (config.yaml, checkpoints).
-  s.config.model.ferminet = config.model.ferminet.sized_for(systems[0].n_electrons());
+  // The default molecule and sizes left to it are written into the config (config.yaml, checkpoints).
+  s.config = as_recorded(config, systems[0].n_electrons());
   s.options = tensor_options(config);
   if (config.run.threads > 0) torch::set_num_threads(config.run.threads);
   parallel::set_walker_threads(config.run.walker_threads);

@@ -65,8 +65,8 @@ void expect_input_error(const std::string& args, const std::string& needle) {
 }
 }  // namespace
 
-// `nnvmc config` shows what a config resolves to (every setting, as config.yaml records it) and
-// checks it, molecules included, without running anything.
+// `nnvmc config` shows what a config resolves to (every setting, as the run's config.yaml records
+// it) and checks it, molecules included, without running anything.
 TEST(Cli, ConfigPrintsTheResolvedSettingsAndRefusesBadOnesWithoutRunning) {
   const auto out = (fs::temp_directory_path() / "nnvmc_cli_config").string();
   fs::remove_all(out);
@@ -79,9 +79,15 @@ TEST(Cli, ConfigPrintsTheResolvedSettingsAndRefusesBadOnesWithoutRunning) {
   expect_input_error("config " + cfg + " sampler.walker=3", "sampler.walker");
   expect_input_error("config " + cfg + " system.molecule=nosuchmolecule", "nosuchmolecule");
   expect_input_error("config --markdown " + cfg, "takes no CONFIG");
+  // As a run records it: the default molecule named, FermiNet sizes left to the molecule filled in.
   const auto d = run("config");
   ASSERT_EQ(d.code, 0) << d.out;
-  EXPECT_NE(d.out.find("walkers: 1024"), std::string::npos) << d.out;
+  for (const char* line : {"walkers: 1024", "molecule: lih", "hidden_dims: [[64, 16], [64, 16], [64, 16]]",
+                           "determinants: 8"})
+    EXPECT_NE(d.out.find(line), std::string::npos) << line << "\n" << d.out;
+  const auto he = run("config system.molecule=he");
+  ASSERT_EQ(he.code, 0) << he.out;
+  EXPECT_NE(he.out.find("hidden_dims: [[32, 8], [32, 8], [32, 8]]"), std::string::npos) << he.out;
   const auto m = run("config --markdown");
   ASSERT_EQ(m.code, 0) << m.out;
   EXPECT_NE(m.out.find("| `optim.lr_delay` | `1000` |"), std::string::npos) << m.out;
@@ -707,15 +713,24 @@ TEST(Cli, ResumeFromTheCommandLineEndsWhereAnUninterruptedRunEnds) {
   // another optimizer takes its own learning rate and determinant balance unless they are given
   const auto f = run("train --resume " + resumed + " optim.iterations=5 optim.type=spring --log-level info");
   ASSERT_EQ(f.code, 0) << f.out;
-  EXPECT_NE(f.out.find("optim.type adam -> spring with optim.lr = 0.1, optim.determinant_balance = 0"),
+  EXPECT_NE(f.out.find("optim.type adam -> spring with optim.lr = 0.1, optim.lr_delay = 1000, "
+                       "optim.determinant_balance = 0"),
             std::string::npos) << f.out;
   const auto g = run("train --resume " + resumed + " optim.iterations=6 optim.type=adam optim.lr=0.002 --log-level info");
   ASSERT_EQ(g.code, 0) << g.out;
-  EXPECT_NE(g.out.find("optim.type spring -> adam with optim.lr = 0.002, optim.determinant_balance = 0.001"),
+  EXPECT_NE(g.out.find("optim.type spring -> adam with optim.lr = 0.002, optim.lr_delay = 1000, "
+                       "optim.determinant_balance = 0.001"),
             std::string::npos) << g.out;
+  // ... and its learning-rate delay (kfac: 10000)
+  const auto k = run("train --resume " + resumed + " optim.iterations=7 optim.type=kfac --log-level info");
+  ASSERT_EQ(k.code, 0) << k.out;
+  EXPECT_NE(k.out.find("optim.type adam -> kfac with optim.lr = 0.05, optim.lr_delay = 10000, "
+                       "optim.determinant_balance = 0"),
+            std::string::npos) << k.out;
   std::ifstream recorded(resumed + "/config.yaml");
   const std::string yaml((std::istreambuf_iterator<char>(recorded)), {});
-  EXPECT_NE(yaml.find("lr: 0.002"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("lr: 0.05"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("lr_delay: 10000"), std::string::npos) << yaml;
 }
 
 // `nnvmc eval --walkers N` with N other than the run's: the checkpoint's walkers are repeated
