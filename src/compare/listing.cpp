@@ -6,6 +6,7 @@
 
 #include "compare/runner.hpp"
 #include "core/log.hpp"
+#include "io/output_kind.hpp"
 
 namespace nnvmc::compare {
 namespace {
@@ -27,8 +28,8 @@ std::string list_comparison(const CompareSpec& spec, const std::vector<Reference
     std::string state = cell_state(cell), outcome = cell_outcome(cell);
     if (holds_other_configuration(cell)) {
       const bool kept = state == "done" || state == "started" || state == "interrupted";
-      outcome = kept ? "its directory holds a run of another configuration: compare refuses it (delete the "
-                       "directory to redo the cell)"
+      outcome = kept ? "its directory holds a run of another configuration: compare refuses to run (delete "
+                       "this cell's directory to redo it)"
                      : "its directory holds another configuration, which compare replaces";
       state = "differs";
     }
@@ -40,8 +41,12 @@ std::string list_comparison(const CompareSpec& spec, const std::vector<Reference
   std::string tally;
   for (const char* s : {"done", "failed", "interrupted", "started", "differs", "new"})
     if (counts[s] > 0) tally += strfmt("%s%d %s", tally.empty() ? "" : ", ", counts[s], s);
-  std::string out = strfmt("%s: %zu cells in %s (%s)\n\n", spec.source.c_str(), spec.cells.size(),
+  std::string out = strfmt("%s: %zu cells in %s (%s)\n", spec.source.c_str(), spec.cells.size(),
                            spec.output.c_str(), tally.c_str());
+  if (const std::string marker = io::training_run_marker(spec.output); !marker.empty())
+    out += strfmt("%s holds a training run (%s), not a comparison: compare refuses to run there\n",
+                  spec.output.c_str(), marker.c_str());
+  out += "\n";
   out += strfmt("%-*s  %-11s  %-24s  %7s  %s\n", static_cast<int>(width), "cell", "state", "training", "walkers",
                 "outcome");
   out += rows + "\nreferences:\n";

@@ -71,26 +71,34 @@ Reference ccsd_t_reference(const System& system, const std::string& basis) {
 }  // namespace
 
 namespace {
+/// Whether `spec` scores molecule `m` against its file's e_ref (decided by the file alone: under
+/// mpirun every rank must agree on it, whatever its copy of the cache holds).
+bool takes_file_reference(const CompareSpec& spec, const MoleculeEntry& m) {
+  return spec.references == ReferenceMode::exact || (spec.references == ReferenceMode::automatic && m.system.e_ref);
+}
+
 /// The reference of molecule `m` that needs no computing: its file's e_ref (when `spec` takes
-/// it), or the CCSD(T) result `cache` holds for the same geometry and basis; nullopt otherwise.
+/// it), or the CCSD(T) result `cache` holds for the same geometry and basis; nullopt otherwise
+/// (also for a damaged cache entry: it is computed again).
 std::optional<Reference> reference_at_hand(const CompareSpec& spec, const MoleculeEntry& m, const nlohmann::json& cache) {
   Reference r;
-  const bool use_file =
-      spec.references == ReferenceMode::exact || (spec.references == ReferenceMode::automatic && m.system.e_ref);
-  if (use_file) {
+  if (takes_file_reference(spec, m)) {
     r.kind = "e_ref";
     r.energy = *m.system.e_ref;
     r.label = m.system.e_ref_source.empty() ? "molecule file e_ref" : m.system.e_ref_source;
     return r;
   }
   const auto it = cache.find(m.label);
-  if (it == cache.end() || !it->is_object() || it->value("fingerprint", "") != fingerprint(m.system) ||
-      it->value("basis", "") != spec.reference_basis || it->value("kind", "") == "")
+  const auto text = [&](const char* key) {  // "" when absent or not a string
+    return it->contains(key) && (*it)[key].is_string() ? (*it)[key].get<std::string>() : std::string();
+  };
+  if (it == cache.end() || !it->is_object() || text("fingerprint") != fingerprint(m.system) ||
+      text("basis") != spec.reference_basis || text("kind").empty() || text("label").empty())
     return std::nullopt;
-  r.kind = (*it)["kind"];
-  r.label = (*it)["label"];
-  r.energy = (*it)["energy"].is_number() ? (*it)["energy"].get<double>() : r.energy;
-  r.seconds = it->value("seconds", 0.0);
+  r.kind = text("kind");
+  r.label = text("label");
+  if (it->contains("energy") && (*it)["energy"].is_number()) r.energy = (*it)["energy"].get<double>();
+  if (it->contains("seconds") && (*it)["seconds"].is_number()) r.seconds = (*it)["seconds"].get<double>();
   return r;
 }
 }  // namespace
@@ -102,10 +110,9 @@ std::vector<Reference> compute_references(const CompareSpec& spec) {
   for (const auto& m : spec.molecules) {
     Reference r;
     const auto at_hand = reference_at_hand(spec, m, cache);
-    const bool file = at_hand && at_hand->kind == "e_ref";
     // Each rank read the cache itself (an output on node-local disks, or a stale network
     // view, may differ): the CCSD below is a collective, so all ranks run it if one must.
-    if (file || !parallel::world().any(!at_hand)) {
+    if (takes_file_reference(spec, m) || !parallel::world().any(!at_hand)) {
       r = *at_hand;
     } else {
       r = ccsd_t_reference(m.system, spec.reference_basis);

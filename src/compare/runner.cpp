@@ -119,7 +119,8 @@ namespace {
 std::string configuration_change(const Cell& cell) {
   try {
     const Config held = load_config(dir_of(cell) + "/cell.yaml");
-    return describe_changes(setting_changes(identity_settings(held), identity_settings(cell.config)));
+    const std::string changes = describe_changes(setting_changes(identity_settings(held), identity_settings(cell.config)));
+    return changes.empty() ? "its settings differ" : changes;
   } catch (const ConfigError& e) {
     return std::string("its cell.yaml cannot be read: ") + e.what();
   }

@@ -14,7 +14,7 @@ bool has(const std::string& dir, const std::string& name) {
 }  // namespace
 
 std::string training_run_marker(const std::string& dir) {
-  for (const char* checkpoint : {"checkpoint.h5", "checkpoint.h5.previous"})
+  for (const char* checkpoint : {"checkpoint.h5", "checkpoint.h5.previous", "summary.json.previous"})
     if (has(dir, checkpoint)) return checkpoint;
   if (has(dir, "config.yaml"))
     for (const char* results : {"summary.json", "result.h5"})
@@ -26,8 +26,11 @@ std::string comparison_marker(const std::string& dir) {
   for (const char* table : {"compare.csv", "compare.h5"})
     if (has(dir, table)) return table;
   std::error_code ec;
-  for (fs::directory_iterator it(fs::path(dir) / "cells", ec), end; !ec && it != end; it.increment(ec))
+  fs::directory_iterator it(fs::path(dir) / "cells", ec);
+  for (const fs::directory_iterator end; !ec && it != end; it.increment(ec))
     if (has(it->path().string(), "cell.yaml")) return "cells/" + it->path().filename().string() + "/cell.yaml";
+  // a cells/ that cannot be read may be a comparison's: not taken for a user's own folder
+  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory) return "cells (unreadable)";
   return "";
 }
 

@@ -9,12 +9,13 @@
 namespace nnvmc::io {
 
 /// What marks `dir` as a training run's directory: "checkpoint.h5" (or, set aside by --force,
-/// "checkpoint.h5.previous"), or "config.yaml and summary.json" / "config.yaml and result.h5"
+/// "checkpoint.h5.previous" or "summary.json.previous"), or "config.yaml and summary.json" / "config.yaml and result.h5"
 /// (a run that ended or started without a checkpoint); "" when none of them is there.
 std::string training_run_marker(const std::string& dir);
 
-/// What marks `dir` as a comparison's output: "compare.csv", "compare.h5", or a cell's
-/// "cells/<id>/cell.yaml"; "" when none of them is there.
+/// What marks `dir` as a comparison's output: "compare.csv", "compare.h5", a cell's
+/// "cells/<id>/cell.yaml", or "cells (unreadable)" when a cells/ there cannot be listed; ""
+/// when none of them is there.
 std::string comparison_marker(const std::string& dir);
 
 }  // namespace nnvmc::io

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "compare/reference.hpp"
 #include "compare/spec.hpp"
 #include "core/errors.hpp"
@@ -378,6 +380,12 @@ TEST(CompareReferences, FileReferencesAndCcsdTInTheReferenceBasis) {
   const std::string out = (fs::temp_directory_path() / "nnvmc_spec_refs").string();
   fs::remove_all(out);
   auto spec = parse_compare_spec(kTwoSizes, {"output=" + out, "references=ccsd_t"}, "cmp.yaml");
+  auto known = known_references(spec);  // (compare --list: nothing computed yet)
+  ASSERT_EQ(known.size(), 2u);
+  EXPECT_EQ(known[0].kind, "none");
+  EXPECT_EQ(known[1].label, "CCSD(T)/cc-pvdz (nnvmc ccsd), computed when the comparison runs");
+  EXPECT_TRUE(std::isnan(known[1].energy));
+  EXPECT_FALSE(fs::exists(out));
   auto refs = compute_references(spec);
   ASSERT_EQ(refs.size(), 2u);
   EXPECT_EQ(refs[0].kind, "none");  // H: open shell, no closed-shell CCSD(T)
@@ -388,6 +396,15 @@ TEST(CompareReferences, FileReferencesAndCcsdTInTheReferenceBasis) {
   EXPECT_NEAR(refs[1].energy, -2.887594831, 2e-6);
   EXPECT_TRUE(fs::exists(out + "/references.json"));
   EXPECT_DOUBLE_EQ(compute_references(spec)[1].energy, refs[1].energy);  // from the cache
+  known = known_references(spec);
+  EXPECT_DOUBLE_EQ(known[1].energy, refs[1].energy);
+  EXPECT_EQ(known[1].label, refs[1].label);
+  {  // a damaged cache entry (no label) is computed again, not read
+    nlohmann::json cache = nlohmann::json::parse(std::ifstream(out + "/references.json"));
+    cache["he"].erase("label");
+    std::ofstream(out + "/references.json") << cache.dump();
+    EXPECT_TRUE(std::isnan(known_references(spec)[1].energy));
+  }
   spec = parse_compare_spec(kTwoSizes, {"output=" + out}, "cmp.yaml");  // auto: the files' e_ref
   refs = compute_references(spec);
   EXPECT_EQ(refs[0].kind, "e_ref");

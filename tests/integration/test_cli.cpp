@@ -721,16 +721,31 @@ TEST(Cli, ResumeFromTheCommandLineEndsWhereAnUninterruptedRunEnds) {
   EXPECT_NE(g.out.find("optim.type spring -> adam with optim.lr = 0.002, optim.lr_delay = 1000, "
                        "optim.determinant_balance = 0.001"),
             std::string::npos) << g.out;
-  // ... and its learning-rate delay (kfac: 10000)
+  {
+    std::ifstream adam_recorded(resumed + "/config.yaml");
+    const std::string adam_yaml((std::istreambuf_iterator<char>(adam_recorded)), {});
+    EXPECT_NE(adam_yaml.find("lr: 0.002"), std::string::npos) << adam_yaml;
+  }
+  // ... and its learning-rate delay (kfac: 10000); a resume to kfac used to fail validating
+  // adam's determinant balance under kfac
   const auto k = run("train --resume " + resumed + " optim.iterations=7 optim.type=kfac --log-level info");
   ASSERT_EQ(k.code, 0) << k.out;
   EXPECT_NE(k.out.find("optim.type adam -> kfac with optim.lr = 0.05, optim.lr_delay = 10000, "
                        "optim.determinant_balance = 0"),
             std::string::npos) << k.out;
+  // the type given again, in a mapping: nothing is reset; a value given with a new type is kept
+  const auto same = run("train --resume " + resumed + " optim.iterations=8 'optim={type: kfac}' --log-level info");
+  ASSERT_EQ(same.code, 0) << same.out;
+  EXPECT_EQ(same.out.find("resume: optim.type"), std::string::npos) << same.out;
+  const auto given = run("train --resume " + resumed + " optim.iterations=9 'optim={type: spring, lr_delay: 500}' "
+                         "--log-level info");
+  ASSERT_EQ(given.code, 0) << given.out;
+  EXPECT_NE(given.out.find("optim.type kfac -> spring with optim.lr = 0.1, optim.lr_delay = 500"), std::string::npos)
+      << given.out;
   std::ifstream recorded(resumed + "/config.yaml");
   const std::string yaml((std::istreambuf_iterator<char>(recorded)), {});
-  EXPECT_NE(yaml.find("lr: 0.05"), std::string::npos) << yaml;
-  EXPECT_NE(yaml.find("lr_delay: 10000"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("type: spring"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("lr_delay: 500"), std::string::npos) << yaml;
 }
 
 // `nnvmc eval --walkers N` with N other than the run's: the checkpoint's walkers are repeated

@@ -241,6 +241,11 @@ TEST(OutputKind, RunsAndComparisonsAreKnownByTheFilesTheyWriteTogether) {
   for (const char* f : {"result.h5", "summary.json", "references.json"}) std::ofstream(dir + "/" + f) << "x";
   EXPECT_EQ(io::training_run_marker(dir), "");
   EXPECT_EQ(io::comparison_marker(dir), "");
+  fs::create_directories(dir + "/alone");
+  std::ofstream(dir + "/alone/config.yaml") << "x";
+  EXPECT_EQ(io::training_run_marker(dir + "/alone"), "");
+  std::ofstream(dir + "/alone/checkpoint.h5") << "x";
+  EXPECT_EQ(io::training_run_marker(dir + "/alone"), "checkpoint.h5");
   std::ofstream(dir + "/config.yaml") << "x";
   EXPECT_EQ(io::training_run_marker(dir), "config.yaml and summary.json");
   std::ofstream(dir + "/checkpoint.h5.previous") << "x";  // a run set aside by --force
