@@ -50,6 +50,14 @@ void check_models(const compare::CompareSpec& spec) {
     }
 }
 
+/// A comparison does not write into a training run's directory (nor lists one as its cells).
+/// @throws InputError naming `output` and what marks the run
+void refuse_training_run_output(const compare::CompareSpec& spec) {
+  if (const std::string marker = io::training_run_marker(spec.output); !marker.empty())
+    throw InputError("output: '" + spec.output + "' holds a training run (" + marker +
+                     "), not a comparison; choose another output");
+}
+
 void run_compare(const CompareArgs& a) {
   const auto t0 = std::chrono::steady_clock::now();
   const RunArgs ra = split_run_args(a.args);
@@ -58,6 +66,7 @@ void run_compare(const CompareArgs& a) {
   const compare::CompareSpec spec = compare::load_compare_spec(ra.file, ra.overrides);
   check_models(spec);
   if (a.list) {  // (reads the output directory; takes no lock, writes nothing)
+    refuse_training_run_output(spec);
     if (parallel::world().is_root()) std::cout << compare::list_comparison(spec, compare::known_references(spec));
     return;
   }
@@ -93,9 +102,7 @@ void run_compare(const CompareArgs& a) {
     std::filesystem::create_directories(spec.output, ec);
     if (ec) throw InputError("output: cannot create directory '" + spec.output + "': " + ec.message());
     lock = io::DirectoryLock(spec.output, "output");
-    if (const std::string marker = io::training_run_marker(spec.output); !marker.empty())
-      throw InputError("output: '" + spec.output + "' holds a training run (" + marker +
-                       "), not a comparison; choose another output");
+    refuse_training_run_output(spec);
     compare::check_cells(spec);  // before anything is computed or written
   }
   const auto references = compare::compute_references(spec);  // every rank: CCSD(T) is shared out

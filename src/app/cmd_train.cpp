@@ -65,9 +65,16 @@ Config resumed_config(const std::string& yaml, const Config& recorded, const std
   return config;
 }
 
-/// @throws InputError naming the first key under kFixedOnResume, or run.seed, that `now` changes.
+/// @throws InputError naming the first key under kFixedOnResume, or sampler.walkers or run.seed,
+/// that `now` changes.
 void refuse_fixed_changes(const Config& recorded, const Config& now, const std::string& dir) {
   for (const auto& c : setting_changes(recorded, now)) {
+    if (c.key == "sampler.walkers") {  // (it failed later, naming neither the key nor the resume)
+      throw InputError("train --resume " + dir + ": 'sampler.walkers' cannot change on resume (" + c.before + " -> " +
+                       c.after + "): the checkpoint holds the positions of " + c.before +
+                       " walkers, whose chains go on; for another count, begin a new run with model.init_from "
+                       "(nnvmc eval takes --walkers to measure with more or fewer)");
+    }
     if (c.key == "run.seed") {  // (it used to be accepted with a warning, and changed only the molecule draws)
       throw InputError("train --resume " + dir + ": 'run.seed' cannot change on resume (" + c.before + " -> " +
                        c.after + "): the walkers' random streams continue from the checkpoint; for another seed, "
@@ -77,7 +84,8 @@ void refuse_fixed_changes(const Config& recorded, const Config& now, const std::
     if (std::any_of(std::begin(kFixedOnResume), std::end(kFixedOnResume), fixed)) {
       throw InputError("train --resume " + dir + ": '" + c.key + "' cannot change on resume (" + c.before + " -> " +
                        c.after + "): the parameters belong to the model the run trained and its start is done; to "
-                       "start from them with other settings, begin a new run with model.init_from");
+                       "start from them with other training settings, begin a new run of the same model with "
+                       "model.init_from");
     }
   }
 }
@@ -121,10 +129,12 @@ void add_train_command(CLI::App& app) {
       refuse_fixed_changes(recorded, config, *resume);
       // A resumed run writes where its checkpoint is: overrides (in whatever form) may not move it.
       const bool moved = resolve_output_dir(config) != resolve_output_dir(recorded);
-      if (moved || config.run.overwrite != recorded.run.overwrite)
-        throw InputError("train --resume " + *resume + ": " + (moved ? "run.output" : "run.overwrite") +
-                         " cannot be changed on resume (the run continues in its own directory; copy the directory "
-                         "to continue it elsewhere)");
+      if (moved)
+        throw InputError("train --resume " + *resume + ": run.output cannot be changed on resume (the run continues "
+                         "in its own directory; copy the directory to continue it elsewhere)");
+      if (config.run.overwrite != recorded.run.overwrite)
+        throw InputError("train --resume " + *resume + ": run.overwrite cannot be changed on resume (it belongs to how "
+                         "the run started: --force starts a new run, and cannot be combined with --resume)");
       log::info(strfmt("resuming %s at iteration %ld", resume->c_str(), static_cast<long>(c.iteration)));
       trainer = std::make_unique<Trainer>(config, ckpt);  // refuses another model or molecule first
       if (const std::string changed = changed_settings(recorded, config); !changed.empty())

@@ -150,6 +150,7 @@ int run_cell(const std::string& dir, const CellRunOptions& options) {
     } else {
       j["status"] = "done";
       j["reached_iterations"] = out.iterations >= config.optim.iterations;
+      j["minutes"] = config.optim.minutes;  // the clock it stopped on (more minutes continue it)
       if (config.eval.steps > 0) {
         j.update(eval_json(out.final_eval));
         log_eval_text(out.final_eval);  // (the cell's log shows its result, as train's stdout does)

@@ -89,6 +89,15 @@ std::string cell_state(const Cell& cell) {
   return "new";
 }
 
+bool needs_more_training(const Cell& cell) {
+  const auto j = read_status(dir_of(cell));
+  if (j.value("status", "") != "done" || j.value("reached_iterations", true) || !j.contains("minutes") ||
+      !j["minutes"].is_number())
+    return false;
+  const double now = cell.config.optim.minutes;
+  return now == 0 || now > j["minutes"].get<double>();
+}
+
 bool holds_other_configuration(const Cell& cell) {
   const std::string path = dir_of(cell) + "/cell.yaml";
   if (!fs::exists(path)) return false;
@@ -113,9 +122,6 @@ bool has_progress(const Cell& cell) {
 }
 }  // namespace
 
-namespace {
-/// How the configuration in the cell's directory differs from the cell's ("optim.lr_delay 1000
-/// -> 10000, ..."), for the refusal of check_cells.
 std::string configuration_change(const Cell& cell) {
   try {
     const Config held = load_config(dir_of(cell) + "/cell.yaml");
@@ -125,7 +131,6 @@ std::string configuration_change(const Cell& cell) {
     return std::string("its cell.yaml cannot be read: ") + e.what();
   }
 }
-}  // namespace
 
 void check_cells(const CompareSpec& spec) {
   for (const auto& cell : spec.cells)
@@ -153,7 +158,7 @@ RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
     if (static_cast<int>(i % static_cast<std::size_t>(std::max(1, o.ranks))) != o.rank) continue;  // another rank's
     const Cell& cell = spec.cells[i];
     const std::string state = cell_state(cell);
-    if (state == "done") {
+    if (state == "done" && !needs_more_training(cell)) {
       ++summary.done;
     } else if (state == "failed" && !o.retry_failed) {
       ++summary.failed;

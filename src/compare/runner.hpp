@@ -43,9 +43,18 @@ struct RunSummary {
 /// State of a cell on disk: "new", "started" (has a checkpoint), "done", "failed", "interrupted".
 std::string cell_state(const Cell& cell);
 
+/// Whether a done cell stopped on the clock (optim.minutes) before its iterations, and the cell
+/// now has more minutes (or none, i.e. no limit): a comparison re-run with more minutes continues
+/// it from its checkpoint. (A cell.json from before 2026-12-05 records no minutes: false.)
+bool needs_more_training(const Cell& cell);
+
 /// Whether the cell's directory holds a run of another configuration (its cell.yaml differs, or
 /// cannot be read); false when the directory has none yet.
 bool holds_other_configuration(const Cell& cell);
+
+/// How the configuration in the cell's directory differs from the cell's ("optim.iterations 5
+/// -> 6, ..."), or why it cannot be read; for a cell that holds_other_configuration.
+std::string configuration_change(const Cell& cell);
 
 /// What the cell's cell.json says of its end, as the progress line prints it ("done, E = … ±
 /// … Eh, 12.0 s", "FAILED: reason", "interrupted, …"); "" when it has not ended yet.

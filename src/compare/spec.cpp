@@ -8,6 +8,7 @@
 
 #include "core/config_yaml.hpp"
 #include "core/errors.hpp"
+#include "core/log.hpp"
 #include "scf/basis.hpp"
 #include "core/molecule_list.hpp"
 #include "core/yaml_document.hpp"
@@ -155,9 +156,19 @@ std::vector<AnsatzEntry> parse_ansatze(const YAML::Node& root, const YAML::Node&
     const auto& e = entries[i];
     const std::string key = at("ansatze", i);
     AnsatzEntry a;
+    // A run-config entry is a whole run config: `base:` lies under model blocks only. Said, since
+    // a user comparing it with model blocks would expect the same base (a file of configs/models/
+    // holds only a model, and trained with every other default).
+    const auto base_does_not_apply = [&](const std::string& path) {
+      if (base.IsMap() && base.size() > 0)
+        log::warn("'" + key + "' (" + path + ") is a run config: 'base:' does not apply to it (it lies under model "
+                  "blocks); give its settings in the comparison's overrides:, in the entry's own overrides:, or "
+                  "write it as a model block");
+    };
     if (e.IsScalar()) {
       a.base = run_config_node(e.Scalar(), file_dir, key);
       a.label = fs::path(e.Scalar()).stem().string();
+      base_does_not_apply(e.Scalar());
     } else if (e.IsMap()) {
       YAML::Node model(YAML::NodeType::Map);
       std::string config_path;
@@ -179,6 +190,7 @@ std::vector<AnsatzEntry> parse_ansatze(const YAML::Node& root, const YAML::Node&
           throw ConfigError(config_yaml::location(e, where) + ": '" + key +
                             "' gives both config: and model keys; give one of them");
         a.base = run_config_node(config_path, file_dir, key + ".config");
+        base_does_not_apply(config_path);
         if (a.label.empty()) a.label = fs::path(config_path).stem().string();
       } else {
         if (!model["type"])

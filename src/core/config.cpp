@@ -32,7 +32,7 @@ int edit_distance(const std::string& a, const std::string& b) {
   return prev[b.size()];
 }
 
-std::string suggestion(const std::string& key, const std::vector<std::string>& candidates) {
+std::string suggestion(const std::string& key, const std::vector<std::string>& candidates, const std::string& prefix) {
   std::string best;
   int best_d = 1 << 30;
   for (const auto& c : candidates) {
@@ -40,7 +40,7 @@ std::string suggestion(const std::string& key, const std::vector<std::string>& c
     if (d < best_d) best_d = d, best = c;
   }
   if (!best.empty() && best_d <= std::max<int>(2, static_cast<int>(key.size()) / 3))
-    return " (did you mean '" + best + "'?)";
+    return " (did you mean '" + (prefix.empty() ? best : prefix + "." + best) + "'?)";
   std::string all;
   for (const auto& c : candidates) all += (all.empty() ? "" : ", ") + c;
   return " (valid keys: " + all + ")";
@@ -60,7 +60,7 @@ void Reader::check_unknown() const {
     if (std::find(known_.begin(), known_.end(), key) == known_.end()) {
       const std::string full = path_.empty() ? key : path_ + "." + key;
       throw ConfigError(location(kv.first, where_) + ": unknown key '" + full + "'" +
-                        suggestion(key, known_));
+                        suggestion(key, known_, path_));
     }
   }
 }

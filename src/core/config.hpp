@@ -346,7 +346,7 @@ struct RunOptions {
   bool overwrite = false;                  ///< a new run may replace a run already in `output`
   template <class V> void visit(V& v) {
     v("name", name, "run name (default: config file name)");
-    v("seed", seed, "random seed (0 to 2^64 - 1; a resumed run keeps its own)");
+    v("seed", seed, "random seed (0 to 2^64 - 1; fixed once a run has started: a resume refuses another)");
     v("dtype", dtype, "float64 | float32");
     v("device", device, "cpu | cuda | cuda:N");
     v("output", output, "output directory (<name> is replaced)");

@@ -23,7 +23,9 @@ namespace nnvmc::config_yaml {
 int edit_distance(const std::string& a, const std::string& b);
 
 /// " (did you mean 'x'?)" or "" when nothing is close; lists candidates otherwise.
-std::string suggestion(const std::string& key, const std::vector<std::string>& candidates);
+/// `prefix` ("optim") is put before the suggested key, so it reads as the key path to write.
+std::string suggestion(const std::string& key, const std::vector<std::string>& candidates,
+                       const std::string& prefix = "");
 
 /// "file:line" of a node when known.
 std::string location(const YAML::Node& node, const std::string& where);

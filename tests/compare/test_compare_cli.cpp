@@ -234,6 +234,9 @@ TEST(CompareCli, TrainingRunsAndComparisonsRefuseEachOthersDirectories) {
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("holds a training run (config.yaml and summary.json)"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(dir + "/cells"));
+  const auto listed = run("compare " + file + " --list");  // (it listed the cells as new)
+  EXPECT_EQ(listed.code, 2) << listed.out;
+  EXPECT_NE(listed.out.find("holds a training run"), std::string::npos) << listed.out;
   fs::remove(dir + "/summary.json");
   fs::remove(dir + "/config.yaml");
   std::ofstream(dir + "/compare.csv") << "cell\n";  // a comparison's output
@@ -291,6 +294,36 @@ TEST(CompareCli, MinutesBudgetEndsTrainingOnTheClockThenEvaluates) {
   ASSERT_EQ(resumed.code, 0) << resumed.out;
   const std::string ended = "optim.minutes = 0.005 reached after " + std::to_string(j["iterations"].get<long>()) + " of";
   EXPECT_NE(resumed.out.find(ended), std::string::npos) << resumed.out;
+  // The comparison re-run with more minutes continues the cell that stopped on its clock (it used
+  // to count it as done, while the report stated the new budget).
+  const auto listed = run("compare " + file + " --list minutes=0.01");
+  ASSERT_EQ(listed.code, 0) << listed.out;
+  EXPECT_NE(listed.out.find("(1 continues)"), std::string::npos) << listed.out;
+  const auto more = run("compare " + file + " --no-plots minutes=0.01");
+  ASSERT_EQ(more.code, 0) << more.out;
+  EXPECT_NE(more.out.find("tiny__he: continuing from its checkpoint"), std::string::npos) << more.out;
+  const auto k = cell_json(dir, "tiny__he");
+  EXPECT_EQ(k["segments"], 2);
+  EXPECT_GT(k["iterations"].get<long>(), j["iterations"].get<long>());
+  EXPECT_GE(k["train_seconds"].get<double>(), 0.55);
+  EXPECT_DOUBLE_EQ(k["minutes"].get<double>(), 0.01);
+  const auto again = run("compare " + file + " --no-plots minutes=0.01");  // spent: nothing to continue
+  ASSERT_EQ(again.code, 0) << again.out;
+  EXPECT_EQ(cell_json(dir, "tiny__he")["segments"], 2);
+}
+
+// A run-config entry (a configs/models/ file, say) is a whole run config: `base:` does not apply
+// to it, and the comparison says so rather than comparing it under other settings silently.
+TEST(CompareCli, BaseThatDoesNotApplyToARunConfigEntryIsSaid) {
+  const auto [file, dir] = setup("nnvmc_compare_base", "");
+  const std::string model_file = dir + "_model.yaml";
+  std::ofstream(model_file) << "model: {type: ferminet, ferminet: {hidden_dims: [[8, 4]], determinants: 1}}\n";
+  std::ofstream(file) << "ansatze: [" << model_file << ", {type: ferminet}]\nmolecules: [he]\niterations: 2\n"
+                      << "base: {pretrain: {steps: 0}}\noutput: " << dir << "\n";
+  const auto r = run("compare " + file + " --list");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("is a run config: 'base:' does not apply to it"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("'ansatze[1]'"), std::string::npos) << r.out;  // the model block takes it
 }
 
 // A real Ctrl-C (SIGINT to the terminal's process group: nnvmc and the cell it runs) in the

@@ -209,7 +209,7 @@ TEST(Config, UnknownKeyNamesPathLineAndSuggestion) {
   const auto e = error_of("sampler:\n  walker: 10\n");
   EXPECT_TRUE(contains(e, "sampler.walker")) << e;
   EXPECT_TRUE(contains(e, "c.yaml:2")) << e;
-  EXPECT_TRUE(contains(e, "did you mean 'walkers'")) << e;
+  EXPECT_TRUE(contains(e, "did you mean 'sampler.walkers'")) << e;
 }
 
 TEST(Config, DuplicateKeysAndSecondDocumentsAreErrorsNamingTheLine) {

@@ -706,7 +706,7 @@ TEST(Cli, ResumeFromTheCommandLineEndsWhereAnUninterruptedRunEnds) {
   // the model and the run's start are fixed: refused before anything is written, whether the
   // parameters would load (a Jastrow option) or not (another size)
   for (const std::string fixed : {"model.ferminet.determinants=1", "model.type=psiformer", "pretrain.steps=5",
-                                   "model.init_from=/tmp/x.h5", "run.seed=977"})
+                                   "model.init_from=/tmp/x.h5", "run.seed=977", "sampler.walkers=16"})
     expect_input_error("train --resume " + resumed + " optim.iterations=6 " + fixed, "cannot change on resume");
   const auto read_iterations = [&] { return read(resumed)["iterations"].get<int>(); };
   EXPECT_EQ(read_iterations(), 4);
