@@ -165,10 +165,17 @@ int run_cell(const std::string& dir, const CellRunOptions& options) {
     log::warn(strfmt("cell interrupted: %s", e.what()));
     exit_code = cell_interrupted;
   } catch (const std::exception& e) {
-    j["status"] = "failed";
-    j["reason"] = e.what();
-    log::error(strfmt("cell failed: %s", e.what()));
-    exit_code = cell_failed;
+    if (before.value("status", "") == "done") {  // more minutes for a done cell: it keeps its result
+      j = before;
+      j["continuation_failed"] = e.what();
+      log::error(strfmt("the cell's continuation failed (it keeps its earlier result): %s", e.what()));
+      exit_code = cell_done;
+    } else {
+      j["status"] = "failed";
+      j["reason"] = e.what();
+      log::error(strfmt("cell failed: %s", e.what()));
+      exit_code = cell_failed;
+    }
   }
   const std::int64_t peak_now = peak ? peak->peak_bytes() : 0;
   j["peak_tensor_bytes"] = std::max(peak_before, peak_now);

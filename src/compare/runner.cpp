@@ -75,6 +75,8 @@ std::string finished_line(const Cell& cell, const nlohmann::json& j) {
   if (j.contains("energy") && j["energy"].is_number())
     s += strfmt(", E = %.6f ± %.6f Eh", j["energy"].get<double>(), j.value("energy_err", NAN));
   s += strfmt(", %.1f s", j.value("wall_seconds", 0.0));
+  if (j.contains("continuation_failed") && j["continuation_failed"].is_string())
+    s += "; its continuation failed: " + j["continuation_failed"].get<std::string>();
   return s;
 }
 
@@ -94,8 +96,9 @@ bool needs_more_training(const Cell& cell) {
   if (j.value("status", "") != "done" || j.value("reached_iterations", true) || !j.contains("minutes") ||
       !j["minutes"].is_number())
     return false;
+  // (more minutes than the clock already shows: the last iteration may have run past the old budget)
   const double now = cell.config.optim.minutes;
-  return now == 0 || now > j["minutes"].get<double>();
+  return now == 0 || (now > j["minutes"].get<double>() && 60 * now > j.value("train_seconds", 0.0));
 }
 
 bool holds_other_configuration(const Cell& cell) {
@@ -239,8 +242,13 @@ RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
         summary.interrupted = true;
         continue;
       }
-      j["status"] = "failed";
-      j["reason"] = "the cell's process ended with " + st.describe() + " (see " + dir_of(*cell) + "/log.txt)";
+      const std::string why = "the cell's process ended with " + st.describe() + " (see " + dir_of(*cell) + "/log.txt)";
+      if (j.value("status", "") == "done") {  // a done cell's continuation (more minutes): it keeps its result
+        j["continuation_failed"] = why;
+      } else {
+        j["status"] = "failed";
+        j["reason"] = why;
+      }
       j["max_rss_bytes"] = static_cast<std::int64_t>(st.max_rss_kib) * 1024;
       io::write_text_atomically(dir_of(*cell) + "/cell.json", json_text(j, 2) + "\n");
     }

@@ -44,8 +44,10 @@ struct RunSummary {
 std::string cell_state(const Cell& cell);
 
 /// Whether a done cell stopped on the clock (optim.minutes) before its iterations, and the cell
-/// now has more minutes (or none, i.e. no limit): a comparison re-run with more minutes continues
-/// it from its checkpoint. (A cell.json from before 2026-12-05 records no minutes: false.)
+/// now has more minutes than its clock shows (or none, i.e. no limit): a comparison re-run with
+/// more minutes continues it from its checkpoint. A continuation that fails leaves the cell done
+/// with its earlier result (cell.json: continuation_failed). (A cell.json from before
+/// 2026-12-05 records no minutes: false.)
 bool needs_more_training(const Cell& cell);
 
 /// Whether the cell's directory holds a run of another configuration (its cell.yaml differs, or

@@ -310,6 +310,15 @@ TEST(CompareCli, MinutesBudgetEndsTrainingOnTheClockThenEvaluates) {
   const auto again = run("compare " + file + " --no-plots minutes=0.01");  // spent: nothing to continue
   ASSERT_EQ(again.code, 0) << again.out;
   EXPECT_EQ(cell_json(dir, "tiny__he")["segments"], 2);
+  // A continuation that fails (here: a damaged checkpoint) leaves the cell done with its result.
+  fs::resize_file(dir + "/cells/tiny__he/checkpoint.h5", 100);
+  const auto broken = run("compare " + file + " --no-plots minutes=0.02");
+  EXPECT_EQ(broken.code, 0) << broken.out;
+  EXPECT_NE(broken.out.find("its continuation failed"), std::string::npos) << broken.out;
+  const auto kept = cell_json(dir, "tiny__he");
+  EXPECT_EQ(kept["status"], "done");
+  EXPECT_EQ(kept["energy"], k["energy"]);
+  EXPECT_TRUE(kept.contains("continuation_failed"));
 }
 
 // A run-config entry (a configs/models/ file, say) is a whole run config: `base:` does not apply
