@@ -710,17 +710,19 @@ TEST(Cli, ResumeFromTheCommandLineEndsWhereAnUninterruptedRunEnds) {
     expect_input_error("train --resume " + resumed + " optim.iterations=6 " + fixed, "cannot change on resume");
   const auto read_iterations = [&] { return read(resumed)["iterations"].get<int>(); };
   EXPECT_EQ(read_iterations(), 4);
-  // another optimizer takes its own learning rate and determinant balance unless they are given
-  const auto f = run("train --resume " + resumed + " optim.iterations=5 optim.type=spring --log-level info");
-  ASSERT_EQ(f.code, 0) << f.out;
-  EXPECT_NE(f.out.find("optim.type adam -> spring with optim.lr = 0.1, optim.lr_delay = 1000, "
-                       "optim.determinant_balance = 0"),
-            std::string::npos) << f.out;
-  const auto g = run("train --resume " + resumed + " optim.iterations=6 optim.type=adam optim.lr=0.002 --log-level info");
-  ASSERT_EQ(g.code, 0) << g.out;
-  EXPECT_NE(g.out.find("optim.type spring -> adam with optim.lr = 0.002, optim.lr_delay = 1000, "
-                       "optim.determinant_balance = 0.001"),
-            std::string::npos) << g.out;
+  // another optimizer takes its own learning rate, delay and determinant balance unless they are given
+  const auto resume_logs = [&](const std::string& overrides, const std::string& line) {
+    const auto r = run("train --resume " + resumed + " " + overrides + " --log-level info");
+    EXPECT_EQ(r.code, 0) << overrides << "\n" << r.out;
+    if (!line.empty()) {
+      EXPECT_NE(r.out.find(line), std::string::npos) << overrides << "\n" << r.out;
+    }
+    return r.out;
+  };
+  resume_logs("optim.iterations=5 optim.type=spring",
+              "optim.type adam -> spring with optim.lr = 0.1, optim.lr_delay = 1000, optim.determinant_balance = 0");
+  resume_logs("optim.iterations=6 optim.type=adam optim.lr=0.002",
+              "optim.type spring -> adam with optim.lr = 0.002, optim.lr_delay = 1000, optim.determinant_balance = 0.001");
   {
     std::ifstream adam_recorded(resumed + "/config.yaml");
     const std::string adam_yaml((std::istreambuf_iterator<char>(adam_recorded)), {});
@@ -728,20 +730,13 @@ TEST(Cli, ResumeFromTheCommandLineEndsWhereAnUninterruptedRunEnds) {
   }
   // ... and its learning-rate delay (kfac: 10000); a resume to kfac used to fail validating
   // adam's determinant balance under kfac
-  const auto k = run("train --resume " + resumed + " optim.iterations=7 optim.type=kfac --log-level info");
-  ASSERT_EQ(k.code, 0) << k.out;
-  EXPECT_NE(k.out.find("optim.type adam -> kfac with optim.lr = 0.05, optim.lr_delay = 10000, "
-                       "optim.determinant_balance = 0"),
-            std::string::npos) << k.out;
+  resume_logs("optim.iterations=7 optim.type=kfac",
+              "optim.type adam -> kfac with optim.lr = 0.05, optim.lr_delay = 10000, optim.determinant_balance = 0");
   // the type given again, in a mapping: nothing is reset; a value given with a new type is kept
-  const auto same = run("train --resume " + resumed + " optim.iterations=8 'optim={type: kfac}' --log-level info");
-  ASSERT_EQ(same.code, 0) << same.out;
-  EXPECT_EQ(same.out.find("resume: optim.type"), std::string::npos) << same.out;
-  const auto given = run("train --resume " + resumed + " optim.iterations=9 'optim={type: spring, lr_delay: 500}' "
-                         "--log-level info");
-  ASSERT_EQ(given.code, 0) << given.out;
-  EXPECT_NE(given.out.find("optim.type kfac -> spring with optim.lr = 0.1, optim.lr_delay = 500"), std::string::npos)
-      << given.out;
+  const std::string same = resume_logs("optim.iterations=8 'optim={type: kfac}'", "");
+  EXPECT_EQ(same.find("resume: optim.type"), std::string::npos) << same;
+  resume_logs("optim.iterations=9 'optim={type: spring, lr_delay: 500}'",
+              "optim.type kfac -> spring with optim.lr = 0.1, optim.lr_delay = 500");
   std::ifstream recorded(resumed + "/config.yaml");
   const std::string yaml((std::istreambuf_iterator<char>(recorded)), {});
   EXPECT_NE(yaml.find("type: spring"), std::string::npos) << yaml;
