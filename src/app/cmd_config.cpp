@@ -1,8 +1,9 @@
 /// nnvmc config [CONFIG] [key=value ...] [--markdown]
 /// The complete configuration a run config resolves to (every setting, with a comment each), as
-/// `nnvmc train` would record it in config.yaml, checked and with its molecules loaded but without
-/// running anything; without CONFIG, the defaults. --markdown: the settings reference
-/// (docs/settings.md).
+/// `nnvmc train` would record it in config.yaml, without running anything: keys, values and
+/// molecules are checked; what needs the model or the machine (memory budget, model.init_from,
+/// an ansatz's limits) only when a run starts. Without CONFIG, the defaults. --markdown: the
+/// settings reference (docs/settings.md).
 #include <iostream>
 #include <memory>
 
@@ -41,7 +42,7 @@ void add_config_command(CLI::App& app) {
   auto a = std::make_shared<ConfigArgs>();
   auto* cmd = app.add_subcommand(
       "config", "Print the complete configuration a run config resolves to (every setting, commented; without "
-                "CONFIG: the defaults), checked but not run");
+                "CONFIG: the defaults); keys, values and molecules are checked, nothing is run");
   cmd->add_option("args", a->args, "CONFIG.yaml followed by key.path=value overrides (both optional)");
   cmd->add_flag("--markdown", a->markdown, "print the reference of every setting as Markdown (docs/settings.md)");
   cmd->callback([a] { run_config_command(*a); });
