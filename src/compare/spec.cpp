@@ -380,11 +380,30 @@ Config identity_settings(const Config& config) {
 
 std::string cell_identity(const Config& config) { return to_yaml(identity_settings(config)); }
 
+namespace {
+/// `optim.lr=0.1` after a comparison file reads as a run setting, but `optim` is the file's list
+/// of optimizers: a key inside it made a one-entry axis ("optim1") that renamed every cell.
+/// @throws ConfigError naming the override, for a dotted key inside a list key of the file
+void refuse_key_inside_a_list(const std::string& assignment) {
+  const std::string key = assignment.substr(0, assignment.find('='));
+  const auto dot = key.find('.');
+  if (dot == std::string::npos) return;
+  const std::string top = key.substr(0, dot);
+  for (const char* list : {"ansatze", "molecules", "laplacian", "optim", "dtype"})
+    if (top == list)
+      throw ConfigError("override '" + assignment + "': '" + top + "' is a list of the comparison (" +
+                        (top == "ansatze" || top == "molecules" ? "its " + top : "an axis") +
+                        "), not a run setting: a setting of every cell goes in the file's overrides: [" + key +
+                        "=...]; the list is replaced as a whole (" + top + "=[...])");
+}
+}  // namespace
+
 CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<std::string>& overrides,
                                const std::string& where, const std::string& file_dir) {
   YAML::Node root = load_yaml_document(yaml_text, where);
   if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   for (const auto& o : overrides) {
+    refuse_key_inside_a_list(o);
     config_yaml::check_override<CompareFile>(o);
     config_yaml::apply_override(root, o);
   }

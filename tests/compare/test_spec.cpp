@@ -339,6 +339,13 @@ TEST(CompareSpec, BadFilesAreConfigErrorsNamingTheKey) {
   const auto typo = error_of(kTwoSizes, {"walkerz=4"});
   EXPECT_NE(typo.find("override 'walkerz=4'"), std::string::npos) << typo;
   EXPECT_EQ(typo.find("cmp.yaml"), std::string::npos) << typo;
+  // A run setting given as if it were one (found by a user audit: it became a one-entry optim
+  // axis, "optim1", that renamed every cell); a base key is a run setting and stays allowed.
+  const auto inside = error_of(kTwoSizes, {"optim.lr=0.1"});
+  EXPECT_NE(inside.find("override 'optim.lr=0.1': 'optim' is a list of the comparison (an axis), not a run setting"),
+            std::string::npos) << inside;
+  EXPECT_NE(inside.find("overrides: [optim.lr=...]"), std::string::npos) << inside;
+  EXPECT_EQ(parse_compare_spec(kTwoSizes, {"base.sampler.burn_in=3"}, "cmp.yaml").cells.at(0).config.sampler.burn_in, 3);
   EXPECT_NE(error_of(kTwoSizes, {"references=best"}).find("'references'"), std::string::npos);
   EXPECT_NE(error_of(kTwoSizes, {"iterations=0"}).find("'iterations'"), std::string::npos);
   EXPECT_NE(error_of(kTwoSizes, {"laplacian=magic"}).find("hamiltonian.laplacian"), std::string::npos);
