@@ -90,6 +90,19 @@ void refuse_fixed_changes(const Config& recorded, const Config& now, const std::
   }
 }
 
+/// The recorded config (YAML) of a run copied or moved to `dir`: when its run.output names
+/// another directory (the one it was copied from), it names `dir`, so the run continues there,
+/// config.yaml says so, and an override moving it elsewhere is still refused.
+std::string relocated(const std::string& yaml, const std::string& where, const std::string& dir) {
+  const std::string was = resolve_output_dir(parse_config(yaml, {}, where));
+  std::error_code ec;
+  if (fs::equivalent(was, dir, ec)) return yaml;
+  YAML::Node root = YAML::Load(yaml);
+  root["run"]["output"] = dir;
+  log::info("the run was written in '" + was + "'; it continues in '" + dir + "', which config.yaml now names");
+  return YAML::Dump(root);
+}
+
 /// Settings a resumed run changes, added or removes (beyond how it is executed and the final
 /// evaluation), as "optim.type adam -> spring, ..." ("" when none): the run is then no longer one
 /// Markov chain under one setting, and its config.yaml describes only the later iterations.
@@ -124,8 +137,10 @@ void add_train_command(CLI::App& app) {
       if (*force) throw InputError("train: --force starts a new run; it cannot be combined with --resume");
       const std::string ckpt = run_checkpoint("--resume", *resume);
       const Checkpoint c = load_checkpoint(ckpt);
-      const Config recorded = parse_config(c.config_yaml, {}, ckpt + ":config");
-      Config config = resumed_config(c.config_yaml, recorded, ra.overrides, ckpt + ":config");
+      const std::string dir = fs::path(ckpt).parent_path().string();
+      const std::string yaml = relocated(c.config_yaml, ckpt + ":config", dir.empty() ? "." : dir);
+      const Config recorded = parse_config(yaml, {}, ckpt + ":config");
+      Config config = resumed_config(yaml, recorded, ra.overrides, ckpt + ":config");
       refuse_fixed_changes(recorded, config, *resume);
       // A resumed run writes where its checkpoint is: overrides (in whatever form) may not move it.
       const bool moved = resolve_output_dir(config) != resolve_output_dir(recorded);

@@ -375,6 +375,7 @@ Config identity_settings(const Config& config) {
   Config c = config;
   c.run.threads = 0;
   c.optim.minutes = 0;  // a comparison given more (or fewer) minutes continues its cells
+  c.run.output.clear();  // the comparison places its cells: a copied comparison continues in the copy
   return c;
 }
 

@@ -61,8 +61,9 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
 /// Loads and parses a comparison file (see parse_compare_spec).
 CompareSpec load_compare_spec(const std::string& path, const std::vector<std::string>& overrides = {});
 
-/// The run config with run.threads and optim.minutes cleared: two cells are the same run when
-/// these agree (a comparison given another time budget continues its cells).
+/// The run config with run.threads, optim.minutes and run.output cleared: two cells are the same
+/// run when these agree (a comparison given another time budget continues its cells, and one
+/// copied to another output continues there).
 Config identity_settings(const Config& config);
 
 /// identity_settings(config) as YAML.

@@ -125,6 +125,10 @@ TEST(CompareCli, InterruptedComparisonResumesOnlyTheMissingCellsAndGivesOneRowPe
   EXPECT_EQ(cell_json(dir, "small__he")["status"], "interrupted");
   EXPECT_EQ(train_rows(dir, "small__he"), 2);
   EXPECT_FALSE(fs::exists(dir + "/cells/large__h/cell.json"));
+  // a copy of the stopped comparison, continued at the end in its own output
+  const std::string moved = dir + "_moved";
+  fs::remove_all(moved);
+  fs::copy(dir, moved, fs::copy_options::recursive);
   const auto partial = read_csv(dir + "/compare.csv");  // the table is written even when stopped
   ASSERT_EQ(partial.size(), 4u);
   EXPECT_EQ(partial[3].at("status"), "pending");
@@ -194,6 +198,21 @@ TEST(CompareCli, InterruptedComparisonResumesOnlyTheMissingCellsAndGivesOneRowPe
   ASSERT_EQ(differs.code, 0) << differs.out;
   EXPECT_NE(differs.out.find("(4 differs)"), std::string::npos) << differs.out;
   EXPECT_NE(differs.out.find("compare refuses to run"), std::string::npos) << differs.out;
+
+  // The copy continues in its own output (each cell's recorded run.output named the original,
+  // so every cell "differed"): its interrupted cell trains on there, the original stays done.
+  const auto copied = run("compare " + file + " --no-plots output=" + moved);
+  ASSERT_EQ(copied.code, 0) << copied.out;
+  EXPECT_NE(copied.out.find("3 of 4 cells to run (1 done"), std::string::npos) << copied.out;
+  EXPECT_EQ(cell_json(moved, "small__h")["segments"], 1);
+  EXPECT_EQ(cell_json(moved, "small__he")["segments"], 2);
+  EXPECT_EQ(train_rows(moved, "small__he"), 5);
+  EXPECT_EQ(read_csv(moved + "/compare.csv").size(), 4u);
+  EXPECT_EQ(cell_json(dir, "small__he")["segments"], 2);  // (the original's: untouched)
+  std::ifstream cell_yaml(moved + "/cells/small__he/config.yaml");
+  const std::string recorded((std::istreambuf_iterator<char>(cell_yaml)), {});
+  EXPECT_NE(recorded.find("output: " + moved + "/cells/small__he"), std::string::npos) << recorded;
+  fs::remove_all(moved);
 }
 
 TEST(CompareCli, FailingCellIsReportedAndTheOthersComplete) {

@@ -7,10 +7,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <regex>
 
 #include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
 
 #include "io/hdf5_file.hpp"
 
@@ -663,6 +665,33 @@ TEST(Cli, ACheckpointOfAnotherRunIsNotResumedIntoThisRunsResults) {
   expect_input_error("train --resume " + mine + " optim.iterations=5", "belong to different runs");
   EXPECT_EQ(fs::last_write_time(mine + "/config.yaml"), config_before);
   EXPECT_EQ(nnvmc::io::H5File(mine + "/result.h5", nnvmc::io::H5File::Mode::read).rows("train/energy"), rows_before);
+  fs::remove_all(root);
+}
+
+// A run directory copied elsewhere continues in the copy, and its config.yaml then names the
+// copy (it kept naming the original, so `train CONFIG` from it wrote there); the original is
+// untouched. An override that moves the run away from the copy is still refused.
+TEST(Cli, ACopiedRunContinuesInTheCopyWhichItsConfigThenNames) {
+  const auto root = (fs::temp_directory_path() / "nnvmc_cli_copied_run").string();
+  fs::remove_all(root);
+  const std::string original = root + "/original", copy = root + "/copy";
+  ASSERT_EQ(run("train " + write_config("nnvmc_copied.yaml", kTiny) + " run.output=" + original + " --log-level warn").code, 0);
+  fs::copy(original, copy, fs::copy_options::recursive);
+  std::map<std::string, fs::file_time_type> before;
+  for (const auto& e : fs::directory_iterator(original)) before[e.path().string()] = e.last_write_time();
+  expect_input_error("train --resume " + copy + " run.output=" + original, "cannot be changed on resume");
+  const auto r = run("train --resume " + copy + " optim.iterations=3");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("it continues in '" + copy + "'"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("changed settings"), std::string::npos) << r.out;
+  for (const auto& e : fs::directory_iterator(original)) EXPECT_EQ(e.last_write_time(), before[e.path().string()]) << e.path();
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(copy + "/summary.json"))["iterations"], 3);
+  EXPECT_EQ(YAML::LoadFile(copy + "/config.yaml")["run"]["output"].as<std::string>(), copy);
+  EXPECT_EQ(YAML::LoadFile(original + "/config.yaml")["run"]["output"].as<std::string>(), original);
+  // resumed again, it is where it was (no second notice)
+  const auto again = run("train --resume " + copy + " optim.iterations=4");
+  ASSERT_EQ(again.code, 0) << again.out;
+  EXPECT_EQ(again.out.find("it continues in"), std::string::npos) << again.out;
   fs::remove_all(root);
 }
 
