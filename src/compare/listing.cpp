@@ -6,6 +6,7 @@
 
 #include "compare/runner.hpp"
 #include "core/log.hpp"
+#include "io/directory_lock.hpp"
 
 namespace nnvmc::compare {
 namespace {
@@ -27,8 +28,12 @@ std::string list_comparison(const CompareSpec& spec, const std::vector<Reference
   std::map<std::string, int> counts;
   std::string rows;
   for (const auto& cell : spec.cells) {
-    std::string state = cell_state(cell), outcome = cell_outcome(cell);
-    if (holds_other_configuration(cell)) {
+    std::string state = cell_state(cell), outcome = cell_outcome(cell), pid;
+    if (io::lock_held(cell.config.run.output, &pid)) {  // (a compare or train --resume at work in it)
+      outcome = "in use by an nnvmc process" + (pid.empty() ? std::string() : " (pid " + pid + ")") +
+                (outcome.empty() ? std::string() : "; before: " + outcome);
+      state = "running";
+    } else if (holds_other_configuration(cell)) {
       const bool kept = state == "done" || state == "started" || state == "interrupted";
       outcome = "its directory holds another configuration (" + configuration_change(cell) + ")" +
                 (kept ? ": compare refuses to run (delete this cell's directory to redo it)" : ", which compare replaces");
@@ -44,10 +49,14 @@ std::string list_comparison(const CompareSpec& spec, const std::vector<Reference
     rows += row.erase(row.find_last_not_of(' ') + 1) + "\n";  // (no trailing blanks before an empty outcome)
   }
   std::string tally;
-  for (const char* s : {"done", "continues", "failed", "interrupted", "started", "differs", "replaced", "new"})
+  for (const char* s :
+       {"done", "continues", "running", "failed", "interrupted", "started", "differs", "replaced", "new"})
     if (counts[s] > 0) tally += strfmt("%s%d %s", tally.empty() ? "" : ", ", counts[s], s);
   std::string out = strfmt("%s: %zu cell%s in %s (%s)\n\n", spec.source.c_str(), spec.cells.size(),
                            spec.cells.size() == 1 ? "" : "s", spec.output.c_str(), tally.c_str());
+  if (std::string pid; io::lock_held(spec.output, &pid))
+    out += "a compare is running in this output" + (pid.empty() ? std::string() : " (pid " + pid + ")") +
+           ": the states below are those of this moment\n\n";
   out += strfmt("%-*s  %-11s  %-*s  %7s  %s\n", static_cast<int>(width), "cell", "state", static_cast<int>(budget_width),
                 "training", "walkers", "outcome");
   out += rows + "\nreferences:\n";

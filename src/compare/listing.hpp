@@ -11,9 +11,11 @@
 
 namespace nnvmc::compare {
 
-/// A text table: one line per cell of `spec` (id, state on disk, training budget, walkers, and
-/// its outcome when it has ended), a count of the states, then one line per molecule with its
-/// reference (`references` as known_references gives them, in the order of spec.molecules).
+/// A text table: one line per cell of `spec` (id, state on disk or "running" while a process
+/// holds its directory's lock, training budget, walkers, and its outcome when it has ended), a
+/// count of the states, then one line per molecule with its reference (`references` as
+/// known_references gives them, in the order of spec.molecules). A compare at work in the
+/// output is said above the table.
 std::string list_comparison(const CompareSpec& spec, const std::vector<Reference>& references);
 
 }  // namespace nnvmc::compare

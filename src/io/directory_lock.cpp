@@ -14,6 +14,17 @@
 
 namespace nnvmc::io {
 
+namespace {
+/// The pid the lock's holder wrote in its lock file ("" when none).
+std::string written_pid(int fd) {
+  char buf[32] = {};
+  const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  std::string pid = n > 0 ? std::string(buf, std::size_t(n)) : std::string();
+  while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+  return pid;
+}
+}  // namespace
+
 DirectoryLock::DirectoryLock(const std::string& dir, const std::string& key) {
   const std::string path = dir + "/.nnvmc.lock";
   // 0666 less the umask, as for every file the run writes; read-only suffices for flock (the pid
@@ -37,13 +48,10 @@ DirectoryLock::DirectoryLock(const std::string& dir, const std::string& key) {
                 "); running without the lock that keeps two nnvmc processes out of one directory");
       return;
     }
-    char buf[32] = {};
-    const ssize_t n = ::pread(fd_, buf, sizeof buf - 1, 0);
+    const std::string holder = written_pid(fd_);
     ::close(fd_);
     fd_ = -1;
     if (e != EWOULDBLOCK) throw WriteError(path + ": cannot lock: " + std::strerror(e));
-    std::string holder = n > 0 ? std::string(buf, std::size_t(n)) : std::string();
-    while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
     throw InputError(key + ": '" + dir + "' is in use by another nnvmc process" +
                      (holder.empty() ? std::string() : " (pid " + holder + ")") +
                      "; wait for it to finish or choose another " + key);
@@ -64,6 +72,15 @@ DirectoryLock& DirectoryLock::operator=(DirectoryLock&& other) noexcept {
     fd_ = std::exchange(other.fd_, -1);
   }
   return *this;
+}
+
+bool lock_held(const std::string& dir, std::string* holder) {
+  const int fd = ::open((dir + "/.nnvmc.lock").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  if (held && holder != nullptr) *holder = written_pid(fd);
+  ::close(fd);  // (releases the shared lock taken when it was free)
+  return held;
 }
 
 }  // namespace nnvmc::io

@@ -26,4 +26,10 @@ class DirectoryLock {
   int fd_ = -1;
 };
 
+/// Whether another process holds the lock of `dir`, with the pid it wrote in `holder` ("" when
+/// unknown). A probe for listings (`compare --list`): it takes the lock and releases it at once
+/// when free, so a process starting in that microsecond finds the directory in use. False when
+/// `dir` has no lock file or the file system has no locks.
+bool lock_held(const std::string& dir, std::string* holder = nullptr);
+
 }  // namespace nnvmc::io

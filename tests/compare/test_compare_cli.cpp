@@ -3,6 +3,7 @@
 // comparison file exits with code 2 naming the key.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -13,9 +14,11 @@
 #include <regex>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "io/directory_lock.hpp"
 #include "io/hdf5_file.hpp"
 
 namespace fs = std::filesystem;
@@ -146,6 +149,18 @@ TEST(CompareCli, InterruptedComparisonResumesOnlyTheMissingCellsAndGivesOneRowPe
                            "done, E = ", "interrupted, ", "  he    -2.903724 Eh  "})
     EXPECT_NE(listed.out.find(line), std::string::npos) << line << "\n" << listed.out;
   EXPECT_TRUE(files() == before);
+  {  // a cell (and an output) that a process is working in is "running", and its pid is named
+    const nnvmc::io::DirectoryLock cell_lock(dir + "/cells/small__he", "run.output"), lock(dir, "output");
+    const auto busy = run("compare " + file + " --list --log-level warn");
+    ASSERT_EQ(busy.code, 0) << busy.out;
+    const std::string pid = std::to_string(getpid());
+    const std::vector<std::string> lines{"a compare is running in this output (pid " + pid + ")",
+                                         "(1 done, 1 running, 2 new)",
+                                         "running      5 iterations        8  in use by an nnvmc process (pid " + pid +
+                                             "); before: interrupted, "};
+    for (const auto& line : lines)
+      EXPECT_NE(busy.out.find(line), std::string::npos) << line << "\n" << busy.out;
+  }
 
   const auto second = run("compare " + file + " --no-plots");
   ASSERT_EQ(second.code, 0) << second.out;

@@ -675,7 +675,8 @@ TEST(Cli, ACopiedRunContinuesInTheCopyWhichItsConfigThenNames) {
   const auto root = (fs::temp_directory_path() / "nnvmc_cli_copied_run").string();
   fs::remove_all(root);
   const std::string original = root + "/original", copy = root + "/copy";
-  ASSERT_EQ(run("train " + write_config("nnvmc_copied.yaml", kTiny) + " run.output=" + original + " --log-level warn").code, 0);
+  const auto cfg = write_config("nnvmc_copied.yaml", kTiny);
+  ASSERT_EQ(run("train " + cfg + " run.output=" + original + " --log-level warn").code, 0);
   fs::copy(original, copy, fs::copy_options::recursive);
   std::map<std::string, fs::file_time_type> before;
   for (const auto& e : fs::directory_iterator(original)) before[e.path().string()] = e.last_write_time();
@@ -684,7 +685,8 @@ TEST(Cli, ACopiedRunContinuesInTheCopyWhichItsConfigThenNames) {
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("it continues in '" + copy + "'"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("changed settings"), std::string::npos) << r.out;
-  for (const auto& e : fs::directory_iterator(original)) EXPECT_EQ(e.last_write_time(), before[e.path().string()]) << e.path();
+  for (const auto& e : fs::directory_iterator(original))
+    EXPECT_EQ(e.last_write_time(), before[e.path().string()]) << e.path();
   EXPECT_EQ(nlohmann::json::parse(std::ifstream(copy + "/summary.json"))["iterations"], 3);
   EXPECT_EQ(YAML::LoadFile(copy + "/config.yaml")["run"]["output"].as<std::string>(), copy);
   EXPECT_EQ(YAML::LoadFile(original + "/config.yaml")["run"]["output"].as<std::string>(), original);
