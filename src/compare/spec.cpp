@@ -447,6 +447,7 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
   const auto optims = parse_axis(root, "optim", where, true);
   const auto dtypes = parse_axis(root, "dtype", where, false);
   for (const auto& a : ansatze) spec.ansatze.push_back(a.label);
+  bool basis_used = false;  // (by a reference nnvmc computes)
   for (const auto& m : molecules) {
     const System& system = m.first.system;
     if (spec.references == ReferenceMode::exact && !system.e_ref)
@@ -458,6 +459,7 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
     const bool computed = spec.references == ReferenceMode::ccsd_t ||
                           (spec.references == ReferenceMode::automatic && !system.e_ref);
     if (computed && system.n_up() == system.n_down()) {
+      basis_used = true;
       try {
         (void)scf::make_basis(spec.reference_basis, system);
       } catch (const InputError& e) {
@@ -465,6 +467,21 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
       }
     }
     spec.molecules.push_back(m.first);
+  }
+  // A reference_basis no reference uses is still a basis (a misspelt one went unnoticed), and one
+  // given while every reference is known says so.
+  if (!basis_used) {
+    try {
+      (void)scf::basis_file_path(spec.reference_basis);
+    } catch (const InputError& e) {
+      throw ConfigError(std::string("'reference_basis': ") + e.what());
+    }
+    if (spec.reference_basis != CompareFile{}.reference_basis)
+      log::warn("'reference_basis' " + spec.reference_basis + " is not used: no molecule's reference is computed (" +
+                (spec.references == ReferenceMode::exact    ? "references: exact"
+                 : spec.references == ReferenceMode::ccsd_t ? "every molecule is an open shell"
+                                                            : "each molecule has its e_ref or is an open shell") +
+                ")");
   }
 
   // Optional axes iterate once with "not given" when absent.

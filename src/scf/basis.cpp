@@ -70,8 +70,7 @@ const BasisLibrary& cached_library(const std::string& path) {
 
 }  // namespace
 
-BasisSet make_basis(const std::string& basis_name, const System& system,
-                    const BasisOptions& options) {
+std::string basis_file_path(const std::string& basis_name, const BasisOptions& options) {
   const std::string dir = options.directory.empty() ? default_basis_dir() : options.directory;
   const bool is_file = is_basis_path(basis_name);
   const fs::path path = is_file ? fs::path(basis_name) : fs::path(dir) / basis_file_name(basis_name);
@@ -83,7 +82,12 @@ BasisSet make_basis(const std::string& basis_name, const System& system,
     throw InputError("unknown basis '" + basis_name + "' (no file " + path.string() +
                      "; available: " + (list.empty() ? "none" : list) + ")");
   }
-  const BasisLibrary& lib = cached_library(path.string());
+  return path.string();
+}
+
+BasisSet make_basis(const std::string& basis_name, const System& system,
+                    const BasisOptions& options) {
+  const BasisLibrary& lib = cached_library(basis_file_path(basis_name, options));
   const bool pure = options.spherical.value_or(lib.spherical);
 
   std::vector<libint2::Shell> shells;

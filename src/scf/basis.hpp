@@ -59,6 +59,11 @@ std::string basis_file_name(const std::string& basis_name);
 /// it contains a '/' or ends in ".nw" (NWChem format, as the Basis Set Exchange exports it).
 bool is_basis_path(const std::string& basis_name);
 
+/// The file of the basis `basis_name` (a shipped basis, or the path of a file).
+/// @throws InputError for an unknown basis (naming the file looked for and the available ones)
+/// or a basis file that is not there
+std::string basis_file_path(const std::string& basis_name, const BasisOptions& options = {});
+
 /// Builds the basis `basis_name` (e.g. "cc-pVDZ", "6-31G*", or a file "my/basis.nw", relative
 /// to the working directory) on the atoms of `system`.
 /// @throws InputError for an unknown basis (naming the file looked for and the available

@@ -295,11 +295,19 @@ TEST(CompareCli, BadComparisonFileExitsWithCode2NamingTheKey) {
            {"walkers=-3", "walkers"},
            {"'ansatze=[{type: nosuchnet}]'", "nosuchnet"},
            {"'molecules=[h, xx]'", "molecules[1]"},
-           {"references=maybe", "references"}}) {
+           {"references=maybe", "references"},
+           // (a basis no reference needs was not checked: h and he have their e_ref)
+           {"reference_basis=cc-pvtzz", "'reference_basis': unknown basis 'cc-pvtzz'"}}) {
     const auto b = run("compare " + good + " " + override_);
     EXPECT_EQ(b.code, 2) << override_ << "\n" << b.out;
     EXPECT_NE(b.out.find(key), std::string::npos) << override_ << "\n" << b.out;
   }
+  const auto unused = run("compare " + good + " --list reference_basis=cc-pvtz");  // known, but not used: said
+  EXPECT_EQ(unused.code, 0) << unused.out;
+  EXPECT_NE(unused.out.find("'reference_basis' cc-pvtz is not used: no molecule's reference is computed (each "
+                            "molecule has its e_ref or is an open shell)"),
+            std::string::npos)
+      << unused.out;
 }
 
 TEST(CompareCli, MinutesBudgetEndsTrainingOnTheClockThenEvaluates) {
