@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Issue 17's GPU figures in one device run (prepared; not run yet — no device in the sessions
-# that wrote it). Uses the shared device tools' conventions:
+# that wrote it), on the lent H200 or H100 (the roofline takes the card's bandwidth). Uses the
+# shared device tools' conventions:
 #   here:    bench/device_packs.sh ccsd   (.device-ccsd: nnvmc test_batching test_ccsd batching_ladder)
 #   device:  run(command="bash .device-ccsd/run.sh bash bench/ccsd_gpu_figures.sh", carry=[".device-ccsd"], timeout_s=540)
 # Rehearse on the CPU first: bench/device_dry_run.sh bench/ccsd_gpu_figures.sh.
@@ -37,7 +38,15 @@ STAGES=${STAGES:-"w10 w8 w8staged c4h4t w8host ladder tests w6 cpu16 w6t"}
 XYZ=${XYZ:-bench/molecules/water_clusters.xyz}
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 { nvidia-smi; nproc; } > "$OUT/env.txt" 2>&1
-log "env: $(grep -m1 -o 'H200[^|]*' "$OUT/env.txt" | head -1), $(nproc) cores"
+GPU=$(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null | head -1)
+log "env: ${GPU:-no GPU}, $(nproc) cores"
+# the roofline's device: DGEMM as measured on the lent H200 (47.7 TFLOP/s; the H100 SXM has the
+# same FP64 units, the PCIe card about 3/4 of them) and the card's specified memory bandwidth
+case "$GPU" in
+  *H100*PCIe*) ROOF=(--peak-tflops 36 --bandwidth-tbs 2.0) ;;
+  *H100*)      ROOF=(--peak-tflops 47.7 --bandwidth-tbs 3.35) ;;
+  *)           ROOF=(--peak-tflops 47.7 --bandwidth-tbs 4.8) ;;  # the H200
+esac
 [ -f "$XYZ" ] || { log "no $XYZ"; exit 1; }
 # the GPU's measured rates (GEMM, copy, host<->device link) land here and come back with $OUT
 export NNVMC_CACHE_DIR="$OUT/cost_model"
@@ -102,8 +111,8 @@ for stage in $STAGES; do
   case $stage in
     w10) water 10; ccsd w10_fc_resident 150 "$OUT/w10.xyz" "${cd_fc[@]}" "${short[@]}" --device cuda ;;
     w8) water 8; ccsd w8_fc_resident 80 "$OUT/w8.xyz" "${cd_fc[@]}" "${short[@]}" --device cuda
-      # each term's intensity, the most the H200 can reach at it, and what it reached (the 40 % rule)
-      python3 bench/ccsd_term_roofline.py "$OUT/w8_fc_resident.json" --measured 2>&1 | tee -a "$OUT/summary.txt" ;;
+      # each term's intensity, the most this card can reach at it, and what it reached (the 40 % rule)
+      python3 bench/ccsd_term_roofline.py "$OUT/w8_fc_resident.json" "${ROOF[@]}" --measured 2>&1 | tee -a "$OUT/summary.txt" ;;
     w8staged) water 8
       ccsd w8_fc_cublas_staged 100 "$OUT/w8.xyz" "${cd_fc[@]}" "${short[@]}" --backend cublas --memory "$STAGED_MEMORY" ;;
     c4h4t) ccsd c4h4_resident_triples 60 "$C4H4" --device cuda:0 --triples  # a device with its index
