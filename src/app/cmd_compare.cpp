@@ -106,7 +106,7 @@ void run_compare(const CompareArgs& a) {
     compare::check_cells(spec);  // before anything is computed or written
   }
   const auto references = compare::compute_references(spec);  // every rank: CCSD(T) is shared out
-  if (root) compare::prepare_cells(spec, o);
+  if (root) o.retried = compare::prepare_cells(spec, o);
   world.barrier();
   compare::RunSummary summary = compare::run_cells(spec, o);
   if (world.size() > 1) {  // the counts of all ranks' cells

@@ -1,7 +1,7 @@
 /// nnvmc config [CONFIG] [key=value ...] [--markdown]
 /// The complete configuration a run config resolves to (every setting, with a comment each), as
 /// `nnvmc train` would record it in config.yaml, without running anything: keys, values and
-/// molecules are checked; what needs the model or the machine (memory budget, model.init_from,
+/// molecules and the basis sets the run builds are checked; what needs the model or the machine (memory budget, model.init_from,
 /// an ansatz's limits) only when a run starts. Without CONFIG, the defaults. --markdown: the
 /// settings reference (docs/settings.md).
 #include <iostream>
@@ -15,6 +15,7 @@
 #include "core/log.hpp"
 #include "core/molecule_list.hpp"
 #include "core/system.hpp"
+#include "scf/basis.hpp"
 
 namespace nnvmc::app {
 
@@ -23,6 +24,22 @@ struct ConfigArgs {
   std::vector<std::string> args;
   bool markdown = false;
 };
+
+/// The basis sets the run will build (pretraining's target, the hf and paulinet orbitals), on
+/// each molecule. @throws ConfigError naming the key of an unknown basis, or of one without an
+/// element of a molecule, as the run would refuse it
+void check_bases(const Config& recorded, const std::vector<System>& molecules) {
+  std::vector<std::pair<std::string, std::string>> used;  // key, basis
+  if (recorded.pretrain.steps > 0) used.emplace_back("pretrain.basis", recorded.pretrain.basis);
+  if (recorded.model.type == "hf") used.emplace_back("model.hf.basis", recorded.model.hf.basis);
+  if (recorded.model.type == "paulinet") used.emplace_back("model.paulinet.basis", recorded.model.paulinet.basis);
+  for (const auto& [key, basis] : used)
+    for (const System& m : molecules) try {
+        (void)scf::make_basis(basis, m);
+      } catch (const InputError& e) {
+        throw ConfigError("'" + key + "': " + e.what());
+      }
+}
 
 void run_config_command(const ConfigArgs& a) {
   if (a.markdown) {
@@ -34,7 +51,9 @@ void run_config_command(const ConfigArgs& a) {
   const Config config = ra.file.empty() ? parse_config("", ra.overrides, "defaults") : load_config(ra.file, ra.overrides);
   const std::vector<System> molecules = resolve_molecules(config.system);  // (an impossible one is refused here)
   for (const System& m : molecules) log::info(m.electron_summary());
-  std::cout << to_yaml(as_recorded(config, molecules.front().n_electrons()));
+  const Config recorded = as_recorded(config, molecules.front().n_electrons());
+  check_bases(recorded, molecules);
+  std::cout << to_yaml(recorded);
 }
 }  // namespace
 
@@ -42,7 +61,7 @@ void add_config_command(CLI::App& app) {
   auto a = std::make_shared<ConfigArgs>();
   auto* cmd = app.add_subcommand(
       "config", "Print the complete configuration a run config resolves to (every setting, commented; without "
-                "CONFIG: the defaults); keys, values and molecules are checked, nothing is run");
+                "CONFIG: the defaults); keys, values, molecules and basis sets are checked, nothing is run");
   cmd->add_option("args", a->args, "CONFIG.yaml followed by key.path=value overrides (both optional)");
   cmd->add_flag("--markdown", a->markdown, "print the reference of every setting as Markdown (docs/settings.md)");
   cmd->callback([a] { run_config_command(*a); });

@@ -143,19 +143,25 @@ void check_cells(const CompareSpec& spec) {
                        dir_of(cell) + " to redo it, or choose another output");
 }
 
-void prepare_cells(const CompareSpec& spec, const RunnerOptions& o) {
+std::set<std::string> prepare_cells(const CompareSpec& spec, const RunnerOptions& o) {
   check_cells(spec);
-  for (const auto& cell : spec.cells)
-    if (!same_configuration(cell) || (o.retry_failed && cell_state(cell) == "failed")) fs::remove_all(dir_of(cell));
+  std::set<std::string> retried;
+  for (const auto& cell : spec.cells) {
+    const bool retry = same_configuration(cell) && o.retry_failed && cell_state(cell) == "failed";
+    if (retry) retried.insert(cell.id);
+    if (!same_configuration(cell) || retry) fs::remove_all(dir_of(cell));
+  }
   for (const auto& cell : spec.cells) {
     const std::string dir = dir_of(cell);
     fs::create_directories(dir);
     io::write_text_atomically(dir + "/cell.yaml", to_yaml(with_threads(cell, spec, o)));
   }
+  return retried;
 }
 
 RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
   RunSummary summary;
+  int retried = 0;  // failed cells run again (--retry-failed)
   std::deque<const Cell*> queue;
   for (std::size_t i = 0; i < spec.cells.size(); ++i) {
     if (static_cast<int>(i % static_cast<std::size_t>(std::max(1, o.ranks))) != o.rank) continue;  // another rank's
@@ -166,13 +172,15 @@ RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
     } else if (state == "failed" && !o.retry_failed) {
       ++summary.failed;
     } else {
+      if (o.retried.count(cell.id) > 0) ++retried;
       queue.push_back(&cell);
     }
   }
   const int total = static_cast<int>(spec.cells.size());
   if (queue.empty()) return summary;
-  log::info(strfmt("%d of %d cells to run (%d done, %d failed before), %d at a time, %d threads each",
-                   static_cast<int>(queue.size()), total, summary.done, summary.failed, o.jobs,
+  log::info(strfmt("%d of %d cells to run (%d done, %d failed before%s), %d at a time, %d threads each",
+                   static_cast<int>(queue.size()), total, summary.done, summary.failed + retried,
+                   retried > 0 ? strfmt(": %d retried", retried).c_str() : "", o.jobs,
                    spec.threads ? spec.threads : o.threads_per_cell));
   // Cells that will run at once here; each takes its share of the memory 'auto' stands for.
   std::int64_t at_once = std::min<std::int64_t>(o.jobs, static_cast<std::int64_t>(queue.size()));

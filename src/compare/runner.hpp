@@ -6,6 +6,7 @@
 /// it. SIGINT/SIGTERM are passed on to running cells, which checkpoint; nothing new starts.
 /// Torch-free.
 #include <cstdint>
+#include <set>
 #include <string>
 
 #include "compare/spec.hpp"
@@ -22,6 +23,7 @@ struct RunnerOptions {
   /// CellRunOptions::auto_memory_bytes.
   std::int64_t auto_memory_total = 0;
   bool retry_failed = false;      ///< run failed cells again (from scratch)
+  std::set<std::string> retried;  ///< ids of the failed cells prepare_cells cleared to retry
   int max_cells = 0;              ///< start at most this many cells in this invocation (0: all)
   std::string executable;         ///< the nnvmc executable
   std::string interrupt_cell;     ///< testing: this cell stops as SIGTERM would ...
@@ -69,7 +71,8 @@ void check_cells(const CompareSpec& spec);
 
 /// Clears cell directories holding another configuration (failed or never checkpointed; see
 /// check_cells) and failed ones when retrying, then writes each cell's cell.yaml.
-void prepare_cells(const CompareSpec& spec, const RunnerOptions& options);
+/// @returns the ids of the failed cells cleared to retry (for RunnerOptions::retried)
+std::set<std::string> prepare_cells(const CompareSpec& spec, const RunnerOptions& options);
 
 /// Runs the cells not yet done (of this rank: see RunnerOptions::rank); the counts are of this
 /// rank's cells. Prints one line per finished cell; cell.json records `runner_rank`.

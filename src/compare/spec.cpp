@@ -468,21 +468,16 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
     }
     spec.molecules.push_back(m.first);
   }
-  // A reference_basis no reference uses is still a basis (a misspelt one went unnoticed), and one
-  // given while every reference is known says so.
+  // A reference_basis no reference uses is still a basis (a misspelt one went unnoticed while
+  // every molecule had its e_ref).
   if (!basis_used) {
     try {
       (void)scf::basis_file_path(spec.reference_basis);
     } catch (const InputError& e) {
       throw ConfigError(std::string("'reference_basis': ") + e.what());
     }
-    if (spec.reference_basis != CompareFile{}.reference_basis)
-      log::warn("'reference_basis' " + spec.reference_basis + " is not used: no molecule's reference is computed (" +
-                (spec.references == ReferenceMode::exact    ? "references: exact"
-                 : spec.references == ReferenceMode::ccsd_t ? "every molecule is an open shell"
-                                                            : "each molecule has its e_ref or is an open shell") +
-                ")");
   }
+
 
   // Optional axes iterate once with "not given" when absent.
   const std::vector<AxisEntry> none{AxisEntry{}};

@@ -315,7 +315,7 @@ struct PretrainOptions {
   std::string basis = "sto-6g";  ///< basis of the UHF target orbitals
   double lr = 3e-3;             ///< pretraining learning rate (Adam)
   template <class V> void visit(V& v) {
-    v("steps", steps, "HF pretraining iterations (0: none; default by model.type)");
+    v("steps", steps, "HF pretraining iterations (0: none; default by model.type, 0 with model.init_from)");
     v("basis", basis, "basis set of the HF target");
     v("lr", lr, "pretraining learning rate");
   }

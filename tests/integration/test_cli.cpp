@@ -81,6 +81,12 @@ TEST(Cli, ConfigPrintsTheResolvedSettingsAndRefusesBadOnesWithoutRunning) {
   expect_input_error("config " + cfg + " sampler.walker=3", "sampler.walker");
   expect_input_error("config " + cfg + " system.molecule=nosuchmolecule", "nosuchmolecule");
   expect_input_error("config --markdown " + cfg, "takes no CONFIG");
+  // the basis sets the run builds (they used to pass here, and the run refused them)
+  expect_input_error("config " + cfg + " pretrain.steps=3 pretrain.basis=nosuch", "'pretrain.basis': unknown basis 'nosuch'");
+  expect_input_error("config " + cfg + " model.type=hf model.hf.basis=nosuch optim.iterations=0", "'model.hf.basis'");
+  expect_input_error("config " + cfg + " model.type=paulinet 'system.molecule=[[K, 0, 0, 0]]' system.spin=1",
+                     "'model.paulinet.basis': basis '6-311g' has no functions for element K");
+  EXPECT_EQ(run("config " + cfg + " pretrain.basis=nosuch").code, 0);  // (pretrain.steps: 0, not used)
   // As a run records it: the default molecule named, FermiNet sizes left to the molecule filled in.
   const auto d = run("config");
   ASSERT_EQ(d.code, 0) << d.out;
