@@ -296,16 +296,51 @@ void Trainer::init_output(bool resume) {
     const int e = errno;
     throw InputError("run.output: cannot write to '" + path + "': " + std::strerror(e));
   }
-  if (resume) check_run_id(path);
+  if (resume) {
+    check_run_id(path);
+    if (::access(output_.c_str(), W_OK) != 0) {  // (config.yaml is written at the first write)
+      const int e = errno;
+      throw InputError("run.output: cannot write to '" + output_ + "': " + std::strerror(e));
+    }
+    resume_output_pending_ = true;
+    return;
+  }
+  unfinished_.dir = output_;  // from here on, a start that ends early takes its files back
   try {
     io::write_text_atomically(output_ + "/config.yaml", to_yaml(setup_.config));
   } catch (const WriteError& e) {
     throw InputError(std::string("run.output: cannot write to '") + output_ + "': " + e.what());
   }
-  if (!resume) {
-    io::H5File results(path, io::H5File::Mode::truncate);
-    results.set_attr("run_id", run_id_);
-    return;
+  io::H5File results(path, io::H5File::Mode::truncate);
+  results.set_attr("run_id", run_id_);
+}
+
+Trainer::UnfinishedStart::~UnfinishedStart() {
+  if (dir.empty()) return;
+  std::error_code ec;
+  const fs::path out(dir);
+  for (const char* f : kPreviousRunFiles) fs::remove(out / f, ec);  // this start's config.yaml, result.h5
+  bool restored = false;
+  for (const char* f : kPreviousRunFiles) {
+    const fs::path aside = out / (std::string(f) + ".previous");
+    if (!fs::exists(aside, ec)) continue;
+    fs::rename(aside, out / f, ec);
+    restored = restored || !ec;
+  }
+  log::warn(restored ? "the run stopped before its first checkpoint: the run it was to replace (--force) is back in " +
+                           dir
+                     : "the run stopped before its first checkpoint: nothing to resume, its files in " + dir +
+                           " are removed");
+}
+
+void Trainer::commit_resumed_output() {
+  if (!resume_output_pending_) return;
+  resume_output_pending_ = false;
+  const std::string path = output_ + "/result.h5";
+  try {
+    io::write_text_atomically(output_ + "/config.yaml", to_yaml(setup_.config));
+  } catch (const WriteError& e) {
+    throw WriteError(std::string("run.output: cannot write to '") + output_ + "': " + e.what());
   }
   io::remove_quietly(output_ + "/summary.json");  // describes the evaluation removed below
   try {
@@ -405,7 +440,9 @@ Checkpoint Trainer::checkpoint() const {
 void Trainer::write_checkpoint() {
   const Checkpoint c = checkpoint();  // gathers the walkers: called on every rank
   if (!writes_output()) return;
+  commit_resumed_output();
   save_checkpoint(output_ + "/checkpoint.h5", c);
+  unfinished_.dir.clear();  // a run that can be continued
   if (previous_run_cleared_) return;
   previous_run_cleared_ = true;  // this run can now be continued: the one it replaced (--force) goes
   std::error_code ec;
@@ -475,8 +512,12 @@ TrainOutcome Trainer::run(bool final_eval) {
   const auto batch_at = [&](std::int64_t t) {
     return molecules_for_iteration(n_mol, cfg.optim.molecules_per_step, cfg.run.seed, t);
   };
-  std::optional<io::H5File> results;  // rank 0 only
-  if (writes_output()) results.emplace(output_ + "/result.h5", io::H5File::Mode::append);
+  std::optional<io::H5File> results;  // rank 0 only, opened at its first write (commit_resumed_output)
+  const auto open_results = [&] {
+    if (!writes_output() || results) return;
+    commit_resumed_output();
+    results.emplace(output_ + "/result.h5", io::H5File::Mode::append);
+  };
   TrainOutcome out;
   if (iteration_ == 0 && !resumed_) burn_in(cfg.sampler.burn_in);
   const std::int64_t first = iteration_;
@@ -623,6 +664,7 @@ TrainOutcome Trainer::run(bool final_eval) {
                          static_cast<long>(t + 1), static_cast<long>(m.excluded), mols[m.index].name().c_str()));
     }
     auto bookkeeping = timers_.scope("bookkeeping");  // results, progress line, checkpoint: to the end
+    open_results();  // (a resume's files are cut back to iteration_, the checkpoint's: before it moves on)
     iteration_ = t + 1;
     // Run-level series: means over the iteration's molecules (for one molecule, its values);
     // per-molecule series in train/<name>/, NaN where a molecule was not in the batch.
@@ -677,6 +719,7 @@ TrainOutcome Trainer::run(bool final_eval) {
   const std::string trained_state = "the trained state (iteration " + std::to_string(iteration_) + ") is in " +
                                     output_ + "/checkpoint.h5: 'nnvmc eval " + output_ + "/checkpoint.h5' measures it";
   try {
+    open_results();
     if (final_eval && cfg.eval.steps > 0)
       final_evaluation(out, results ? &*results : nullptr);
     else if (final_eval)

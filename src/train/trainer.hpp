@@ -89,6 +89,11 @@ class Trainer {
  private:
   void prepare_new_output() const;
   void init_output(bool resume);
+  /// On resume (rank 0), at the first write (a result row, the final evaluation, a checkpoint):
+  /// config.yaml takes the new settings, and summary.json and result.h5 are cut back to the
+  /// checkpoint. Deferred so that a resume refused while it starts (a memory budget measured in
+  /// its first iteration) leaves the run's files as they were.
+  void commit_resumed_output();
   void burn_in(int steps);
   void write_checkpoint();
   /// Appends NaN to every training series of result.h5 shorter than iteration_.
@@ -111,6 +116,18 @@ class Trainer {
   std::unique_ptr<Optimizer> optimizer_;
   std::string output_;
   io::DirectoryLock lock_;  ///< held on output_ by the writing rank while this trainer lives
+  /// A new run's output until its first checkpoint (rank 0): if the trainer ends before it (a
+  /// value found wrong while running, a failed pretraining, an interrupt), the files this start
+  /// wrote are removed and a run it replaced (--force: *.previous) is put back. Destroyed before
+  /// lock_ is released.
+  struct UnfinishedStart {
+    std::string dir;  ///< "" when there is nothing to undo (first checkpoint written, a resume, other ranks)
+    UnfinishedStart() = default;
+    UnfinishedStart(const UnfinishedStart&) = delete;
+    UnfinishedStart& operator=(const UnfinishedStart&) = delete;
+    ~UnfinishedStart();
+  } unfinished_;
+  bool resume_output_pending_ = false;  ///< see commit_resumed_output
   std::int64_t iteration_ = 0;
   bool resumed_ = false;
   std::string run_id_;  ///< Checkpoint::run_id: drawn by a new run, the checkpoint's on resume (rank 0's is written)

@@ -812,14 +812,22 @@ TEST(Cli, AForcedStartThatFailsKeepsThePreviousRunAndBadValuesFailFirst) {
     EXPECT_EQ(fs::file_size(out + "/checkpoint.h5"), good) << bad;  // refused before the output was touched
   }
   // found only while running (the walkers' working memory, measured when the sampler starts;
-  // the forward Laplacian's is measured before anything is written): the previous run is kept aside
+  // the forward Laplacian's is measured before anything is written): the previous run, kept
+  // aside until the first checkpoint, is put back (it used to stay as *.previous, to be renamed
+  // by hand), and the failed start's files go
+  const auto summary_before = fs::last_write_time(out + "/summary.json");
   expect_input_error("train " + cfg + " --force run.memory_budget=1KiB hamiltonian.laplacian=jvp", "one walker");
-  EXPECT_FALSE(fs::exists(out + "/checkpoint.h5"));
-  ASSERT_TRUE(fs::exists(out + "/checkpoint.h5.previous"));
-  EXPECT_EQ(fs::file_size(out + "/checkpoint.h5.previous"), good);
-  EXPECT_TRUE(fs::exists(out + "/summary.json.previous"));
-  // the run kept aside is still a run: a plain new start is refused (it used to delete it at its
+  EXPECT_EQ(fs::file_size(out + "/checkpoint.h5"), good);
+  EXPECT_EQ(fs::last_write_time(out + "/summary.json"), summary_before);
+  for (const char* f : {"checkpoint.h5", "summary.json", "config.yaml", "result.h5"})
+    EXPECT_FALSE(fs::exists(out + "/" + f + ".previous")) << f;
+  const auto resumed = run("train --resume " + out + " optim.iterations=3 --log-level warn");  // (it is whole)
+  ASSERT_EQ(resumed.code, 0) << resumed.out;
+  // A start killed outright before its first checkpoint cannot put the run back: *.previous stay.
+  // The run kept aside is still a run: a plain new start is refused (it used to delete it at its
   // first checkpoint) and --resume says where it is; a --force start retires it at its first checkpoint
+  for (const char* f : {"checkpoint.h5", "summary.json", "config.yaml", "result.h5"})
+    fs::rename(out + "/" + f, out + "/" + f + ".previous");
   expect_input_error("train " + cfg, "*.previous");
   expect_input_error("train --resume " + out, "*.previous");
   EXPECT_TRUE(fs::exists(out + "/checkpoint.h5.previous"));
@@ -828,6 +836,34 @@ TEST(Cli, AForcedStartThatFailsKeepsThePreviousRunAndBadValuesFailFirst) {
   EXPECT_TRUE(fs::exists(out + "/checkpoint.h5"));
   EXPECT_FALSE(fs::exists(out + "/checkpoint.h5.previous"));
   EXPECT_FALSE(fs::exists(out + "/summary.json.previous"));
+}
+
+// A resume refused by what its first iteration measures (here the per-sample gradients' memory
+// under SR) used to have rewritten config.yaml, deleted summary.json and cut the final
+// evaluation out of result.h5 already: the run's files are now changed at its first write.
+TEST(Cli, AResumeRefusedInItsFirstIterationLeavesTheRunsFilesAsTheyWere) {
+  const auto out = (fs::temp_directory_path() / "nnvmc_cli_refused_resume").string();
+  fs::remove_all(out);
+  const auto cfg = write_config("nnvmc_refused_resume.yaml", kTiny + "run: {threads: 1, output: " + out + "}\n");
+  ASSERT_EQ(run("train " + cfg + " --log-level warn").code, 0);
+  const auto contents = [&] {
+    std::map<std::string, std::string> bytes;
+    for (const auto& e : fs::directory_iterator(out))
+      if (e.path().filename() != ".nnvmc.lock") {
+        std::ifstream in(e.path(), std::ios::binary);
+        bytes[e.path().filename().string()] = std::string((std::istreambuf_iterator<char>(in)), {});
+      }
+    return bytes;
+  };
+  const auto before = contents();
+  ASSERT_EQ(before.count("summary.json"), 1u);
+  expect_input_error("train --resume " + out + " optim.iterations=4 optim.type=sr run.memory_budget=8KiB", "one walker");
+  EXPECT_TRUE(contents() == before);
+  const auto r = run("train --resume " + out + " optim.iterations=4 optim.type=sr --log-level warn");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(out + "/summary.json"))["iterations"], 4);
+  EXPECT_NE(contents().at("config.yaml").find("type: sr"), std::string::npos);
+  fs::remove_all(out);
 }
 
 TEST(Cli, NumericOptionsOutsideTheirMeaningfulRangeAreRefused) {
