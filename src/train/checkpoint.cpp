@@ -3,6 +3,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <cmath>
+#include <filesystem>
+#include <limits>
 #include <map>
 
 #include "core/errors.hpp"
@@ -155,6 +157,10 @@ SamplerState take_sampler(const Datasets& d, const std::string& group, const Sys
   st.logabs = from_array(d.at(g + "logabs"));
   if (st.logabs.dim() != 1 || st.logabs.size(0) != st.r.size(0) || !st.logabs.is_floating_point())
     throw CheckpointError(path + ": dataset '" + g + "logabs' does not match the walkers");
+  // (nnvmc writes walkers only after checking them: a NaN here is an altered file, which
+  // evaluated to a number or failed ten steps later)
+  if (!torch::isfinite(st.r).all().item<bool>() || torch::isnan(st.logabs).any().item<bool>())
+    throw CheckpointError(path + ": non-finite walker positions or log|psi| in '" + group + "': the file is damaged");
   st.step_size = from_array(require(d, g + "step_size", io::DType::f64, 0, path)).item<double>();
   if (!(st.step_size > 0) || !std::isfinite(st.step_size))
     throw CheckpointError(path + ": " + g + "step_size must be a positive number");
@@ -251,6 +257,9 @@ void save_checkpoint(const std::string& path, const Checkpoint& c) {
 }
 
 Checkpoint load_checkpoint(const std::string& path) {
+  std::error_code ec;  // (a FIFO or a device would block the open for ever)
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw CheckpointError(path + ": not a regular file");
   io::H5File f(path, io::H5File::Mode::read);
   if (!f.has_attr("format") || f.attr("format") != "nnvmc-checkpoint")
     throw CheckpointError(path + ": not an nnvmc checkpoint");
@@ -272,7 +281,10 @@ Checkpoint load_checkpoint(const std::string& path) {
   if (f.has_attr("checksum") && f.attr("checksum") != checksum(d, v2 ? c.config_yaml : summed))
     throw CheckpointError(path + ": checksum mismatch: the file is damaged");
   c.iteration = from_array(require(d, "iteration", io::DType::i64, 0, path)).item<int64_t>();
-  if (c.iteration < 0) throw CheckpointError(path + ": negative iteration");
+  // (optim.iterations is an int: a larger count is an altered file, which padded result.h5 with
+  // that many NaN rows or failed in std::vector)
+  if (c.iteration < 0 || c.iteration > std::numeric_limits<int>::max())
+    throw CheckpointError(path + ": iteration " + std::to_string(c.iteration) + " out of range: the file is damaged");
   if (d.count("trained_seconds")) {  // (absent in files written before 2026-12-04)
     c.trained_seconds = from_array(require(d, "trained_seconds", io::DType::f64, 0, path)).item<double>();
     if (!std::isfinite(c.trained_seconds) || c.trained_seconds < 0)

@@ -81,6 +81,7 @@ TEST(Cli, ConfigPrintsTheResolvedSettingsAndRefusesBadOnesWithoutRunning) {
   expect_input_error("config " + cfg + " sampler.walker=3", "sampler.walker");
   expect_input_error("config " + cfg + " system.molecule=nosuchmolecule", "nosuchmolecule");
   expect_input_error("config --markdown " + cfg, "takes no CONFIG");
+  expect_input_error("config " + cfg + " model.type=foo", "'model.type': unknown ansatz 'foo'");  // (it printed it)
   // the basis sets the run builds (they used to pass here, and the run refused them)
   expect_input_error("config " + cfg + " pretrain.steps=3 pretrain.basis=nosuch", "'pretrain.basis': unknown basis 'nosuch'");
   expect_input_error("config " + cfg + " model.type=hf model.hf.basis=nosuch optim.iterations=0", "'model.hf.basis'");
@@ -722,6 +723,7 @@ TEST(Cli, ResumeFromTheCommandLineEndsWhereAnUninterruptedRunEnds) {
   // ignored, yet recorded in config.yaml)
   for (const char* moves : {"run.output=/tmp/elsewhere", "'run={output: /tmp/elsewhere}'", "run.overwrite=true"})
     expect_input_error("train --resume " + resumed + " " + moves, "cannot be changed on resume");
+  expect_input_error("train --resume " + resumed + " run.name=../../etc", "'run.name' must be a plain name");
   const auto c = run("train --resume " + resumed + " optim.iterations=4 'run={threads: 1}' --log-level warn");
   ASSERT_EQ(c.code, 0) << c.out;
   const auto read = [](const std::string& dir) { return nlohmann::json::parse(std::ifstream(dir + "/summary.json")); };

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -74,34 +75,50 @@ TEST(Checkpoint, RoundTripIsBitIdentical) {
   fs::remove(path);
 }
 
+namespace {
+/// A checkpoint of one molecule in format version 2 (no checksum), with `iteration` and the
+/// walkers at `positions`.
+void write_version_two(const std::string& path, const Checkpoint& c, std::int64_t iteration,
+                       const torch::Tensor& positions) {
+  io::H5File f(path, io::H5File::Mode::truncate);
+  f.set_attr("format", "nnvmc-checkpoint");
+  f.set_attr("version", "2");
+  f.set_attr("config", c.config_yaml);
+  f.set_attr("system_name", "lih");
+  const auto put = [&](const std::string& name, const torch::Tensor& t) {
+    const auto x = t.contiguous();
+    const io::DType d = x.scalar_type() == torch::kFloat64 ? io::DType::f64
+                        : x.scalar_type() == torch::kInt64 ? io::DType::i64 : io::DType::u8;
+    f.write(name, io::make_array(d, x.sizes().vec(), x.data_ptr()));
+  };
+  const auto& m = c.molecules[0];
+  put("iteration", torch::tensor(iteration));
+  put("parameters/w", c.parameters.at("layer0.one.weight"));
+  put("system/atomic_numbers", torch::tensor({int64_t{3}, int64_t{1}}));
+  put("system/positions", torch::tensor({0.0, 0.0, 0.0, 0.0, 0.0, 3.015}, torch::kFloat64).view({2, 3}));
+  put("system/charge_spin", torch::tensor({int64_t{0}, int64_t{0}}));
+  put("sampler/positions", positions);
+  put("sampler/logabs", m.sampler.logabs);
+  put("sampler/step_size", torch::tensor(m.sampler.step_size, torch::kFloat64));
+  put("sampler/rng_state", m.sampler.rng_state);
+}
+
+std::string load_error(const std::string& path) {
+  try {
+    (void)load_checkpoint(path);
+  } catch (const CheckpointError& e) {
+    return e.what();
+  }
+  return "(loaded)";
+}
+}  // namespace
+
 // Checkpoints of one molecule written before runs held lists (format version 2: system/,
 // sampler/ and laplacian/rng_state without an index) are read as a list of one.
 TEST(Checkpoint, VersionTwoFilesAreReadAsOneMolecule) {
   const auto c = sample_checkpoint();
   const auto path = tmp("nnvmc_ckpt_v2.h5");
-  {
-    io::H5File f(path, io::H5File::Mode::truncate);
-    f.set_attr("format", "nnvmc-checkpoint");
-    f.set_attr("version", "2");
-    f.set_attr("config", c.config_yaml);
-    f.set_attr("system_name", "lih");
-    const auto put = [&](const std::string& name, const torch::Tensor& t) {
-      const auto x = t.contiguous();
-      const io::DType d = x.scalar_type() == torch::kFloat64 ? io::DType::f64
-                          : x.scalar_type() == torch::kInt64 ? io::DType::i64 : io::DType::u8;
-      f.write(name, io::make_array(d, x.sizes().vec(), x.data_ptr()));
-    };
-    const auto& m = c.molecules[0];
-    put("iteration", torch::tensor(int64_t{5}));
-    put("parameters/w", c.parameters.at("layer0.one.weight"));
-    put("system/atomic_numbers", torch::tensor({int64_t{3}, int64_t{1}}));
-    put("system/positions", torch::tensor({0.0, 0.0, 0.0, 0.0, 0.0, 3.015}, torch::kFloat64).view({2, 3}));
-    put("system/charge_spin", torch::tensor({int64_t{0}, int64_t{0}}));
-    put("sampler/positions", m.sampler.r);
-    put("sampler/logabs", m.sampler.logabs);
-    put("sampler/step_size", torch::tensor(m.sampler.step_size, torch::kFloat64));
-    put("sampler/rng_state", m.sampler.rng_state);
-  }
+  write_version_two(path, c, 5, c.molecules[0].sampler.r);
   const auto d = load_checkpoint(path);
   EXPECT_EQ(d.iteration, 5);
   ASSERT_EQ(d.molecules.size(), 1u);
@@ -111,6 +128,26 @@ TEST(Checkpoint, VersionTwoFilesAreReadAsOneMolecule) {
   EXPECT_EQ(d.molecules[0].sampler.step_size, c.molecules[0].sampler.step_size);
   EXPECT_TRUE(torch::equal(d.parameters.at("w"), c.parameters.at("layer0.one.weight")));
   fs::remove(path);
+}
+
+// What no checksum guards (a version-2 file) is checked for what nnvmc never writes: an
+// iteration beyond any optim.iterations (it padded result.h5 with that many NaN rows, or failed
+// in std::vector) and NaN walkers (eval printed an energy). A FIFO is refused, not waited on.
+TEST(Checkpoint, ContentsNnvmcNeverWritesAreRefusedEvenWithoutAChecksum) {
+  const auto c = sample_checkpoint();
+  const auto path = tmp("nnvmc_ckpt_v2_damaged.h5");
+  write_version_two(path, c, std::int64_t{1} << 62, c.molecules[0].sampler.r);
+  EXPECT_NE(load_error(path).find("iteration 4611686018427387904 out of range"), std::string::npos) << load_error(path);
+  auto r = c.molecules[0].sampler.r.clone();
+  r[0][0][0] = std::nan("");
+  write_version_two(path, c, 5, r);
+  EXPECT_NE(load_error(path).find("non-finite walker positions"), std::string::npos) << load_error(path);
+  fs::remove(path);
+  const auto fifo = tmp("nnvmc_ckpt_fifo.h5");
+  fs::remove(fifo);
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_NE(load_error(fifo).find("not a regular file"), std::string::npos) << load_error(fifo);
+  fs::remove(fifo);
 }
 
 TEST(Checkpoint, ParametersCarryNoGeometry) {

@@ -277,3 +277,24 @@ TEST(Adam, TakesItsBetasAndEpsilonFromTheConfig) {
   ASSERT_TRUE(opt_d->step(plain, test::one_batch(q.r, e2), 1, timers));
   EXPECT_GT(test::rel_diff(plain.theta.detach(), expected), 1e-3);
 }
+
+// Adam's moments of another shape than their parameter (an altered checkpoint) are refused when
+// loaded, naming the parameter; they used to fail in the first step, in libtorch's words.
+TEST(Adam, StateOfAnotherShapeIsRefusedWhenLoaded) {
+  const Quadratic q;
+  LinearLogPsi wf(q.n);
+  auto opt = make_optimizer(options("adam", 0.0), wf);
+  StageTimers timers;
+  ASSERT_TRUE(opt->step(wf, test::one_batch(q.r, q.e), 0, timers));
+  TensorMap state = opt->state();
+  ASSERT_FALSE(state.empty());
+  opt->load_state(state);  // its own: fine
+  for (auto& [name, t] : state)
+    if (name.rfind("adam/exp_avg/", 0) == 0) t = torch::zeros({t.numel() + 5}, t.options());
+  try {
+    opt->load_state(state);
+    FAIL() << "expected CheckpointError";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("the file is damaged"), std::string::npos) << e.what();
+  }
+}
