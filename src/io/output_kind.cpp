@@ -34,4 +34,10 @@ std::string comparison_marker(const std::string& dir) {
   return "";
 }
 
+std::string profile_marker(const std::string& dir) {
+  for (const char* file : {"profile.json", "profile.h5"})
+    if (has(dir, file)) return file;
+  return "";
+}
+
 }  // namespace nnvmc::io

@@ -1,8 +1,9 @@
 #pragma once
 /// @file output_kind.hpp
-/// What an output directory already holds, so that `nnvmc train` and `nnvmc compare` refuse to
-/// write into each other's directories (their files would mix: a run's checkpoint beside a
-/// comparison's table, or a comparison's cells inside a run). Only files that these commands
+/// What an output directory already holds, so that `nnvmc train`, `nnvmc compare` and `nnvmc
+/// profile` refuse to write into each other's directories (their files would mix: a run's
+/// checkpoint beside a comparison's table, a comparison's cells inside a run, a profile's
+/// report.md over a comparison's). Only files that these commands
 /// write together count, so a user's own folder (a result.h5, a folder called cells) is neither.
 #include <string>
 
@@ -17,5 +18,9 @@ std::string training_run_marker(const std::string& dir);
 /// "cells/<id>/cell.yaml", or "cells (unreadable)" when a cells/ there cannot be listed; ""
 /// when none of them is there.
 std::string comparison_marker(const std::string& dir);
+
+/// What marks `dir` as a profile's output (nnvmc profile): "profile.json" or "profile.h5"; ""
+/// when neither is there.
+std::string profile_marker(const std::string& dir);
 
 }  // namespace nnvmc::io

@@ -10,6 +10,7 @@
 
 #include "core/errors.hpp"
 #include "core/log.hpp"
+#include "io/output_kind.hpp"
 #include "core/molecule_list.hpp"
 #include "models/model_traits.hpp"
 #include "models/registry.hpp"
@@ -247,10 +248,13 @@ ProfileReport run_profile(const std::string& config_path, const std::vector<std:
   std::error_code ec;
   if (std::filesystem::exists(options.output, ec) && !std::filesystem::is_directory(options.output, ec))
     throw InputError("profile: --output " + options.output + " exists and is not a directory");
-  for (const char* run_file : {"checkpoint.h5", "result.h5"})  // profile.json & co. would be mixed into a run
-    if (std::filesystem::exists(std::filesystem::path(options.output) / run_file, ec))
-      throw InputError("profile: --output " + options.output + " holds a training run (" + run_file +
-                       "); choose another directory");
+  // profile.json & co. would be mixed into a run, or replace a comparison's report.md
+  if (const std::string marker = io::training_run_marker(options.output); !marker.empty())
+    throw InputError("profile: --output " + options.output + " holds a training run (" + marker +
+                     "); choose another directory");
+  if (const std::string marker = io::comparison_marker(options.output); !marker.empty())
+    throw InputError("profile: --output " + options.output + " holds a comparison (" + marker +
+                     "); choose another directory");
   check_molecules(config_path, overrides, molecules);
   for (const auto& mol : molecules) r.molecules.push_back(profile_molecule(config_path, overrides, mol, options, r));
   r.cpu = read_cpu_peak();

@@ -245,6 +245,9 @@ void Trainer::prepare_new_output() const {
   if (const std::string marker = io::comparison_marker(output_); !marker.empty())  // (even with --force)
     throw InputError("run.output: '" + output_ + "' holds a comparison (" + marker +
                      "), not a training run; choose another run.output");
+  if (const std::string marker = io::profile_marker(output_); !marker.empty())
+    throw InputError("run.output: '" + output_ + "' holds a profile (" + marker +
+                     "), not a training run; choose another run.output");
   // A run is what can be continued or read: a checkpoint or a summary. A start that failed
   // before its first checkpoint left only config.yaml and result.h5, which are replaced.
   const bool has_run = fs::exists(out / "checkpoint.h5", ec) || fs::exists(out / "summary.json", ec);

@@ -259,7 +259,7 @@ TEST(CompareCli, FailingCellIsReportedAndTheOthersComplete) {
   EXPECT_NE(md.find("Failed cells"), std::string::npos);
 }
 
-// Found by a user audit: each command wrote into the other's directory, mixing their files.
+// Found by user audits: each command wrote into the other's directory, mixing their files.
 TEST(CompareCli, TrainingRunsAndComparisonsRefuseEachOthersDirectories) {
   const auto [file, dir] = setup("nnvmc_compare_into_run", kTiny);
   std::ofstream(dir + "/summary.json") << "{}\n";  // a training run's directory
@@ -282,6 +282,24 @@ TEST(CompareCli, TrainingRunsAndComparisonsRefuseEachOthersDirectories) {
   EXPECT_NE(t.out.find("run.output: '" + dir + "' holds a comparison (compare.csv)"), std::string::npos) << t.out;
   EXPECT_FALSE(fs::exists(dir + "/config.yaml"));
   EXPECT_TRUE(fs::exists(dir + "/compare.csv"));
+  // a profile's output and a comparison's: each replaced the other's report.md
+  const auto p = run("profile " + config + " --molecules he --iterations 1 --warmup 1 --profile-iterations 0 "
+                     "--no-roofline --no-plots --output " + dir);
+  EXPECT_EQ(p.code, 2) << p.out;
+  EXPECT_NE(p.out.find("holds a comparison (compare.csv)"), std::string::npos) << p.out;
+  EXPECT_FALSE(fs::exists(dir + "/profile.json"));
+  fs::remove(dir + "/compare.csv");
+  std::ofstream(dir + "/profile.json") << "{}\n";  // a profile's output
+  for (const char* list : {"", " --list"}) {
+    const auto c = run("compare " + file + " --no-plots" + list);
+    EXPECT_EQ(c.code, 2) << c.out;
+    EXPECT_NE(c.out.find("holds a profile (profile.json), not a comparison"), std::string::npos) << c.out;
+  }
+  const auto into_profile = run("train " + config + " run.output=" + dir + " optim.iterations=1 sampler.walkers=4");
+  EXPECT_EQ(into_profile.code, 2) << into_profile.out;
+  EXPECT_NE(into_profile.out.find("holds a profile (profile.json)"), std::string::npos) << into_profile.out;
+  EXPECT_FALSE(fs::exists(dir + "/cells"));
+  EXPECT_FALSE(fs::exists(dir + "/config.yaml"));
 }
 
 TEST(CompareCli, BadComparisonFileExitsWithCode2NamingTheKey) {
