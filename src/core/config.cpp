@@ -297,16 +297,24 @@ void validate(const Config& c) {
     require(*f.determinants > 0 && *f.determinants <= 1024, "model.ferminet.determinants",
             "must be between 1 and 1024");
   require_one_of(f.envelope, {"isotropic"}, "model.ferminet.envelope");
+  // The other ansätze's sizes have FermiNet's bounds (widths up to 65536, 64 layers, 1024
+  // determinants): larger ones passed and ended in the allocator, or the kernel's OOM killer.
+  const auto width = [](long long value, const std::string& key) {
+    require(value > 0 && value <= 65536, key, "must be between 1 and 65536");
+  };
+  const auto depth = [](int value, const std::string& key, int least) {
+    require(value >= least && value <= 64, key, "must be between " + std::to_string(least) + " and 64");
+  };
   const auto& p = c.model.paulinet;
   require(p.rc_scaling > 0, "model.paulinet.rc_scaling", "must be > 0");
   require(p.cusp_alpha > 0, "model.paulinet.cusp_alpha", "must be > 0");
-  require(p.interactions >= 0, "model.paulinet.interactions", "must be >= 0");
-  require(p.embedding_dim > 0, "model.paulinet.embedding_dim", "must be > 0");
-  require(p.kernel_dim > 0, "model.paulinet.kernel_dim", "must be > 0");
-  require(p.distance_features > 0, "model.paulinet.distance_features", "must be > 0");
+  depth(p.interactions, "model.paulinet.interactions", 0);
+  width(p.embedding_dim, "model.paulinet.embedding_dim");
+  width(p.kernel_dim, "model.paulinet.kernel_dim");
+  width(p.distance_features, "model.paulinet.distance_features");
   require(p.cutoff > 0, "model.paulinet.cutoff", "must be > 0");
-  require(p.jastrow_layers > 0, "model.paulinet.jastrow_layers", "must be > 0");
-  require(p.backflow_layers > 0, "model.paulinet.backflow_layers", "must be > 0");
+  depth(p.jastrow_layers, "model.paulinet.jastrow_layers", 1);
+  depth(p.backflow_layers, "model.paulinet.backflow_layers", 1);
   // PauliNet's orbitals are the Hartree-Fock orbitals times a backflow that starts near 1.
   require(c.model.type != "paulinet" || c.pretrain.steps == 0, "pretrain.steps",
           "must be 0 for model.type paulinet: its Hartree-Fock baseline is built in (no HF pretraining)");
@@ -314,23 +322,29 @@ void validate(const Config& c) {
   o.max_atomic_number();
   for (const auto& [value, key] : std::vector<std::pair<int, const char*>>{
            {o.heads, "heads"}, {o.head_dim, "head_dim"}, {o.featurization_heads, "featurization_heads"},
-           {o.determinants, "determinants"}, {o.envelopes_per_nucleus, "envelopes_per_nucleus"},
-           {o.nuclear_feature_dim, "nuclear_feature_dim"}, {o.nuclear_heads, "nuclear_heads"},
-           {o.orbital_heads, "orbital_heads"}, {o.orbital_head_dim, "orbital_head_dim"}})
-    require(value > 0, std::string("model.orbformer.") + key, "must be > 0");
+           {o.envelopes_per_nucleus, "envelopes_per_nucleus"}, {o.nuclear_feature_dim, "nuclear_feature_dim"},
+           {o.nuclear_heads, "nuclear_heads"}, {o.orbital_heads, "orbital_heads"},
+           {o.orbital_head_dim, "orbital_head_dim"}})
+    width(value, std::string("model.orbformer.") + key);
+  require(o.determinants > 0 && o.determinants <= 1024, "model.orbformer.determinants", "must be between 1 and 1024");
   for (const auto& [value, key] : std::vector<std::pair<int, const char*>>{
            {o.layers, "layers"}, {o.nuclear_layers, "nuclear_layers"}, {o.orbital_layers, "orbital_layers"}})
-    require(value >= 0, std::string("model.orbformer.") + key, "must be >= 0");
+    depth(value, std::string("model.orbformer.") + key, 0);
+  width(static_cast<long long>(o.heads) * o.head_dim, "model.orbformer.heads * head_dim");  // (the stream width)
+  width(static_cast<long long>(o.orbital_heads) * o.orbital_head_dim, "model.orbformer.orbital_heads * orbital_head_dim");
   require((o.heads * o.head_dim) % o.featurization_heads == 0, "model.orbformer.featurization_heads",
           "must divide the electron feature width heads*head_dim");
   require(o.nuclear_feature_dim % o.nuclear_heads == 0, "model.orbformer.nuclear_heads",
           "must divide nuclear_feature_dim");
   const auto& ps = c.model.psiformer;
-  require(ps.layers > 0, "model.psiformer.layers", "must be > 0");
-  require(ps.heads > 0, "model.psiformer.heads", "must be > 0");
-  require(ps.head_dim > 0, "model.psiformer.head_dim", "must be > 0");
-  for (int w : ps.mlp_hidden_dims) require(w > 0, "model.psiformer.mlp_hidden_dims", "widths must be > 0");
-  require(ps.determinants > 0, "model.psiformer.determinants", "must be > 0");
+  depth(ps.layers, "model.psiformer.layers", 1);
+  width(ps.heads, "model.psiformer.heads");
+  width(ps.head_dim, "model.psiformer.head_dim");
+  width(static_cast<long long>(ps.heads) * ps.head_dim, "model.psiformer.heads * head_dim");  // (the stream width)
+  require(ps.mlp_hidden_dims.size() <= 64, "model.psiformer.mlp_hidden_dims", "must have at most 64 layers");
+  for (int w : ps.mlp_hidden_dims)
+    require(w > 0 && w <= 65536, "model.psiformer.mlp_hidden_dims", "widths must be between 1 and 65536");
+  require(ps.determinants > 0 && ps.determinants <= 1024, "model.psiformer.determinants", "must be between 1 and 1024");
   require_one_of(ps.jastrow, {"simple_ee", "none"}, "model.psiformer.jastrow");
   require_one_of(ps.envelope, {"isotropic"}, "model.psiformer.envelope");
 }

@@ -116,6 +116,13 @@ TEST(Cli, BadConfigsExitWithCode2AndNameTheKey) {
   expect_input_error("train " + cfg + " system.molecule=he system.spin=2 pretrain.steps=5",
                      "pretrain.basis: 'sto-6g' has 1 functions for he");
   expect_input_error("train " + cfg + " sampler.walkers=1", "at least 2 to train");
+  // sizes that passed and ended in the allocator (or the OOM killer): FermiNet's bounds for all
+  expect_input_error("train " + cfg + " model.type=psiformer model.psiformer.heads=1000 model.psiformer.head_dim=1000",
+                     "'model.psiformer.heads * head_dim' must be between 1 and 65536");
+  expect_input_error("train " + cfg + " model.type=paulinet model.paulinet.embedding_dim=100000",
+                     "model.paulinet.embedding_dim");
+  expect_input_error("train " + cfg + " model.type=orbformer model.orbformer.heads=512 model.orbformer.head_dim=512",
+                     "model.orbformer.heads * head_dim");
   expect_input_error("train " + cfg + " model.init_from=" + fs::temp_directory_path().string() + " pretrain.steps=0",
                      "is a directory; give its checkpoint file");
   EXPECT_FALSE(fs::exists(out)) << "nothing is written for bad input";
