@@ -2,12 +2,15 @@
 #include <CLI/CLI.hpp>
 #include <c10/util/Exception.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <new>
 #include <string>
+#include <system_error>
 
 #include "app/allocator_tuning.hpp"
 #include "app/commands.hpp"
@@ -119,6 +122,16 @@ int main(int argc, char** argv) {
         what.find("not enough memory") != std::string::npos)
       what = "out of memory: " + what + kOutOfMemoryAdvice;
     return nnvmc::parallel::fail(what, 1);
+  } catch (const std::filesystem::filesystem_error& e) {  // a path std::filesystem could not follow
+    // (it read "filesystem error: status: Too many levels of symbolic links [loop]"): the path
+    // and the reason; a path the user gave that cannot be followed is bad input (exit 2)
+    std::string what = "'" + e.path1().string() + "'" + (e.path2().empty() ? "" : " ('" + e.path2().string() + "')") +
+                       ": " + e.code().message();
+    const int c = e.code().value();
+    const bool input = e.code().category() == std::generic_category() || e.code().category() == std::system_category();
+    const bool users = input && (c == ELOOP || c == ENOENT || c == ENOTDIR || c == EACCES || c == EPERM || c == EROFS ||
+                                 c == ENAMETOOLONG || c == EEXIST || c == EISDIR);
+    return nnvmc::parallel::fail(what, users ? 2 : 1);
   } catch (const std::bad_alloc& e) {  // an allocation outside libtorch (e.g. a std::vector)
     return nnvmc::parallel::fail(std::string("out of memory: ") + e.what() + kOutOfMemoryAdvice, 1);
   } catch (const std::exception& e) {

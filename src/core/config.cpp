@@ -419,8 +419,17 @@ Config parse_config_tree(YAML::Node root, const std::vector<std::string>& overri
   if (!root.IsMap())  // (a list or a scalar: its overrides would be blamed, or '' named)
     throw ConfigError(config_yaml::location(root, where) +
                       ": a run config must be a mapping of sections (system:, model:, sampler:, ...)");
+  std::string molecule_override;  // the first override that chose the molecules
   for (const auto& o : overrides) {
     config_yaml::check_override<Config>(o);
+    for (const char* k : kMoleculeKeys) {
+      if (!override_sets(o, std::string("system.") + k)) continue;
+      // (each cleared the others: the last one given won, silently; in a file both are refused)
+      if (!molecule_override.empty() && molecule_override != k)
+        throw ConfigError("overrides: 'system." + molecule_override + "' and 'system." + k +
+                          "' both choose the molecules; give one of system.molecule, system.molecules, system.dataset");
+      molecule_override = k;
+    }
     clear_other_molecule_keys(root, o);
     config_yaml::apply_override(root, o);
   }

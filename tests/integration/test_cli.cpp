@@ -116,6 +116,8 @@ TEST(Cli, BadConfigsExitWithCode2AndNameTheKey) {
   expect_input_error("train " + cfg + " system.molecule=he system.spin=2 pretrain.steps=5",
                      "pretrain.basis: 'sto-6g' has 1 functions for he");
   expect_input_error("train " + cfg + " sampler.walkers=1", "at least 2 to train");
+  expect_input_error("train " + cfg + " system.molecule=h2 'system.molecules=[he]'",  // (the last one won)
+                     "'system.molecule' and 'system.molecules' both choose the molecules");
   // sizes that passed and ended in the allocator (or the OOM killer): FermiNet's bounds for all
   expect_input_error("train " + cfg + " model.type=psiformer model.psiformer.heads=1000 model.psiformer.head_dim=1000",
                      "'model.psiformer.heads * head_dim' must be between 1 and 65536");
@@ -873,6 +875,16 @@ TEST(Cli, AResumeRefusedInItsFirstIterationLeavesTheRunsFilesAsTheyWere) {
   EXPECT_EQ(nlohmann::json::parse(std::ifstream(out + "/summary.json"))["iterations"], 4);
   EXPECT_NE(contents().at("config.yaml").find("type: sr"), std::string::npos);
   fs::remove_all(out);
+}
+
+// A path std::filesystem cannot follow (a symbolic link to itself) is named with the reason,
+// exit 2; it read "filesystem error: status: Too many levels of symbolic links [loop]", exit 1.
+TEST(Cli, APathThatCannotBeFollowedIsNamedWithTheReason) {
+  const auto loop = (fs::temp_directory_path() / "nnvmc_cli_link_loop").string();
+  fs::remove(loop);
+  fs::create_symlink(loop, loop);
+  expect_input_error("eval " + loop, "'" + loop + "': Too many levels of symbolic links");
+  fs::remove(loop);
 }
 
 TEST(Cli, NumericOptionsOutsideTheirMeaningfulRangeAreRefused) {
