@@ -163,6 +163,10 @@ BasisLibrary parse_nwchem_basis(const std::string& text, const std::string& wher
         (!block.rows.empty() && row.size() != block.rows.front().size()))
       throw InputError(here + "wrong number of columns in primitive line");
     if (row[0] <= 0) throw InputError(here + "exponent must be positive");
+    // (1e300 or 1e-300 parsed and made the SCF fail with a non-finite Fock matrix, naming no line;
+    // tabulated exponents lie far inside these bounds, from ~1e-3 diffuse to ~1e8 core)
+    if (row[0] < 1e-8 || row[0] > 1e12)
+      throw InputError(here + "exponent " + words[0] + " is outside 1e-8 .. 1e12 (no basis set has such a Gaussian)");
     block.rows.push_back(std::move(row));
   }
   flush(block, lib, where);

@@ -61,6 +61,15 @@ TEST(BasisFile, MalformedLinesNameTheLine) {
       EXPECT_NE(std::string(e.what()).find("bad.nw:4: not a finite number"), std::string::npos) << e.what();
     }
   }
+  // finite exponents no basis set has (they made the SCF's Fock matrix non-finite, naming no line)
+  for (const char* bad : {" 1e300 1.0", " 1e-300 1.0"}) {
+    try {
+      parse_nwchem_basis(std::string("BASIS\nH S\n 2.0 0.5\n") + bad + "\nEND\n", "bad.nw");
+      ADD_FAILURE() << bad;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("bad.nw:4: exponent 1e"), std::string::npos) << e.what();
+    }
+  }
   try {  // an unknown element names its line too
     parse_nwchem_basis("BASIS\nH S\n 2.0 0.5\nXq S\n 1.0 1.0\nEND\n", "bad.nw");
     ADD_FAILURE() << "unknown element accepted";
