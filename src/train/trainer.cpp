@@ -377,12 +377,19 @@ void Trainer::commit_resumed_output() {
 
 void Trainer::check_run_id(const std::string& path) {
   std::string theirs;
+  bool foreign = false;  // an HDF5 file no run writes as its result.h5 (it was taken over and written into)
   try {
     const io::H5File results(path, io::H5File::Mode::read);
     if (results.has_attr("run_id")) theirs = results.attr("run_id");
+    foreign = results.has_attr("format") ||  // (a checkpoint's mark)
+              (theirs.empty() && !results.exists("train") && !results.exists("pretrain") && !results.exists("eval") &&
+               !results.list("/").empty());
   } catch (const CheckpointError&) {
     // missing or damaged: init_output starts a new one
   }
+  if (foreign)
+    throw InputError("--resume " + output_ + ": result.h5 there is not a run's results file (no run id, no train/ "
+                     "series); move it away to continue the run with a new one");
   // A checkpoint from before run ids takes result.h5's, if an earlier resume gave it one (and
   // died before its first checkpoint): drawing another would refuse every later resume.
   if (run_id_.empty()) {

@@ -681,6 +681,12 @@ TEST(Cli, ACheckpointOfAnotherRunIsNotResumedIntoThisRunsResults) {
   expect_input_error("train --resume " + mine + " optim.iterations=5", "belong to different runs");
   EXPECT_EQ(fs::last_write_time(mine + "/config.yaml"), config_before);
   EXPECT_EQ(nnvmc::io::H5File(mine + "/result.h5", nnvmc::io::H5File::Mode::read).rows("train/energy"), rows_before);
+  // an HDF5 file that is no run's results (here a checkpoint) used to be taken over and written into
+  const std::string theirs = root + "/theirs";
+  fs::copy_file(theirs + "/checkpoint.h5", theirs + "/result.h5", fs::copy_options::overwrite_existing);
+  const auto size_before = fs::file_size(theirs + "/result.h5");
+  expect_input_error("train --resume " + theirs + " optim.iterations=5", "result.h5 there is not a run's results file");
+  EXPECT_EQ(fs::file_size(theirs + "/result.h5"), size_before);
   fs::remove_all(root);
 }
 
