@@ -68,7 +68,7 @@ void run_compare(const CompareArgs& a) {
   if (a.jobs < 1) throw InputError("--jobs must be >= 1");
   const compare::CompareSpec spec = compare::load_compare_spec(ra.file, ra.overrides);
   check_models(spec);
-  if (a.list) {  // (reads the output directory; takes no lock, writes nothing)
+  if (a.list) {  // (reads the output directory, probes its locks for a moment, writes nothing)
     refuse_training_run_output(spec);
     if (parallel::world().is_root()) std::cout << compare::list_comparison(spec, compare::known_references(spec));
     return;

@@ -91,15 +91,19 @@ void refuse_fixed_changes(const Config& recorded, const Config& now, const std::
 }
 
 /// The recorded config (YAML) of a run copied or moved to `dir`: when its run.output names
-/// another directory (the one it was copied from), it names `dir`, so the run continues there,
-/// config.yaml says so, and an override moving it elsewhere is still refused.
+/// another directory (the one it was copied from, or an absolute path no longer there), it names
+/// `dir` (made absolute), so the run continues there, config.yaml says so, and an override moving
+/// it elsewhere is still refused. A relative run.output that does not resolve from here (resumed
+/// from another working directory) is left as recorded: it says nothing of where the run is.
 std::string relocated(const std::string& yaml, const std::string& where, const std::string& dir) {
-  const std::string was = resolve_output_dir(parse_config(yaml, {}, where));
+  const fs::path was = resolve_output_dir(parse_config(yaml, {}, where));
   std::error_code ec;
-  if (fs::equivalent(was, dir, ec)) return yaml;
+  const bool there = fs::is_directory(was, ec);
+  if (there ? fs::equivalent(was, dir, ec) || ec : !was.is_absolute()) return yaml;
+  const std::string now = fs::absolute(dir, ec).lexically_normal().string();
   YAML::Node root = YAML::Load(yaml);
-  root["run"]["output"] = dir;
-  log::info("the run was written in '" + was + "'; it continues in '" + dir + "', which config.yaml now names");
+  root["run"]["output"] = now;
+  log::info("the run was written in '" + was.string() + "'; it continues in '" + now + "', which config.yaml now names");
   return YAML::Dump(root);
 }
 

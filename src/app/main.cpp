@@ -125,8 +125,10 @@ int main(int argc, char** argv) {
   } catch (const std::filesystem::filesystem_error& e) {  // a path std::filesystem could not follow
     // (it read "filesystem error: status: Too many levels of symbolic links [loop]"): the path
     // and the reason; a path the user gave that cannot be followed is bad input (exit 2)
-    std::string what = "'" + e.path1().string() + "'" + (e.path2().empty() ? "" : " ('" + e.path2().string() + "')") +
-                       ": " + e.code().message();
+    std::string what = e.path1().empty() ? std::string(e.what())
+                                         : "'" + e.path1().string() + "'" +
+                                               (e.path2().empty() ? "" : " ('" + e.path2().string() + "')") + ": " +
+                                               e.code().message();
     const int c = e.code().value();
     const bool input = e.code().category() == std::generic_category() || e.code().category() == std::system_category();
     const bool users = input && (c == ELOOP || c == ENOENT || c == ENOTDIR || c == EACCES || c == EPERM || c == EROFS ||

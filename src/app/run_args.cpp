@@ -41,7 +41,7 @@ std::string run_checkpoint(const std::string& what, const std::string& path) {
     throw CheckpointError(where + ": no checkpoint.h5 here; runs below it: " + below + " (name the one you mean)");
   if (fs::exists(fs::path(path) / "checkpoint.h5.previous", ec))
     throw CheckpointError(where + ": no checkpoint.h5; the run there was set aside as *.previous by a --force start "
-                          "that stopped before its first checkpoint: to use that run, rename its *.previous files "
+                          "that ended before its first checkpoint: to use that run, rename its *.previous files "
                           "back (drop the suffix)");
   if (fs::exists(fs::path(path) / "checkpoint.h5.tmp", ec))
     throw CheckpointError(where + ": no complete checkpoint.h5 (only an unfinished checkpoint.h5.tmp: the run "

@@ -39,7 +39,14 @@ DirectoryLock::DirectoryLock(const std::string& dir, const std::string& key) {
     if (e == EACCES || e == EPERM || e == EROFS || e == ENOENT || e == ENOTDIR) throw InputError(why);  // the user's choice
     throw WriteError(why);  // the machine's state: disk full, I/O error, too many open files
   }
-  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+  // (a few tries: `compare --list` probes locks for a moment, io::lock_held, and a start at that
+  // moment is not "in use")
+  int locked = ::flock(fd_, LOCK_EX | LOCK_NB);
+  for (int attempt = 0; locked != 0 && errno == EWOULDBLOCK && attempt < 5; ++attempt) {
+    ::usleep(20000);
+    locked = ::flock(fd_, LOCK_EX | LOCK_NB);
+  }
+  if (locked != 0) {
     const int e = errno;
     if (e == ENOSYS || e == ENOLCK || e == EOPNOTSUPP) {  // a file system without flock (Lustre noflock, NFS without lockd)
       ::close(fd_);

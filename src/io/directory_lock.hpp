@@ -11,7 +11,7 @@ namespace nnvmc::io {
 class DirectoryLock {
  public:
   DirectoryLock() = default;
-  /// Takes the lock of `dir` without waiting. @throws InputError naming `key`, the directory and
+  /// Takes the lock of `dir` without waiting (beyond ~0.1 s of retries). @throws InputError naming `key`, the directory and
   /// the holder's pid when another process holds it, or naming `key` and the reason when the
   /// user may not write the directory (permissions, a read-only file system); WriteError when
   /// the lock file cannot be made for another reason (disk full, I/O) or not locked.
@@ -27,9 +27,9 @@ class DirectoryLock {
 };
 
 /// Whether another process holds the lock of `dir`, with the pid it wrote in `holder` ("" when
-/// unknown). A probe for listings (`compare --list`): it takes the lock and releases it at once
-/// when free, so a process starting in that microsecond finds the directory in use. False when
-/// `dir` has no lock file or the file system has no locks.
+/// unknown). A probe for listings (`compare --list`): it takes a shared lock and releases it at
+/// once when free (a DirectoryLock taken at that moment tries again). False when `dir` has no
+/// lock file or the file system has no locks.
 bool lock_held(const std::string& dir, std::string* holder = nullptr);
 
 }  // namespace nnvmc::io

@@ -241,6 +241,11 @@ ProfileReport run_profile(const std::string& config_path, const std::vector<std:
   for (const auto& o : overrides)
     for (const auto& [key, advice] : kSetByProfile)
       if (override_sets(o, key)) log::warn(std::string("profile: '") + o + "' has no effect (" + advice + ")");
+  if (!options.molecules.empty())  // (refused as two overrides choosing the molecules, naming one the user never gave)
+    for (const auto& o : overrides)
+      for (const char* key : {"system.molecule", "system.molecules", "system.dataset"})
+        if (override_sets(o, key))
+          throw InputError("profile: '" + o + "' and --molecules both choose the molecules; give them with --molecules");
   ProfileReport r;
   r.config = config_path;
   r.options = options;

@@ -116,9 +116,12 @@ class AdamOptimizer final : public Optimizer {
       if (b == state.end() || c == state.end())
         throw CheckpointError("optimizer state of '" + names_[i] + "' is incomplete");
       // (moments of another shape failed in the first step, in libtorch's words)
-      if (a->second.sizes() != params[i].sizes() || b->second.sizes() != params[i].sizes() || c->second.numel() != 1)
-        throw CheckpointError("optimizer state of '" + names_[i] + "' has shape " + c10::str(a->second.sizes()) +
-                              ", the parameter " + c10::str(params[i].sizes()) + ": the file is damaged");
+      for (const auto* entry : {&*a, &*b})
+        if (entry->second.sizes() != params[i].sizes())
+          throw CheckpointError("optimizer state '" + entry->first + "' has shape " + c10::str(entry->second.sizes()) +
+                                ", its parameter " + c10::str(params[i].sizes()) + ": the file is damaged");
+      if (c->second.numel() != 1)
+        throw CheckpointError("optimizer state '" + c->first + "' is not one number: the file is damaged");
       auto s = std::make_unique<torch::optim::AdamParamState>();
       s->exp_avg(a->second.to(params[i].options()).clone());
       s->exp_avg_sq(b->second.to(params[i].options()).clone());

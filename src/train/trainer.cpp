@@ -248,14 +248,14 @@ void Trainer::prepare_new_output() const {
   if (const std::string marker = io::profile_marker(output_); !marker.empty())
     throw InputError("run.output: '" + output_ + "' holds a profile (" + marker +
                      "), not a training run; choose another run.output");
-  // A run is what can be continued or read: a checkpoint or a summary. A start that failed
-  // before its first checkpoint left only config.yaml and result.h5, which are replaced.
+  // A run is what can be continued or read: a checkpoint or a summary. A start killed before
+  // its first checkpoint left only config.yaml and result.h5, which are replaced.
   const bool has_run = fs::exists(out / "checkpoint.h5", ec) || fs::exists(out / "summary.json", ec);
-  // a run set aside by a --force start that stopped before its first checkpoint
+  // a run set aside by a --force start killed (or failed after it trained) before its first checkpoint
   const bool set_aside = fs::exists(out / "checkpoint.h5.previous", ec) || fs::exists(out / "summary.json.previous", ec);
   if (set_aside && !has_run && !setup_.config.run.overwrite)
     throw InputError("run.output: '" + output_ + "' holds a run set aside as *.previous by a --force start that "
-                     "stopped before its first checkpoint; rename those files back (drop the suffix) to continue "
+                     "ended before its first checkpoint; rename those files back (drop the suffix) to continue "
                      "it with --resume, choose another run.output, or start over with --force");
   if (has_run && !setup_.config.run.overwrite)
     throw InputError("run.output: '" + output_ + "' already holds a run (" +
@@ -320,20 +320,27 @@ void Trainer::init_output(bool resume) {
 
 Trainer::UnfinishedStart::~UnfinishedStart() {
   if (dir.empty()) return;
-  std::error_code ec;
-  const fs::path out(dir);
-  for (const char* f : kPreviousRunFiles) fs::remove(out / f, ec);  // this start's config.yaml, result.h5
-  bool restored = false;
-  for (const char* f : kPreviousRunFiles) {
-    const fs::path aside = out / (std::string(f) + ".previous");
-    if (!fs::exists(aside, ec)) continue;
-    fs::rename(aside, out / f, ec);
-    restored = restored || !ec;
+  try {  // (a destructor, maybe during unwinding: nothing may escape)
+    std::error_code ec;
+    const fs::path out(dir);
+    for (const char* f : kPreviousRunFiles) fs::remove(out / f, ec);  // this start's config.yaml, result.h5
+    for (const char* f : {"checkpoint.h5.tmp", "config.yaml.tmp", "summary.json.tmp"}) fs::remove(out / f, ec);
+    int restored = 0, kept = 0;
+    for (const char* f : kPreviousRunFiles) {
+      const fs::path aside = out / (std::string(f) + ".previous");
+      if (!fs::exists(aside, ec)) continue;
+      fs::rename(aside, out / f, ec);
+      ++(ec ? kept : restored);
+    }
+    if (kept > 0)
+      log::warn("the run stopped before it trained; the run it was to replace (--force) could not be put back "
+                "entirely: rename its *.previous files in " + dir + " back by hand");
+    else if (restored > 0)
+      log::warn("the run stopped before it trained: the run it was to replace (--force) is back in " + dir);
+    else
+      log::warn("the run stopped before it trained: nothing to resume, its files in " + dir + " are removed");
+  } catch (...) {
   }
-  log::warn(restored ? "the run stopped before its first checkpoint: the run it was to replace (--force) is back in " +
-                           dir
-                     : "the run stopped before its first checkpoint: nothing to resume, its files in " + dir +
-                           " are removed");
 }
 
 void Trainer::commit_resumed_output() {
@@ -447,12 +454,16 @@ Checkpoint Trainer::checkpoint() const {
   return c;
 }
 
-void Trainer::write_checkpoint() {
+void Trainer::write_checkpoint(bool end_of_training) {
   const Checkpoint c = checkpoint();  // gathers the walkers: called on every rank
   if (!writes_output()) return;
   commit_resumed_output();
   save_checkpoint(output_ + "/checkpoint.h5", c);
-  unfinished_.dir.clear();  // a run that can be continued
+  // A new run replaces the one --force set aside once it has trained, or ended its training (an
+  // evaluation-only run): a checkpoint of iteration 0 (ten failed first steps) keeps nothing
+  // worth the run it replaced, which UnfinishedStart then puts back.
+  if (!resumed_ && iteration_ == 0 && !end_of_training) return;
+  unfinished_.dir.clear();
   if (previous_run_cleared_) return;
   previous_run_cleared_ = true;  // this run can now be continued: the one it replaced (--force) goes
   std::error_code ec;
@@ -556,6 +567,11 @@ TrainOutcome Trainer::run(bool final_eval) {
       break;
     }
     if (stop || action == StopAction::interrupt) {
+      if (t == first) {  // nothing trained here: a resume's files stay as they were, a new run has nothing to keep
+        log::warn(strfmt("stop requested before the first iteration of this %s: nothing to checkpoint",
+                         resumed_ ? "resume (the checkpoint is unchanged)" : "run"));
+        throw Interrupted("stopped before the first training iteration");
+      }
       log::warn(strfmt("stop requested: writing checkpoint at iteration %ld", static_cast<long>(iteration_)));
       write_checkpoint();
       out.interrupted = true;
@@ -676,6 +692,7 @@ TrainOutcome Trainer::run(bool final_eval) {
     auto bookkeeping = timers_.scope("bookkeeping");  // results, progress line, checkpoint: to the end
     open_results();  // (a resume's files are cut back to iteration_, the checkpoint's: before it moves on)
     iteration_ = t + 1;
+    unfinished_.dir.clear();  // it has trained: a later failure keeps its rows (and any *.previous) for a look
     // Run-level series: means over the iteration's molecules (for one molecule, its values);
     // per-molecule series in train/<name>/, NaN where a molecule was not in the batch.
     double energy = 0, var = 0, acc = 0, step = 0, excluded = 0;
@@ -721,7 +738,7 @@ TrainOutcome Trainer::run(bool final_eval) {
   if (hook_ && !finished_early) hook_(cfg.optim.iterations);
   trained_before_ = trained_seconds();  // the training clock stops here (the evaluation is not training)
   loop_started_ = false;
-  write_checkpoint();
+  write_checkpoint(/*end_of_training=*/true);
   out.iterations = iteration_;
   if (out.failed_steps > 0 || out.excluded_walkers > 0)
     log::warn(strfmt("training: %ld step(s) rejected and retried, %ld walker sample(s) left out",

@@ -712,10 +712,14 @@ TEST(Cli, ACopiedRunContinuesInTheCopyWhichItsConfigThenNames) {
   EXPECT_EQ(nlohmann::json::parse(std::ifstream(copy + "/summary.json"))["iterations"], 3);
   EXPECT_EQ(YAML::LoadFile(copy + "/config.yaml")["run"]["output"].as<std::string>(), copy);
   EXPECT_EQ(YAML::LoadFile(original + "/config.yaml")["run"]["output"].as<std::string>(), original);
-  // resumed again, it is where it was (no second notice)
+  // resumed again, it is where it was (no second notice), also from inside it as '.'
   const auto again = run("train --resume " + copy + " optim.iterations=4");
   ASSERT_EQ(again.code, 0) << again.out;
   EXPECT_EQ(again.out.find("it continues in"), std::string::npos) << again.out;
+  const auto inside = run_shell("cd " + copy + " && " + NNVMC_EXE + " train --resume . optim.iterations=5");
+  ASSERT_EQ(inside.code, 0) << inside.out;
+  EXPECT_EQ(inside.out.find("it continues in"), std::string::npos) << inside.out;
+  EXPECT_EQ(YAML::LoadFile(copy + "/config.yaml")["run"]["output"].as<std::string>(), copy);
   fs::remove_all(root);
 }
 
@@ -1128,6 +1132,8 @@ TEST(Cli, ProfileRefusesWhatItCannotTimeBeforeWritingAnything) {
                                 "sampler: {walkers: 8, steps_per_iteration: 1, burn_in: 1}\nrun: {threads: 1}\n");
   expect_input_error("profile " + orb + " --molecules 'he, lih'" + flags, "Z = 3");
   EXPECT_FALSE(fs::exists(out + "/runs/he")) << "He was profiled before LiH was refused";
+  expect_input_error("profile " + orb + " --molecules he 'system.molecules=[h2]'" + flags,
+                     "'system.molecules=[h2]' and --molecules both choose the molecules");
   const auto hf = write_config("nnvmc_profile_hf.yaml", "model: {type: hf}\noptim: {iterations: 0}\n");
   expect_input_error("profile " + hf + " --molecules he" + flags, "has no parameters");
   const auto run_dir = trained_lih("nnvmc_profile_into_run");

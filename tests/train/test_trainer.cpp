@@ -352,6 +352,25 @@ TEST(Trainer, ResumedRunHasEverySeriesOfAnUninterruptedRun) {
   EXPECT_EQ(a, b);  // the same series, bit for bit
 }
 
+// A resume stopped before its first iteration writes nothing: it used to rewrite the checkpoint
+// and cut the run's files back (summary.json and the final evaluation of a finished run gone).
+TEST(Trainer, AResumeStoppedBeforeItsFirstIterationChangesNothing) {
+  const auto dir = fresh_dir("nnvmc_stopped_resume");
+  {
+    Trainer a(tiny_config(dir, 2));
+    a.run(true);
+  }
+  const auto before = test::file_bytes(dir);
+  ASSERT_EQ(before.count("summary.json"), 1u);
+  {
+    Trainer resumed(tiny_config(dir, 4), dir + "/checkpoint.h5");
+    Trainer::request_stop(true);
+    EXPECT_THROW(resumed.run(true), Interrupted);
+    Trainer::request_stop(false);
+  }
+  EXPECT_TRUE(test::file_bytes(dir) == before);
+}
+
 TEST(Trainer, ANewRunRefusesAnOutputDirectoryHoldingARunUnlessAskedToOverwrite) {
   const auto dir = fresh_dir("nnvmc_overwrite");
   {
