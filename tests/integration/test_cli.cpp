@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
+#include "common/run_files.hpp"
 #include "io/hdf5_file.hpp"
 
 namespace fs = std::filesystem;
@@ -867,15 +868,7 @@ TEST(Cli, AResumeRefusedInItsFirstIterationLeavesTheRunsFilesAsTheyWere) {
   fs::remove_all(out);
   const auto cfg = write_config("nnvmc_refused_resume.yaml", kTiny + "run: {threads: 1, output: " + out + "}\n");
   ASSERT_EQ(run("train " + cfg + " --log-level warn").code, 0);
-  const auto contents = [&] {
-    std::map<std::string, std::string> bytes;
-    for (const auto& e : fs::directory_iterator(out))
-      if (e.path().filename() != ".nnvmc.lock") {
-        std::ifstream in(e.path(), std::ios::binary);
-        bytes[e.path().filename().string()] = std::string((std::istreambuf_iterator<char>(in)), {});
-      }
-    return bytes;
-  };
+  const auto contents = [&] { return nnvmc::test::file_bytes(out); };
   const auto before = contents();
   ASSERT_EQ(before.count("summary.json"), 1u);
   expect_input_error("train --resume " + out + " optim.iterations=4 optim.type=sr run.memory_budget=8KiB", "one walker");
