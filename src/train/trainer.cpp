@@ -454,16 +454,12 @@ Checkpoint Trainer::checkpoint() const {
   return c;
 }
 
-void Trainer::write_checkpoint(bool end_of_training) {
+void Trainer::write_checkpoint() {
   const Checkpoint c = checkpoint();  // gathers the walkers: called on every rank
   if (!writes_output()) return;
   commit_resumed_output();
   save_checkpoint(output_ + "/checkpoint.h5", c);
-  // A new run replaces the one --force set aside once it has trained, or ended its training (an
-  // evaluation-only run): a checkpoint of iteration 0 (ten failed first steps) keeps nothing
-  // worth the run it replaced, which UnfinishedStart then puts back.
-  if (!resumed_ && iteration_ == 0 && !end_of_training) return;
-  unfinished_.dir.clear();
+  unfinished_.dir.clear();  // a run that can be continued (with its pretraining and burn-in, at iteration 0)
   if (previous_run_cleared_) return;
   previous_run_cleared_ = true;  // this run can now be continued: the one it replaced (--force) goes
   std::error_code ec;
@@ -567,10 +563,9 @@ TrainOutcome Trainer::run(bool final_eval) {
       break;
     }
     if (stop || action == StopAction::interrupt) {
-      if (t == first) {  // nothing trained here: a resume's files stay as they were, a new run has nothing to keep
-        log::warn(strfmt("stop requested before the first iteration of this %s: nothing to checkpoint",
-                         resumed_ ? "resume (the checkpoint is unchanged)" : "run"));
-        throw Interrupted("stopped before the first training iteration");
+      if (t == first && resumed_) {  // nothing new since the checkpoint: the run's files stay as they were
+        log::warn("stop requested before the first iteration of this resume: its checkpoint is unchanged");
+        throw Interrupted("stopped before the first training iteration of the resume");
       }
       log::warn(strfmt("stop requested: writing checkpoint at iteration %ld", static_cast<long>(iteration_)));
       write_checkpoint();
@@ -738,7 +733,7 @@ TrainOutcome Trainer::run(bool final_eval) {
   if (hook_ && !finished_early) hook_(cfg.optim.iterations);
   trained_before_ = trained_seconds();  // the training clock stops here (the evaluation is not training)
   loop_started_ = false;
-  write_checkpoint(/*end_of_training=*/true);
+  write_checkpoint();
   out.iterations = iteration_;
   if (out.failed_steps > 0 || out.excluded_walkers > 0)
     log::warn(strfmt("training: %ld step(s) rejected and retried, %ld walker sample(s) left out",

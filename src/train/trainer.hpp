@@ -95,9 +95,9 @@ class Trainer {
   /// its first iteration) leaves the run's files as they were.
   void commit_resumed_output();
   void burn_in(int steps);
-  /// Writes checkpoint.h5 (collective; rank 0 writes). A new run's first one after it trained
-  /// (or at `end_of_training`) retires the run --force set aside.
-  void write_checkpoint(bool end_of_training = false);
+  /// Writes checkpoint.h5 (collective; rank 0 writes). A new run's first one retires the run
+  /// --force set aside (*.previous).
+  void write_checkpoint();
   /// Appends NaN to every training series of result.h5 shorter than iteration_.
   void pad_train_series(io::H5File& results) const;
   /// On resume (rank 0): a checkpoint without a run id takes the one of `path` (result.h5), or a
@@ -118,11 +118,11 @@ class Trainer {
   std::unique_ptr<Optimizer> optimizer_;
   std::string output_;
   io::DirectoryLock lock_;  ///< held on output_ by the writing rank while this trainer lives
-  /// A new run's output until it has trained an iteration (rank 0): if the trainer ends before
-  /// (a value found wrong in the first step, a failed pretraining, an interrupt, ten failed
-  /// first steps), the files this start wrote are removed and a run it replaced (--force:
-  /// *.previous) is put back. Destroyed before lock_ is released. (A process killed outright,
-  /// or ended by MPI_Abort from another rank, cannot: *.previous then stay.)
+  /// A new run's output until it has trained an iteration or written a checkpoint (rank 0): if
+  /// the trainer ends before (a value found wrong in the first step, a failed pretraining, an
+  /// interrupt in the burn-in), the files this start wrote are removed and a run it replaced
+  /// (--force: *.previous) is put back. Destroyed before lock_ is released. (A process killed
+  /// outright, or ended by MPI_Abort from another rank, cannot: *.previous then stay.)
   struct UnfinishedStart {
     std::string dir;  ///< "" when there is nothing to undo (first checkpoint written, a resume, other ranks)
     UnfinishedStart() = default;

@@ -24,7 +24,7 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 /// H atom, ψ = exp(−ζr) with ζ trainable from 0.6: the exact ground state is ζ = 1, E = −½.
-Trainer hydrogen_trainer(const std::string& out, int iterations, int max_failures = 10, bool overwrite = false) {
+Trainer hydrogen_trainer(const std::string& out, int iterations, int max_failures = 10) {
   Config c = parse_config(
       "system: {molecule: h}\n"
       "sampler: {walkers: 64, steps_per_iteration: 5, burn_in: 20, step_size: 0.5}\n"
@@ -38,7 +38,6 @@ Trainer hydrogen_trainer(const std::string& out, int iterations, int max_failure
   c.optim.max_consecutive_failures = max_failures;
   c.run.output = out;
   c.run.threads = 1;
-  c.run.overwrite = overwrite;
   VmcSetup s = make_setup(c);
   s.wf = std::make_shared<Hydrogenic>(s.molecules[0].system, 0.6);
   return Trainer(std::move(s));
@@ -223,22 +222,4 @@ TEST(FiniteWalkers, ARankLeftWithoutWalkersFailsTheStepOnEveryRank) {
   const auto f = finite_walkers(one_each, 3);
   EXPECT_FALSE(f.ok);
   EXPECT_EQ(f.empty_rank, 1);
-}
-
-// A --force start whose first steps all fail wrote a checkpoint of iteration 0 and so retired the
-// run it replaced; it trained nothing, so that run is put back, and its own files go.
-TEST(Recovery, AForcedStartThatNeverTrainsPutsTheRunItReplacedBack) {
-  const auto dir = fresh_dir("nnvmc_recover_force");
-  {
-    Trainer first = hydrogen_trainer(dir, 6);
-    first.run(false);
-  }
-  const auto before = test::file_bytes(dir);
-  ASSERT_EQ(before.count("checkpoint.h5"), 1u);
-  {
-    Trainer forced = hydrogen_trainer(dir, 6, /*max_failures=*/2, /*overwrite=*/true);
-    forced.set_energy_hook([](std::int64_t, torch::Tensor& e) { e = torch::full_like(e, kNaN); });
-    EXPECT_THROW(forced.run(false), NumericalError);
-  }
-  EXPECT_TRUE(test::file_bytes(dir) == before);  // no *.previous, and the run as it was
 }
