@@ -667,13 +667,26 @@ TrainOutcome Trainer::run(bool final_eval) {
       log::warn(strfmt("iteration %ld: %s; step rejected, last good state restored (%d consecutive)",
                        static_cast<long>(t + 1), why.c_str(), consecutive_failures));
       if (consecutive_failures >= cfg.optim.max_consecutive_failures) {
-        write_checkpoint();
+        // The last good state is checkpointed when it is new: a resume that trained nothing leaves
+        // its run as it was (it cut a finished run's evaluation away), and a new run that trained
+        // nothing keeps its pretraining and burn-in at iteration 0, unless it was to replace a run
+        // (--force): that one is put back (UnfinishedStart).
+        std::error_code ec;
+        bool set_aside = false;
+        for (const char* f : kPreviousRunFiles)
+          set_aside = set_aside || (writes_output() && fs::exists(fs::path(output_) / (std::string(f) + ".previous"), ec));
+        const bool keep = iteration_ > first || (!resumed_ && max_over_ranks(set_aside ? 1 : 0) == 0);
+        if (keep) write_checkpoint();
+        const std::string kept =
+            keep ? strfmt("the last good state (iteration %ld) is in %s/checkpoint.h5", static_cast<long>(iteration_),
+                          output_.c_str())
+            : resumed_ ? strfmt("the run's checkpoint (iteration %ld) and files are as they were",
+                                static_cast<long>(iteration_))
+                       : std::string("no iteration was trained, and the run --force set aside is put back");
         throw NumericalError(strfmt(
             "training stopped: %d consecutive iterations failed (%s) at iteration %ld "
-            "(optim.max_consecutive_failures); the last good state (iteration %ld) is in %s/checkpoint.h5. "
-            "Try a smaller optim.lr or optim.sr.norm_constraint, or another seed",
-            consecutive_failures, why.c_str(), static_cast<long>(t + 1), static_cast<long>(iteration_),
-            output_.c_str()));
+            "(optim.max_consecutive_failures); %s. Try a smaller optim.lr or optim.sr.norm_constraint, or another seed",
+            consecutive_failures, why.c_str(), static_cast<long>(t + 1), kept.c_str()));
       }
       continue;
     }
@@ -733,7 +746,8 @@ TrainOutcome Trainer::run(bool final_eval) {
   if (hook_ && !finished_early) hook_(cfg.optim.iterations);
   trained_before_ = trained_seconds();  // the training clock stops here (the evaluation is not training)
   loop_started_ = false;
-  write_checkpoint();
+  // (a resume with nothing to train keeps its checkpoint, and its files until the evaluation is written)
+  if (iteration_ > first || !resumed_) write_checkpoint();
   out.iterations = iteration_;
   if (out.failed_steps > 0 || out.excluded_walkers > 0)
     log::warn(strfmt("training: %ld step(s) rejected and retried, %ld walker sample(s) left out",
@@ -741,9 +755,11 @@ TrainOutcome Trainer::run(bool final_eval) {
   const std::string trained_state = "the trained state (iteration " + std::to_string(iteration_) + ") is in " +
                                     output_ + "/checkpoint.h5: 'nnvmc eval " + output_ + "/checkpoint.h5' measures it";
   try {
-    open_results();
     if (final_eval && cfg.eval.steps > 0)
-      final_evaluation(out, results ? &*results : nullptr);
+      final_evaluation(out, [&]() -> io::H5File* {
+        open_results();
+        return results ? &*results : nullptr;
+      });
     else if (final_eval)
       log::info("eval.steps = 0: no final evaluation and no summary.json; " + trained_state);
     if (results) results->flush();  // a failed write is an error here, not a silent close
@@ -755,7 +771,7 @@ TrainOutcome Trainer::run(bool final_eval) {
   return out;
 }
 
-void Trainer::final_evaluation(TrainOutcome& out, io::H5File* results) {
+void Trainer::final_evaluation(TrainOutcome& out, const std::function<io::H5File*()>& results_to_write) {
   const auto& cfg = setup_.config;
   auto& mols = setup_.molecules;
   std::vector<double> mean_series(static_cast<std::size_t>(cfg.eval.steps), 0.0);
@@ -766,9 +782,13 @@ void Trainer::final_evaluation(TrainOutcome& out, io::H5File* results) {
     const auto& series = out.evals.back().series;
     for (std::size_t k = 0; k < series.size() && k < mean_series.size(); ++k)
       mean_series[k] += series[k] / static_cast<double>(mols.size());
-    if (results)
-      for (double v : series) results->append("eval/" + mols[i].name() + "/energy", v);
   }
+  // Written once every molecule is evaluated: an evaluation interrupted on the way leaves a
+  // resume's files (its earlier evaluation and summary.json) as they were.
+  io::H5File* results = results_to_write();
+  if (results)
+    for (std::size_t i = 0; i < mols.size(); ++i)
+      for (double v : out.evals[i].series) results->append("eval/" + mols[i].name() + "/energy", v);
   // Run-level series: per step, the mean over molecules (for one molecule, its series).
   out.final_eval = out.evals.front();
   if (results) {  // rank 0 writes

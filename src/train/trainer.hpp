@@ -108,8 +108,9 @@ class Trainer {
   [[noreturn]] void stop_after_failed_results_write(const std::string& why);
   struct MoleculeStep;
   void log_progress(std::int64_t t, const std::vector<MoleculeStep>& steps);
-  /// @param results result.h5 on the rank that writes, nullptr on the others
-  void final_evaluation(TrainOutcome& out, io::H5File* results);
+  /// @param results_to_write called once the evaluation is done: result.h5 on the rank that
+  /// writes (opened, a resume's files cut back), nullptr on the others
+  void final_evaluation(TrainOutcome& out, const std::function<io::H5File*()>& results_to_write);
   /// On a CUDA device: stage times from device events, or device waits at stage boundaries
   /// where the build has no CUDA events (device_timing_).
   void time_stages_on_device();

@@ -352,9 +352,10 @@ TEST(Trainer, ResumedRunHasEverySeriesOfAnUninterruptedRun) {
   EXPECT_EQ(a, b);  // the same series, bit for bit
 }
 
-// A resume stopped before its first iteration writes nothing: it used to rewrite the checkpoint
-// and cut the run's files back (summary.json and the final evaluation of a finished run gone).
-TEST(Trainer, AResumeStoppedBeforeItsFirstIterationChangesNothing) {
+// A resume stopped before its first iteration, stopped in a final evaluation with nothing to
+// train, or whose first steps all fail writes nothing: each rewrote the checkpoint and cut the
+// run's files back (summary.json and the final evaluation of a finished run gone).
+TEST(Trainer, AResumeThatTrainsNothingChangesNothing) {
   const auto dir = fresh_dir("nnvmc_stopped_resume");
   {
     Trainer a(tiny_config(dir, 2));
@@ -369,6 +370,71 @@ TEST(Trainer, AResumeStoppedBeforeItsFirstIterationChangesNothing) {
     Trainer::request_stop(false);
   }
   EXPECT_TRUE(test::file_bytes(dir) == before);
+  // nothing left to train, stopped in the final evaluation: the earlier evaluation stays (it was
+  // cut away, with summary.json, before the new one was measured)
+  {
+    Config again = tiny_config(dir, 2);
+    again.eval.burn_in = 100000000;
+    Trainer resumed(again, dir + "/checkpoint.h5");
+    resumed.set_iteration_hook([](std::int64_t) {
+      Trainer::request_stop(true);  // (at the end of training: the evaluation's burn-in stops)
+      return StopAction::none;
+    });
+    EXPECT_THROW(resumed.run(true), Interrupted);
+    Trainer::request_stop(false);
+  }
+  EXPECT_TRUE(test::file_bytes(dir) == before);
+  // ten failed steps of a resume that trained nothing leave the run as it was too
+  {
+    Trainer resumed(tiny_config(dir, 4), dir + "/checkpoint.h5");
+    resumed.set_energy_hook([](std::int64_t, torch::Tensor& e) { e = torch::full_like(e, std::nan("")); });
+    try {
+      resumed.run(true);
+      ADD_FAILURE() << "expected NumericalError";
+    } catch (const NumericalError& e) {
+      EXPECT_NE(std::string(e.what()).find("the run's checkpoint (iteration 2) and files are as they were"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_TRUE(test::file_bytes(dir) == before);
+}
+
+// A --force start whose first steps all fail trained nothing: the run it was to replace comes
+// back (its iteration-0 checkpoint used to retire that run). Without a run to put back, the
+// iteration-0 checkpoint is kept: it holds the pretraining and burn-in, to resume with a
+// smaller optim.lr.
+TEST(Trainer, AForcedStartWhoseFirstStepsAllFailPutsTheReplacedRunBack) {
+  const auto dir = fresh_dir("nnvmc_forced_failing");
+  {
+    Trainer a(tiny_config(dir, 2));
+    a.run(true);
+  }
+  const auto before = test::file_bytes(dir);
+  const auto nan_energies = [](std::int64_t, torch::Tensor& e) { e = torch::full_like(e, std::nan("")); };
+  Config forced = tiny_config(dir, 2);
+  forced.run.overwrite = true;
+  forced.optim.max_consecutive_failures = 2;
+  {
+    Trainer t(forced);
+    t.set_energy_hook(nan_energies);
+    try {
+      t.run(true);
+      ADD_FAILURE() << "expected NumericalError";
+    } catch (const NumericalError& e) {
+      EXPECT_NE(std::string(e.what()).find("the run --force set aside is put back"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_TRUE(test::file_bytes(dir) == before);
+  const auto fresh = fresh_dir("nnvmc_fresh_failing");
+  Config plain = tiny_config(fresh, 2);
+  plain.optim.max_consecutive_failures = 2;
+  {
+    Trainer t(plain);
+    t.set_energy_hook(nan_energies);
+    EXPECT_THROW(t.run(true), NumericalError);
+  }
+  EXPECT_EQ(load_checkpoint(fresh + "/checkpoint.h5").iteration, 0);
 }
 
 TEST(Trainer, ANewRunRefusesAnOutputDirectoryHoldingARunUnlessAskedToOverwrite) {
