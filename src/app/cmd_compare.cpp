@@ -59,6 +59,8 @@ void refuse_training_run_output(const compare::CompareSpec& spec) {
   if (const std::string marker = io::profile_marker(spec.output); !marker.empty())  // (its report.md was replaced)
     throw InputError("output: '" + spec.output + "' holds a profile (" + marker +
                      "), not a comparison; choose another output");
+  if (const std::string outer = io::enclosing_output(spec.output); !outer.empty())  // (e.g. a profile's runs/)
+    throw InputError("output: '" + spec.output + "' lies in a " + outer + "; choose another output");
 }
 
 void run_compare(const CompareArgs& a) {

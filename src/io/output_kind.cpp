@@ -34,6 +34,17 @@ std::string comparison_marker(const std::string& dir) {
   return "";
 }
 
+std::string enclosing_output(const std::string& dir) {
+  std::error_code ec;
+  const fs::path parent = fs::absolute(fs::path(dir), ec).lexically_normal().parent_path();
+  if (ec || parent.empty() || parent == parent.root_path()) return "";
+  if (const std::string m = comparison_marker(parent.string()); !m.empty())
+    return "comparison (" + m + ") in '" + parent.string() + "'";
+  if (const std::string m = profile_marker(parent.string()); !m.empty())
+    return "profile (" + m + ") in '" + parent.string() + "'";
+  return "";
+}
+
 std::string profile_marker(const std::string& dir) {
   for (const char* file : {"profile.json", "profile.h5"})
     if (has(dir, file)) return file;

@@ -23,4 +23,10 @@ std::string comparison_marker(const std::string& dir);
 /// when neither is there.
 std::string profile_marker(const std::string& dir);
 
+/// What marks the directory that holds `dir` (its parent) as a comparison's or a profile's
+/// output, as "comparison (compare.csv) in '<parent>'" or "profile (profile.json) in
+/// '<parent>'"; "" when neither. A comparison's or profile's output inside another one's
+/// (cells/, runs/) would mix their files and listings.
+std::string enclosing_output(const std::string& dir);
+
 }  // namespace nnvmc::io

@@ -260,6 +260,8 @@ ProfileReport run_profile(const std::string& config_path, const std::vector<std:
   if (const std::string marker = io::comparison_marker(options.output); !marker.empty())
     throw InputError("profile: --output " + options.output + " holds a comparison (" + marker +
                      "); choose another directory");
+  if (const std::string outer = io::enclosing_output(options.output); !outer.empty())  // (e.g. a comparison's cells/)
+    throw InputError("profile: --output " + options.output + " lies in a " + outer + "; choose another directory");
   check_molecules(config_path, overrides, molecules);
   for (const auto& mol : molecules) r.molecules.push_back(profile_molecule(config_path, overrides, mol, options, r));
   r.cpu = read_cpu_peak();

@@ -288,6 +288,11 @@ TEST(CompareCli, TrainingRunsAndComparisonsRefuseEachOthersDirectories) {
   EXPECT_EQ(p.code, 2) << p.out;
   EXPECT_NE(p.out.find("holds a comparison (compare.csv)"), std::string::npos) << p.out;
   EXPECT_FALSE(fs::exists(dir + "/profile.json"));
+  const auto inside = run("profile " + config + " --molecules he --iterations 1 --warmup 1 --profile-iterations 0 "
+                          "--no-roofline --no-plots --output " + dir + "/cells");  // (it wrote among the cells)
+  EXPECT_EQ(inside.code, 2) << inside.out;
+  EXPECT_NE(inside.out.find("lies in a comparison (compare.csv) in '" + dir + "'"), std::string::npos) << inside.out;
+  EXPECT_FALSE(fs::exists(dir + "/cells/profile.json"));
   fs::remove(dir + "/compare.csv");
   std::ofstream(dir + "/profile.json") << "{}\n";  // a profile's output
   for (const char* list : {"", " --list"}) {
@@ -295,6 +300,9 @@ TEST(CompareCli, TrainingRunsAndComparisonsRefuseEachOthersDirectories) {
     EXPECT_EQ(c.code, 2) << c.out;
     EXPECT_NE(c.out.find("holds a profile (profile.json), not a comparison"), std::string::npos) << c.out;
   }
+  const auto in_runs = run("compare " + file + " --no-plots output=" + dir + "/runs");  // (a profile's scratch runs)
+  EXPECT_EQ(in_runs.code, 2) << in_runs.out;
+  EXPECT_NE(in_runs.out.find("lies in a profile (profile.json) in '" + dir + "'"), std::string::npos) << in_runs.out;
   const auto into_profile = run("train " + config + " run.output=" + dir + " optim.iterations=1 sampler.walkers=4");
   EXPECT_EQ(into_profile.code, 2) << into_profile.out;
   EXPECT_NE(into_profile.out.find("holds a profile (profile.json)"), std::string::npos) << into_profile.out;
