@@ -13,6 +13,7 @@
 #include "parallel/communicator.hpp"
 #include "core/errors.hpp"
 #include "core/log.hpp"
+#include "io/output_kind.hpp"
 #include "train/summary.hpp"
 #include "train/trainer.hpp"
 
@@ -172,6 +173,14 @@ void add_train_command(CLI::App& app) {
       if (ra.file.empty()) throw InputError("train: give a CONFIG file or --resume DIR");
       if (*force) ra.overrides.push_back("run.overwrite=true");
       const Config config = load_config(ra.file, ra.overrides);
+      // A comparison's cells are its own to start (a run started in a cell that had not begun made
+      // the comparison continue a run of another molecule); continuing one with --resume is fine.
+      const fs::path out = fs::absolute(resolve_output_dir(config)).lexically_normal();
+      if (out.parent_path().filename() == "cells")
+        if (const std::string marker = io::comparison_marker(out.parent_path().parent_path().string()); !marker.empty())
+          throw InputError("run.output: '" + out.string() + "' is a cell of the comparison in '" +
+                           out.parent_path().parent_path().string() + "' (" + marker +
+                           "); run the comparison to start it, or choose another run.output");
       trainer = std::make_unique<Trainer>(config);
     }
     const auto& s = trainer->setup();

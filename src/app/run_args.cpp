@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "core/errors.hpp"
+#include "io/directory_lock.hpp"
 
 namespace nnvmc::app {
 
@@ -43,6 +44,10 @@ std::string run_checkpoint(const std::string& what, const std::string& path) {
     throw CheckpointError(where + ": no checkpoint.h5; the run there was set aside as *.previous by a --force start "
                           "that ended before its first checkpoint: to use that run, rename its *.previous files "
                           "back (drop the suffix)");
+  // a run that has not written its first checkpoint yet, in another process (it read "no checkpoint.h5")
+  if (std::string pid; io::lock_held(path, &pid))
+    throw InputError(where + ": in use by another nnvmc process" + (pid.empty() ? "" : " (pid " + pid + ")") +
+                     ", which has not written its first checkpoint yet; wait for it to finish");
   if (fs::exists(fs::path(path) / "checkpoint.h5.tmp", ec))
     throw CheckpointError(where + ": no complete checkpoint.h5 (only an unfinished checkpoint.h5.tmp: the run "
                           "stopped before its first checkpoint; start it again with --force)");

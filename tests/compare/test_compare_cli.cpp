@@ -160,6 +160,19 @@ TEST(CompareCli, InterruptedComparisonResumesOnlyTheMissingCellsAndGivesOneRowPe
                                              "); before: interrupted, "};
     for (const auto& line : lines)
       EXPECT_NE(busy.out.find(line), std::string::npos) << line << "\n" << busy.out;
+    // a resume of a cell at work that has no checkpoint yet says so (it read "no checkpoint.h5 here")
+    const nnvmc::io::DirectoryLock starting(dir + "/cells/large__h", "run.output");
+    const auto resume = run("train --resume " + dir + "/cells/large__h");
+    EXPECT_EQ(resume.code, 2) << resume.out;
+    EXPECT_NE(resume.out.find("in use by another nnvmc process (pid " + pid + ")"), std::string::npos) << resume.out;
+  }
+  {  // a new run in a cell that has not begun is refused: the comparison continued it as its own
+    const std::string config = dir + "_he.yaml";
+    std::ofstream(config) << "system: {molecule: he}\n";
+    const auto r = run("train " + config + " run.output=" + dir + "/cells/large__h");
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_NE(r.out.find("is a cell of the comparison in '" + dir + "'"), std::string::npos) << r.out;
+    EXPECT_FALSE(fs::exists(dir + "/cells/large__h/config.yaml"));
   }
 
   const auto second = run("compare " + file + " --no-plots");
