@@ -13,6 +13,7 @@
 #include "parallel/communicator.hpp"
 #include "core/errors.hpp"
 #include "core/log.hpp"
+#include "core/run_name.hpp"
 #include "io/output_kind.hpp"
 #include "train/summary.hpp"
 #include "train/trainer.hpp"
@@ -147,11 +148,7 @@ void add_train_command(CLI::App& app) {
       const Config recorded = parse_config(yaml, {}, ckpt + ":config");
       Config config = resumed_config(yaml, recorded, ra.overrides, ckpt + ":config");
       refuse_fixed_changes(recorded, config, *resume);
-      // (as load_config checks a new run's: a checkpoint's config is read as recorded)
-      const std::string& name = config.run.name;
-      if (name != recorded.run.name && (name.find('/') != std::string::npos || name == "." || name == ".."))
-        throw ConfigError("'run.name' must be a plain name, not a path ('" + name +
-                          "'; run.output chooses where the run is written)");
+      if (config.run.name != recorded.run.name) check_run_name(config.run.name);  // (as load_config checks a new run's)
       // A resumed run writes where its checkpoint is: overrides (in whatever form) may not move it.
       const bool moved = resolve_output_dir(config) != resolve_output_dir(recorded);
       if (moved)

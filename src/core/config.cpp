@@ -1,4 +1,5 @@
 #include "core/config.hpp"
+#include "core/run_name.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -460,11 +461,13 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
     throw ConfigError(path + ": the config file is empty (give its settings, e.g. system.molecule; see configs/runs/)");
   Config c = parse_config_tree(document, overrides, path);
   if (c.run.name.empty()) c.run.name = std::filesystem::path(path).stem().string();
-  // It names a new run's directory through run.output's <name>: '../x' wrote outside it. (Checked
-  // here, where runs start from a file, not in validate(): a checkpoint's config is read as recorded.)
-  require(c.run.name.find('/') == std::string::npos && c.run.name != "." && c.run.name != "..", "run.name",
-          "must be a plain name, not a path ('" + c.run.name + "'; run.output chooses where the run is written)");
+  check_run_name(c.run.name);
   return c;
+}
+
+void check_run_name(const std::string& name) {
+  require(name.find('/') == std::string::npos && name != "." && name != "..", "run.name",
+          "must be a plain name, not a path ('" + name + "'; run.output chooses where the run is written)");
 }
 
 Config as_recorded(const Config& config, int n_electrons) {

@@ -238,6 +238,14 @@ Trainer::Trainer(const Config& config, const std::string& checkpoint_path)
   init_output(true);
 }
 
+namespace {
+/// Whether `dir` holds a run set aside as *.previous by a --force start (its checkpoint or summary).
+bool holds_set_aside_run(const fs::path& dir) {
+  std::error_code ec;
+  return fs::exists(dir / "checkpoint.h5.previous", ec) || fs::exists(dir / "summary.json.previous", ec);
+}
+}  // namespace
+
 /// Refuses or sets aside what the output directory holds; it exists and this process holds its lock (init_output).
 void Trainer::prepare_new_output() const {
   std::error_code ec;
@@ -252,7 +260,7 @@ void Trainer::prepare_new_output() const {
   // its first checkpoint left only config.yaml and result.h5, which are replaced.
   const bool has_run = fs::exists(out / "checkpoint.h5", ec) || fs::exists(out / "summary.json", ec);
   // a run set aside by a --force start killed (or failed after it trained) before its first checkpoint
-  const bool set_aside = fs::exists(out / "checkpoint.h5.previous", ec) || fs::exists(out / "summary.json.previous", ec);
+  const bool set_aside = holds_set_aside_run(out);
   if (set_aside && !has_run && !setup_.config.run.overwrite)
     throw InputError("run.output: '" + output_ + "' holds a run set aside as *.previous by a --force start that "
                      "ended before its first checkpoint; rename those files back (drop the suffix) to continue "
@@ -671,10 +679,7 @@ TrainOutcome Trainer::run(bool final_eval) {
         // its run as it was (it cut a finished run's evaluation away), and a new run that trained
         // nothing keeps its pretraining and burn-in at iteration 0, unless it was to replace a run
         // (--force): that one is put back (UnfinishedStart).
-        std::error_code ec;
-        bool set_aside = false;
-        for (const char* f : kPreviousRunFiles)
-          set_aside = set_aside || (writes_output() && fs::exists(fs::path(output_) / (std::string(f) + ".previous"), ec));
+        const bool set_aside = writes_output() && holds_set_aside_run(output_);
         const bool keep = iteration_ > first || (!resumed_ && max_over_ranks(set_aside ? 1 : 0) == 0);
         if (keep) write_checkpoint();
         const std::string kept =
