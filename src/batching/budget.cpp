@@ -175,8 +175,16 @@ std::int64_t MemoryBudget::auto_bytes(const std::string& device, std::int64_t fr
 }
 
 MemoryBudget MemoryBudget::parse(const std::string& text, const std::string& device,
-                                 const std::string& key) {
-  if (text == "auto") return MemoryBudget(auto_bytes(device, free_bytes(device)));
+                                 const std::string& key, std::int64_t reserved) {
+  if (text == "auto") {
+    // A fixed share (set_cpu_auto_bytes) was measured before anything was reserved: the
+    // reservation comes out of it; otherwise out of the free memory the fraction is taken of.
+    const std::int64_t r = std::max<std::int64_t>(reserved, 0);
+    const std::int64_t bytes = device == "cpu" && g_cpu_auto_bytes > 0
+                                   ? g_cpu_auto_bytes - r
+                                   : auto_bytes(device, std::max<std::int64_t>(free_bytes(device) - r, 0));
+    return MemoryBudget(std::max<std::int64_t>(bytes, 1));
+  }
   const auto b = parse_bytes(text, key);
   // A budget beyond the machine's memory (or the cgroup / ulimit the process runs under) is a
   // typo or a wrong guess, not a wish: chunks sized from it would fail or be killed instead of fitting.

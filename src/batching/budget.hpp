@@ -33,9 +33,12 @@ class MemoryBudget {
 
   /// Parses "auto" (kAutoFraction of free memory on `device`: host_memory().available
   /// for "cpu", CUDA free memory for "cuda[:N]") or a byte count like "2GiB" / "500MB".
-  /// `key` names the option in error messages. @throws ConfigError, BudgetError.
+  /// `key` names the option in error messages. `reserved` bytes are spoken for (e.g. the
+  /// optimizer state a training allocates later): "auto" takes its fraction of the free memory
+  /// less them, or a share set by set_cpu_auto_bytes less them (at least 1 byte).
+  /// @throws ConfigError, BudgetError.
   static MemoryBudget parse(const std::string& text, const std::string& device = "cpu",
-                            const std::string& key = "memory");
+                            const std::string& key = "memory", std::int64_t reserved = 0);
 
   /// What "auto" stands for on the CPU in this process from now on: `bytes` (> 0), or 0 for
   /// kAutoFraction of host_memory().available. (A comparison's cell takes its share of the

@@ -15,6 +15,7 @@
 #include "models/model_traits.hpp"
 #include "models/registry.hpp"
 #include "profile/stage_recorder.hpp"
+#include "train/setup.hpp"
 #include "train/trainer.hpp"
 
 namespace nnvmc::profile {
@@ -81,7 +82,7 @@ void check_molecules(const std::string& config_path, const std::vector<std::stri
       for (const System& system : resolve_molecules(config.system)) {
         ModelConfig model = config.model;
         model.ferminet = config.model.ferminet.sized_for(system.n_electrons());
-        (void)model_registry().create(model, system);
+        (void)build_model(model, system, torch::TensorOptions());  // (as built: no copy)
       }
     } catch (const InputError& e) {
       throw InputError("profile: --molecules " + (mol.empty() ? std::string("(the config's)") : mol) + ": " + e.what());

@@ -56,6 +56,30 @@ class Optimizer {
   virtual void load_state(const TensorMap& state) = 0;  ///< @throws CheckpointError
 };
 
+/// Memory an optimizer takes beside the parameters, in bytes.
+struct OptimizerMemory {
+  double kept = 0;  ///< kept from step to step and checkpointed (Adam's moments, SPRING's previous update, K-FAC's factors)
+  double step = 0;  ///< made by each step: the gradient, the update, K-FAC's sums and Cholesky factors
+};
+
+/// What the optimizer named by options.type takes for `wf` outside run.memory_budget, estimated
+/// from the parameters' shapes; not the parameters themselves, and not the natural-gradient
+/// Jacobian and kernel, which are fitted to the budget.
+/// @throws ConfigError naming optim.type when it is unknown
+OptimizerMemory optimizer_memory_estimate(const OptimOptions& options, WaveFunction& wf);
+
+/// Bytes a training takes beside its parameters (`parameter_bytes`) outside run.memory_budget:
+/// the optimizer's memory, and four copies of the parameters and the optimizer's kept state
+/// (the trainer's undo copy for a failed step; a checkpoint's copy, the arrays made of it, the
+/// in-memory HDF5 file and its image).
+double training_memory_estimate(const OptimizerMemory& optimizer, double parameter_bytes);
+
+/// Refuses a training whose training_memory_estimate is more than `free_bytes` (the memory the
+/// run's device has free once the model is built; < 0: unknown, nothing is checked), so that
+/// training does not run the machine out of memory. @return the estimate (bytes)
+/// @throws BudgetError naming model.<type>, its parameter count and optim.type
+double check_training_memory(const OptimOptions& options, WaveFunction& wf, std::int64_t free_bytes);
+
 /// Builds the optimizer named by options.type for the parameters of `wf`; `budget` bounds the
 /// working memory of its per-walker passes (natural-gradient Jacobians).
 std::unique_ptr<Optimizer> make_optimizer(const OptimOptions& options, WaveFunction& wf,

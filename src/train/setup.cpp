@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include <ATen/Context.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -10,6 +11,7 @@
 #include "batching/backend.hpp"
 #include "batching/chunk_fit.hpp"
 #include "batching/held_memory.hpp"
+#include "batching/peak_memory.hpp"
 #include "core/errors.hpp"
 #include "parallel/communicator.hpp"
 #include "parallel/device_graph.hpp"
@@ -18,6 +20,7 @@
 #include "core/log.hpp"
 #include "core/molecule_list.hpp"
 #include "models/registry.hpp"
+#include "train/optimizer.hpp"
 
 namespace nnvmc {
 
@@ -231,7 +234,47 @@ void warn_of_settings_without_effect(const Config& config, const std::vector<Sys
 }
 }  // namespace
 
-VmcSetup make_setup(const Config& config) {
+namespace {
+/// What `device` has free now (−1: unknown).
+std::int64_t free_memory(const std::string& device) {
+  try {
+    return batching::MemoryBudget::free_bytes(device);
+  } catch (const BudgetError&) {
+    return -1;
+  }
+}
+}  // namespace
+
+std::shared_ptr<WaveFunction> build_model(const ModelConfig& model, const System& system,
+                                          const torch::TensorOptions& options, std::int64_t cap_bytes) {
+  std::string source = "the cap it was built under";
+  if (cap_bytes < 0) {
+    const auto host = batching::host_memory();
+    // The ansätze build their layers in float32 and convert them to float64 tensor by tensor: the
+    // float32 blocks freed on the way stay with the process (glibc's heap) and can add up to half
+    // the counted peak to what it really holds, so the cap is 60 % of what is available.
+    cap_bytes = host.available > 0 ? static_cast<std::int64_t>(0.6 * static_cast<double>(host.available)) : 0;
+    source = "60 % of what this process can still allocate" +
+             (host.limit_source.empty() ? std::string() : " (" + host.limit_source + ")");
+  }
+  std::optional<batching::WorkingMemoryCap> cap;
+  if (cap_bytes > 0) cap.emplace(cap_bytes);
+  try {
+    auto wf = model_registry().create(model, system);
+    // The moved copy (float64 of a float32 build) is allocated before the first is freed.
+    wf->to(options.device(), options.dtype().toScalarType());
+    return wf;
+  } catch (const batching::WorkingMemoryExceeded&) {
+    throw BudgetError(strfmt("'model.%s': this model is too large for this machine: building its parameters "
+                             "would take more than %s, %s, and was stopped there; use smaller "
+                             "widths, fewer layers or fewer determinants (nnvmc config --markdown lists "
+                             "model.%s's keys)",
+                             model.type.c_str(), batching::format_bytes(double(cap_bytes)).c_str(), source.c_str(),
+                             model.type.c_str()));
+  }
+}
+
+VmcSetup make_setup(const Config& config, SetupPurpose purpose) {
   VmcSetup s;
   const std::vector<System> systems = resolve_molecules(config.system);
   require_same_run_on_all_ranks(config, systems);
@@ -243,9 +286,12 @@ VmcSetup make_setup(const Config& config) {
   parallel::set_walker_threads(config.run.walker_threads);
   torch::manual_seed(config.run.seed);  // parameter initialisation
   // this rank's device (its own GPU under mpirun), not the configured name
-  s.budget = batching::MemoryBudget::parse(config.run.memory_budget, s.options.device().str(), "run.memory_budget");
+  const std::string device = s.options.device().str();
+  // An explicit budget is checked before the model is built; "auto" is measured after it, less
+  // what a training's optimizer will allocate (the budget bounds working memory, not the model).
+  s.budget = batching::MemoryBudget::parse(config.run.memory_budget, device, "run.memory_budget");
   check_walker_memory(config, systems, s.budget);
-  s.wf = model_registry().create(s.config.model, systems[0]);
+  s.wf = build_model(s.config.model, systems[0], s.options);
   if (systems.size() > 1 && !s.wf->transferable()) {
     std::string names;
     for (const auto& m : systems) names += (names.empty() ? "" : ", ") + m.name;
@@ -254,7 +300,14 @@ VmcSetup make_setup(const Config& config) {
                              "or train several with a transferable ansatz (model.type: orbformer)",
                              systems.size(), names.c_str(), s.config.model.type.c_str()));
   }
-  s.wf->to(s.options.device(), s.options.dtype().toScalarType());
+  std::int64_t reserved = 0;
+  if (purpose == SetupPurpose::training) {
+    reserved = static_cast<std::int64_t>(check_training_memory(config.optim, *s.wf, free_memory(device)));
+  }
+  if (config.run.memory_budget == "auto") {
+    s.budget = batching::MemoryBudget::parse("auto", device, "run.memory_budget", reserved);
+    check_walker_memory(config, systems, s.budget);
+  }
   for (std::size_t i = 0; i < systems.size(); ++i) {
     VmcMolecule m;
     m.system = systems[i];

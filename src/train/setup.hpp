@@ -71,11 +71,26 @@ torch::Tensor in_row_chunks(const torch::Tensor& x, std::int64_t chunk,
 /// run always had), a mixed 64-bit value for the others. @param stream 1 sampler, 2 Laplacian
 std::uint64_t molecule_seed(std::uint64_t run_seed, std::size_t molecule, int stream);
 
+/// The ansatz `model` for `system`, built and moved to `options` (dtype, device) while CPU
+/// tensor allocations are capped at `cap_bytes` (default −1: 60 % of what host_memory() says
+/// this process can still allocate; 0 or unknown: no cap). A model whose parameters would not
+/// fit is refused before the kernel's OOM killer ends the process. The cap covers the CPU only:
+/// a CUDA device reports its own out-of-memory error.
+/// @throws BudgetError naming model.<type> and the memory it would pass; what the registry throws
+std::shared_ptr<WaveFunction> build_model(const ModelConfig& model, const System& system,
+                                          const torch::TensorOptions& options, std::int64_t cap_bytes = -1);
+
+/// What a setup is for: a training also allocates the optimizer's state (checked against the
+/// free memory and left out of run.memory_budget "auto"); an evaluation does not.
+enum class SetupPurpose { training, evaluation };
+
 /// Builds everything (model parameters freshly initialised from run.seed; the samplers are
 /// not yet initialised). Sets the intra-op thread count from run.threads. The resolved config
 /// (setup.config) names the molecule (lih) when the config gave none.
 /// @throws ConfigError naming system.molecules when the ansatz is not transferable and the
-/// config gives more than one molecule; InputError naming the molecule it cannot describe
-VmcSetup make_setup(const Config& config);
+/// config gives more than one molecule; InputError naming the molecule it cannot describe;
+/// BudgetError naming model.<type> when the model (build_model) or, for a training, its
+/// optimizer state (check_training_memory) does not fit the memory the device has free
+VmcSetup make_setup(const Config& config, SetupPurpose purpose = SetupPurpose::training);
 
 }  // namespace nnvmc

@@ -38,6 +38,25 @@ TEST(MemoryBudget, AutoOnAGpuSharedByKProcessesIsAKthOfItsShare) {
   EXPECT_EQ(MemoryBudget::auto_bytes("cuda", free), 600000);
 }
 
+// Memory a training will allocate besides the working memory (its optimizer state) is left out
+// of 'auto': out of a fixed share when one is set (ranks, a comparison's cells), else out of the
+// free memory before the fraction is taken.
+TEST(MemoryBudget, AutoLeavesOutTheReservedBytes) {
+  MemoryBudget::set_cpu_auto_bytes(std::int64_t{1} << 30);
+  EXPECT_EQ(MemoryBudget::parse("auto", "cpu", "run.memory_budget", std::int64_t{256} << 20).bytes(),
+            std::int64_t{768} << 20);
+  EXPECT_EQ(MemoryBudget::parse("auto", "cpu", "run.memory_budget", std::int64_t{2} << 30).bytes(), 1);
+  EXPECT_EQ(MemoryBudget::parse("2GiB", "cpu", "run.memory_budget", std::int64_t{1} << 30).bytes(),
+            std::int64_t{2} << 30);  // an explicit budget is the user's: nothing is taken from it
+  MemoryBudget::set_cpu_auto_bytes(0);
+  const std::int64_t reserved = MemoryBudget::free_bytes("cpu") / 4;
+  const std::int64_t without = MemoryBudget::parse("auto", "cpu").bytes();
+  const std::int64_t with = MemoryBudget::parse("auto", "cpu", "memory", reserved).bytes();
+  // (the free memory is read twice and may move a little in between)
+  EXPECT_NEAR(static_cast<double>(without - with), MemoryBudget::kAutoFraction * static_cast<double>(reserved),
+              64.0 * (1 << 20));
+}
+
 TEST(MemoryBudget, MaxBatchFloorsAndReservesFixedBytes) {
   const MemoryBudget b(1000);
   EXPECT_EQ(b.max_batch(100), 10);

@@ -1005,6 +1005,43 @@ TEST(Cli, AnAllocationRefusedByTheMemoryLimitIsAnOutOfMemoryErrorWithAdvice) {
   fs::remove_all(out);
 }
 
+// A model too large for the memory this process may use is refused before it is trained, with
+// exit code 2, an error naming model.<type>, and no run directory: one whose parameters cannot
+// be built (stopped by the allocation cap at the limit, not by the kernel's OOM killer), and one
+// whose parameters fit but whose gradient and optimizer state would not. (ulimit -v stands in
+// for the machine's memory; host_memory reads both the same way.)
+TEST(Cli, AModelTooLargeForThisMachineIsRefusedNamingItsKeysBeforeAnythingIsWritten) {
+  const auto out = (fs::temp_directory_path() / "nnvmc_cli_big_model").string();
+  fs::remove_all(out);
+  const auto cfg = write_config("nnvmc_cli_big_model.yaml",
+                                "system: {molecule: he}\n"
+                                "model: {type: psiformer, psiformer: {head_dim: 256, layers: 4, determinants: 4}}\n"
+                                "sampler: {walkers: 8, steps_per_iteration: 2, burn_in: 2}\n"
+                                "optim: {iterations: 2}\n"
+                                "pretrain: {steps: 0}\n"
+                                "run: {threads: 1, output: " + out + "}\n");
+  const auto train = [&](const std::string& sizes) {
+    return run_shell("sh -c 'ulimit -v 4000000 && exec " + std::string(NNVMC_EXE) + " train " + cfg + " " + sizes + "'");
+  };
+  // 400 M parameters: 1.6 GB as built in float32, 3.2 GB more in float64
+  auto r = train("model.psiformer.heads=16 model.psiformer.mlp_hidden_dims=[4096]");
+  ASSERT_TRUE(r.exited) << r.out;
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("'model.psiformer': this model is too large for this machine: building its parameters would "
+                       "take more than "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ulimit -v"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(out));
+  // 100 M parameters (0.8 GB in float64) build; training with Adam would take 15 × that more
+  // (gradient, two moments, and copies of parameters and moments to undo a step and to checkpoint)
+  r = train("model.psiformer.heads=8 model.psiformer.mlp_hidden_dims=[2048] optim.type=adam");
+  ASSERT_TRUE(r.exited) << r.out;
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("'model.psiformer': this model is too large to train here: its 100755490 parameters take "
+                       "768.70 MiB, and training them with optim.type = adam needs about 11.26 GiB more"),
+            std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(out));
+}
+
 // A result.h5 that cannot grow (here a file-size limit, as a full disk would) stops training with
 // a WriteError (exit 1, no kill by SIGXFSZ, no crash in HDF5's exit handler) after writing the
 // checkpoint; the resumed run sets the damaged file aside and its series keep one row per
