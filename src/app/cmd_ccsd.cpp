@@ -154,6 +154,7 @@ void run_ccsd_command(const CcsdArgs& a) {
   }
   const System system = load_molecule(a.molecule, default_molecules_dir());
   system.validate();  // charge and spin before the closed-shell check
+  if (const std::string w = system.short_distance_warning(); !w.empty()) log::warn(w);
   const ccsd::CcsdRun run = ccsd::run_ccsd(system, o);
   if (!run.cc.converged)
     log::warn(strfmt("CCSD not converged after %d iterations (--allow-unconverged): energies are not final%s",

@@ -49,6 +49,30 @@ std::string System::electron_summary() const {
          std::to_string(n_down()) + " down)";
 }
 
+std::string System::short_distance_warning() const {
+  constexpr double kShortest = 0.6;  // of the covalent radii's sum; shortest real bonds: about 0.77 (N≡N, C≡C)
+  double worst = kShortest;
+  std::size_t wi = 0, wj = 0;
+  for (std::size_t i = 0; i < atoms.size(); ++i)
+    for (std::size_t j = i + 1; j < atoms.size(); ++j) {
+      double d2 = 0;
+      for (int k = 0; k < 3; ++k) d2 += std::pow(atoms[i].position[k] - atoms[j].position[k], 2);
+      const double ratio = std::sqrt(d2) / (kBohrPerAngstrom * (covalent_radius_angstrom(atoms[i].Z) +
+                                                                 covalent_radius_angstrom(atoms[j].Z)));
+      if (ratio < worst) worst = ratio, wi = i, wj = j;
+    }
+  if (worst >= kShortest) return "";
+  double d2 = 0;
+  for (int k = 0; k < 3; ++k) d2 += std::pow(atoms[wi].position[k] - atoms[wj].position[k], 2);
+  const double d = std::sqrt(d2);
+  return strfmt("%s: atoms %zu (%s) and %zu (%s) are %.4g bohr (%.4g angstrom) apart, %.2f of their covalent radii's "
+                "sum: closer than any bond. If the coordinates are in angstrom, the molecule file must say "
+                "'units: angstrom' (YAML molecules are read in bohr, XYZ files in angstrom)",
+                name.empty() ? "molecule" : ("molecule '" + name + "'").c_str(), wi,
+                element_symbol(atoms[wi].Z).c_str(), wj, element_symbol(atoms[wj].Z).c_str(), d,
+                d / kBohrPerAngstrom, worst);
+}
+
 void System::validate() const {
   const std::string who = name.empty() ? "molecule" : "molecule '" + name + "'";
   if (atoms.empty()) throw InputError(who + ": no atoms");

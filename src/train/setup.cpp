@@ -228,6 +228,8 @@ void warn_of_settings_without_effect(const Config& config, const std::vector<Sys
   if (config.optim.molecules_per_step > static_cast<int>(systems.size()))
     log::warn(strfmt("optim.molecules_per_step = %d, but the run has %zu molecule(s): every iteration trains all of them",
                      config.optim.molecules_per_step, systems.size()));
+  for (const auto& m : systems)
+    if (const std::string w = m.short_distance_warning(); !w.empty()) log::warn(w);
   if (config.run.cuda_graphs && config.run.device.rfind("cuda", 0) != 0)
     log::warn("run.cuda_graphs = true has no effect with run.device = " + config.run.device +
               ": CUDA graphs are captured on a CUDA device only");

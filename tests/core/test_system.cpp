@@ -88,6 +88,25 @@ TEST(Hostile, OverlappingNucleiAreRejected) {
   EXPECT_EQ(molecule_error("[[H, 0, 0, 0], [H, 0, 0, 2e-6]]"), "");  // close but distinct: allowed
 }
 
+// Nuclei closer than any bond (0.6 × the covalent radii's sum) are allowed, with a warning that
+// names the pair; ångström coordinates read as bohr (0.53 × each distance) are caught by it,
+// equilibrium geometries (shortest: N≡N, 0.77 × the sum) and the shipped molecules are not.
+TEST(Geometry, NucleiCloserThanAnyBondAreNamedInAWarningAndRealMoleculesAreNot) {
+  const auto molecule = [](const std::string& yaml) { return parse_molecule_yaml(yaml, "m.yaml"); };
+  const std::string w = molecule("{atoms: [[O, 0, 0, 0], [H, 0, 0, 1.0], [H, 0, 1.8, 0]]}").short_distance_warning();
+  EXPECT_NE(w.find("atoms 0 (O) and 1 (H) are 1 bohr (0.5292 angstrom) apart, 0.55 of their covalent radii's sum"),
+            std::string::npos) << w;
+  EXPECT_NE(w.find("'units: angstrom'"), std::string::npos) << w;
+  EXPECT_NE(molecule("{atoms: [[H, 0, 0, 0], [H, 0, 0, 2e-6]]}").short_distance_warning(), "");
+  // water in angstrom without 'units': every O-H distance at 0.53 of a bond
+  EXPECT_NE(molecule("{atoms: [[O, 0, 0, 0.1173], [H, 0, 0.7572, -0.4692], [H, 0, -0.7572, -0.4692]]}")
+                .short_distance_warning(), "");
+  EXPECT_EQ(molecule("{atoms: [[N, 0, 0, 0], [N, 0, 0, 2.074]]}").short_distance_warning(), "");  // N2 at r_e
+  EXPECT_EQ(molecule("{atoms: [[H, 0, 0, 0], [H, 0, 0, 1.4]]}").short_distance_warning(), "");
+  for (const char* name : {"h2", "lih", "ch4", "c2h6", "c4h4", "n2", "h2o"})
+    EXPECT_EQ(load_molecule(name, kMolecules).short_distance_warning(), "") << name;
+}
+
 TEST(Hostile, ImpossibleChargeAndSpinAreRejectedWithoutOverflow) {
   EXPECT_TRUE(contains(molecule_error("{charge: 2, atoms: [[H, 0, 0, 0]]}"), "electrons"));
   EXPECT_TRUE(contains(molecule_error("{charge: -5, atoms: [[H, 0, 0, 0]]}"), "charge -5"));
