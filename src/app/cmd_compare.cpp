@@ -21,6 +21,7 @@
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "core/process.hpp"
+#include "io/created_directories.hpp"
 #include "io/directory_lock.hpp"
 #include "io/output_kind.hpp"
 #include "models/registry.hpp"
@@ -102,15 +103,31 @@ void run_compare(const CompareArgs& a) {
     log::warn(strfmt("%d jobs x %d threads exceed the %u cores: cells will slow each other down", a.jobs,
                      spec.threads, std::thread::hardware_concurrency()));
   io::DirectoryLock lock;  // one comparison at a time writes this output (rank 0 writes it)
-  if (root) {
+  // A comparison refused before its cells are prepared leaves the output as it was: the lock
+  // file and the directory go again when this start made them (and nothing else is in it).
+  io::CreatedDirectories made_dirs;
+  bool made_lock_file = false;
+  const auto undo_new_output = [&] {
     std::error_code ec;
-    std::filesystem::create_directories(spec.output, ec);
-    if (ec) throw InputError("output: cannot create directory '" + spec.output + "': " + ec.message());
-    lock = io::DirectoryLock(spec.output, "output");
-    refuse_training_run_output(spec);
-    compare::check_cells(spec);  // before anything is computed or written
+    if (made_lock_file) std::filesystem::remove(std::filesystem::path(spec.output) / io::kLockFileName, ec);
+    made_dirs.remove_if_empty();
+  };
+  std::vector<compare::Reference> references;
+  try {
+    if (root) {
+      std::error_code ec;
+      made_dirs = io::CreatedDirectories::create(spec.output, ec);
+      if (ec) throw InputError("output: cannot create directory '" + spec.output + "': " + ec.message());
+      made_lock_file = !std::filesystem::exists(std::filesystem::path(spec.output) / io::kLockFileName, ec);
+      lock = io::DirectoryLock(spec.output, "output");
+      refuse_training_run_output(spec);
+      compare::check_cells(spec);  // before anything is computed or written
+    }
+    references = compare::compute_references(spec);  // every rank: CCSD(T) is shared out
+  } catch (...) {
+    if (root) undo_new_output();  // (the lock, still held, is released after)
+    throw;
   }
-  const auto references = compare::compute_references(spec);  // every rank: CCSD(T) is shared out
   if (root) o.retried = compare::prepare_cells(spec, o);
   world.barrier();
   compare::RunSummary summary = compare::run_cells(spec, o);

@@ -26,7 +26,7 @@ std::string written_pid(int fd) {
 }  // namespace
 
 DirectoryLock::DirectoryLock(const std::string& dir, const std::string& key) {
-  const std::string path = dir + "/.nnvmc.lock";
+  const std::string path = dir + "/" + kLockFileName;
   // 0666 less the umask, as for every file the run writes; read-only suffices for flock (the pid
   // written for the message is informative), e.g. in a directory shared by a group
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
@@ -82,7 +82,7 @@ DirectoryLock& DirectoryLock::operator=(DirectoryLock&& other) noexcept {
 }
 
 bool lock_held(const std::string& dir, std::string* holder) {
-  const int fd = ::open((dir + "/.nnvmc.lock").c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open((dir + "/" + kLockFileName).c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
   if (held && holder != nullptr) *holder = written_pid(fd);

@@ -8,6 +8,9 @@
 namespace nnvmc::io {
 
 /// Holds the lock of a directory (which must exist).
+/// Name of the lock file in a locked directory.
+inline constexpr const char* kLockFileName = ".nnvmc.lock";
+
 class DirectoryLock {
  public:
   DirectoryLock() = default;

@@ -36,12 +36,14 @@ std::string comparison_marker(const std::string& dir) {
 
 std::string enclosing_output(const std::string& dir) {
   std::error_code ec;
-  const fs::path parent = fs::absolute(fs::path(dir), ec).lexically_normal().parent_path();
-  if (ec || parent.empty() || parent == parent.root_path()) return "";
-  if (const std::string m = comparison_marker(parent.string()); !m.empty())
-    return "comparison (" + m + ") in '" + parent.string() + "'";
-  if (const std::string m = profile_marker(parent.string()); !m.empty())
-    return "profile (" + m + ") in '" + parent.string() + "'";
+  const fs::path path = fs::absolute(fs::path(dir), ec).lexically_normal();
+  if (ec) return "";
+  for (fs::path up = path.parent_path(); !up.empty() && up != up.root_path(); up = up.parent_path()) {
+    if (const std::string m = comparison_marker(up.string()); !m.empty())
+      return "comparison (" + m + ") in '" + up.string() + "'";
+    if (const std::string m = profile_marker(up.string()); !m.empty())
+      return "profile (" + m + ") in '" + up.string() + "'";
+  }
   return "";
 }
 

@@ -23,10 +23,10 @@ std::string comparison_marker(const std::string& dir);
 /// when neither is there.
 std::string profile_marker(const std::string& dir);
 
-/// What marks the directory that holds `dir` (its parent) as a comparison's or a profile's
-/// output, as "comparison (compare.csv) in '<parent>'" or "profile (profile.json) in
-/// '<parent>'"; "" when neither. A comparison's or profile's output inside another one's
-/// (cells/, runs/) would mix their files and listings.
+/// What marks the nearest directory above `dir` (its parent, grandparent, ...) that is a
+/// comparison's or a profile's output, as "comparison (compare.csv) in '<dir>'" or "profile
+/// (profile.json) in '<dir>'"; "" when none is. A comparison's or profile's output inside
+/// another one's (cells/, cells/<id>/..., runs/) would mix their files and listings.
 std::string enclosing_output(const std::string& dir);
 
 }  // namespace nnvmc::io

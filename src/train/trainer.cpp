@@ -291,14 +291,23 @@ void Trainer::init_output(bool resume) {
   parallel::world().barrier();
   if (!writes_output()) return;  // rank 0 writes the run's files
   // One process per output directory: locked before anything in it is moved or written.
+  io::CreatedDirectories made_dirs;
   if (!resume) {
     std::error_code ec;
     if (fs::exists(output_, ec) && !fs::is_directory(output_, ec))
       throw InputError("run.output: '" + output_ + "' exists and is not a directory");
-    fs::create_directories(output_, ec);
+    made_dirs = io::CreatedDirectories::create(output_, ec);
     if (ec) throw InputError("run.output: cannot create directory '" + output_ + "': " + ec.message());
   }
-  lock_ = io::DirectoryLock(output_, "run.output");
+  std::error_code lock_ec;
+  const bool made_lock_file = !fs::exists(fs::path(output_) / io::kLockFileName, lock_ec) && !lock_ec;
+  try {
+    lock_ = io::DirectoryLock(output_, "run.output");
+  } catch (...) {  // (refused: the directories this start made go again)
+    made_dirs.remove_if_empty();
+    throw;
+  }
+  if (!resume) unfinished_.made_dirs = made_dirs, unfinished_.made_lock_file = made_lock_file;
   if (!resume) prepare_new_output();
   const std::string path = output_ + "/result.h5";
   // A resumed run appends to result.h5: one it may not write is refused before anything changes
@@ -340,11 +349,18 @@ Trainer::UnfinishedStart::~UnfinishedStart() {
       fs::rename(aside, out / f, ec);
       ++(ec ? kept : restored);
     }
+    // The directory as it was: the lock file and the directory go too when this start made them
+    // (the lock is still held: UnfinishedStart ends before lock_).
+    if (made_lock_file) fs::remove(out / io::kLockFileName, ec);
+    if (restored + kept == 0) made_dirs.remove_if_empty();
+    const bool removed_dir = !made_dirs.made.empty() && !fs::exists(out, ec);
     if (kept > 0)
       log::warn("the run stopped before it trained; the run it was to replace (--force) could not be put back "
                 "entirely: rename its *.previous files in " + dir + " back by hand");
     else if (restored > 0)
       log::warn("the run stopped before it trained: the run it was to replace (--force) is back in " + dir);
+    else if (removed_dir)
+      log::warn("the run stopped before it trained: nothing to resume, the directory it made (" + dir + ") is removed");
     else
       log::warn("the run stopped before it trained: nothing to resume, its files in " + dir + " are removed");
   } catch (...) {

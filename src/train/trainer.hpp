@@ -11,6 +11,7 @@
 
 #include "batching/device_stage_timing.hpp"
 #include "core/timer.hpp"
+#include "io/created_directories.hpp"
 #include "io/directory_lock.hpp"
 #include "io/hdf5_file.hpp"
 #include "train/checkpoint.hpp"
@@ -126,6 +127,8 @@ class Trainer {
   /// outright, or ended by MPI_Abort from another rank, cannot: *.previous then stay.)
   struct UnfinishedStart {
     std::string dir;  ///< "" when there is nothing to undo (first checkpoint written, a resume, other ranks)
+    io::CreatedDirectories made_dirs;  ///< what this start created of `dir`: removed again while empty
+    bool made_lock_file = false;  ///< this start created dir's lock file: removed with its files
     UnfinishedStart() = default;
     UnfinishedStart(const UnfinishedStart&) = delete;
     UnfinishedStart& operator=(const UnfinishedStart&) = delete;

@@ -316,6 +316,11 @@ TEST(CompareCli, TrainingRunsAndComparisonsRefuseEachOthersDirectories) {
   const auto in_runs = run("compare " + file + " --no-plots output=" + dir + "/runs");  // (a profile's scratch runs)
   EXPECT_EQ(in_runs.code, 2) << in_runs.out;
   EXPECT_NE(in_runs.out.find("lies in a profile (profile.json) in '" + dir + "'"), std::string::npos) << in_runs.out;
+  // deeper down too; and the refused comparison takes back the directories and lock it made
+  const auto deeper = run("compare " + file + " --no-plots output=" + dir + "/runs/he/mine");
+  EXPECT_EQ(deeper.code, 2) << deeper.out;
+  EXPECT_NE(deeper.out.find("lies in a profile (profile.json) in '" + dir + "'"), std::string::npos) << deeper.out;
+  EXPECT_FALSE(fs::exists(dir + "/runs"));  // (it kept runs/he/mine/.nnvmc.lock)
   const auto into_profile = run("train " + config + " run.output=" + dir + " optim.iterations=1 sampler.walkers=4");
   EXPECT_EQ(into_profile.code, 2) << into_profile.out;
   EXPECT_NE(into_profile.out.find("holds a profile (profile.json)"), std::string::npos) << into_profile.out;

@@ -860,6 +860,23 @@ TEST(Cli, AForcedStartThatFailsKeepsThePreviousRunAndBadValuesFailFirst) {
   EXPECT_FALSE(fs::exists(out + "/summary.json.previous"));
 }
 
+// A new run refused once it has started (here by the per-sample gradients' memory, measured in
+// its first iteration) takes back what it made: its files, the lock file and the directories it
+// created; a directory that was there before stays, empty as it was.
+TEST(Cli, ANewRunRefusedInItsFirstStepLeavesTheFileSystemAsItFoundIt) {
+  const auto top = (fs::temp_directory_path() / "nnvmc_cli_refused_new").string();
+  fs::remove_all(top);
+  const auto cfg = write_config("nnvmc_refused_new.yaml", kTiny + "run: {threads: 1}\n");
+  const std::string refused = " optim.type=sr run.memory_budget=20KB";
+  expect_input_error("train " + cfg + " run.output=" + top + "/a/b" + refused, "per-sample gradients");
+  EXPECT_FALSE(fs::exists(top));
+  fs::create_directories(top);
+  expect_input_error("train " + cfg + " run.output=" + top + refused, "per-sample gradients");
+  ASSERT_TRUE(fs::is_directory(top));
+  EXPECT_TRUE(fs::is_empty(top));  // (it kept .nnvmc.lock)
+  fs::remove_all(top);
+}
+
 // A resume refused by what its first iteration measures (here the per-sample gradients' memory
 // under SR) used to have rewritten config.yaml, deleted summary.json and cut the final
 // evaluation out of result.h5 already: the run's files are now changed at its first write.
