@@ -15,6 +15,7 @@
 #include "io/hdf5_file.hpp"
 #include "train/setup.hpp"
 #include "train/checkpoint.hpp"
+#include "train/evaluate.hpp"
 #include "train/trainer.hpp"
 #include "parallel/walker_threads.hpp"
 #include "batching/cuda_runtime.hpp"
@@ -214,8 +215,14 @@ TEST(Trainer, AStopRequestEndsPretrainingBurnInAndTheFinalEvaluationAtTheirNextS
     if (it == 2) Trainer::request_stop(true);  // after the last iteration, before the evaluation
     return StopAction::none;
   });
-  expect_interrupted([&] { t.run(true); }, "the evaluation");
+  expect_interrupted([&] { t.run(true); }, "during the end of training (the final evaluation was not begun)");
   EXPECT_EQ(load_checkpoint(dir + "/checkpoint.h5").iteration, 2);
+  // the evaluation itself (of a run, or by `nnvmc eval`) stops at its next step, naming it
+  VmcSetup s = make_setup(c, SetupPurpose::evaluation);
+  s.molecules[0].sampler->initialize(s.logabs_fn(0));
+  StageTimers timers;
+  Trainer::request_stop(true);
+  expect_interrupted([&] { (void)evaluate(s, c.eval, timers); }, "the evaluation's burn-in");
 }
 
 // The first SIGINT/SIGTERM asks for a stop; the handler then restores the default action, so a
@@ -377,7 +384,7 @@ TEST(Trainer, AResumeThatTrainsNothingChangesNothing) {
     again.eval.burn_in = 100000000;
     Trainer resumed(again, dir + "/checkpoint.h5");
     resumed.set_iteration_hook([](std::int64_t) {
-      Trainer::request_stop(true);  // (at the end of training: the evaluation's burn-in stops)
+      Trainer::request_stop(true);  // (at the end of training, before the evaluation begins)
       return StopAction::none;
     });
     EXPECT_THROW(resumed.run(true), Interrupted);
