@@ -5,19 +5,12 @@
 #include <cstdint>
 #include <string>
 
+#include "core/host_memory.hpp"
+
 namespace nnvmc::batching {
 
-/// What the host lets this process use: the smallest of the machine's memory (MemTotal /
-/// MemAvailable), the memory cgroup it is charged to (v1 or v2, any ancestor: a container's or
-/// a batch job's limit) and its address-space limit (ulimit -v, less what it has mapped).
-struct HostMemory {
-  std::int64_t available = 0;  ///< bytes it can still allocate before a limit is reached (−1: unknown)
-  std::int64_t limit = 0;      ///< the tightest total limit (bytes)
-  std::string limit_source;    ///< which limit that is, in words ("this machine's memory", ...)
-};
-/// Reads /proc/meminfo, /proc/self/cgroup with the cgroup files, and getrlimit(RLIMIT_AS).
-/// Never throws: what cannot be read is left out (limit and available −1 when nothing is known).
-HostMemory host_memory();
+using nnvmc::HostMemory;   // (core/host_memory.hpp)
+using nnvmc::host_memory;
 
 /// A byte budget for working memory (buffers a computation allocates, not its inputs).
 class MemoryBudget {
@@ -34,8 +27,8 @@ class MemoryBudget {
   /// Parses "auto" (kAutoFraction of free memory on `device`: host_memory().available
   /// for "cpu", CUDA free memory for "cuda[:N]") or a byte count like "2GiB" / "500MB".
   /// `key` names the option in error messages. `reserved` bytes are spoken for (e.g. the
-  /// optimizer state a training allocates later): "auto" takes its fraction of the free memory
-  /// less them, or a share set by set_cpu_auto_bytes less them (at least 1 byte).
+  /// optimizer state a training allocates later): "auto" takes its fraction of room_bytes(device)
+  /// less them (at least 1 byte).
   /// @throws ConfigError, BudgetError.
   static MemoryBudget parse(const std::string& text, const std::string& device = "cpu",
                             const std::string& key = "memory", std::int64_t reserved = 0);
@@ -51,6 +44,11 @@ class MemoryBudget {
   /// division K processes on one GPU would plan on K × 60 % of it. Set for ranks that share a GPU
   /// (CCSD's ranks, more VMC ranks than GPUs) and for a comparison's cells running at once.
   static void set_cuda_auto_sharers(int sharers);
+
+  /// The memory this process may use on `device`, which "auto" takes kAutoFraction of: its share
+  /// when set_cpu_auto_bytes or set_cuda_auto_sharers divide the device between processes, else
+  /// what is free. @throws BudgetError as free_bytes
+  static std::int64_t room_bytes(const std::string& device);
 
   /// The bytes "auto" stands for on `device` with `free` bytes free (after set_cpu_auto_bytes and
   /// set_cuda_auto_sharers).

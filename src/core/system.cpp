@@ -50,7 +50,9 @@ std::string System::electron_summary() const {
 }
 
 std::string System::short_distance_warning() const {
-  constexpr double kShortest = 0.6;  // of the covalent radii's sum; shortest real bonds: about 0.77 (N≡N, C≡C)
+  // Of the covalent radii's sum: the shortest real bonds are at about 0.77 (N≡N, C≡C, C≡O);
+  // ångström read as bohr puts every bond at 0.53 of its length, H2's at 0.63.
+  constexpr double kShortest = 0.7;
   double worst = kShortest;
   std::size_t wi = 0, wj = 0;
   for (std::size_t i = 0; i < atoms.size(); ++i)
@@ -65,12 +67,15 @@ std::string System::short_distance_warning() const {
   double d2 = 0;
   for (int k = 0; k < 3; ++k) d2 += std::pow(atoms[wi].position[k] - atoms[wj].position[k], 2);
   const double d = std::sqrt(d2);
+  const std::string hint = source_units == "bohr"
+                               ? ". If the coordinates are in angstrom, the molecule file must say 'units: angstrom' "
+                                 "(YAML molecules are read in bohr)"
+                               : " (the coordinates were read in angstrom)";
   return strfmt("%s: atoms %zu (%s) and %zu (%s) are %.4g bohr (%.4g angstrom) apart, %.2f of their covalent radii's "
-                "sum: closer than any bond. If the coordinates are in angstrom, the molecule file must say "
-                "'units: angstrom' (YAML molecules are read in bohr, XYZ files in angstrom)",
+                "sum: closer than any bond%s",
                 name.empty() ? "molecule" : ("molecule '" + name + "'").c_str(), wi,
                 element_symbol(atoms[wi].Z).c_str(), wj, element_symbol(atoms[wj].Z).c_str(), d,
-                d / kBohrPerAngstrom, worst);
+                d / kBohrPerAngstrom, worst, hint.c_str());
 }
 
 void System::validate() const {

@@ -39,9 +39,9 @@ struct System {
 
   /// Checks charge/spin consistency. @throws InputError naming what is wrong.
   void validate() const;
-  /// A warning when two nuclei are closer than 0.6 × the sum of their covalent radii (closer
+  /// A warning when two nuclei are closer than 0.7 × the sum of their covalent radii (closer
   /// than any bond: an unphysical geometry, or ångström coordinates read as bohr, which puts
-  /// bonded atoms at about 0.53 × their distance); empty otherwise. Names the closest such pair.
+  /// bonded atoms at 0.53 × their distance); empty otherwise. Names the closest such pair.
   std::string short_distance_warning() const;
   /// "name: N electrons (u up, d down)", as the commands log a molecule.
   std::string electron_summary() const;

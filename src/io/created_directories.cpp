@@ -8,15 +8,27 @@ namespace nnvmc::io {
 
 CreatedDirectories CreatedDirectories::create(const std::string& dir, std::error_code& ec) {
   CreatedDirectories c;
+  // The missing part of the path as given (no lexical normalisation: "link/../x" goes through
+  // the link, as the system resolves it), then made one directory at a time from the top; only
+  // those this call made are noted (one another process made at the same moment is not).
+  std::vector<fs::path> missing;
+  fs::path p(dir);
+  if (p.has_filename() == false && p.has_parent_path()) p = p.parent_path();  // (a trailing '/')
   std::error_code probe;
-  for (fs::path p = fs::absolute(fs::path(dir), probe).lexically_normal(); !probe && !p.empty() && p != p.root_path();
-       p = p.parent_path()) {
-    if (p.filename().empty()) continue;  // (a trailing '/')
+  for (; !p.empty() && p != p.root_path(); p = p.parent_path()) {
     if (fs::exists(p, probe) || probe) break;
-    c.made.push_back(p.string());
+    missing.push_back(p);
+  }
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    std::error_code made;
+    if (fs::create_directory(*it, made)) c.made.insert(c.made.begin(), it->string());
+    else if (made) break;  // (reported by create_directories below)
   }
   fs::create_directories(dir, ec);
-  if (ec) c.made.clear();
+  if (ec) {
+    c.remove_if_empty();
+    c.made.clear();
+  }
   return c;
 }
 

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -27,6 +28,23 @@ std::string written_pid(int fd) {
 
 DirectoryLock::DirectoryLock(const std::string& dir, const std::string& key) {
   const std::string path = dir + "/" + kLockFileName;
+  // A lock on a file that is no longer at `path` (a refused start removes the lock file it made
+  // while holding it) locks nothing: the file at the path is opened and locked again.
+  for (int reopened = 0;; ++reopened) {
+    if (lock_file(path, dir, key)) return;  // (no locks on this file system: fd_ is −1)
+    struct stat held {}, now {};
+    if (::fstat(fd_, &held) == 0 && ::stat(path.c_str(), &now) == 0 && held.st_dev == now.st_dev &&
+        held.st_ino == now.st_ino)
+      break;
+    ::close(fd_);
+    fd_ = -1;
+    if (reopened >= 10) throw WriteError(path + ": cannot lock: the lock file keeps being removed or replaced");
+  }
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd_, 0) == 0) (void)!::pwrite(fd_, pid.data(), pid.size(), 0);  // informative only
+}
+
+bool DirectoryLock::lock_file(const std::string& path, const std::string& dir, const std::string& key) {
   // 0666 less the umask, as for every file the run writes; read-only suffices for flock (the pid
   // written for the message is informative), e.g. in a directory shared by a group
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
@@ -46,25 +64,22 @@ DirectoryLock::DirectoryLock(const std::string& dir, const std::string& key) {
     ::usleep(20000);
     locked = ::flock(fd_, LOCK_EX | LOCK_NB);
   }
-  if (locked != 0) {
-    const int e = errno;
-    if (e == ENOSYS || e == ENOLCK || e == EOPNOTSUPP) {  // a file system without flock (Lustre noflock, NFS without lockd)
-      ::close(fd_);
-      fd_ = -1;
-      log::warn(key + ": '" + dir + "' does not support file locks (" + std::strerror(e) +
-                "); running without the lock that keeps two nnvmc processes out of one directory");
-      return;
-    }
-    const std::string holder = written_pid(fd_);
+  if (locked == 0) return false;
+  const int e = errno;
+  if (e == ENOSYS || e == ENOLCK || e == EOPNOTSUPP) {  // a file system without flock (Lustre noflock, NFS without lockd)
     ::close(fd_);
     fd_ = -1;
-    if (e != EWOULDBLOCK) throw WriteError(path + ": cannot lock: " + std::strerror(e));
-    throw InputError(key + ": '" + dir + "' is in use by another nnvmc process" +
-                     (holder.empty() ? std::string() : " (pid " + holder + ")") +
-                     "; wait for it to finish or choose another " + key);
+    log::warn(key + ": '" + dir + "' does not support file locks (" + std::strerror(e) +
+              "); running without the lock that keeps two nnvmc processes out of one directory");
+    return true;
   }
-  const std::string pid = std::to_string(::getpid()) + "\n";
-  if (::ftruncate(fd_, 0) == 0) (void)!::pwrite(fd_, pid.data(), pid.size(), 0);  // informative only
+  const std::string holder = written_pid(fd_);
+  ::close(fd_);
+  fd_ = -1;
+  if (e != EWOULDBLOCK) throw WriteError(path + ": cannot lock: " + std::strerror(e));
+  throw InputError(key + ": '" + dir + "' is in use by another nnvmc process" +
+                   (holder.empty() ? std::string() : " (pid " + holder + ")") +
+                   "; wait for it to finish or choose another " + key);
 }
 
 DirectoryLock::~DirectoryLock() {

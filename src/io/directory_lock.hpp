@@ -26,6 +26,9 @@ class DirectoryLock {
   DirectoryLock& operator=(const DirectoryLock&) = delete;
 
  private:
+  /// Opens `path` into fd_ and locks it (a few tries). @return true when the file system has no
+  /// locks (fd_ −1: run without). @throws as the constructor
+  bool lock_file(const std::string& path, const std::string& dir, const std::string& key);
   int fd_ = -1;
 };
 

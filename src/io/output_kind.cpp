@@ -36,8 +36,9 @@ std::string comparison_marker(const std::string& dir) {
 
 std::string enclosing_output(const std::string& dir) {
   std::error_code ec;
-  const fs::path path = fs::absolute(fs::path(dir), ec).lexically_normal();
+  fs::path path = fs::absolute(fs::path(dir), ec).lexically_normal();
   if (ec) return "";
+  if (!path.has_filename() && path.has_parent_path()) path = path.parent_path();  // "CMP/" is CMP itself
   for (fs::path up = path.parent_path(); !up.empty() && up != up.root_path(); up = up.parent_path()) {
     if (const std::string m = comparison_marker(up.string()); !m.empty())
       return "comparison (" + m + ") in '" + up.string() + "'";

@@ -21,7 +21,9 @@ namespace nnvmc::scf {
 /// Options of the J/K builder.
 struct JKOptions {
   IntegralOptions integrals;          ///< threads and screening thresholds
-  std::size_t max_incore_mb = 2048;   ///< in-core ERI storage limit (MB); above it the build is direct
+  /// in-core ERI storage limit (MB), and at most half of what the host leaves this process
+  /// (core/host_memory.hpp); above it the build is direct
+  std::size_t max_incore_mb = 2048;
   double cholesky_tau = 0;            ///< > 0: J/K from Cholesky vectors of the ERIs to this threshold
   /// With cholesky_tau > 0: vectors already decomposed to that threshold, in cholesky_eri_pairs'
   /// layout [n(n+1)/2, n_vec], shared with a later user (Cholesky CCSD); null: decomposed here.
@@ -32,6 +34,8 @@ struct JKOptions {
 class JKBuilder {
  public:
   /// Screens shell pairs and, when they fit in memory, computes and stores the ERIs.
+  /// @throws BudgetError (advising Cholesky ERIs) when the list of screened shell quartets
+  /// alone would take more than 60 % of what the host leaves this process
   JKBuilder(const BasisSet& basis, const JKOptions& options = {});
   ~JKBuilder();
   JKBuilder(const JKBuilder&) = delete;

@@ -217,29 +217,37 @@ OptimizerMemory optimizer_memory_estimate(const OptimOptions& options, WaveFunct
   return optimizer_entry(options.type).memory(trainable_parameters(wf));
 }
 
-double check_training_memory(const OptimOptions& options, WaveFunction& wf, std::int64_t free_bytes) {
-  const auto params = trainable_parameters(wf);
-  double held = 0;  // (every parameter is copied, the frozen ones too)
-  for (const auto& p : wf.parameters()) held += tensor_bytes(p);
-  const double need = training_memory_estimate(optimizer_memory_estimate(options, wf), held);
-  if (free_bytes < 0 || need <= static_cast<double>(free_bytes)) return need;
-  throw BudgetError(strfmt("'model.%s': this model is too large to train here: its %lld parameters take %s, and "
-                           "training them with optim.type = %s needs about %s more (gradient, optimizer state, and "
-                           "the copies of both that undo a failed step and are written to checkpoints), but only %s is "
-                           "free; use smaller widths, fewer layers or fewer determinants%s",
-                           wf.type().c_str(), static_cast<long long>(parameter_count(params)),
-                           batching::format_bytes(held).c_str(), options.type.c_str(),
-                           batching::format_bytes(need).c_str(), batching::format_bytes(double(free_bytes)).c_str(),
-                           options.type == "kfac" ? " (K-FAC's factors grow with the square of each layer's width)"
-                                                  : ""));
+double check_training_memory(const OptimOptions& options, WaveFunction& wf, bool cpu, std::int64_t device_room,
+                             std::int64_t host_room) {
+  std::int64_t count = 0;
+  double held = 0;  // every parameter is copied (undo, checkpoints), the frozen ones too
+  for (const auto& p : wf.parameters()) held += tensor_bytes(p), count += p.numel();
+  const TrainingMemory need = training_memory_estimate(optimizer_memory_estimate(options, wf), held);
+  const auto refuse = [&](double bytes, std::int64_t room, const char* where) {
+    if (room < 0 || bytes <= static_cast<double>(room)) return;
+    throw BudgetError(strfmt("'model.%s': this model is too large to train here: its %lld parameters take %s, and "
+                             "training them with optim.type = %s needs about %s more%s (gradient, optimizer state, "
+                             "and the copies of both that undo a failed step and are written to checkpoints), but "
+                             "only %s is left to this process; use smaller widths, fewer layers or fewer "
+                             "determinants%s",
+                             wf.type().c_str(), static_cast<long long>(count), batching::format_bytes(held).c_str(),
+                             options.type.c_str(), batching::format_bytes(bytes).c_str(), where,
+                             batching::format_bytes(double(room)).c_str(),
+                             options.type == "kfac" ? " (K-FAC's factors grow with the square of each layer's width)"
+                                                    : ""));
+  };
+  if (cpu) {
+    refuse(need.total(), device_room, "");
+    return need.total();
+  }
+  refuse(need.device, device_room, " on the GPU");
+  refuse(need.host, host_room, " in host memory");
+  return need.device;
 }
 
-double training_memory_estimate(const OptimizerMemory& optimizer, double parameter_bytes) {
-  // Training holds the optimizer's memory and an undo copy of parameters and kept state; writing
-  // a checkpoint holds a copy of the parameters, the arrays made of both, the in-memory HDF5 file
-  // and its image (measured: a 100 M-parameter Psiformer with Adam peaked at 15.7 × its
-  // parameters' bytes while its checkpoint was written; this estimate with them: 16 ×).
-  return optimizer.kept + optimizer.step + 4 * (parameter_bytes + optimizer.kept);
+TrainingMemory training_memory_estimate(const OptimizerMemory& optimizer, double parameter_bytes) {
+  const double copy = parameter_bytes + optimizer.kept;
+  return {optimizer.kept + optimizer.step + copy, 3 * copy};
 }
 
 }  // namespace nnvmc

@@ -68,17 +68,25 @@ struct OptimizerMemory {
 /// @throws ConfigError naming optim.type when it is unknown
 OptimizerMemory optimizer_memory_estimate(const OptimOptions& options, WaveFunction& wf);
 
-/// Bytes a training takes beside its parameters (`parameter_bytes`) outside run.memory_budget:
-/// the optimizer's memory, and four copies of the parameters and the optimizer's kept state
-/// (the trainer's undo copy for a failed step; a checkpoint's copy, the arrays made of it, the
-/// in-memory HDF5 file and its image).
-double training_memory_estimate(const OptimizerMemory& optimizer, double parameter_bytes);
+/// Memory a training takes beside its parameters outside run.memory_budget, in bytes.
+struct TrainingMemory {
+  double device = 0;  ///< on the run's device: the optimizer's memory and the undo copy of the parameters and kept state
+  double host = 0;    ///< on the host: a checkpoint's copy of both, the arrays made of it, the in-memory HDF5 file and its image
+  double total() const { return device + host; }
+};
 
-/// Refuses a training whose training_memory_estimate is more than `free_bytes` (the memory the
-/// run's device has free once the model is built; < 0: unknown, nothing is checked), so that
-/// training does not run the machine out of memory. @return the estimate (bytes)
+/// The training memory of an optimizer's `optimizer` memory for parameters of `parameter_bytes`
+/// (measured on the CPU: a 100 M-parameter Psiformer with Adam peaked at 15.7 × its parameters'
+/// bytes while its checkpoint was written; parameters plus this estimate: 16 ×).
+TrainingMemory training_memory_estimate(const OptimizerMemory& optimizer, double parameter_bytes);
+
+/// Refuses a training that would not fit: on a CPU run (`cpu`) the whole training_memory_estimate
+/// against `device_room`, on a GPU its device part against `device_room` and its host part
+/// against `host_room` (each the memory the model leaves this process there; < 0: unknown, not
+/// checked). @return the bytes it takes on the run's device (what "auto" leaves out)
 /// @throws BudgetError naming model.<type>, its parameter count and optim.type
-double check_training_memory(const OptimOptions& options, WaveFunction& wf, std::int64_t free_bytes);
+double check_training_memory(const OptimOptions& options, WaveFunction& wf, bool cpu, std::int64_t device_room,
+                             std::int64_t host_room);
 
 /// Builds the optimizer named by options.type for the parameters of `wf`; `budget` bounds the
 /// working memory of its per-walker passes (natural-gradient Jacobians).

@@ -237,10 +237,10 @@ void warn_of_settings_without_effect(const Config& config, const std::vector<Sys
 }  // namespace
 
 namespace {
-/// What `device` has free now (−1: unknown).
-std::int64_t free_memory(const std::string& device) {
+/// The memory this process may use on `device` now (batching::MemoryBudget::room_bytes; −1: unknown).
+std::int64_t room_memory(const std::string& device) {
   try {
-    return batching::MemoryBudget::free_bytes(device);
+    return batching::MemoryBudget::room_bytes(device);
   } catch (const BudgetError&) {
     return -1;
   }
@@ -304,7 +304,11 @@ VmcSetup make_setup(const Config& config, SetupPurpose purpose) {
   }
   std::int64_t reserved = 0;
   if (purpose == SetupPurpose::training) {
-    reserved = static_cast<std::int64_t>(check_training_memory(config.optim, *s.wf, free_memory(device)));
+    // Refused above 90 % of the room, so that "auto" keeps at least 6 % of it for working memory.
+    const auto ninety_percent = [](std::int64_t room) { return room < 0 ? room : room / 10 * 9; };
+    const bool cpu = s.options.device().is_cpu();
+    reserved = static_cast<std::int64_t>(check_training_memory(config.optim, *s.wf, cpu, ninety_percent(room_memory(device)),
+                                                               cpu ? -1 : ninety_percent(room_memory("cpu"))));
   }
   if (config.run.memory_budget == "auto") {
     s.budget = batching::MemoryBudget::parse("auto", device, "run.memory_budget", reserved);

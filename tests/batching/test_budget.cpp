@@ -39,12 +39,13 @@ TEST(MemoryBudget, AutoOnAGpuSharedByKProcessesIsAKthOfItsShare) {
 }
 
 // Memory a training will allocate besides the working memory (its optimizer state) is left out
-// of 'auto': out of a fixed share when one is set (ranks, a comparison's cells), else out of the
-// free memory before the fraction is taken.
+// of the room 'auto' takes its fraction of: a process's share when one is set (ranks, a
+// comparison's cells), else the free memory.
 TEST(MemoryBudget, AutoLeavesOutTheReservedBytes) {
-  MemoryBudget::set_cpu_auto_bytes(std::int64_t{1} << 30);
-  EXPECT_EQ(MemoryBudget::parse("auto", "cpu", "run.memory_budget", std::int64_t{256} << 20).bytes(),
-            std::int64_t{768} << 20);
+  MemoryBudget::set_cpu_auto_bytes(std::int64_t{1} << 30);  // the share of a process that may use 1 GiB / 0.6
+  EXPECT_EQ(MemoryBudget::room_bytes("cpu"), static_cast<std::int64_t>((std::int64_t{1} << 30) / 0.6));
+  EXPECT_NEAR(static_cast<double>(MemoryBudget::parse("auto", "cpu", "run.memory_budget", std::int64_t{256} << 20).bytes()),
+              static_cast<double>(std::int64_t{1} << 30) - 0.6 * static_cast<double>(std::int64_t{256} << 20), 2.0);
   EXPECT_EQ(MemoryBudget::parse("auto", "cpu", "run.memory_budget", std::int64_t{2} << 30).bytes(), 1);
   EXPECT_EQ(MemoryBudget::parse("2GiB", "cpu", "run.memory_budget", std::int64_t{1} << 30).bytes(),
             std::int64_t{2} << 30);  // an explicit budget is the user's: nothing is taken from it

@@ -88,7 +88,7 @@ TEST(Hostile, OverlappingNucleiAreRejected) {
   EXPECT_EQ(molecule_error("[[H, 0, 0, 0], [H, 0, 0, 2e-6]]"), "");  // close but distinct: allowed
 }
 
-// Nuclei closer than any bond (0.6 × the covalent radii's sum) are allowed, with a warning that
+// Nuclei closer than any bond (0.7 × the covalent radii's sum) are allowed, with a warning that
 // names the pair; ångström coordinates read as bohr (0.53 × each distance) are caught by it,
 // equilibrium geometries (shortest: N≡N, 0.77 × the sum) and the shipped molecules are not.
 TEST(Geometry, NucleiCloserThanAnyBondAreNamedInAWarningAndRealMoleculesAreNot) {
@@ -101,6 +101,12 @@ TEST(Geometry, NucleiCloserThanAnyBondAreNamedInAWarningAndRealMoleculesAreNot) 
   // water in angstrom without 'units': every O-H distance at 0.53 of a bond
   EXPECT_NE(molecule("{atoms: [[O, 0, 0, 0.1173], [H, 0, 0.7572, -0.4692], [H, 0, -0.7572, -0.4692]]}")
                 .short_distance_warning(), "");
+  // H2 in angstrom without 'units' (its bond at 0.63 of the sum)
+  EXPECT_NE(molecule("{atoms: [[H, 0, 0, 0], [H, 0, 0, 0.7414]]}").short_distance_warning(), "");
+  // an XYZ file is read in angstrom: no advice to add units
+  const std::string xyz = parse_xyz("2\n\nH 0 0 0\nH 0 0 0.3\n", "m.xyz").short_distance_warning();
+  EXPECT_NE(xyz.find("read in angstrom"), std::string::npos) << xyz;
+  EXPECT_EQ(xyz.find("units"), std::string::npos) << xyz;
   EXPECT_EQ(molecule("{atoms: [[N, 0, 0, 0], [N, 0, 0, 2.074]]}").short_distance_warning(), "");  // N2 at r_e
   EXPECT_EQ(molecule("{atoms: [[H, 0, 0, 0], [H, 0, 0, 1.4]]}").short_distance_warning(), "");
   for (const char* name : {"h2", "lih", "ch4", "c2h6", "c4h4", "n2", "h2o"})

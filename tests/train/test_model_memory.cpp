@@ -93,8 +93,11 @@ TEST(ModelMemory, KfacsEstimateGrowsWithTheSquareOfTheWidthAndSpringsWithThePara
   const double param_ratio = static_cast<double>(parameter_bytes(*wide)) / p;
   EXPECT_GT(kfac_ratio, param_ratio);
   EXPECT_GT(total(optimizer_memory_estimate(kfac, *wide)), total(optimizer_memory_estimate(spring, *wide)));
-  // the undo copy and a checkpoint's copies: parameters and kept state four times more
-  EXPECT_EQ(training_memory_estimate({10, 20}, 100), 10 + 20 + 4 * (100 + 10));
+  // the undo copy (on the run's device) and a checkpoint's copies (on the host): parameters and
+  // kept state once and three times more
+  const TrainingMemory t = training_memory_estimate({10, 20}, 100);
+  EXPECT_EQ(t.device, 10 + 20 + (100 + 10));
+  EXPECT_EQ(t.host, 3 * (100 + 10));
   OptimOptions unknown;
   unknown.type = "lbfgs";
   EXPECT_THROW((void)optimizer_memory_estimate(unknown, *wide), ConfigError);
@@ -104,18 +107,28 @@ TEST(ModelMemory, ATrainingStateLargerThanTheFreeMemoryIsRefusedNamingModelParam
   auto wf = build_model(ferminet(16), lih(), kF64);
   OptimOptions o;
   o.type = "adam";
-  const auto need = static_cast<std::int64_t>(
-      training_memory_estimate(optimizer_memory_estimate(o, *wf), static_cast<double>(parameter_bytes(*wf))));
-  EXPECT_EQ(check_training_memory(o, *wf, need), static_cast<double>(need));
-  EXPECT_NO_THROW(check_training_memory(o, *wf, -1));  // unknown: not checked
-  try {
-    check_training_memory(o, *wf, need - 1);
-    FAIL() << "a training state larger than the free memory was accepted";
-  } catch (const BudgetError& e) {
-    const std::string what = e.what();
-    EXPECT_NE(what.find("'model.ferminet'"), std::string::npos) << what;
-    EXPECT_NE(what.find(std::to_string(parameter_count(trainable_parameters(*wf))) + " parameters"), std::string::npos)
-        << what;
-    EXPECT_NE(what.find("optim.type = adam"), std::string::npos) << what;
-  }
+  const TrainingMemory need =
+      training_memory_estimate(optimizer_memory_estimate(o, *wf), static_cast<double>(parameter_bytes(*wf)));
+  const auto total = static_cast<std::int64_t>(need.total());
+  EXPECT_EQ(check_training_memory(o, *wf, /*cpu=*/true, total, -1), need.total());
+  EXPECT_NO_THROW(check_training_memory(o, *wf, true, -1, -1));  // unknown: not checked
+  const auto expect_refused = [&](bool cpu, std::int64_t device, std::int64_t host, const std::string& where) {
+    try {
+      check_training_memory(o, *wf, cpu, device, host);
+      ADD_FAILURE() << "a training state larger than the memory left was accepted" << where;
+    } catch (const BudgetError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("'model.ferminet'"), std::string::npos) << what;
+      EXPECT_NE(what.find(std::to_string(parameter_count(trainable_parameters(*wf))) + " parameters"), std::string::npos)
+          << what;
+      EXPECT_NE(what.find("optim.type = adam needs about"), std::string::npos) << what;
+      EXPECT_NE(what.find(where), std::string::npos) << what;
+    }
+  };
+  expect_refused(true, total - 1, -1, "more (gradient");
+  // on a GPU the device holds the optimizer and the undo copy, the host the checkpoint's copies
+  const auto device = static_cast<std::int64_t>(need.device), host = static_cast<std::int64_t>(need.host);
+  EXPECT_EQ(check_training_memory(o, *wf, /*cpu=*/false, device, host), need.device);
+  expect_refused(false, device - 1, host, "more on the GPU");
+  expect_refused(false, device, host - 1, "more in host memory");
 }

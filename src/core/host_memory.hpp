@@ -1,0 +1,21 @@
+#pragma once
+/// @file host_memory.hpp
+/// How much memory the host lets this process use (torch-free: the SCF module asks too).
+#include <cstdint>
+#include <string>
+
+namespace nnvmc {
+
+/// What the host lets this process use: the smallest of the machine's memory (MemTotal /
+/// MemAvailable), the memory cgroup it is charged to (v1 or v2, any ancestor: a container's or
+/// a batch job's limit) and its address-space limit (ulimit -v, less what it has mapped).
+struct HostMemory {
+  std::int64_t available = 0;  ///< bytes it can still allocate before a limit is reached (−1: unknown)
+  std::int64_t limit = 0;      ///< the tightest total limit (bytes)
+  std::string limit_source;    ///< which limit that is, in words ("this machine's memory", ...)
+};
+/// Reads /proc/meminfo, /proc/self/cgroup with the cgroup files, and getrlimit(RLIMIT_AS).
+/// Never throws: what cannot be read is left out (limit and available −1 when nothing is known).
+HostMemory host_memory();
+
+}  // namespace nnvmc
