@@ -1022,6 +1022,21 @@ TEST(Cli, AnAllocationRefusedByTheMemoryLimitIsAnOutOfMemoryErrorWithAdvice) {
   fs::remove_all(out);
 }
 
+// An SCF whose list of screened ERI shell quartets alone would not fit what the process may
+// allocate is refused with advice (exit 2); it ended in std::bad_alloc, or the OOM killer.
+TEST(Cli, AnScfWhoseIntegralListCannotFitIsRefusedAdvisingCholesky) {
+  std::string chain = "atoms:\n";  // H400 in STO-3G: about 10 M quartets, 0.7 GB
+  for (int i = 0; i < 400; ++i) chain += "  - [H, 0, 0, " + std::to_string(1.4 * i) + "]\n";
+  const auto file = write_config("nnvmc_cli_h400.yaml", chain);
+  const auto r = run_shell("sh -c 'ulimit -v 1800000 && exec " + std::string(NNVMC_EXE) + " scf " + file +
+                           " --basis sto-3g --max-iter 1'");
+  ASSERT_TRUE(r.exited) << r.out;
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("ERI shell quartets of this molecule and basis pass the Schwarz screening"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("scf --cholesky 1e-6"), std::string::npos) << r.out;
+}
+
 // A model too large for the memory this process may use is refused before it is trained, with
 // exit code 2, an error naming model.<type>, and no run directory: one whose parameters cannot
 // be built (stopped by the allocation cap at the limit, not by the kernel's OOM killer), and one
