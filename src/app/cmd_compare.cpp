@@ -118,9 +118,8 @@ void run_compare(const CompareArgs& a) {
       std::error_code ec;
       made_dirs = io::CreatedDirectories::create(spec.output, ec);
       if (ec) throw InputError("output: cannot create directory '" + spec.output + "': " + ec.message());
-      const bool no_lock_file = !std::filesystem::exists(std::filesystem::path(spec.output) / io::kLockFileName, ec);
       lock = io::DirectoryLock(spec.output, "output");
-      made_lock_file = no_lock_file;  // (only once it is this start's: a start refused as "in use" removes nothing)
+      made_lock_file = lock.created();  // (a start refused as "in use" removes nothing)
       refuse_training_run_output(spec);
       compare::check_cells(spec);  // before anything is computed or written
     }

@@ -59,6 +59,8 @@ std::int64_t MemoryBudget::auto_bytes(const std::string& device, std::int64_t fr
 }
 
 std::int64_t MemoryBudget::room_bytes(const std::string& device) {
+  if (device == "cpu" && g_cpu_auto_bytes > 0)  // (a share: the free memory is not read)
+    return static_cast<std::int64_t>(static_cast<double>(g_cpu_auto_bytes) / kAutoFraction);
   return static_cast<std::int64_t>(static_cast<double>(auto_bytes(device, free_bytes(device))) / kAutoFraction);
 }
 

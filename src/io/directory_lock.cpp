@@ -47,7 +47,9 @@ DirectoryLock::DirectoryLock(const std::string& dir, const std::string& key) {
 bool DirectoryLock::lock_file(const std::string& path, const std::string& dir, const std::string& key) {
   // 0666 less the umask, as for every file the run writes; read-only suffices for flock (the pid
   // written for the message is informative), e.g. in a directory shared by a group
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  created_ = fd_ >= 0;
+  if (fd_ < 0 && errno == EEXIST) fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
   const int create_error = errno;
   if (fd_ < 0) fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   // (the reason is the creation's: "permission denied", not the read-only retry's "no such file")
@@ -86,12 +88,14 @@ DirectoryLock::~DirectoryLock() {
   if (fd_ >= 0) ::close(fd_);  // closing releases the flock
 }
 
-DirectoryLock::DirectoryLock(DirectoryLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+DirectoryLock::DirectoryLock(DirectoryLock&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), created_(std::exchange(other.created_, false)) {}
 
 DirectoryLock& DirectoryLock::operator=(DirectoryLock&& other) noexcept {
   if (this != &other) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = std::exchange(other.fd_, -1);
+    created_ = std::exchange(other.created_, false);
   }
   return *this;
 }

@@ -25,11 +25,15 @@ class DirectoryLock {
   DirectoryLock(const DirectoryLock&) = delete;
   DirectoryLock& operator=(const DirectoryLock&) = delete;
 
+  /// Whether this lock created the lock file it holds (a start refused early removes it again).
+  bool created() const { return created_; }
+
  private:
   /// Opens `path` into fd_ and locks it (a few tries). @return true when the file system has no
   /// locks (fd_ −1: run without). @throws as the constructor
   bool lock_file(const std::string& path, const std::string& dir, const std::string& key);
   int fd_ = -1;
+  bool created_ = false;
 };
 
 /// Whether another process holds the lock of `dir`, with the pid it wrote in `holder` ("" when

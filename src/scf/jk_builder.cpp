@@ -12,6 +12,7 @@
 #include "core/errors.hpp"
 #include "core/host_memory.hpp"
 #include "core/log.hpp"
+#include "parallel/communicator.hpp"
 #include "scf/cholesky_eri.hpp"
 #include "scf/parallel.hpp"
 
@@ -185,13 +186,16 @@ JKBuilder::JKBuilder(const BasisSet& basis, const JKOptions& options) : impl_(ne
   for (std::size_t i = 0; i < pairs.size(); ++i)
     for (std::size_t j = 0; j <= i; ++j)
       if (Q(pairs[i].first, pairs[i].second) * Q(pairs[j].first, pairs[j].second) >= thr) ++n_quartets;
+  // (every rank of a node builds its own list: each has its share of the node's memory)
   const HostMemory host = host_memory();
-  const double available = host.available > 0 ? static_cast<double>(host.available) : HUGE_VAL;
+  const double available = host.available >= 0 ? static_cast<double>(host.available) /
+                                                     std::max(1, parallel::world().local_size())
+                                               : HUGE_VAL;
   const double list_bytes = static_cast<double>(n_quartets) * sizeof(Quartet);
   if (list_bytes > 0.6 * available)
     throw BudgetError(strfmt("scf: %zu ERI shell quartets of this molecule and basis pass the Schwarz screening "
                              "(threshold %g); their list alone takes %.2f GB, more than 60 %% of the %.2f GB this "
-                             "process can still allocate (%s). Use Cholesky-decomposed ERIs (scf --cholesky 1e-6, "
+                             "process can still allocate (%s; ranks on one node share it). Use Cholesky-decomposed ERIs (scf --cholesky 1e-6, "
                              "ccsd --cholesky 1e-5), or a looser --schwarz",
                              n_quartets, thr, list_bytes / 1e9, available / 1e9, host.limit_source.c_str()));
   m.quartets.reserve(n_quartets);

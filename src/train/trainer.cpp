@@ -299,15 +299,13 @@ void Trainer::init_output(bool resume) {
     made_dirs = io::CreatedDirectories::create(output_, ec);
     if (ec) throw InputError("run.output: cannot create directory '" + output_ + "': " + ec.message());
   }
-  std::error_code lock_ec;
-  const bool made_lock_file = !fs::exists(fs::path(output_) / io::kLockFileName, lock_ec) && !lock_ec;
   try {
     lock_ = io::DirectoryLock(output_, "run.output");
   } catch (...) {  // (refused: the directories this start made go again)
     made_dirs.remove_if_empty();
     throw;
   }
-  if (!resume) unfinished_.made_dirs = made_dirs, unfinished_.made_lock_file = made_lock_file;
+  if (!resume) unfinished_.made_dirs = made_dirs, unfinished_.made_lock_file = lock_.created();
   if (!resume) prepare_new_output();
   const std::string path = output_ + "/result.h5";
   // A resumed run appends to result.h5: one it may not write is refused before anything changes

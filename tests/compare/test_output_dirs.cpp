@@ -4,7 +4,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <chrono>
+#include <optional>
 #include <string>
+#include <thread>
 
 #include "common/run_files.hpp"
 #include "core/errors.hpp"
@@ -40,16 +43,31 @@ TEST(OutputDirectories, OnlyTheDirectoriesACallMadeAreTakenBackAndOnlyWhileEmpty
   fs::remove_all(top);
 }
 
-// A refused start removes the lock file it made while holding it; a process that locked the
-// file just then must not count as holding the directory: the lock is on the file at the path.
-TEST(OutputDirectories, ALockFileRemovedWhileHeldIsNotTheDirectorysLock) {
+// A refused start removes the lock file it made while holding it. A process that opened that
+// file just before and locks it once it is released holds a file no longer at the path, which
+// locks nothing: it must lock the file at the path instead, so that a third is refused.
+TEST(OutputDirectories, ALockOnALockFileRemovedMeanwhileIsTakenAgainOnTheFileAtThePath) {
   const std::string dir = test::fresh_dir("nnvmc_lock_removed");
   fs::create_directories(dir);
+  const fs::path file = fs::path(dir) / io::kLockFileName;
   {
-    io::DirectoryLock first(dir, "output");
-    fs::remove(fs::path(dir) / io::kLockFileName);
-    io::DirectoryLock second(dir, "output");  // (the file at the path is new and free)
-    EXPECT_TRUE(fs::exists(fs::path(dir) / io::kLockFileName));
+    std::optional<io::DirectoryLock> first(std::in_place, dir, "output");
+    EXPECT_TRUE(first->created());
+    std::optional<io::DirectoryLock> second;
+    std::string second_error;
+    std::thread waiting([&] {  // opens the file now, retries its lock for about 0.1 s
+      try {
+        second.emplace(dir, "output");
+      } catch (const Error& e) {
+        second_error = e.what();
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    fs::remove(file);  // as a refused start does, still holding it
+    first.reset();     // released: `second` locks the removed file at its next try
+    waiting.join();
+    ASSERT_TRUE(second.has_value()) << second_error;
+    EXPECT_TRUE(fs::exists(file));  // it locked a new file at the path
     try {
       io::DirectoryLock third(dir, "output");
       ADD_FAILURE() << "two processes hold the directory's lock";

@@ -1029,7 +1029,7 @@ TEST(Cli, AnScfWhoseIntegralListCannotFitIsRefusedAdvisingCholesky) {
   for (int i = 0; i < 400; ++i) chain += "  - [H, 0, 0, " + std::to_string(1.4 * i) + "]\n";
   const auto file = write_config("nnvmc_cli_h400.yaml", chain);
   const auto r = run_shell("sh -c 'ulimit -v 1800000 && exec " + std::string(NNVMC_EXE) + " scf " + file +
-                           " --basis sto-3g --max-iter 1'");
+                           " --basis sto-3g --max-iter 1 --threads 2'");
   ASSERT_TRUE(r.exited) << r.out;
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("ERI shell quartets of this molecule and basis pass the Schwarz screening"), std::string::npos)
