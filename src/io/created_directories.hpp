@@ -10,7 +10,7 @@ namespace nnvmc::io {
 
 /// Directories made by create(), deepest first.
 struct CreatedDirectories {
-  std::vector<std::string> made;  ///< each directory this call created, `dir` first ("" parts left out)
+  std::vector<std::string> made;  ///< each directory this call created, deepest (`dir`) first
 
   /// Creates `dir` with every missing parent (as std::filesystem::create_directories) and
   /// notes which of them did not exist before. Errors go to `ec`.

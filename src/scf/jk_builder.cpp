@@ -195,7 +195,7 @@ JKBuilder::JKBuilder(const BasisSet& basis, const JKOptions& options) : impl_(ne
   if (list_bytes > 0.6 * available)
     throw BudgetError(strfmt("scf: %zu ERI shell quartets of this molecule and basis pass the Schwarz screening "
                              "(threshold %g); their list alone takes %.2f GB, more than 60 %% of the %.2f GB this "
-                             "process can still allocate (%s; ranks on one node share it). Use Cholesky-decomposed ERIs (scf --cholesky 1e-6, "
+                             "process can still allocate (%s). Use Cholesky-decomposed ERIs (scf --cholesky 1e-6, "
                              "ccsd --cholesky 1e-5), or a looser --schwarz",
                              n_quartets, thr, list_bytes / 1e9, available / 1e9, host.limit_source.c_str()));
   m.quartets.reserve(n_quartets);

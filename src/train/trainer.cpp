@@ -774,17 +774,17 @@ TrainOutcome Trainer::run(bool final_eval) {
   const std::string trained_state = "the trained state (iteration " + std::to_string(iteration_) + ") is in " +
                                     output_ + "/checkpoint.h5: 'nnvmc eval " + output_ + "/checkpoint.h5' measures it";
   try {
-    // A signal in the last iteration or its checkpoint: trained and checkpointed, not evaluated
-    // (it was reported as a stop "during the evaluation's burn-in").
-    if (final_eval && cfg.eval.steps > 0)
+    if (final_eval && cfg.eval.steps > 0) {
+      // A signal in the last iteration or its checkpoint: trained and checkpointed, not evaluated
+      // (it was reported as a stop "during the evaluation's burn-in").
       throw_if_stop_requested_on_any_rank("the end of training (the final evaluation was not begun)");
-    if (final_eval && cfg.eval.steps > 0)
       final_evaluation(out, [&]() -> io::H5File* {
         open_results();
         return results ? &*results : nullptr;
       });
-    else if (final_eval)
+    } else if (final_eval) {
       log::info("eval.steps = 0: no final evaluation and no summary.json; " + trained_state);
+    }
     if (results) results->flush();  // a failed write is an error here, not a silent close
   } catch (const Interrupted& e) {
     throw Interrupted(std::string(e.what()) + "; " + trained_state);
