@@ -53,7 +53,7 @@ std::string System::short_distance_warning() const {
   // Of the covalent radii's sum: the shortest real bonds are at about 0.77 (N≡N, C≡C, C≡O);
   // ångström read as bohr puts every bond at 0.53 of its length, H2's at 0.63.
   constexpr double kShortest = 0.7;
-  double worst = kShortest;
+  double worst = kShortest, d = 0;
   std::size_t wi = 0, wj = 0;
   for (std::size_t i = 0; i < atoms.size(); ++i)
     for (std::size_t j = i + 1; j < atoms.size(); ++j) {
@@ -61,12 +61,9 @@ std::string System::short_distance_warning() const {
       for (int k = 0; k < 3; ++k) d2 += std::pow(atoms[i].position[k] - atoms[j].position[k], 2);
       const double ratio = std::sqrt(d2) / (kBohrPerAngstrom * (covalent_radius_angstrom(atoms[i].Z) +
                                                                  covalent_radius_angstrom(atoms[j].Z)));
-      if (ratio < worst) worst = ratio, wi = i, wj = j;
+      if (ratio < worst) worst = ratio, d = std::sqrt(d2), wi = i, wj = j;
     }
   if (worst >= kShortest) return "";
-  double d2 = 0;
-  for (int k = 0; k < 3; ++k) d2 += std::pow(atoms[wi].position[k] - atoms[wj].position[k], 2);
-  const double d = std::sqrt(d2);
   const std::string hint = source_units == "bohr"
                                ? ". If the coordinates are in angstrom, the molecule file must say 'units: angstrom' "
                                  "(YAML molecules are read in bohr)"

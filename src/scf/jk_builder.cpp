@@ -182,10 +182,12 @@ JKBuilder::JKBuilder(const BasisSet& basis, const JKOptions& options) : impl_(ne
   // Counted first: the list is allocated once (it used to double while growing: 22.5 M quartets
   // of an H600 chain, 1.6 GB, peaked at 3.2 GB), and a list the host cannot hold is refused with
   // advice instead of failing in the allocator or in the kernel's OOM killer.
+  const auto kept = [&](std::size_t i, std::size_t j) {  // the quartet (pair i | pair j) passes the screening
+    return Q(pairs[i].first, pairs[i].second) * Q(pairs[j].first, pairs[j].second) >= thr;
+  };
   std::size_t n_quartets = 0;
   for (std::size_t i = 0; i < pairs.size(); ++i)
-    for (std::size_t j = 0; j <= i; ++j)
-      if (Q(pairs[i].first, pairs[i].second) * Q(pairs[j].first, pairs[j].second) >= thr) ++n_quartets;
+    for (std::size_t j = 0; j <= i; ++j) n_quartets += kept(i, j) ? 1 : 0;
   // (every rank of a node builds its own list: each has its share of the node's memory)
   const HostMemory host = host_memory();
   const double available = host.available >= 0 ? static_cast<double>(host.available) /
@@ -202,9 +204,9 @@ JKBuilder::JKBuilder(const BasisSet& basis, const JKOptions& options) : impl_(ne
   std::size_t offset = 0;
   for (std::size_t i = 0; i < pairs.size(); ++i)
     for (std::size_t j = 0; j <= i; ++j) {
+      if (!kept(i, j)) continue;
       const auto [P, R] = pairs[i];
       const auto [S, T] = pairs[j];
-      if (Q(P, R) * Q(S, T) < thr) continue;
       const double deg = (P == R ? 1.0 : 2.0) * (S == T ? 1.0 : 2.0) * (i == j ? 1.0 : 2.0);
       Quartet q{{P, R, S, T}, static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j), {}, {}, deg, offset};
       for (int k = 0; k < 4; ++k) {

@@ -291,8 +291,11 @@ VmcSetup make_setup(const Config& config, SetupPurpose purpose) {
   const std::string device = s.options.device().str();
   // An explicit budget is checked before the model is built; "auto" is measured after it, less
   // what a training's optimizer will allocate (the budget bounds working memory, not the model).
-  s.budget = batching::MemoryBudget::parse(config.run.memory_budget, device, "run.memory_budget");
-  check_walker_memory(config, systems, s.budget);
+  const bool automatic = config.run.memory_budget == "auto";
+  if (!automatic) {
+    s.budget = batching::MemoryBudget::parse(config.run.memory_budget, device, "run.memory_budget");
+    check_walker_memory(config, systems, s.budget);
+  }
   s.wf = build_model(s.config.model, systems[0], s.options);
   if (systems.size() > 1 && !s.wf->transferable()) {
     std::string names;
@@ -310,7 +313,7 @@ VmcSetup make_setup(const Config& config, SetupPurpose purpose) {
     reserved = static_cast<std::int64_t>(check_training_memory(config.optim, *s.wf, cpu, ninety_percent(room_memory(device)),
                                                                cpu ? -1 : ninety_percent(room_memory("cpu"))));
   }
-  if (config.run.memory_budget == "auto") {
+  if (automatic) {
     s.budget = batching::MemoryBudget::parse("auto", device, "run.memory_budget", reserved);
     check_walker_memory(config, systems, s.budget);
   }
