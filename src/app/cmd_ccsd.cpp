@@ -15,6 +15,7 @@
 #include "batching/budget.hpp"
 #include "batching/cuda_runtime.hpp"
 #include "ccsd/driver.hpp"
+#include "scf/basis.hpp"
 #include "parallel/communicator.hpp"
 #include "parallel/gpu_sharing.hpp"
 #include "core/errors.hpp"
@@ -210,7 +211,7 @@ void add_ccsd_command(CLI::App& app) {
   auto a = std::make_shared<CcsdArgs>();
   CLI::App* cmd = app.add_subcommand("ccsd", "closed-shell CCSD / CCSD(T) from an RHF reference");
   cmd->add_option("molecule", a->molecule, "molecule name in configs/molecules, or a .yaml/.xyz file")->required();
-  cmd->add_option("--basis", a->basis, "basis set (default cc-pvdz): sto-3g, sto-6g, 6-31g, 6-31g*, 6-311g, cc-pvdz, cc-pvtz, or an NWChem-format file (a path with a '/' or ending in .nw)");
+  cmd->add_option("--basis", a->basis, "basis set (default cc-pVDZ): " + scf::available_bases_list(scf::default_basis_dir()) + ", or an NWChem-format file (a path with a '/' or ending in .nw)");
   CLI::Option* cholesky =
       cmd->add_option("--cholesky", a->cholesky, "Cholesky threshold tau of the AO ERIs (default: conventional)")
           ->check(finite_in(0, 1e-2));  // larger thresholds drop the integrals (no vectors at all above the largest)

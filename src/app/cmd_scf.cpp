@@ -95,7 +95,7 @@ void add_scf_command(CLI::App& app) {
   auto a = std::make_shared<ScfArgs>();
   cmd->add_option("molecule", a->molecule, "name in configs/molecules (e.g. h2o) or a .yaml/.xyz file")
       ->required();
-  cmd->add_option("--basis", a->basis, "basis set: sto-3g, sto-6g, 6-31g, 6-31g*, 6-311g, cc-pvdz, cc-pvtz, or an NWChem-format file (a path with a '/' or ending in .nw, as the Basis Set Exchange exports it)")
+  cmd->add_option("--basis", a->basis, "basis set: " + scf::available_bases_list(scf::default_basis_dir()) + ", or an NWChem-format file (a path with a '/' or ending in .nw, as the Basis Set Exchange exports it)")
       ->capture_default_str();
   cmd->add_flag("--uhf", a->uhf, "unrestricted Hartree–Fock (needed for open shells)");
   cmd->add_flag("--json", a->json, "print one JSON object (e_hf, e_nuc, n_basis, converged, ...)");

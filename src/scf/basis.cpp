@@ -5,9 +5,13 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
+#include <sstream>
+#include <utility>
 
 #include "core/data_paths.hpp"
 #include "core/elements.hpp"
@@ -35,9 +39,15 @@ std::string default_basis_dir() {
 }
 
 std::string basis_file_name(const std::string& basis_name) {
-  std::string s;
-  for (unsigned char c : basis_name) s += c == '*' ? 's' : static_cast<char>(std::tolower(c));
-  return s + ".nw";
+  std::string lower;
+  for (unsigned char c : basis_name) lower += static_cast<char>(std::tolower(c));
+  // Polarization written in parentheses, as Gaussian and most papers do: 6-31G(d,p) is 6-31G**.
+  for (const auto& [long_form, stars] : {std::pair{"(d,p)", "**"}, std::pair{"(d)", "*"}})
+    if (const auto at = lower.find(long_form); at != std::string::npos && at + std::strlen(long_form) == lower.size())
+      lower.replace(at, std::strlen(long_form), stars);
+  std::string file;
+  for (char c : lower) file += c == '*' ? 's' : c == '+' ? 'p' : c;
+  return file + ".nw";
 }
 
 bool is_basis_path(const std::string& basis_name) {
@@ -47,13 +57,41 @@ bool is_basis_path(const std::string& basis_name) {
   return basis_name.find('/') != std::string::npos || tail == ".nw";
 }
 
+namespace {
+
+/// The name a Basis Set Exchange export gives in its header ("#   Basis set: 6-31G*"), or
+/// the file's stem when its first lines name none.
+std::string basis_display_name(const fs::path& file) {
+  std::ifstream in(file);
+  std::string line;
+  const std::string tag = "Basis set:";
+  for (int i = 0; i < 12 && std::getline(in, line); ++i)
+    if (const auto at = line.find(tag); line.rfind('#', 0) == 0 && at != std::string::npos) {
+      std::istringstream rest(line.substr(at + tag.size()));
+      std::string name;
+      // Only a name that leads back to this file (a header edited by hand may not).
+      if (rest >> name && basis_file_name(name) == file.filename().string()) return name;
+    }
+  return file.stem().string();
+}
+
+}  // namespace
+
 std::vector<std::string> available_bases(const std::string& directory) {
-  std::vector<std::string> names;
+  std::vector<std::pair<std::string, std::string>> files;  // (file stem, name to show)
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(directory, ec))
-    if (e.path().extension() == ".nw") names.push_back(e.path().stem().string());
-  std::sort(names.begin(), names.end());
+    if (e.path().extension() == ".nw") files.emplace_back(e.path().stem().string(), basis_display_name(e.path()));
+  std::sort(files.begin(), files.end());
+  std::vector<std::string> names;
+  for (auto& f : files) names.push_back(std::move(f.second));
   return names;
+}
+
+std::string available_bases_list(const std::string& directory) {
+  std::string list;
+  for (const auto& n : available_bases(directory)) list += (list.empty() ? "" : ", ") + n;
+  return list.empty() ? "none" : list;
 }
 
 namespace {
@@ -77,10 +115,8 @@ std::string basis_file_path(const std::string& basis_name, const BasisOptions& o
   if (is_file && !fs::is_regular_file(path))
     throw InputError("basis file '" + basis_name + "' not found");
   if (!fs::exists(path)) {
-    std::string list;
-    for (const auto& n : available_bases(dir)) list += (list.empty() ? "" : ", ") + n;
     throw InputError("unknown basis '" + basis_name + "' (no file " + path.string() +
-                     "; available: " + (list.empty() ? "none" : list) + ")");
+                     "; available: " + available_bases_list(dir) + ")");
   }
   return path.string();
 }

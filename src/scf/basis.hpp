@@ -52,7 +52,8 @@ class BasisSet {
 /// source tree.
 std::string default_basis_dir();
 
-/// File name of a basis: lower case, '*' spelled 's' ("6-31G*" → "6-31gs.nw").
+/// File name of a basis: lower case, '*' spelled 's' and '+' spelled 'p', a trailing "(d)" or
+/// "(d,p)" read as "*" or "**" ("6-31G*" and "6-31G(d)" → "6-31gs.nw", "6-31+G*" → "6-31pgs.nw").
 std::string basis_file_name(const std::string& basis_name);
 
 /// Whether `basis_name` is the path of a basis file rather than the name of a shipped basis:
@@ -72,7 +73,11 @@ std::string basis_file_path(const std::string& basis_name, const BasisOptions& o
 BasisSet make_basis(const std::string& basis_name, const System& system,
                     const BasisOptions& options = {});
 
-/// Names of the basis files available in `directory` (without extension), sorted.
+/// Names of the bases available in `directory`, sorted by file name: as each file's Basis Set
+/// Exchange header spells it ("6-31G*", "cc-pVDZ"), else the file's stem. Each name finds its file.
 std::vector<std::string> available_bases(const std::string& directory);
+
+/// available_bases(directory) joined with ", " ("none" when there are none), for messages.
+std::string available_bases_list(const std::string& directory);
 
 }  // namespace nnvmc::scf

@@ -129,13 +129,33 @@ TEST(Basis, AFilePathIsReadAsABasisFile) {
 TEST(Basis, NamesMapToFilesCaseInsensitively) {
   EXPECT_EQ(basis_file_name("6-31G*"), "6-31gs.nw");
   EXPECT_EQ(basis_file_name("cc-pVDZ"), "cc-pvdz.nw");
+  EXPECT_EQ(basis_file_name("6-31+G*"), "6-31pgs.nw");
+  EXPECT_EQ(basis_file_name("def2-SVP"), "def2-svp.nw");
+}
+
+// Papers and Gaussian write the polarization functions in parentheses.
+TEST(Basis, ParenthesizedPolarizationNamesTheStarredBasis) {
+  EXPECT_EQ(basis_file_name("6-31G(d)"), "6-31gs.nw");
+  EXPECT_EQ(basis_file_name("6-31G(d,p)"), "6-31gss.nw");
+  EXPECT_EQ(basis_file_name("6-311G(D,P)"), "6-311gss.nw");
+  EXPECT_EQ(basis_file_name("6-31+G(d)"), "6-31pgs.nw");
+  const System s = load_molecule("h2o", scftest::kMolecules);
+  EXPECT_EQ(make_basis("6-31G(d,p)", s).n_functions(), make_basis("6-31G**", s).n_functions());
+}
+
+// The list an unknown basis's error (and --basis --help) shows spells the names as chemists do,
+// and each of them finds its file.
+TEST(Basis, AvailableNamesAreTheConventionalSpellingsAndEachLoads) {
   const auto names = available_bases(default_basis_dir());
-  for (const char* b : {"sto-3g", "sto-6g", "6-31g", "6-31gs", "cc-pvdz", "cc-pvtz"})
+  for (const char* b : {"STO-3G", "STO-6G", "6-31G", "6-31G*", "6-31G**", "6-31+G*", "6-311G", "6-311G**", "cc-pVDZ",
+                        "cc-pVTZ", "cc-pVQZ", "aug-cc-pVDZ", "aug-cc-pVTZ", "def2-SVP", "def2-TZVP"})
     EXPECT_NE(std::find(names.begin(), names.end(), b), names.end()) << b;
+  for (const auto& n : names)
+    EXPECT_TRUE(std::filesystem::exists(default_basis_dir() + "/" + basis_file_name(n))) << n;
 }
 
 TEST(Basis, EveryShippedBasisCoversHydrogenToArgon) {
-  for (const char* b : {"sto-3g", "sto-6g", "6-31g", "6-31g*", "cc-pvdz", "cc-pvtz"})
+  for (const auto& b : available_bases(default_basis_dir()))
     for (int Z = 1; Z <= 18; ++Z) {
       System s;
       s.atoms = {Atom{Z, {0, 0, 0}}};

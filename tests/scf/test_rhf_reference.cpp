@@ -1,6 +1,8 @@
 /// RHF energies against Psi4 (../shared/reference/ccsd.csv), one test per row.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 
 #include "core/system.hpp"
 #include "scf/basis.hpp"
@@ -72,6 +74,36 @@ TEST_P(WaterClusterReference, EnergyMatchesPsi4To1e8) {
 INSTANTIATE_TEST_SUITE_P(Psi4, WaterClusterReference,
                          ::testing::ValuesIn(scftest::read_csv_rows(scftest::kReference + "/water_clusters.csv")),
                          [](const auto& info) { return "h2o_x" + info.param.at(0); });
+
+namespace {
+
+class BasisReference : public ::testing::TestWithParam<std::vector<std::string>> {};
+
+const std::string kScfTestData = std::string(NNVMC_SOURCE_DIR) + "/tests/scf/data";
+
+}  // namespace
+
+// Every shipped basis beyond the ccsd.csv ones, against Psi4 (tests/scf/data/basis_reference.csv):
+// the exponents and contractions, and whether d/f shells are pure or Cartesian (6-31G** Cartesian,
+// 6-311G** pure, as Psi4 and Gaussian use them).
+TEST_P(BasisReference, EnergyMatchesPsi4To1e8) {
+  const auto& row = GetParam();  // molecule, basis, n_basis, e_rhf
+  const bool shipped = std::filesystem::exists(scftest::kMolecules + "/" + row.at(0) + ".yaml");
+  const System s = load_molecule(row.at(0), shipped ? scftest::kMolecules : kScfTestData);
+  const BasisSet b = make_basis(row.at(1), s);
+  EXPECT_EQ(b.n_functions(), std::stoul(row.at(2)));
+  const ScfResult r = run_rhf(s, b);
+  EXPECT_TRUE(r.converged);
+  EXPECT_NEAR(r.energy, std::stod(row.at(3)), 1e-8);
+}
+
+INSTANTIATE_TEST_SUITE_P(Psi4, BasisReference,
+                         ::testing::ValuesIn(scftest::read_csv_rows(kScfTestData + "/basis_reference.csv")),
+                         [](const auto& info) {
+                           std::string s = info.param.at(0) + "_" + info.param.at(1);
+                           for (char& c : s) c = c == '*' ? 's' : c == '+' ? 'p' : std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           return s;
+                         });
 
 TEST(Rhf, H2Sto3gTotalEnergyMatchesSzaboOstlund) {
   const ScfResult r = run_scf(load_molecule("h2", scftest::kMolecules), "sto-3g");

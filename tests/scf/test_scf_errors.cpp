@@ -25,7 +25,7 @@ void expect_error(F&& f, std::initializer_list<std::string> words) {
 
 TEST(ScfErrors, UnknownBasisIsAnInputErrorListingTheAvailableOnes) {
   const System s = load_molecule("h2", scftest::kMolecules);
-  expect_error<InputError>([&] { make_basis("def2-qzvppd", s); }, {"unknown basis", "def2-qzvppd", "cc-pvdz"});
+  expect_error<InputError>([&] { make_basis("def2-qzvppd", s); }, {"unknown basis", "def2-qzvppd", "cc-pVDZ, cc-pVQZ", "6-31G*"});
 }
 
 TEST(ScfErrors, ElementMissingFromBasisIsAnInputErrorNamingTheElement) {
