@@ -203,33 +203,33 @@ bool parse_coordinate(std::string token, double& x) {
 }
 }  // namespace
 
-System parse_xyz(const std::string& file_text, const std::string& where) {
-  // A UTF-8 byte-order mark, which some editors write, is not part of the atom count.
-  const bool bom = file_text.rfind("\xEF\xBB\xBF", 0) == 0;
-  std::istringstream in(bom ? file_text.substr(3) : file_text);
-  std::string line;
+namespace {
+
+/// The frame of an XYZ file whose first line (the atom count) is lines[first] (0-based): the
+/// atom count, the comment and the atom lines. @throws InputError naming the line.
+System parse_xyz_frame(const std::vector<std::string>& lines, std::size_t first, const std::string& where) {
+  const auto at_line = [&](std::size_t k) { return where + ":" + std::to_string(first + k + 1); };
   long long n = 0;
   {
     std::string rest;
-    if (!std::getline(in, line)) throw InputError(where + ":1: expected the number of atoms");
-    std::istringstream ls(line);
+    std::istringstream ls(lines[first]);
     if (!(ls >> n) || (ls >> rest) || n <= 0 || n > 100000)
-      throw InputError(where + ":1: expected the number of atoms (1 to 100000), got '" + line + "'");
+      throw InputError(at_line(0) + ": expected the number of atoms (1 to 100000), got '" + lines[first] + "'");
   }
-  std::getline(in, line);  // comment
   System sys;
   for (long long i = 0; i < n; ++i) {
-    const std::string at = where + ":" + std::to_string(i + 3);
-    if (!std::getline(in, line))
-      throw InputError(where + ": the first line declares " + std::to_string(n) + " atoms, the file has " +
-                       std::to_string(i));
-    std::istringstream ls(line);
+    const std::size_t k = first + 2 + static_cast<std::size_t>(i);
+    if (k >= lines.size())
+      throw InputError(where + ": line " + std::to_string(first + 1) + " declares " + std::to_string(n) +
+                       " atoms, the file has " + std::to_string(i) + (first == 0 ? "" : " after it"));
+    std::istringstream ls(lines[k]);
     std::string sym, xyz[3];
     Atom a;
+    const std::string at = at_line(k - first);
     if (!(ls >> sym >> xyz[0] >> xyz[1] >> xyz[2])) throw InputError(at + ": expected 'symbol x y z'");
-    for (int k = 0; k < 3; ++k)  // (columns after z are allowed: some writers add charges or forces)
-      if (!parse_coordinate(xyz[k], a.position[k]))
-        throw InputError(at + ": coordinate '" + xyz[k] + "' is not a number (expected 'symbol x y z' in angstrom)");
+    for (int c = 0; c < 3; ++c)  // (columns after z are allowed: some writers add charges or forces)
+      if (!parse_coordinate(xyz[c], a.position[c]))
+        throw InputError(at + ": coordinate '" + xyz[c] + "' is not a number (expected 'symbol x y z' in angstrom)");
     try {
       a.Z = atomic_number(sym);
       for (auto& x : a.position) x *= kBohrPerAngstrom;
@@ -242,30 +242,60 @@ System parse_xyz(const std::string& file_text, const std::string& where) {
   sys.source_units = "angstrom";
   sys.spin_given = false;  // an .xyz says nothing of charge and spin: neutral, lowest spin
   sys.spin = sys.n_electrons() % 2;
-  // What follows must be blank or the next frame (a line with the atom count alone): another
-  // atom line means the declared count is wrong.
-  for (long long k = n + 3; std::getline(in, line); ++k) {
-    std::istringstream ls(line);
-    std::string first, extra;
-    if (!(ls >> first)) continue;
-    long long count = 0;
-    std::istringstream cs(first);
-    if ((cs >> count) && cs.eof() && !(ls >> extra)) {  // next frame
-      log::warn(where + ": a trajectory of several frames; the first is used");
-      break;
-    }
-    throw InputError(where + ":" + std::to_string(k) + ": the first line declares " + std::to_string(n) +
-                     " atoms, but more atom lines follow");
-  }
   return sys;
 }
 
-System read_xyz(const std::string& path) {
+/// Whether an XYZ line holds an atom count alone (a frame's first line).
+bool is_count_line(const std::string& line) {
+  std::istringstream ls(line);
+  std::string first, extra;
+  long long count = 0;
+  if (!(ls >> first) || (ls >> extra)) return false;
+  std::istringstream cs(first);
+  return (cs >> count) && cs.eof();
+}
+
+}  // namespace
+
+System parse_xyz(const std::string& file_text, const std::string& where, int frame) {
+  // A UTF-8 byte-order mark, which some editors write, is not part of the atom count.
+  const bool bom = file_text.rfind("\xEF\xBB\xBF", 0) == 0;
+  std::istringstream in(bom ? file_text.substr(3) : file_text);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  if (lines.empty()) throw InputError(where + ":1: expected the number of atoms");
+  // Every frame is read and checked. Between frames and after the last only blank lines may
+  // follow; another atom line means the declared count is wrong.
+  std::vector<System> frames;
+  for (std::size_t first = 0;;) {
+    frames.push_back(parse_xyz_frame(lines, first, where));
+    std::size_t k = first + 2 + frames.back().atoms.size();
+    while (k < lines.size() && lines[k].find_first_not_of(" \t\r") == std::string::npos) ++k;
+    if (k == lines.size()) break;
+    if (!is_count_line(lines[k]))
+      throw InputError(where + ":" + std::to_string(k + 1) + ": " +
+                       (first == 0 ? std::string("the first line") : "line " + std::to_string(first + 1)) + " declares " +
+                       std::to_string(frames.back().atoms.size()) + " atoms, but more atom lines follow");
+    first = k;
+  }
+  const int n = static_cast<int>(frames.size());
+  const int index = frame < 0 ? n + frame : frame;
+  if (index < 0 || index >= n)
+    throw InputError(where + ": no frame " + std::to_string(frame) + " (the file has " + std::to_string(n) +
+                     (n == 1 ? " frame: 0" : " frames: 0 to " + std::to_string(n - 1) + ", or -1 for the last") + ")");
+  if (n > 1 && frame == 0)
+    log::warn(strfmt("%s: a trajectory of %d frames; the first (frame 0) is used: name another as %s@K (K from 0, "
+                     "-1 the last)",
+                     where.c_str(), n, where.c_str()));
+  return frames[static_cast<std::size_t>(index)];
+}
+
+System read_xyz(const std::string& path, int frame) {
   std::ifstream in(path);
   if (!in) throw InputError(path + ": cannot open");
   std::stringstream ss;
   ss << in.rdbuf();
-  return parse_xyz(ss.str(), path);
+  return parse_xyz(ss.str(), path, frame);
 }
 
 std::string default_molecules_dir() {
@@ -286,7 +316,32 @@ std::string known_molecule_names(const std::string& dir) {
 }
 }  // namespace
 
-System load_molecule(const std::string& spec, const std::string& molecules_dir) {
+namespace {
+
+/// "FILE.xyz@K" → FILE.xyz and K; anything else unchanged, with frame 0.
+std::pair<std::string, int> split_xyz_frame(const std::string& spec) {
+  const auto at = spec.rfind('@');
+  if (at == std::string::npos || at < 4) return {spec, 0};
+  std::string stem = spec.substr(0, at), extension = stem.substr(stem.size() - 4);
+  for (auto& c : extension) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string index = spec.substr(at + 1);
+  if (extension != ".xyz") return {spec, 0};
+  std::size_t used = 0;
+  int frame = 0;
+  try {
+    frame = std::stoi(index, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (index.empty() || used != index.size())
+    throw InputError(spec + ": '@" + index + "' is not a frame number (FILE.xyz@K: K from 0, -1 the last)");
+  return {stem, frame};
+}
+
+}  // namespace
+
+System load_molecule(const std::string& name_or_path, const std::string& molecules_dir) {
+  const auto [spec, frame] = split_xyz_frame(name_or_path);
   fs::path p(spec);
   const bool looks_like_path = spec.find('/') != std::string::npos || p.has_extension();
   if (!looks_like_path) p = fs::path(molecules_dir) / (spec + ".yaml");
@@ -301,7 +356,8 @@ System load_molecule(const std::string& spec, const std::string& molecules_dir) 
   std::string extension = p.extension().string();
   for (auto& c : extension) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (extension == ".xyz") {
-    sys = read_xyz(p.string());
+    sys = read_xyz(p.string(), frame);
+    if (frame != 0) sys.name = p.stem().string() + "@" + std::to_string(frame);
   } else {
     std::ifstream in(p);
     std::stringstream ss;

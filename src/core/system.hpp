@@ -52,7 +52,9 @@ struct System {
 double bohr_per_unit(const std::string& units, const std::string& where);
 
 /// Loads a molecule: a name of a file in `molecules_dir` (e.g. "lih"), or a path to a
-/// .yaml (project format) or .xyz (ångström) file. @throws InputError.
+/// .yaml (project format) or .xyz (ångström) file; "FILE.xyz@K" is frame K of a multi-frame XYZ
+/// file (from 0, −1 the last; as ASE's command-line tools write it), named "STEM@K".
+/// @throws InputError.
 System load_molecule(const std::string& name_or_path, const std::string& molecules_dir);
 
 /// Parses a molecule from YAML text in the project format (mapping with units, charge,
@@ -60,13 +62,14 @@ System load_molecule(const std::string& name_or_path, const std::string& molecul
 /// `where` prefixes error messages (file name or config key). @throws InputError.
 System parse_molecule_yaml(const std::string& yaml_text, const std::string& where);
 
-/// Reads the first frame of an XYZ file (ångström). @throws InputError.
-System read_xyz(const std::string& path);
+/// Reads frame `frame` of an XYZ file (ångström; see parse_xyz). @throws InputError.
+System read_xyz(const std::string& path, int frame = 0);
 
-/// Parses the first frame of XYZ text (ångström): atom count, comment, `symbol x y z` lines;
-/// only blank lines or a next frame may follow. `where` prefixes errors (with line numbers).
-/// @throws InputError.
-System parse_xyz(const std::string& text, const std::string& where);
+/// Parses frame `frame` (from 0; −1 the last) of XYZ text (ångström). Each frame is an atom count,
+/// a comment and `symbol x y z` lines; every frame is checked, and only blank lines may come
+/// between and after them. Frame 0 of several is used with a warning saying how to pick another.
+/// `where` prefixes errors (with line numbers). @throws InputError, also for a frame not there.
+System parse_xyz(const std::string& text, const std::string& where, int frame = 0);
 
 /// Directory of the shipped molecule files (configs/molecules of the source tree, or
 /// $NNVMC_MOLECULES when set).

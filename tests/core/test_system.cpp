@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "core/elements.hpp"
 #include "common/text.hpp"
 #include "core/errors.hpp"
@@ -73,9 +76,9 @@ std::string molecule_error(const std::string& yaml) {
   }
   return "";
 }
-std::string xyz_error(const std::string& text) {
+std::string xyz_error(const std::string& text, int frame = 0) {
   try {
-    parse_xyz(text, "m.xyz").validate();
+    parse_xyz(text, "m.xyz", frame).validate();
   } catch (const InputError& e) {
     return e.what();
   }
@@ -155,6 +158,36 @@ TEST(Hostile, XyzAtomCountsMustMatchTheAtomLines) {
   EXPECT_TRUE(contains(xyz_error(""), "m.xyz:1"));
   EXPECT_TRUE(contains(xyz_error("1\nX\nXx 0 0 0\n"), "m.xyz:3"));
   EXPECT_TRUE(contains(xyz_error("1\nX\nH 0 0\n"), "m.xyz:3"));
+}
+
+// A multi-frame XYZ file (a trajectory, or ../shared/reference/water_clusters.xyz) gives any
+// frame by FILE.xyz@K (from 0, -1 the last, as ASE writes it); each frame is checked, and a frame
+// that is not there is an error counting the frames.
+TEST(System, AnyFrameOfAMultiFrameXyzIsChosenByItsIndex) {
+  const std::string two = "2\nH2\nH 0 0 0\nH 0 0 0.74\n\n3\nwater\nO 0 0 0\nH 0 0.757 0.587\nH 0 -0.757 0.587\n";
+  EXPECT_EQ(parse_xyz(two, "m.xyz").atoms.size(), 2u);
+  EXPECT_EQ(parse_xyz(two, "m.xyz", 1).atoms.size(), 3u);
+  EXPECT_EQ(parse_xyz(two, "m.xyz", -1).atoms.size(), 3u);
+  EXPECT_EQ(parse_xyz(two, "m.xyz", -2).atoms.size(), 2u);
+  EXPECT_TRUE(contains(xyz_error(two, 2), "m.xyz: no frame 2 (the file has 2 frames: 0 to 1"));
+  EXPECT_TRUE(contains(xyz_error("1\nH\nH 0 0 0\n", 1), "no frame 1 (the file has 1 frame: 0)"));
+  // a later frame's errors name its lines
+  EXPECT_TRUE(contains(xyz_error(two + "2\nbad\nH 0 0 0\n"), "m.xyz: line 11 declares 2 atoms, the file has 1 after it"));
+  EXPECT_TRUE(contains(xyz_error(two + "1\nbad\nH 0 zero 0\n"), "m.xyz:13: coordinate 'zero'"));
+
+  const auto dir = std::filesystem::temp_directory_path() / "nnvmc_test_frames";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "traj.xyz") << two;
+  std::ofstream(dir / "traj.XYZ") << two;
+  const System water = load_molecule((dir / "traj.xyz").string() + "@1", "unused");
+  EXPECT_EQ(water.atoms.size(), 3u);
+  EXPECT_EQ(water.name, "traj@1");
+  EXPECT_EQ(load_molecule((dir / "traj.xyz").string(), "unused").name, "traj");
+  EXPECT_EQ(load_molecule((dir / "traj.XYZ").string() + "@-1", "unused").name, "traj@-1") << "(case of .XYZ)";
+  for (const char* bad : {"@x", "@", "@1.5"})
+    EXPECT_THROW(load_molecule((dir / "traj.xyz").string() + bad, "unused"), InputError) << bad;
+  EXPECT_THROW(load_molecule((dir / "traj.xyz").string() + "@7", "unused"), InputError);
+  std::filesystem::remove_all(dir);
 }
 
 // Each coordinate is read whole: a decimal comma, a typo or a trailing word used to be read as
