@@ -45,10 +45,14 @@ std::int64_t MemoryBudget::free_bytes(const std::string& device) {
 
 namespace {
 std::atomic<std::int64_t> g_cpu_auto_bytes{0};
+std::atomic<std::int64_t> g_resident_at_share{0};  ///< resident_bytes() when the share was set
 std::atomic<int> g_cuda_auto_sharers{1};
 }  // namespace
 
-void MemoryBudget::set_cpu_auto_bytes(std::int64_t bytes) { g_cpu_auto_bytes = std::max<std::int64_t>(bytes, 0); }
+void MemoryBudget::set_cpu_auto_bytes(std::int64_t bytes) {
+  g_resident_at_share = std::max<std::int64_t>(resident_bytes(), 0);
+  g_cpu_auto_bytes = std::max<std::int64_t>(bytes, 0);
+}
 
 void MemoryBudget::set_cuda_auto_sharers(int sharers) { g_cuda_auto_sharers = std::max(sharers, 1); }
 
@@ -59,8 +63,11 @@ std::int64_t MemoryBudget::auto_bytes(const std::string& device, std::int64_t fr
 }
 
 std::int64_t MemoryBudget::room_bytes(const std::string& device) {
-  if (device == "cpu" && g_cpu_auto_bytes > 0)  // (a share: the free memory is not read)
-    return static_cast<std::int64_t>(static_cast<double>(g_cpu_auto_bytes) / kAutoFraction);
+  if (device == "cpu" && g_cpu_auto_bytes > 0) {  // a share, less what the process took since it was set (its model)
+    const std::int64_t resident = resident_bytes();
+    const std::int64_t grown = resident < 0 ? 0 : std::max<std::int64_t>(resident - g_resident_at_share, 0);
+    return std::max<std::int64_t>(static_cast<std::int64_t>(static_cast<double>(g_cpu_auto_bytes) / kAutoFraction) - grown, 0);
+  }
   return static_cast<std::int64_t>(static_cast<double>(auto_bytes(device, free_bytes(device))) / kAutoFraction);
 }
 

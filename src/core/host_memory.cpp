@@ -82,11 +82,12 @@ std::vector<std::string> memory_cgroups(bool& v2) {
 }
 
 /// VmSize of this process (bytes), or −1.
-std::int64_t own_virtual_bytes() {
+/// A /proc/self/status entry ("VmSize:", "VmRSS:") in bytes, or −1 when it cannot be read.
+std::int64_t own_status_bytes(const std::string& entry) {
   std::ifstream in("/proc/self/status");
   std::string key;
   while (in >> key) {
-    if (key == "VmSize:") {
+    if (key == entry) {
       std::int64_t kb = 0;
       in >> kb;
       return kb * 1024;
@@ -121,10 +122,12 @@ HostMemory host_memory() {
   rlimit as{};
   if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
     const auto limit = static_cast<std::int64_t>(std::min<rlim_t>(as.rlim_cur, rlim_t(kUnlimited)));
-    tighten(limit, limit - std::max<std::int64_t>(own_virtual_bytes(), 0),
+    tighten(limit, limit - std::max<std::int64_t>(own_status_bytes("VmSize:"), 0),
             "this process's address-space limit (ulimit -v)");
   }
   return m;
 }
+
+std::int64_t resident_bytes() { return own_status_bytes("VmRSS:"); }
 
 }  // namespace nnvmc
