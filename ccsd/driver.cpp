@@ -65,6 +65,24 @@ void check_memory_budget(const System& system, std::int64_t n_basis, const CcsdR
 
 namespace {
 
+/// Refuses conventional integrals that the host cannot hold (the AO tensor and its transformed
+/// copy, conventional_integrals_peak_bytes, against this rank's part of the node's available
+/// memory): they ended in std::bad_alloc or the kernel's OOM killer after the SCF.
+void check_conventional_memory(std::int64_t n_basis) {
+  const batching::HostMemory host = batching::host_memory();
+  if (host.available < 0) return;  // unknown: nothing to compare with
+  const int ranks = std::max(parallel::world().local_size(), 1);
+  const double room = static_cast<double>(host.available) / ranks, need = conventional_integrals_peak_bytes(n_basis);
+  if (need > 0.9 * room)
+    throw BudgetError(strfmt("conventional integrals for %d basis functions need about %s (the AO integrals and their "
+                             "MO transform at once), more than the %s available%s (limited by %s); use "
+                             "Cholesky-decomposed integrals (--cholesky 1e-5) or a smaller basis",
+                             static_cast<int>(n_basis), batching::format_bytes(need).c_str(),
+                             batching::format_bytes(room).c_str(),
+                             ranks > 1 ? strfmt(" to each of this node's %d ranks", ranks).c_str() : "",
+                             host.limit_source.c_str()));
+}
+
 /// Makes every rank plan with rank 0's cost model (the host's and, on a GPU, the GPU's rates),
 /// measured or read from the cache once. Ranks measuring at the same time on one node would each
 /// see a fraction of the machine, plan with rates K times too low, and write those to the cache
@@ -103,6 +121,7 @@ CcsdRun run_ccsd(const System& system, const CcsdRunOptions& options) {
     throw BudgetError(strfmt("conventional integrals for %d basis functions hold %.1f GB of AO integrals, above the "
                              "%.1f GB they are allowed; use Cholesky-decomposed integrals (--cholesky 1e-5)",
                              static_cast<int>(basis.n_functions()), ao_bytes / 1e9, double(scf::kMaxFullEriBytes) / 1e9));
+  if (options.cholesky_tau <= 0) check_conventional_memory(basis.n_functions());
   check_memory_budget(system, basis.n_functions(), options);
   adopt_rank0_rates(options);
   const auto seconds = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };

@@ -4,6 +4,9 @@
 /// tensor (conventional, small systems) or MO Cholesky vectors (large systems).
 #include <torch/types.h>
 
+#include <cstdint>
+#include <vector>
+
 #include "scf/basis.hpp"
 #include "scf/scf.hpp"
 
@@ -38,8 +41,22 @@ struct MoIntegrals {
 /// Number of core orbitals frozen by convention (He–Ne: 1, Na–Ar: 5, K–Kr: 9 per atom).
 int frozen_core_orbitals(const System& system);
 
-/// Conventional MO integrals from the full AO ERI tensor (n_basis ≤ ~150).
+/// Conventional MO integrals from the full AO ERI tensor (n_basis ≤ ~150). Its peak memory is
+/// about twice the AO tensor's 8·n⁴ bytes (conventional_integrals_peak_bytes).
 MoIntegrals conventional_integrals(const scf::ScfResult& rhf, const scf::BasisSet& basis, int n_frozen);
+
+/// The MO integrals (PQ|RS) = Σ C_pP C_qQ C_rR C_sS (pq|rs) of the AO integrals `ao` (n⁴ doubles,
+/// chemists' order, row-major [p,q,r,s]; released before the last quarter-transformation) with
+/// orbitals `c` [n, m]: a [m, m, m, m] float64 tensor. Holds the AO and one n·m³ tensor, then that
+/// and the result: at most 2·8·n⁴ bytes besides n³-sized temporaries.
+torch::Tensor transform_ao_eri(std::vector<double>&& ao, const torch::Tensor& c);
+
+/// Peak bytes of conventional_integrals for `n_basis` functions: the AO integrals and one
+/// transformed copy.
+constexpr double conventional_integrals_peak_bytes(std::int64_t n_basis) {
+  const double n = static_cast<double>(n_basis);
+  return 2 * 8 * n * n * n * n;
+}
 
 /// Cholesky MO integrals: pivoted Cholesky of the AO ERIs with threshold `tau`
 /// (see cholesky.hpp), transformed to MO vectors L[x, p, q].

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <new>
 #include <string>
 #include <system_error>
@@ -22,10 +23,23 @@
 #include "parallel/communicator.hpp"
 
 namespace {
-/// What to change when an allocation fails that the memory budget did not foresee.
-constexpr const char* kOutOfMemoryAdvice =
-    "\n  (use fewer sampler.walkers, a smaller model or molecule, or a run.memory_budget / ccsd --memory "
-    "below what this machine has)";
+
+/// What to change when an allocation fails that the memory budget did not foresee, by the
+/// command that ran (the settings each command has).
+std::string out_of_memory_advice(const CLI::App& app) {
+  static const std::map<std::string, std::string> advice = {
+      {"scf", "a smaller molecule or basis, or --cholesky TAU (J and K from Cholesky vectors)"},
+      {"ccsd", "a smaller molecule or basis, --cholesky TAU, --frozen-core, or a --memory below what this machine has"},
+  };
+  const auto commands = app.get_subcommands();
+  const auto it = commands.empty() ? advice.end() : advice.find(commands.front()->get_name());
+  return "\n  (use " +
+         (it != advice.end() ? it->second
+                             : std::string("fewer sampler.walkers, a smaller model or molecule, or a run.memory_budget "
+                                           "below what this machine has")) +
+         ")";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -120,7 +134,7 @@ int main(int argc, char** argv) {
     // allocator throws a plain c10::Error): say what to change.
     if (dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr || what.find("can't allocate memory") != std::string::npos ||
         what.find("not enough memory") != std::string::npos)
-      what = "out of memory: " + what + kOutOfMemoryAdvice;
+      what = "out of memory: " + what + out_of_memory_advice(app);
     return nnvmc::parallel::fail(what, 1);
   } catch (const std::filesystem::filesystem_error& e) {  // a path std::filesystem could not follow
     // (it read "filesystem error: status: Too many levels of symbolic links [loop]"): the path
@@ -135,7 +149,7 @@ int main(int argc, char** argv) {
                                  c == ENAMETOOLONG || c == EEXIST || c == EISDIR);
     return nnvmc::parallel::fail(what, users ? 2 : 1);
   } catch (const std::bad_alloc& e) {  // an allocation outside libtorch (e.g. a std::vector)
-    return nnvmc::parallel::fail(std::string("out of memory: ") + e.what() + kOutOfMemoryAdvice, 1);
+    return nnvmc::parallel::fail(std::string("out of memory: ") + e.what() + out_of_memory_advice(app), 1);
   } catch (const std::exception& e) {
     return nnvmc::parallel::fail(e.what(), 1);
   }

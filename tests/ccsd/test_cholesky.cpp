@@ -180,3 +180,18 @@ TEST(Cholesky, JKBuilderRefusesVectorsOfAnotherBasis) {
       nnvmc::ccsd::cholesky_ao_pairs(nnvmc::scf::make_basis("sto-3g", w.system), 1e-5));
   EXPECT_THROW({ const nnvmc::scf::JKBuilder builder(w.basis, jk); }, nnvmc::Error);
 }
+
+// The conventional AO → MO transformation, one p-slice at a time, equals the four-index
+// contraction written out (random AO tensor with the 8-fold symmetry left out, rectangular
+// orbitals), and gives back the AO integrals' storage.
+TEST(ConventionalIntegrals, SliceWiseTransformEqualsTheFourIndexContraction) {
+  torch::manual_seed(3);
+  const std::int64_t n = 7, m = 5;
+  const torch::Tensor g = torch::randn({n, n, n, n}, torch::kFloat64), c = torch::randn({n, m}, torch::kFloat64);
+  std::vector<double> ao(g.data_ptr<double>(), g.data_ptr<double>() + g.numel());
+  const torch::Tensor mo = nnvmc::ccsd::transform_ao_eri(std::move(ao), c);
+  const torch::Tensor expected = torch::einsum("pP,qQ,rR,sS,pqrs->PQRS", {c, c, c, c, g});
+  EXPECT_LT((mo - expected).abs().max().item<double>(), 1e-12);
+  EXPECT_EQ(ao.capacity(), 0u);  // NOLINT(bugprone-use-after-move): released, as documented
+  EXPECT_THROW(nnvmc::ccsd::transform_ao_eri(std::vector<double>(10), c), nnvmc::InputError);
+}

@@ -1022,6 +1022,34 @@ TEST(Cli, AnAllocationRefusedByTheMemoryLimitIsAnOutOfMemoryErrorWithAdvice) {
   fs::remove_all(out);
 }
 
+// The advice names what the command that ran can change: a ccsd has no sampler.walkers (it
+// was told to use fewer). H2O/cc-pVQZ's CCSD cannot hold its Cholesky vectors and amplitudes
+// under a 1.6 GB address-space limit (about 0.5 GB past what the libraries map).
+TEST(Cli, AnOutOfMemoryErrorAdvisesWhatTheCommandThatRanCanChange) {
+  const auto r = run_shell("sh -c 'ulimit -v 1600000 && exec " + std::string(NNVMC_EXE) +
+                           " ccsd h2o --basis cc-pvqz --cholesky 1e-5'");
+  ASSERT_TRUE(r.exited) << r.out;
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("nnvmc: error: out of memory: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--frozen-core"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("sampler.walkers"), std::string::npos) << r.out;
+}
+
+// Conventional integrals are refused before the SCF when the host cannot hold the AO integrals
+// and their MO transform at once (2 × 8·n⁴ bytes: 2.6 GiB for H2O/cc-pVQZ, 115 functions);
+// they ended in std::bad_alloc, or the OOM killer, after it.
+TEST(Cli, ConventionalIntegralsTheHostCannotHoldAreRefusedAdvisingCholesky) {
+  const auto r = run_shell("sh -c 'ulimit -v 2000000 && exec " + std::string(NNVMC_EXE) + " ccsd h2o --basis cc-pvqz'");
+  ASSERT_TRUE(r.exited) << r.out;
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("conventional integrals for 115 basis functions need about 2.61 GiB"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(limited by this process's address-space limit (ulimit -v)); use Cholesky-decomposed integrals "
+                       "(--cholesky 1e-5)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("E(HF)"), std::string::npos) << r.out;  // refused before the SCF
+}
+
 // An SCF whose list of screened ERI shell quartets alone would not fit what the process may
 // allocate is refused with advice (exit 2); it ended in std::bad_alloc, or the OOM killer.
 TEST(Cli, AnScfWhoseIntegralListCannotFitIsRefusedAdvisingCholesky) {
