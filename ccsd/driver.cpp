@@ -75,7 +75,7 @@ void check_conventional_memory(std::int64_t n_basis) {
   const double room = static_cast<double>(host.available) / ranks, need = conventional_integrals_peak_bytes(n_basis);
   if (need > 0.9 * room)
     throw BudgetError(strfmt("conventional integrals for %d basis functions need about %s (the AO integrals and their "
-                             "MO transform at once), more than the %s available%s (limited by %s); use "
+                             "MO transform at once), more than 90 %% of the %s available%s (limited by %s); use "
                              "Cholesky-decomposed integrals (--cholesky 1e-5) or a smaller basis",
                              static_cast<int>(n_basis), batching::format_bytes(need).c_str(),
                              batching::format_bytes(room).c_str(),

@@ -47,15 +47,17 @@ torch::Tensor transform_ao_eri(std::vector<double>&& ao, const torch::Tensor& c)
   const std::int64_t n = c.size(0), m = c.size(1);
   if (static_cast<std::int64_t>(ao.size()) != n * n * n * n)
     throw InputError("transform_ao_eri: the AO integrals do not match the orbitals' basis");
-  const torch::Tensor g = torch::from_blob(ao.data(), {n, n, n, n}, torch::kFloat64);
   const torch::Tensor ct = c.t().contiguous();  // (m, n)
   // Three indices of one p-slice at a time (n³ temporaries), into [p, Q, R, S]; each step is one
   // GEMM (or a batch of them) on contiguous views, with no n⁴ permuted copy.
   torch::Tensor half = torch::empty({n, m, m, m}, c.options());
-  for (std::int64_t p = 0; p < n; ++p) {
-    const torch::Tensor s = g[p].reshape({n * n, n}).mm(c);            // [q r, S]
-    const torch::Tensor q = ct.mm(s.view({n, n * m}));                 // [Q, r S]
-    half[p].copy_(torch::matmul(ct, q.view({m, n, m})));               // [Q, R, S]
+  {
+    const torch::Tensor g = torch::from_blob(ao.data(), {n, n, n, n}, torch::kFloat64);  // (a view of ao)
+    for (std::int64_t p = 0; p < n; ++p) {
+      const torch::Tensor s = g[p].reshape({n * n, n}).mm(c);  // [q r, S]
+      const torch::Tensor q = ct.mm(s.view({n, n * m}));       // [Q, r S]
+      half[p].copy_(torch::matmul(ct, q.view({m, n, m})));     // [Q, R, S]
+    }
   }
   std::vector<double>().swap(ao);  // the AO integrals go before the last quarter is allocated
   return ct.mm(half.view({n, m * m * m})).view({m, m, m, m});         // [P, Q, R, S]

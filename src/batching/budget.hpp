@@ -47,8 +47,8 @@ class MemoryBudget {
 
   /// The memory this process may use on `device`, which "auto" takes kAutoFraction of: its share
   /// when set_cpu_auto_bytes or set_cuda_auto_sharers divide the device between processes (on the
-  /// CPU less what the process's resident memory grew by since the share was set: the model it
-  /// built since), else what is free. @throws BudgetError as free_bytes
+  /// CPU less what the process's anonymous resident memory grew by since the share was set: the
+  /// model it built since), else what is free. @throws BudgetError as free_bytes
   static std::int64_t room_bytes(const std::string& device);
 
   /// The bytes "auto" stands for on `device` with `free` bytes free (after set_cpu_auto_bytes and

@@ -11,6 +11,7 @@
 #include "core/log.hpp"
 #include "scf/basis.hpp"
 #include "core/molecule_list.hpp"
+#include "core/system.hpp"
 #include "core/yaml_document.hpp"
 #include "models/model_traits.hpp"
 
@@ -69,8 +70,11 @@ struct AxisEntry {
 
 std::string at(const std::string& key, size_t i) { return key + "[" + std::to_string(i) + "]"; }
 
-std::string resolve_path(const std::string& p, const std::string& file_dir) {
-  if (fs::path(p).is_absolute()) return p;
+std::string resolve_path(const std::string& spec, const std::string& file_dir) {
+  // a frame of a multi-frame XYZ file (FILE.xyz@K): the file is looked up, the frame kept
+  const auto [p, frame] = split_xyz_frame(spec);
+  const std::string suffix = spec.substr(p.size());
+  if (fs::path(p).is_absolute()) return spec;
   const fs::path here = fs::absolute(p).lexically_normal(), beside = fs::absolute(fs::path(file_dir) / p).lexically_normal();
   std::error_code ec;
   const bool in_cwd = fs::exists(here, ec), in_dir = fs::exists(beside, ec);
@@ -78,8 +82,8 @@ std::string resolve_path(const std::string& p, const std::string& file_dir) {
     throw ConfigError("'" + p + "' names two files, " + here.string() + " (in the working directory) and " +
                       beside.string() + " (beside the comparison file); give the one meant by its absolute path");
   // Absolute, so that a cell's config reads the same file from any directory.
-  if (in_cwd) return here.string();
-  return in_dir ? beside.string() : p;
+  if (in_cwd) return here.string() + suffix;
+  return in_dir ? beside.string() + suffix : spec;
 }
 
 YAML::Node load_yaml_file(const std::string& path, const std::string& key) {

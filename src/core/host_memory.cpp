@@ -128,6 +128,11 @@ HostMemory host_memory() {
   return m;
 }
 
-std::int64_t resident_bytes() { return own_status_bytes("VmRSS:"); }
+std::int64_t resident_bytes() {
+  // Anonymous pages only (heap, tensors): the library code a process pages in as it runs is
+  // file-backed, and the kernel would drop it before it failed an allocation.
+  const std::int64_t anonymous = own_status_bytes("RssAnon:");
+  return anonymous >= 0 ? anonymous : own_status_bytes("VmRSS:");
+}
 
 }  // namespace nnvmc

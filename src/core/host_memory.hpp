@@ -18,7 +18,8 @@ struct HostMemory {
 /// Never throws: what cannot be read is left out (limit and available −1 when nothing is known).
 HostMemory host_memory();
 
-/// Bytes of memory this process holds now (its resident set, /proc/self/status VmRSS; −1: unknown).
+/// Bytes of anonymous memory (heap, tensors) this process holds now (/proc/self/status RssAnon,
+/// else VmRSS; −1: unknown).
 std::int64_t resident_bytes();
 
 }  // namespace nnvmc

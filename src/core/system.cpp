@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -257,40 +258,41 @@ bool is_count_line(const std::string& line) {
 
 }  // namespace
 
-System parse_xyz(const std::string& file_text, const std::string& where, int frame) {
+System parse_xyz(const std::string& file_text, const std::string& where, std::optional<int> frame) {
   // A UTF-8 byte-order mark, which some editors write, is not part of the atom count.
   const bool bom = file_text.rfind("\xEF\xBB\xBF", 0) == 0;
   std::istringstream in(bom ? file_text.substr(3) : file_text);
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   if (lines.empty()) throw InputError(where + ":1: expected the number of atoms");
-  // Every frame is read and checked. Between frames and after the last only blank lines may
-  // follow; another atom line means the declared count is wrong.
-  std::vector<System> frames;
+  // Every frame is read and checked (only where each starts is kept). Between frames and after
+  // the last only blank lines may follow; another atom line means the declared count is wrong.
+  std::vector<std::size_t> starts;
   for (std::size_t first = 0;;) {
-    frames.push_back(parse_xyz_frame(lines, first, where));
-    std::size_t k = first + 2 + frames.back().atoms.size();
+    const std::size_t n_atoms = parse_xyz_frame(lines, first, where).atoms.size();
+    starts.push_back(first);
+    std::size_t k = first + 2 + n_atoms;
     while (k < lines.size() && lines[k].find_first_not_of(" \t\r") == std::string::npos) ++k;
     if (k == lines.size()) break;
     if (!is_count_line(lines[k]))
       throw InputError(where + ":" + std::to_string(k + 1) + ": " +
                        (first == 0 ? std::string("the first line") : "line " + std::to_string(first + 1)) + " declares " +
-                       std::to_string(frames.back().atoms.size()) + " atoms, but more atom lines follow");
+                       std::to_string(n_atoms) + " atoms, but more atom lines follow");
     first = k;
   }
-  const int n = static_cast<int>(frames.size());
-  const int index = frame < 0 ? n + frame : frame;
+  const int n = static_cast<int>(starts.size()), wanted = frame.value_or(0);
+  const int index = wanted < 0 ? n + wanted : wanted;
   if (index < 0 || index >= n)
-    throw InputError(where + ": no frame " + std::to_string(frame) + " (the file has " + std::to_string(n) +
+    throw InputError(where + ": no frame " + std::to_string(wanted) + " (the file has " + std::to_string(n) +
                      (n == 1 ? " frame: 0" : " frames: 0 to " + std::to_string(n - 1) + ", or -1 for the last") + ")");
-  if (n > 1 && frame == 0)
+  if (n > 1 && !frame)
     log::warn(strfmt("%s: a trajectory of %d frames; the first (frame 0) is used: name another as %s@K (K from 0, "
                      "-1 the last)",
                      where.c_str(), n, where.c_str()));
-  return frames[static_cast<std::size_t>(index)];
+  return parse_xyz_frame(lines, starts[static_cast<std::size_t>(index)], where);
 }
 
-System read_xyz(const std::string& path, int frame) {
+System read_xyz(const std::string& path, std::optional<int> frame) {
   std::ifstream in(path);
   if (!in) throw InputError(path + ": cannot open");
   std::stringstream ss;
@@ -316,16 +318,13 @@ std::string known_molecule_names(const std::string& dir) {
 }
 }  // namespace
 
-namespace {
-
-/// "FILE.xyz@K" → FILE.xyz and K; anything else unchanged, with frame 0.
-std::pair<std::string, int> split_xyz_frame(const std::string& spec) {
+std::pair<std::string, std::optional<int>> split_xyz_frame(const std::string& spec) {
   const auto at = spec.rfind('@');
-  if (at == std::string::npos || at < 4) return {spec, 0};
-  std::string stem = spec.substr(0, at), extension = stem.substr(stem.size() - 4);
+  if (at == std::string::npos || at < 4) return {spec, std::nullopt};
+  std::string file = spec.substr(0, at), extension = file.substr(file.size() - 4);
   for (auto& c : extension) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (extension != ".xyz") return {spec, std::nullopt};
   const std::string index = spec.substr(at + 1);
-  if (extension != ".xyz") return {spec, 0};
   std::size_t used = 0;
   int frame = 0;
   try {
@@ -335,10 +334,8 @@ std::pair<std::string, int> split_xyz_frame(const std::string& spec) {
   }
   if (index.empty() || used != index.size())
     throw InputError(spec + ": '@" + index + "' is not a frame number (FILE.xyz@K: K from 0, -1 the last)");
-  return {stem, frame};
+  return {file, frame};
 }
-
-}  // namespace
 
 System load_molecule(const std::string& name_or_path, const std::string& molecules_dir) {
   const auto [spec, frame] = split_xyz_frame(name_or_path);
@@ -357,7 +354,7 @@ System load_molecule(const std::string& name_or_path, const std::string& molecul
   for (auto& c : extension) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (extension == ".xyz") {
     sys = read_xyz(p.string(), frame);
-    if (frame != 0) sys.name = p.stem().string() + "@" + std::to_string(frame);
+    if (frame) sys.name = p.stem().string() + "@" + std::to_string(*frame);
   } else {
     std::ifstream in(p);
     std::stringstream ss;

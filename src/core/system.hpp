@@ -53,7 +53,8 @@ double bohr_per_unit(const std::string& units, const std::string& where);
 
 /// Loads a molecule: a name of a file in `molecules_dir` (e.g. "lih"), or a path to a
 /// .yaml (project format) or .xyz (ångström) file; "FILE.xyz@K" is frame K of a multi-frame XYZ
-/// file (from 0, −1 the last; as ASE's command-line tools write it), named "STEM@K".
+/// file (from 0, −1 the last; as ASE's command-line tools write it), named "STEM@K" (run outputs
+/// and comparisons, whose names are plain, write "STEM_K").
 /// @throws InputError.
 System load_molecule(const std::string& name_or_path, const std::string& molecules_dir);
 
@@ -63,13 +64,18 @@ System load_molecule(const std::string& name_or_path, const std::string& molecul
 System parse_molecule_yaml(const std::string& yaml_text, const std::string& where);
 
 /// Reads frame `frame` of an XYZ file (ångström; see parse_xyz). @throws InputError.
-System read_xyz(const std::string& path, int frame = 0);
+System read_xyz(const std::string& path, std::optional<int> frame = std::nullopt);
 
 /// Parses frame `frame` (from 0; −1 the last) of XYZ text (ångström). Each frame is an atom count,
 /// a comment and `symbol x y z` lines; every frame is checked, and only blank lines may come
-/// between and after them. Frame 0 of several is used with a warning saying how to pick another.
-/// `where` prefixes errors (with line numbers). @throws InputError, also for a frame not there.
-System parse_xyz(const std::string& text, const std::string& where, int frame = 0);
+/// between and after them. Without `frame`, frame 0 is used, with a warning saying how to pick
+/// another when there are several. `where` prefixes errors (with line numbers).
+/// @throws InputError, also for a frame not there.
+System parse_xyz(const std::string& text, const std::string& where, std::optional<int> frame = std::nullopt);
+
+/// "FILE.xyz@K" (any case of .xyz, K an integer) → {"FILE.xyz", K}; anything else → {spec, none}.
+/// @throws InputError for "FILE.xyz@" followed by something other than an integer.
+std::pair<std::string, std::optional<int>> split_xyz_frame(const std::string& spec);
 
 /// Directory of the shipped molecule files (configs/molecules of the source tree, or
 /// $NNVMC_MOLECULES when set).

@@ -81,7 +81,9 @@ std::vector<std::string> available_bases(const std::string& directory) {
   std::vector<std::pair<std::string, std::string>> files;  // (file stem, name to show)
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(directory, ec))
-    if (e.path().extension() == ".nw") files.emplace_back(e.path().stem().string(), basis_display_name(e.path()));
+    // (a file whose stem no name leads to, such as "My+Basis.nw", is read by its path only)
+    if (e.path().extension() == ".nw" && basis_file_name(e.path().stem().string()) == e.path().filename().string())
+      files.emplace_back(e.path().stem().string(), basis_display_name(e.path()));
   std::sort(files.begin(), files.end());
   std::vector<std::string> names;
   for (auto& f : files) names.push_back(std::move(f.second));

@@ -74,7 +74,8 @@ BasisSet make_basis(const std::string& basis_name, const System& system,
                     const BasisOptions& options = {});
 
 /// Names of the bases available in `directory`, sorted by file name: as each file's Basis Set
-/// Exchange header spells it ("6-31G*", "cc-pVDZ"), else the file's stem. Each name finds its file.
+/// Exchange header spells it ("6-31G*", "cc-pVDZ"), else the file's stem. Each name finds its file
+/// (files no name leads to, e.g. "My+Basis.nw", are left out: they are read by their path).
 std::vector<std::string> available_bases(const std::string& directory);
 
 /// available_bases(directory) joined with ", " ("none" when there are none), for messages.

@@ -39,9 +39,6 @@ TEST(MemoryBudget, AutoOnAGpuSharedByKProcessesIsAKthOfItsShare) {
   EXPECT_EQ(MemoryBudget::auto_bytes("cuda", free), 600000);
 }
 
-// Memory a training will allocate besides the working memory (its optimizer state) is left out
-// of the room 'auto' takes its fraction of: a process's share when one is set (ranks, a
-// comparison's cells), else the free memory.
 // A share is set when the process starts (a rank under mpirun, a comparison's cell), before its
 // model exists: what the process holds after that (the model's parameters) comes off its room,
 // as it comes off the free memory that 'auto' reads without a share.
@@ -55,6 +52,9 @@ TEST(MemoryBudget, AShareLosesWhatTheProcessAllocatedAfterItWasSet) {
   EXPECT_NEAR(static_cast<double>(before - after), double(std::int64_t{256} << 20), double(std::int64_t{16} << 20));
 }
 
+// Memory a training will allocate besides the working memory (its optimizer state) is left out
+// of the room 'auto' takes its fraction of: a process's share when one is set (ranks, a
+// comparison's cells), else the free memory.
 TEST(MemoryBudget, AutoLeavesOutTheReservedBytes) {
   MemoryBudget::set_cpu_auto_bytes(std::int64_t{1} << 30);  // the share of a process that may use 1 GiB / 0.6
   // (within 1 MiB: what the process allocates meanwhile comes off its share, see below)

@@ -12,6 +12,7 @@
 #include "compare/reference.hpp"
 #include "compare/spec.hpp"
 #include "core/errors.hpp"
+#include "core/system.hpp"
 #include "core/molecule_list.hpp"
 #include "models/registry.hpp"
 
@@ -330,6 +331,23 @@ TEST(CompareSpec, ARelativeMoleculeFileFoundTwiceIsAnErrorAndCellsHoldAbsolutePa
     EXPECT_NE(std::string(e.what()).find("names two files"), std::string::npos) << e.what();
   }
   fs::remove(name);
+}
+
+// A frame of a multi-frame XYZ file beside the comparison file (FILE.xyz@K) is found there like
+// the file itself, and the cell holds its absolute path with the frame.
+TEST(CompareSpec, AFrameOfARelativeXyzFileIsFoundBesideTheComparisonFile) {
+  const auto dir = fs::temp_directory_path() / "nnvmc_spec_frames";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "traj.xyz") << "2\n\nH 0 0 0\nH 0 0 0.74\n2\n\nH 0 0 0\nH 0 0 0.80\n";
+  const std::string text = "ansatze: [{type: ferminet}]\nmolecules: [traj.xyz@1, {molecule: traj.xyz@-1, name: h2b}]\n"
+                           "output: /tmp/nnvmc_spec_out\n";
+  const auto spec = parse_compare_spec(text, {}, (dir / "cmp.yaml").string(), dir.string());
+  ASSERT_EQ(spec.cells.size(), 2u);
+  const std::string held = spec.cells.at(0).config.system.molecule->yaml;
+  EXPECT_EQ(held, (dir / "traj.xyz").lexically_normal().string() + "@1");
+  EXPECT_NEAR(load_molecule(held, "unused").atoms[1].position[2], 0.80 * kBohrPerAngstrom, 1e-12);
+  fs::remove_all(dir);
 }
 
 TEST(CompareSpec, BadFilesAreConfigErrorsNamingTheKey) {
