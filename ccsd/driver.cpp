@@ -70,9 +70,11 @@ namespace {
 /// memory): they ended in std::bad_alloc or the kernel's OOM killer after the SCF.
 void check_conventional_memory(std::int64_t n_basis) {
   const batching::HostMemory host = batching::host_memory();
-  if (host.available < 0) return;  // unknown: nothing to compare with
-  const int ranks = std::max(parallel::world().local_size(), 1);
-  const double room = static_cast<double>(host.available) / ranks, need = conventional_integrals_peak_bytes(n_basis);
+  const int local_ranks = parallel::world().local_size();
+  const std::int64_t share = host.share(local_ranks);
+  if (share < 0) return;  // unknown: nothing to compare with
+  const int ranks = host.available_per_process ? 1 : std::max(local_ranks, 1);
+  const double room = static_cast<double>(share), need = conventional_integrals_peak_bytes(n_basis);
   if (need > 0.9 * room)
     throw BudgetError(strfmt("conventional integrals for %d basis functions need about %s (the AO integrals and their "
                              "MO transform at once), more than 90 %% of the %s available%s (limited by %s); use "
@@ -80,7 +82,7 @@ void check_conventional_memory(std::int64_t n_basis) {
                              static_cast<int>(n_basis), batching::format_bytes(need).c_str(),
                              batching::format_bytes(room).c_str(),
                              ranks > 1 ? strfmt(" to each of this node's %d ranks", ranks).c_str() : "",
-                             host.limit_source.c_str()));
+                             host.available_source.c_str()));
 }
 
 /// Makes every rank plan with rank 0's cost model (the host's and, on a GPU, the GPU's rates),

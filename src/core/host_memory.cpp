@@ -102,11 +102,12 @@ HostMemory host_memory() {
   HostMemory m;
   m.available = meminfo_bytes("MemAvailable:");
   m.limit = meminfo_bytes("MemTotal:");
-  m.limit_source = "this machine's memory";
-  const auto tighten = [&m](std::int64_t limit, std::int64_t available, const std::string& source) {
+  m.limit_source = m.available_source = "this machine's memory";
+  const auto tighten = [&m](std::int64_t limit, std::int64_t available, const std::string& source, bool per_process) {
     if (limit <= 0) return;
     available = std::clamp<std::int64_t>(available, 0, limit);
-    if (m.available < 0 || available < m.available) m.available = available;
+    if (m.available < 0 || available < m.available)
+      m.available = available, m.available_source = source, m.available_per_process = per_process;
     if (m.limit < 0 || limit < m.limit) m.limit = limit, m.limit_source = source;
   };
   bool v2 = false;
@@ -117,13 +118,14 @@ HostMemory host_memory() {
     // Page cache the kernel reclaims before it would kill anything counts as available (as in MemAvailable).
     const std::int64_t cache = cgroup_stat(dir, v2 ? "inactive_file" : "total_inactive_file");
     tighten(limit, limit - used + cache, std::string("this process's cgroup memory limit (") + dir +
-                                             (v2 ? "/memory.max)" : "/memory.limit_in_bytes)"));
+                                             (v2 ? "/memory.max)" : "/memory.limit_in_bytes)"),
+            false);
   }
   rlimit as{};
   if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
     const auto limit = static_cast<std::int64_t>(std::min<rlim_t>(as.rlim_cur, rlim_t(kUnlimited)));
     tighten(limit, limit - std::max<std::int64_t>(own_status_bytes("VmSize:"), 0),
-            "this process's address-space limit (ulimit -v)");
+            "this process's address-space limit (ulimit -v)", true);
   }
   return m;
 }

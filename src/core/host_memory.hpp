@@ -10,9 +10,18 @@ namespace nnvmc {
 /// MemAvailable), the memory cgroup it is charged to (v1 or v2, any ancestor: a container's or
 /// a batch job's limit) and its address-space limit (ulimit -v, less what it has mapped).
 struct HostMemory {
-  std::int64_t available = 0;  ///< bytes it can still allocate before a limit is reached (−1: unknown)
-  std::int64_t limit = 0;      ///< the tightest total limit (bytes)
-  std::string limit_source;    ///< which limit that is, in words ("this machine's memory", ...)
+  std::int64_t available = 0;    ///< bytes it can still allocate before a limit is reached (−1: unknown)
+  std::int64_t limit = 0;        ///< the tightest total limit (bytes)
+  std::string limit_source;      ///< which limit that is, in words ("this machine's memory", ...)
+  std::string available_source;  ///< which limit `available` comes from (may differ from limit_source)
+  bool available_per_process = false;  ///< `available` is this process's own (ulimit -v), not shared with others
+
+  /// This process's part of `available` when `local_ranks` processes of the node share it: all
+  /// of it when the limit is the process's own (ulimit -v), else 1/local_ranks; −1 when unknown.
+  std::int64_t share(int local_ranks) const {
+    if (available < 0) return -1;
+    return available_per_process || local_ranks <= 1 ? available : available / local_ranks;
+  }
 };
 /// Reads /proc/meminfo, /proc/self/cgroup with the cgroup files, and getrlimit(RLIMIT_AS).
 /// Never throws: what cannot be read is left out (limit and available −1 when nothing is known).

@@ -190,16 +190,15 @@ JKBuilder::JKBuilder(const BasisSet& basis, const JKOptions& options) : impl_(ne
     for (std::size_t j = 0; j <= i; ++j) n_quartets += kept(i, j) ? 1 : 0;
   // (every rank of a node builds its own list: each has its share of the node's memory)
   const HostMemory host = host_memory();
-  const double available = host.available >= 0 ? static_cast<double>(host.available) /
-                                                     std::max(1, parallel::world().local_size())
-                                               : HUGE_VAL;
+  const std::int64_t share = host.share(parallel::world().local_size());
+  const double available = share >= 0 ? static_cast<double>(share) : HUGE_VAL;
   const double list_bytes = static_cast<double>(n_quartets) * sizeof(Quartet);
   if (list_bytes > 0.6 * available)
     throw BudgetError(strfmt("scf: %zu ERI shell quartets of this molecule and basis pass the Schwarz screening "
                              "(threshold %g); their list alone takes %.2f GB, more than 60 %% of the %.2f GB this "
                              "process can still allocate (%s). Use Cholesky-decomposed ERIs (scf --cholesky 1e-6, "
                              "ccsd --cholesky 1e-5), or a looser --schwarz",
-                             n_quartets, thr, list_bytes / 1e9, available / 1e9, host.limit_source.c_str()));
+                             n_quartets, thr, list_bytes / 1e9, available / 1e9, host.available_source.c_str()));
   m.quartets.reserve(n_quartets);
   std::size_t offset = 0;
   for (std::size_t i = 0; i < pairs.size(); ++i)

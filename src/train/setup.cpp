@@ -257,7 +257,7 @@ std::shared_ptr<WaveFunction> build_model(const ModelConfig& model, const System
     // the counted peak to what it really holds, so the cap is 60 % of what is available.
     cap_bytes = host.available > 0 ? static_cast<std::int64_t>(0.6 * static_cast<double>(host.available)) : 0;
     source = "60 % of what this process can still allocate" +
-             (host.limit_source.empty() ? std::string() : " (" + host.limit_source + ")");
+             (host.available_source.empty() ? std::string() : " (" + host.available_source + ")");
   }
   std::optional<batching::WorkingMemoryCap> cap;
   if (cap_bytes > 0) cap.emplace(cap_bytes);

@@ -145,6 +145,10 @@ TEST(MemoryBudget, AutoAndExplicitBudgetsRespectTheAddressSpaceLimit) {
   if (ulimit_tightest) {
     EXPECT_NE(host.limit_source.find("ulimit -v"), std::string::npos) << host.limit_source;
     EXPECT_GT(host.available, kRoom / 2);  // mapped since the limit was set: a little
+    // the process's own limit: other processes of the node (MPI ranks) do not share it
+    EXPECT_NE(host.available_source.find("ulimit -v"), std::string::npos) << host.available_source;
+    EXPECT_TRUE(host.available_per_process);
+    EXPECT_EQ(host.share(4), host.available);
   }
   EXPECT_LE(MemoryBudget::parse("auto").bytes(), static_cast<std::int64_t>(MemoryBudget::kAutoFraction * kRoom));
   try {
@@ -164,4 +168,19 @@ TEST(MemoryBudget, WithoutLimitsTheHostMemoryIsTheMachinesOrATighterCgroup) {
   EXPECT_GT(host.available, 0);
   EXPECT_LE(host.available, host.limit);
   EXPECT_FALSE(host.limit_source.empty());
+  EXPECT_FALSE(host.available_source.empty());
+}
+
+// The machine's or a cgroup's memory is shared by the node's ranks; a ulimit -v is each process's own.
+TEST(MemoryBudget, ARanksShareOfTheHostDividesOnlySharedMemory) {
+  nnvmc::HostMemory shared;
+  shared.available = 1200;
+  EXPECT_EQ(shared.share(1), 1200);
+  EXPECT_EQ(shared.share(3), 400);
+  nnvmc::HostMemory own = shared;
+  own.available_per_process = true;
+  EXPECT_EQ(own.share(3), 1200);
+  nnvmc::HostMemory unknown;
+  unknown.available = -1;
+  EXPECT_EQ(unknown.share(2), -1);
 }
