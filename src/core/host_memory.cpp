@@ -81,7 +81,6 @@ std::vector<std::string> memory_cgroups(bool& v2) {
   return dirs;
 }
 
-/// VmSize of this process (bytes), or −1.
 /// A /proc/self/status entry ("VmSize:", "VmRSS:") in bytes, or −1 when it cannot be read.
 std::int64_t own_status_bytes(const std::string& entry) {
   std::ifstream in("/proc/self/status");

@@ -39,8 +39,9 @@ std::string default_basis_dir() {
 }
 
 std::string basis_file_name(const std::string& basis_name) {
-  std::string lower;
-  for (unsigned char c : basis_name) lower += static_cast<char>(std::tolower(c));
+  std::string lower;  // (without blanks: "6-31G(d, p)")
+  for (unsigned char c : basis_name)
+    if (!std::isspace(c)) lower += static_cast<char>(std::tolower(c));
   // Polarization written in parentheses, as Gaussian and most papers do: 6-31G(d,p) is 6-31G**.
   for (const auto& [long_form, stars] : {std::pair{"(d,p)", "**"}, std::pair{"(d)", "*"}})
     if (const auto at = lower.find(long_form); at != std::string::npos && at + std::strlen(long_form) == lower.size())

@@ -52,8 +52,8 @@ class BasisSet {
 /// source tree.
 std::string default_basis_dir();
 
-/// File name of a basis: lower case, '*' spelled 's' and '+' spelled 'p', a trailing "(d)" or
-/// "(d,p)" read as "*" or "**" ("6-31G*" and "6-31G(d)" → "6-31gs.nw", "6-31+G*" → "6-31pgs.nw").
+/// File name of a basis: lower case without blanks, '*' spelled 's' and '+' spelled 'p', a
+/// trailing "(d)" or "(d,p)" read as "*" or "**" ("6-31G*" and "6-31G(d)" → "6-31gs.nw", "6-31+G*" → "6-31pgs.nw").
 std::string basis_file_name(const std::string& basis_name);
 
 /// Whether `basis_name` is the path of a basis file rather than the name of a shipped basis:

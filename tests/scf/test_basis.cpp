@@ -138,6 +138,7 @@ TEST(Basis, ParenthesizedPolarizationNamesTheStarredBasis) {
   EXPECT_EQ(basis_file_name("6-31G(d)"), "6-31gs.nw");
   EXPECT_EQ(basis_file_name("6-31G(d,p)"), "6-31gss.nw");
   EXPECT_EQ(basis_file_name("6-311G(D,P)"), "6-311gss.nw");
+  EXPECT_EQ(basis_file_name("6-31G(d, p)"), "6-31gss.nw");
   EXPECT_EQ(basis_file_name("6-31+G(d)"), "6-31pgs.nw");
   const System s = load_molecule("h2o", scftest::kMolecules);
   EXPECT_EQ(make_basis("6-31G(d,p)", s).n_functions(), make_basis("6-31G**", s).n_functions());
