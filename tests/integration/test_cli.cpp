@@ -86,8 +86,8 @@ TEST(Cli, ConfigPrintsTheResolvedSettingsAndRefusesBadOnesWithoutRunning) {
   // the basis sets the run builds (they used to pass here, and the run refused them)
   expect_input_error("config " + cfg + " pretrain.steps=3 pretrain.basis=nosuch", "'pretrain.basis': unknown basis 'nosuch'");
   expect_input_error("config " + cfg + " model.type=hf model.hf.basis=nosuch optim.iterations=0", "'model.hf.basis'");
-  expect_input_error("config " + cfg + " model.type=paulinet 'system.molecule=[[K, 0, 0, 0]]' system.spin=1",
-                     "'model.paulinet.basis': basis '6-311g' has no functions for element K");
+  expect_input_error("config " + cfg + " model.type=paulinet 'system.molecule=[[Sc, 0, 0, 0]]' system.spin=1",
+                     "'model.paulinet.basis': basis '6-311g' has no functions for element Sc");
   EXPECT_EQ(run("config " + cfg + " pretrain.basis=nosuch").code, 0);  // (pretrain.steps: 0, not used)
   // As a run records it: the default molecule named, FermiNet sizes left to the molecule filled in.
   const auto d = run("config");
@@ -421,7 +421,7 @@ TEST(Cli, InputsRejectedAfterParsingStillWriteNothing) {
   fs::remove_all(out);
   const auto cfg = write_config("nnvmc_nothing.yaml", kTiny + "run: {output: " + out + "}\n");
   expect_input_error("train " + cfg + " pretrain.steps=2 pretrain.basis=no-such-basis", "pretrain.basis");
-  expect_input_error("train " + cfg + " pretrain.steps=2 pretrain.basis=sto-3g 'system.molecule=[[K, 0, 0, 0]]' system.spin=1",
+  expect_input_error("train " + cfg + " pretrain.steps=2 pretrain.basis=aug-cc-pvdz 'system.molecule=[[K, 0, 0, 0]]' system.spin=1",
                      "pretrain.basis");
   expect_input_error("train " + cfg + " model.type=hf hamiltonian.laplacian=jvp optim.iterations=0 pretrain.steps=2",
                      "pretrain.steps");

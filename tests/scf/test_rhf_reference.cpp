@@ -83,8 +83,8 @@ const std::string kScfTestData = std::string(NNVMC_SOURCE_DIR) + "/tests/scf/dat
 
 }  // namespace
 
-// Every shipped basis but STO-6G (not in Psi4 1.3.2), against Psi4 on H2O, HCl or N2
-// (tests/scf/data/basis_reference.csv):
+// Every shipped basis but STO-6G (not in Psi4 1.3.2), against Psi4 on H2O, HCl or N2, and on
+// HBr, KH and the Zn atom for K–Kr (tests/scf/data/basis_reference.csv):
 // the exponents and contractions, and whether d/f shells are pure or Cartesian (6-31G** Cartesian,
 // 6-311G** pure, as Psi4 and Gaussian use them).
 TEST_P(BasisReference, EnergyMatchesPsi4To1e8) {
