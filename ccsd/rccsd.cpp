@@ -61,6 +61,13 @@ std::string residency_obstacle(const MoIntegrals& mo, const CcsdOptions& options
            ") do not fit half of --memory";
   return "";
 }
+/// Whether the iterations run on cached bare blocks (CcsdOptions::cache_integrals): the
+/// fallback of dressing every iteration saves memory only with Cholesky vectors.
+bool caches_integrals(const MoIntegrals& mo, const CcsdOptions& options, std::int64_t budget) {
+  if (!options.cache_integrals) return false;
+  if (!mo.cholesky() || budget <= 0) return true;
+  return 2 * CachedIntegrals::bytes(mo.space.n_act_occ(), mo.space.n_vir()) <= budget;
+}
 bool runs_resident(const MoIntegrals& mo, const CcsdOptions& options) {
   const bool wanted = options.resident == Residency::device ||
                       (options.resident == Residency::automatic && !torch::Device(options.plan.device).is_cpu());
@@ -123,7 +130,7 @@ CcsdResult run_rccsd(const MoIntegrals& mo_in, const CcsdOptions& options) {
   const auto t_setup = std::chrono::steady_clock::now();
   const std::int64_t budget = options.plan.budget_bytes;
   std::unique_ptr<CachedIntegrals> cached;
-  if (!comm.any(!(options.cache_integrals && (budget <= 0 || 2 * CachedIntegrals::bytes(o, v) <= budget))))
+  if (!comm.any(!caches_integrals(mo, options, budget)))
     cached = std::make_unique<CachedIntegrals>(mo, c, options.kernels);
   DressedHamiltonian h(mo, c);
   torch::Tensor L_ovov = cached ? cached->blocks.L_ovov : torch::Tensor();

@@ -34,8 +34,11 @@ struct CcsdOptions {
   double residual_tolerance = 1e-8;  ///< ... and the amplitude update norm |Δt| < this
   int diis_size = 8;                 ///< stored DIIS vectors (0: plain Jacobi)
   /// Keep the t1-independent integral blocks (bare o²v², o v³ blocks and the packed ladder
-  /// integrals, ~v⁴/2 + 2ov³ doubles) for the whole run when they fit half the budget: an
-  /// iteration then never touches the ERIs / Cholesky vectors. false: dress them every iteration.
+  /// integrals, ~v⁴/2 + 2ov³ doubles) for the whole run, so an iteration never touches the ERIs
+  /// / Cholesky vectors: with conventional integrals always (the blocks are smaller than the MO
+  /// ERIs the run holds anyway, and dressing would make whole dressed blocks every iteration,
+  /// v⁴ for the ladder alone), with Cholesky vectors when they fit half the budget (the dressed
+  /// vectors are naux·n², far less than v⁴). false: dress them every iteration.
   bool cache_integrals = true;
   /// Keep freed memory in the process during the iterations (glibc mallopt: no mmap for large
   /// blocks, no trimming), so buffers of one iteration are not page-faulted in again the next.

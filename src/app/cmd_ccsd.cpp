@@ -234,7 +234,7 @@ void add_ccsd_command(CLI::App& app) {
   cmd->add_flag("--triples", a->triples, "add the (T) correction");
   cmd->add_flag("--json", a->json, "print a JSON summary");
   cmd->add_flag("--no-cached-integrals", a->no_cache,
-                "dress the integrals every iteration instead of keeping the t1-independent blocks, which are kept only when they fit half of --memory anyway (for comparison: slower, and no smaller peak memory)");
+                "dress the integrals every iteration instead of keeping the t1-independent blocks (for comparison: 2-7x slower, and with conventional integrals more memory, not less); without it the blocks are kept always with conventional integrals and, with --cholesky, when they fit half of --memory");
   cmd->add_option("--resident", a->resident,
                   "auto | on | off: keep integrals, amplitudes and DIIS on --device for the whole run when they "
                   "fit half of --memory (auto: on a GPU with the torch backend; off: each contraction uploads "

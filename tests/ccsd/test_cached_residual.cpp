@@ -80,6 +80,25 @@ TEST(CachedResidual, PackedLadderEqualsTheUnpackedDressedLadder) {
   EXPECT_LE(max_rel_error(ladder.apply(t2, t1, w), ref), 1e-12);
 }
 
+// Dressing every iteration saves memory only with Cholesky vectors: conventional runs hold the
+// MO ERIs, which are larger than the cached blocks, and dressing them makes whole v⁴ blocks.
+TEST(CachedResidual, ABudgetBelowTwiceTheBlocksDressesCholeskyVectorsButKeepsConventionalBlocks) {
+  const auto conv = cc::conventional_integrals(water().rhf, water().basis, 0);
+  const auto chol = cc::cholesky_integrals(water().rhf, water().basis, 0, 1e-5);
+  const std::int64_t o = conv.space.n_act_occ(), v = conv.space.n_vir();
+  ASSERT_GT(conv.bytes(), cc::CachedIntegrals::bytes(o, v));  // what the rule relies on
+  cc::CcsdOptions opt;
+  opt.plan = fixed_cost_plan(cc::CachedIntegrals::bytes(o, v));  // less than twice the blocks
+  const auto conv_run = cc::run_rccsd(conv, opt);
+  const auto chol_run = cc::run_rccsd(chol, opt);
+  EXPECT_TRUE(conv_run.cached_integrals);
+  EXPECT_FALSE(chol_run.cached_integrals);
+  opt.plan = fixed_cost_plan(2 * cc::CachedIntegrals::bytes(o, v));
+  EXPECT_TRUE(cc::run_rccsd(chol, opt).cached_integrals);
+  opt.plan = fixed_cost_plan();
+  EXPECT_NEAR(conv_run.e_ccsd, cc::run_rccsd(conv, opt).e_ccsd, 1e-10);
+}
+
 TEST(CachedResidual, IterationsReachTheSameEnergyBothWays) {
   const auto mo = cc::cholesky_integrals(water().rhf, water().basis, 0, 1e-5);
   cc::CcsdOptions o;
