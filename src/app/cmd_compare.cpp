@@ -84,12 +84,12 @@ void run_compare(const CompareArgs& a) {
   o.jobs = a.jobs;
   o.rank = world.rank();
   o.ranks = world.size();
+  o.local_ranks = std::max(1, world.local_size());
   o.threads_per_cell =
-      std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / (a.jobs * world.size()));
-  // Cells at once on this machine (all ranks' children, as for the threads) split 'auto' memory.
-  if (const auto available = batching::host_memory().available; available > 0)
-    o.auto_memory_total =
-        static_cast<std::int64_t>(batching::MemoryBudget::kAutoFraction * double(available) / world.size());
+      std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / (a.jobs * o.local_ranks));
+  // This node's ranks share its memory: each rank's cells running at once split its share.
+  if (const auto share = batching::host_memory().share(o.local_ranks); share > 0)
+    o.auto_memory_total = static_cast<std::int64_t>(batching::MemoryBudget::kAutoFraction * double(share));
   o.retry_failed = a.retry_failed;
   o.max_cells = a.max_cells;
   o.executable = self_executable();

@@ -186,7 +186,7 @@ RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
   std::int64_t at_once = std::min<std::int64_t>(o.jobs, static_cast<std::int64_t>(queue.size()));
   if (o.max_cells > 0) at_once = std::min<std::int64_t>(at_once, o.max_cells);
   const std::int64_t auto_memory_per_cell =
-      o.auto_memory_total > 0 && at_once * o.ranks > 1 ? o.auto_memory_total / std::max<std::int64_t>(at_once, 1) : 0;
+      o.auto_memory_total > 0 && at_once * o.local_ranks > 1 ? o.auto_memory_total / std::max<std::int64_t>(at_once, 1) : 0;
   SignalGuard guard;
   struct Running {
     const Cell* cell;
@@ -209,7 +209,9 @@ RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
       const int threads = spec.threads ? spec.threads : o.threads_per_cell;
       std::vector<std::string> argv{o.executable, "compare-cell", dir_of(*cell)};
       if (auto_memory_per_cell > 0) argv.insert(argv.end(), {"--auto-memory", std::to_string(auto_memory_per_cell)});
-      if (at_once * o.ranks > 1) argv.insert(argv.end(), {"--cuda-sharers", std::to_string(at_once * o.ranks)});
+      // (cells are one-process children using the GPU their run.device names: all share it)
+      if (at_once * o.local_ranks > 1)
+        argv.insert(argv.end(), {"--cuda-sharers", std::to_string(at_once * o.local_ranks)});
       if (cell->id == o.interrupt_cell && o.interrupt_at >= 0)
         argv.insert(argv.end(), {"--interrupt-at", std::to_string(o.interrupt_at)});
       const std::string state = cell_state(*cell);

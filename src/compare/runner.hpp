@@ -18,8 +18,8 @@ struct RunnerOptions {
   int jobs = 1;                   ///< cells run at once
   int threads_per_cell = 1;       ///< run.threads of each cell unless the file sets threads
   /// The memory "auto" stands for across this process's cells running at once (0: each cell
-  /// takes its own "auto"). When more than one cell runs at once on the machine (this
-  /// process's min(jobs, cells to run), times the ranks), each is passed its share as
+  /// takes its own "auto"). When more than one cell runs at once on the node (this
+  /// process's min(jobs, cells to run), times the node's ranks), each is passed its share as
   /// CellRunOptions::auto_memory_bytes.
   std::int64_t auto_memory_total = 0;
   bool retry_failed = false;      ///< run failed cells again (from scratch)
@@ -32,6 +32,7 @@ struct RunnerOptions {
   /// (each as a one-process child, without the launcher's OMPI_/PMIX_/PMI_ variables).
   int rank = 0;
   int ranks = 1;
+  int local_ranks = 1;  ///< ranks on this node: they share its cores, memory and GPU
 };
 
 /// Counts after a run.
