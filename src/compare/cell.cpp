@@ -111,11 +111,16 @@ int run_cell(const std::string& dir, const CellRunOptions& options) {
   try {
     const Config config = load_config(dir + "/cell.yaml");
     // K cells at once must not each take 'auto' = 60 % of the memory: each takes its share (the
-    // config and checkpoint keep "auto", so an eval or resume elsewhere takes its own).
-    if (options.auto_memory_bytes > 0 && config.run.memory_budget == "auto" && config.run.device == "cpu") {
+    // config and checkpoint keep "auto", so an eval or resume elsewhere takes its own). The share
+    // is also the host memory every cell's checks count with (the training's own memory; on a
+    // GPU, the host copies of its checkpoints), whatever its device and budget.
+    if (options.auto_memory_bytes > 0) {
       batching::MemoryBudget::set_cpu_auto_bytes(options.auto_memory_bytes);
-      log::info("run.memory_budget 'auto' is this comparison's share for the cells running at once: " +
-                batching::format_bytes(double(options.auto_memory_bytes)));
+      const std::string share = batching::format_bytes(double(options.auto_memory_bytes));
+      if (config.run.memory_budget == "auto" && config.run.device == "cpu")
+        log::info("run.memory_budget 'auto' is this comparison's share for the cells running at once: " + share);
+      else
+        log::info("this cell's share of host memory (the cells running at once split it): " + share);
     }
     if (options.cuda_sharers > 1 && config.run.memory_budget == "auto" && config.run.device != "cpu") {
       batching::MemoryBudget::set_cuda_auto_sharers(options.cuda_sharers);

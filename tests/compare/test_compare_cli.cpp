@@ -265,6 +265,10 @@ TEST(CompareCli, FailingCellIsReportedAndTheOthersComplete) {
   std::ifstream log(dir + "/cells/ok__he/log.txt");
   const std::string text((std::istreambuf_iterator<char>(log)), {});
   EXPECT_NE(text.find("run.memory_budget 'auto' is this comparison's share"), std::string::npos) << text;
+  // ... and a cell with its own budget counts its host memory within that share too
+  std::ifstream starved_log(dir + "/cells/starved__he/log.txt");
+  const std::string starved((std::istreambuf_iterator<char>(starved_log)), {});
+  EXPECT_NE(starved.find("this cell's share of host memory"), std::string::npos) << starved;
   EXPECT_TRUE(std::regex_search(text, std::regex(R"(energy +-[0-9.]+ ± [0-9.]+ Eh)"))) << text;  // its result
   std::ifstream report(dir + "/report.md");
   const std::string md((std::istreambuf_iterator<char>(report)), {});
