@@ -26,7 +26,8 @@ std::string profile_marker(const std::string& dir);
 /// What marks the nearest directory above `dir` (its parent, grandparent, ...) that is a
 /// comparison's or a profile's output, as "comparison (compare.csv) in '<dir>'" or "profile
 /// (profile.json) in '<dir>'"; "" when none is. A comparison's or profile's output inside
-/// another one's (cells/, cells/<id>/..., runs/) would mix their files and listings.
+/// another one's (cells/, cells/<id>/..., runs/) would mix their files and listings. Symbolic
+/// links in `dir` are followed.
 std::string enclosing_output(const std::string& dir);
 
 }  // namespace nnvmc::io

@@ -86,5 +86,14 @@ TEST(OutputDirectories, AnOutputAnywhereBelowAComparisonIsNamedButItsOwnDirector
             std::string::npos);
   EXPECT_EQ(io::enclosing_output(cmp + "/"), "");  // itself, with a trailing '/'
   EXPECT_EQ(io::enclosing_output(cmp), "");
+  // through a symbolic link to a directory inside it, and through '..' past such a link
+  const std::string elsewhere = test::fresh_dir("nnvmc_enclosing_link");
+  fs::create_directories(cmp + "/cells/x");
+  fs::create_directories(elsewhere);
+  fs::create_directory_symlink(cmp + "/cells/x", elsewhere + "/link");
+  EXPECT_NE(io::enclosing_output(elsewhere + "/link/y").find("comparison (compare.csv)"), std::string::npos);
+  EXPECT_NE(io::enclosing_output(elsewhere + "/link/../z").find("comparison (compare.csv)"), std::string::npos);
+  EXPECT_EQ(io::enclosing_output(elsewhere + "/w"), "");
+  fs::remove_all(elsewhere);
   fs::remove_all(cmp);
 }
