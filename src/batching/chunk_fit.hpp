@@ -34,7 +34,8 @@ struct ChunkFit {
   std::int64_t held_bytes = 0;      ///< held memory left out of the budget (0 unless subtract_held)
 };
 
-/// Runs `probe(1)` and `probe(min(n_items, probe_items))` inside peak-memory scopes, fits
+/// Runs `probe(1)` (twice: the first call's one-time allocations are not working memory) and
+/// `probe(min(n_items, probe_items))` inside peak-memory scopes, fits
 /// peak(k) = fixed + k·per_item and returns the largest k with held + reserved + fixed +
 /// k·per_item ≤ margin·budget, where held is what the device holds outside the stages
 /// (held_bytes(options.cuda_device): captured CUDA graphs' memory pool; 0 without

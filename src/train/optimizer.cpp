@@ -1,7 +1,10 @@
 #include "train/optimizer.hpp"
 
 #include <functional>
+#include <map>
 
+#include "batching/chunk_fit.hpp"
+#include "batching/held_memory.hpp"
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "models/determinant_balance.hpp"
@@ -37,8 +40,9 @@ namespace {
 /// Adam with learning rate lr / (1 + t / lr_delay).
 class AdamOptimizer final : public Optimizer {
  public:
-  AdamOptimizer(const OptimOptions& o, WaveFunction& wf)
+  AdamOptimizer(const OptimOptions& o, WaveFunction& wf, const batching::MemoryBudget& budget)
       : options_(o),
+        budget_(budget),
         penalty_weight_(determinant_balance_weight(o)),
         adam_(wf.parameters(), torch::optim::AdamOptions(o.lr)
                                    .betas({o.beta1, o.beta2})
@@ -58,17 +62,25 @@ class AdamOptimizer final : public Optimizer {
         std::int64_t offset = 0;
         const auto e = clip_local_energies(all_walkers(b.e_loc.detach(), &offset), options_.clip_width);
         const auto centred = own_rows(e - e.mean(), offset, b.e_loc.size(0));
-        const double share = static_cast<double>(b.e_loc.size(0)) / static_cast<double>(e.size(0));
-        const auto logabs = wf.forward(b.r.detach(), *b.sys).logabs;
+        const bool penalty = penalty_weight_ > 0 && e.numel() > 1;
+        const auto sigma = penalty ? energy_std(e) : torch::Tensor();
         // Σ over this rank's walkers / all walkers' count: the share of the mean (no NaN when a
-        // rank's walkers were all left out).
+        // rank's walkers were all left out). The walkers go through in chunks that fit the
+        // memory budget (the backward pass holds every activation of its walkers); a rank
+        // without walkers still makes one (empty) pass, so that its gradients are defined.
         const double total = static_cast<double>(e.size(0));
-        auto loss = 2.0 * per_molecule * (centred * logabs).sum() / total;
-        if (penalty_weight_ > 0 && e.numel() > 1 && b.r.size(0) > 0) {
-          const auto p = determinant_balance_penalty(wf, b.r.detach(), *b.sys, energy_std(e));
-          if (p.defined()) loss = loss + 2.0 * per_molecule * penalty_weight_ * share * p;
+        const auto r = b.r.detach();
+        const std::int64_t n = r.size(0), chunk = chunk_walkers(wf, *b.sys, r, penalty ? sigma : torch::Tensor());
+        for (std::int64_t lo = 0; lo == 0 || lo < n; lo += chunk) {
+          const std::int64_t hi = std::min(n, lo + chunk);
+          const auto x = r.slice(0, lo, hi);
+          auto loss = 2.0 * per_molecule * (centred.slice(0, lo, hi) * wf.forward(x, *b.sys).logabs).sum() / total;
+          if (penalty && hi > lo) {
+            const auto p = determinant_balance_penalty(wf, x, *b.sys, sigma);  // a mean over x's walkers
+            if (p.defined()) loss = loss + 2.0 * per_molecule * penalty_weight_ * (static_cast<double>(hi - lo) / total) * p;
+          }
+          loss.backward();
         }
-        loss.backward();
       }
     }
     auto scope = timers.scope("optimizer");
@@ -133,7 +145,53 @@ class AdamOptimizer final : public Optimizer {
   }
 
  private:
+  /// Walkers per forward and backward pass of the gradient of molecule `sys`: all of r's
+  /// [B, N, 3] without a budget, else measured (one and a few walkers' pass, with the
+  /// determinant-balance penalty when `sigma` is defined) and fitted to the budget; measured
+  /// again when the device holds more memory than when it was fitted (captured CUDA graphs).
+  std::int64_t chunk_walkers(WaveFunction& wf, const SystemTensors& sys, const torch::Tensor& r,
+                             const torch::Tensor& sigma) {
+    const std::int64_t n = r.size(0);
+    if (budget_.is_unlimited() || n == 0) return std::max<std::int64_t>(n, 1);
+    const int device = r.is_cuda() ? static_cast<int>(r.get_device()) : -1;
+    const std::int64_t held = batching::held_bytes(device);
+    auto& fitted = chunks_[&sys];
+    if (fitted.walkers == 0 || held > fitted.held) {
+      batching::ChunkFitOptions o;
+      o.key = "run.memory_budget";
+      o.what = "walker (gradient of log|psi|)";
+      o.probe_items = std::min<std::int64_t>(n, 8);
+      o.cuda_device = device;
+      const auto params = wf.parameters();
+      const auto fit = batching::fit_chunk(
+          [&](std::int64_t k) {
+            const auto x = r.slice(0, 0, k);
+            auto loss = wf.forward(x, sys).logabs.sum();
+            if (sigma.defined())
+              if (const auto p = determinant_balance_penalty(wf, x, sys, sigma); p.defined()) loss = loss + p;
+            (void)torch::autograd::grad({loss}, params, {}, false, false, /*allow_unused=*/true);
+          },
+          n, budget_, o);
+      fitted.walkers = std::max<std::int64_t>(1, fit.chunk);
+      fitted.held = held;
+      if (fitted.walkers < n)
+        log::info(strfmt("gradient: %s per walker + %s fixed (measured) -> chunks of %lld walkers for "
+                         "run.memory_budget = %s",
+                         batching::format_bytes(double(fit.bytes_per_item)).c_str(),
+                         batching::format_bytes(double(fit.fixed_bytes)).c_str(),
+                         static_cast<long long>(fitted.walkers), batching::format_bytes(double(budget_.bytes())).c_str()));
+    }
+    return fitted.walkers;
+  }
+
+  struct Fitted {
+    std::int64_t walkers = 0;  ///< chunk (0: not fitted yet)
+    std::int64_t held = 0;     ///< held memory when fitted
+  };
+
   OptimOptions options_;
+  batching::MemoryBudget budget_;  ///< bounds each chunk's forward and backward pass
+  std::map<const SystemTensors*, Fitted> chunks_;  ///< per molecule (molecules differ in size)
   double penalty_weight_;  ///< determinant-balance weight (0: off)
   torch::optim::Adam adam_;
   std::vector<std::string> names_;
@@ -168,8 +226,8 @@ OptimizerMemory per_parameter(const std::vector<torch::Tensor>& params, double k
 const std::map<std::string, OptimizerEntry>& optimizer_registry() {
   static const std::map<std::string, OptimizerEntry> registry = [] {
     std::map<std::string, OptimizerEntry> r;
-    r["adam"] = {[](const OptimOptions& o, WaveFunction& wf, const batching::MemoryBudget&) -> std::unique_ptr<Optimizer> {
-                   return std::make_unique<AdamOptimizer>(o, wf);
+    r["adam"] = {[](const OptimOptions& o, WaveFunction& wf, const batching::MemoryBudget& budget) -> std::unique_ptr<Optimizer> {
+                   return std::make_unique<AdamOptimizer>(o, wf, budget);
                  },
                  // exp_avg and exp_avg_sq kept, the gradient, all in the parameters' dtype
                  [](const std::vector<torch::Tensor>& params) {

@@ -23,6 +23,12 @@ double chunk_loss(VmcSetup& s, const VmcMolecule& m, const torch::Tensor& r, con
   return part.item<double>();
 }
 
+/// The HF orbitals at the walkers r [B, N, 3] → [B, 1, N, N], in the chunks of the sampler's
+/// log|ψ| passes (the basis functions at every electron are B·N·n_basis·primitives numbers).
+torch::Tensor hf_orbitals(HartreeFockDeterminant& hf, const VmcMolecule& m, const torch::Tensor& r) {
+  return in_row_chunks(r, m.logabs_chunk->walkers, [&](const torch::Tensor& x) { return hf.orbitals(x, m.tensors); });
+}
+
 /// Walkers per orbital-fit pass within run.memory_budget (measured on one and eight walkers;
 /// the probes' gradients are discarded).
 std::int64_t fit_walkers(VmcSetup& s, const VmcMolecule& m, const torch::Tensor& r, const torch::Tensor& target,
@@ -34,6 +40,9 @@ std::int64_t fit_walkers(VmcSetup& s, const VmcMolecule& m, const torch::Tensor&
       [&](std::int64_t k) { (void)chunk_loss(s, m, r, target, 0, k, share, 1.0); }, r.size(0), s.budget, o);
   for (auto& p : s.wf->parameters())
     if (p.grad().defined()) p.mutable_grad().zero_();
+  log::debug(strfmt("pretraining: orbital fit of '%s': %s per walker + %s fixed (measured)", m.name().c_str(),
+                    batching::format_bytes(double(fit.bytes_per_item)).c_str(),
+                    batching::format_bytes(double(fit.fixed_bytes)).c_str()));
   if (fit.chunk < r.size(0))
     log::info(strfmt("pretraining: orbital fit of '%s' in chunks of %lld walkers", m.name().c_str(),
                      static_cast<long long>(fit.chunk)));
@@ -76,7 +85,7 @@ PretrainResult pretrain(VmcSetup& s, const PretrainOptions& options, StageTimers
     torch::Tensor target;
     {
       torch::NoGradGuard ng;
-      target = hf[i]->orbitals(r, m.tensors);
+      target = hf_orbitals(*hf[i], m, r);
     }
     fit_chunk[i] = fit_walkers(s, m, r, target, static_cast<double>(r.size(0)) / s.config.sampler.walkers);
   }
@@ -96,7 +105,7 @@ PretrainResult pretrain(VmcSetup& s, const PretrainOptions& options, StageTimers
       torch::Tensor target;
       {
         torch::NoGradGuard ng;
-        target = hf[i]->orbitals(r, m.tensors);  // [B, 1, N, N], broadcast over the K determinants
+        target = hf_orbitals(*hf[i], m, r);  // [B, 1, N, N], broadcast over the K determinants
       }
       // With several ranks each holds its walkers' share of the mean; gradients and losses are
       // summed over ranks below.

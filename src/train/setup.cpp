@@ -196,6 +196,38 @@ void check_walker_memory(const Config& config, const std::vector<System>& system
                              config.sampler.walkers, electrons, systems.size(), batching::format_bytes(bytes).c_str(),
                              batching::format_bytes(double(budget.bytes())).c_str()));
 }
+
+/// Bytes this process holds per walker outside the chunked stages, summed over its molecules:
+/// the positions, their proposals and the last good state's copy, log|ψ|, local energies and a
+/// checkpoint's copies. Measured with run.memory_budget = 64MiB at 10⁵–4·10⁵ walkers (float64,
+/// Adam): He 222, LiH 800, H2O 1690 bytes per walker, 4.6–8.3 × the positions' bytes; taken
+/// as 8 × the positions' bytes + 128.
+double walker_state_bytes(const std::vector<System>& systems, std::int64_t walkers) {
+  double per_walker = 0;
+  for (const auto& m : systems) per_walker += 8.0 * 3 * m.n_electrons() * 8 + 128;
+  return per_walker * static_cast<double>(walkers);
+}
+
+/// Refuses a walker count whose state (walker_state_bytes of this rank's walkers) and `reserved`
+/// bytes (the training's own memory) would take more than 90 % of `room`, the memory this
+/// process can use on `device` (−1: unknown, not checked). @return the state's bytes
+std::int64_t check_walker_state(const Config& config, const std::vector<System>& systems, const std::string& device,
+                                std::int64_t room, std::int64_t reserved) {
+  const int ranks = std::max(parallel::world().size(), 1);
+  const std::int64_t mine = (config.sampler.walkers + ranks - 1) / ranks;
+  const double bytes = walker_state_bytes(systems, mine);
+  if (room >= 0 && bytes + static_cast<double>(reserved) > 0.9 * static_cast<double>(room)) {
+    const std::string walkers = ranks > 1 ? strfmt("%lld walkers of this rank", static_cast<long long>(mine))
+                                          : strfmt("%d walkers", config.sampler.walkers);
+    throw ConfigError(strfmt("'sampler.walkers': %s hold about %s (positions, their proposals and saved copies, "
+                             "log|psi| and local energies: about 8 x the positions' bytes)%s, more than 90 %% of the "
+                             "%s this process can use on %s; use fewer walkers",
+                             walkers.c_str(), batching::format_bytes(bytes).c_str(),
+                             reserved > 0 ? (" next to the training's " + batching::format_bytes(double(reserved))).c_str() : "",
+                             batching::format_bytes(double(room)).c_str(), device.c_str()));
+  }
+  return static_cast<std::int64_t>(bytes);
+}
 }  // namespace
 
 namespace {
@@ -313,6 +345,8 @@ VmcSetup make_setup(const Config& config, SetupPurpose purpose) {
     reserved = static_cast<std::int64_t>(check_training_memory(config.optim, *s.wf, cpu, ninety_percent(room_memory(device)),
                                                                cpu ? -1 : ninety_percent(room_memory("cpu"))));
   }
+  // the walkers' own state, outside every chunked stage ("auto" leaves it out too)
+  reserved += check_walker_state(config, systems, device, room_memory(device), reserved);
   if (automatic) {
     s.budget = batching::MemoryBudget::parse("auto", device, "run.memory_budget", reserved);
     check_walker_memory(config, systems, s.budget);

@@ -52,3 +52,22 @@ TEST(ChunkFit, AProbeOfSeveralItemsThatDoesNotFitFallsBackToOneItem) {
   EXPECT_EQ(fit.chunk, 5);
   EXPECT_LE(fit.fixed_bytes + fit.chunk * fit.bytes_per_item, 50 * kMiB);
 }
+
+// HF pretraining's probe ran backward(), whose first call allocates the parameters' gradients:
+// counted in one item's peak but not in the k-item probe's, the per-item cost came out as 1 B and
+// 200000 walkers ran in one pass (2.6 GB over a 64 MiB budget).
+TEST(ChunkFit, WhatTheFirstProbeAllocatesOnceIsNotTakenForWorkingMemory) {
+  ChunkFitOptions o;
+  o.margin = 1.0;
+  o.probe_items = 8;
+  torch::Tensor kept;  // 4 MiB the first call creates and every later call reuses
+  const auto fit = fit_chunk(
+      [&](std::int64_t k) {
+        if (!kept.defined()) kept = torch::zeros({4 * kMiB / 8}, torch::kFloat64);
+        allocate(k, 1);
+      },
+      512, MemoryBudget(64 * kMiB), o);
+  EXPECT_EQ(fit.bytes_per_item, kMiB);
+  EXPECT_LE(fit.chunk, 64);
+  EXPECT_GE(fit.chunk, 60);
+}

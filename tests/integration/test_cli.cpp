@@ -1105,6 +1105,22 @@ TEST(Cli, AModelTooLargeForThisMachineIsRefusedNamingItsKeysBeforeAnythingIsWrit
   EXPECT_FALSE(fs::exists(out));
 }
 
+// Walkers whose own state (positions, proposals, saved copies: about 8 × the positions) cannot fit
+// the process are refused naming sampler.walkers before anything is written; 10⁸ He walkers were
+// killed by the kernel (24 GB) after their positions had passed the budget check.
+TEST(Cli, WalkersWhoseStateCannotFitTheProcessAreRefusedBeforeAnythingIsWritten) {
+  const auto out = (fs::temp_directory_path() / "nnvmc_cli_many_walkers").string();
+  fs::remove_all(out);
+  const auto cfg = write_config("nnvmc_cli_many_walkers.yaml", kTiny + "run: {threads: 1, output: " + out + "}\n");
+  const auto r = run_shell("sh -c 'ulimit -v 4000000 && exec " + std::string(NNVMC_EXE) + " train " + cfg +
+                           " sampler.walkers=20000000'");
+  ASSERT_TRUE(r.exited) << r.out;
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("'sampler.walkers': 20000000 walkers hold about 9.54 GiB"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("use fewer walkers"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(out));
+}
+
 // A result.h5 that cannot grow (here a file-size limit, as a full disk would) stops training with
 // a WriteError (exit 1, no kill by SIGXFSZ, no crash in HDF5's exit handler) after writing the
 // checkpoint; the resumed run sets the damaged file aside and its series keep one row per
