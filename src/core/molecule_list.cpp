@@ -142,14 +142,16 @@ System single_molecule(const std::string& spec) {
 
 }  // namespace
 
+std::string usable_molecule_name(std::string n) {
+  for (char& ch : n)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '.' && ch != '+' && ch != '-') ch = '_';
+  if (n.empty() || n == "." || n == "..") n = "molecule";
+  return n;
+}
+
 std::vector<std::string> unique_molecule_names(const std::vector<std::string>& names) {
   std::vector<std::string> usable;
-  for (std::string n : names) {
-    for (char& ch : n)
-      if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '.' && ch != '+' && ch != '-') ch = '_';
-    if (n.empty() || n == "." || n == "..") n = "molecule";
-    usable.push_back(n);
-  }
+  for (const auto& n : names) usable.push_back(usable_molecule_name(n));
   const auto reserved = [](const std::string& n) {
     return std::find(kReservedMoleculeNames.begin(), kReservedMoleculeNames.end(), n) != kReservedMoleculeNames.end();
   };
@@ -210,6 +212,15 @@ std::vector<System> resolve_molecules(const SystemConfig& config) {
       throw InputError(key + (out.size() > 1 ? "[" + std::to_string(i) + "] (" + s.name + ")" : "") + ": " + e.what());
     }
   }
+  // The same molecule twice (e.g. frames @-1 and @9 of a ten-frame file) is trained twice: legal,
+  // but seldom meant.
+  for (size_t i = 0; i < out.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (same_geometry(out[j], out[i])) {
+        log::warn(strfmt("%s: '%s' is the same molecule as '%s' (atoms, geometry and electrons): it is trained twice",
+                         key.c_str(), out[i].name.c_str(), out[j].name.c_str()));
+        break;
+      }
   return out;
 }
 

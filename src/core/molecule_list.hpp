@@ -40,8 +40,11 @@ std::vector<System> resolve_molecules(const SystemConfig& config);
 System parse_molecule_entry(const YAML::Node& entry, const std::string& key, const std::string& base_dir,
                             std::size_t index);
 
-/// Molecule names as result-file group names: characters other than letters, digits and
-/// _ . + - become '_'; empty names become "molecule"; repeated or reserved names get _2, _3, ...
+/// A molecule name as a result-file group name: characters other than letters, digits and
+/// _ . + - become '_' (a frame's traj@3: traj_3); an empty name, "." or ".." becomes "molecule".
+std::string usable_molecule_name(std::string name);
+
+/// usable_molecule_name of each; repeated or reserved names get _2, _3, ...
 std::vector<std::string> unique_molecule_names(const std::vector<std::string>& names);
 
 }  // namespace nnvmc

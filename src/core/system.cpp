@@ -258,7 +258,7 @@ bool is_count_line(const std::string& line) {
 
 }  // namespace
 
-System parse_xyz(const std::string& file_text, const std::string& where, std::optional<int> frame) {
+System parse_xyz(const std::string& file_text, const std::string& where, std::optional<int> frame, int* chosen) {
   // A UTF-8 byte-order mark, which some editors write, is not part of the atom count.
   const bool bom = file_text.rfind("\xEF\xBB\xBF", 0) == 0;
   std::istringstream in(bom ? file_text.substr(3) : file_text);
@@ -289,15 +289,26 @@ System parse_xyz(const std::string& file_text, const std::string& where, std::op
     log::warn(strfmt("%s: a trajectory of %d frames; the first (frame 0) is used: name another as %s@K (K from 0, "
                      "-1 the last)",
                      where.c_str(), n, where.c_str()));
+  if (chosen) *chosen = index;
   return parse_xyz_frame(lines, starts[static_cast<std::size_t>(index)], where);
 }
 
-System read_xyz(const std::string& path, std::optional<int> frame) {
+System read_xyz(const std::string& path, std::optional<int> frame, int* index) {
   std::ifstream in(path);
   if (!in) throw InputError(path + ": cannot open");
   std::stringstream ss;
   ss << in.rdbuf();
-  return parse_xyz(ss.str(), path, frame);
+  return parse_xyz(ss.str(), path, frame, index);
+}
+
+bool same_geometry(const System& a, const System& b) {
+  if (a.atoms.size() != b.atoms.size() || a.n_up() != b.n_up() || a.n_down() != b.n_down()) return false;
+  for (size_t i = 0; i < a.atoms.size(); ++i) {
+    if (a.atoms[i].Z != b.atoms[i].Z) return false;
+    for (int k = 0; k < 3; ++k)
+      if (std::abs(a.atoms[i].position[k] - b.atoms[i].position[k]) > 1e-12) return false;
+  }
+  return true;
 }
 
 std::string default_molecules_dir() {
@@ -353,8 +364,9 @@ System load_molecule(const std::string& name_or_path, const std::string& molecul
   std::string extension = p.extension().string();
   for (auto& c : extension) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (extension == ".xyz") {
-    sys = read_xyz(p.string(), frame);
-    if (frame) sys.name = p.stem().string() + "@" + std::to_string(*frame);
+    int index = 0;
+    sys = read_xyz(p.string(), frame, &index);
+    if (frame) sys.name = p.stem().string() + "@" + std::to_string(index);  // (@-1 of ten frames: @9)
   } else {
     std::ifstream in(p);
     std::stringstream ss;

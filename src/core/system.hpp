@@ -47,6 +47,9 @@ struct System {
   std::string electron_summary() const;
 };
 
+/// Whether two molecules have the same atoms (Z in order), electron counts and nuclei (to 1e-12 bohr).
+bool same_geometry(const System& a, const System& b);
+
 /// The scale from `units` ("bohr" or "angstrom", any case) to bohr. @throws InputError naming
 /// `where` otherwise.
 double bohr_per_unit(const std::string& units, const std::string& where);
@@ -64,14 +67,16 @@ System load_molecule(const std::string& name_or_path, const std::string& molecul
 System parse_molecule_yaml(const std::string& yaml_text, const std::string& where);
 
 /// Reads frame `frame` of an XYZ file (ångström; see parse_xyz). @throws InputError.
-System read_xyz(const std::string& path, std::optional<int> frame = std::nullopt);
+System read_xyz(const std::string& path, std::optional<int> frame = std::nullopt, int* index = nullptr);
 
 /// Parses frame `frame` (from 0; −1 the last) of XYZ text (ångström). Each frame is an atom count,
 /// a comment and `symbol x y z` lines; every frame is checked, and only blank lines may come
 /// between and after them. Without `frame`, frame 0 is used, with a warning saying how to pick
-/// another when there are several. `where` prefixes errors (with line numbers).
+/// another when there are several. `where` prefixes errors (with line numbers). `index`, when
+/// given, receives the frame read counted from 0 (−1 of ten frames: 9).
 /// @throws InputError, also for a frame not there.
-System parse_xyz(const std::string& text, const std::string& where, std::optional<int> frame = std::nullopt);
+System parse_xyz(const std::string& text, const std::string& where, std::optional<int> frame = std::nullopt,
+                 int* index = nullptr);
 
 /// "FILE.xyz@K" (any case of .xyz, K an integer) → {"FILE.xyz", K}; anything else → {spec, none}.
 /// @throws InputError for "FILE.xyz@" followed by something other than an integer.

@@ -186,15 +186,6 @@ std::vector<std::string> split_lines(const std::string& text) {
 
 }  // namespace
 
-bool same_geometry(const System& a, const System& b) {
-  if (a.atoms.size() != b.atoms.size() || a.n_up() != b.n_up() || a.n_down() != b.n_down()) return false;
-  for (size_t i = 0; i < a.atoms.size(); ++i) {
-    if (a.atoms[i].Z != b.atoms[i].Z) return false;
-    for (int k = 0; k < 3; ++k)
-      if (std::abs(a.atoms[i].position[k] - b.atoms[i].position[k]) > 1e-12) return false;
-  }
-  return true;
-}
 bool check_checkpoint_system(const System& trained, const System& target, const WaveFunction& wf) {
   bool same_atoms = trained.atoms.size() == target.atoms.size() && trained.n_up() == target.n_up() &&
                     trained.n_down() == target.n_down();

@@ -73,9 +73,6 @@ void load_module_state(torch::nn::Module& module, const TensorMap& state,
 /// warning when it has any. @throws CheckpointError for a missing name or another shape.
 void load_frozen_state(WaveFunction& wf, const Checkpoint& c);
 
-/// Whether two molecules have the same atoms (Z in order), electron counts and nuclei (to 1e-12 bohr).
-bool same_geometry(const System& a, const System& b);
-
 /// Whether parameters trained on `trained` may evaluate `target` with ansatz `wf`: always when
 /// the nuclear charges (in order) and electron counts agree (another geometry: true is
 /// returned only when it is the same geometry), and for transferable ansätze.

@@ -155,7 +155,8 @@ parallel::GraphKey VmcSetup::graph_key(std::size_t i) const {
 std::size_t VmcSetup::molecule_index(const std::string& name) const {
   std::string all;
   for (std::size_t i = 0; i < molecules.size(); ++i) {
-    if (molecules[i].name() == name) return i;
+    // (a frame's traj@3 is traj_3 in a run: either name finds it)
+    if (molecules[i].name() == name || molecules[i].name() == usable_molecule_name(name)) return i;
     all += (all.empty() ? "" : ", ") + molecules[i].name();
   }
   throw InputError("no molecule named '" + name + "' in this run (molecules: " + all + ")");

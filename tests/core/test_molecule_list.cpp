@@ -135,3 +135,24 @@ TEST(MoleculeList, OneOfTheThreeKeysAndAnOverrideReplacesTheOthers) {
   ASSERT_EQ(again.size(), 2u);
   EXPECT_EQ(again[1].atoms[1].position[2], 2.0);
 }
+
+// Frames are named by their own number (@-2 of two frames is @0), and the same molecule twice in
+// a list is named in a warning: [traj.xyz@0, traj.xyz@-2] trained frame 0 twice, as traj_0 and
+// traj_-2, without a word.
+TEST(MoleculeList, AFrameCountedFromTheEndIsNamedByItsNumberAndARepeatIsWarnedOf) {
+  const auto dir = fs::temp_directory_path() / "nnvmc_list_frames";
+  fs::create_directories(dir);
+  std::ofstream(dir / "traj.xyz") << "2\nA\nH 0 0 0\nH 0 0 0.74\n3\nB\nO 0 0 0\nH 0 0.757 0.587\nH 0 -0.757 0.587\n";
+  const std::string f = (dir / "traj.xyz").string();
+  testing::internal::CaptureStdout();  // (the log's sink: stdout in tests, stderr in the app)
+  testing::internal::CaptureStderr();
+  const auto m = molecules_of("system: {molecules: [" + f + "@0, " + f + "@-1, " + f + "@-2]}");
+  const std::string err = testing::internal::GetCapturedStderr() + testing::internal::GetCapturedStdout();
+  ASSERT_EQ(m.size(), 3u);
+  EXPECT_EQ(m[0].name, "traj_0");
+  EXPECT_EQ(m[1].name, "traj_1");
+  EXPECT_EQ(m[2].name, "traj_0_2");
+  EXPECT_TRUE(contains(err, "'traj_0_2' is the same molecule as 'traj_0'")) << err;
+  EXPECT_FALSE(contains(err, "'traj_1' is the same")) << err;
+  fs::remove_all(dir);
+}

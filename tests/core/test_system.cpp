@@ -183,7 +183,9 @@ TEST(System, AnyFrameOfAMultiFrameXyzIsChosenByItsIndex) {
   EXPECT_EQ(water.atoms.size(), 3u);
   EXPECT_EQ(water.name, "traj@1");
   EXPECT_EQ(load_molecule((dir / "traj.xyz").string(), "unused").name, "traj");
-  EXPECT_EQ(load_molecule((dir / "traj.XYZ").string() + "@-1", "unused").name, "traj@-1") << "(case of .XYZ)";
+  // named by the frame's own number: @-1 of two frames is traj@1, as @1 is
+  EXPECT_EQ(load_molecule((dir / "traj.XYZ").string() + "@-1", "unused").name, "traj@1") << "(case of .XYZ)";
+  EXPECT_EQ(load_molecule((dir / "traj.xyz").string() + "@-2", "unused").name, "traj@0");
   for (const char* bad : {"@x", "@", "@1.5"})
     EXPECT_THROW(load_molecule((dir / "traj.xyz").string() + bad, "unused"), InputError) << bad;
   EXPECT_THROW(load_molecule((dir / "traj.xyz").string() + "@7", "unused"), InputError);

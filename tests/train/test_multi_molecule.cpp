@@ -264,3 +264,16 @@ TEST(MoleculeBatches, DrawDistinctMoleculesFromTheSeedAndIteration) {
   EXPECT_GT(different.size(), 50u);
   EXPECT_NE(molecules_for_iteration(10, 3, 7, 0), molecules_for_iteration(10, 3, 8, 0));
 }
+
+// A frame traj@3 is traj_3 in a run (names there are plain): `eval --molecule` finds it by
+// either name, as the README promises (it knew traj_3 only).
+TEST(MultiMolecule, AMoleculeIsFoundByItsNameOrItsNameInTheRun) {
+  VmcSetup s;
+  s.molecules.resize(2);
+  s.molecules[0].system.name = "h2";
+  s.molecules[1].system.name = "traj_3";
+  EXPECT_EQ(s.molecule_index("traj_3"), 1u);
+  EXPECT_EQ(s.molecule_index("traj@3"), 1u);
+  EXPECT_EQ(s.molecule_index("h2"), 0u);
+  EXPECT_THROW(s.molecule_index("traj@4"), InputError);
+}
