@@ -118,12 +118,7 @@ CcsdRun run_ccsd(const System& system, const CcsdRunOptions& options) {
                      (system.name.empty() ? std::string("the molecule") : system.name) + " has " +
                      std::to_string(system.n_electrons()) + " electrons and spin " + std::to_string(system.spin));
   const scf::BasisSet basis = scf::make_basis(options.basis, system);
-  const double n_bf = double(basis.n_functions()), ao_bytes = 8 * n_bf * n_bf * n_bf * n_bf;
-  if (options.cholesky_tau <= 0 && ao_bytes > double(scf::kMaxFullEriBytes))  // before the SCF, not after it
-    throw BudgetError(strfmt("conventional integrals for %d basis functions hold %.1f GB of AO integrals, above the "
-                             "%.1f GB they are allowed; use Cholesky-decomposed integrals (--cholesky 1e-5)",
-                             static_cast<int>(basis.n_functions()), ao_bytes / 1e9, double(scf::kMaxFullEriBytes) / 1e9));
-  if (options.cholesky_tau <= 0) check_conventional_memory(basis.n_functions());
+  if (options.cholesky_tau <= 0) check_conventional_memory(basis.n_functions());  // before the SCF, not after it
   check_memory_budget(system, basis.n_functions(), options);
   adopt_rank0_rates(options);
   const auto seconds = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };

@@ -1,6 +1,8 @@
 /// AO → MO transformation of the RHF integrals (conventional or Cholesky).
 #include "ccsd/mo_integrals.hpp"
 
+#include <limits>
+
 #include <torch/torch.h>
 
 #include "batching/contract.hpp"
@@ -65,7 +67,9 @@ torch::Tensor transform_ao_eri(std::vector<double>&& ao, const torch::Tensor& c)
 
 MoIntegrals conventional_integrals(const scf::ScfResult& rhf, const scf::BasisSet& basis, int n_frozen) {
   MoIntegrals mo = common(rhf, n_frozen);
-  mo.eri = transform_ao_eri(scf::eri_full(basis), to_torch(rhf.c_alpha));
+  // no fixed cap: run_ccsd has checked the transform's peak against the host's memory
+  // (conventional_integrals_peak_bytes)
+  mo.eri = transform_ao_eri(scf::eri_full(basis, {}, std::numeric_limits<std::size_t>::max()), to_torch(rhf.c_alpha));
   return mo;
 }
 
