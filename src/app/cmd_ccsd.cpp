@@ -52,7 +52,9 @@ void print_summary(const ccsd::CcsdRun& run, const CcsdArgs& a) {
                                       run.scf_cholesky ? ", also for the RHF" : "; RHF on exact ERIs").c_str()
                              : "conventional integrals");
   std::printf("E(HF)       %18.10f\n", cc.e_hf);
-  std::printf("E(CCSD)     %18.10f   (correlation %.10f)\n", cc.e_ccsd, cc.e_corr);
+  std::printf("E(CCSD)     %18.10f   (correlation %.10f)%s\n", cc.e_ccsd, cc.e_corr,
+              cc.converged ? "" : strfmt("   NOT CONVERGED: the iterate after %d iterations (--allow-unconverged)",
+                                         cc.iterations).c_str());
   if (a.triples && triples_computed(run))
     std::printf("E(CCSD(T))  %18.10f   ((T) %.10f, %.2f s)\n", cc.e_ccsd_t, cc.e_t + 0.0, cc.seconds_triples);
   else if (a.triples)

@@ -1178,6 +1178,9 @@ TEST(Cli, TriplesOfAnUnconvergedCcsdAreNotComputedRatherThanZero) {
   ASSERT_EQ(text.code, 0) << text.out;
   EXPECT_NE(text.out.find("E(CCSD(T))  not computed"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("(T) was not computed"), std::string::npos) << text.out;
+  // the energy itself says it is not final, on stdout with it (the warning goes to stderr)
+  const auto quiet = run_shell(std::string(NNVMC_EXE) + " ccsd h2o --basis sto-3g --max-iterations 2 --allow-unconverged 2>/dev/null");
+  EXPECT_NE(quiet.out.find("NOT CONVERGED: the iterate after 2 iterations"), std::string::npos) << quiet.out;
 }
 
 // scf/ccsd: the molecule's charge and spin are checked before the closed-shell test (which used
