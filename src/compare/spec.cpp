@@ -420,13 +420,17 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
   spec.name = fs::path(where).stem().string();
   spec.references = parse_references(f.references);
   spec.reference_basis = f.reference_basis;
-  if (f.minutes < 0) throw ConfigError("'minutes' must be >= 0");
-  if (f.iterations && *f.iterations <= 0) throw ConfigError("'iterations' must be > 0");
-  if (f.walkers && *f.walkers <= 0) throw ConfigError("'walkers' must be > 0");
+  // (each names the line or override that gave the value)
+  const auto refuse = [&](const std::string& message) {
+    throw ConfigError(config_yaml::located_setting_error(message, root, overrides, where));
+  };
+  if (f.minutes < 0) refuse("'minutes' must be >= 0");
+  if (f.iterations && *f.iterations <= 0) refuse("'iterations' must be > 0");
+  if (f.walkers && *f.walkers <= 0) refuse("'walkers' must be > 0");
   if (f.eval_steps && *f.eval_steps <= 0)  // (0 gave "done" cells without an energy)
-    throw ConfigError("'eval_steps' must be > 0: each cell's energy comes from its evaluation");
-  if (f.threads && *f.threads <= 0) throw ConfigError("'threads' must be > 0");
-  if (f.seed && *f.seed < 0) throw ConfigError("'seed' must be >= 0");
+    refuse("'eval_steps' must be > 0: each cell's energy comes from its evaluation");
+  if (f.threads && *f.threads <= 0) refuse("'threads' must be > 0");
+  if (f.seed && *f.seed < 0) refuse("'seed' must be >= 0");
   spec.minutes = f.minutes;
   spec.iterations = f.iterations.value_or(0);
   spec.threads = f.threads.value_or(0);

@@ -413,6 +413,27 @@ bool override_sets(const std::string& assignment, const std::string& key_path) {
   return config_yaml::node_at(alone, parts).IsDefined();
 }
 
+namespace config_yaml {
+
+/// `message` of a setting's range check ("'KEY' must be ...") with where the setting came from:
+/// the last override that sets KEY ("override 'KEY=VALUE': ..."), else its file line
+/// ("FILE:LINE: ..."); unchanged when KEY was not given (a default, or not a key).
+std::string located_setting_error(const std::string& message, const YAML::Node& root,
+                                  const std::vector<std::string>& overrides, const std::string& where) {
+  if (message.size() < 2 || message[0] != '\'') return message;
+  const std::string key = message.substr(1, message.find('\'', 1) - 1);
+  for (auto o = overrides.rbegin(); o != overrides.rend(); ++o)
+    if (nnvmc::override_sets(*o, key)) return "override '" + *o + "': " + message;
+  std::vector<std::string> parts;
+  std::stringstream ss(key);
+  for (std::string p; std::getline(ss, p, '.');) parts.push_back(p);
+  const YAML::Node node = root.IsMap() ? node_at(root, parts) : YAML::Node();
+  if (!node.IsDefined() || node.Mark().is_null()) return message;
+  return location(node, where) + ": " + message;
+}
+
+}  // namespace config_yaml
+
 namespace {
 /// parse_config of a loaded document (`root`, null for an empty one).
 Config parse_config_tree(YAML::Node root, const std::vector<std::string>& overrides, const std::string& where) {
@@ -437,7 +458,11 @@ Config parse_config_tree(YAML::Node root, const std::vector<std::string>& overri
   Config c;
   config_yaml::read_struct(root, c, "", where);
   config_yaml::apply_dependent_defaults(c, root);
-  validate(c);
+  try {
+    validate(c);
+  } catch (const ConfigError& e) {
+    throw ConfigError(config_yaml::located_setting_error(e.what(), root, overrides, where));
+  }
   return c;
 }
 }  // namespace

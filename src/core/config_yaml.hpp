@@ -30,6 +30,12 @@ std::string suggestion(const std::string& key, const std::vector<std::string>& c
 /// "file:line" of a node when known.
 std::string location(const YAML::Node& node, const std::string& where);
 
+/// `message` of a setting's range check ("'KEY' must be ...") with where the setting came from:
+/// the last of `overrides` that sets KEY ("override 'KEY=VALUE': ..."), else its line in
+/// `where`'s document `root` ("FILE:LINE: ..."); unchanged when neither gave KEY.
+std::string located_setting_error(const std::string& message, const YAML::Node& root,
+                                  const std::vector<std::string>& overrides, const std::string& where);
+
 template <class T> struct is_optional : std::false_type {};
 template <class T> struct is_optional<std::optional<T>> : std::true_type {};
 

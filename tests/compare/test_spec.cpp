@@ -481,3 +481,11 @@ TEST(CompareSpec, ThePublishedSizeModelFilesAreAnsatzEntries) {
     EXPECT_EQ(c.config.system.molecule->yaml, "he") << c.id;
   }
 }
+
+// Out-of-range budgets name their line or override (they named the key alone).
+TEST(CompareSpec, OutOfRangeBudgetsNameTheirLineOrOverride) {
+  EXPECT_EQ(error_of("ansatze: [{type: ferminet}]\nmolecules: [h2]\niterations: 0\n"),
+            "cmp.yaml:3: 'iterations' must be > 0");
+  EXPECT_EQ(error_of("ansatze: [{type: ferminet}]\nmolecules: [h2]\n", {"walkers=0"}),
+            "override 'walkers=0': 'walkers' must be > 0");
+}

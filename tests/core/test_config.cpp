@@ -212,6 +212,15 @@ TEST(Config, UnknownKeyNamesPathLineAndSuggestion) {
   EXPECT_TRUE(contains(e, "did you mean 'sampler.walkers'")) << e;
 }
 
+// Out-of-range values name their line, or the override that gave them, as type errors do (they
+// named the key alone).
+TEST(Config, OutOfRangeValuesNameTheirLineOrOverride) {
+  EXPECT_EQ(error_of("system: {molecule: he}\nsampler:\n  walkers: 8\n  steps_per_iteration: 0\n"),
+            "c.yaml:4: 'sampler.steps_per_iteration' must be > 0");
+  EXPECT_EQ(error_of("sampler: {walkers: 8}\n", {"optim.lr=0.1", "optim.lr=0"}), "override 'optim.lr=0': 'optim.lr' must be > 0");
+  EXPECT_EQ(error_of("", {"sampler={walkers: -1}"}), "override 'sampler={walkers: -1}': 'sampler.walkers' must be > 0");
+}
+
 TEST(Config, DuplicateKeysAndSecondDocumentsAreErrorsNamingTheLine) {
   // yaml-cpp keeps both entries and lookups see the first: `lr` given twice trained with the first.
   const auto dup = error_of("optim:\n  lr: 0.1\n  iterations: 5\n  lr: 0.01\n");
