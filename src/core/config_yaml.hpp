@@ -129,6 +129,9 @@ void read_value(const YAML::Node& node, T& out, const std::string& path, const s
       else if constexpr (std::is_integral_v<T>) want = "an integer";
       else if constexpr (std::is_floating_point_v<T>) want = "a number";
       else if constexpr (std::is_same_v<T, std::string>) want = "a string";
+      else if constexpr (std::is_same_v<T, std::vector<std::array<int, 2>>>)
+        want = "a list of [one-electron, two-electron] width pairs, one per layer (e.g. [[32, 8], [32, 8]])";
+      else if constexpr (std::is_same_v<T, std::vector<int>>) want = "a list of integers";
       else want = "a list";
       throw ConfigError(location(node, where) + ": '" + path + "' must be " + want + ", got '" +
                         (node.IsScalar() ? node.Scalar() : YAML::Dump(node)) + "'");

@@ -215,6 +215,10 @@ TEST(Config, UnknownKeyNamesPathLineAndSuggestion) {
 // Out-of-range values name their line, or the override that gave them, as type errors do (they
 // named the key alone).
 TEST(Config, OutOfRangeValuesNameTheirLineOrOverride) {
+  // a malformed layer list says what a layer is (it said "must be a list" of a list)
+  EXPECT_TRUE(contains(error_of("model:\n  ferminet: {hidden_dims: [[32]]}\n"),
+                       "c.yaml:2: 'model.ferminet.hidden_dims' must be a list of [one-electron, two-electron] width "
+                       "pairs, one per layer (e.g. [[32, 8], [32, 8]]), got '[[32]]'"));
   EXPECT_EQ(error_of("system: {molecule: he}\nsampler:\n  walkers: 8\n  steps_per_iteration: 0\n"),
             "c.yaml:4: 'sampler.steps_per_iteration' must be > 0");
   EXPECT_EQ(error_of("sampler: {walkers: 8}\n", {"optim.lr=0.1", "optim.lr=0"}), "override 'optim.lr=0': 'optim.lr' must be > 0");
