@@ -1003,22 +1003,22 @@ TEST(Cli, ProfilePrintsNoProfilerLibraryNoiseAndTakesInlineMolecules) {
   fs::remove_all(out);
 }
 
-// Under an address-space limit (ulimit -v; a cgroup limit is read the same way) the 'auto'
-// budget is taken from what the limit leaves, and an allocation that still fails (the walkers'
-// own arrays, which no budget covers) is an "out of memory" error with advice and exit code 1:
-// no crash, no kill.
+// Under an address-space limit (ulimit -v; a cgroup limit is read the same way) an allocation
+// that fails (here chunks sized for a run.memory_budget the limit does not leave; before the
+// walkers' gradient pass was budgeted, 2 M walkers under 'auto' did it) is an "out of memory"
+// error with advice and exit code 1: no crash, no kill.
 TEST(Cli, AnAllocationRefusedByTheMemoryLimitIsAnOutOfMemoryErrorWithAdvice) {
   const auto out = (fs::temp_directory_path() / "nnvmc_cli_oom").string();
   const auto cfg = write_config("nnvmc_cli_oom.yaml", kTiny + "run: {threads: 1, output: " + out + ", overwrite: true}\n");
   const auto r = run_shell("sh -c 'ulimit -v 3000000 && exec " + std::string(NNVMC_EXE) + " train " + cfg +
-                           " sampler.walkers=2000000'");
+                           " sampler.walkers=2000000 run.memory_budget=2GiB'");
   const std::string& text = r.out;
   ASSERT_TRUE(r.exited) << text;  // not killed by a signal
   EXPECT_EQ(r.code, 1) << text;
   EXPECT_NE(text.find("nnvmc: error: out of memory: "), std::string::npos) << text;
   EXPECT_EQ(text.find("frame #"), std::string::npos) << text;  // libtorch's message without its C++ backtrace
   EXPECT_NE(text.find("use fewer sampler.walkers"), std::string::npos) << text;
-  EXPECT_NE(text.find("run.memory_budget = "), std::string::npos) << text;  // the budget 'auto' chose, logged
+  EXPECT_NE(text.find("(run.memory_budget = 2.00 GiB)"), std::string::npos) << text;  // the chunks' budget, logged
   fs::remove_all(out);
 }
 
@@ -1197,7 +1197,9 @@ TEST(Cli, ScfAndCcsdCheckTheirInputsFirstAndTheirOutputLast) {
   }
   std::string chain = "31\nHe chain, 155 cc-pVDZ functions\n";  // 8 n^4 = 4.6 GB of AO integrals
   for (int i = 0; i < 31; ++i) chain += "He 0 0 " + std::to_string(3.0 * i) + "\n";
-  const auto big = run("ccsd " + write_config("nnvmc_he31.xyz", chain) + " --basis cc-pvdz");
+  // (under a limit: a machine with the memory runs it, as there is no fixed cap)
+  const auto big = run_shell("sh -c 'ulimit -v 8000000 && exec " + std::string(NNVMC_EXE) + " ccsd " +
+                             write_config("nnvmc_he31.xyz", chain) + " --basis cc-pvdz'");
   EXPECT_EQ(big.code, 2) << big.out;
   EXPECT_NE(big.out.find("155 basis functions"), std::string::npos) << big.out;
   EXPECT_NE(big.out.find("--cholesky"), std::string::npos) << big.out;
