@@ -422,8 +422,15 @@ std::string located_setting_error(const std::string& message, const YAML::Node& 
                                   const std::vector<std::string>& overrides, const std::string& where) {
   if (message.size() < 2 || message[0] != '\'') return message;
   const std::string key = message.substr(1, message.find('\'', 1) - 1);
-  for (auto o = overrides.rbegin(); o != overrides.rend(); ++o)
-    if (nnvmc::override_sets(*o, key)) return "override '" + *o + "': " + message;
+  // an override that sets KEY or a mapping holding it ('sampler={walkers: -1}'), not one that
+  // sets something inside KEY (system.charge=1 for a message about 'system')
+  for (auto o = overrides.rbegin(); o != overrides.rend(); ++o) {
+    std::string path = o->substr(0, o->find('='));
+    path.erase(path.find_last_not_of(" \t") + 1);
+    const bool holds = path == key || (key.size() > path.size() && key.compare(0, path.size(), path) == 0 &&
+                                       key[path.size()] == '.');
+    if (holds && nnvmc::override_sets(*o, key)) return "override '" + *o + "': " + message;
+  }
   std::vector<std::string> parts;
   std::stringstream ss(key);
   for (std::string p; std::getline(ss, p, '.');) parts.push_back(p);

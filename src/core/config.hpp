@@ -352,8 +352,9 @@ struct RunOptions {
     v("output", output, "output directory (<name> is replaced)");
     v("checkpoint_every", checkpoint_every, "iterations between checkpoints (0: only at the end)");
     v("memory_budget", memory_budget,
-      "working memory of a local-energy evaluation, of the sampler's passes and of the per-walker gradient "
-      "passes (optim.sr.chunk_walkers): bytes (e.g. 2GiB, 500MB) or auto (60 % of the available memory)");
+      "working memory of every pass over the walkers (local energies, the sampler's log|psi|, the gradient and "
+      "per-walker gradients (optim.sr.chunk_walkers), HF pretraining): bytes (e.g. 2GiB, 500MB) or auto (60 % of "
+      "the available memory, less the training's and the walkers' own state)");
     v("threads", threads, "CPU threads (0: all cores)");
     v("walker_threads", walker_threads,
       "on the CPU, run the wavefunction and local energy on one part of the walkers per thread "

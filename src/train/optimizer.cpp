@@ -156,7 +156,8 @@ class AdamOptimizer final : public Optimizer {
     const int device = r.is_cuda() ? static_cast<int>(r.get_device()) : -1;
     const std::int64_t held = batching::held_bytes(device);
     auto& fitted = chunks_[&sys];
-    if (fitted.walkers == 0 || held > fitted.held) {
+    const std::int64_t electrons = r.size(1), atoms = sys.n_atoms();
+    if (fitted.walkers == 0 || held > fitted.held || fitted.electrons != electrons || fitted.atoms != atoms) {
       batching::ChunkFitOptions o;
       o.key = "run.memory_budget";
       o.what = "walker (gradient of log|psi|)";
@@ -174,6 +175,8 @@ class AdamOptimizer final : public Optimizer {
           n, budget_, o);
       fitted.walkers = std::max<std::int64_t>(1, fit.chunk);
       fitted.held = held;
+      fitted.electrons = electrons;
+      fitted.atoms = atoms;
       if (fitted.walkers < n)
         log::info(strfmt("gradient: %s per walker + %s fixed (measured) -> chunks of %lld walkers for "
                          "run.memory_budget = %s",
@@ -187,6 +190,7 @@ class AdamOptimizer final : public Optimizer {
   struct Fitted {
     std::int64_t walkers = 0;  ///< chunk (0: not fitted yet)
     std::int64_t held = 0;     ///< held memory when fitted
+    std::int64_t electrons = 0, atoms = 0;  ///< of the molecule fitted (an address may be reused)
   };
 
   OptimOptions options_;

@@ -23,10 +23,28 @@ double chunk_loss(VmcSetup& s, const VmcMolecule& m, const torch::Tensor& r, con
   return part.item<double>();
 }
 
-/// The HF orbitals at the walkers r [B, N, 3] → [B, 1, N, N], in the chunks of the sampler's
-/// log|ψ| passes (the basis functions at every electron are B·N·n_basis·primitives numbers).
-torch::Tensor hf_orbitals(HartreeFockDeterminant& hf, const VmcMolecule& m, const torch::Tensor& r) {
-  return in_row_chunks(r, m.logabs_chunk->walkers, [&](const torch::Tensor& x) { return hf.orbitals(x, m.tensors); });
+/// Walkers per pass of the HF determinant (its orbitals and log|ψ_HF|, without a graph) within
+/// run.memory_budget, measured on walkers spread over a few bohr: its basis functions at every
+/// electron are B·N·n_basis·primitives numbers, which no network pass measures.
+std::int64_t fit_hf_walkers(VmcSetup& s, const VmcMolecule& m, HartreeFockDeterminant& hf) {
+  const std::int64_t walkers = std::max<std::int64_t>(s.config.sampler.walkers, 1);
+  if (s.budget.is_unlimited()) return walkers;
+  auto o = walker_fit_options(s, "walker of '" + m.name() + "' (the HF determinant of pretraining)");
+  const auto fit = batching::fit_chunk(
+      [&](std::int64_t k) {
+        torch::NoGradGuard ng;
+        const std::int64_t n = m.system.n_electrons();  // (spread positions; no random draw)
+        const auto x = torch::linspace(-2.0, 2.0, 3 * n * k, s.options).view({k, n, 3});
+        (void)hf.orbitals(x, m.tensors);
+        (void)hf.forward(x, m.tensors);
+      },
+      walkers, s.budget, o);
+  return std::max<std::int64_t>(fit.chunk, 1);
+}
+
+/// The HF orbitals at the walkers r [B, N, 3] → [B, 1, N, N] in chunks of `chunk` walkers.
+torch::Tensor hf_orbitals(HartreeFockDeterminant& hf, const VmcMolecule& m, const torch::Tensor& r, std::int64_t chunk) {
+  return in_row_chunks(r, chunk, [&](const torch::Tensor& x) { return hf.orbitals(x, m.tensors); });
 }
 
 /// Walkers per orbital-fit pass within run.memory_budget (measured on one and eight walkers;
@@ -55,6 +73,7 @@ PretrainResult pretrain(VmcSetup& s, const PretrainOptions& options, StageTimers
   const std::size_t n = s.molecules.size();
   std::vector<std::unique_ptr<HartreeFockDeterminant>> hf;
   std::vector<LogAbsFn> mixture;
+  std::vector<std::int64_t> hf_chunk(n, 0);  // walkers per pass of each HF determinant
   out.molecules.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
     auto& m = s.molecules[i];
@@ -68,9 +87,10 @@ PretrainResult pretrain(VmcSetup& s, const PretrainOptions& options, StageTimers
     // the determinant's in the same chunks.
     auto* target = hf.back().get();
     const SystemTensors* sys = &m.tensors;
-    mixture.push_back([target, net = s.logabs_fn(i), chunk = m.logabs_chunk, sys](const torch::Tensor& r) {
-      const auto b = 2.0 * net(r);  // measures the chunk on its first call
-      const auto a = 2.0 * in_row_chunks(r, chunk->walkers, [&](const torch::Tensor& x) { return target->forward(x, *sys).logabs; });
+    hf_chunk[i] = fit_hf_walkers(s, m, *target);
+    mixture.push_back([target, net = s.logabs_fn(i), chunk = hf_chunk[i], sys](const torch::Tensor& r) {
+      const auto b = 2.0 * net(r);  // measures the network's chunk on its first call
+      const auto a = 2.0 * in_row_chunks(r, chunk, [&](const torch::Tensor& x) { return target->forward(x, *sys).logabs; });
       return 0.5 * (torch::logaddexp(a, b) - std::log(2.0));
     });
     if (!m.sampler->positions().defined()) m.sampler->initialize(mixture[i]);
@@ -85,7 +105,7 @@ PretrainResult pretrain(VmcSetup& s, const PretrainOptions& options, StageTimers
     torch::Tensor target;
     {
       torch::NoGradGuard ng;
-      target = hf_orbitals(*hf[i], m, r);
+      target = hf_orbitals(*hf[i], m, r, hf_chunk[i]);
     }
     fit_chunk[i] = fit_walkers(s, m, r, target, static_cast<double>(r.size(0)) / s.config.sampler.walkers);
   }
@@ -105,7 +125,7 @@ PretrainResult pretrain(VmcSetup& s, const PretrainOptions& options, StageTimers
       torch::Tensor target;
       {
         torch::NoGradGuard ng;
-        target = hf_orbitals(*hf[i], m, r);  // [B, 1, N, N], broadcast over the K determinants
+        target = hf_orbitals(*hf[i], m, r, hf_chunk[i]);  // [B, 1, N, N], broadcast over the K determinants
       }
       // With several ranks each holds its walkers' share of the mean; gradients and losses are
       // summed over ranks below.

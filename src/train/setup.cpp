@@ -209,21 +209,25 @@ double walker_state_bytes(const std::vector<System>& systems, std::int64_t walke
   return per_walker * static_cast<double>(walkers);
 }
 
-/// Refuses a walker count whose state (walker_state_bytes of this rank's walkers) and `reserved`
-/// bytes (the training's own memory) would take more than 90 % of `room`, the memory this
-/// process can use on `device` (−1: unknown, not checked). @return the state's bytes
+/// Refuses a walker count whose state (walker_state_bytes of this rank's walkers; with several
+/// ranks also every walker's positions and log|ψ|, which a checkpoint or resume gathers on each
+/// rank) and `reserved` bytes (the training's own memory) would take more than 90 % of `room`, the
+/// memory this process can use on `device` (−1: unknown, not checked). @return the state's bytes
 std::int64_t check_walker_state(const Config& config, const std::vector<System>& systems, const std::string& device,
                                 std::int64_t room, std::int64_t reserved) {
-  const int ranks = std::max(parallel::world().size(), 1);
-  const std::int64_t mine = (config.sampler.walkers + ranks - 1) / ranks;
-  const double bytes = walker_state_bytes(systems, mine);
+  const std::int64_t ranks = std::max(parallel::world().size(), 1), walkers = config.sampler.walkers;
+  const std::int64_t mine = (walkers + ranks - 1) / ranks;
+  double bytes = walker_state_bytes(systems, mine);
+  if (ranks > 1)
+    for (const auto& m : systems) bytes += 8.0 * (3 * m.n_electrons() + 1) * static_cast<double>(walkers);
   if (room >= 0 && bytes + static_cast<double>(reserved) > 0.9 * static_cast<double>(room)) {
     const std::string walkers = ranks > 1 ? strfmt("%lld walkers of this rank", static_cast<long long>(mine))
                                           : strfmt("%d walkers", config.sampler.walkers);
     throw ConfigError(strfmt("'sampler.walkers': %s hold about %s (positions, their proposals and saved copies, "
-                             "log|psi| and local energies: about 8 x the positions' bytes)%s, more than 90 %% of the "
+                             "log|psi| and local energies: about 8 x the positions' bytes%s)%s, more than 90 %% of the "
                              "%s this process can use on %s; use fewer walkers",
                              walkers.c_str(), batching::format_bytes(bytes).c_str(),
+                             ranks > 1 ? ", and all ranks' walkers, which checkpoints gather on each rank" : "",
                              reserved > 0 ? (" next to the training's " + batching::format_bytes(double(reserved))).c_str() : "",
                              batching::format_bytes(double(room)).c_str(), device.c_str()));
   }
@@ -348,10 +352,9 @@ VmcSetup make_setup(const Config& config, SetupPurpose purpose) {
   }
   // the walkers' own state, outside every chunked stage ("auto" leaves it out too)
   reserved += check_walker_state(config, systems, device, room_memory(device), reserved);
-  if (automatic) {
-    s.budget = batching::MemoryBudget::parse("auto", device, "run.memory_budget", reserved);
-    check_walker_memory(config, systems, s.budget);
-  }
+  // ('auto' leaves the walkers' state out, which check_walker_state has checked: their positions
+  // are not held against what is left)
+  if (automatic) s.budget = batching::MemoryBudget::parse("auto", device, "run.memory_budget", reserved);
   for (std::size_t i = 0; i < systems.size(); ++i) {
     VmcMolecule m;
     m.system = systems[i];

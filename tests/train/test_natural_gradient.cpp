@@ -6,7 +6,8 @@
 #include "core/timer.hpp"
 #include "batching/peak_memory.hpp"
 #include "core/system.hpp"
-#include "models/ferminet/ferminet.hpp"
+#include "models/registry.hpp"
+#include "models/determinant_balance.hpp"
 #include "train/natural_gradient.hpp"
 #include "train/per_sample_gradients.hpp"
 
@@ -304,40 +305,55 @@ TEST(Adam, StateOfAnotherShapeIsRefusedWhenLoaded) {
 
 // Adam's gradient pass held every activation of every walker at once, outside run.memory_budget
 // (200000 He walkers: 3.3 GB with a 64 MiB budget). Under a budget it goes through chunks of
-// walkers that fit it, and the step is the same (with the determinant-balance penalty, which
-// Adam adds by default).
+// walkers that fit it, and the step is the same: FermiNet, and the Orbformer, whose
+// determinant-balance penalty Adam adds by default (a mean over each chunk, weighted by its
+// walkers).
 TEST(Adam, GradientPassesFitTheBudgetAndGiveTheSameStep) {
   const System sys = load_molecule("lih", default_molecules_dir());
   const SystemTensors tensors = test::tensors(sys);
-  FermiNet one(test::small_ferminet(), sys), chunked(test::small_ferminet(), sys);
-  const auto r = test::random_positions(sys, 256, 1);
-  torch::manual_seed(3);
-  const auto e = -8.0 + 0.1 * torch::randn({256}, torch::kFloat64);
-  OptimOptions o;
-  o.type = "adam";
-  o.lr = 1e-2;
-  StageTimers timers;
-  const std::vector<WalkerBatch> batch{WalkerBatch{&tensors, r, e}};
-  std::int64_t one_pass = 0, peak = 0;
-  {
-    batching::PeakMemoryScope scope;
-    ASSERT_TRUE(make_optimizer(o, one)->step(one, batch, 0, timers));
-    one_pass = scope.peak_bytes();
-  }
-  const batching::MemoryBudget budget(one_pass / 4);
-  auto opt = make_optimizer(o, chunked, budget);
-  {
-    batching::PeakMemoryScope scope;
-    ASSERT_TRUE(opt->step(chunked, batch, 0, timers));
-    peak = scope.peak_bytes();
-  }
-  EXPECT_LE(peak, budget.bytes()) << "one pass took " << one_pass;
-  const auto a = one.parameters(), b = chunked.parameters();
-  ASSERT_EQ(a.size(), b.size());
-  // (the first Adam step is about lr · sign(g): the gradients themselves are compared)
-  for (std::size_t k = 0; k < a.size(); ++k) {
-    ASSERT_TRUE(a[k].grad().defined() && b[k].grad().defined()) << k;
-    EXPECT_LT(test::rel_diff(b[k].grad(), a[k].grad()), 1e-12) << k;
-    EXPECT_LT(test::rel_diff(b[k].detach(), a[k].detach()), 1e-12) << k;
+  for (const char* type : {"ferminet", "orbformer"}) {
+    SCOPED_TRACE(type);
+    ModelConfig model;
+    model.type = type;
+    test::use_small_models(model);
+    const auto one = make_model(model, sys, torch::kFloat64, torch::kCPU);
+    test::use_small_models(model);  // (reseeds: the same initial parameters)
+    const auto chunked = make_model(model, sys, torch::kFloat64, torch::kCPU);
+    const auto r = test::random_positions(sys, 256, 1);
+    torch::manual_seed(3);
+    const auto e = -8.0 + 0.1 * torch::randn({256}, torch::kFloat64);
+    OptimOptions o;
+    o.type = "adam";
+    o.lr = 1e-2;
+    ASSERT_GT(determinant_balance_weight(o), 0.0);
+    if (std::string(type) == "orbformer") ASSERT_TRUE(one->determinant_log_weights(r.slice(0, 0, 2), tensors).defined());
+    StageTimers timers;
+    const std::vector<WalkerBatch> batch{WalkerBatch{&tensors, r, e}};
+    std::int64_t one_pass = 0, peak = 0;
+    {
+      batching::PeakMemoryScope scope;
+      ASSERT_TRUE(make_optimizer(o, *one)->step(*one, batch, 0, timers));
+      one_pass = scope.peak_bytes();
+    }
+    const batching::MemoryBudget budget(one_pass / 4);
+    auto opt = make_optimizer(o, *chunked, budget);
+    {
+      batching::PeakMemoryScope scope;
+      ASSERT_TRUE(opt->step(*chunked, batch, 0, timers));
+      peak = scope.peak_bytes();
+    }
+    EXPECT_LE(peak, budget.bytes()) << "one pass took " << one_pass;
+    const auto a = one->parameters(), b = chunked->parameters();
+    ASSERT_EQ(a.size(), b.size());
+    // (the first Adam step is about lr · sign(g): the gradients themselves are compared)
+    for (std::size_t k = 0; k < a.size(); ++k) {
+      if (!a[k].grad().defined()) {
+        EXPECT_FALSE(b[k].grad().defined()) << k;
+        continue;
+      }
+      ASSERT_TRUE(b[k].grad().defined()) << k;
+      EXPECT_LT(test::rel_diff(b[k].grad(), a[k].grad()), 1e-12) << k;
+      EXPECT_LT(test::rel_diff(b[k].detach(), a[k].detach()), 1e-12) << k;
+    }
   }
 }
