@@ -37,10 +37,10 @@ std::string comparison_marker(const std::string& dir) {
 std::string enclosing_output(const std::string& dir) {
   std::error_code ec;
   // symbolic links resolved: a link to a comparison's cells/x is inside that comparison
-  fs::path path = fs::absolute(fs::path(dir), ec);
+  const fs::path absolute = fs::absolute(fs::path(dir), ec);
   if (ec) return "";
-  path = fs::weakly_canonical(path, ec);
-  if (ec) path = fs::absolute(fs::path(dir)).lexically_normal();  // (a part cannot be read)
+  fs::path path = fs::weakly_canonical(absolute, ec);
+  if (ec) path = absolute.lexically_normal();  // (a part cannot be read)
   if (!path.has_filename() && path.has_parent_path()) path = path.parent_path();  // "CMP/" is CMP itself
   for (fs::path up = path.parent_path(); !up.empty() && up != up.root_path(); up = up.parent_path()) {
     if (const std::string m = comparison_marker(up.string()); !m.empty())

@@ -84,7 +84,7 @@ PretrainResult pretrain(VmcSetup& s, const PretrainOptions& options, StageTimers
                      options.basis.c_str(), m.name().c_str(), hf.back()->energy()));
     // Walkers follow an equal mixture of the two densities: log|ψ_mix| = ½ log(½|ψ_HF|² + ½|ψ|²).
     // The network's part in chunks that fit run.memory_budget (the sampler's log|ψ| passes);
-    // the determinant's in the same chunks.
+    // the determinant's in chunks measured for it (fit_hf_walkers).
     auto* target = hf.back().get();
     const SystemTensors* sys = &m.tensors;
     hf_chunk[i] = fit_hf_walkers(s, m, *target);

@@ -221,12 +221,12 @@ std::int64_t check_walker_state(const Config& config, const std::vector<System>&
   if (ranks > 1)
     for (const auto& m : systems) bytes += 8.0 * (3 * m.n_electrons() + 1) * static_cast<double>(walkers);
   if (room >= 0 && bytes + static_cast<double>(reserved) > 0.9 * static_cast<double>(room)) {
-    const std::string walkers = ranks > 1 ? strfmt("%lld walkers of this rank", static_cast<long long>(mine))
-                                          : strfmt("%d walkers", config.sampler.walkers);
+    const std::string whose = ranks > 1 ? strfmt("%lld walkers of this rank", static_cast<long long>(mine))
+                                        : strfmt("%d walkers", config.sampler.walkers);
     throw ConfigError(strfmt("'sampler.walkers': %s hold about %s (positions, their proposals and saved copies, "
                              "log|psi| and local energies: about 8 x the positions' bytes%s)%s, more than 90 %% of the "
                              "%s this process can use on %s; use fewer walkers",
-                             walkers.c_str(), batching::format_bytes(bytes).c_str(),
+                             whose.c_str(), batching::format_bytes(bytes).c_str(),
                              ranks > 1 ? ", and all ranks' walkers, which checkpoints gather on each rank" : "",
                              reserved > 0 ? (" next to the training's " + batching::format_bytes(double(reserved))).c_str() : "",
                              batching::format_bytes(double(room)).c_str(), device.c_str()));
@@ -350,10 +350,9 @@ VmcSetup make_setup(const Config& config, SetupPurpose purpose) {
     reserved = static_cast<std::int64_t>(check_training_memory(config.optim, *s.wf, cpu, ninety_percent(room_memory(device)),
                                                                cpu ? -1 : ninety_percent(room_memory("cpu"))));
   }
-  // the walkers' own state, outside every chunked stage ("auto" leaves it out too)
+  // The walkers' own state, outside every chunked stage: 'auto' leaves it out (their positions
+  // are then not held against what is left, as an explicit budget's are above).
   reserved += check_walker_state(config, systems, device, room_memory(device), reserved);
-  // ('auto' leaves the walkers' state out, which check_walker_state has checked: their positions
-  // are not held against what is left)
   if (automatic) s.budget = batching::MemoryBudget::parse("auto", device, "run.memory_budget", reserved);
   for (std::size_t i = 0; i < systems.size(); ++i) {
     VmcMolecule m;
