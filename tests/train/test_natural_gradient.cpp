@@ -326,7 +326,9 @@ TEST(Adam, GradientPassesFitTheBudgetAndGiveTheSameStep) {
     o.type = "adam";
     o.lr = 1e-2;
     ASSERT_GT(determinant_balance_weight(o), 0.0);
-    if (std::string(type) == "orbformer") ASSERT_TRUE(one->determinant_log_weights(r.slice(0, 0, 2), tensors).defined());
+    if (std::string(type) == "orbformer") {  // (the penalty is built: the ansatz has determinant weights)
+      ASSERT_TRUE(one->determinant_log_weights(r.slice(0, 0, 2), tensors).defined());
+    }
     StageTimers timers;
     const std::vector<WalkerBatch> batch{WalkerBatch{&tensors, r, e}};
     std::int64_t one_pass = 0, peak = 0;
