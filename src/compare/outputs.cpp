@@ -175,7 +175,7 @@ void write_h5(const std::string& path, const CompareSpec& spec, const std::vecto
 std::string budget_line(const CompareSpec& spec, const ReportInfo& info) {
   const Config& c = spec.cells.front().config;
   std::string s;
-  if (spec.iterations) s += strfmt("%d iterations", spec.iterations);
+  if (spec.iterations) s += strfmt("%d iterations", *spec.iterations);
   if (spec.minutes > 0) s += strfmt("%s%g minutes of training", s.empty() ? "" : " or ", spec.minutes);
   if (s.empty()) s = strfmt("%d iterations", c.optim.iterations);
   s += strfmt(", %d walkers, %d evaluation steps, %d thread(s) per cell, %d cell%s at a time, seed %llu",

@@ -41,7 +41,7 @@ struct CompareFile {
     v("optim", optim, "optional axis: optimizer types or optim blocks");
     v("dtype", dtype, "optional axis: run.dtype values");
     v("base", base, "run config (path or mapping) under the model blocks");
-    v("iterations", iterations, "training iterations per cell");
+    v("iterations", iterations, "training iterations per cell (0: each cell is evaluated untrained, or HF-pretrained only)");
     v("minutes", minutes, "training wall time per cell (0: no limit)");
     v("walkers", walkers, "walkers per cell");
     v("eval_steps", eval_steps, "evaluation steps per cell");
@@ -425,14 +425,16 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
     throw ConfigError(config_yaml::located_setting_error(message, root, overrides, where));
   };
   if (f.minutes < 0) refuse("'minutes' must be >= 0");
-  if (f.iterations && *f.iterations <= 0) refuse("'iterations' must be > 0");
+  if (f.iterations && *f.iterations < 0) refuse("'iterations' must be >= 0 (0: each cell is evaluated untrained)");
+  if (f.iterations && *f.iterations == 0 && f.minutes > 0)
+    refuse("'minutes' must be 0 with 'iterations: 0' (no cell trains)");
   if (f.walkers && *f.walkers <= 0) refuse("'walkers' must be > 0");
   if (f.eval_steps && *f.eval_steps <= 0)  // (0 gave "done" cells without an energy)
     refuse("'eval_steps' must be > 0: each cell's energy comes from its evaluation");
   if (f.threads && *f.threads <= 0) refuse("'threads' must be > 0");
   if (f.seed && *f.seed < 0) refuse("'seed' must be >= 0");
   spec.minutes = f.minutes;
-  spec.iterations = f.iterations.value_or(0);
+  spec.iterations = f.iterations;
   spec.threads = f.threads.value_or(0);
   spec.output = f.output;
   if (const auto pos = spec.output.find("<name>"); pos != std::string::npos) spec.output.replace(pos, 6, spec.name);

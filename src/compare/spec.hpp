@@ -3,6 +3,7 @@
 /// The comparison file of `nnvmc compare`: a matrix of ansätze × molecules × optional axes
 /// (laplacian, optim, dtype) with a common budget per cell, expanded into one validated run
 /// config per cell. Torch-free: nothing here builds a model.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,7 +44,7 @@ struct CompareSpec {
   std::vector<std::string> ansatze;     ///< ansatz labels in file order
   std::vector<MoleculeEntry> molecules;  ///< in file order
   double minutes = 0;                   ///< wall-time budget of training per cell (0: none)
-  int iterations = 0;                   ///< iterations per cell as given (0: not given)
+  std::optional<int> iterations;        ///< iterations per cell as given (0: evaluation only)
   int threads = 0;                      ///< intra-op threads per cell as given (0: split the cores)
   ReferenceMode references = ReferenceMode::automatic;
   std::string reference_basis = "cc-pvdz";  ///< basis of CCSD(T) references

@@ -365,7 +365,7 @@ TEST(CompareSpec, BadFilesAreConfigErrorsNamingTheKey) {
   EXPECT_NE(inside.find("overrides: [optim.lr=...]"), std::string::npos) << inside;
   EXPECT_EQ(parse_compare_spec(kTwoSizes, {"base.sampler.burn_in=3"}, "cmp.yaml").cells.at(0).config.sampler.burn_in, 3);
   EXPECT_NE(error_of(kTwoSizes, {"references=best"}).find("'references'"), std::string::npos);
-  EXPECT_NE(error_of(kTwoSizes, {"iterations=0"}).find("'iterations'"), std::string::npos);
+  EXPECT_NE(error_of(kTwoSizes, {"iterations=-1"}).find("'iterations'"), std::string::npos);
   EXPECT_NE(error_of(kTwoSizes, {"laplacian=magic"}).find("hamiltonian.laplacian"), std::string::npos);
   EXPECT_NE(error_of(kTwoSizes, {"molecules=[h, nosuchmol]"}).find("molecules[1]"), std::string::npos);
   EXPECT_NE(error_of("molecules: [h]\n").find("'ansatze'"), std::string::npos);
@@ -482,10 +482,24 @@ TEST(CompareSpec, ThePublishedSizeModelFilesAreAnsatzEntries) {
   }
 }
 
+// `iterations: 0` evaluates every cell untrained (found by a session: a comparison of `hf`
+// ansätze alone refused it, although those cannot train).
+TEST(CompareSpec, ZeroIterationsEvaluatesEveryCellUntrained) {
+  const auto spec = parse_compare_spec(
+      "ansatze: [{type: hf}, {type: ferminet}]\nmolecules: [h2]\niterations: 0\n", {}, "cmp.yaml");
+  ASSERT_EQ(spec.cells.size(), 2u);
+  ASSERT_TRUE(spec.iterations.has_value());
+  EXPECT_EQ(*spec.iterations, 0);
+  for (const auto& c : spec.cells) EXPECT_EQ(c.config.optim.iterations, 0) << c.id;
+  EXPECT_FALSE(parse_compare_spec("ansatze: [{type: hf}]\nmolecules: [h2]\n", {}, "cmp.yaml").iterations);
+}
+
 // Out-of-range budgets name their line or override (they named the key alone).
 TEST(CompareSpec, OutOfRangeBudgetsNameTheirLineOrOverride) {
-  EXPECT_EQ(error_of("ansatze: [{type: ferminet}]\nmolecules: [h2]\niterations: 0\n"),
-            "cmp.yaml:3: 'iterations' must be > 0");
+  EXPECT_EQ(error_of("ansatze: [{type: ferminet}]\nmolecules: [h2]\niterations: -2\n"),
+            "cmp.yaml:3: 'iterations' must be >= 0 (0: each cell is evaluated untrained)");
+  EXPECT_EQ(error_of("ansatze: [{type: ferminet}]\nmolecules: [h2]\niterations: 0\nminutes: 5\n"),
+            "cmp.yaml:4: 'minutes' must be 0 with 'iterations: 0' (no cell trains)");
   EXPECT_EQ(error_of("ansatze: [{type: ferminet}]\nmolecules: [h2]\n", {"walkers=0"}),
             "override 'walkers=0': 'walkers' must be > 0");
 }
