@@ -2,7 +2,9 @@
 
 #include <hdf5.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -46,6 +48,10 @@ const QuietHdf5 quiet_hdf5;
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
   throw CheckpointError(path + ": " + what);
 }
+/// A write that failed is not bad input (exit code 1, not 2).
+[[noreturn]] void fail_write(const std::string& path, const std::string& what) {
+  throw WriteError(path + ": " + what);
+}
 
 /// Closes an HDF5 handle at scope exit.
 struct Handle {
@@ -55,6 +61,56 @@ struct Handle {
     if (id >= 0) close(id);
   }
 };
+
+/// File access for new files: the HDF5 1.8 format, whose dense attribute storage holds
+/// attributes over 64 KiB (a long config or a profile's JSON; the 1.6 format that HDF5 writes
+/// by default refuses them), readable by HDF5 1.8 and later.
+hid_t new_file_access() {
+  const hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  if (fapl >= 0) H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_V18);
+  return fapl;
+}
+
+// The in-memory file's buffer, through HDF5's file-image callbacks: plain malloc/realloc, and
+// at close (H5FD_FILE_IMAGE_OP_FILE_CLOSE) the finished file's bytes are copied out when
+// close_to_image asked for them.
+void* image_malloc(std::size_t n, H5FD_file_image_op_t, void* udata) {
+  static_cast<H5File::Image*>(udata)->capacity = n;
+  return std::malloc(n);
+}
+void* image_memcpy(void* to, const void* from, std::size_t n, H5FD_file_image_op_t, void*) {
+  return std::memcpy(to, from, n);
+}
+void* image_realloc(void* p, std::size_t n, H5FD_file_image_op_t, void* udata) {
+  static_cast<H5File::Image*>(udata)->capacity = n;
+  return std::realloc(p, n);
+}
+/// The end-of-file address a version 2 or 3 superblock (the 1.8 and later formats, 8-byte
+/// addresses) records; 0 for any other start.
+std::size_t superblock_end_of_file(const unsigned char* b, std::size_t n) {
+  static const unsigned char signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+  if (n < 36 || std::memcmp(b, signature, 8) != 0 || (b[8] != 2 && b[8] != 3) || b[9] != 8) return 0;
+  std::uint64_t eof = 0;
+  for (int i = 7; i >= 0; --i) eof = (eof << 8) | b[28 + i];  // (little-endian)
+  return static_cast<std::size_t>(eof);
+}
+herr_t image_free(void* p, H5FD_file_image_op_t op, void* udata) {
+  auto* image = static_cast<H5File::Image*>(udata);
+  if (op == H5FD_FILE_IMAGE_OP_FILE_CLOSE && image != nullptr && image->take && p != nullptr) {
+    try {
+      const auto* b = static_cast<const unsigned char*>(p);
+      // (the size taken before the close, or more if the close wrote past it)
+      const std::size_t n = std::min(image->capacity, std::max(image->size, superblock_end_of_file(b, image->capacity)));
+      image->bytes.assign(b, b + n);
+    } catch (...) {  // (no exception may cross HDF5; close_to_image sees the missing bytes)
+      image->bytes.clear();
+    }
+  }
+  std::free(p);
+  return 0;
+}
+void* image_udata_copy(void* udata) { return udata; }  // (one Image per file, owned by it)
+herr_t image_udata_free(void*) { return 0; }
 
 void ensure_groups(hid_t file, const std::string& name) {
   size_t pos = 0;
@@ -97,13 +153,19 @@ H5File::H5File(const std::string& path, Mode mode) : path_(path) {
     id_ = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   } else if (mode == Mode::memory) {
     // the core driver without a backing store: nothing reaches the disk through HDF5
-    Handle fapl{H5Pcreate(H5P_FILE_ACCESS), H5Pclose};
-    if (fapl.id < 0 || H5Pset_fapl_core(fapl.id, std::size_t(1) << 20, 0) < 0) fail(path, "cannot set up an in-memory file");
+    Handle fapl{new_file_access(), H5Pclose};
+    image_ = std::make_unique<Image>();
+    H5FD_file_image_callbacks_t callbacks{image_malloc, image_memcpy, image_realloc, image_free,
+                                          image_udata_copy, image_udata_free, image_.get()};
+    if (fapl.id < 0 || H5Pset_fapl_core(fapl.id, std::size_t(1) << 20, 0) < 0 ||
+        H5Pset_file_image_callbacks(fapl.id, &callbacks) < 0)
+      fail(path, "cannot set up an in-memory file");
     id_ = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.id);
   } else if (mode == Mode::append && std::filesystem::exists(path)) {
     id_ = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
   } else {
-    id_ = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    Handle fapl{new_file_access(), H5Pclose};
+    id_ = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.id);
   }
   if (id_ < 0) fail(path, "cannot open HDF5 file");
 }
@@ -122,10 +184,10 @@ void H5File::write(const std::string& name, const Array& a) {
   Handle ds{H5Dcreate2(id_, name.c_str(), h5type(a.dtype), space.id, H5P_DEFAULT, H5P_DEFAULT,
                        H5P_DEFAULT),
             H5Dclose};
-  if (ds.id < 0) fail(path_, "cannot create dataset '" + name + "'");
+  if (ds.id < 0) fail_write(path_, "cannot create dataset '" + name + "'");
   if (a.numel() > 0 &&
       H5Dwrite(ds.id, h5type(a.dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, a.bytes.data()) < 0)
-    fail(path_, "cannot write dataset '" + name + "'");
+    fail_write(path_, "cannot write dataset '" + name + "'");
 }
 
 Array H5File::read(const std::string& name) const {
@@ -181,7 +243,7 @@ void H5File::set_attr(const std::string& key, const std::string& value) {
   Handle space{H5Screate(H5S_SCALAR), H5Sclose};
   Handle attr{H5Acreate2(id_, key.c_str(), type.id, space.id, H5P_DEFAULT, H5P_DEFAULT), H5Aclose};
   if (attr.id < 0 || H5Awrite(attr.id, type.id, value.c_str()) < 0)
-    fail(path_, "cannot write attribute '" + key + "'");
+    fail_write(path_, "cannot write attribute '" + key + "' (" + std::to_string(value.size()) + " bytes)");
 }
 
 bool H5File::has_attr(const std::string& key) const { return H5Aexists(id_, key.c_str()) > 0; }
@@ -264,13 +326,17 @@ void H5File::flush() {
     throw WriteError(path_ + ": cannot write" + (errno != 0 ? ": " + std::string(std::strerror(errno)) : " (disk full?)"));
 }
 
-std::vector<unsigned char> H5File::image() {
+std::vector<unsigned char> H5File::close_to_image() {
+  if (!image_) fail(path_, "not an in-memory file");
   flush();
   const ssize_t size = H5Fget_file_image(id_, nullptr, 0);
   if (size < 0) fail(path_, "cannot take the in-memory file's image");
-  std::vector<unsigned char> bytes(static_cast<std::size_t>(size));
-  if (H5Fget_file_image(id_, bytes.data(), bytes.size()) != size) fail(path_, "cannot take the in-memory file's image");
-  return bytes;
+  image_->size = static_cast<std::size_t>(size);
+  image_->take = true;
+  const herr_t closed = H5Fclose(id_);
+  id_ = -1;
+  if (closed < 0 || image_->bytes.size() < image_->size) fail(path_, "cannot take the in-memory file's image");
+  return std::move(image_->bytes);
 }
 
 }  // namespace nnvmc::io

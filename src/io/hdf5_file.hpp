@@ -3,6 +3,7 @@
 /// Minimal RAII access to HDF5 files (C API): named n-d arrays of double/float/int64/uint8,
 /// string attributes, and growable 1-d columns for per-iteration results. Torch-free.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -60,13 +61,23 @@ class H5File {
   void remove(const std::string& name);
   /// Writes buffered data to the file. @throws WriteError when the system refuses (disk full).
   void flush();
-  /// The bytes of a Mode::memory file as it stands (an HDF5 file image).
-  std::vector<unsigned char> image();
+  /// Closes a Mode::memory file and returns its bytes (an HDF5 file image, taken as the file
+  /// closes: an image of the open file has a stale superblock checksum in the 1.8 format).
+  std::vector<unsigned char> close_to_image();
   const std::string& path() const { return path_; }
+
+  /// What the in-memory file's buffer holds when it closes (see close_to_image).
+  struct Image {
+    std::size_t size = 0;      ///< bytes of the file (its end of allocation) when the close began
+    std::size_t capacity = 0;  ///< bytes of the buffer that holds it
+    bool take = false;     ///< set by close_to_image: keep the buffer's bytes as it is freed
+    std::vector<unsigned char> bytes;
+  };
 
  private:
   long long id_ = -1;
   std::string path_;
+  std::unique_ptr<Image> image_;  ///< Mode::memory only (the file's image callbacks point here)
 };
 
 /// Writes a file atomically: `fill` writes into an in-memory file whose bytes go to `path`.tmp
@@ -78,7 +89,7 @@ template <class F> void write_atomically(const std::string& path, F&& fill) {
   {
     H5File f(path + ".tmp", H5File::Mode::memory);  // in memory only: the name is a label
     fill(f);
-    bytes = f.image();
+    bytes = f.close_to_image();
   }
   write_bytes_atomically(path, bytes.data(), bytes.size());
 }

@@ -248,6 +248,23 @@ TEST(Checkpoint, ParametersTheModelDoesNotHaveAreRefusedNamingOne) {
 // Files are written through checked system calls: a failing write is a WriteError naming the
 // reason (a full disk used to leave a corrupt checkpoint in place of the good one), and the
 // file being replaced stays as it was.
+// A config longer than HDF5's 64 KiB limit for compact attributes (a run over hundreds of
+// molecules; a profile's JSON) is stored and read back (found by a session: `nnvmc profile
+// --iterations 2000` lost its report to "cannot write attribute").
+TEST(Checkpoint, AConfigLongerThanSixtyFourKibibytesIsStoredAndReadBack) {
+  auto c = sample_checkpoint();
+  c.config_yaml.clear();
+  for (int i = 0; c.config_yaml.size() < 300000; ++i) c.config_yaml += "# molecule " + std::to_string(i) + "\n";
+  const auto path = tmp("nnvmc_ckpt_long_config.h5");
+  save_checkpoint(path, c);
+  EXPECT_EQ(load_checkpoint(path).config_yaml, c.config_yaml);
+  {
+    io::H5File f(tmp("nnvmc_long_attribute.h5"), io::H5File::Mode::truncate);
+    f.set_attr("profile_json", c.config_yaml);
+  }
+  EXPECT_EQ(io::H5File(tmp("nnvmc_long_attribute.h5"), io::H5File::Mode::read).attr("profile_json"), c.config_yaml);
+}
+
 TEST(Checkpoint, AFailedWriteIsAWriteErrorAndKeepsTheOldFile) {
   const auto path = tmp("nnvmc_ckpt_keep.h5");
   save_checkpoint(path, sample_checkpoint());
