@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <optional>
 #include <sstream>
 
@@ -143,12 +144,21 @@ std::vector<YAML::Node> list_of(const YAML::Node& root, const std::string& key, 
   return out;
 }
 
-/// Makes labels unique ("x", "x-2", ...).
+/// Makes labels unique ("x", "x-2", ...), also against labels that already end so ("x", "x",
+/// "x-2" gives "x", "x-3", "x-2").
 void uniquify(std::vector<std::string*> labels) {
-  std::map<std::string, int> seen;
+  std::set<std::string> given, used;
+  for (const auto* l : labels) given.insert(*l);
   for (auto* l : labels) {
-    const int k = ++seen[*l];
-    if (k > 1) l->append("-").append(std::to_string(k));  // not "-" + to_string: GCC 12 -O3 false -Wstringop-overflow
+    if (used.insert(*l).second) continue;
+    std::string candidate;
+    for (int k = 2;; ++k) {
+      candidate = *l;
+      candidate.append("-").append(std::to_string(k));  // not "-" + to_string: GCC 12 -O3 false -Wstringop-overflow
+      if (given.count(candidate) == 0 && used.count(candidate) == 0) break;
+    }
+    *l = candidate;
+    used.insert(candidate);
   }
 }
 
@@ -547,6 +557,11 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
             } catch (const ConfigError& e) {
               throw ConfigError(cell_where + ": " + e.what());
             }
+            for (const auto& other : spec.cells)  // (labels joined by "__" can meet: "a__b" x "c" and "a" x "b__c")
+              if (other.id == cell.id)
+                throw ConfigError(where + ": cells " + other.ansatz + " x " + other.molecule + " and " + cell.ansatz +
+                                  " x " + cell.molecule + " would share the directory cells/" + cell.id +
+                                  "; give the ansatz or molecule a 'label' (or 'name') without '__'");
             cell.laplacian = cell.config.hamiltonian.laplacian;
             cell.optim = !trainable ? "none" : opt.label.empty() ? cell.config.optim.type : opt.label;
             cell.dtype = cell.config.run.dtype;

@@ -482,6 +482,24 @@ TEST(CompareSpec, ThePublishedSizeModelFilesAreAnsatzEntries) {
   }
 }
 
+// Two cells never share a directory (found by a user audit: an ansatz labelled "x__h2" on h2
+// and one labelled "x" on a molecule named "h2__h2" both became cells/x__h2__h2, and one cell's
+// energy was reported in the other's row). Repeated labels stay apart from labels that already
+// carry the suffix.
+TEST(CompareSpec, TwoCellsNeverShareADirectory) {
+  const auto clash = error_of(
+      "ansatze:\n  - {type: ferminet, label: x__h2}\n  - {type: hf, label: x}\n"
+      "molecules:\n  - h2\n  - {atoms: [[H, 0, 0, 0], [H, 0, 0, 1.6]], units: bohr, name: h2__h2}\n");
+  EXPECT_NE(clash.find("would share the directory cells/x__h2__h2"), std::string::npos) << clash;
+  const auto spec = parse_compare_spec(
+      "ansatze:\n  - {type: hf, label: x}\n  - {type: hf, label: x}\n  - {type: hf, label: x-2}\n"
+      "molecules: [h2]\n", {}, "cmp.yaml");
+  ASSERT_EQ(spec.ansatze.size(), 3u);
+  EXPECT_EQ(spec.ansatze[0], "x");
+  EXPECT_EQ(spec.ansatze[1], "x-3");
+  EXPECT_EQ(spec.ansatze[2], "x-2");
+}
+
 // `iterations: 0` evaluates every cell untrained (found by a session: a comparison of `hf`
 // ansätze alone refused it, although those cannot train).
 TEST(CompareSpec, ZeroIterationsEvaluatesEveryCellUntrained) {
