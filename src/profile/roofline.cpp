@@ -23,8 +23,9 @@ double CpuPeak::gflops_per_core(bool float32) const {
 CpuPeak read_cpu_peak(const std::string& path) {
   CpuPeak p;
   std::ifstream in(path);
-  std::string line, flags;
+  std::string line, flags, vendor;
   double mhz = 0;
+  int family = 0;
   while (std::getline(in, line)) {
     const auto colon = line.find(':');
     if (colon == std::string::npos) continue;
@@ -34,6 +35,8 @@ CpuPeak read_cpu_peak(const std::string& path) {
     if (key == "processor") ++p.cores;
     else if (key == "model name" && p.model.empty()) p.model = value;
     else if (key == "flags" && flags.empty()) flags = " " + value + " ";
+    else if (key == "vendor_id" && vendor.empty()) vendor = value;
+    else if (key == "cpu family" && family == 0) family = std::atoi(value.c_str());
     else if (key == "cpu MHz") mhz = std::max(mhz, std::atof(value.c_str()));
   }
   double ghz = mhz / 1000.0;
@@ -54,7 +57,11 @@ CpuPeak read_cpu_peak(const std::string& path) {
   p.ghz = ghz;
   const auto has = [&](const char* f) { return flags.find(std::string(" ") + f + " ") != std::string::npos; };
   std::string simd;
-  if (has("avx512f")) p.flops_per_cycle_f64 = 32, simd = "AVX-512: 2 FMA pipes x 8 doubles x 2";
+  // Zen 4 (AMD family 25 with AVX-512) runs AVX-512 on 256-bit units: no more FLOP per cycle than AVX2.
+  const bool avx512_on_256_bit_units = vendor == "AuthenticAMD" && family == 25;
+  if (has("avx512f") && avx512_on_256_bit_units)
+    p.flops_per_cycle_f64 = 16, simd = "AVX-512 on 256-bit units (AMD Zen 4): 2 FMA pipes x 4 doubles x 2";
+  else if (has("avx512f")) p.flops_per_cycle_f64 = 32, simd = "AVX-512: 2 FMA pipes x 8 doubles x 2";
   else if (has("avx2") && has("fma")) p.flops_per_cycle_f64 = 16, simd = "AVX2+FMA: 2 FMA pipes x 4 doubles x 2";
   else if (has("avx")) p.flops_per_cycle_f64 = 8, simd = "AVX: 4-wide add + 4-wide multiply";
   else if (has("sse2")) p.flops_per_cycle_f64 = 4, simd = "SSE2: 2-wide add + 2-wide multiply";
