@@ -76,8 +76,8 @@ void check_conventional_memory(std::int64_t n_basis) {
   const int ranks = host.available_per_process ? 1 : std::max(local_ranks, 1);
   const double room = static_cast<double>(share), need = conventional_integrals_peak_bytes(n_basis);
   if (need > 0.9 * room)
-    throw BudgetError(strfmt("conventional integrals for %d basis functions need about %s (the AO integrals and their "
-                             "MO transform at once), more than 90 %% of the %s available%s (limited by %s); use "
+    throw BudgetError(strfmt("conventional integrals for %d basis functions need about %s (three times the AO integrals, "
+                             "while they are transformed), more than 90 %% of the %s available%s (limited by %s); use "
                              "Cholesky-decomposed integrals (--cholesky 1e-5) or a smaller basis",
                              static_cast<int>(n_basis), batching::format_bytes(need).c_str(),
                              batching::format_bytes(room).c_str(),

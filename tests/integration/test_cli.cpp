@@ -1042,8 +1042,8 @@ TEST(Cli, ConventionalIntegralsTheHostCannotHoldAreRefusedAdvisingCholesky) {
   const auto r = run_shell("sh -c 'ulimit -v 2000000 && exec " + std::string(NNVMC_EXE) + " ccsd h2o --basis cc-pvqz'");
   ASSERT_TRUE(r.exited) << r.out;
   EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("conventional integrals for 115 basis functions need about 2.61 GiB (the AO integrals and their "
-                       "MO transform at once), more than 90 % of the "),
+  EXPECT_NE(r.out.find("conventional integrals for 115 basis functions need about 3.91 GiB (three times the AO "
+                       "integrals, while they are transformed), more than 90 % of the "),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("(limited by this process's address-space limit (ulimit -v)); use Cholesky-decomposed integrals "
@@ -1051,6 +1051,12 @@ TEST(Cli, ConventionalIntegralsTheHostCannotHoldAreRefusedAdvisingCholesky) {
             std::string::npos)
       << r.out;
   EXPECT_EQ(r.out.find("E(HF)"), std::string::npos) << r.out;  // refused before the SCF
+  // (found by a user audit: counting two AO tensors, N2/aug-cc-pVTZ passed the check under a
+  // 3 GB limit and ran out of memory after the SCF; it peaks at about three)
+  const auto n2 = run_shell("sh -c 'ulimit -v 3000000 && exec " + std::string(NNVMC_EXE) + " ccsd n2 --basis aug-cc-pvtz'");
+  ASSERT_TRUE(n2.exited) << n2.out;
+  EXPECT_EQ(n2.code, 2) << n2.out;
+  EXPECT_NE(n2.out.find("conventional integrals for 92 basis functions need about"), std::string::npos) << n2.out;
 }
 
 // An SCF whose list of screened ERI shell quartets alone would not fit what the process may
