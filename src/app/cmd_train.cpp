@@ -10,6 +10,8 @@
 #include "app/run_args.hpp"
 #include "core/config_diff.hpp"
 #include "core/config_yaml.hpp"
+#include "core/elements.hpp"
+#include "core/molecule_list.hpp"
 #include "parallel/communicator.hpp"
 #include "core/errors.hpp"
 #include "core/log.hpp"
@@ -109,6 +111,44 @@ std::string relocated(const std::string& yaml, const std::string& where, const s
   return YAML::Dump(root);
 }
 
+/// The recorded config (YAML) of a resumed run whose molecules cannot be read from here (a
+/// relative molecule file resumed from another working directory, a file moved or deleted): its
+/// `system` becomes the molecules the checkpoint holds, inline in bohr, so the run continues
+/// with them and config.yaml states them (found by a user audit: such a run could not be resumed
+/// although its checkpoint holds every molecule). Unchanged when the molecules resolve.
+std::string with_checkpoint_molecules(const std::string& yaml, const Checkpoint& c, const std::string& where) {
+  const Config recorded = parse_config(yaml, {}, where);
+  try {
+    resolve_molecules(recorded.system);
+    return yaml;
+  } catch (const InputError& e) {
+    YAML::Node list(YAML::NodeType::Sequence);
+    for (const auto& m : c.molecules) {
+      YAML::Node entry(YAML::NodeType::Map), atoms(YAML::NodeType::Sequence);
+      for (const auto& atom : m.system.atoms) {
+        YAML::Node row(YAML::NodeType::Sequence);
+        row.SetStyle(YAML::EmitterStyle::Flow);
+        row.push_back(element_symbol(atom.Z));
+        for (int k = 0; k < 3; ++k) row.push_back(strfmt("%.17g", atom.position[k]));  // (exact in text)
+        atoms.push_back(row);
+      }
+      entry["name"] = m.system.name;
+      entry["units"] = "bohr";
+      entry["charge"] = m.system.charge;
+      entry["spin"] = m.system.spin;
+      entry["atoms"] = atoms;
+      list.push_back(entry);
+    }
+    YAML::Node root = YAML::Load(yaml);
+    YAML::Node system(YAML::NodeType::Map);
+    system["molecules"] = list;
+    root["system"] = system;
+    log::warn(std::string(e.what()) + ": the run continues with the molecule(s) its checkpoint holds, which "
+              "config.yaml now states inline");
+    return YAML::Dump(root);
+  }
+}
+
 /// Settings a resumed run changes, added or removes (beyond how it is executed and the final
 /// evaluation), as "optim.type adam -> spring, ..." ("" when none): the run is then no longer one
 /// Markov chain under one setting, and its config.yaml describes only the later iterations.
@@ -144,7 +184,8 @@ void add_train_command(CLI::App& app) {
       const std::string ckpt = run_checkpoint("--resume", *resume);
       const Checkpoint c = load_checkpoint(ckpt);
       const std::string dir = fs::path(ckpt).parent_path().string();
-      const std::string yaml = relocated(c.config_yaml, ckpt + ":config", dir.empty() ? "." : dir);
+      const std::string yaml = with_checkpoint_molecules(
+          relocated(c.config_yaml, ckpt + ":config", dir.empty() ? "." : dir), c, ckpt + ":config");
       const Config recorded = parse_config(yaml, {}, ckpt + ":config");
       Config config = resumed_config(yaml, recorded, ra.overrides, ckpt + ":config");
       refuse_fixed_changes(recorded, config, *resume);

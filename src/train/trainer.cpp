@@ -219,8 +219,11 @@ Trainer::Trainer(const Config& config, const std::string& checkpoint_path)
   for (size_t i = 0; i < mols.size(); ++i)
     if (!check_checkpoint_system(c.molecules[i].system, mols[i].system, *setup_.wf))
       throw InputError("--resume: the run continues the same Markov chain, so the molecule must be the one "
-                       "trained on ('" + c.molecules[i].system.name + "'); to start from these parameters at another "
-                       "geometry, evaluate it or start a new run (model.init_from)");
+                       "trained on ('" + c.molecules[i].system.name + "'), but the config's molecule " +
+                       std::to_string(i) + " ('" + mols[i].system.name +
+                       "') now has other nuclei or electrons (an override, or a molecule file changed since); to "
+                       "start from these parameters at another geometry, evaluate it or start a new run "
+                       "(model.init_from)");
   load_module_state(*setup_.wf, c.parameters);
   load_frozen_state(*setup_.wf, c);  // same molecules at the same geometries (checked above)
   optimizer_ = make_optimizer(config.optim, *setup_.wf, setup_.budget);

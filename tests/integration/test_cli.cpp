@@ -724,6 +724,51 @@ TEST(Cli, ACopiedRunContinuesInTheCopyWhichItsConfigThenNames) {
   fs::remove_all(root);
 }
 
+// A run trained on a relative molecule file resumes from another directory, or after the file
+// is gone, with the molecule its checkpoint holds, and ends where an uninterrupted run ends
+// (found by a user audit: "system.molecule: mol/h2.yaml: no such molecule file").
+TEST(Cli, ARunWhoseMoleculeFileIsOutOfReachResumesWithItsCheckpointsMolecule) {
+  const auto root = (fs::temp_directory_path() / "nnvmc_cli_molecule_gone").string();
+  fs::remove_all(root);
+  fs::create_directories(root + "/mol");
+  std::ofstream(root + "/mol/h2.yaml") << "units: bohr\natoms:\n  - [H, 0, 0, 0]\n  - [H, 0, 0, 1.4000000000000001]\n";
+  const auto cfg = write_config("nnvmc_molecule_gone.yaml", kTiny + "run: {threads: 1}\n");
+  const std::string exe = NNVMC_EXE;
+  const auto train = [&](const std::string& out, int iterations) {
+    return run_shell("cd " + root + " && " + exe + " train " + cfg + " system.molecule=mol/h2.yaml run.output=" + out +
+                     " optim.iterations=" + std::to_string(iterations) + " --log-level warn");
+  };
+  ASSERT_EQ(train("straight", 4).code, 0);
+  ASSERT_EQ(train("resumed", 2).code, 0);
+  const auto elsewhere = run_shell("cd " + root + "/resumed && " + exe + " train --resume . optim.iterations=3");
+  ASSERT_EQ(elsewhere.code, 0) << elsewhere.out;
+  EXPECT_NE(elsewhere.out.find("mol/h2.yaml: no such molecule file: the run continues with the molecule(s) its "
+                               "checkpoint holds, which config.yaml now states inline"),
+            std::string::npos)
+      << elsewhere.out;
+  EXPECT_EQ(elsewhere.out.find("changed settings"), std::string::npos) << elsewhere.out;
+  const YAML::Node system = YAML::LoadFile(root + "/resumed/config.yaml")["system"];
+  ASSERT_TRUE(system["molecules"].IsSequence()) << YAML::Dump(system);
+  EXPECT_EQ(system["molecules"][0]["name"].as<std::string>(), "h2");
+  fs::remove_all(root + "/mol");  // the file gone: from its own directory too, and again with the inline molecule
+  const auto gone = run_shell("cd " + root + " && " + exe + " train --resume resumed optim.iterations=4");
+  ASSERT_EQ(gone.code, 0) << gone.out;
+  EXPECT_EQ(gone.out.find("no such molecule file"), std::string::npos) << gone.out;
+  const auto read = [&](const std::string& dir) {
+    return nlohmann::json::parse(std::ifstream(root + "/" + dir + "/summary.json"));
+  };
+  EXPECT_EQ(read("resumed")["energy"].get<double>(), read("straight")["energy"].get<double>());
+  // a molecule file changed since is said to be one (the message named only the trained molecule)
+  fs::create_directories(root + "/mol");
+  std::ofstream(root + "/mol/h2.yaml") << "units: bohr\natoms:\n  - [H, 0, 0, 0]\n  - [H, 0, 0, 1.5]\n";
+  const auto changed = run_shell("cd " + root + " && " + exe + " train --resume straight optim.iterations=5");
+  EXPECT_EQ(changed.code, 2) << changed.out;
+  EXPECT_NE(changed.out.find("now has other nuclei or electrons (an override, or a molecule file changed since)"),
+            std::string::npos)
+      << changed.out;
+  fs::remove_all(root);
+}
+
 // `nnvmc train --resume DIR key=value`: the run continues from its checkpoint to the new
 // iteration count and ends where an uninterrupted run of that length ends.
 TEST(Cli, ResumeFromTheCommandLineEndsWhereAnUninterruptedRunEnds) {
