@@ -34,27 +34,6 @@ struct EvalArgs {
   bool json = false;
 };
 
-/// The checkpoint's molecules as a system.molecules value (inline atoms in bohr, names, charge,
-/// spin): evaluating a run needs neither its molecule files nor the directory it ran in.
-std::string checkpoint_molecules(const Checkpoint& c) {
-  std::vector<std::string> names;
-  for (const auto& m : c.molecules) names.push_back(m.system.name);
-  names = unique_molecule_names(names);  // as the run named them (quotes cannot occur)
-  std::string list = "[";
-  for (size_t k = 0; k < c.molecules.size(); ++k) {
-    const auto& m = c.molecules[k];
-    list += (list.size() > 1 ? ", " : "") + strfmt("{name: '%s', units: bohr, charge: %d, spin: %d, atoms: [",
-                                                   names[k].c_str(), m.system.charge, m.system.spin);
-    for (size_t i = 0; i < m.system.atoms.size(); ++i) {
-      const auto& a = m.system.atoms[i];
-      list += strfmt("%s[%s, %.17g, %.17g, %.17g]", i ? ", " : "", element_symbol(a.Z).c_str(), a.position[0],
-                     a.position[1], a.position[2]);
-    }
-    list += "]}";
-  }
-  return list + "]";
-}
-
 /// The trained molecule whose walkers a molecule of the evaluation starts from: the one with the
 /// same name and geometry, else the first with the same geometry; nullptr when none.
 const MoleculeCheckpoint* trained_walkers(const Checkpoint& c, const System& target) {

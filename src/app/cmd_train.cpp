@@ -10,7 +10,6 @@
 #include "app/run_args.hpp"
 #include "core/config_diff.hpp"
 #include "core/config_yaml.hpp"
-#include "core/elements.hpp"
 #include "core/molecule_list.hpp"
 #include "parallel/communicator.hpp"
 #include "core/errors.hpp"
@@ -122,26 +121,9 @@ std::string with_checkpoint_molecules(const std::string& yaml, const Checkpoint&
     resolve_molecules(recorded.system);
     return yaml;
   } catch (const InputError& e) {
-    YAML::Node list(YAML::NodeType::Sequence);
-    for (const auto& m : c.molecules) {
-      YAML::Node entry(YAML::NodeType::Map), atoms(YAML::NodeType::Sequence);
-      for (const auto& atom : m.system.atoms) {
-        YAML::Node row(YAML::NodeType::Sequence);
-        row.SetStyle(YAML::EmitterStyle::Flow);
-        row.push_back(element_symbol(atom.Z));
-        for (int k = 0; k < 3; ++k) row.push_back(strfmt("%.17g", atom.position[k]));  // (exact in text)
-        atoms.push_back(row);
-      }
-      entry["name"] = m.system.name;
-      entry["units"] = "bohr";
-      entry["charge"] = m.system.charge;
-      entry["spin"] = m.system.spin;
-      entry["atoms"] = atoms;
-      list.push_back(entry);
-    }
     YAML::Node root = YAML::Load(yaml);
     YAML::Node system(YAML::NodeType::Map);
-    system["molecules"] = list;
+    system["molecules"] = YAML::Load(checkpoint_molecules(c));
     root["system"] = system;
     log::warn(std::string(e.what()) + ": the run continues with the molecule(s) its checkpoint holds, which "
               "config.yaml now states inline");

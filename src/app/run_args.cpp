@@ -2,8 +2,12 @@
 
 #include <filesystem>
 
+#include "core/elements.hpp"
 #include "core/errors.hpp"
+#include "core/log.hpp"
+#include "core/molecule_list.hpp"
 #include "io/directory_lock.hpp"
+#include "train/checkpoint.hpp"
 
 namespace nnvmc::app {
 
@@ -52,6 +56,25 @@ std::string run_checkpoint(const std::string& what, const std::string& path) {
     throw CheckpointError(where + ": no complete checkpoint.h5 (only an unfinished checkpoint.h5.tmp: the run "
                           "stopped before its first checkpoint; start it again with --force)");
   throw CheckpointError(where + ": no checkpoint.h5 here");
+}
+
+std::string checkpoint_molecules(const Checkpoint& c) {
+  std::vector<std::string> names;
+  for (const auto& m : c.molecules) names.push_back(m.system.name);
+  names = unique_molecule_names(names);  // as the run named them (quotes cannot occur)
+  std::string list = "[";
+  for (size_t k = 0; k < c.molecules.size(); ++k) {
+    const auto& m = c.molecules[k];
+    list += (list.size() > 1 ? ", " : "") + strfmt("{name: '%s', units: bohr, charge: %d, spin: %d, atoms: [",
+                                                   names[k].c_str(), m.system.charge, m.system.spin);
+    for (size_t i = 0; i < m.system.atoms.size(); ++i) {
+      const auto& a = m.system.atoms[i];
+      list += strfmt("%s[%s, %.17g, %.17g, %.17g]", i ? ", " : "", element_symbol(a.Z).c_str(), a.position[0],
+                     a.position[1], a.position[2]);
+    }
+    list += "]}";
+  }
+  return list + "]";
 }
 
 }  // namespace nnvmc::app

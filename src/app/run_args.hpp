@@ -4,6 +4,10 @@
 #include <string>
 #include <vector>
 
+namespace nnvmc {
+struct Checkpoint;
+}
+
 namespace nnvmc::app {
 
 /// Positional arguments: an optional leading file (no '=') and key.path=value overrides.
@@ -20,5 +24,9 @@ RunArgs split_run_args(const std::vector<std::string>& args);
 /// @throws CheckpointError when there is none — naming the runs below `path` when it holds only
 /// those, or saying why a run there has no checkpoint (set aside by --force, or unfinished).
 std::string run_checkpoint(const std::string& what, const std::string& path);
+
+/// The checkpoint's molecules as a system.molecules value (inline atoms in bohr, names, charge,
+/// spin): evaluating or resuming a run needs neither its molecule files nor the directory it ran in.
+std::string checkpoint_molecules(const Checkpoint& c);
 
 }  // namespace nnvmc::app
