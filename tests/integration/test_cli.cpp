@@ -322,6 +322,23 @@ TEST(Cli, ARunOfTwoMoleculesEvaluatesEachAndPrintsAJsonList) {
   EXPECT_NE(f.out.find("parameters from"), std::string::npos) << f.out;
 }
 
+// A run trained with eval.steps = 0 is evaluated by the command its log suggests, with the
+// default step count (found by a user audit: the run's own 0 refused that command).
+TEST(Cli, ARunTrainedWithoutAnEvaluationIsEvaluatedByTheCommandItsLogSuggests) {
+  const auto out = (fs::temp_directory_path() / "nnvmc_cli_no_eval").string();
+  fs::remove_all(out);
+  const auto cfg = write_config("nnvmc_no_eval.yaml", kTiny + "run: {output: " + out + "}\n");
+  const auto t = run("train " + cfg + " eval.steps=0");
+  ASSERT_EQ(t.code, 0) << t.out;
+  const std::string suggested = "nnvmc eval " + out + "/checkpoint.h5";
+  ASSERT_NE(t.out.find("'" + suggested + "' measures it"), std::string::npos) << t.out;
+  const auto e = run(suggested.substr(6) + " --json");
+  ASSERT_EQ(e.code, 0) << e.out;
+  EXPECT_NE(e.out.find("evaluating 500 steps (--steps N for another count)"), std::string::npos) << e.out;
+  EXPECT_EQ(json_of(e.out)["steps"], 500);
+  expect_input_error("eval " + out + " eval.steps=0", "'eval.steps' must be at least 1");
+}
+
 TEST(Cli, AnAnsatzForOneMoleculeRefusesTwoWithExitCode2) {
   const auto out = (fs::temp_directory_path() / "nnvmc_cli_multi_refused").string();
   fs::remove_all(out);
