@@ -34,6 +34,10 @@ struct EvalArgs {
   bool json = false;
 };
 
+/// Burn-in (MH steps) of an evaluation whose walkers do not come from the checkpoint (another
+/// geometry), unless eval.burn_in is given: a shifted He atom needed about 300 (a user audit).
+constexpr int kFreshWalkersBurnIn = 500;
+
 /// The trained molecule whose walkers a molecule of the evaluation starts from: the one with the
 /// same name and geometry, else the first with the same geometry; nullptr when none.
 const MoleculeCheckpoint* trained_walkers(const Checkpoint& c, const System& target) {
@@ -132,8 +136,11 @@ void run_eval(const EvalArgs& a) {
   std::string text;
   for (std::size_t i : chosen) {
     auto& m = setup.molecules[i];
-    // Walkers start where training left them (around new nuclei at a new geometry); each chain
-    // is re-seeded from run.seed.
+    // Walkers start where training left them; each chain is re-seeded from run.seed. Walkers
+    // placed afresh around the nuclei (another geometry) need the burn-in of a new run, or more:
+    // at the default 50 steps a shifted He atom measured 5 mEh high (a user audit), which the
+    // error bar cannot include. An eval.burn_in the user gives is kept.
+    EvalOptions eval = config.eval;
     if (const MoleculeCheckpoint* trained = trained_walkers(c, m.system)) {
       m.sampler->initialize_from(trained->sampler.r, setup.logabs_fn(i));
       if (!step_size_given) {
@@ -142,9 +149,13 @@ void run_eval(const EvalArgs& a) {
         m.sampler->set_state(st);
       }
     } else {
-      if (setup.wf->transferable())
-        log::info(strfmt("%s: not a geometry the checkpoint was trained on; walkers start around its nuclei",
-                         m.name().c_str()));
+      const bool burn_in_given =
+          std::any_of(given.begin(), given.end(), [](const std::string& o) { return override_sets(o, "eval.burn_in"); });
+      if (!burn_in_given) eval.burn_in = std::max({eval.burn_in, config.sampler.burn_in, kFreshWalkersBurnIn});
+      log::info(strfmt("%s: not a geometry the checkpoint was trained on; walkers start around its nuclei, with a "
+                       "burn-in of %d steps%s",
+                       m.name().c_str(), eval.burn_in,
+                       burn_in_given ? " (eval.burn_in)" : " (eval.burn_in=N for another)"));
       m.sampler->initialize(setup.logabs_fn(i));
     }
     // on a GPU the stages' device time (CUDA events), as in training
@@ -152,7 +163,7 @@ void run_eval(const EvalArgs& a) {
     StageTimers timers;
     device_timing.attach(timers);
     const int every = std::max(1, config.eval.steps / 10);
-    const EvalResult r = evaluate(setup, config.eval, timers, [&](int done, int total) {
+    const EvalResult r = evaluate(setup, eval, timers, [&](int done, int total) {
       if (!a.json && done % every == 0) log::info(strfmt("eval %s %d/%d", m.name().c_str(), done, total));
     }, i);
     nlohmann::json j = {{"molecule", m.name()}};
