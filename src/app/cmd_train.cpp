@@ -93,6 +93,21 @@ void refuse_fixed_changes(const Config& recorded, const Config& now, const std::
   }
 }
 
+/// Settings that act only when chains start, which a resumed run did long ago: the walkers'
+/// first step size (the chains continue with the one they adapted) and the burn-in. A change is
+/// named as having no effect and not recorded (found by a user audit: config.yaml recorded a step
+/// size the run never used).
+void keep_start_settings(const Config& recorded, Config& now) {
+  const auto keep = [](const char* key, auto& value, const auto& before, const char* why) {
+    if (value == before) return;
+    log::warn(std::string(key) + " has no effect on resume (" + why + "); config.yaml keeps the run's value");
+    value = before;
+  };
+  keep("sampler.step_size", now.sampler.step_size, recorded.sampler.step_size,
+       "the chains continue with the step size they adapted");
+  keep("sampler.burn_in", now.sampler.burn_in, recorded.sampler.burn_in, "the chains were burnt in when the run began");
+}
+
 /// The recorded config (YAML) of a run copied or moved to `dir`: when its run.output names
 /// another directory (the one it was copied from, or an absolute path no longer there), it names
 /// `dir` (made absolute), so the run continues there, config.yaml says so, and an override moving
@@ -171,6 +186,7 @@ void add_train_command(CLI::App& app) {
       const Config recorded = parse_config(yaml, {}, ckpt + ":config");
       Config config = resumed_config(yaml, recorded, ra.overrides, ckpt + ":config");
       refuse_fixed_changes(recorded, config, *resume);
+      keep_start_settings(recorded, config);
       if (config.run.name != recorded.run.name) check_run_name(config.run.name);  // (as load_config checks a new run's)
       // A resumed run writes where its checkpoint is: overrides (in whatever form) may not move it.
       const bool moved = resolve_output_dir(config) != resolve_output_dir(recorded);

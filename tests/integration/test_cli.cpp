@@ -833,6 +833,17 @@ TEST(Cli, ResumeFromTheCommandLineEndsWhereAnUninterruptedRunEnds) {
   const auto e = run("train --resume " + resumed + " run.threads=2 run.checkpoint_every=3 --log-level warn");
   ASSERT_EQ(e.code, 0) << e.out;
   EXPECT_EQ(e.out.find("changed settings"), std::string::npos) << e.out;
+  // settings of the chains' start have no effect on resume, and config.yaml does not claim them
+  // (found by a user audit: it recorded a step size the chains never used)
+  const auto start = run("train --resume " + resumed + " sampler.step_size=2 sampler.burn_in=500 --log-level warn");
+  ASSERT_EQ(start.code, 0) << start.out;
+  EXPECT_NE(start.out.find("sampler.step_size has no effect on resume (the chains continue with the step size they "
+                           "adapted); config.yaml keeps the run's value"),
+            std::string::npos)
+      << start.out;
+  EXPECT_NE(start.out.find("sampler.burn_in has no effect on resume"), std::string::npos) << start.out;
+  EXPECT_EQ(start.out.find("changed settings"), std::string::npos) << start.out;
+  EXPECT_EQ(YAML::LoadFile(resumed + "/config.yaml")["sampler"]["burn_in"].as<int>(), 2);
   // the model and the run's start are fixed: refused before anything is written, whether the
   // parameters would load (a Jastrow option) or not (another size)
   for (const std::string fixed : {"model.ferminet.determinants=1", "model.type=psiformer", "pretrain.steps=5",
