@@ -72,6 +72,11 @@ void run_eval(const EvalArgs& a) {
   if (ra.file.empty()) throw InputError("eval: give a CHECKPOINT file (or a run's output directory)");
   if (std::error_code ec; std::filesystem::is_directory(ra.file, ec)) ra.file = run_checkpoint("eval", ra.file);
   const std::vector<std::string> given = ra.overrides;  // the user's, before the ones added below
+  // Training and pretraining settings have no effect here (warned below). Applied, they were
+  // validated against the checkpoint's others, and optim.type=kfac failed on adam's
+  // determinant_balance, blamed on the checkpoint (a user audit).
+  std::erase_if(ra.overrides,
+                [](const std::string& o) { return override_sets(o, "optim") || override_sets(o, "pretrain"); });
   const Checkpoint c = load_checkpoint(ra.file);
   // The chains start with the step sizes training adapted (the user's overrides still win);
   // evaluate() adapts them during burn-in only and measures with them frozen.

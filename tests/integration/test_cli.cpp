@@ -1383,4 +1383,9 @@ TEST(Cli, AnEvaluationOfOneStepHasTheErrorOverItsWalkers) {
   ASSERT_EQ(m.code, 0) << m.out;
   EXPECT_EQ(json_of(m.out)["step_size"].get<double>(), 0.0123) << m.out;
   EXPECT_NE(m.out.find("has no effect on an evaluation"), std::string::npos) << m.out;
+  // another optimizer is only a training setting too (it failed validation against the run's
+  // adam settings, blamed on the checkpoint)
+  const auto k = run("eval " + out + " --steps 1 --log-level warn optim.type=kfac");
+  ASSERT_EQ(k.code, 0) << k.out;
+  EXPECT_NE(k.out.find("eval: 'optim.type=kfac' has no effect on an evaluation"), std::string::npos) << k.out;
 }
