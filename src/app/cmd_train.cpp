@@ -146,6 +146,27 @@ std::string with_checkpoint_molecules(const std::string& yaml, const Checkpoint&
   }
 }
 
+/// A run's config.yaml edited by hand since its checkpoint is named in a warning: a resume takes
+/// its settings from the checkpoint and the overrides, and rewrites config.yaml (found by a user
+/// audit: the edits were discarded without a word).
+void warn_of_edited_config(const std::string& dir, const Config& recorded) {
+  const std::string path = (fs::path(dir) / "config.yaml").string();
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return;
+  std::string edits;
+  try {
+    auto changes = setting_changes(recorded, load_config(path));
+    std::erase_if(changes, [](const SettingChange& c) { return c.key == "run.output"; });  // (a copied run)
+    edits = describe_changes(changes);
+  } catch (const InputError& e) {
+    edits = std::string("it does not load: ") + e.what();
+  }
+  if (!edits.empty())
+    log::warn(path + " differs from the run's checkpoint (" + edits + "): a resume takes its settings from the "
+              "checkpoint and key=value overrides (e.g. nnvmc train --resume " + dir + " optim.iterations=N), and "
+              "rewrites config.yaml");
+}
+
 /// Settings a resumed run changes, added or removes (beyond how it is executed and the final
 /// evaluation), as "optim.type adam -> spring, ..." ("" when none): the run is then no longer one
 /// Markov chain under one setting, and its config.yaml describes only the later iterations.
@@ -181,8 +202,9 @@ void add_train_command(CLI::App& app) {
       const std::string ckpt = run_checkpoint("--resume", *resume);
       const Checkpoint c = load_checkpoint(ckpt);
       const std::string dir = fs::path(ckpt).parent_path().string();
-      const std::string yaml = with_checkpoint_molecules(
-          relocated(c.config_yaml, ckpt + ":config", dir.empty() ? "." : dir), c, ckpt + ":config");
+      const std::string here = relocated(c.config_yaml, ckpt + ":config", dir.empty() ? "." : dir);
+      warn_of_edited_config(dir.empty() ? "." : dir, parse_config(here, {}, ckpt + ":config"));
+      const std::string yaml = with_checkpoint_molecules(here, c, ckpt + ":config");
       const Config recorded = parse_config(yaml, {}, ckpt + ":config");
       Config config = resumed_config(yaml, recorded, ra.overrides, ckpt + ":config");
       refuse_fixed_changes(recorded, config, *resume);

@@ -844,6 +844,22 @@ TEST(Cli, ResumeFromTheCommandLineEndsWhereAnUninterruptedRunEnds) {
   EXPECT_NE(start.out.find("sampler.burn_in has no effect on resume"), std::string::npos) << start.out;
   EXPECT_EQ(start.out.find("changed settings"), std::string::npos) << start.out;
   EXPECT_EQ(YAML::LoadFile(resumed + "/config.yaml")["sampler"]["burn_in"].as<int>(), 2);
+  // config.yaml edited by hand: the resume says its edits are not what it runs (they were
+  // discarded without a word)
+  {
+    YAML::Node edited = YAML::LoadFile(resumed + "/config.yaml");
+    edited["optim"]["iterations"] = 150;
+    std::ofstream(resumed + "/config.yaml") << edited;
+  }
+  const auto hand = run("train --resume " + resumed + " --log-level warn");
+  ASSERT_EQ(hand.code, 0) << hand.out;
+  EXPECT_NE(hand.out.find("config.yaml differs from the run's checkpoint (optim.iterations 4 -> 150): a resume takes its "
+                          "settings from the checkpoint and key=value overrides"),
+            std::string::npos)
+      << hand.out;
+  EXPECT_EQ(YAML::LoadFile(resumed + "/config.yaml")["optim"]["iterations"].as<int>(), 4);
+  const auto quiet = run("train --resume " + resumed + " --log-level warn");
+  EXPECT_EQ(quiet.out.find("differs from the run's checkpoint"), std::string::npos) << quiet.out;
   // the model and the run's start are fixed: refused before anything is written, whether the
   // parameters would load (a Jastrow option) or not (another size)
   for (const std::string fixed : {"model.ferminet.determinants=1", "model.type=psiformer", "pretrain.steps=5",
