@@ -399,7 +399,8 @@ void Trainer::commit_resumed_output() {
     std::error_code ec;
     fs::rename(path, path + ".damaged", ec);
     log::warn(strfmt("%s; kept as result.h5.damaged, continuing in a new result.h5 from iteration %ld "
-                     "(its earlier rows are NaN)", e.what(), static_cast<long>(iteration_)));
+                     "(its earlier training rows are NaN; the pretraining series are not in it)", e.what(),
+                     static_cast<long>(iteration_)));
     io::H5File results(path, io::H5File::Mode::truncate);
     results.set_attr("run_id", run_id_);
     pad_train_series(results);
@@ -441,15 +442,15 @@ void Trainer::pad_train_series(io::H5File& results) const {
   for (const char* c : kRunSeries) columns.push_back(std::string("train/") + c);
   for (const auto& m : setup_.molecules)
     for (const char* c : kMoleculeSeries) columns.push_back("train/" + m.name() + "/" + c);
-  std::int64_t padded = 0;
+  std::int64_t padded = 0;  // (iterations: the most rows any series lacks; the warning used to sum them)
   for (const auto& col : columns) {
     const std::int64_t missing = std::max<std::int64_t>(0, iteration_ - results.rows(col));
     results.append(col, std::vector<double>(static_cast<std::size_t>(missing), std::numeric_limits<double>::quiet_NaN()));
-    padded += missing;
+    padded = std::max(padded, missing);
   }
   if (padded > 0)
-    log::warn(strfmt("result.h5: %ld row(s) before iteration %ld were never written (a failed write or a new file); "
-                     "they are NaN", static_cast<long>(padded), static_cast<long>(iteration_)));
+    log::warn(strfmt("result.h5: the training series lack %ld iteration(s) before iteration %ld (a failed write or a "
+                     "new file); their rows are NaN", static_cast<long>(padded), static_cast<long>(iteration_)));
 }
 
 void Trainer::stop_after_failed_results_write(const std::string& why) {

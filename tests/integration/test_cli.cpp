@@ -1253,6 +1253,13 @@ TEST(Cli, AResultFileThatCannotGrowStopsTrainingCheckpointedAndTheResumedSeriesK
   const auto resumed = run("train --resume " + out);
   ASSERT_EQ(resumed.code, 0) << resumed.out;
   EXPECT_TRUE(fs::exists(out + "/result.h5.damaged")) << resumed.out;
+  // the missing rows are counted in iterations, not summed over the series (a user audit: 1200
+  // for 100 iterations of 12 series)
+  const auto lack = resumed.out.find("result.h5: the training series lack ");
+  ASSERT_NE(lack, std::string::npos) << resumed.out;
+  const long lacking = std::stol(resumed.out.substr(lack + std::string("result.h5: the training series lack ").size()));
+  EXPECT_GE(lacking, 1);
+  EXPECT_LE(lacking, 6) << resumed.out;
   nnvmc::io::H5File results(out + "/result.h5", nnvmc::io::H5File::Mode::read);
   for (const char* series : {"train/energy", "train/seconds", "train/he/energy"}) {
     const auto column = results.read(series);
