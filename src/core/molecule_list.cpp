@@ -206,10 +206,15 @@ std::vector<System> resolve_molecules(const SystemConfig& config) {
     if (config.charge) s.charge = *config.charge;
     if (config.spin) s.spin = *config.spin;
     else if (!s.spin_given) s.spin = std::abs(s.n_electrons() % 2);  // the lowest, after the charge
+    const std::string who = key + (out.size() > 1 ? "[" + std::to_string(i) + "] (" + s.name + ")" : "");
+    if (config.charge && !config.spin && s.spin_given && s.n_electrons() > 0 && (s.n_electrons() + s.spin) % 2 != 0)
+      throw InputError(strfmt("system.charge=%d: molecule '%s' then has %d electrons, for which the spin %d its molecule file "
+                              "gives has the wrong parity; give system.spin too (e.g. system.spin=%d)",
+                              *config.charge, s.name.c_str(), s.n_electrons(), s.spin, std::abs(s.spin - 1)));
     try {
       s.validate();
     } catch (const InputError& e) {
-      throw InputError(key + (out.size() > 1 ? "[" + std::to_string(i) + "] (" + s.name + ")" : "") + ": " + e.what());
+      throw InputError(who + ": " + e.what());
     }
   }
   // The same molecule twice (e.g. frames @-1 and @9 of a ten-frame file) is trained twice: legal,

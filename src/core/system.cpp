@@ -179,6 +179,12 @@ System parse_molecule_yaml(const std::string& yaml_text, const std::string& wher
   const YAML::Node atoms = root.IsMap() ? root["atoms"] : root;
   if (!atoms.IsSequence()) throw InputError(mark(atoms, where) + ": 'atoms' must be a list");
   for (const auto& a : atoms) sys.atoms.push_back(parse_atom(a, scale, where));
+  // No `spin:` is the lowest spin, as in an .xyz file (it was 0, and a radical without one was
+  // refused for "spin 0", a value the file never gave).
+  if (!root.IsMap() || !root["spin"]) {
+    sys.spin_given = false;
+    sys.spin = std::abs(sys.n_electrons() % 2);
+  }
   return sys;
 }
 

@@ -156,3 +156,21 @@ TEST(MoleculeList, AFrameCountedFromTheEndIsNamedByItsNumberAndARepeatIsWarnedOf
   EXPECT_FALSE(contains(err, "'traj_1' is the same")) << err;
   fs::remove_all(dir);
 }
+
+// A molecule without `spin:` takes the lowest spin, as an .xyz file does (found by a user audit:
+// HeH was refused for "spin 0 has the wrong parity", a spin the file never gave). A charge that
+// leaves a file's own spin the wrong parity names system.charge and what to add.
+TEST(MoleculeList, AMoleculeWithoutSpinTakesTheLowestAndAChargeThatBreaksAFilesSpinSaysWhatToGive) {
+  const auto heh = molecules_of("system: {molecule: {atoms: [[He, 0, 0, 0], [H, 0, 0, 1.5]]}}");
+  EXPECT_EQ(heh[0].n_electrons(), 3);
+  EXPECT_EQ(heh[0].spin, 1);
+  EXPECT_FALSE(heh[0].spin_given);
+  EXPECT_EQ(molecules_of("system: {molecule: {atoms: [[H, 0, 0, 0]]}, charge: -1}")[0].spin, 0);  // H⁻ after the charge
+  EXPECT_TRUE(contains(error_of<InputError>("system: {molecule: {atoms: [[He, 0, 0, 0], [H, 0, 0, 1.5]], spin: 0}}"),
+                       "spin 0 has the wrong parity for 3 electrons"));
+  const auto charged = error_of<InputError>("system: {molecule: he, charge: -1}");
+  EXPECT_TRUE(contains(charged, "system.charge=-1: molecule 'he' then has 3 electrons, for which the spin 0 its "
+                                "molecule file gives has the wrong parity; give system.spin too (e.g. system.spin=1)"))
+      << charged;
+  EXPECT_EQ(molecules_of("system: {molecule: he, charge: -1, spin: 1}")[0].n_up(), 2);
+}
