@@ -52,15 +52,15 @@ void check_memory_budget(const System& system, std::int64_t n_basis, const CcsdR
                       ", and the CCSD holds several anyway); " +
                       (staged && !device_limited
                            ? std::string("the staged backend's host side plans within the machine's free memory, which is too little")
-                           : "give --memory " + bytes(per_flag * 4 * floor) + " or more (4× that minimum" +
+                           : "give --memory " + batching::format_bytes_up(double(per_flag * 4 * floor)) + " or more (4× that minimum" +
                                  (per_flag == 2 ? std::string(", doubled for the staged backend") : std::string()) +
                                  ": less splits the contractions into many small batches)" +
                                  (options.memory_is_auto ? " (auto gave this much: the machine has too little free memory)"
                                                          : ", or auto")));
   if (budget < 4 * floor)
     log::warn("a memory budget of " + bytes(budget) + " splits the contractions of " + what +
-              " into many small batches, which can make it several times slower; give " + bytes(per_flag * 4 * floor) +
-              " or more, or auto");
+              " into many small batches, which can make it several times slower; give " +
+              batching::format_bytes_up(double(per_flag * 4 * floor)) + " or more, or auto");
 }
 
 namespace {

@@ -112,16 +112,23 @@ MemoryBudget MemoryBudget::scaled(double fraction) const {
   return MemoryBudget(std::max<std::int64_t>(1, std::llround(fraction * double(bytes_))));
 }
 
-std::string format_bytes(double bytes) {
+namespace {
+std::string formatted_bytes(double bytes, bool up) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
   while (std::abs(bytes) >= 1024 && u < 4) {
     bytes /= 1024;
     ++u;
   }
+  const double digits = u == 0 ? 1 : 100;
+  if (up) bytes = std::ceil(bytes * digits - 1e-9) / digits;  // (1e-9: a value already exact stays)
   char buf[48];
   std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", bytes, units[u]);
   return buf;
 }
+}  // namespace
+
+std::string format_bytes(double bytes) { return formatted_bytes(bytes, false); }
+std::string format_bytes_up(double bytes) { return formatted_bytes(bytes, true); }
 
 }  // namespace nnvmc::batching

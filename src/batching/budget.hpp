@@ -82,5 +82,8 @@ class MemoryBudget {
 
 /// "1.50 GiB"-style text for a byte count.
 std::string format_bytes(double bytes);
+/// format_bytes rounded up in its last digit: a size to give that is at least `bytes` (advice
+/// printed rounded to nearest could fall short of what it asks, and warn again).
+std::string format_bytes_up(double bytes);
 
 }  // namespace nnvmc::batching

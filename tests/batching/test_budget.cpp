@@ -18,6 +18,19 @@ TEST(MemoryBudget, ParsesByteCountsWithUnits) {
   EXPECT_EQ(MemoryBudget::parse("4096").bytes(), 4096);
 }
 
+// Advice to give a size is rounded up, so that giving it is enough (found by a user audit: the
+// CCSD advised "22.99 MiB or more" for 22.996 MiB and then warned about that budget again).
+TEST(MemoryBudget, AdvisedSizesAreRoundedUpAndParseToAtLeastTheSize) {
+  for (const double bytes : {24108175.0, 288799.0, 1023.4, 5.0 * (1 << 30), 3.5 * (1 << 20)}) {
+    std::string text = nnvmc::batching::format_bytes_up(bytes);
+    text.erase(text.find(' '), 1);  // "22.99 MiB" -> "22.99MiB", as --memory takes it
+    EXPECT_GE(double(MemoryBudget::parse(text, "cpu", "--memory").bytes()), bytes) << text;
+  }
+  EXPECT_EQ(nnvmc::batching::format_bytes_up(3.5 * (1 << 20)), "3.50 MiB");  // exact values stay
+  EXPECT_EQ(nnvmc::batching::format_bytes_up(24108175.0), "23.00 MiB");  // 22.9912 MiB
+  EXPECT_EQ(nnvmc::batching::format_bytes(24108175.0), "22.99 MiB");
+}
+
 TEST(MemoryBudget, AutoIsAFractionOfAvailableHostMemory) {
   const auto free_b = MemoryBudget::free_bytes("cpu");
   const auto b = MemoryBudget::parse("auto").bytes();
