@@ -243,7 +243,11 @@ RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
     io::write_text_atomically(dir_of(*cell) + "/cell.json", json_text(j, 2) + "\n");
     if (st.code == cell_interrupted) {
       summary.interrupted = true;
-      log::warn(strfmt("%s: interrupted at its checkpoint", cell->id.c_str()));
+      std::error_code ec;  // (stopped in pretraining or before: nothing to resume from, and it starts over)
+      log::warn(fs::exists(dir_of(*cell) + "/checkpoint.h5", ec)
+                    ? strfmt("%s: interrupted at its checkpoint", cell->id.c_str())
+                    : strfmt("%s: interrupted before its first checkpoint; it starts again when the comparison resumes",
+                             cell->id.c_str()));
       if (!stopping) stop_all();
       continue;
     }

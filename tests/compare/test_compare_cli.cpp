@@ -442,6 +442,7 @@ TEST(CompareCli, CtrlCToTheProcessGroupCheckpointsTheCellAndTheRerunContinuesIt)
   const std::string log((std::istreambuf_iterator<char>(log_in)), {});
   EXPECT_NE(first.out.find("rc=1"), std::string::npos) << first.out << log;
   EXPECT_NE(log.find("re-run the same command"), std::string::npos) << log;
+  EXPECT_NE(log.find("tiny__h: interrupted at its checkpoint"), std::string::npos) << log;
   const auto j = cell_json(dir, "tiny__h");
   EXPECT_EQ(j["status"], "interrupted") << log;
   ASSERT_TRUE(fs::exists(dir + "/cells/tiny__h/checkpoint.h5")) << log;
@@ -455,6 +456,27 @@ TEST(CompareCli, CtrlCToTheProcessGroupCheckpointsTheCellAndTheRerunContinuesIt)
   EXPECT_EQ(cell_json(dir, "tiny__h")["status"], "done");
   EXPECT_EQ(cell_json(dir, "tiny__h")["segments"], 2);
   EXPECT_GE(train_rows(dir, "tiny__h"), rows_before);  // the rows trained before the signal are kept
+}
+
+// A Ctrl-C in a cell's pretraining, before its first checkpoint, is not said to leave one (found
+// by a user audit: "interrupted at its checkpoint" with no checkpoint.h5).
+TEST(CompareCli, CtrlCBeforeACellsFirstCheckpointSaysItStartsAgain) {
+  const auto [file, dir] = setup("nnvmc_compare_sigint_pretrain",
+                                 "ansatze: [{label: tiny, type: ferminet, ferminet: {hidden_dims: [[8, 4]], determinants: 1}}]\n"
+                                 "molecules: [h]\niterations: 5\nwalkers: 8\neval_steps: 4\n"
+                                 "overrides: [pretrain.steps=1000000, run.threads=1]\n");
+  const std::string script =
+      "setsid " + std::string(NNVMC_EXE) + " compare " + file + " --no-plots > " + dir + ".log 2>&1 & pid=$!; "
+      "for i in $(seq 600); do grep -q pretrain " + dir + "/cells/tiny__h/log.txt 2>/dev/null && break; sleep 0.1; "
+      "done; sleep 1; kill -INT -- -$pid; wait $pid; echo rc=$?";
+  const auto r = run_shell("bash -c '" + script + "'");
+  std::ifstream log_in(dir + ".log");
+  const std::string log((std::istreambuf_iterator<char>(log_in)), {});
+  EXPECT_NE(r.out.find("rc=1"), std::string::npos) << r.out << log;
+  EXPECT_FALSE(fs::exists(dir + "/cells/tiny__h/checkpoint.h5")) << log;
+  EXPECT_NE(log.find("tiny__h: interrupted before its first checkpoint; it starts again when the comparison resumes"),
+            std::string::npos)
+      << log;
 }
 
 // The rest of a comparison file and of the command line, end to end: an ansatz given as a run
