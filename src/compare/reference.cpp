@@ -61,6 +61,10 @@ Reference ccsd_t_reference(const System& system, const std::string& basis) {
     run = ccsd::run_ccsd(system, o);
   } catch (const InputError& e) {
     throw ConfigError(std::string("'reference_basis': ") + e.what());
+  } catch (const BudgetError& e) {  // (its advice is ccsd's command line, which a comparison file has not)
+    throw ConfigError("'reference_basis': the CCSD(T)/" + basis + " reference of " + system.name + ": " + e.what() +
+                      ". In a comparison, give a smaller reference_basis, or compute the reference with nnvmc ccsd "
+                      "(--cholesky 1e-5 --triples) and give it as the molecule file's e_ref");
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.energy = run.cc.e_ccsd_t;

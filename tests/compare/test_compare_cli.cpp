@@ -350,6 +350,18 @@ TEST(CompareCli, BadComparisonFileExitsWithCode2NamingTheKey) {
     EXPECT_EQ(b.code, 2) << override_ << "\n" << b.out;
     EXPECT_NE(b.out.find(key), std::string::npos) << override_ << "\n" << b.out;
   }
+  // A reference too large for the host names reference_basis and what a comparison can do (a
+  // user audit: it advised ccsd's --cholesky, which a comparison file has no key for).
+  const auto [big, dir3] = setup("nnvmc_compare_big_reference",
+                                 "ansatze: [{type: hf}]\nmolecules: [h2o]\nreferences: ccsd_t\nreference_basis: cc-pvqz\n");
+  const auto b = run_shell("sh -c 'ulimit -v 2000000 && exec " + std::string(NNVMC_EXE) + " compare " + big + "'");
+  EXPECT_EQ(b.code, 2) << b.out;
+  EXPECT_NE(b.out.find("'reference_basis': the CCSD(T)/cc-pvqz reference of h2o: conventional integrals"),
+            std::string::npos)
+      << b.out;
+  EXPECT_NE(b.out.find("give a smaller reference_basis, or compute the reference with nnvmc ccsd"), std::string::npos)
+      << b.out;
+  EXPECT_FALSE(fs::exists(dir3 + "/cells")) << b.out;
 }
 
 TEST(CompareCli, MinutesBudgetEndsTrainingOnTheClockThenEvaluates) {
