@@ -48,7 +48,11 @@ System molecule_with_geometry(const YAML::Node& e, const std::string& key, const
                         " (an entry with 'molecule:' takes geometry, units, name, charge, spin)");
   }
   if (!e["molecule"].IsScalar()) throw ConfigError("'" + key + ".molecule' must be a molecule name or a file path");
+  if (e["units"] && !e["geometry"])  // (it was ignored: the molecule kept its file's coordinates)
+    throw ConfigError("'" + key + ".units' applies to a 'geometry', which this entry does not give (the molecule's "
+                      "own coordinates are read in its file's units)");
   System s = load_entry_file(e["molecule"].Scalar(), base_dir);
+  const System file = s;
   // Without `units:`, the geometry is in the units of the molecule's own file (an .xyz file's
   // angstrom, a YAML file's `units`).
   double scale = s.source_units == "angstrom" ? kBohrPerAngstrom : 1.0;
@@ -83,8 +87,12 @@ System molecule_with_geometry(const YAML::Node& e, const std::string& key, const
   } catch (const YAML::Exception&) {
     throw ConfigError("'" + key + "': geometry must hold numbers, name a string, charge and spin integers");
   }
-  s.e_ref.reset();  // the file's reference energy belongs to its own geometry
-  s.e_ref_source.clear();
+  // The file's reference energy belongs to its own molecule: kept for an entry that only names it
+  // (it was dropped, and a comparison computed a CCSD(T) reference in place of an exact one).
+  if (!same_geometry(s, file)) {
+    s.e_ref.reset();
+    s.e_ref_source.clear();
+  }
   return s;
 }
 
@@ -203,9 +211,14 @@ std::vector<System> resolve_molecules(const SystemConfig& config) {
   for (size_t i = 0; i < out.size(); ++i) {
     System& s = out[i];
     s.name = names[i];
+    const int charge = s.charge, spin = s.spin;
     if (config.charge) s.charge = *config.charge;
     if (config.spin) s.spin = *config.spin;
     else if (!s.spin_given) s.spin = std::abs(s.n_electrons() % 2);  // the lowest, after the charge
+    if (s.charge != charge || s.spin != spin) {  // another state: the file's reference energy is not its
+      s.e_ref.reset();
+      s.e_ref_source.clear();
+    }
     const std::string who = key + (out.size() > 1 ? "[" + std::to_string(i) + "] (" + s.name + ")" : "");
     if (config.charge && !config.spin && s.spin_given && s.n_electrons() > 0 && (s.n_electrons() + s.spin) % 2 != 0)
       throw InputError(strfmt("system.charge=%d: molecule '%s' then has %d electrons, for which the spin %d its molecule file "

@@ -174,3 +174,18 @@ TEST(MoleculeList, AMoleculeWithoutSpinTakesTheLowestAndAChargeThatBreaksAFilesS
       << charged;
   EXPECT_EQ(molecules_of("system: {molecule: he, charge: -1, spin: 1}")[0].n_up(), 2);
 }
+
+// A molecule file's reference energy stays with an entry that only names (or renames) it, and
+// goes with another geometry, charge or spin, also one set by system.charge (it stayed, and a
+// run of He⁺ carried neutral He's exact energy). `units` without a geometry is refused (it was
+// ignored; a user audit).
+TEST(MoleculeList, AFilesReferenceEnergyStaysOnlyWithItsOwnMoleculeAndUnitsNeedAGeometry) {
+  const auto m = molecules_of("system: {molecules: [{molecule: he, name: helium}, {molecule: he, charge: 1, spin: 1}]}");
+  ASSERT_TRUE(m[0].e_ref.has_value());
+  EXPECT_DOUBLE_EQ(*m[0].e_ref, -2.903724377);
+  EXPECT_FALSE(m[1].e_ref.has_value());
+  EXPECT_TRUE(molecules_of("system: {molecule: he}")[0].e_ref.has_value());
+  EXPECT_FALSE(molecules_of("system: {molecule: he, charge: 1, spin: 1}")[0].e_ref.has_value());
+  EXPECT_TRUE(contains(error_of<ConfigError>("system: {molecules: [{molecule: lih, units: angstrom}]}"),
+                       "'system.molecules[0].units' applies to a 'geometry', which this entry does not give"));
+}
