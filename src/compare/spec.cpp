@@ -58,6 +58,7 @@ struct CompareFile {
 /// An ansatz entry: the run config it starts from, its model block, extra overrides.
 struct AnsatzEntry {
   std::string label;
+  YAML::Node entry;  ///< the entry of ansatze: in the file (for its line)
   YAML::Node base;   ///< run config mapping (may be empty)
   YAML::Node model;  ///< model block (undefined: the base's)
   std::vector<std::string> overrides;
@@ -144,6 +145,25 @@ std::vector<YAML::Node> list_of(const YAML::Node& root, const std::string& key, 
   return out;
 }
 
+/// `message` (read from the file `where`, maybe "WHERE:LINE: 'KEY' ...") about a key under
+/// `prefix` that an override set: named by that override, not by the line the override's node
+/// claims. Unchanged otherwise.
+std::string blamed_on_override(const std::string& message, const std::string& prefix,
+                               const std::vector<std::string>& overrides, const std::string& where) {
+  std::string text = message;
+  if (text.rfind(where + ":", 0) == 0) {
+    const auto colon = text.find(": ", where.size());
+    if (colon != std::string::npos) text = text.substr(colon + 2);
+  }
+  const auto open = text.find('\'');
+  const auto close = open == std::string::npos ? open : text.find('\'', open + 1);
+  if (close == std::string::npos) return message;
+  const std::string key = text.substr(open + 1, close - open - 1);
+  for (auto o = overrides.rbegin(); o != overrides.rend(); ++o)
+    if (override_sets(*o, prefix + key)) return "override '" + *o + "': " + text;
+  return message;
+}
+
 /// Makes labels unique ("x", "x-2", ...), also against labels that already end so ("x", "x",
 /// "x-2" gives "x", "x-3", "x-2").
 void uniquify(std::vector<std::string*> labels) {
@@ -170,6 +190,7 @@ std::vector<AnsatzEntry> parse_ansatze(const YAML::Node& root, const YAML::Node&
     const auto& e = entries[i];
     const std::string key = at("ansatze", i);
     AnsatzEntry a;
+    a.entry = e;
     // A run-config entry is a whole run config: `base:` lies under model blocks only. Said, since
     // a user comparing it with model blocks would expect the same base (a file of configs/models/
     // holds only a model, and trained with every other default).
@@ -462,6 +483,31 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
   if (root["base"] && !root["base"].IsNull())
     base = root["base"].IsScalar() ? run_config_node(root["base"].Scalar(), file_dir, "base") : root["base"];
   const auto ansatze = parse_ansatze(root, base, where, file_dir);
+  // The file's own run-setting blocks are read on their own first, while their nodes still know
+  // their lines: a cell's config is built from copies, which do not, and its errors named line 1.
+  if (root["base"] && root["base"].IsMap()) {
+    try {
+      Config probe;
+      config_yaml::read_struct(root["base"], probe, "", where);
+    } catch (const ConfigError& e) {
+      throw ConfigError(blamed_on_override(e.what(), "base.", overrides, where));
+    }
+  }
+  for (size_t i = 0; i < ansatze.size(); ++i)
+    if (ansatze[i].model.IsDefined() && ansatze[i].model.IsMap()) {
+      try {
+        ModelConfig probe;
+        config_yaml::read_struct(ansatze[i].model, probe, "model", where);
+      } catch (const ConfigError& e) {  // (a key of the entry itself has no line of its own: the entry's)
+        std::string m = e.what();
+        if (const auto k = m.find("unknown key 'model."); k != std::string::npos)  // (the entry's keys are the model's)
+          m.replace(k, 19, "unknown key '");
+        throw ConfigError(m.rfind(where + ": ", 0) == 0
+                              ? config_yaml::location(ansatze[i].entry, where) + ": '" + at("ansatze", i) + "': " +
+                                    m.substr(where.size() + 2)
+                              : m);
+      }
+    }
   const auto molecules = parse_molecules(root, where, file_dir);
   const auto laplacians = parse_axis(root, "laplacian", where, false);
   const auto optims = parse_axis(root, "optim", where, true);

@@ -512,6 +512,20 @@ TEST(CompareSpec, ZeroIterationsEvaluatesEveryCellUntrained) {
   EXPECT_FALSE(parse_compare_spec("ansatze: [{type: hf}]\nmolecules: [h2]\n", {}, "cmp.yaml").iterations);
 }
 
+// A bad run setting in the file's base: block or in an ansatz entry names its line, or the
+// override that gave it (found by a user audit: each was blamed on "(cell ...):1:").
+TEST(CompareSpec, BadSettingsInBaseOrAnAnsatzNameTheirLineOrOverride) {
+  const std::string file =
+      "ansatze:\n  - {type: ferminet, ferminet: {determinants: one}}\nmolecules: [h2]\n"
+      "base:\n  sampler: {burn_in: ten}\n";
+  EXPECT_EQ(error_of(file), "cmp.yaml:5: 'sampler.burn_in' must be an integer, got 'ten'");
+  EXPECT_EQ(error_of(file, {"base.sampler.burn_in=abc"}),
+            "override 'base.sampler.burn_in=abc': 'sampler.burn_in' must be an integer, got 'abc'");
+  EXPECT_EQ(error_of(file, {"base.sampler.burn_in=3"}), "cmp.yaml:2: 'model.ferminet.determinants' must be an integer, got 'one'");
+  const auto unknown = error_of("ansatze:\n  - {type: ferminet, bogus: 1}\nmolecules: [h2]\n");
+  EXPECT_EQ(unknown.rfind("cmp.yaml:2: 'ansatze[0]': unknown key 'bogus'", 0), 0u) << unknown;
+}
+
 // Out-of-range budgets name their line or override (they named the key alone).
 TEST(CompareSpec, OutOfRangeBudgetsNameTheirLineOrOverride) {
   EXPECT_EQ(error_of("ansatze: [{type: ferminet}]\nmolecules: [h2]\niterations: -2\n"),
