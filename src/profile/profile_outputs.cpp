@@ -253,6 +253,11 @@ void write_report(const ProfileReport& r, const std::string& path, const std::st
 
 void write_profile_outputs(const ProfileReport& report, const std::string& dir, bool plots) {
   fs::create_directories(dir);
+  // A previous profile's plots would stand beside a report that no longer shows them (a new
+  // report says which it has); only the names this command writes are removed.
+  std::error_code ec;
+  for (const char* plot : {"stage_bars.png", "op_mix.png", "roofline.png", "scaling.png", "plot.log"})
+    fs::remove(fs::path(dir) / plot, ec);
   const nlohmann::json j = to_json(report);
   io::write_text_atomically(dir + "/profile.json", json_text(j, 2) + "\n");
   write_h5(report, dir + "/profile.h5", j);

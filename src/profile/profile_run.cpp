@@ -11,6 +11,7 @@
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "io/output_kind.hpp"
+#include "train/stop_request.hpp"
 #include "core/molecule_list.hpp"
 #include "models/model_traits.hpp"
 #include "models/registry.hpp"
@@ -166,8 +167,9 @@ MoleculeProfile profile_molecule(const std::string& config_path, std::vector<std
                    m.molecule.c_str(),
                    n_mol > 1 ? strfmt("%zu of %zu molecules per iteration, up to ", per_step, n_mol).c_str() : "",
                    m.n_electrons, m.walkers, o.warmup, o.iterations, o.profiled));
-  trainer.run(/*final_eval=*/false);
+  const TrainOutcome outcome = trainer.run(/*final_eval=*/false);
   trainer.timers().set_observer(nullptr);
+  if (outcome.interrupted) throw Interrupted("profile: interrupted (nothing written)");
   report.stage_clock = recorder.event_clock() ? "cuda events" : cuda >= 0 ? "host clock, device synchronised" : "host clock";
 
   m.iteration_seconds = median(iteration);

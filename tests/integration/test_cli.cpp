@@ -1101,6 +1101,38 @@ TEST(Cli, ProfilePrintsNoProfilerLibraryNoiseAndTakesInlineMolecules) {
   fs::remove_all(out);
 }
 
+// A profile that fails on a later molecule, or is stopped by Ctrl-C, removes the scratch runs it
+// made and keeps what was there; a new profile's report does not stand beside an old one's plots
+// (found by a user audit: runs/h2 was left after an error, and old PNGs after a re-run).
+TEST(Cli, AProfileThatFailsOrIsInterruptedLeavesWhatWasThereAndNothingElse) {
+  const auto cfg = write_config("nnvmc_profile_fails.yaml",
+                                "model: {type: ferminet, ferminet: {hidden_dims: [[4, 2]], determinants: 1}}\n"
+                                "sampler: {walkers: 8, steps_per_iteration: 1, burn_in: 1}\n"
+                                "run: {threads: 1}\n");
+  const auto out = (fs::temp_directory_path() / "nnvmc_profile_fails").string();
+  fs::remove_all(out);
+  const std::string flags = " --iterations 1 --warmup 1 --profile-iterations 1 --no-roofline --no-plots --output " + out;
+  const auto failed = run("profile " + cfg + " --molecules h,c4h4" + flags + " run.memory_budget=60KiB");
+  EXPECT_EQ(failed.code, 2) << failed.out;
+  EXPECT_NE(failed.out.find("profile h:"), std::string::npos) << failed.out;  // the first molecule ran
+  EXPECT_FALSE(fs::exists(out)) << failed.out;
+  fs::create_directories(out + "/runs/mine");
+  std::ofstream(out + "/roofline.png") << "an old plot";
+  const auto stopped = run_shell("bash -c '" + std::string(NNVMC_EXE) + " profile " + cfg + " --molecules h --iterations "
+                                 "1000000 --warmup 1 --profile-iterations 1 --no-roofline --no-plots --output " + out +
+                                 " & pid=$!; for i in $(seq 300); do [ -d " + out + "/runs/h ] && break; sleep 0.1; done; "
+                                 "sleep 1; kill -INT $pid; wait $pid; echo rc=$?'");
+  EXPECT_NE(stopped.out.find("rc=1"), std::string::npos) << stopped.out;
+  EXPECT_NE(stopped.out.find("profile: interrupted (nothing written)"), std::string::npos) << stopped.out;
+  EXPECT_FALSE(fs::exists(out + "/runs/h")) << stopped.out;
+  EXPECT_TRUE(fs::exists(out + "/runs/mine"));
+  const auto again = run("profile " + cfg + " --molecules h" + flags);
+  ASSERT_EQ(again.code, 0) << again.out;
+  EXPECT_FALSE(fs::exists(out + "/roofline.png")) << "an old plot beside a report without one";
+  EXPECT_TRUE(fs::exists(out + "/report.md"));
+  fs::remove_all(out);
+}
+
 // Under an address-space limit (ulimit -v; a cgroup limit is read the same way) an allocation
 // that fails (here chunks sized for a run.memory_budget the limit does not leave; before the
 // walkers' gradient pass was budgeted, 2 M walkers under 'auto' did it) is an "out of memory"
