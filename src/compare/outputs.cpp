@@ -22,6 +22,11 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kChemicalAccuracy = 1.6e-3;  ///< hartree (1 kcal/mol)
+/// The units of compare.csv's and compare.h5's numbers (the report's error column is in mEh; a
+/// user audit found nothing saying which the files use).
+constexpr const char* kUnits =
+    "energy, energy_err, reference, error (E - E_ref) and chemical_accuracy in Eh (hartree), variance in Eh^2, "
+    "autocorr_time in evaluation steps, s_per_iteration and the other *_seconds in seconds, *_bytes in bytes";
 
 /// One row of the table.
 struct Row {
@@ -169,6 +174,7 @@ void write_h5(const std::string& path, const CompareSpec& spec, const std::vecto
       return json_text(m);
     }());
     f.set_attr("chemical_accuracy", strfmt("%.17g", kChemicalAccuracy));
+    f.set_attr("units", kUnits);
   });
 }
 
@@ -201,7 +207,7 @@ void write_report(const std::string& path, const CompareSpec& spec, const std::v
        "timers (per stage in compare.csv). Peak tensor memory: the cell's working memory counted by the tensor "
        "allocator; peak RSS: its process. Wall: the cell's processes from start to exit. An energy marked "
        "(unreliable) has an error bar from neither a reblocking plateau nor enough walkers (error_bar_reliable = 0 "
-       "in compare.csv): evaluate it longer.\n\n";
+       "in compare.csv): evaluate it longer. In compare.csv and compare.h5: " << kUnits << ".\n\n";
   o << "| ansatz | molecule | laplacian | optim | dtype | status | energy (Eh) | error (mEh) | variance | τ_corr "
        "| parameters | s/iteration | peak tensor memory | peak RSS | wall (s) |\n";
   o << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";

@@ -212,6 +212,13 @@ TEST(CompareCli, InterruptedComparisonResumesOnlyTheMissingCellsAndGivesOneRowPe
   EXPECT_NE(md.find("| large | he |"), std::string::npos) << md;
   EXPECT_NE(md.find("Pekeris"), std::string::npos);  // the reference's source is named
   EXPECT_NE(md.find(" (unreliable) |"), std::string::npos) << md;
+  // the files' units are stated (the report's error column is in mEh, the files' in Eh)
+  EXPECT_NE(md.find("In compare.csv and compare.h5: energy, energy_err, reference, error (E - E_ref) and "
+                    "chemical_accuracy in Eh (hartree)"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(nnvmc::io::H5File(dir + "/compare.h5", nnvmc::io::H5File::Mode::read).attr("units").find("in Eh (hartree)"),
+            std::string::npos);
 
   // Everything done: a third run does nothing but rewrite the table.
   const auto third = run("compare " + file + " --no-plots");
