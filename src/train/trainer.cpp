@@ -821,8 +821,11 @@ void Trainer::final_evaluation(TrainOutcome& out, const std::function<io::H5File
   if (results) {  // rank 0 writes
     for (double v : mean_series) results->append("eval/energy", v);
     results->flush();  // summary.json only for a complete result.h5
+    // (the stage timings are this process's: a resumed run's from the iteration it resumed at)
     write_summary(output_ + "/summary.json", setup_, out.evals, timers_, iteration_,
-                  {{"failed_steps", out.failed_steps}, {"excluded_walkers", out.excluded_walkers}});
+                  {{"failed_steps", out.failed_steps},
+                   {"excluded_walkers", out.excluded_walkers},
+                   {"timings_from_iteration", first_iteration_}});
   }
   // The result itself is the caller's to print or log (nnvmc train: on stdout, whatever the
   // log level; a comparison's cell: in its log, log_eval_text).
