@@ -21,6 +21,7 @@
 #include "train/checkpoint.hpp"
 #include "train/evaluate.hpp"
 #include "train/summary.hpp"
+#include "train/trainer.hpp"
 #include "core/json_text.hpp"
 
 namespace nnvmc::app {
@@ -68,6 +69,8 @@ void refuse_model_changes(const std::vector<std::string>& overrides) {
 }
 
 void run_eval(const EvalArgs& a) {
+  // Ctrl-C stops at the next step with a message and exit code 1 (it killed the process, 130)
+  Trainer::install_signal_handlers();
   RunArgs ra = split_run_args(a.args);
   if (ra.file.empty()) throw InputError("eval: give a CHECKPOINT file (or a run's output directory)");
   if (std::error_code ec; std::filesystem::is_directory(ra.file, ec)) ra.file = run_checkpoint("eval", ra.file);

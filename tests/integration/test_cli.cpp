@@ -1447,4 +1447,9 @@ TEST(Cli, AnEvaluationOfOneStepHasTheErrorOverItsWalkers) {
   const auto k = run("eval " + out + " --steps 1 --log-level warn optim.type=kfac");
   ASSERT_EQ(k.code, 0) << k.out;
   EXPECT_NE(k.out.find("eval: 'optim.type=kfac' has no effect on an evaluation"), std::string::npos) << k.out;
+  // Ctrl-C stops an evaluation with a message and exit code 1 (it killed the process: 130, silent)
+  const auto stopped = run_shell("bash -c '" + std::string(NNVMC_EXE) + " eval " + out + " --steps 100000000 & pid=$!; "
+                                 "sleep 3; kill -INT $pid; wait $pid; echo rc=$?'");
+  EXPECT_NE(stopped.out.find("rc=1"), std::string::npos) << stopped.out;
+  EXPECT_NE(stopped.out.find("stopped by a signal during the evaluation"), std::string::npos) << stopped.out;
 }
