@@ -65,8 +65,8 @@ void check_memory_budget(const System& system, std::int64_t n_basis, const CcsdR
 
 namespace {
 
-/// Refuses conventional integrals that the host cannot hold (the AO tensor and its transformed
-/// copy, conventional_integrals_peak_bytes, against this rank's part of the node's available
+/// Refuses conventional integrals that the host cannot hold (about three AO tensors while they
+/// are transformed, conventional_integrals_peak_bytes, against this rank's part of the node's available
 /// memory): they ended in std::bad_alloc or the kernel's OOM killer after the SCF.
 void check_conventional_memory(std::int64_t n_basis) {
   const batching::HostMemory host = batching::host_memory();

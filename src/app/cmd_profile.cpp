@@ -2,7 +2,6 @@
 ///                      [--profile-iterations P] [--output DIR] [--no-roofline] [--no-plots] [key=value ...]
 #include <cmath>
 #include <filesystem>
-#include <set>
 #include <sstream>
 
 #include "app/commands.hpp"
@@ -11,7 +10,6 @@
 #include "core/log.hpp"
 #include "parallel/communicator.hpp"
 #include "profile/profile.hpp"
-#include "train/stop_request.hpp"
 #include "train/trainer.hpp"
 
 namespace nnvmc::app {
@@ -57,29 +55,9 @@ void run_profile_command(ProfileArgs& a) {
   if (a.options.output.empty())
     a.options.output = "runs/profile_" + std::filesystem::path(ra.file).stem().string();
   a.options.roofline = !a.no_roofline;
-  // A profile that fails or is interrupted (Ctrl-C: the trainer stops at an iteration's end)
-  // leaves no scratch runs behind: what it created under --output is removed, what was there stays.
+  // Ctrl-C stops the profile at an iteration's end (run_profile then removes what it made)
   Trainer::install_signal_handlers();
-  namespace fs = std::filesystem;
-  const fs::path out = a.options.output, runs = out / "runs";
-  std::error_code ec;
-  const bool out_existed = fs::exists(out, ec), runs_existed = fs::exists(runs, ec);
-  std::set<std::string> runs_before;
-  for (const auto& e : fs::directory_iterator(runs, ec)) runs_before.insert(e.path().filename().string());
-  const auto remove_what_this_made = [&] {
-    for (const auto& e : fs::directory_iterator(runs, ec))
-      if (!runs_before.count(e.path().filename().string())) fs::remove_all(e.path(), ec);
-    if (!runs_existed) fs::remove(runs, ec);  // (only when empty)
-    if (!out_existed) fs::remove(out, ec);
-  };
-  profile::ProfileReport r;
-  try {
-    r = profile::run_profile(ra.file, ra.overrides, a.options);
-    if (stop_requested()) throw Interrupted("profile: interrupted (nothing written)");  // (e.g. in the roofline)
-  } catch (...) {
-    remove_what_this_made();
-    throw;
-  }
+  const profile::ProfileReport r = profile::run_profile(ra.file, ra.overrides, a.options);
   profile::write_profile_outputs(r, a.options.output, !a.no_plots);
   for (const auto& m : r.molecules) {
     std::string line = strfmt("%-8s N=%-3d %.4f s/iteration:", m.molecule.c_str(), m.n_electrons, m.iteration_seconds);

@@ -62,7 +62,10 @@ Reference ccsd_t_reference(const System& system, const std::string& basis) {
   } catch (const InputError& e) {
     throw ConfigError(std::string("'reference_basis': ") + e.what());
   } catch (const BudgetError& e) {  // (its advice is ccsd's command line, which a comparison file has not)
-    throw ConfigError("'reference_basis': the CCSD(T)/" + basis + " reference of " + system.name + ": " + e.what() +
+    std::string why = e.what();
+    if (const auto advice = why.find("; use Cholesky-decomposed integrals"); advice != std::string::npos)
+      why.resize(advice);
+    throw ConfigError("'reference_basis': the CCSD(T)/" + basis + " reference of " + system.name + ": " + why +
                       ". In a comparison, give a smaller reference_basis, or compute the reference with nnvmc ccsd "
                       "(--cholesky 1e-5 --triples) and give it as the molecule file's e_ref");
   }

@@ -607,7 +607,8 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
               if (other.id == cell.id)
                 throw ConfigError(where + ": cells " + other.ansatz + " x " + other.molecule + " and " + cell.ansatz +
                                   " x " + cell.molecule + " would share the directory cells/" + cell.id +
-                                  "; give the ansatz or molecule a 'label' (or 'name') without '__'");
+                                  " (with their axis entries); give the ansatz, the molecule or the axis entry a "
+                                  "'label' (a molecule a 'name') without '__'");
             cell.laplacian = cell.config.hamiltonian.laplacian;
             cell.optim = !trainable ? "none" : opt.label.empty() ? cell.config.optim.type : opt.label;
             cell.dtype = cell.config.run.dtype;

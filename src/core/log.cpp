@@ -23,6 +23,10 @@ void debug(const std::string& m) { spdlog::debug(m); }
 void info(const std::string& m) { spdlog::info(m); }
 void warn(const std::string& m) { spdlog::warn(m); }
 void error(const std::string& m) { spdlog::error(m); }
+Quiet::Quiet() : previous_(static_cast<int>(spdlog::get_level())) {
+  if (spdlog::get_level() < spdlog::level::err) spdlog::set_level(spdlog::level::err);
+}
+Quiet::~Quiet() { spdlog::set_level(static_cast<spdlog::level::level_enum>(previous_)); }
 }  // namespace log
 
 std::string strfmt(const char* format, ...) {

@@ -15,6 +15,18 @@ void debug(const std::string& message);
 void info(const std::string& message);
 void warn(const std::string& message);
 void error(const std::string& message);
+/// While it lives, only errors are logged (a check that repeats work done again later, whose
+/// warnings would then be printed twice).
+class Quiet {
+ public:
+  Quiet();
+  ~Quiet();
+  Quiet(const Quiet&) = delete;
+  Quiet& operator=(const Quiet&) = delete;
+
+ private:
+  int previous_;
+};
 }  // namespace log
 
 /// printf-style formatting into a std::string, e.g. strfmt("%.6f", e).

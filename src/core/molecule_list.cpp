@@ -83,6 +83,8 @@ System molecule_with_geometry(const YAML::Node& e, const std::string& key, const
     if (e["spin"]) {
       s.spin = e["spin"].as<int>();
       s.spin_given = true;
+    } else if (!s.spin_given) {
+      s.spin = std::abs(s.n_electrons() % 2);  // the lowest, after the entry's charge (as resolve_molecules does)
     }
   } catch (const YAML::Exception&) {
     throw ConfigError("'" + key + "': geometry must hold numbers, name a string, charge and spin integers");
@@ -221,8 +223,8 @@ std::vector<System> resolve_molecules(const SystemConfig& config) {
     }
     const std::string who = key + (out.size() > 1 ? "[" + std::to_string(i) + "] (" + s.name + ")" : "");
     if (config.charge && !config.spin && s.spin_given && s.n_electrons() > 0 && (s.n_electrons() + s.spin) % 2 != 0)
-      throw InputError(strfmt("system.charge=%d: molecule '%s' then has %d electrons, for which the spin %d its molecule file "
-                              "gives has the wrong parity; give system.spin too (e.g. system.spin=%d)",
+      throw InputError(strfmt("system.charge=%d: molecule '%s' then has %d electrons, for which the spin %d it was given "
+                              "has the wrong parity; give system.spin too (e.g. system.spin=%d)",
                               *config.charge, s.name.c_str(), s.n_electrons(), s.spin, std::abs(s.spin - 1)));
     try {
       s.validate();

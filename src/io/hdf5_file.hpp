@@ -26,11 +26,12 @@ struct Array {
 /// Builds an Array from typed data.
 Array make_array(DType dtype, std::vector<std::int64_t> shape, const void* data);
 
-/// An open HDF5 file. Errors throw nnvmc::CheckpointError naming the file and object.
+/// An open HDF5 file. Errors throw nnvmc::CheckpointError naming the file and object; a failed
+/// write(), set_attr() or flush() throws nnvmc::WriteError.
 class H5File {
  public:
   /// read: an existing file; truncate: a new file on disk; append: an existing file (or a new
-  /// one) on disk; memory: a new file built in memory only (image() gives its bytes).
+  /// one) on disk; memory: a new file built in memory only (close_to_image() gives its bytes).
   enum class Mode { read, truncate, append, memory };
   H5File(const std::string& path, Mode mode);
   ~H5File();

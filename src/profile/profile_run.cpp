@@ -10,6 +10,7 @@
 
 #include "core/errors.hpp"
 #include "core/log.hpp"
+#include "io/created_directories.hpp"
 #include "io/output_kind.hpp"
 #include "train/stop_request.hpp"
 #include "core/molecule_list.hpp"
@@ -266,11 +267,27 @@ ProfileReport run_profile(const std::string& config_path, const std::vector<std:
   if (const std::string outer = io::enclosing_output(options.output); !outer.empty())  // (e.g. a comparison's cells/)
     throw InputError("profile: --output " + options.output + " lies in a " + outer + "; choose another directory");
   check_molecules(config_path, overrides, molecules);
-  for (const auto& mol : molecules) r.molecules.push_back(profile_molecule(config_path, overrides, mol, options, r));
-  r.cpu = read_cpu_peak();
-  if (options.roofline) {
-    log::info("roofline: measuring GEMM peak and triad bandwidth");
-    r.roofline = measure_roofline(r.device, r.dtype);
+  // A profile that fails or is stopped (Ctrl-C) removes the scratch run directories it created,
+  // and the directories above them it created while they are empty; nothing else under --output
+  // (found by a user audit: an error on a later molecule left runs/<first> behind).
+  const io::CreatedDirectories parents = io::CreatedDirectories::create(options.output + "/runs", ec);
+  std::vector<std::string> made;
+  try {
+    for (const auto& mol : molecules) {
+      const std::string dir = options.output + "/runs/" + run_label(mol);
+      if (!std::filesystem::exists(dir, ec)) made.push_back(dir);
+      r.molecules.push_back(profile_molecule(config_path, overrides, mol, options, r));
+    }
+    r.cpu = read_cpu_peak();
+    if (options.roofline) {
+      log::info("roofline: measuring GEMM peak and triad bandwidth");
+      r.roofline = measure_roofline(r.device, r.dtype);
+    }
+    throw_if_stop_requested("the roofline measurement (nothing written)");
+  } catch (...) {
+    for (const auto& dir : made) std::filesystem::remove_all(dir, ec);
+    parents.remove_if_empty();
+    throw;
   }
   std::vector<double> ne;
   for (const auto& m : r.molecules) ne.push_back(m.n_electrons);

@@ -391,7 +391,11 @@ void Trainer::commit_resumed_output() {
     else
       results.remove("pretrain");
     pad_train_series(results);  // a damaged file can open and fail only here
-    results.set_attr("run_id", run_id_);  // (result.h5 of a run from before run ids: it has one now)
+    try {
+      results.set_attr("run_id", run_id_);  // (result.h5 of a run from before run ids: it has one now)
+    } catch (const WriteError& e) {  // (an attribute a damaged file cannot take: damage, as before)
+      throw CheckpointError(e.what());
+    }
     results.flush();
   } catch (const CheckpointError& e) {
     // A process killed while writing result.h5 can leave it unreadable; the checkpoint is what

@@ -1,5 +1,6 @@
 /// The molecules of a run: system.molecule, system.molecules and system.dataset.
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
 #include <filesystem>
 #include <fstream>
@@ -169,10 +170,17 @@ TEST(MoleculeList, AMoleculeWithoutSpinTakesTheLowestAndAChargeThatBreaksAFilesS
   EXPECT_TRUE(contains(error_of<InputError>("system: {molecule: {atoms: [[He, 0, 0, 0], [H, 0, 0, 1.5]], spin: 0}}"),
                        "spin 0 has the wrong parity for 3 electrons"));
   const auto charged = error_of<InputError>("system: {molecule: he, charge: -1}");
-  EXPECT_TRUE(contains(charged, "system.charge=-1: molecule 'he' then has 3 electrons, for which the spin 0 its "
-                                "molecule file gives has the wrong parity; give system.spin too (e.g. system.spin=1)"))
+  EXPECT_TRUE(contains(charged, "system.charge=-1: molecule 'he' then has 3 electrons, for which the spin 0 it was "
+                                "given has the wrong parity; give system.spin too (e.g. system.spin=1)"))
       << charged;
   EXPECT_EQ(molecules_of("system: {molecule: he, charge: -1, spin: 1}")[0].n_up(), 2);
+  // an entry's own charge also takes the lowest spin of a molecule that gives none (compare reads
+  // entries without resolve_molecules)
+  const std::string h2 = (fs::temp_directory_path() / "nnvmc_h2_no_spin.yaml").string();
+  std::ofstream(h2) << "atoms: [[H, 0, 0, 0], [H, 0, 0, 1.4]]\n";
+  const System cation = parse_molecule_entry(YAML::Load("{molecule: " + h2 + ", charge: 1}"), "molecules[0]", "", 0);
+  EXPECT_EQ(cation.spin, 1);
+  EXPECT_NO_THROW(cation.validate());
 }
 
 // A molecule file's reference energy stays with an entry that only names (or renames) it, and

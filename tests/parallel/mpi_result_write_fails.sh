@@ -29,5 +29,5 @@ grep -q "result.h5: cannot write: File too large; training stopped at iteration 
   { echo "FAIL: no message of rank 0's write failure"; exit 1; }
 [ -f "$dir/out/checkpoint.h5" ] || { echo "FAIL: no checkpoint"; exit 1; }
 "$@" -np 2 "$nnvmc" train --resume "$dir/out" > "$dir/log2" 2>&1 || { cat "$dir/log2"; echo "FAIL: resume"; exit 1; }
-grep -q "they are NaN" "$dir/log2" || { cat "$dir/log2"; echo "FAIL: the rows before the checkpoint were not filled"; exit 1; }
+grep -q "their rows are NaN" "$dir/log2" || { cat "$dir/log2"; echo "FAIL: the rows before the checkpoint were not filled"; exit 1; }
 echo ok

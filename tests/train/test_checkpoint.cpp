@@ -245,9 +245,6 @@ TEST(Checkpoint, ParametersTheModelDoesNotHaveAreRefusedNamingOne) {
   load_module_state(model, state);
 }
 
-// Files are written through checked system calls: a failing write is a WriteError naming the
-// reason (a full disk used to leave a corrupt checkpoint in place of the good one), and the
-// file being replaced stays as it was.
 // A config longer than HDF5's 64 KiB limit for compact attributes (a run over hundreds of
 // molecules; a profile's JSON) is stored and read back (found by a session: `nnvmc profile
 // --iterations 2000` lost its report to "cannot write attribute").
@@ -263,8 +260,13 @@ TEST(Checkpoint, AConfigLongerThanSixtyFourKibibytesIsStoredAndReadBack) {
     f.set_attr("profile_json", c.config_yaml);
   }
   EXPECT_EQ(io::H5File(tmp("nnvmc_long_attribute.h5"), io::H5File::Mode::read).attr("profile_json"), c.config_yaml);
+  fs::remove(path);
+  fs::remove(tmp("nnvmc_long_attribute.h5"));
 }
 
+// Files are written through checked system calls: a failing write is a WriteError naming the
+// reason (a full disk used to leave a corrupt checkpoint in place of the good one), and the
+// file being replaced stays as it was.
 TEST(Checkpoint, AFailedWriteIsAWriteErrorAndKeepsTheOldFile) {
   const auto path = tmp("nnvmc_ckpt_keep.h5");
   save_checkpoint(path, sample_checkpoint());
