@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <set>
 
+#include <yaml-cpp/yaml.h>
+
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "io/created_directories.hpp"
@@ -267,6 +269,24 @@ ProfileReport run_profile(const std::string& config_path, const std::vector<std:
   if (const std::string outer = io::enclosing_output(options.output); !outer.empty())  // (e.g. a comparison's cells/)
     throw InputError("profile: --output " + options.output + " lies in a " + outer + "; choose another directory");
   check_molecules(config_path, overrides, molecules);
+  // Its scratch runs start with run.overwrite: a run directory of that name that is not a
+  // profile's scratch (no evaluation, checkpoints, pretraining) is a user's run, which it would
+  // replace (e.g. --output . where runs/ holds the user's training runs).
+  for (const auto& mol : molecules) {
+    const std::string dir = options.output + "/runs/" + run_label(mol);
+    if (io::training_run_marker(dir).empty()) continue;
+    bool scratch = false;
+    try {  // (read as YAML: its molecules need not resolve from here)
+      const YAML::Node c = YAML::LoadFile(dir + "/config.yaml");
+      scratch = c["eval"]["steps"].as<int>(-1) == 0 && c["run"]["checkpoint_every"].as<int>(-1) == 0 &&
+                c["pretrain"]["steps"].as<int>(-1) == 0;
+    } catch (const YAML::Exception&) {
+    }
+    if (!scratch)
+      throw InputError("profile: --output " + options.output + ": " + dir + " holds a training run that is not a "
+                       "profile's scratch run, and the profile of '" + (mol.empty() ? "the config's molecules" : mol) +
+                       "' would replace it; choose another --output");
+  }
   // A profile that fails or is stopped (Ctrl-C) removes the scratch run directories it created,
   // and the directories above them it created while they are empty; nothing else under --output
   // (found by a user audit: an error on a later molecule left runs/<first> behind).

@@ -1140,6 +1140,14 @@ TEST(Cli, AProfileThatFailsOrIsInterruptedLeavesWhatWasThereAndNothingElse) {
   ASSERT_EQ(again.code, 0) << again.out;
   EXPECT_FALSE(fs::exists(out + "/roofline.png")) << "an old plot beside a report without one";
   EXPECT_TRUE(fs::exists(out + "/report.md"));
+  ASSERT_EQ(run("profile " + cfg + " --molecules h" + flags).code, 0);  // its own scratch run is replaced
+  // a user's training run where a scratch run would go is refused, not replaced
+  fs::remove_all(out + "/runs/h");
+  ASSERT_EQ(run("train " + write_config("nnvmc_profile_users_run.yaml", kTiny) + " run.output=" + out + "/runs/h").code, 0);
+  const auto users = run("profile " + cfg + " --molecules h" + flags);
+  EXPECT_EQ(users.code, 2) << users.out;
+  EXPECT_NE(users.out.find("holds a training run that is not a profile's scratch run"), std::string::npos) << users.out;
+  EXPECT_TRUE(fs::exists(out + "/runs/h/summary.json"));
   fs::remove_all(out);
 }
 
