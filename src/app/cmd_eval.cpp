@@ -95,17 +95,17 @@ void run_eval(const EvalArgs& a) {
   if (a.steps >= 0) ra.overrides.push_back("eval.steps=" + std::to_string(a.steps));
   if (a.walkers >= 0) ra.overrides.push_back("sampler.walkers=" + std::to_string(a.walkers));
   if (!a.seed.empty()) ra.overrides.push_back("run.seed=" + a.seed);
+  Config config = parse_config(c.config_yaml, ra.overrides, ra.file + ":config");
   // A run trained with eval.steps = 0 (no final evaluation) is measured with the default count
   // unless --steps or an override gives one (its own 0 refused the command its log suggests).
   const bool steps_given = a.steps >= 0 || std::any_of(ra.overrides.begin(), ra.overrides.end(), [](const std::string& o) {
                              return override_sets(o, "eval.steps");
                            });
-  if (!steps_given && parse_config(c.config_yaml, {}, ra.file + ":config").eval.steps < 1) {
-    ra.overrides.push_back("eval.steps=" + std::to_string(EvalOptions{}.steps));
+  if (!steps_given && config.eval.steps < 1) {
+    config.eval.steps = EvalOptions{}.steps;
     log::info(strfmt("the run was trained with eval.steps = 0; evaluating %d steps (--steps N for another count)",
-                     EvalOptions{}.steps));
+                     config.eval.steps));
   }
-  const Config config = parse_config(c.config_yaml, ra.overrides, ra.file + ":config");
   if (config.sampler.walkers > c.molecules.front().sampler.r.size(0) && config.eval.burn_in == 0)
     log::warn("eval: more walkers than the checkpoint holds start from repeated positions, and with eval.burn_in = 0 "
               "those copies are not yet independent chains: a short evaluation's error bar comes out too small");

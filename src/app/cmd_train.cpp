@@ -129,14 +129,14 @@ std::string relocated(const std::string& yaml, const std::string& where, const s
 /// relative molecule file resumed from another working directory, a file moved or deleted): its
 /// `system` becomes the molecules the checkpoint holds, inline in bohr, so the run continues
 /// with them and config.yaml states them (found by a user audit: such a run could not be resumed
-/// although its checkpoint holds every molecule). Unchanged when the molecules resolve.
-std::string with_checkpoint_molecules(const std::string& yaml, const Checkpoint& c, const std::vector<std::string>& overrides,
-                                      const std::string& where) {
+/// although its checkpoint holds every molecule). Unchanged when the molecules resolve;
+/// `recorded` is `yaml` parsed.
+std::string with_checkpoint_molecules(const std::string& yaml, const Config& recorded, const Checkpoint& c,
+                                      const std::vector<std::string>& overrides) {
   // An override that gives the molecules (a moved file named again) is the user's answer.
   for (const char* key : {"system.molecule", "system.molecules", "system.dataset"})
     for (const auto& o : overrides)
       if (override_sets(o, key)) return yaml;
-  const Config recorded = parse_config(yaml, {}, where);
   try {
     const log::Quiet quiet;  // (the run resolves them again, with their warnings)
     resolve_molecules(recorded.system);
@@ -209,9 +209,10 @@ void add_train_command(CLI::App& app) {
       const Checkpoint c = load_checkpoint(ckpt);
       const std::string dir = fs::path(ckpt).parent_path().string();
       const std::string here = relocated(c.config_yaml, ckpt + ":config", dir.empty() ? "." : dir);
-      warn_of_edited_config(dir.empty() ? "." : dir, parse_config(here, {}, ckpt + ":config"));
-      const std::string yaml = with_checkpoint_molecules(here, c, ra.overrides, ckpt + ":config");
-      const Config recorded = parse_config(yaml, {}, ckpt + ":config");
+      const Config recorded_here = parse_config(here, {}, ckpt + ":config");
+      warn_of_edited_config(dir.empty() ? "." : dir, recorded_here);
+      const std::string yaml = with_checkpoint_molecules(here, recorded_here, c, ra.overrides);
+      const Config recorded = yaml == here ? recorded_here : parse_config(yaml, {}, ckpt + ":config");
       Config config = resumed_config(yaml, recorded, ra.overrides, ckpt + ":config");
       refuse_fixed_changes(recorded, config, *resume);
       keep_start_settings(recorded, config);
