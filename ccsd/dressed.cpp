@@ -82,7 +82,11 @@ torch::Tensor DressedHamiltonian::dressed_eri_block(const std::string& sp) const
     const std::int64_t lo = std::max(target[a].lo, rows.lo), hi = std::min(target[a].hi, rows.hi);
     S.narrow(0, lo - target[a].lo, hi - lo).copy_(m.narrow(0, lo - rows.lo, hi - lo));
     const auto src_cols = g.narrow(a, cols.lo - source[a].lo, cols.size()).contiguous();
-    g = g.narrow(a, target[a].lo - source[a].lo, target[a].size()) + c_("dress", specs[a], {S, src_cols});
+    // the contraction's fresh output takes the bare rows in place: one target-sized tensor
+    // per step besides the previous one, not two (the conventional vvvv block is ~n⁴)
+    torch::Tensor next = c_("dress", specs[a], {S, src_cols});
+    next.add_(g.narrow(a, target[a].lo - source[a].lo, target[a].size()));
+    g = std::move(next);
   }
   return g.contiguous();
 }

@@ -66,20 +66,23 @@ void check_memory_budget(const System& system, std::int64_t n_basis, const CcsdR
 namespace {
 
 /// Refuses conventional integrals that the host cannot hold (about three AO tensors while they
-/// are transformed, conventional_integrals_peak_bytes, against this rank's part of the node's available
-/// memory): they ended in std::bad_alloc or the kernel's OOM killer after the SCF.
-void check_conventional_memory(std::int64_t n_basis) {
+/// are transformed, five without cached blocks: conventional_integrals_peak_bytes, against this
+/// rank's part of the node's available memory): they ended in std::bad_alloc or the kernel's OOM
+/// killer after the SCF.
+void check_conventional_memory(std::int64_t n_basis, bool cached) {
   const batching::HostMemory host = batching::host_memory();
   const int local_ranks = parallel::world().local_size();
   const std::int64_t share = host.share(local_ranks);
   if (share < 0) return;  // unknown: nothing to compare with
   const int ranks = host.available_per_process ? 1 : std::max(local_ranks, 1);
-  const double room = static_cast<double>(share), need = conventional_integrals_peak_bytes(n_basis);
+  const double room = static_cast<double>(share), need = conventional_integrals_peak_bytes(n_basis, cached);
   if (need > 0.9 * room)
-    throw BudgetError(strfmt("conventional integrals for %d basis functions need about %s (three times the AO integrals, "
-                             "while they are transformed), more than 90 %% of the %s available%s (limited by %s); use "
-                             "Cholesky-decomposed integrals (--cholesky 1e-5) or a smaller basis",
+    throw BudgetError(strfmt("conventional integrals for %d basis functions need about %s (%s), more than 90 %% of the "
+                             "%s available%s (limited by %s); use Cholesky-decomposed integrals (--cholesky 1e-5) "
+                             "or a smaller basis",
                              static_cast<int>(n_basis), batching::format_bytes(need).c_str(),
+                             cached ? "three times the AO integrals, while they are transformed"
+                                    : "five times the AO integrals, with --no-cached-integrals",
                              batching::format_bytes(room).c_str(),
                              ranks > 1 ? strfmt(" to each of this node's %d ranks", ranks).c_str() : "",
                              host.available_source.c_str()));
@@ -118,7 +121,7 @@ CcsdRun run_ccsd(const System& system, const CcsdRunOptions& options) {
                      (system.name.empty() ? std::string("the molecule") : system.name) + " has " +
                      std::to_string(system.n_electrons()) + " electrons and spin " + std::to_string(system.spin));
   const scf::BasisSet basis = scf::make_basis(options.basis, system);
-  if (options.cholesky_tau <= 0) check_conventional_memory(basis.n_functions());  // before the SCF, not after it
+  if (options.cholesky_tau <= 0) check_conventional_memory(basis.n_functions(), options.ccsd.cache_integrals);  // before the SCF, not after it
   check_memory_budget(system, basis.n_functions(), options);
   adopt_rank0_rates(options);
   const auto seconds = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };

@@ -51,14 +51,17 @@ MoIntegrals conventional_integrals(const scf::ScfResult& rhf, const scf::BasisSe
 /// and the result: at most 2·8·n⁴ bytes besides n³-sized temporaries.
 torch::Tensor transform_ao_eri(std::vector<double>&& ao, const torch::Tensor& c);
 
-/// Peak bytes of conventional integrals for `n_basis` functions over what the process held
-/// before them: the AO integrals and one transformed copy are two AO tensors, and the process
-/// was measured to peak at 2.7–3.0 of them above its SCF (N2/aug-cc-pVTZ, 92 functions: 1.56 GB
-/// over 0.57 GB; H2O/cc-pVQZ, 115: 4.15 GB over 1.40 GB), so three are counted (two let a run
-/// pass the check and run out of memory after the SCF).
-constexpr double conventional_integrals_peak_bytes(std::int64_t n_basis) {
+/// Peak bytes of a conventional-integrals CCSD with `n_basis` functions over what the process
+/// held before it. With cached blocks (`cached`, the default): the AO integrals and one
+/// transformed copy are two AO tensors, and the process was measured to peak at 2.7–3.0 of them
+/// above its SCF (N2/aug-cc-pVTZ, 92 functions: 1.56 GB over 0.57 GB; H2O/cc-pVQZ, 115: 4.15 GB
+/// over 1.40 GB), so three are counted (two let a run pass the check and run out of memory after
+/// the SCF). Without (--no-cached-integrals) each iteration dresses the ~n⁴ vvvv block beside
+/// the MO integrals: measured 4.1 (N2/cc-pVTZ, 60) and 4.4 (N2/cc-pVQZ, 110) above the SCF, so
+/// five are counted.
+constexpr double conventional_integrals_peak_bytes(std::int64_t n_basis, bool cached = true) {
   const double n = static_cast<double>(n_basis);
-  return 3 * 8 * n * n * n * n;
+  return (cached ? 3 : 5) * 8 * n * n * n * n;
 }
 
 /// Cholesky MO integrals: pivoted Cholesky of the AO ERIs with threshold `tau`

@@ -1208,6 +1208,19 @@ TEST(Cli, ConventionalIntegralsTheHostCannotHoldAreRefusedAdvisingCholesky) {
   ASSERT_TRUE(n2.exited) << n2.out;
   EXPECT_EQ(n2.code, 2) << n2.out;
   EXPECT_NE(n2.out.find("conventional integrals for 92 basis functions need about"), std::string::npos) << n2.out;
+  // Without cached blocks each iteration dresses the ~n⁴ vvvv block beside the MO integrals
+  // (measured 4.1–4.4 AO tensors above the SCF; counting three, N2/aug-cc-pVTZ passed the check
+  // under limits it then exceeded). Under 3.5 GiB: five AO tensors, 2.67 GiB, do not fit 90 % of
+  // the ~2.3 GiB left; three, 1.60 GiB, would.
+  const auto dressed = run_shell("sh -c 'ulimit -v 3700000 && exec " + std::string(NNVMC_EXE) +
+                                 " ccsd n2 --basis aug-cc-pvtz --no-cached-integrals'");
+  ASSERT_TRUE(dressed.exited) << dressed.out;
+  EXPECT_EQ(dressed.code, 2) << dressed.out;
+  EXPECT_NE(dressed.out.find("conventional integrals for 92 basis functions need about 2.67 GiB (five times the AO "
+                             "integrals, with --no-cached-integrals)"),
+            std::string::npos)
+      << dressed.out;
+  EXPECT_EQ(dressed.out.find("E(HF)"), std::string::npos) << dressed.out;
 }
 
 // An SCF whose list of screened ERI shell quartets alone would not fit what the process may
