@@ -169,6 +169,14 @@ OpProfiler::OpProfiler(bool cuda, int default_element_bytes)
   setenv("KINETO_LOG_LEVEL", "6", /*overwrite=*/0);
 }
 
+OpProfiler::~OpProfiler() {
+  if (!running_) return;
+  try {
+    prof::disableProfiler();
+  } catch (...) {  // nothing to report from a destructor
+  }
+}
+
 void OpProfiler::start() {
   const pimpl::ProfilerConfig config(pimpl::ProfilerState::KINETO, /*report_input_shapes=*/true,
                                      /*profile_memory=*/false, /*with_stack=*/false, /*with_flops=*/true);

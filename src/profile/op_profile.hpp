@@ -46,6 +46,11 @@ class OpProfiler {
   /// @param cuda also record CUDA kernels (their time replaces the CPU operators' time)
   /// @param default_element_bytes element size assumed for tensor-list inputs
   OpProfiler(bool cuda, int default_element_bytes);
+  /// Disables a profiler still running (an exception or Ctrl-C between start and stop), so
+  /// later work in the process is not recorded.
+  ~OpProfiler();
+  OpProfiler(const OpProfiler&) = delete;
+  OpProfiler& operator=(const OpProfiler&) = delete;
   void start();
   /// Stops and returns the mix per stage (each stage includes its sub-stages "stage.part").
   std::map<std::string, StageOps> stop();

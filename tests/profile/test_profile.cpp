@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 #include <torch/torch.h>
+#include <torch/csrc/autograd/profiler_kineto.h>
 
 #include <cmath>
 #include <cstdio>
@@ -12,6 +13,7 @@
 
 #include "core/errors.hpp"
 #include "profile/op_groups.hpp"
+#include "profile/op_profile.hpp"
 #include "profile/profile.hpp"
 #include "profile/roofline.hpp"
 
@@ -289,4 +291,24 @@ TEST(PowerLaw, FitRecoversTheExponent) {
   EXPECT_NEAR(f.prefactor, 0.003, 1e-12);
   EXPECT_EQ(f.points, 4);
   EXPECT_TRUE(std::isnan(fit_power_law({4}, {1.0}).exponent));
+}
+
+// A profiler left running by an exception (or Ctrl-C) between start and stop is disabled when it
+// goes out of scope, so the rest of the process is not recorded (a user audit found an
+// interrupted profile recording until exit).
+TEST(OpProfilerLifetime, AProfilerLeftRunningByAnExceptionIsDisabledWhenItGoesOutOfScope) {
+  try {
+    nnvmc::profile::OpProfiler profiler(/*cuda=*/false, 8);
+    profiler.start();
+    ASSERT_TRUE(torch::autograd::profiler::isProfilerEnabledInMainThread());
+    (void)torch::ones({4, 4}).matmul(torch::ones({4, 4}));
+    throw nnvmc::Error("interrupted");
+  } catch (const nnvmc::Error&) {
+  }
+  EXPECT_FALSE(torch::autograd::profiler::isProfilerEnabledInMainThread());
+  nnvmc::profile::OpProfiler again(false, 8);  // and a new one starts
+  again.start();
+  EXPECT_TRUE(torch::autograd::profiler::isProfilerEnabledInMainThread());
+  (void)again.stop();
+  EXPECT_FALSE(torch::autograd::profiler::isProfilerEnabledInMainThread());
 }
