@@ -30,7 +30,7 @@ struct SystemConfig {
     v("molecules", molecules,
       "several molecules: [name | path | {molecule: name-or-path, geometry: [[x, y, z], ...], units, name, "
       "charge, spin} | {atoms: [...], units, name, charge, spin}, ...]");
-    v("dataset", dataset, "YAML file with a list of molecules in the form of system.molecules");
+    v("dataset", dataset, "YAML file with a list of molecules in the form of system.molecules (or a map whose only key, molecules, holds that list)");
     v("charge", charge, "total charge of every molecule (default: from the molecule files)");
     v("spin", spin, "n_up - n_down of every molecule (default: from the molecule files)");
   }

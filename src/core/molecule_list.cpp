@@ -202,8 +202,19 @@ std::vector<System> resolve_molecules(const SystemConfig& config) {
     std::stringstream ss;
     ss << in.rdbuf();
     const YAML::Node doc = load_yaml(ss.str(), path);
+    const std::string where = "system.dataset (" + path + ")";
+    // A map holds the list under `molecules:` and nothing else: a `units:` or `charge:` beside it
+    // was silently ignored (a user audit: H2 given in angstrom trained at 0.74 bohr).
+    if (doc.IsMap() && doc["molecules"])
+      for (const auto& kv : doc) {
+        const std::string k = kv.first.IsScalar() ? kv.first.Scalar() : "";
+        if (k != "molecules")
+          throw ConfigError(strfmt("%s: line %d: unknown key '%s' (a dataset file is a list of molecules, or a map "
+                                   "whose only key is 'molecules'; give units, charge and spin in each entry)",
+                                   where.c_str(), kv.first.Mark().line + 1, k.c_str()));
+      }
     const YAML::Node n = doc.IsMap() && doc["molecules"] ? doc["molecules"] : doc;
-    out = parse_list(n, "system.dataset (" + path + ")", fs::path(path).parent_path().string());
+    out = parse_list(n, where, fs::path(path).parent_path().string());
   } else {
     out = {single_molecule(config.molecule ? config.molecule->yaml : "lih")};
   }

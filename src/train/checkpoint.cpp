@@ -339,13 +339,12 @@ void load_frozen_state(WaveFunction& wf, const Checkpoint& c) {
   wf.load_frozen_state(c.frozen);
 }
 
-bool load_trained_state(WaveFunction& wf, const Checkpoint& c, const std::vector<const System*>& targets,
-                        ExtraParameters extra) {
+bool load_trained_state(WaveFunction& wf, const Checkpoint& c, const std::vector<const System*>& targets) {
   bool same_geometries = !wf.transferable();  // a transferable model has no frozen tensors of one geometry
   if (same_geometries)
     for (const System* t : targets)  // every target is checked: another molecule is refused, a move is logged
       same_geometries = check_checkpoint_system(c.molecules.front().system, *t, wf) && same_geometries;
-  load_module_state(wf, c.parameters, extra);
+  load_module_state(wf, c.parameters);
   if (same_geometries) load_frozen_state(wf, c);
   return same_geometries;
 }
@@ -356,7 +355,7 @@ TensorMap module_state(const torch::nn::Module& module) {
   return m;
 }
 
-void load_module_state(torch::nn::Module& module, const TensorMap& state, ExtraParameters extra) {
+void load_module_state(torch::nn::Module& module, const TensorMap& state) {
   torch::NoGradGuard no_grad;
   auto copy = [&](const std::string& name, torch::Tensor& dst) {
     const auto it = state.find(name);
@@ -375,7 +374,7 @@ void load_module_state(torch::nn::Module& module, const TensorMap& state, ExtraP
     if (params.contains(name)) continue;
     const std::string leaf = name.substr(name.rfind('.') + 1);  // electrons.edge_scale0 -> edge_scale0
     const bool retired = leaf.rfind("edge_scale", 0) == 0;
-    if (!retired && extra == ExtraParameters::refuse)
+    if (!retired)
       throw CheckpointError("checkpoint holds parameter '" + name + "', which this model (" +
                             std::to_string(params.size()) + " parameters) does not have: it was written by a "
                             "different model (model.type or model settings changed?)");

@@ -56,17 +56,13 @@ Checkpoint load_checkpoint(const std::string& path);
 
 /// Parameters of a module by name (detached copies).
 TensorMap module_state(const torch::nn::Module& module);
-/// What load_module_state does with tensors the module has no parameter for.
-enum class ExtraParameters {
-  refuse,  ///< CheckpointError (resume, eval: another model would be loaded in part and overwritten)
-  ignore,  ///< logged and left out (fine-tuning with model.init_from may drop parameters)
-};
 /// Copies named tensors into the module's parameters. Parameters that earlier versions of the
 /// models registered without using them (Orbformer's `edge_scale*` without edge features,
 /// before 2026-12-02) are always left out, with a log line.
-/// @throws CheckpointError for missing names, shape mismatches, and extra names under `refuse`.
-void load_module_state(torch::nn::Module& module, const TensorMap& state,
-                       ExtraParameters extra = ExtraParameters::refuse);
+/// @throws CheckpointError for missing names, shape mismatches, and names the module lacks
+/// (another model: loading the overlap would evaluate, and then overwrite, a different
+/// wavefunction; on resume, eval and model.init_from alike).
+void load_module_state(torch::nn::Module& module, const TensorMap& state);
 
 /// Loads the checkpoint's frozen tensors into `wf` (see WaveFunction::frozen_state). A
 /// checkpoint written before they were kept has none: `wf` keeps its recomputed ones, with a
@@ -81,12 +77,11 @@ void load_frozen_state(WaveFunction& wf, const Checkpoint& c);
 bool check_checkpoint_system(const System& trained, const System& target, const WaveFunction& wf);
 
 /// Loads a checkpoint's trained state into `wf` for a run on `targets` (evaluation, model.init_from):
-/// its parameters (load_module_state with `extra`), and its frozen tensors when every target sits
+/// its parameters (load_module_state), and its frozen tensors when every target sits
 /// at the trained geometry, to which they belong (PauliNet's Hartree–Fock orbitals); at another
 /// geometry, or for a transferable model, `wf` keeps the ones it computed for `targets`.
 /// @return whether the frozen tensors were loaded
 /// @throws InputError as check_checkpoint_system, CheckpointError as the two loaders
-bool load_trained_state(WaveFunction& wf, const Checkpoint& c, const std::vector<const System*>& targets,
-                        ExtraParameters extra = ExtraParameters::refuse);
+bool load_trained_state(WaveFunction& wf, const Checkpoint& c, const std::vector<const System*>& targets);
 
 }  // namespace nnvmc

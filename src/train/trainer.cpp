@@ -19,6 +19,7 @@
 
 #include "batching/backend.hpp"
 #include "batching/device_stage_timing.hpp"
+#include "core/config_diff.hpp"
 #include "core/errors.hpp"
 #include "parallel/communicator.hpp"
 #include "core/log.hpp"
@@ -145,14 +146,35 @@ void init_from_checkpoint(VmcSetup& s) {
   if (trained.model.type != s.config.model.type)
     throw ConfigError("'model.init_from': " + path + " holds a '" + trained.model.type + "' model, this run builds '" +
                       s.config.model.type + "'");
+  // The settings of this ansatz that differ from the trained ones (model.<type>.*)
+  std::vector<SettingChange> changed;
+  const std::string prefix = "model." + s.config.model.type + ".";
+  for (auto& ch : setting_changes(trained, s.config))
+    if (ch.key.rfind(prefix, 0) == 0) changed.push_back(std::move(ch));
+  // Changed settings that leave trained parameters out build another wavefunction (the
+  // loader itself leaves out Orbformer's edge_scale*, which old checkpoints hold unused)
+  std::string left_out;
+  const auto params = s.wf->named_parameters();
+  for (const auto& [name, value] : c.parameters)
+    if (!params.contains(name)) left_out += (left_out.empty() ? "" : ", ") + name;
+  if (!left_out.empty() && !changed.empty())
+    throw ConfigError("'model.init_from': " + path + " holds parameters this model does not have (" + left_out +
+                      "): the changed settings " + describe_changes(changed) + " build another model; give the "
+                      "settings it was trained with");
   std::vector<const System*> targets;
   for (const auto& m : s.molecules) targets.push_back(&m.system);
   try {
-    load_trained_state(*s.wf, c, targets, ExtraParameters::ignore);
+    // A parameter the model lacks is refused, as on resume: leaving it out (layer_norm or the
+    // Jastrow switched off) fine-tuned another wavefunction than the one trained.
+    load_trained_state(*s.wf, c, targets);
   } catch (const CheckpointError& e) {
     throw ConfigError("'model.init_from': " + path + ": " + e.what() + " (build the model with the options it was "
-                      "trained with, model." + s.config.model.type + ")");
+                      "trained with, model." + s.config.model.type +
+                      (changed.empty() ? std::string(")") : "; changed: " + describe_changes(changed) + ")"));
   }
+  if (!changed.empty())  // the same parameters, another function of them (e.g. a cusp setting)
+    log::warn("'model.init_from': model settings differ from those " + path + " was trained with: " +
+              describe_changes(changed) + "; its parameters are loaded into the model these settings build");
   std::string names;
   for (const auto& m : c.molecules) names += (names.empty() ? "" : ", ") + m.system.name;
   log::info(strfmt("parameters from %s (iteration %ld, trained on %s); optimizer and walkers start fresh", path.c_str(),

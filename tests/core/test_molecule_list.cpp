@@ -107,6 +107,20 @@ TEST(MoleculeList, ADatasetFileListsMoleculesWithPathsRelativeToIt) {
   fs::remove_all(dir);
 }
 
+// A key beside `molecules:` in a dataset file is refused with its line: `units: angstrom` and
+// `charge: 1` there were silently ignored (a user audit: H2 at 0.74 "angstrom" trained at 0.74 bohr).
+TEST(MoleculeList, ADatasetFileKeyBesideMoleculesIsRefusedNamingItsLine) {
+  const auto dir = fs::temp_directory_path() / "nnvmc_dataset_keys_test";
+  fs::create_directories(dir);
+  std::ofstream(dir / "ang.yaml") << "# bond lengths in angstrom\nunits: angstrom\nmolecules:\n"
+                                     "  - {atoms: [[H, 0, 0, 0], [H, 0, 0, 0.74]], name: h2}\n";
+  const std::string e = error_of<ConfigError>("system: {dataset: " + (dir / "ang.yaml").string() + "}");
+  EXPECT_TRUE(contains(e, "ang.yaml): line 2: unknown key 'units' (a dataset file is a list of molecules, or a map whose "
+                          "only key is 'molecules'; give units, charge and spin in each entry)"))
+      << e;
+  fs::remove_all(dir);
+}
+
 TEST(MoleculeList, MistakesNameTheEntry) {
   EXPECT_TRUE(contains(error_of<ConfigError>("system: {molecules: [h2, {molecule: h2, geometry: [[0, 0, 0]]}]}"),
                        "system.molecules[1].geometry"));

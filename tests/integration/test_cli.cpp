@@ -331,6 +331,29 @@ TEST(Cli, ARunOfTwoMoleculesEvaluatesEachAndPrintsAJsonList) {
   EXPECT_NE(f.out.find("parameters from"), std::string::npos) << f.out;
 }
 
+// A CONFIG or run directory whose name holds '=' (a sweep's "lr=0.1") is the positional argument,
+// not an override: it exists on disk (found by a user audit: `nnvmc eval 'lr=0.1'` said "give a
+// CHECKPOINT file", `nnvmc config 'cfg_lr=0.1.yaml'` "unknown key 'cfg_lr'").
+TEST(Cli, AConfigOrRunDirectoryNamedLikeKeyEqualsValueIsTheArgumentNotAnOverride) {
+  const auto dir = fs::temp_directory_path() / "nnvmc_cli_sweep";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "cfg_lr=0.1.yaml") << kTiny << "run: {output: lr=0.1}\n";
+  const std::string in_dir = "cd " + dir.string() + " && " + std::string(NNVMC_EXE);
+  const auto c = run_shell(in_dir + " config 'cfg_lr=0.1.yaml' optim.iterations=1");
+  ASSERT_EQ(c.code, 0) << c.out;
+  const auto t = run_shell(in_dir + " train 'cfg_lr=0.1.yaml'");
+  ASSERT_EQ(t.code, 0) << t.out;
+  ASSERT_TRUE(fs::exists(dir / "lr=0.1" / "checkpoint.h5")) << t.out;
+  const auto e = run_shell(in_dir + " eval 'lr=0.1' --steps 2 --json");
+  ASSERT_EQ(e.code, 0) << e.out;
+  // a text that names nothing on disk is still an override
+  const auto o = run_shell(in_dir + " config 'cfg_lr=0.1.yaml' 'nosuch=1'");
+  EXPECT_EQ(o.code, 2) << o.out;
+  EXPECT_NE(o.out.find("unknown key 'nosuch'"), std::string::npos) << o.out;
+  fs::remove_all(dir);
+}
+
 // A run trained with eval.steps = 0 is evaluated by the command its log suggests, with the
 // default step count (found by a user audit: the run's own 0 refused that command).
 TEST(Cli, ARunTrainedWithoutAnEvaluationIsEvaluatedByTheCommandItsLogSuggests) {

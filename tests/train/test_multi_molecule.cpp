@@ -185,6 +185,22 @@ TEST(MultiMolecule, InitFromLoadsTheWeightsExactlyAndStartsAFreshRun) {
     FAIL() << "expected ConfigError";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("model.init_from"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("changed: model.orbformer.heads "), std::string::npos) << e.what();
+  }
+  // Settings that leave trained parameters out are refused too, naming them (a user audit:
+  // edge_features=false dropped the trained edge scales with an info line and fine-tuned another
+  // wavefunction).
+  Config no_edges = c;
+  no_edges.run.output = fresh_dir("nnvmc_multi_init_e");
+  no_edges.model.orbformer.edge_features = false;
+  try {
+    Trainer bad(no_edges);
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("holds parameters this model does not have (electrons.edge_scale"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("model.orbformer.edge_features true -> false"), std::string::npos) << e.what();
   }
   // A missing file: the error names the key too.
   Config missing = c;
