@@ -49,6 +49,21 @@ const MoleculeCheckpoint* trained_walkers(const Checkpoint& c, const System& tar
   return nullptr;
 }
 
+/// Why no trained walkers fit `target` (trained_walkers gave none): another number of up or down
+/// electrons at a trained geometry, or another geometry.
+std::string why_fresh_walkers(const Checkpoint& c, const System& target) {
+  for (const auto& m : c.molecules) {
+    bool same_nuclei = m.system.atoms.size() == target.atoms.size();
+    for (std::size_t a = 0; same_nuclei && a < target.atoms.size(); ++a)
+      same_nuclei = m.system.atoms[a].Z == target.atoms[a].Z &&
+                    m.system.atoms[a].position == target.atoms[a].position;
+    if (same_nuclei)
+      return strfmt("a trained geometry ('%s') with other electrons (charge %d, spin %d; trained: charge %d, spin %d)",
+                    m.system.name.c_str(), target.charge, target.spin, m.system.charge, m.system.spin);
+  }
+  return "not a geometry the checkpoint was trained on";
+}
+
 /// Overrides of keys an evaluation does not use (training, pretraining, where a run writes) are
 /// valid config keys, so they are accepted; each is named in a warning instead of ignored silently.
 void warn_of_training_only(const std::vector<std::string>& overrides) {
@@ -160,9 +175,8 @@ void run_eval(const EvalArgs& a) {
       const bool burn_in_given =
           std::any_of(given.begin(), given.end(), [](const std::string& o) { return override_sets(o, "eval.burn_in"); });
       if (!burn_in_given) eval.burn_in = std::max({eval.burn_in, config.sampler.burn_in, kFreshWalkersBurnIn});
-      log::info(strfmt("%s: not a geometry the checkpoint was trained on; walkers start around its nuclei, with a "
-                       "burn-in of %d steps%s",
-                       m.name().c_str(), eval.burn_in,
+      log::info(strfmt("%s: %s; walkers start around its nuclei, with a burn-in of %d steps%s", m.name().c_str(),
+                       why_fresh_walkers(c, m.system).c_str(), eval.burn_in,
                        burn_in_given ? " (eval.burn_in)" : " (eval.burn_in=N for another)"));
       m.sampler->initialize(setup.logabs_fn(i));
     }
@@ -177,6 +191,8 @@ void run_eval(const EvalArgs& a) {
     nlohmann::json j = {{"molecule", m.name()}};
     j.update(eval_json(r));
     j["n_electrons"] = m.system.n_electrons();
+    j["charge"] = m.system.charge;
+    j["spin"] = m.system.spin;
     j["checkpoint"] = ra.file;
     j["laplacian"] = config.hamiltonian.laplacian;
     j["seconds"] = timers_json(timers);

@@ -208,7 +208,8 @@ bool check_checkpoint_system(const System& trained, const System& target, const 
                      "; only the geometry of the same atoms may change");
   }
   if (shift > 1e-12) {
-    log::info(strfmt("evaluating at a new geometry: nuclei moved by up to %.4f bohr from the trained one", shift));
+    log::info(strfmt("'%s': nuclei moved by up to %.4f bohr from the trained geometry ('%s')", target.name.c_str(),
+                     shift, trained.name.c_str()));
     return false;
   }
   return true;

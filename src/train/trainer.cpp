@@ -246,6 +246,14 @@ Trainer::Trainer(const Config& config, const std::string& checkpoint_path)
                        "') now has other nuclei or electrons (an override, or a molecule file changed since); to "
                        "start from these parameters at another geometry, evaluate it or start a new run "
                        "(model.init_from)");
+  // The result series, summary and checkpoint keep each molecule by name: a renamed one split
+  // its series in two (a user audit: train/lih_2.6 stopped, train/A began with NaN rows)
+  for (size_t i = 0; i < mols.size(); ++i)
+    if (c.molecules[i].system.name != mols[i].system.name)
+      throw InputError("--resume: the config's molecule " + std::to_string(i) + " is named '" + mols[i].system.name +
+                       "', the checkpoint's '" + c.molecules[i].system.name + "'; the run's results are kept by "
+                       "molecule name, so names cannot change on resume (name it '" + c.molecules[i].system.name +
+                       "', or start a new run with model.init_from)");
   load_module_state(*setup_.wf, c.parameters);
   load_frozen_state(*setup_.wf, c);  // same molecules at the same geometries (checked above)
   optimizer_ = make_optimizer(config.optim, *setup_.wf, setup_.budget);

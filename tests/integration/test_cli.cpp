@@ -239,7 +239,7 @@ TEST(Cli, EvalAtAnotherGeometryOfTheSameAtomsWorksAndTheNetworkSeesTheNewNuclei)
   const auto stretched = run("eval " + ckpt + " system.molecule=" + lih_file("nnvmc_lih_stretched.yaml", 0, 0, 0, 4.0) +
                              " --steps 4 --seed 1 --json");
   ASSERT_EQ(stretched.code, 0) << stretched.out;
-  EXPECT_NE(stretched.out.find("new geometry"), std::string::npos) << stretched.out;
+  EXPECT_NE(stretched.out.find("nuclei moved by up to"), std::string::npos) << stretched.out;
   EXPECT_TRUE(std::isfinite(json_of(stretched.out)["energy"].get<double>()));
   // Walkers placed afresh get a new run's burn-in at least (found by a user audit: 50 steps left a
   // transient of 5 mEh in a shifted He atom); one the user gives is kept.
@@ -322,6 +322,16 @@ TEST(Cli, ARunOfTwoMoleculesEvaluatesEachAndPrintsAJsonList) {
   const auto other = run("eval " + out + "/checkpoint.h5 system.molecule=lih --steps 2 --json --log-level warn");
   ASSERT_EQ(other.code, 0) << other.out;
   EXPECT_EQ(json_of(other.out)["molecule"], "lih");
+  // Another spin at a trained geometry is said to be one (it was "not a geometry the checkpoint
+  // was trained on"), and the JSON tells the state apart
+  const auto triplet = run("eval " + out + "/checkpoint.h5 --molecule h2 system.spin=2 --steps 2 --json");
+  ASSERT_EQ(triplet.code, 0) << triplet.out;
+  EXPECT_NE(triplet.out.find("h2: a trained geometry ('h2') with other electrons (charge 0, spin 2; trained: charge 0, "
+                             "spin 0); walkers start around its nuclei"),
+            std::string::npos)
+      << triplet.out;
+  EXPECT_EQ(json_of(triplet.out)["spin"], 2);
+  EXPECT_EQ(json_of(triplet.out)["charge"], 0);
   // Fine-tuning on LiH from these weights.
   const auto ft = (fs::temp_directory_path() / "nnvmc_cli_multi_ft").string();
   fs::remove_all(ft);
@@ -821,6 +831,16 @@ TEST(Cli, ARunWhoseMoleculeFileIsOutOfReachResumesWithItsCheckpointsMolecule) {
   EXPECT_NE(changed.out.find("now has other nuclei or electrons (an override, or a molecule file changed since)"),
             std::string::npos)
       << changed.out;
+  // the same molecule under another name is refused: the results are kept by name (a user audit:
+  // the renamed run split its result series in two)
+  std::ofstream(root + "/moved/h2.yaml") << "units: bohr\natoms:\n  - [H, 0, 0, 0]\n  - [H, 0, 0, 1.4000000000000001]\n";
+  const auto renamed = run_shell("cd " + root + " && " + exe + " train --resume straight optim.iterations=6 " +
+                                 "'system.molecules=[{molecule: moved/h2.yaml, name: hh}]'");
+  EXPECT_EQ(renamed.code, 2) << renamed.out;
+  EXPECT_NE(renamed.out.find("--resume: the config's molecule 0 is named 'hh', the checkpoint's 'h2'; the run's "
+                             "results are kept by molecule name, so names cannot change on resume"),
+            std::string::npos)
+      << renamed.out;
   fs::remove_all(root);
 }
 
