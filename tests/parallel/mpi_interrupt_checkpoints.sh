@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Two ranks of a run with a large checkpoint (6.6 M parameters, ~160 MB) are sent SIGINT, as a
+# terminal's Ctrl-C does: the run stops with exit code 1 and its checkpoint complete (no
+# checkpoint.h5.tmp left), and it resumes. (A user audit: the other ranks stopped the job while
+# rank 0 was still writing, 4 times of 4, and left only checkpoint.h5.tmp.)
+# Usage: mpi_interrupt_checkpoints.sh NNVMC <mpirun> <flags...>
+set -eu
+nnvmc=$1; shift
+dir=$(mktemp -d)
+trap 'pkill -KILL -f "$dir/run.yaml" 2>/dev/null || true; rm -rf "$dir"' EXIT
+cat > "$dir/run.yaml" <<YAML
+system: {molecule: he}
+model: {ferminet: {hidden_dims: [[1024, 64], [1024, 64], [1024, 64]], determinants: 1}}
+sampler: {walkers: 4, steps_per_iteration: 1, burn_in: 1}
+optim: {iterations: 100000, log_every: 1}
+pretrain: {steps: 0}
+eval: {steps: 2, burn_in: 1}
+run: {threads: 1, checkpoint_every: 0, output: $dir/out}
+YAML
+"$@" -np 2 "$nnvmc" train "$dir/run.yaml" > "$dir/log" 2>&1 &
+job=$!
+for _ in $(seq 1 600); do grep -q "it  *2/" "$dir/log" && break; sleep 0.2; done
+grep -q "it  *2/" "$dir/log" || { cat "$dir/log"; echo "FAIL: training did not start"; exit 1; }
+pkill -INT -f "$nnvmc train $dir/run.yaml" || true  # the ranks, as Ctrl-C signals a terminal's processes
+set +e
+wait $job
+rc=$?
+set -e
+cat "$dir/log"
+[ "$rc" = 1 ] || { echo "FAIL: exit code $rc, expected 1"; exit 1; }
+[ -f "$dir/out/checkpoint.h5" ] || { ls -la "$dir/out"; echo "FAIL: no checkpoint"; exit 1; }
+[ ! -e "$dir/out/checkpoint.h5.tmp" ] || { ls -la "$dir/out"; echo "FAIL: a half-written checkpoint.h5.tmp"; exit 1; }
+n=$(grep -o "writing checkpoint at iteration [0-9]*" "$dir/log" | grep -o "[0-9]*$")
+"$@" -np 1 "$nnvmc" train --resume "$dir/out" optim.iterations=$((n + 1)) eval.steps=0 > "$dir/log2" 2>&1 ||
+  { cat "$dir/log2"; echo "FAIL: resume"; exit 1; }
+echo ok
