@@ -120,6 +120,7 @@ CcsdRun run_ccsd(const System& system, const CcsdRunOptions& options) {
     throw InputError("CCSD here is closed-shell (RCCSD on an RHF reference), but " +
                      (system.name.empty() ? std::string("the molecule") : system.name) + " has " +
                      std::to_string(system.n_electrons()) + " electrons and spin " + std::to_string(system.spin));
+  scf::require_same_molecule_and_basis_on_all_ranks(system, options.basis);  // (the run is collective)
   const scf::BasisSet basis = scf::make_basis(options.basis, system);
   if (options.cholesky_tau <= 0) check_conventional_memory(basis.n_functions(), options.ccsd.cache_integrals);  // before the SCF, not after it
   check_memory_budget(system, basis.n_functions(), options);

@@ -51,6 +51,7 @@ int max_integral_threads() { return std::max(1, 4 * static_cast<int>(std::thread
 void run_scf_command(ScfArgs& a) {
   const System system = load_molecule(a.molecule, default_molecules_dir());
   system.validate();  // charge and spin before the closed-shell check
+  scf::require_same_molecule_and_basis_on_all_ranks(system, a.basis);
   if (const std::string w = system.short_distance_warning(); !w.empty()) log::warn(w);
   const std::map<std::string, scf::ScfGuess> guesses{{"sad", scf::ScfGuess::sad}, {"core", scf::ScfGuess::core}};
   const auto g = guesses.find(a.guess);

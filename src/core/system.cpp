@@ -50,6 +50,13 @@ std::string System::electron_summary() const {
          std::to_string(n_down()) + " down)";
 }
 
+std::string System::exact_description() const {
+  std::string text = strfmt("molecule %s: charge %d, spin %d\n", name.c_str(), charge, spin);
+  for (const auto& a : atoms)
+    text += strfmt("  atom Z=%d at %.17g %.17g %.17g\n", a.Z, a.position[0], a.position[1], a.position[2]);
+  return text;
+}
+
 std::string System::short_distance_warning() const {
   // Of the covalent radii's sum: the shortest real bonds are at about 0.77 (N≡N, C≡C, C≡O);
   // ångström read as bohr puts every bond at 0.53 of its length, H2's at 0.63.

@@ -45,6 +45,8 @@ struct System {
   std::string short_distance_warning() const;
   /// "name: N electrons (u up, d down)", as the commands log a molecule.
   std::string electron_summary() const;
+  /// Charge, spin and every nucleus to full precision, one line each (what ranks compare).
+  std::string exact_description() const;
 };
 
 /// Whether two molecules have the same atoms (Z in order), electron counts and nuclei (to 1e-12 bohr).

@@ -16,6 +16,7 @@
 #include "core/data_paths.hpp"
 #include "core/elements.hpp"
 #include "core/errors.hpp"
+#include "parallel/communicator.hpp"
 #include "scf/basis_file.hpp"
 
 namespace nnvmc::scf {
@@ -122,6 +123,24 @@ std::string basis_file_path(const std::string& basis_name, const BasisOptions& o
                      "; available: " + available_bases_list(dir) + ")");
   }
   return path.string();
+}
+
+std::string basis_file_lines(const std::string& basis_name, const BasisOptions& options) {
+  const std::string path = basis_file_path(basis_name, options);
+  std::ifstream in(path);
+  std::string out, line;
+  for (int n = 1; std::getline(in, line); ++n) out += "basis file " + path + " line " + std::to_string(n) + ": " + line + "\n";
+  return out;
+}
+
+void require_same_molecule_and_basis_on_all_ranks(const System& system, const std::string& basis_name) {
+  parallel::Communicator& world = parallel::world();
+  if (world.size() == 1) return;
+  const std::string difference =
+      parallel::first_difference_across_ranks(world, system.exact_description() + basis_file_lines(basis_name));
+  if (!difference.empty())
+    throw InputError("the ranks were given different molecules or basis files: " + difference +
+                     " (every rank must read the same molecule and basis files)");
 }
 
 BasisSet make_basis(const std::string& basis_name, const System& system,

@@ -65,6 +65,17 @@ bool is_basis_path(const std::string& basis_name);
 /// or a basis file that is not there
 std::string basis_file_path(const std::string& basis_name, const BasisOptions& options = {});
 
+/// The text of the basis file of `basis_name`, each line prefixed with "basis file PATH line N: "
+/// (what ranks compare: each reads its own copy, e.g. on its node).
+/// @throws InputError as basis_file_path
+std::string basis_file_lines(const std::string& basis_name, const BasisOptions& options = {});
+
+/// Under mpirun, every rank must have read the same molecule and basis file (each reads its own
+/// copy, e.g. on its node): a geometry 0.001 Å off on one rank ended as "CCSD did not converge",
+/// a basis file lacking a shell as "MPI error in broadcast". Collective (nothing to do in one
+/// process). @throws InputError naming the rank and its first differing line
+void require_same_molecule_and_basis_on_all_ranks(const System& system, const std::string& basis_name);
+
 /// Builds the basis `basis_name` (e.g. "cc-pVDZ", "6-31G*", or a file "my/basis.nw", relative
 /// to the working directory) on the atoms of `system`.
 /// @throws InputError for an unknown basis (naming the file looked for and the available

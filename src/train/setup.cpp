@@ -14,6 +14,7 @@
 #include "batching/peak_memory.hpp"
 #include "core/errors.hpp"
 #include "parallel/communicator.hpp"
+#include "scf/basis.hpp"
 #include "parallel/device_graph.hpp"
 #include "parallel/gpu_sharing.hpp"
 #include "parallel/walker_threads.hpp"
@@ -239,16 +240,24 @@ namespace {
 /// Every rank must run the same config on the same molecules (they are read per rank, e.g. from
 /// each node's files): a different seed or walker count gave a wrong run that exited 0.
 void require_same_run_on_all_ranks(const Config& config, const std::vector<System>& systems) {
+  if (parallel::world().size() == 1) return;
   std::string text = to_yaml(config);
-  for (const auto& m : systems) {
-    text += strfmt("molecule %s: charge %d, spin %d\n", m.name.c_str(), m.charge, m.spin);
-    for (const auto& a : m.atoms)
-      text += strfmt("  atom Z=%d at %.17g %.17g %.17g\n", a.Z, a.position[0], a.position[1], a.position[2]);
-  }
+  for (const auto& m : systems) text += m.exact_description();
+  // the basis files the run reads (a changed exponent on one node trained a wrong run to exit 0)
+  const auto basis_lines = [](const std::string& key, const std::string& basis) {
+    try {
+      return scf::basis_file_lines(basis);
+    } catch (const InputError& e) {  // this rank's own error, as the run would give it
+      throw ConfigError(key + ": " + e.what());
+    }
+  };
+  if (config.pretrain.steps > 0) text += basis_lines("pretrain.basis", config.pretrain.basis);
+  if (config.model.type == "hf") text += basis_lines("model.hf.basis", config.model.hf.basis);
+  if (config.model.type == "paulinet") text += basis_lines("model.paulinet.basis", config.model.paulinet.basis);
   const std::string difference = parallel::first_difference_across_ranks(parallel::world(), text);
   if (!difference.empty())
-    throw ConfigError("the ranks of this run were given different settings or molecules: " + difference +
-                      " (every rank must read the same config, overrides and molecule files)");
+    throw ConfigError("the ranks of this run were given different settings, molecules or basis files: " + difference +
+                      " (every rank must read the same config, overrides, molecule and basis files)");
 }
 }  // namespace
 

@@ -21,7 +21,9 @@ YAML
 job=$!
 for _ in $(seq 1 600); do grep -q "it  *2/" "$dir/log" && break; sleep 0.2; done
 grep -q "it  *2/" "$dir/log" || { cat "$dir/log"; echo "FAIL: training did not start"; exit 1; }
-pkill -INT -f "$nnvmc train $dir/run.yaml" || true  # the ranks, as Ctrl-C signals a terminal's processes
+# the ranks (their command lines start with nnvmc; mpirun's, which holds the same text, does not:
+# mpirun kills the ranks one second after it forwards a signal)
+pkill -INT -f "^$nnvmc train $dir/run.yaml" || true
 set +e
 wait $job
 rc=$?

@@ -33,12 +33,32 @@ timeout 120 "$@" -np 1 -wdir "$dir/a" "$nnvmc" train "$dir/run.yaml" run.output=
 check args "different arguments: rank 1 has 'sampler.walkers=16' where rank 0 has '(nothing)'" "$dir/log1" $?
 timeout 120 "$@" -np 1 -wdir "$dir/a" "$nnvmc" train "$dir/run.yaml" run.output="$dir/files" : \
   -np 1 -wdir "$dir/b" "$nnvmc" train "$dir/run.yaml" run.output="$dir/files" > "$dir/log2" 2>&1
-check files "different settings or molecules: rank 1 has '  atom Z=1 at 0 0 1.5' where rank 0 has '  atom Z=1 at 0 0 1.3999999999999999'" "$dir/log2" $?
+check files "different settings, molecules or basis files: rank 1 has '  atom Z=1 at 0 0 1.5' where rank 0 has '  atom Z=1 at 0 0 1.3999999999999999'" "$dir/log2" $?
 timeout 120 "$@" -np 1 -wdir "$dir/a" "$nnvmc" train "$dir/run.yaml" run.output="$dir/basis" pretrain.steps=2 : \
   -np 1 -wdir "$dir/a" -x NNVMC_BASIS_DIR=/nonexistent "$nnvmc" train "$dir/run.yaml" run.output="$dir/basis" \
   pretrain.steps=2 > "$dir/log3" 2>&1
 check basis "\[rank 1 of 2\]: pretrain.basis: unknown basis" "$dir/log3" $?
 [ ! -e "$dir/basis" ] || { ls -la "$dir/basis"; fail "basis: rank 0 wrote the output directory"; }
+# The same arguments reading basis files that differ in one exponent (each rank's own copy): train
+# (pretraining), scf and ccsd stop naming the line. (train ran a wrong job to exit 0; ccsd said
+# "MPI error in broadcast" or "did not converge".)
+for d in a b; do
+  e=0.16885540; [ "$d" = b ] && e=0.36885540
+  printf 'BASIS "ao basis" SPHERICAL PRINT\nH    S\n      3.42525091   0.15432897\n      0.62391373   0.53532814\n      %s   0.44463454\nEND\n' \
+    "$e" > "$dir/$d/h.nw"
+done
+timeout 120 "$@" -np 1 -wdir "$dir/a" "$nnvmc" train "$dir/run.yaml" run.output="$dir/hbasis" pretrain.steps=2 \
+  pretrain.basis=./h.nw system.molecule=h2 : -np 1 -wdir "$dir/b" "$nnvmc" train "$dir/run.yaml" \
+  run.output="$dir/hbasis" pretrain.steps=2 pretrain.basis=./h.nw system.molecule=h2 > "$dir/log6" 2>&1
+check hbasis "different settings, molecules or basis files: rank 1 has 'basis file ./h.nw line 5:       0.36885540" "$dir/log6" $?
+for cmd in scf ccsd; do
+  timeout 120 "$@" -np 1 -wdir "$dir/a" "$nnvmc" $cmd h2 --basis ./h.nw : \
+    -np 1 -wdir "$dir/b" "$nnvmc" $cmd h2 --basis ./h.nw > "$dir/log_$cmd" 2>&1
+  check $cmd "different molecules or basis files: rank 1 has 'basis file ./h.nw line 5:       0.36885540" "$dir/log_$cmd" $?
+done
+timeout 120 "$@" -np 1 -wdir "$dir/a" "$nnvmc" ccsd ./mol.yaml --basis sto-3g : \
+  -np 1 -wdir "$dir/b" "$nnvmc" ccsd ./mol.yaml --basis sto-3g > "$dir/log7" 2>&1
+check ccsd_geometry "different molecules or basis files: rank 1 has '  atom Z=1 at 0 0 1.5'" "$dir/log7" $?
 # profile characterises one process: under mpirun it stops at once (it used to time each rank's
 # share of the walkers and report the total, every rank writing the same files).
 timeout 120 "$@" -np 2 -wdir "$dir/a" "$nnvmc" profile "$dir/run.yaml" --output "$dir/prof" > "$dir/log4" 2>&1
