@@ -87,8 +87,9 @@ int main(int argc, char** argv) {
   app.parse_complete_callback([&] { nnvmc::setup_logging(root ? level : "error"); });
   app.add_flag_callback(
       "--version",
-      [] {
-        std::printf("nnvmc %s\n  data root   %s\n  basis sets  %s\n  molecules   %s\n  scripts     %s\n  libtorch    %s\n",
+      [root] {
+        if (root)  // (once under mpirun)
+          std::printf("nnvmc %s\n  data root   %s\n  basis sets  %s\n  molecules   %s\n  scripts     %s\n  libtorch    %s\n",
                     NNVMC_VERSION, nnvmc::data_root().c_str(), nnvmc::basis_data_dir().c_str(),
                     nnvmc::molecules_data_dir().c_str(), nnvmc::scripts_data_dir().c_str(),
                     nnvmc::batching::loaded_torch_lib_dir().c_str());
@@ -103,26 +104,32 @@ int main(int argc, char** argv) {
   nnvmc::app::add_compare_command(app);
   nnvmc::app::add_profile_command(app);
   nnvmc::app::add_config_command(app);
+  // `nnvmc trian ...`: CLI11 says only "A subcommand is required" (and with --help shows the main
+  // help, exit 0); name the word it took for one.
+  const auto unknown_command = [&]() -> int {
+    for (int i = 1; i < argc; ++i) {
+      const std::string word = argv[i];
+      if (word == "--log-level") ++i;  // (its value)
+      if (word.empty() || word[0] == '-') continue;
+      for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+        if (sub->check_name(word)) return 0;
+      std::string commands;
+      for (const CLI::App* sub : app.get_subcommands([](CLI::App* s) { return !s->get_group().empty(); }))  // (not hidden ones)
+        commands += (commands.empty() ? "" : ", ") + sub->get_name();
+      if (root)
+        std::fprintf(stderr, "nnvmc: error: unknown command '%s' (commands: %s)\nRun with --help for more information.\n",
+                     word.c_str(), commands.c_str());
+      return 2;
+    }
+    return 0;
+  };
+  if (const int rc = unknown_command()) return rc;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // Every rank parses the same command line, but a bound may depend on the node (scf
     // --threads): an error on some ranks only must not leave the others in a collective.
     if (e.get_exit_code() != 0 && nnvmc::parallel::world().size() > 1) return nnvmc::parallel::fail(e.what(), 2);
-    // `nnvmc trian ...`: CLI11 says only "A subcommand is required"; name the word it took for one.
-    if (app.get_subcommands().empty() && e.get_name() == "RequiredError" && root) {
-      for (int i = 1; i < argc; ++i) {
-        const std::string word = argv[i];
-        if (word == "--log-level") ++i;  // (its value)
-        if (word.empty() || word[0] == '-') continue;
-        std::string commands;
-        for (const CLI::App* sub : app.get_subcommands([](CLI::App* s) { return !s->get_group().empty(); }))  // (not hidden ones)
-          commands += (commands.empty() ? "" : ", ") + sub->get_name();
-        std::fprintf(stderr, "nnvmc: error: unknown command '%s' (commands: %s)\nRun with --help for more information.\n",
-                     word.c_str(), commands.c_str());
-        return 2;
-      }
-    }
     const int rc = root ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 2);
     return rc == 0 ? 0 : 2;
   } catch (const nnvmc::InputError& e) {

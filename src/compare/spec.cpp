@@ -443,6 +443,14 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
     config_yaml::check_override<CompareFile>(o);
     config_yaml::apply_override(root, o);
   }
+  // an override emptying a list is named, not line 1 of the file (where its node claims to be)
+  for (const char* list : {"ansatze", "molecules"})
+    for (auto o = overrides.rbegin(); o != overrides.rend(); ++o)
+      if (override_sets(*o, list)) {
+        if (root[list].IsSequence() && root[list].size() == 0)
+          throw ConfigError("override '" + *o + "': '" + list + "' must not be empty");
+        break;
+      }
   CompareFile f;
   config_yaml::read_struct(root, f, "", where);
 
@@ -482,6 +490,8 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
                       ": 'base' must be a run config: a path or a mapping of its keys");
   if (root["base"] && !root["base"].IsNull())
     base = root["base"].IsScalar() ? run_config_node(root["base"].Scalar(), file_dir, "base") : root["base"];
+  // (named here, not as the first model-block ansatz, whose cells it would reach first)
+  refuse_system_keys(base, root["base"].IsScalar() ? "base (" + root["base"].Scalar() + ")" : "base");
   const auto ansatze = parse_ansatze(root, base, where, file_dir);
   // The file's own run-setting blocks are read on their own first, while their nodes still know
   // their lines: a cell's config is built from copies, which do not, and its errors named line 1.

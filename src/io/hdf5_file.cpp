@@ -149,7 +149,13 @@ Array make_array(DType dtype, std::vector<std::int64_t> shape, const void* data)
 H5File::H5File(const std::string& path, Mode mode) : path_(path) {
   if (mode == Mode::read) {
     if (!std::filesystem::exists(path)) fail(path, "no such file");
-    if (H5Fis_hdf5(path.c_str()) <= 0) fail(path, "not an HDF5 file (corrupt or truncated?)");
+    if (H5Fis_hdf5(path.c_str()) <= 0) {
+      const std::string ext = std::filesystem::path(path).extension().string();
+      if (ext == ".yaml" || ext == ".yml" || ext == ".json" || ext == ".csv" || ext == ".md" || ext == ".txt")
+        fail(path, "a " + ext.substr(1) + " file, not an HDF5 file (a run's config or report, where its checkpoint.h5 "
+                   "or result.h5 was meant?)");
+      fail(path, "not an HDF5 file (corrupt or truncated?)");
+    }
     id_ = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   } else if (mode == Mode::memory) {
     // the core driver without a backing store: nothing reaches the disk through HDF5

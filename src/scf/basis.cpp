@@ -117,7 +117,8 @@ std::string basis_file_path(const std::string& basis_name, const BasisOptions& o
   const bool is_file = is_basis_path(basis_name);
   const fs::path path = is_file ? fs::path(basis_name) : fs::path(dir) / basis_file_name(basis_name);
   if (is_file && !fs::is_regular_file(path))
-    throw InputError("basis file '" + basis_name + "' not found");
+    throw InputError("basis file '" + basis_name + "' " +
+                     (fs::exists(path) ? "is not a regular file (a directory or device?)" : "not found"));
   if (!fs::exists(path)) {
     throw InputError("unknown basis '" + basis_name + "' (no file " + path.string() +
                      "; available: " + available_bases_list(dir) + ")");
@@ -155,7 +156,7 @@ BasisSet make_basis(const std::string& basis_name, const System& system,
     const auto it = lib.elements.find(atom.Z);
     if (it == lib.elements.end())
       throw InputError("basis '" + basis_name + "' has no functions for element " +
-                       element_symbol(atom.Z) + " (atom " + std::to_string(a + 1) + " of " +
+                       element_symbol(atom.Z) + " (atom " + std::to_string(a) + " of " +
                        (system.name.empty() ? "the molecule" : system.name) + ")");
     for (const ShellTemplate& t : it->second) {
       libint2::svector<double> alpha(t.exponents.begin(), t.exponents.end());

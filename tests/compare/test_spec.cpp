@@ -264,6 +264,8 @@ TEST(CompareSpec, SystemKeysOutsideTheMoleculeEntriesAreRefused) {
     const auto e = error_of(kTwoSizes + extra);
     EXPECT_NE(e.find("'molecules:' entries"), std::string::npos) << extra << e;
   }
+  // the base's key is blamed on base:, not on the first ansatz (a user audit)
+  EXPECT_EQ(error_of(kTwoSizes + "base: {system: {spin: 2}}\n").rfind("'base': system.spin does not apply", 0), 0u);
   const auto per_ansatz = error_of(
       "ansatze: [{type: ferminet, overrides: [system.charge=1]}]\nmolecules: [h2]\noutput: /tmp/nnvmc_spec_out\n");
   EXPECT_NE(per_ansatz.find("sets a system key"), std::string::npos) << per_ansatz;
@@ -534,4 +536,7 @@ TEST(CompareSpec, OutOfRangeBudgetsNameTheirLineOrOverride) {
             "cmp.yaml:4: 'minutes' must be 0 with 'iterations: 0' (no cell trains)");
   EXPECT_EQ(error_of("ansatze: [{type: ferminet}]\nmolecules: [h2]\n", {"walkers=0"}),
             "override 'walkers=0': 'walkers' must be > 0");
+  // an override that empties a list is named (it was "cmp.yaml:1:", a line of the file)
+  EXPECT_EQ(error_of("ansatze: [{type: ferminet}]\nmolecules: [h2]\n", {"molecules=[]"}),
+            "override 'molecules=[]': 'molecules' must not be empty");
 }

@@ -196,6 +196,19 @@ TEST(Cli, TrainThenEvalPrintsJsonWithEnergyAndErrorBar) {
       << graphs.out;
 }
 
+// A setting of one ansatz given to another trains, and says it does nothing there (a user audit:
+// optim.determinant_balance on a FermiNet ran without a word).
+TEST(Cli, TheDeterminantBalanceGivenToAnAnsatzOtherThanTheOrbformerIsNamedAsWithoutEffect) {
+  const auto out = (fs::temp_directory_path() / "nnvmc_cli_balance").string();
+  fs::remove_all(out);
+  const auto cfg = write_config("nnvmc_balance.yaml", kTiny + "run: {output: " + out + "}\n");
+  const auto t = run("train " + cfg + " optim.determinant_balance=0.5 eval.steps=0 optim.iterations=1");
+  ASSERT_EQ(t.code, 0) << t.out;
+  EXPECT_NE(t.out.find("optim.determinant_balance = 0.5 has no effect with model.type = ferminet"), std::string::npos)
+      << t.out;
+  fs::remove_all(out);
+}
+
 // ---- Geometry is system data (item 3 of issue 18), seen from the command line. ----
 
 namespace {
@@ -1489,6 +1502,14 @@ TEST(Cli, AnUnknownCommandAndADirectoryAsComparisonFileAreNamed) {
             std::string::npos) << unknown.out;
   const auto global = run("--log-level warn nosuch");
   EXPECT_NE(global.out.find("unknown command 'nosuch'"), std::string::npos) << global.out;
+  // with --help too (it showed the main help, exit 0)
+  const auto help = run("sample --help");
+  EXPECT_EQ(help.code, 2) << help.out;
+  EXPECT_NE(help.out.find("unknown command 'sample'"), std::string::npos) << help.out;
+  EXPECT_EQ(run("train --help").code, 0);
+  // a YAML file given where a checkpoint belongs is named as one (it was "corrupt or truncated?")
+  const auto cfg = write_config("nnvmc_eval_a_config.yaml", kTiny);
+  expect_input_error("eval " + cfg, "a yaml file, not an HDF5 file (a run's config or report");
   expect_input_error("compare " + fs::temp_directory_path().string(), "not a regular file");
 }
 

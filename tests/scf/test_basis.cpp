@@ -124,6 +124,13 @@ TEST(Basis, AFilePathIsReadAsABasisFile) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("basis file 'no/such/basis.nw' not found"), std::string::npos) << e.what();
   }
+  // a path that is there but is no file is not called missing (a user audit)
+  try {
+    (void)make_basis(std::filesystem::temp_directory_path().string() + "/", s);
+    ADD_FAILURE() << "a directory accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("is not a regular file (a directory or device?)"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Basis, NamesMapToFilesCaseInsensitively) {
