@@ -291,6 +291,9 @@ ProfileReport run_profile(const std::string& config_path, const std::vector<std:
   // and the directories above them it created while they are empty; nothing else under --output
   // (found by a user audit: an error on a later molecule left runs/<first> behind).
   const io::CreatedDirectories parents = io::CreatedDirectories::create(options.output + "/runs", ec);
+  if (ec)  // (named here: the first scratch run blamed run.output, a key the user never gave)
+    throw InputError("profile: --output " + options.output + ": cannot create directory '" + options.output +
+                     "/runs': " + ec.message());
   std::vector<std::string> made;
   try {
     for (const auto& mol : molecules) {

@@ -276,7 +276,9 @@ void warn_of_settings_without_effect(const Config& config, const std::vector<Sys
                      config.optim.molecules_per_step, systems.size()));
   for (const auto& m : systems)
     if (const std::string w = m.short_distance_warning(); !w.empty()) log::warn(w);
-  if (config.optim.determinant_balance.value_or(0) > 0 && config.model.type != "orbformer")
+  // (parse_config writes the optimizer's default in: only another weight was given)
+  const double balance_default = config.optim.type == "adam" ? kDeterminantBalanceDefault : 0.0;
+  if (config.optim.determinant_balance.value_or(balance_default) != balance_default && config.model.type != "orbformer")
     log::warn(strfmt("optim.determinant_balance = %g has no effect with model.type = %s: the penalty balances an "
                      "orbformer's determinants", *config.optim.determinant_balance, config.model.type.c_str()));
   if (config.run.cuda_graphs && config.run.device.rfind("cuda", 0) != 0)

@@ -206,6 +206,13 @@ TEST(Cli, TheDeterminantBalanceGivenToAnAnsatzOtherThanTheOrbformerIsNamedAsWith
   ASSERT_EQ(t.code, 0) << t.out;
   EXPECT_NE(t.out.find("optim.determinant_balance = 0.5 has no effect with model.type = ferminet"), std::string::npos)
       << t.out;
+  // a profile that cannot create its output names --output (it blamed run.output, never given)
+  expect_input_error("profile " + cfg + " --output /sys/nnvmc_no_profile --iterations 1",
+                     "profile: --output /sys/nnvmc_no_profile: cannot create directory '/sys/nnvmc_no_profile/runs'");
+  // not the default weight every Adam run carries
+  const auto plain = run("train " + cfg + " eval.steps=0 optim.iterations=1 --force");
+  ASSERT_EQ(plain.code, 0) << plain.out;
+  EXPECT_EQ(plain.out.find("determinant_balance"), std::string::npos) << plain.out;
   fs::remove_all(out);
 }
 
