@@ -2,7 +2,6 @@
 
 #include <filesystem>
 
-#include "core/elements.hpp"
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "core/molecule_list.hpp"
@@ -69,17 +68,8 @@ std::string checkpoint_molecules(const Checkpoint& c) {
   for (const auto& m : c.molecules) names.push_back(m.system.name);
   names = unique_molecule_names(names);  // as the run named them (quotes cannot occur)
   std::string list = "[";
-  for (size_t k = 0; k < c.molecules.size(); ++k) {
-    const auto& m = c.molecules[k];
-    list += (list.size() > 1 ? ", " : "") + strfmt("{name: '%s', units: bohr, charge: %d, spin: %d, atoms: [",
-                                                   names[k].c_str(), m.system.charge, m.system.spin);
-    for (size_t i = 0; i < m.system.atoms.size(); ++i) {
-      const auto& a = m.system.atoms[i];
-      list += strfmt("%s[%s, %.17g, %.17g, %.17g]", i ? ", " : "", element_symbol(a.Z).c_str(), a.position[0],
-                     a.position[1], a.position[2]);
-    }
-    list += "]}";
-  }
+  for (size_t k = 0; k < c.molecules.size(); ++k)
+    list += (k ? ", " : "") + inline_molecule_entry(c.molecules[k].system, names[k]);
   return list + "]";
 }
 

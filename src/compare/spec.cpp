@@ -265,7 +265,7 @@ std::vector<std::pair<MoleculeEntry, YAML::Node>> parse_molecules(const YAML::No
     const std::string key = at("molecules", i);
     MoleculeEntry m;
     YAML::Node system(YAML::NodeType::Map);
-    // Names stay names; paths become absolute, so that a cell's config reads the same file from any directory.
+    // Names stay names; paths are read relative to the comparison file.
     const auto resolved = [&](const std::string& s) {
       const bool path = s.find('/') != std::string::npos || fs::path(s).has_extension();
       return path ? resolve_path(s, file_dir) : s;
@@ -274,18 +274,19 @@ std::vector<std::pair<MoleculeEntry, YAML::Node>> parse_molecules(const YAML::No
       if (e.IsScalar()) {
         const std::string p = resolved(e.Scalar());
         m.system = parse_molecule_entry(YAML::Node(p), key, "", i);
-        system["molecule"] = p;
       } else if (e.IsMap() && e["molecule"]) {
         YAML::Node entry = YAML::Clone(e);
         if (entry["molecule"].IsScalar()) entry["molecule"] = resolved(entry["molecule"].Scalar());
         m.system = parse_molecule_entry(entry, key, "", i);
-        system["molecules"].push_back(entry);
       } else {
         m.system = parse_molecule_entry(e, config_yaml::location(e, where) + ": " + key, "", i);
-        system["molecule"] = YAML::Clone(e);
       }
       m.label = m.system.name;
       m.system.validate();
+      // The cell's config holds the geometry itself: with a file's path, a done cell was reused
+      // after the file changed and scored against the new geometry's reference (a user audit),
+      // and a comparison copied elsewhere with its files was refused as changed.
+      system["molecules"].push_back(YAML::Load(inline_molecule_entry(m.system, m.system.name)));
     } catch (const ConfigError&) {
       throw;
     } catch (const InputError& err) {
@@ -408,6 +409,16 @@ std::string sanitize_label(const std::string& label) {
 
 Config identity_settings(const Config& config) {
   Config c = config;
+  // the molecules as resolved (a cell.yaml written before cells held their geometry names a
+  // file: the same geometry is the same cell)
+  try {
+    const std::vector<System> systems = resolve_molecules(config.system);
+    std::string list;
+    for (const auto& m : systems) list += (list.empty() ? "[" : ", ") + inline_molecule_entry(m, m.name);
+    c.system = SystemConfig{};
+    c.system.molecules = InlineYaml{list + "]"};
+  } catch (const InputError&) {  // (a file no longer there: compared as written)
+  }
   c.run.threads = 0;
   c.optim.minutes = 0;  // a comparison given more (or fewer) minutes continues its cells
   c.run.output.clear();  // the comparison places its cells: a copied comparison continues in the copy

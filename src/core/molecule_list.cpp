@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/config_yaml.hpp"
+#include "core/elements.hpp"
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "core/yaml_document.hpp"
@@ -181,6 +182,19 @@ std::vector<std::string> unique_molecule_names(const std::vector<std::string>& n
     out[i] = u;
   }
   return out;
+}
+
+std::string inline_molecule_entry(const System& s, const std::string& name) {
+  YAML::Emitter quoted;  // (a name such as "h2: stretched" or "[x]" stays one string)
+  quoted << YAML::DoubleQuoted << name;
+  std::string out =
+      strfmt("{name: %s, units: bohr, charge: %d, spin: %d, atoms: [", quoted.c_str(), s.charge, s.spin);
+  for (std::size_t i = 0; i < s.atoms.size(); ++i) {
+    const auto& a = s.atoms[i];
+    out += strfmt("%s[%s, %.17g, %.17g, %.17g]", i ? ", " : "", element_symbol(a.Z).c_str(), a.position[0],
+                  a.position[1], a.position[2]);
+  }
+  return out + "]}";
 }
 
 std::vector<System> resolve_molecules(const SystemConfig& config) {

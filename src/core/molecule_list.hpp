@@ -32,6 +32,11 @@ extern const std::vector<std::string> kReservedMoleculeNames;
 /// @throws InputError (ConfigError for malformed entries) naming the key, e.g. system.molecules[2]
 std::vector<System> resolve_molecules(const SystemConfig& config);
 
+/// `s` as an inline entry of system.molecules named `name`: {name, units: bohr, charge, spin,
+/// atoms} with full-precision coordinates, so that a run's config holds the geometry itself, not
+/// a file that may change or move.
+std::string inline_molecule_entry(const System& s, const std::string& name);
+
 /// One entry of system.molecules, in any of the forms above (not yet validated, no overrides
 /// applied); `key` names it in errors (e.g. "system.molecules[2]"), relative paths are taken
 /// relative to `base_dir` (empty: the working directory), and an inline molecule without a name

@@ -12,6 +12,7 @@
 #include "compare/reference.hpp"
 #include "compare/spec.hpp"
 #include "core/errors.hpp"
+#include "core/molecule_list.hpp"
 #include "core/system.hpp"
 #include "core/molecule_list.hpp"
 #include "models/registry.hpp"
@@ -312,8 +313,9 @@ TEST(CompareSpec, AMoleculeEntryWithAGeometryTrainsAndScoresThatGeometry) {
 
 // A relative molecule path is found in the working directory or beside the comparison file; a
 // name found in both places is an error (one used to shadow the other), and the cell's config
-// holds the absolute path, so it reads the same file from any directory.
-TEST(CompareSpec, ARelativeMoleculeFileFoundTwiceIsAnErrorAndCellsHoldAbsolutePaths) {
+// holds the molecule's geometry itself, so a changed file is a changed cell (a user audit: a done
+// cell was reused after its file changed, and scored against the new geometry's reference).
+TEST(CompareSpec, ARelativeMoleculeFileFoundTwiceIsAnErrorAndCellsHoldTheGeometry) {
   const auto dir = fs::temp_directory_path() / "nnvmc_spec_paths";
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -321,10 +323,16 @@ TEST(CompareSpec, ARelativeMoleculeFileFoundTwiceIsAnErrorAndCellsHoldAbsolutePa
   std::ofstream(dir / name) << "2\n\nH 0 0 0\nH 0 0 0.74\n";
   const std::string text = "ansatze: [{type: ferminet}]\nmolecules: [" + name + "]\noutput: /tmp/nnvmc_spec_out\n";
   const auto spec = parse_compare_spec(text, {}, (dir / "cmp.yaml").string(), dir.string());
-  ASSERT_TRUE(spec.cells.at(0).config.system.molecule.has_value());
-  const std::string held = spec.cells.at(0).config.system.molecule->yaml;
-  EXPECT_TRUE(fs::path(held).is_absolute()) << held;
-  EXPECT_TRUE(fs::equivalent(held, dir / name));
+  EXPECT_FALSE(spec.cells.at(0).config.system.molecule.has_value());
+  const auto held = resolve_molecules(spec.cells.at(0).config.system);
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(held[0].name, "nnvmc_spec_paths_h2");
+  EXPECT_DOUBLE_EQ(held[0].atoms[1].position[2], 0.74 * kBohrPerAngstrom);
+  // the file changed: the cell's identity changes with it
+  std::ofstream(dir / name) << "2\n\nH 0 0 0\nH 0 0 0.80\n";
+  const auto moved = parse_compare_spec(text, {}, (dir / "cmp.yaml").string(), dir.string());
+  EXPECT_NE(cell_identity(moved.cells.at(0).config), cell_identity(spec.cells.at(0).config));
+  std::ofstream(dir / name) << "2\n\nH 0 0 0\nH 0 0 0.74\n";
   std::ofstream(name) << "2\n\nH 0 0 0\nH 0 0 1.50\n";  // the same name in the working directory
   try {
     parse_compare_spec(text, {}, (dir / "cmp.yaml").string(), dir.string());
@@ -336,7 +344,7 @@ TEST(CompareSpec, ARelativeMoleculeFileFoundTwiceIsAnErrorAndCellsHoldAbsolutePa
 }
 
 // A frame of a multi-frame XYZ file beside the comparison file (FILE.xyz@K) is found there like
-// the file itself, and the cell holds its absolute path with the frame.
+// the file itself, and the cell holds that frame's geometry.
 TEST(CompareSpec, AFrameOfARelativeXyzFileIsFoundBesideTheComparisonFile) {
   const auto dir = fs::temp_directory_path() / "nnvmc_spec_frames";
   fs::remove_all(dir);
@@ -346,9 +354,9 @@ TEST(CompareSpec, AFrameOfARelativeXyzFileIsFoundBesideTheComparisonFile) {
                            "output: /tmp/nnvmc_spec_out\n";
   const auto spec = parse_compare_spec(text, {}, (dir / "cmp.yaml").string(), dir.string());
   ASSERT_EQ(spec.cells.size(), 2u);
-  const std::string held = spec.cells.at(0).config.system.molecule->yaml;
-  EXPECT_EQ(held, (dir / "traj.xyz").lexically_normal().string() + "@1");
-  EXPECT_NEAR(load_molecule(held, "unused").atoms[1].position[2], 0.80 * kBohrPerAngstrom, 1e-12);
+  const auto held = resolve_molecules(spec.cells.at(0).config.system);
+  EXPECT_EQ(held.at(0).name, "traj_1");
+  EXPECT_NEAR(held.at(0).atoms[1].position[2], 0.80 * kBohrPerAngstrom, 1e-12);
   fs::remove_all(dir);
 }
 
@@ -480,7 +488,7 @@ TEST(CompareSpec, ThePublishedSizeModelFilesAreAnsatzEntries) {
   ASSERT_EQ(spec.cells.size(), static_cast<std::size_t>(n));
   for (const auto& c : spec.cells) {
     EXPECT_NE(c.id.find(c.config.model.type + "_default"), std::string::npos) << c.id;
-    EXPECT_EQ(c.config.system.molecule->yaml, "he") << c.id;
+    EXPECT_EQ(resolve_molecules(c.config.system).at(0).name, "he") << c.id;
   }
 }
 
