@@ -179,14 +179,32 @@ void write_h5(const std::string& path, const CompareSpec& spec, const std::vecto
 }
 
 std::string budget_line(const CompareSpec& spec, const ReportInfo& info) {
-  const Config& c = spec.cells.front().config;
+  // Each setting over the cells: one value, or its range where cells differ (per-ansatz overrides,
+  // an optim entry's iterations); it was the first cell's (an untrained hf cell's "0 iterations").
+  const auto range = [&](auto value, bool trained_only) {
+    long long lo = 0, hi = 0;
+    bool any = false;
+    for (const auto& cell : spec.cells) {
+      if (trained_only && cell.optim == "none") continue;
+      const long long v = value(cell.config);
+      lo = any ? std::min(lo, v) : v;
+      hi = any ? std::max(hi, v) : v;
+      any = true;
+    }
+    return lo == hi ? std::to_string(lo) : std::to_string(lo) + "–" + std::to_string(hi);
+  };
   std::string s;
-  if (spec.iterations) s += strfmt("%d iterations", *spec.iterations);
-  if (spec.minutes > 0) s += strfmt("%s%g minutes of training", s.empty() ? "" : " or ", spec.minutes);
-  if (s.empty()) s = strfmt("%d iterations", c.optim.iterations);
-  s += strfmt(", %d walkers, %d evaluation steps, %d thread(s) per cell, %d cell%s at a time, seed %llu",
-              c.sampler.walkers, c.eval.steps, spec.threads ? spec.threads : info.threads_per_cell, info.jobs,
-              info.jobs == 1 ? "" : "s", static_cast<unsigned long long>(c.run.seed));
+  if (!spec.iterations && spec.minutes > 0) {
+    s = strfmt("%g minutes of training", spec.minutes);
+  } else {
+    s = range([](const Config& c) { return c.optim.iterations; }, true) + " iterations";
+    if (spec.minutes > 0) s += strfmt(" or %g minutes of training", spec.minutes);
+  }
+  s += ", " + range([](const Config& c) { return c.sampler.walkers; }, false) + " walkers, " +
+       range([](const Config& c) { return c.eval.steps; }, false) + " evaluation steps" +
+       strfmt(", %d thread(s) per cell, %d cell%s at a time, seed ", spec.threads ? spec.threads : info.threads_per_cell,
+              info.jobs, info.jobs == 1 ? "" : "s") +
+       range([](const Config& c) { return static_cast<long long>(c.run.seed); }, false);
   return s;
 }
 
@@ -194,8 +212,9 @@ void write_report(const std::string& path, const CompareSpec& spec, const std::v
                   const std::vector<Row>& rows, const ReportInfo& info, const std::string& plot_note) {
   std::ostringstream o;
   o << "# Comparison `" << spec.name << "`\n\n";
-  o << "From `" << spec.source << "`: " << spec.ansatze.size() << " ansätze × " << spec.molecules.size()
-    << " molecules = " << spec.cells.size() << " cells.\n\n";
+  o << "From `" << spec.source << "`: " << spec.ansatze.size() << " ansätze × " << spec.molecules.size() << " molecules"
+    << (spec.cells.size() != spec.ansatze.size() * spec.molecules.size() ? " × the axes' entries" : "") << " = "
+    << spec.cells.size() << " cells.\n\n";
   o << "Budget per cell: " << budget_line(spec, info) << ".\n\n";
   o << "## References\n\n| molecule | electrons | reference (Eh) | source |\n|---|---|---|---|\n";
   for (size_t i = 0; i < spec.molecules.size(); ++i)

@@ -61,6 +61,13 @@ Reference ccsd_t_reference(const System& system, const std::string& basis) {
     run = ccsd::run_ccsd(system, o);
   } catch (const InputError& e) {
     throw ConfigError(std::string("'reference_basis': ") + e.what());
+  } catch (const NumericalError& e) {  // (every rank alike: the amplitudes are replicated)
+    // e.g. a stretched bond, where RHF-based CCSD fails: that molecule has no reference, and the
+    // cells still run (it stopped the whole comparison with the bare message)
+    r.kind = "none";
+    r.label = "no CCSD(T) reference: CCSD/" + basis + " failed (" + e.what() + "); give the molecule an e_ref";
+    log::warn(system.name + ": " + r.label);
+    return r;
   } catch (const BudgetError& e) {  // (its advice is ccsd's command line, which a comparison file has not)
     std::string why = e.what();
     if (const auto advice = why.find("; use Cholesky-decomposed integrals"); advice != std::string::npos)

@@ -121,7 +121,10 @@ namespace {
 bool same_configuration(const Cell& cell) { return !holds_other_configuration(cell); }
 bool has_progress(const Cell& cell) {
   const std::string state = cell_state(cell);
-  return state == "done" || state == "started" || state == "interrupted";
+  // an interrupted cell without a checkpoint (stopped in its pretraining or burn-in) starts again,
+  // so it may start with other settings (it blocked them: a user audit)
+  return state == "done" || state == "started" ||
+         (state == "interrupted" && fs::exists(dir_of(cell) + "/checkpoint.h5"));
 }
 }  // namespace
 

@@ -449,6 +449,9 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
                                const std::string& where, const std::string& file_dir) {
   YAML::Node root = load_yaml_document(yaml_text, where);
   if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  if (!root.IsMap())  // (it said "'' must be a mapping")
+    throw ConfigError(where + ": a comparison file is a mapping of keys (ansatze:, molecules:, ...), not a " +
+                      (root.IsSequence() ? "list" : "single value"));
   for (const auto& o : overrides) {
     refuse_key_inside_a_list(o);
     config_yaml::check_override<CompareFile>(o);
@@ -533,13 +536,30 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
   const auto laplacians = parse_axis(root, "laplacian", where, false);
   const auto optims = parse_axis(root, "optim", where, true);
   const auto dtypes = parse_axis(root, "dtype", where, false);
+  // A run setting that an axis varies cannot also be overridden: the override won in every cell,
+  // whose id and optim column still named the axis entry (a user audit: four "adam"/"sr" cells
+  // all ran minsr).
+  const auto refuse_axis_override = [&](const std::vector<std::string>& given, const std::string& whose) {
+    for (const auto& [axis, key] : std::vector<std::pair<std::string, std::string>>{
+             {"laplacian", "hamiltonian.laplacian"}, {"optim", "optim.type"}, {"dtype", "run.dtype"}}) {
+      const bool varied = axis == "laplacian" ? !laplacians.empty() : axis == "optim" ? !optims.empty() : !dtypes.empty();
+      for (const auto& o : given)
+        if (varied && override_sets(o, key))
+          throw ConfigError(where + ": override '" + o + "' (" + whose + ") sets " + key + ", which the comparison's '" +
+                            axis + "' axis varies; give it as an entry of that axis, or leave the axis out");
+    }
+  };
+  refuse_axis_override(f.overrides, "overrides:");
+  for (const auto& a : ansatze) refuse_axis_override(a.overrides, "the overrides of ansatz " + a.label);
   for (const auto& a : ansatze) spec.ansatze.push_back(a.label);
   bool basis_used = false;  // (by a reference nnvmc computes)
   for (const auto& m : molecules) {
     const System& system = m.first.system;
     if (spec.references == ReferenceMode::exact && !system.e_ref)
       throw ConfigError("'references': exact, but molecule '" + m.first.label +
-                        "' has no e_ref in its file (use references: auto or ccsd_t)");
+                        "' has no e_ref (its file gives none, or the entry gives it another geometry, charge or "
+                        "spin than the file's, to which the file's e_ref does not belong; use references: auto or "
+                        "ccsd_t)");
     // The basis of a reference nnvmc will compute must build on the molecule: checked now,
     // before the output directory exists (an open shell gets no CCSD(T) reference, and a note
     // saying why, from compute_references).
@@ -596,7 +616,6 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
             // (An absent axis entry holds a null node, which must not replace the base's value.)
             if (lap.value.IsScalar()) set_path(node, {"hamiltonian", "laplacian"}, lap.value);
             if (trainable && opt.value.IsScalar()) set_path(node, {"optim", "type"}, opt.value);
-            if (trainable && opt.value.IsMap()) merge_into(node, "optim", opt.value);
             if (dt.value.IsScalar()) set_path(node, {"run", "dtype"}, dt.value);
             const auto set_int = [&](const std::vector<std::string>& path, long long v) {
               set_path(node, path, YAML::Node(v));
@@ -610,6 +629,8 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
             if (f.eval_steps) set_int({"eval", "steps"}, *f.eval_steps);
             if (f.threads) set_int({"run", "threads"}, *f.threads);
             if (f.seed) set_int({"run", "seed"}, *f.seed);
+            // (after the common budget: an optim entry's own iterations were overwritten by it)
+            if (trainable && opt.value.IsMap()) merge_into(node, "optim", opt.value);
             apply_overrides(node, f.overrides, "overrides");
             apply_overrides(node, a.overrides, "ansatze overrides of " + a.label);
             set_path(node, {"run", "output"}, YAML::Node(spec.output + "/cells/" + cell.id));

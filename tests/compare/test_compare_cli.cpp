@@ -496,6 +496,15 @@ TEST(CompareCli, CtrlCBeforeACellsFirstCheckpointSaysItStartsAgain) {
   EXPECT_NE(log.find("tiny__h: interrupted before its first checkpoint; it starts again when the comparison resumes"),
             std::string::npos)
       << log;
+  // ... and may start again with other settings, e.g. a shorter pretraining (a user audit: it was
+  // refused as a cell "run with a different configuration")
+  std::ofstream(file) << "ansatze: [{label: tiny, type: ferminet, ferminet: {hidden_dims: [[8, 4]], determinants: 1}}]\n"
+                         "molecules: [h]\niterations: 5\nwalkers: 8\neval_steps: 4\n"
+                         "overrides: [pretrain.steps=2, run.threads=1]\noutput: "
+                      << dir << "\n";
+  const auto again = run("compare " + file + " --no-plots");
+  ASSERT_EQ(again.code, 0) << again.out;
+  EXPECT_EQ(cell_json(dir, "tiny__h")["status"], "done");
 }
 
 // The rest of a comparison file and of the command line, end to end: an ansatz given as a run
@@ -537,6 +546,11 @@ TEST(CompareCli, RunConfigEntriesMoleculeFilesADtypeAxisMaxCellsPlotsAndRetries)
   EXPECT_NE(y.find("lr: 0.01"), std::string::npos) << y;  // the entry's override over its file's 0.05
   EXPECT_TRUE(fs::exists(dir + "/energy_vs_time.png"));
   EXPECT_TRUE(fs::exists(dir + "/final_errors.png"));
+  {  // the report counts the axis's cells (it said "1 ansätze × 2 molecules = 4 cells")
+    std::ifstream in(dir + "/report.md");
+    const std::string md((std::istreambuf_iterator<char>(in)), {});
+    EXPECT_NE(md.find("1 ansätze × 2 molecules × the axes' entries = 4 cells"), std::string::npos) << md;
+  }
 
   // --retry-failed runs a failed cell again; without it a failed cell stays failed
   const auto [bad, bad_dir] = setup("nnvmc_compare_retry",

@@ -548,3 +548,42 @@ TEST(CompareSpec, OutOfRangeBudgetsNameTheirLineOrOverride) {
   EXPECT_EQ(error_of("ansatze: [{type: ferminet}]\nmolecules: [h2]\n", {"molecules=[]"}),
             "override 'molecules=[]': 'molecules' must not be empty");
 }
+
+// An override of what an axis varies is refused (a user audit: it won in every cell, whose ids
+// and optim column named the axis entries), and an optim entry's own iteration count is its
+// cells' (it was overwritten by the comparison's).
+TEST(CompareSpec, AnOverrideOfAnAxisSettingIsRefusedAndAnOptimEntrysIterationsAreKept) {
+  const auto e = error_of(kTwoSizes + "optim: [adam, sr]\noverrides: [optim.type=minsr]\n");
+  EXPECT_NE(e.find("override 'optim.type=minsr' (overrides:) sets optim.type, which the comparison's 'optim' axis "
+                   "varies"),
+            std::string::npos)
+      << e;
+  const auto per_ansatz = error_of(
+      "ansatze: [{type: ferminet, overrides: [run.dtype=float32]}]\nmolecules: [h]\ndtype: [float64, float32]\n");
+  EXPECT_NE(per_ansatz.find("sets run.dtype, which the comparison's 'dtype' axis varies"), std::string::npos)
+      << per_ansatz;
+  // without the axis, the override is a setting of every cell
+  EXPECT_EQ(parse_compare_spec(kTwoSizes + "overrides: [optim.type=minsr]\n", {}, "cmp.yaml").cells.at(0).config.optim.type,
+            "minsr");
+  const auto spec = parse_compare_spec(
+      kTwoSizes + "optim: [{type: adam, label: long, iterations: 50}, {type: adam, label: short}]\n", {}, "cmp.yaml");
+  for (const auto& c : spec.cells) EXPECT_EQ(c.config.optim.iterations, c.optim == "long" ? 50 : 5) << c.id;
+}
+
+// A CCSD that does not converge (a stretched N2 in STO-3G) leaves that molecule without a
+// reference and the comparison going (it stopped the whole comparison with "CCSD did not converge").
+TEST(CompareSpec, AReferenceCcsdThatDoesNotConvergeLeavesThatMoleculeWithoutAReference) {
+  const std::string out = (fs::temp_directory_path() / "nnvmc_spec_no_ccsd").string();
+  fs::remove_all(out);
+  const auto spec = parse_compare_spec(
+      "ansatze: [{type: ferminet}]\nmolecules: [{molecule: n2, geometry: [[0, 0, 0], [0, 0, 5.0]], units: bohr, "
+      "name: n2s}]\nreferences: ccsd_t\nreference_basis: sto-3g\noutput: " + out + "\n",
+      {}, "cmp.yaml");
+  const auto refs = compute_references(spec);
+  ASSERT_EQ(refs.size(), 1u);
+  EXPECT_EQ(refs[0].kind, "none");
+  EXPECT_FALSE(std::isfinite(refs[0].energy));
+  EXPECT_NE(refs[0].label.find("CCSD/sto-3g failed (CCSD did not converge in 100 iterations)"), std::string::npos)
+      << refs[0].label;
+  fs::remove_all(out);
+}
