@@ -15,6 +15,7 @@
 #include "batching/device_stage_timing.hpp"
 #include "core/elements.hpp"
 #include "parallel/communicator.hpp"
+#include "core/config_yaml.hpp"
 #include "core/errors.hpp"
 #include "core/molecule_list.hpp"
 #include "core/log.hpp"
@@ -77,8 +78,20 @@ void warn_of_training_only(const std::vector<std::string>& overrides) {
 /// The model is the checkpoint's: an override of it would evaluate another wavefunction with
 /// parameters trained for this one (some would load, e.g. a Jastrow or cusp option).
 void refuse_model_changes(const std::vector<std::string>& overrides) {
+  // (a model={init_from: "", paulinet: {...}} mapping sets more than the training-only
+  // init_from: it passed as one, and evaluated another model, a user audit)
+  const auto sets_more_than_init_from = [](const std::string& o) {
+    if (!override_sets(o, "model")) return false;
+    YAML::Node alone(YAML::NodeType::Map);
+    config_yaml::apply_override(alone, o);
+    const YAML::Node model = alone["model"];
+    if (!model.IsMap()) return true;
+    for (const auto& kv : model)
+      if (kv.first.Scalar() != "init_from") return true;
+    return false;
+  };
   for (const auto& o : overrides)
-    if (override_sets(o, "model") && !override_sets(o, "model.init_from"))
+    if (sets_more_than_init_from(o))
       throw InputError("eval: '" + o + "': the model is the one the checkpoint was trained with; evaluate another "
                        "model from its own checkpoint (or train it from this one with model.init_from)");
 }
@@ -165,6 +178,9 @@ void run_eval(const EvalArgs& a) {
     // error bar cannot include. An eval.burn_in the user gives is kept.
     EvalOptions eval = config.eval;
     if (const MoleculeCheckpoint* trained = trained_walkers(c, m.system)) {
+      if (std::any_of(given.begin(), given.end(), [](const std::string& o) { return override_sets(o, "sampler.burn_in"); }))
+        log::warn("eval: sampler.burn_in has no effect on " + m.name() + ", whose walkers continue from training; "
+                  "the evaluation's burn-in is eval.burn_in");
       m.sampler->initialize_from(trained->sampler.r, setup.logabs_fn(i));
       if (!step_size_given) {
         SamplerState st = m.sampler->state();

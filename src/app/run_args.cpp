@@ -13,12 +13,12 @@ namespace nnvmc::app {
 RunArgs split_run_args(const std::vector<std::string>& args) {
   RunArgs out;
   for (const auto& a : args) {
-    // key.path=value, unless the text names a file or directory (a sweep's "lr=0.1/") or has a
-    // '/' before its '=': those are the CONFIG or run argument
+    // key.path=value, unless it has a '/' before its '=', or, before the CONFIG or run argument,
+    // names a file or directory (a sweep's "lr=0.1/"): those are that argument
     const auto eq = a.find('=');
     std::error_code ec;
     const bool override_like = eq != std::string::npos && a.substr(0, eq).find('/') == std::string::npos &&
-                               !std::filesystem::exists(a, ec);
+                               !(out.file.empty() && std::filesystem::exists(a, ec));
     if (override_like) {
       // a key given twice is refused, as in a YAML file (which one was meant?)
       const std::string key = a.substr(0, eq);

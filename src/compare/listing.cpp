@@ -34,7 +34,7 @@ std::string list_comparison(const CompareSpec& spec, const std::vector<Reference
                 (outcome.empty() ? std::string() : "; before: " + outcome);
       state = "running";
     } else if (holds_other_configuration(cell)) {
-      const bool kept = state == "done" || state == "started" || state == "interrupted";
+      const bool kept = has_progress(cell);  // (as the runner decides)
       outcome = "its directory holds another configuration (" + configuration_change(cell) + ")" +
                 (kept ? ": compare refuses to run (delete this cell's directory to redo it)" : ", which compare replaces");
       state = kept ? "differs" : "replaced";

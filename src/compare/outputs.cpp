@@ -203,8 +203,13 @@ std::string budget_line(const CompareSpec& spec, const ReportInfo& info) {
   s += ", " + range([](const Config& c) { return c.sampler.walkers; }, false) + " walkers, " +
        range([](const Config& c) { return c.eval.steps; }, false) + " evaluation steps" +
        strfmt(", %d thread(s) per cell, %d cell%s at a time, seed ", spec.threads ? spec.threads : info.threads_per_cell,
-              info.jobs, info.jobs == 1 ? "" : "s") +
-       range([](const Config& c) { return static_cast<long long>(c.run.seed); }, false);
+              info.jobs, info.jobs == 1 ? "" : "s");
+  unsigned long long seed_lo = spec.cells.front().config.run.seed, seed_hi = seed_lo;  // (uint64: not via range)
+  for (const auto& cell : spec.cells) {
+    seed_lo = std::min<unsigned long long>(seed_lo, cell.config.run.seed);
+    seed_hi = std::max<unsigned long long>(seed_hi, cell.config.run.seed);
+  }
+  s += seed_lo == seed_hi ? std::to_string(seed_lo) : std::to_string(seed_lo) + "–" + std::to_string(seed_hi);
   return s;
 }
 

@@ -65,7 +65,8 @@ Reference ccsd_t_reference(const System& system, const std::string& basis) {
     // e.g. a stretched bond, where RHF-based CCSD fails: that molecule has no reference, and the
     // cells still run (it stopped the whole comparison with the bare message)
     r.kind = "none";
-    r.label = "no CCSD(T) reference: CCSD/" + basis + " failed (" + e.what() + "); give the molecule an e_ref";
+    r.label = "no CCSD(T) reference: CCSD/" + basis + " failed (" + e.what() + "); give the molecule file an e_ref "
+              "(references: auto or exact use it)";
     log::warn(system.name + ": " + r.label);
     return r;
   } catch (const BudgetError& e) {  // (its advice is ccsd's command line, which a comparison file has not)

@@ -119,6 +119,8 @@ std::string cell_outcome(const Cell& cell) {
 namespace {
 /// Whether the cell's directory holds this configuration (true when there is none yet).
 bool same_configuration(const Cell& cell) { return !holds_other_configuration(cell); }
+}  // namespace
+
 bool has_progress(const Cell& cell) {
   const std::string state = cell_state(cell);
   // an interrupted cell without a checkpoint (stopped in its pretraining or burn-in) starts again,
@@ -126,7 +128,6 @@ bool has_progress(const Cell& cell) {
   return state == "done" || state == "started" ||
          (state == "interrupted" && fs::exists(dir_of(cell) + "/checkpoint.h5"));
 }
-}  // namespace
 
 std::string configuration_change(const Cell& cell) {
   try {

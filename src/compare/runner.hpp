@@ -53,6 +53,10 @@ std::string cell_state(const Cell& cell);
 /// 2026-12-05 records no minutes: false.)
 bool needs_more_training(const Cell& cell);
 
+/// Whether the cell holds progress that a changed configuration must not replace: done, or a
+/// checkpoint (started, or interrupted after its first); one interrupted before it starts again.
+bool has_progress(const Cell& cell);
+
 /// Whether the cell's directory holds a run of another configuration (its cell.yaml differs, or
 /// cannot be read); false when the directory has none yet.
 bool holds_other_configuration(const Cell& cell);

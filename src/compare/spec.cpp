@@ -270,6 +270,7 @@ std::vector<std::pair<MoleculeEntry, YAML::Node>> parse_molecules(const YAML::No
       const bool path = s.find('/') != std::string::npos || fs::path(s).has_extension();
       return path ? resolve_path(s, file_dir) : s;
     };
+    bool unnamed_inline = false;
     try {
       if (e.IsScalar()) {
         const std::string p = resolved(e.Scalar());
@@ -280,13 +281,16 @@ std::vector<std::pair<MoleculeEntry, YAML::Node>> parse_molecules(const YAML::No
         m.system = parse_molecule_entry(entry, key, "", i);
       } else {
         m.system = parse_molecule_entry(e, config_yaml::location(e, where) + ": " + key, "", i);
+        unnamed_inline = !(e.IsMap() && e["name"]);
       }
       m.label = m.system.name;
       m.system.validate();
       // The cell's config holds the geometry itself: with a file's path, a done cell was reused
       // after the file changed and scored against the new geometry's reference (a user audit),
       // and a comparison copied elsewhere with its files was refused as changed.
-      system["molecules"].push_back(YAML::Load(inline_molecule_entry(m.system, m.system.name)));
+      // (an inline molecule without a name is "inline" in its cell, as a cell's system.molecule
+      // named it before: "inline1" made those cells differ; the label stays inline1, inline2, ...)
+      system["molecules"].push_back(YAML::Load(inline_molecule_entry(m.system, unnamed_inline ? "inline" : m.system.name)));
     } catch (const ConfigError&) {
       throw;
     } catch (const InputError& err) {

@@ -310,6 +310,12 @@ void validate(const Config& c) {
   require(p.rc_scaling > 0, "model.paulinet.rc_scaling", "must be > 0");
   require(p.cusp_alpha > 0, "model.paulinet.cusp_alpha", "must be > 0");
   depth(p.interactions, "model.paulinet.interactions", 0);
+  // (without message passing the embeddings depend on spin alone: a Jastrow and backflow of
+  // them are a constant and a uniform scale, trainable parameters that change nothing)
+  require(c.model.type != "paulinet" || p.interactions > 0 || (!p.jastrow && !p.backflow),
+          "model.paulinet.interactions",
+          "0 leaves the embeddings functions of spin alone, so the Jastrow and backflow change nothing; give at least "
+          "1, or set model.paulinet.jastrow and backflow to false");
   width(p.embedding_dim, "model.paulinet.embedding_dim");
   width(p.kernel_dim, "model.paulinet.kernel_dim");
   width(p.distance_features, "model.paulinet.distance_features");

@@ -130,7 +130,9 @@ std::string basis_file_lines(const std::string& basis_name, const BasisOptions& 
   const std::string path = basis_file_path(basis_name, options);
   std::ifstream in(path);
   std::string out, line;
-  for (int n = 1; std::getline(in, line); ++n) out += "basis file " + path + " line " + std::to_string(n) + ": " + line + "\n";
+  // (named as given: nodes may hold the same file at other paths)
+  for (int n = 1; std::getline(in, line); ++n)
+    out += "basis file " + basis_name + " line " + std::to_string(n) + ": " + line + "\n";
   return out;
 }
 

@@ -65,7 +65,7 @@ bool is_basis_path(const std::string& basis_name);
 /// or a basis file that is not there
 std::string basis_file_path(const std::string& basis_name, const BasisOptions& options = {});
 
-/// The text of the basis file of `basis_name`, each line prefixed with "basis file PATH line N: "
+/// The text of the basis file of `basis_name`, each line prefixed with "basis file NAME line N: "
 /// (what ranks compare: each reads its own copy, e.g. on its node).
 /// @throws InputError as basis_file_path
 std::string basis_file_lines(const std::string& basis_name, const BasisOptions& options = {});

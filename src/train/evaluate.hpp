@@ -43,6 +43,11 @@ struct EvalResult {
   bool error_reliable() const {
     return stats.plateau || (error_method == "walker chains" && walkers >= kMinWalkersForChainsError);
   }
+  /// √(variance / samples): the error bar were every sample independent, the least a correlated
+  /// run can have; stats.error is raised to it when both estimates fall below (error_floored).
+  /// NaN below 2 samples, where stats.error, variance and the autocorrelation time are NaN too.
+  double error_independent = std::numeric_limits<double>::quiet_NaN();
+  bool error_floored = false;  ///< stats.error is error_independent (the estimates were below it)
   double variance = 0;         ///< variance of the local energy over all samples
   double acceptance = 0;       ///< mean MH acceptance while measuring
   double step_size = 0;        ///< MH step size while measuring (adapted during burn-in only)

@@ -20,6 +20,8 @@ nlohmann::json eval_json(const EvalResult& r) {
           {"energy_err_naive", r.stats.naive_error},
           {"energy_err_batch_means", r.error_batch_means},
           {"energy_err_autocorr", r.autocorr.error},
+          {"energy_err_independent", r.error_independent},
+          {"error_floored", r.error_floored},
           {"autocorr_time", r.stats.autocorr_time},
           {"autocorr_time_window", r.autocorr.tau},
           {"variance", r.variance},
@@ -55,6 +57,12 @@ std::string eval_text(const EvalResult& r) {
     s += strfmt("warning: no block size passed the reblocking plateau test (%ld values, window estimate of the "
                 "autocorrelation time %s): the error bar is likely too small; evaluate with more steps or walkers\n",
                 r.stats.n, std::isfinite(r.autocorr.tau) ? strfmt("%.1f", r.autocorr.tau).c_str() : "n/a");
+  if (r.error_floored)
+    s += strfmt("note: the error estimates fell below √(variance / samples) = %.6f, the error of %lld independent "
+                "samples, which correlated samples cannot beat: that is the error bar given\n",
+                r.error_independent, static_cast<long long>(r.steps) * r.walkers - r.excluded);
+  else if (!std::isfinite(r.stats.error))
+    s += "note: one sample has no error bar or variance: evaluate with more steps or walkers\n";
   if (r.excluded > 0)
     s += strfmt("warning: %ld sample(s) with a non-finite local energy were left out\n", static_cast<long>(r.excluded));
   return s;

@@ -156,8 +156,11 @@ void init_from_checkpoint(VmcSetup& s) {
   // loader itself leaves out Orbformer's edge_scale*, which old checkpoints hold unused)
   std::string left_out;
   const auto params = s.wf->named_parameters();
-  for (const auto& [name, value] : c.parameters)
-    if (!params.contains(name)) left_out += (left_out.empty() ? "" : ", ") + name;
+  for (const auto& [name, value] : c.parameters) {
+    const bool retired = !trained.model.orbformer.edge_features &&  // (unused, as load_module_state knows)
+                         name.substr(name.rfind('.') + 1).rfind("edge_scale", 0) == 0;
+    if (!params.contains(name) && !retired) left_out += (left_out.empty() ? "" : ", ") + name;
+  }
   if (!left_out.empty() && !changed.empty())
     throw ConfigError("'model.init_from': " + path + " holds parameters this model does not have (" + left_out +
                       "): the changed settings " + describe_changes(changed) + " build another model; give the "
@@ -538,6 +541,10 @@ void Trainer::write_checkpoint() {
   // two-rank Ctrl-C that way, leaving only checkpoint.h5.tmp.
   if (max_over_ranks(failed ? 1 : 0) == 0) return;
   if (failed) std::rethrow_exception(failed);
+  // The other ranks wait for rank 0 to report its own error and end the job (MPI abort), after it
+  // has put back what a --force start set aside; reporting at once, they stopped it midway with a
+  // message that was not the cause.
+  parallel::world().barrier();
   throw WriteError("rank 0 could not write the checkpoint");
 }
 
@@ -757,8 +764,11 @@ TrainOutcome Trainer::run(bool final_eval) {
                        : std::string("no iteration was trained, and the run --force set aside is put back");
         throw NumericalError(strfmt(
             "training stopped: %d consecutive iterations failed (%s) at iteration %ld "
-            "(optim.max_consecutive_failures); %s. Try a smaller optim.lr or optim.sr.norm_constraint, or another seed",
-            consecutive_failures, why.c_str(), static_cast<long>(t + 1), kept.c_str()));
+            "(optim.max_consecutive_failures); %s. Try a smaller optim.lr%s, or another seed",
+            consecutive_failures, why.c_str(), static_cast<long>(t + 1), kept.c_str(),
+            cfg.optim.type == "adam"   ? ""
+            : cfg.optim.type == "kfac" ? " or optim.kfac.norm_constraint"
+                                       : " or optim.sr.norm_constraint"));
       }
       continue;
     }

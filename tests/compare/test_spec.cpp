@@ -328,6 +328,17 @@ TEST(CompareSpec, ARelativeMoleculeFileFoundTwiceIsAnErrorAndCellsHoldTheGeometr
   ASSERT_EQ(held.size(), 1u);
   EXPECT_EQ(held[0].name, "nnvmc_spec_paths_h2");
   EXPECT_DOUBLE_EQ(held[0].atoms[1].position[2], 0.74 * kBohrPerAngstrom);
+  // an inline molecule without a name is "inline" in its cell, as cells named it before (its
+  // label is inline1): such cells of an earlier comparison continue
+  const auto inline_spec = parse_compare_spec("ansatze: [{type: ferminet}]\nmolecules: [[[H, 0, 0, 0], [H, 0, 0, 1.4]]]\n"
+                                              "output: /tmp/nnvmc_spec_out\n",
+                                              {}, "cmp.yaml");
+  EXPECT_EQ(inline_spec.cells.at(0).molecule, "inline1");
+  EXPECT_EQ(resolve_molecules(inline_spec.cells.at(0).config.system).at(0).name, "inline");
+  Config before = inline_spec.cells.at(0).config;  // as an earlier version wrote it
+  before.system = SystemConfig{};
+  before.system.molecule = InlineYaml{"[[H, 0, 0, 0], [H, 0, 0, 1.4]]"};
+  EXPECT_EQ(cell_identity(before), cell_identity(inline_spec.cells.at(0).config));
   // the file changed: the cell's identity changes with it
   std::ofstream(dir / name) << "2\n\nH 0 0 0\nH 0 0 0.80\n";
   const auto moved = parse_compare_spec(text, {}, (dir / "cmp.yaml").string(), dir.string());

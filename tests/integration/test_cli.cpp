@@ -177,7 +177,8 @@ TEST(Cli, TrainThenEvalPrintsJsonWithEnergyAndErrorBar) {
   // A budget below one walker's working memory is a clear error.
   expect_input_error("eval " + out + "/checkpoint.h5 --steps 2 run.memory_budget=1KiB", "one walker");
   // The model is the checkpoint's: another one (loadable or not) is refused, not evaluated.
-  for (const char* other : {"model.ferminet.determinants=1", "'model={type: psiformer}'"})
+  for (const char* other : {"model.ferminet.determinants=1", "'model={type: psiformer}'",
+                            "'model={init_from: \"\", ferminet: {envelope: isotropic}}'"})
     expect_input_error("eval " + out + "/checkpoint.h5 --steps 2 " + other, "the model is the one the checkpoint");
   // A flag and the key it sets, both given: refused (the flag used to win silently).
   expect_input_error("eval " + out + "/checkpoint.h5 --seed 3 run.seed=5", "--seed and 'run.seed=5' both set run.seed");
@@ -370,6 +371,7 @@ TEST(Cli, AConfigOrRunDirectoryNamedLikeKeyEqualsValueIsTheArgumentNotAnOverride
   fs::create_directories(dir);
   std::ofstream(dir / "cfg_lr=0.1.yaml") << kTiny << "run: {output: lr=0.1}\n";
   const std::string in_dir = "cd " + dir.string() + " && " + std::string(NNVMC_EXE);
+  fs::create_directories(dir / "optim.iterations=1");  // after the CONFIG, an override all the same
   const auto c = run_shell(in_dir + " config 'cfg_lr=0.1.yaml' optim.iterations=1");
   ASSERT_EQ(c.code, 0) << c.out;
   const auto t = run_shell(in_dir + " train 'cfg_lr=0.1.yaml'");

@@ -137,7 +137,9 @@ TEST(Evaluate, ShortEvaluationsTakeTheirErrorFromTheWalkersAndCoverTheExactExpec
     e_hf = hf;
     ASSERT_FALSE(r.stats.plateau);
     ASSERT_EQ(r.error_method, "walker chains");
-    EXPECT_EQ(r.stats.error, r.error_walkers);
+    // (raised to the error of independent samples where the 64 walkers' spread falls below it)
+    EXPECT_EQ(r.stats.error, std::max(r.error_walkers, r.error_independent));
+    EXPECT_EQ(r.error_floored, r.error_walkers < r.error_independent);
     const double dev = std::abs(r.stats.mean - e_hf);
     within_1 += dev <= r.stats.error;
     within_2 += dev <= 2 * r.stats.error;
@@ -148,6 +150,21 @@ TEST(Evaluate, ShortEvaluationsTakeTheirErrorFromTheWalkersAndCoverTheExactExpec
   EXPECT_GE(within_1, 55);  // 68 % expected
   EXPECT_GE(within_2, 85);  // 95 % expected
   EXPECT_LT(reblocking_within_1 + 15, within_1);
+}
+
+// One sample has no error bar, variance or correlation time (it reported ± 0 and variance 0, a
+// user audit); a few samples' error bar is at least that of independent samples.
+TEST(Evaluate, OneSampleHasNoErrorBarAndFewSamplesNoneBelowIndependentSamples) {
+  const auto [one, hf1] = evaluate_he_hf(1, 1, EvalOptions{.steps = 1, .burn_in = 10});
+  (void)hf1;
+  EXPECT_TRUE(std::isfinite(one.stats.mean));
+  EXPECT_TRUE(std::isnan(one.stats.error));
+  EXPECT_TRUE(std::isnan(one.variance));
+  EXPECT_TRUE(std::isnan(one.stats.autocorr_time));
+  const auto [few, hf5] = evaluate_he_hf(2, 5, EvalOptions{.steps = 5, .burn_in = 10});
+  (void)hf5;
+  EXPECT_NEAR(few.error_independent, std::sqrt(few.variance / 25), 1e-15);
+  EXPECT_GE(few.stats.error, few.error_independent);
 }
 
 // Charge and spin reach every stage of a VMC run: the Hartree–Fock (UHF) determinant of a
