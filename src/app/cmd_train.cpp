@@ -155,6 +155,38 @@ std::string with_checkpoint_molecules(const std::string& yaml, const Config& rec
 /// A run's config.yaml edited by hand since its checkpoint is named in a warning: a resume takes
 /// its settings from the checkpoint and the overrides, and rewrites config.yaml (found by a user
 /// audit: the edits were discarded without a word).
+/// Command-line overrides of a block the run does not use (another optimizer's, Laplacian's or
+/// ansatz's settings) are named in a warning: `optim.sr.damping=1` without `optim.type=sr` trained
+/// with Adam without a word (a user audit). (A config file may hold every block, as `nnvmc config`
+/// prints them: only overrides, which the user just typed, are checked.)
+void warn_of_unused_overrides(const Config& config, const std::vector<std::string>& overrides) {
+  const std::string& optim = config.optim.type;
+  const bool natural = optim == "sr" || optim == "minsr" || optim == "spring";
+  const struct {
+    const char* key;
+    bool used;
+    std::string why;
+  } blocks[] = {
+      {"optim.sr.chunk_walkers", natural || optim == "kfac", "optim.type = " + optim},
+      {"optim.sr", natural, "optim.type = " + optim},
+      {"optim.spring", optim == "spring", "optim.type = " + optim},
+      {"optim.kfac", optim == "kfac", "optim.type = " + optim},
+      {"hamiltonian.hutchinson", config.hamiltonian.laplacian == "hutchinson",
+       "hamiltonian.laplacian = " + config.hamiltonian.laplacian},
+      {"model.ferminet", config.model.type == "ferminet", "model.type = " + config.model.type},
+      {"model.psiformer", config.model.type == "psiformer", "model.type = " + config.model.type},
+      {"model.paulinet", config.model.type == "paulinet", "model.type = " + config.model.type},
+      {"model.orbformer", config.model.type == "orbformer", "model.type = " + config.model.type},
+      {"model.hf", config.model.type == "hf", "model.type = " + config.model.type},
+  };
+  for (const auto& o : overrides)
+    for (const auto& b : blocks)
+      if (override_sets(o, b.key)) {  // (the first, most specific, entry that matches decides)
+        if (!b.used) log::warn("'" + o + "' has no effect with " + b.why);
+        break;
+      }
+}
+
 void warn_of_edited_config(const std::string& dir, const Config& recorded) {
   const std::string path = (fs::path(dir) / "config.yaml").string();
   std::error_code ec;
@@ -238,6 +270,7 @@ void add_train_command(CLI::App& app) {
       if (ra.file.empty()) throw InputError("train: give a CONFIG file or --resume DIR");
       if (*force) ra.overrides.push_back("run.overwrite=true");
       const Config config = load_config(ra.file, ra.overrides);
+      warn_of_unused_overrides(config, ra.overrides);
       // A comparison's cells are its own to start (a run started in a cell that had not begun made
       // the comparison continue a run of another molecule); continuing one with --resume is fine.
       const fs::path out = fs::absolute(resolve_output_dir(config)).lexically_normal();

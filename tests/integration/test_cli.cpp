@@ -199,12 +199,18 @@ TEST(Cli, TrainThenEvalPrintsJsonWithEnergyAndErrorBar) {
 
 // A setting of one ansatz given to another trains, and says it does nothing there (a user audit:
 // optim.determinant_balance on a FermiNet ran without a word).
-TEST(Cli, TheDeterminantBalanceGivenToAnAnsatzOtherThanTheOrbformerIsNamedAsWithoutEffect) {
+TEST(Cli, SettingsOfAnotherAnsatzOrOptimizerAreNamedAsWithoutEffect) {
   const auto out = (fs::temp_directory_path() / "nnvmc_cli_balance").string();
   fs::remove_all(out);
   const auto cfg = write_config("nnvmc_balance.yaml", kTiny + "run: {output: " + out + "}\n");
-  const auto t = run("train " + cfg + " optim.determinant_balance=0.5 eval.steps=0 optim.iterations=1");
+  const auto t = run("train " + cfg + " optim.determinant_balance=0.5 eval.steps=0 optim.iterations=1 "
+                     "optim.sr.damping=1 model.psiformer.layers=2 optim.sr.chunk_walkers=4");
   ASSERT_EQ(t.code, 0) << t.out;
+  // so is an override of another optimizer's or ansatz's block (optim.sr.damping under adam
+  // trained with adam without a word: a user audit)
+  EXPECT_NE(t.out.find("'optim.sr.damping=1' has no effect with optim.type = adam"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("'model.psiformer.layers=2' has no effect with model.type = ferminet"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("'optim.sr.chunk_walkers=4' has no effect with optim.type = adam"), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("optim.determinant_balance = 0.5 has no effect with model.type = ferminet"), std::string::npos)
       << t.out;
   // a profile that cannot create its output names --output (it blamed run.output, never given)
