@@ -152,9 +152,6 @@ std::string with_checkpoint_molecules(const std::string& yaml, const Config& rec
   }
 }
 
-/// A run's config.yaml edited by hand since its checkpoint is named in a warning: a resume takes
-/// its settings from the checkpoint and the overrides, and rewrites config.yaml (found by a user
-/// audit: the edits were discarded without a word).
 /// Command-line overrides of a block the run does not use (another optimizer's, Laplacian's or
 /// ansatz's settings) are named in a warning: `optim.sr.damping=1` without `optim.type=sr` trained
 /// with Adam without a word (a user audit). (A config file may hold every block, as `nnvmc config`
@@ -187,6 +184,9 @@ void warn_of_unused_overrides(const Config& config, const std::vector<std::strin
       }
 }
 
+/// A run's config.yaml edited by hand since its checkpoint is named in a warning: a resume takes
+/// its settings from the checkpoint and the overrides, and rewrites config.yaml (found by a user
+/// audit: the edits were discarded without a word).
 void warn_of_edited_config(const std::string& dir, const Config& recorded) {
   const std::string path = (fs::path(dir) / "config.yaml").string();
   std::error_code ec;

@@ -116,9 +116,9 @@ int main(int argc, char** argv) {
       std::string commands;
       for (const CLI::App* sub : app.get_subcommands([](CLI::App* s) { return !s->get_group().empty(); }))  // (not hidden ones)
         commands += (commands.empty() ? "" : ", ") + sub->get_name();
-      if (root)
-        std::fprintf(stderr, "nnvmc: error: unknown command '%s' (commands: %s)\nRun with --help for more information.\n",
-                     word.c_str(), commands.c_str());
+      const std::string message = "unknown command '" + word + "' (commands: " + commands + ")";
+      if (nnvmc::parallel::world().size() > 1) return nnvmc::parallel::fail(message, 2);  // (as other errors)
+      std::fprintf(stderr, "nnvmc: error: %s\nRun with --help for more information.\n", message.c_str());
       return 2;
     }
     return 0;
