@@ -518,3 +518,12 @@ TEST(Config, TheSettingsReferenceInDocsIsUpToDate) {
   EXPECT_EQ(rows.at("pretrain.steps").default_value, "300");  // (ferminet's)
   EXPECT_GE(rows.size(), 80u);
 }
+
+// A PauliNet without interactions has embeddings of spin alone: its Jastrow and backflow would be
+// trainable parameters that change nothing (a user audit), so that combination is refused.
+TEST(Config, APauliNetWithoutInteractionsTakesNoJastrowOrBackflow) {
+  EXPECT_TRUE(contains(error_of("model: {type: paulinet, paulinet: {interactions: 0}}\n"),
+                       "model.paulinet.interactions"));
+  EXPECT_EQ(error_of("model: {type: paulinet, paulinet: {interactions: 0, jastrow: false, backflow: false}}\n"), "");
+  EXPECT_EQ(error_of("model: {type: ferminet, paulinet: {interactions: 0}}\n"), "");  // (another ansatz's block)
+}
