@@ -181,12 +181,13 @@ void write_h5(const std::string& path, const CompareSpec& spec, const std::vecto
 std::string budget_line(const CompareSpec& spec, const ReportInfo& info) {
   // Each setting over the cells: one value, or its range where cells differ (per-ansatz overrides,
   // an optim entry's iterations); it was the first cell's (an untrained hf cell's "0 iterations").
+  // (every such setting is >= 0; seeds are uint64)
   const auto range = [&](auto value, bool trained_only) {
-    long long lo = 0, hi = 0;
+    unsigned long long lo = 0, hi = 0;
     bool any = false;
     for (const auto& cell : spec.cells) {
       if (trained_only && cell.optim == "none") continue;
-      const long long v = value(cell.config);
+      const unsigned long long v = value(cell.config);
       lo = any ? std::min(lo, v) : v;
       hi = any ? std::max(hi, v) : v;
       any = true;
@@ -203,13 +204,8 @@ std::string budget_line(const CompareSpec& spec, const ReportInfo& info) {
   s += ", " + range([](const Config& c) { return c.sampler.walkers; }, false) + " walkers, " +
        range([](const Config& c) { return c.eval.steps; }, false) + " evaluation steps" +
        strfmt(", %d thread(s) per cell, %d cell%s at a time, seed ", spec.threads ? spec.threads : info.threads_per_cell,
-              info.jobs, info.jobs == 1 ? "" : "s");
-  unsigned long long seed_lo = spec.cells.front().config.run.seed, seed_hi = seed_lo;  // (uint64: not via range)
-  for (const auto& cell : spec.cells) {
-    seed_lo = std::min<unsigned long long>(seed_lo, cell.config.run.seed);
-    seed_hi = std::max<unsigned long long>(seed_hi, cell.config.run.seed);
-  }
-  s += seed_lo == seed_hi ? std::to_string(seed_lo) : std::to_string(seed_lo) + "–" + std::to_string(seed_hi);
+              info.jobs, info.jobs == 1 ? "" : "s") +
+       range([](const Config& c) { return c.run.seed; }, false);
   return s;
 }
 

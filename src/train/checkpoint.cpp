@@ -356,6 +356,10 @@ TensorMap module_state(const torch::nn::Module& module) {
   return m;
 }
 
+bool is_retired_parameter(const std::string& name) {
+  return name.substr(name.rfind('.') + 1).rfind("edge_scale", 0) == 0;  // electrons.edge_scale0 -> edge_scale0
+}
+
 void load_module_state(torch::nn::Module& module, const TensorMap& state) {
   torch::NoGradGuard no_grad;
   auto copy = [&](const std::string& name, torch::Tensor& dst) {
@@ -373,9 +377,7 @@ void load_module_state(torch::nn::Module& module, const TensorMap& state) {
   std::string ignored;
   for (const auto& [name, value] : state) {
     if (params.contains(name)) continue;
-    const std::string leaf = name.substr(name.rfind('.') + 1);  // electrons.edge_scale0 -> edge_scale0
-    const bool retired = leaf.rfind("edge_scale", 0) == 0;
-    if (!retired)
+    if (!is_retired_parameter(name))
       throw CheckpointError("checkpoint holds parameter '" + name + "', which this model (" +
                             std::to_string(params.size()) + " parameters) does not have: it was written by a "
                             "different model (model.type or model settings changed?)");

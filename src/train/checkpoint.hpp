@@ -56,6 +56,10 @@ Checkpoint load_checkpoint(const std::string& path);
 
 /// Parameters of a module by name (detached copies).
 TensorMap module_state(const torch::nn::Module& module);
+/// Whether `name` is a parameter an earlier model version registered without using it, which
+/// loading leaves out (Orbformer's `electrons.edge_scale*` without edge features, before 2026-12-02).
+bool is_retired_parameter(const std::string& name);
+
 /// Copies named tensors into the module's parameters. Parameters that earlier versions of the
 /// models registered without using them (Orbformer's `edge_scale*` without edge features,
 /// before 2026-12-02) are always left out, with a log line.

@@ -157,8 +157,7 @@ void init_from_checkpoint(VmcSetup& s) {
   std::string left_out;
   const auto params = s.wf->named_parameters();
   for (const auto& [name, value] : c.parameters) {
-    const bool retired = !trained.model.orbformer.edge_features &&  // (unused, as load_module_state knows)
-                         name.substr(name.rfind('.') + 1).rfind("edge_scale", 0) == 0;
+    const bool retired = !trained.model.orbformer.edge_features && is_retired_parameter(name);  // (unused)
     if (!params.contains(name) && !retired) left_out += (left_out.empty() ? "" : ", ") + name;
   }
   if (!left_out.empty() && !changed.empty())
