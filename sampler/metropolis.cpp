@@ -49,14 +49,58 @@ std::vector<int> MetropolisSampler::initial_assignment(const System& system) {
   return up;
 }
 
+std::vector<MetropolisSampler::Placement> MetropolisSampler::initial_placement(const System& system) {
+  const auto atom = initial_assignment(system);
+  const int n = static_cast<int>(atom.size()), n_up = system.n_up();
+  std::vector<int> up(system.atoms.size()), down(system.atoms.size());  // electrons per atom and spin
+  for (int i = 0; i < n; ++i) ++(i < n_up ? up : down)[atom[i]];
+  std::vector<int> seen_up(up.size()), seen_down(down.size());
+  std::vector<Placement> out;
+  for (int i = 0; i < n; ++i) {
+    const int a = atom[i];
+    const bool is_up = i < n_up;
+    const int k = is_up ? seen_up[a]++ : seen_down[a]++;
+    out.push_back({a, shell_width(system.atoms[a].Z, is_up ? up[a] : down[a], is_up ? down[a] : up[a], k)});
+  }
+  return out;
+}
+
+double MetropolisSampler::shell_width(int Z, int same_spin, int other_spin, int k) {
+  // Shells filled in order (1s; 2s2p; 3s3p; 3d4s4p; ...), with these places per spin.
+  constexpr int kPlaces[] = {1, 4, 4, 9, 9, 16};
+  constexpr int kShells = static_cast<int>(sizeof(kPlaces) / sizeof(kPlaces[0]));
+  const auto occupancy = [&](int shell, int first) {  // electrons of both spins in a shell
+    const auto of = [&](int count) { return std::clamp(count - first, 0, kPlaces[shell]); };
+    return of(same_spin) + of(other_spin);
+  };
+  int shell = 0, first = 0;  // the k-th electron's shell and the shell's first place
+  while (shell + 1 < kShells && k >= first + kPlaces[shell]) first += kPlaces[shell++];
+  // Slater's screening: 0.35 per other electron of the shell (0.30 in 1s), 0.85 per
+  // electron one shell down, 1 per electron deeper.
+  double screening = (occupancy(shell, first) - 1) * (shell == 0 ? 0.30 : 0.35);
+  for (int s = 0, f = 0; s < shell; f += kPlaces[s++]) screening += (s + 1 == shell ? 0.85 : 1.0) * occupancy(s, f);
+  const double z_eff = std::max(0.5, Z - screening);
+  const double n = shell + 1;
+  // A hydrogen-like shell's mean radius 1.5 n²/Z_eff is the mean distance of a 3-d Gaussian
+  // of per-coordinate width σ times 2 sqrt(2/π).
+  const double mean_radius = 1.5 * n * n / z_eff;
+  return std::clamp(mean_radius / (2.0 * std::sqrt(2.0 / M_PI)), 0.01, 4.0);
+}
+
 void MetropolisSampler::initialize(const LogAbsFn& logabs) {
-  const auto assign = initial_assignment(system_);
-  const int64_t n = static_cast<int64_t>(assign.size());
+  // Each electron starts near its atom, as far out as its shell (core electrons in the core,
+  // so that chains do not spend hundreds of steps falling into heavy atoms).
+  const auto place = initial_placement(system_);
+  const int64_t n = static_cast<int64_t>(place.size());
   auto centres = torch::empty({n, 3}, torch::kFloat64);
-  for (int64_t i = 0; i < n; ++i)
-    for (int k = 0; k < 3; ++k) centres[i][k] = system_.atoms[assign[i]].position[k];
+  auto widths = torch::empty({n, 1}, torch::kFloat64);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int k = 0; k < 3; ++k) centres[i][k] = system_.atoms[place[i].atom].position[k];
+    widths[i][0] = place[i].width;
+  }
   const auto noise = parallel::walker_normal(seed_, parallel::RandomPurpose::initial_positions, draw_++, walker_ids_, n * 3);
-  r_ = (centres.to(noise.device()).unsqueeze(0) + noise.view({-1, n, 3})).to(tensor_);
+  r_ = (centres.to(noise.device()).unsqueeze(0) + widths.to(noise.device()).unsqueeze(0) * noise.view({-1, n, 3}))
+           .to(tensor_);
   refresh(logabs);
 }
 

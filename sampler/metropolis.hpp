@@ -76,6 +76,19 @@ class MetropolisSampler {
   /// Electron → nucleus assignment used for initialisation: atom index per electron [N],
   /// spin-up electrons first. Exposed for tests.
   static std::vector<int> initial_assignment(const System& system);
+  /// Where an electron starts: its atom and the width (bohr) of the Gaussian around it.
+  struct Placement {
+    int atom;
+    double width;
+  };
+  /// Atom and width per electron [N], in the order of initial_assignment().
+  static std::vector<Placement> initial_placement(const System& system);
+  /// Initial width (bohr) of the k-th electron (from 0) of one spin on an atom of nuclear
+  /// charge Z holding `same_spin` electrons of that spin and `other_spin` of the other: the
+  /// per-coordinate σ of a Gaussian whose mean distance is the hydrogen-like mean radius
+  /// 1.5 n²/Z_eff of its shell, with Z_eff from Slater's screening rules (1s of H: 0.94;
+  /// of O: 0.12; O's second shell: 0.83).
+  static double shell_width(int Z, int same_spin, int other_spin, int k);
 
  private:
   SamplerOptions options_;

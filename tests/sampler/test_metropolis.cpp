@@ -111,6 +111,34 @@ TEST(Metropolis, InitialElectronsAreSpinBalancedOnEachAtom) {
   EXPECT_EQ(assign[2], 0);
 }
 
+// Fresh walkers put each electron at its shell's hydrogen-like mean radius 1.5 n²/Z_eff
+// (Slater's screening): O's 1s pair at 0.195 bohr, its second shell at 1.32, so chains of
+// heavy atoms do not start with their core electrons a bohr away from the nucleus.
+TEST(Metropolis, FreshElectronsStartAtTheMeanRadiusOfTheirShell) {
+  System o;
+  o.name = "o";
+  o.atoms = {Atom{8, {0.5, -1.0, 2.0}}};
+  o.spin = 2;  // 5 up, 3 down
+  const auto place = MetropolisSampler::initial_placement(o);
+  ASSERT_EQ(place.size(), 8u);
+  EXPECT_NEAR(MetropolisSampler::shell_width(1, 1, 0, 0), 1.5 / (2 * std::sqrt(2 / M_PI)), 1e-12);  // H: 0.94
+  const LogAbsFn flat = [](const torch::Tensor& r) { return torch::zeros({r.size(0)}, r.options()); };
+  MetropolisSampler sampler(options(20000), o, torch::TensorOptions().dtype(torch::kFloat64), 5);
+  sampler.initialize(flat);
+  const auto centre = torch::tensor({0.5, -1.0, 2.0}, torch::kFloat64);
+  const auto radius = (sampler.positions() - centre).norm(2, -1).mean(0);  // [8]
+  int core = 0;
+  for (int i = 0; i < 8; ++i) {
+    // the first electron of each spin fills 1s (Z_eff = 8 − 0.30), the others 2s2p (8 − 0.85·2 − 0.35·5);
+    // with spin 2 on O, electrons 0-4 are up and 5-7 down
+    const bool in_core = i == 0 || i == 5;
+    core += in_core;
+    const double expected = in_core ? 1.5 / 7.7 : 1.5 * 4 / 4.55;
+    EXPECT_NEAR(radius[i].item<double>(), expected, 0.02 * expected) << "electron " << i;
+  }
+  EXPECT_EQ(core, 2);
+}
+
 // A proposal onto a node (log|ψ| = −inf, e.g. a singular orbital matrix) or to a NaN is never
 // accepted, and a walker that sits on a node itself leaves it with its next finite proposal.
 TEST(Metropolis, NonFiniteProposalsAreRejectedAndAWalkerOnANodeMovesOff) {
