@@ -6,13 +6,14 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <set>
 
-#include <yaml-cpp/yaml.h>
 
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "io/created_directories.hpp"
+#include "io/directory_lock.hpp"
 #include "io/output_kind.hpp"
 #include "train/stop_request.hpp"
 #include "core/molecule_list.hpp"
@@ -46,10 +47,16 @@ void profiler_stop(OpProfiler& profiler, StageRecorder& recorder, std::vector<st
   out.push_back(profiler.stop());
 }
 
-/// Name of a molecule's run directory under <output>/runs/: its file stem, with characters
-/// other than letters, digits, - and _ replaced by _.
-std::string run_label(const std::string& molecule) {
-  std::string label = molecule.empty() ? "molecule" : std::filesystem::path(molecule).stem().string();
+/// A scratch run directory's marker file: a run directory under <output>/runs/ without it is
+/// a user's run, which profile never replaces.
+constexpr const char* kScratchMarker = "profile_scratch.txt";
+
+/// Name of a run directory under <output>/runs/: the molecule's name (a frame's STEM@K as
+/// STEM_K; `batch` for several molecules), with characters other than letters, digits, - and _
+/// replaced by _.
+std::string run_label(const std::vector<System>& systems) {
+  std::string label = systems.size() == 1 ? systems.front().name : "batch";
+  if (label.empty()) label = "molecule";
   for (auto& c : label)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '_';
   return label;
@@ -66,24 +73,27 @@ std::string batch_label(const VmcSetup& setup) {
 }
 
 /// Every molecule resolves (name, file, charge/spin) and each has its own run directory,
-/// before anything is profiled or written. @throws InputError naming the molecule
-void check_molecules(const std::string& config_path, const std::vector<std::string>& overrides,
-                     const std::vector<std::string>& molecules) {
-  std::set<std::string> labels;
+/// before anything is profiled or written. @return the run directory's name of each entry of
+/// `molecules` (different molecules of one name, e.g. two inline ones, numbered: h2, h2_2)
+/// @throws InputError naming the molecule
+std::vector<std::string> check_molecules(const std::string& config_path, const std::vector<std::string>& overrides,
+                                         const std::vector<std::string>& molecules) {
+  std::vector<std::string> labels;
+  std::set<std::string> entries, taken;
   for (const auto& mol : molecules) {
-    if (!labels.insert(run_label(mol)).second)
-      throw InputError("profile: --molecules lists '" + mol + "' twice (or two files with the same name '" +
-                       run_label(mol) + "')");
+    if (!entries.insert(mol).second) throw InputError("profile: --molecules lists '" + mol + "' twice");
     std::vector<std::string> with = overrides;
     if (!mol.empty()) with.push_back("system.molecule=" + mol);
     const Config config = load_config(config_path, with);
     if (!ansatz_is_trainable(config.model.type))
       throw ConfigError("profile: the '" + config.model.type + "' ansatz has no parameters: profile times training "
                         "iterations (evaluate it with 'nnvmc eval', or compare it with 'nnvmc compare')");
+    std::vector<System> systems;
     try {
+      systems = resolve_molecules(config.system);
       // The ansatz is built for each molecule too, so one it cannot describe (elements, basis)
       // is refused before the first is profiled and anything is written.
-      for (const System& system : resolve_molecules(config.system)) {
+      for (const System& system : systems) {
         ModelConfig model = config.model;
         model.ferminet = config.model.ferminet.sized_for(system.n_electrons());
         (void)build_model(model, system, torch::TensorOptions());  // (as built: no copy)
@@ -91,24 +101,40 @@ void check_molecules(const std::string& config_path, const std::vector<std::stri
     } catch (const InputError& e) {
       throw InputError("profile: --molecules " + (mol.empty() ? std::string("(the config's)") : mol) + ": " + e.what());
     }
+    const std::string base = run_label(systems);
+    std::string label = base;
+    for (int k = 2; !taken.insert(label).second; ++k) label = base + "_" + std::to_string(k);
+    labels.push_back(label);
   }
+  return labels;
 }
 
 MoleculeProfile profile_molecule(const std::string& config_path, std::vector<std::string> overrides,
-                                 const std::string& molecule, const ProfileOptions& o, ProfileReport& report) {
+                                 const std::string& molecule, const std::string& label, const ProfileOptions& o,
+                                 ProfileReport& report) {
   const int total = o.warmup + o.iterations + o.profiled;
-  const std::string label = run_label(molecule);
   if (!molecule.empty()) overrides.push_back("system.molecule=" + molecule);
+  // The previous profile's scratch run of this name (checked: marked as such) goes first, so
+  // the new one starts as a fresh run, not as a --force start over it.
+  const std::string dir = o.output + "/runs/" + label;
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  if (ec) throw InputError("profile: --output " + o.output + ": cannot remove the previous scratch run " + dir + ": " + ec.message());
   // The run directories under <output>/runs/ are the profile's own scratch: a new profile
   // into the same output replaces them (as it replaces profile.json and report.md).
   for (const std::string& kv : {std::string("pretrain.steps=0"), std::string("eval.steps=0"),
                                 std::string("run.checkpoint_every=0"), std::string("run.overwrite=true"),
                                 "optim.iterations=" + std::to_string(total), std::string("optim.minutes=0"),
                                 "optim.log_every=" + std::to_string(total + 1),
-                                "run.output=" + o.output + "/runs/" + label})
+                                "run.output=" + dir})
     overrides.push_back(kv);
   const Config config = load_config(config_path, overrides);
   Trainer trainer(config);
+  {
+    std::ofstream marker(dir + "/" + kScratchMarker);
+    marker << "A scratch run of 'nnvmc profile': a profile into the same --output replaces this directory.\n";
+    if (!marker) throw InputError("profile: --output " + o.output + ": cannot write " + dir + "/" + kScratchMarker);
+  }
   const auto& setup = trainer.setup();
   MoleculeProfile m;
   // A config of several molecules trains a batch of them per iteration: the row is that batch
@@ -243,7 +269,7 @@ ProfileReport run_profile(const std::string& config_path, const std::vector<std:
       {"optim.iterations", "use --warmup, --iterations and --profile-iterations"},
       {"optim.minutes", "profile runs --warmup + --iterations + --profile-iterations iterations"},
       {"run.output", "use --output"},
-      {"run.checkpoint_every", "profile writes no checkpoints"}};
+      {"run.checkpoint_every", "profile's scratch runs write one checkpoint, at their end"}};
   for (const auto& o : overrides)
     for (const auto& [key, advice] : kSetByProfile)
       if (override_sets(o, key)) log::warn(std::string("profile: '") + o + "' has no effect (" + advice + ")");
@@ -268,38 +294,33 @@ ProfileReport run_profile(const std::string& config_path, const std::vector<std:
                      "); choose another directory");
   if (const std::string outer = io::enclosing_output(options.output); !outer.empty())  // (e.g. a comparison's cells/)
     throw InputError("profile: --output " + options.output + " lies in a " + outer + "; choose another directory");
-  check_molecules(config_path, overrides, molecules);
-  // Its scratch runs start with run.overwrite: a run directory of that name that is not a
-  // profile's scratch (no evaluation, checkpoints, pretraining) is a user's run, which it would
-  // replace (e.g. --output . where runs/ holds the user's training runs).
-  for (const auto& mol : molecules) {
-    const std::string dir = options.output + "/runs/" + run_label(mol);
-    if (io::training_run_marker(dir).empty()) continue;
-    bool scratch = false;
-    try {  // (read as YAML: its molecules need not resolve from here)
-      const YAML::Node c = YAML::LoadFile(dir + "/config.yaml");
-      scratch = c["eval"]["steps"].as<int>(-1) == 0 && c["run"]["checkpoint_every"].as<int>(-1) == 0 &&
-                c["pretrain"]["steps"].as<int>(-1) == 0;
-    } catch (const YAML::Exception&) {
-    }
-    if (!scratch)
-      throw InputError("profile: --output " + options.output + ": " + dir + " holds a training run that is not a "
-                       "profile's scratch run, and the profile of '" + (mol.empty() ? "the config's molecules" : mol) +
-                       "' would replace it; choose another --output");
+  const std::vector<std::string> labels = check_molecules(config_path, overrides, molecules);
+  // A profile replaces its own scratch runs: a directory of that name under <output>/runs/
+  // without the scratch marker is anything else (e.g. --output . where runs/ holds the
+  // user's training runs), which it would replace.
+  for (size_t i = 0; i < molecules.size(); ++i) {
+    const std::string dir = options.output + "/runs/" + labels[i];
+    if (!std::filesystem::exists(dir, ec) || std::filesystem::exists(dir + "/" + kScratchMarker, ec)) continue;
+    throw InputError("profile: --output " + options.output + ": " + dir + " is not a profile's scratch run (" +
+                     kScratchMarker + "), and the profile of '" +
+                     (molecules[i].empty() ? "the config's molecules" : molecules[i]) +
+                     "' would replace it; choose another --output (a scratch run of an nnvmc before 0.2.1 has no "
+                     "such file: remove it by hand)");
   }
-  // A profile that fails or is stopped (Ctrl-C) removes the scratch run directories it created,
+  // A profile that fails or is stopped (Ctrl-C) removes the scratch run directories it wrote,
   // and the directories above them it created while they are empty; nothing else under --output
   // (found by a user audit: an error on a later molecule left runs/<first> behind).
   const io::CreatedDirectories parents = io::CreatedDirectories::create(options.output + "/runs", ec);
   if (ec)  // (named here: the first scratch run blamed run.output, a key the user never gave)
     throw InputError("profile: --output " + options.output + ": cannot create directory '" + options.output +
                      "/runs': " + ec.message());
+  io::DirectoryLock lock;  // two profiles into one --output would replace each other's scratch runs
   std::vector<std::string> made;
   try {
-    for (const auto& mol : molecules) {
-      const std::string dir = options.output + "/runs/" + run_label(mol);
-      if (!std::filesystem::exists(dir, ec)) made.push_back(dir);
-      r.molecules.push_back(profile_molecule(config_path, overrides, mol, options, r));
+    lock = io::DirectoryLock(options.output, "profile: --output");
+    for (size_t i = 0; i < molecules.size(); ++i) {
+      made.push_back(options.output + "/runs/" + labels[i]);  // (a previous scratch run there goes first)
+      r.molecules.push_back(profile_molecule(config_path, overrides, molecules[i], labels[i], options, r));
     }
     r.cpu = read_cpu_peak();
     if (options.roofline) {
@@ -309,6 +330,7 @@ ProfileReport run_profile(const std::string& config_path, const std::vector<std:
     throw_if_stop_requested("the roofline measurement (nothing written)");
   } catch (...) {
     for (const auto& dir : made) std::filesystem::remove_all(dir, ec);
+    if (lock.created()) std::filesystem::remove(std::filesystem::path(options.output) / io::kLockFileName, ec);
     parents.remove_if_empty();
     throw;
   }

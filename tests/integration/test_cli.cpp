@@ -1217,8 +1217,16 @@ TEST(Cli, AProfileThatFailsOrIsInterruptedLeavesWhatWasThereAndNothingElse) {
   ASSERT_EQ(run("train " + write_config("nnvmc_profile_users_run.yaml", kTiny) + " run.output=" + out + "/runs/h").code, 0);
   const auto users = run("profile " + cfg + " --molecules h" + flags);
   EXPECT_EQ(users.code, 2) << users.out;
-  EXPECT_NE(users.out.find("holds a training run that is not a profile's scratch run"), std::string::npos) << users.out;
+  EXPECT_NE(users.out.find("runs/h is not a profile's scratch run (profile_scratch.txt)"), std::string::npos) << users.out;
   EXPECT_TRUE(fs::exists(out + "/runs/h/summary.json"));
+  // also one trained without pretraining, evaluation or intermediate checkpoints, as scratch
+  // runs are (the audit: such a run was taken for scratch and replaced, exit 0)
+  fs::remove_all(out + "/runs/h");
+  ASSERT_EQ(run("train " + write_config("nnvmc_profile_users_run.yaml", kTiny) + " run.output=" + out +
+                "/runs/h pretrain.steps=0 eval.steps=0 run.checkpoint_every=0").code, 0);
+  const auto bare = run("profile " + cfg + " --molecules h" + flags);
+  EXPECT_EQ(bare.code, 2) << bare.out;
+  EXPECT_TRUE(fs::exists(out + "/runs/h/checkpoint.h5"));
   fs::remove_all(out);
 }
 

@@ -165,6 +165,25 @@ TEST(ProfileInputs, BadMoleculeListsFailBeforeAnythingRunsAndARerunReplacesItsOw
   EXPECT_EQ(run_profile(config, {}, o).molecules.size(), 1u);
 }
 
+// Scratch runs are named after the molecules: a bond scan of two inline molecules (both named
+// 'inline') gets runs/inline and runs/inline_2, the config's own molecule its name (they were
+// refused as "twice", and the config's molecule went to runs/molecule).
+TEST(ProfileInputs, MoleculesOfOneNameGetNumberedScratchRunsAndTheConfigsMoleculeItsName) {
+  QuickProfile p("nnvmc_profile_names", "system: {molecule: h}\n"
+                                        "model: {type: ferminet, ferminet: {hidden_dims: [[4, 2]], determinants: 1}}\n"
+                                        "sampler: {walkers: 8, steps_per_iteration: 1, burn_in: 1}\n"
+                                        "run: {threads: 1}\n");
+  p.options.molecules = {"[[H, 0, 0, 0], [H, 0, 0, 1.2]]", "[[H, 0, 0, 0], [H, 0, 0, 1.8]]"};
+  EXPECT_EQ(run_profile(p.config, {}, p.options).molecules.size(), 2u);
+  const fs::path runs = p.dir / "out" / "runs";
+  EXPECT_TRUE(fs::exists(runs / "inline" / "checkpoint.h5"));
+  EXPECT_TRUE(fs::exists(runs / "inline_2" / "checkpoint.h5"));
+  EXPECT_TRUE(fs::exists(runs / "inline" / "profile_scratch.txt"));
+  p.options.molecules.clear();
+  EXPECT_EQ(run_profile(p.config, {}, p.options).molecules.size(), 1u);
+  EXPECT_TRUE(fs::exists(runs / "h" / "checkpoint.h5"));
+}
+
 // A config of several molecules (a transferable ansatz) trains a batch per iteration: profiling
 // it without --molecules times that batch, and its one row says so (it was labelled with the
 // first molecule's name and walkers, as if only that molecule had been trained).
