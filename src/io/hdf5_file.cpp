@@ -168,11 +168,18 @@ H5File::H5File(const std::string& path, Mode mode) : path_(path) {
       fail(path, "cannot set up an in-memory file");
     id_ = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.id);
   } else if (mode == Mode::append && std::filesystem::exists(path)) {
+    errno = 0;
     id_ = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
   } else {
     Handle fapl{new_file_access(), H5Pclose};
+    errno = 0;
     id_ = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.id);
   }
+  // HDF5 locks the files it opens (flock): a writer cannot open one that another program
+  // (h5py, h5dump, HDFView) has open. That is not damage; the file is left alone.
+  if (id_ < 0 && mode != Mode::read && (errno == EWOULDBLOCK || errno == EAGAIN))
+    throw InputError(path + ": open in another program (HDF5 locks the files it reads: close it there, e.g. the "
+                     "h5py.File, and try again)");
   if (id_ < 0) fail(path, "cannot open HDF5 file");
 }
 

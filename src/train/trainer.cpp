@@ -352,6 +352,12 @@ void Trainer::init_output(bool resume) {
   }
   if (resume) {
     check_run_id(path);
+    // One that another program has open (h5py) cannot be appended to: refused now, before
+    // anything changes (it was taken for a damaged file and set aside with its history).
+    if (::access(path.c_str(), F_OK) == 0) try {
+        io::H5File probe(path, io::H5File::Mode::append);
+      } catch (const CheckpointError&) {  // damaged: set aside at the first write
+      }
     if (::access(output_.c_str(), W_OK) != 0) {  // (config.yaml is written at the first write)
       const int e = errno;
       throw InputError("run.output: cannot write to '" + output_ + "': " + std::strerror(e));

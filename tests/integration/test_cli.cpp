@@ -874,6 +874,28 @@ TEST(Cli, ARunWhoseMoleculeFileIsOutOfReachResumesWithItsCheckpointsMolecule) {
 
 // `nnvmc train --resume DIR key=value`: the run continues from its checkpoint to the new
 // iteration count and ends where an uninterrupted run of that length ends.
+// HDF5 locks the files it opens: a result.h5 that another program has open (h5py in a
+// notebook; here `flock -s`, the lock HDF5 takes for reading) cannot be appended to. A resume
+// is refused naming that, and the file keeps its history (it was set aside as result.h5.damaged
+// and the run went on in a new file whose earlier rows were NaN, exit 0).
+TEST(Cli, AResumeWhileAnotherProgramHasResultH5OpenIsRefusedAndTheFileKept) {
+  const auto dir = (fs::temp_directory_path() / "nnvmc_cli_result_open").string();
+  fs::remove_all(dir);
+  ASSERT_EQ(run("train " + write_config("nnvmc_result_open.yaml", kTiny + "run: {threads: 1, output: " + dir + "}\n"))
+                .code, 0);
+  const auto r = run_shell("flock -s " + dir + "/result.h5 " + std::string(NNVMC_EXE) + " train --resume " + dir +
+                           " optim.iterations=4");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("result.h5: open in another program"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(dir + "/result.h5.damaged"));
+  const auto train = nlohmann::json::parse(std::ifstream(dir + "/summary.json"));
+  EXPECT_EQ(train["iterations"], 2);  // the finished run as it was
+  const auto again = run("train --resume " + dir + " optim.iterations=4");  // closed: it continues
+  ASSERT_EQ(again.code, 0) << again.out;
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(dir + "/summary.json"))["iterations"], 4);
+  fs::remove_all(dir);
+}
+
 TEST(Cli, ResumeFromTheCommandLineEndsWhereAnUninterruptedRunEnds) {
   const auto straight = (fs::temp_directory_path() / "nnvmc_cli_straight").string();
   const auto resumed = (fs::temp_directory_path() / "nnvmc_cli_resumed").string();
