@@ -45,7 +45,9 @@ struct Event {
   std::vector<OpInput> inputs;
   int parent = -1;
   double child_seconds = 0;
-  bool descendant_cost = false;
+  bool descendant_flops = false, descendant_bytes = false;  ///< an operator below it has an estimate
+  bool owner = false;         ///< counts its own FLOPs and bytes, and those below it none
+  bool inside_owner = false;  ///< below an owner
   OpCost cost;
 };
 
@@ -238,14 +240,25 @@ std::map<std::string, StageOps> OpProfiler::stop() {
     stack.push_back(idx);
     if (e.correlation) op_by_correlation[e.correlation] = idx;
   }
-  // Work is counted once, at the deepest operator that has an estimate (matmul → mm).
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+  // Work is counted once. The deepest operator with a FLOP estimate owns its FLOPs and bytes,
+  // and the operators below it count nothing: mm under matmul; linalg_lu_factor_ex, whose only
+  // children copy its input (counted at the copy, the factorisation had 0 FLOPs). Bytes outside
+  // such operators count at the deepest operator that moves any.
+  std::vector<OpCost> own(ops.size());
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {  // children before parents
     auto& e = ops[*it];
     if (e.type != kCpuOp) continue;
-    const OpCost c = estimate_cost(e.name, classify_op(e.name), e.inputs, e.reported_flops);
-    const bool has = c.flops > 0 || c.bytes > 0;
-    if (!e.descendant_cost) e.cost = c;
-    if ((has || e.descendant_cost) && e.parent >= 0) ops[e.parent].descendant_cost = true;
+    own[*it] = estimate_cost(e.name, classify_op(e.name), e.inputs, e.reported_flops);
+    e.owner = own[*it].flops > 0 && !e.descendant_flops;
+    if (e.parent < 0) continue;
+    ops[e.parent].descendant_flops |= e.descendant_flops || own[*it].flops > 0;
+    ops[e.parent].descendant_bytes |= e.descendant_bytes || own[*it].bytes > 0;
+  }
+  for (std::size_t idx : order) {  // parents before children
+    auto& e = ops[idx];
+    if (e.type != kCpuOp) continue;
+    e.inside_owner = e.parent >= 0 && (ops[e.parent].owner || ops[e.parent].inside_owner);
+    if (!e.inside_owner && (e.owner || (!e.descendant_flops && !e.descendant_bytes))) e.cost = own[idx];
   }
   // Innermost stage range containing a time point.
   std::sort(stages.begin(), stages.end(), [](const Event& a, const Event& b) { return a.start < b.start; });

@@ -110,6 +110,7 @@ TEST_F(ProfileRun, OperatorGroupsCoverAtLeastNinetyPercentOfTheProfiledOperatorT
     EXPECT_GT(grad.groups.at("gemm").seconds, 0) << m.molecule;  // the network's layers
     EXPECT_GT(grad.groups.at("gemm").flops, 0) << m.molecule;
     EXPECT_GT(m.stages.at("local_energy.laplacian").ops.groups.at("linalg").calls, 0) << m.molecule;  // LU
+    EXPECT_GT(m.stages.at("local_energy.laplacian").ops.groups.at("linalg").flops, 0) << m.molecule;
   }
 }
 
@@ -315,6 +316,23 @@ TEST(PowerLaw, FitRecoversTheExponent) {
 // A profiler left running by an exception (or Ctrl-C) between start and stop is disabled when it
 // goes out of scope, so the rest of the process is not recorded (a user audit found an
 // interrupted profile recording until exit).
+// Work is counted once: the LU factorisation owns its 2/3 k³ FLOPs per matrix although its
+// only child operator copies its input (it was credited to the copy: linalg had 0 FLOPs in
+// every profile), and matmul's FLOPs are counted once, at mm.
+TEST(OpProfilerCosts, AnLuFactorisationAndAMatmulAreCountedOnceWithTheirFlops) {
+  torch::set_num_threads(1);
+  const auto a = torch::rand({16, 8, 8}, torch::kFloat64), x = torch::rand({64, 32}, torch::kFloat64),
+             y = torch::rand({32, 16}, torch::kFloat64);
+  nnvmc::profile::OpProfiler profiler(/*cuda=*/false, 8);
+  profiler.start();
+  (void)torch::linalg_lu_factor_ex(a);
+  (void)x.matmul(y);
+  const auto mix = profiler.stop().at(kOutsideStages).groups;
+  EXPECT_DOUBLE_EQ(mix.at("linalg").flops, 16 * 2.0 / 3.0 * 8 * 8 * 8);
+  EXPECT_GT(mix.at("linalg").bytes, 0);
+  EXPECT_DOUBLE_EQ(mix.at("gemm").flops, 2.0 * 64 * 32 * 16);
+}
+
 TEST(OpProfilerLifetime, AProfilerLeftRunningByAnExceptionIsDisabledWhenItGoesOutOfScope) {
   try {
     nnvmc::profile::OpProfiler profiler(/*cuda=*/false, 8);
