@@ -84,14 +84,14 @@ def main(out):
         plt.close(fig)
 
     # Roofline.
-    rl = p["roofline"]
-    if rl["peak_gflops"] > 0:
+    rl = p["roofline"]  # null when not measured (--no-roofline)
+    if rl and rl["peak_gflops"] > 0:
         fig, ax = plt.subplots(figsize=(5.5, 4))
         x = np.logspace(-3, 3, 200)
         ax.plot(x, np.minimum(rl["peak_gflops"], rl["bandwidth_gbs"] * x), "k-", lw=1.2,
                 label=f'measured: {rl["peak_gflops"]:.0f} GFLOP/s, {rl["bandwidth_gbs"]:.0f} GB/s')
-        if rl.get("theoretical_gflops", 0) > 0:
-            ax.axhline(rl["theoretical_gflops"], color="gray", ls=":", lw=1, label="theoretical peak")
+        if (rl.get("theoretical_gflops") or 0) > 0:
+            ax.axhline(rl["theoretical_gflops"], color="gray", ls=":", lw=1, label="nominal peak (base clock)")
         markers = "osD^v<>p*h"
         stage_colors = {}
         for mi, m in enumerate(mols):

@@ -1,6 +1,7 @@
 /// nnvmc profile CONFIG [--molecules lih,ch4,c2h6,c4h4] [--iterations N] [--warmup W]
 ///                      [--profile-iterations P] [--output DIR] [--no-roofline] [--no-plots] [key=value ...]
 #include <cmath>
+#include <iostream>
 #include <filesystem>
 #include <sstream>
 
@@ -59,19 +60,20 @@ void run_profile_command(ProfileArgs& a) {
   Trainer::install_signal_handlers();
   const profile::ProfileReport r = profile::run_profile(ra.file, ra.overrides, a.options);
   profile::write_profile_outputs(r, a.options.output, !a.no_plots);
+  // The result on stdout (the log, on stderr, may be silenced with --log-level warn).
   for (const auto& m : r.molecules) {
     std::string line = strfmt("%-8s N=%-3d %.4f s/iteration:", m.molecule.c_str(), m.n_electrons, m.iteration_seconds);
     for (const auto& s : profile::top_level_stages(m))
       line += strfmt(" %s %.0f%%", s.c_str(), 100.0 * m.stages.at(s).seconds / m.iteration_seconds);
-    log::info(line);
+    std::cout << line << "\n";
   }
   if (r.roofline.peak_gflops > 0)
-    log::info(strfmt("roofline: %.1f GFLOP/s GEMM, %.1f GB/s triad (ridge %.2f FLOP/byte)", r.roofline.peak_gflops,
-                     r.roofline.bandwidth_gbs, r.roofline.ridge()));
+    std::cout << strfmt("roofline: %.1f GFLOP/s GEMM, %.1f GB/s triad (ridge %.2f FLOP/byte)\n", r.roofline.peak_gflops,
+                        r.roofline.bandwidth_gbs, r.roofline.ridge());
   const auto it = r.time_scaling.find("iteration");
   if (it != r.time_scaling.end() && std::isfinite(it->second.exponent))
-    log::info(strfmt("iteration time ~ N^%.2f over %d molecules", it->second.exponent, it->second.points));
-  log::info("report: " + a.options.output + "/report.md");
+    std::cout << strfmt("iteration time ~ N^%.2f over %d molecules\n", it->second.exponent, it->second.points);
+  std::cout << "report: " << a.options.output << "/report.md" << std::endl;
 }
 
 }  // namespace

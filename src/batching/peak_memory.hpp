@@ -53,6 +53,9 @@ class PeakMemoryScope {
 
   /// Highest (allocated − allocated at construction) seen so far, in bytes (≥ 0).
   std::int64_t peak_bytes() const;
+  /// Bytes allocated when the scope opened (what is held from before: parameters, walkers,
+  /// optimizer state, buffers kept between iterations).
+  std::int64_t held_bytes() const { return base_; }
 
   /// Bytes of CPU tensor memory allocated right now (through the tracked allocator).
   static std::int64_t current_bytes();

@@ -32,7 +32,8 @@ inline const std::vector<std::string> kNonComputeStages = {"bookkeeping"};
 /// One stage of one molecule.
 struct StageProfile {
   double seconds = 0;     ///< median per iteration (timed iterations)
-  double peak_bytes = 0;  ///< median per-iteration peak working memory
+  double peak_bytes = 0;  ///< median per-iteration peak working memory (allocated within the stage)
+  double held_bytes = 0;  ///< median tensor memory held when the stage began (parameters, walkers, kept buffers)
   StageOps ops;           ///< operator mix per profiled iteration (medians over them)
 };
 
@@ -42,6 +43,7 @@ struct MoleculeProfile {
   int n_electrons = 0;              ///< electrons (of the largest molecule of a batch)
   int walkers = 0;                  ///< walkers one iteration moves (all molecules of a batch)
   int molecules_per_iteration = 1;  ///< molecules one iteration trains (optim.molecules_per_step)
+  int warmup = 0;  ///< warm-up iterations run: --warmup, or more until every molecule of a batch config was trained
   long long parameters = 0;
   double iteration_seconds = 0;  ///< median wall time of an iteration (hook to hook)
   double stage_seconds = 0;      ///< median over iterations of Σ top-level stage times

@@ -25,6 +25,7 @@ nlohmann::json stage_json(const StageProfile& s) {
   nlohmann::json j;
   j["seconds"] = s.seconds;
   j["peak_bytes"] = s.peak_bytes;
+  j["held_bytes"] = s.held_bytes;
   j["profiled_wall_seconds"] = s.ops.wall_seconds;
   j["op_seconds"] = s.ops.seconds();
   j["op_coverage"] = s.ops.coverage;
@@ -67,16 +68,20 @@ nlohmann::json to_json(const ProfileReport& r) {
   j["load_average"] = load_average();
   j["options"] = {{"warmup", r.options.warmup}, {"iterations", r.options.iterations}, {"profiled", r.options.profiled}};
   const auto& rl = r.roofline;
-  j["roofline"] = {{"device", rl.device}, {"dtype", rl.dtype}, {"threads", rl.threads},
-                   {"peak_gflops", rl.peak_gflops}, {"gemm_size", rl.gemm_size},
-                   {"bandwidth_gbs", rl.bandwidth_gbs}, {"triad_mib", rl.triad_mib},
-                   {"ridge", rl.ridge()}, {"theoretical_gflops", rl.theoretical_gflops}};
+  if (rl.peak_gflops > 0)
+    j["roofline"] = {{"device", rl.device}, {"dtype", rl.dtype}, {"threads", rl.threads},
+                     {"peak_gflops", rl.peak_gflops}, {"gemm_size", rl.gemm_size},
+                     {"bandwidth_gbs", rl.bandwidth_gbs}, {"triad_mib", rl.triad_mib},
+                     {"ridge", rl.ridge()}, {"theoretical_gflops", number(rl.theoretical_gflops > 0 ? rl.theoretical_gflops : NAN)}};
+  else
+    j["roofline"] = nullptr;  // not measured (--no-roofline)
   j["cpu"] = {{"model", r.cpu.model}, {"ghz", r.cpu.ghz}, {"flops_per_cycle_f64", r.cpu.flops_per_cycle_f64},
               {"cores", r.cpu.cores}, {"assumption", r.cpu.assumption}};
   j["molecules"] = nlohmann::json::array();
   for (const auto& m : r.molecules) {
     nlohmann::json mj = {{"molecule", m.molecule}, {"n_electrons", m.n_electrons}, {"walkers", m.walkers},
                          {"molecules_per_iteration", m.molecules_per_iteration},
+                         {"warmup_iterations", m.warmup},
                          {"parameters", m.parameters}, {"iteration_seconds", m.iteration_seconds},
                          {"stage_seconds", m.stage_seconds}, {"stage_share", m.stage_share},
                          {"profiled_wall_seconds", m.profiled_wall},
@@ -101,7 +106,7 @@ void write_h5(const ProfileReport& r, const std::string& path, const nlohmann::j
   const std::vector<std::string> stages(stage_set.begin(), stage_set.end());
   const auto M = static_cast<std::int64_t>(r.molecules.size()), S = static_cast<std::int64_t>(stages.size());
   const auto G = static_cast<std::int64_t>(all_groups().size());
-  std::vector<double> ne, it, sec(M * S, NAN), peak(M * S, NAN), flops(M * S, NAN), bytes(M * S, NAN),
+  std::vector<double> ne, it, sec(M * S, NAN), peak(M * S, NAN), held(M * S, NAN), flops(M * S, NAN), bytes(M * S, NAN),
       groups(M * S * G, 0.0);
   for (std::int64_t a = 0; a < M; ++a) {
     const auto& m = r.molecules[a];
@@ -112,6 +117,7 @@ void write_h5(const ProfileReport& r, const std::string& path, const nlohmann::j
       if (f == m.stages.end()) continue;
       sec[a * S + b] = f->second.seconds;
       peak[a * S + b] = f->second.peak_bytes;
+      held[a * S + b] = f->second.held_bytes;
       flops[a * S + b] = f->second.ops.flops();
       bytes[a * S + b] = f->second.ops.bytes();
       for (std::int64_t g = 0; g < G; ++g) {
@@ -126,6 +132,7 @@ void write_h5(const ProfileReport& r, const std::string& path, const nlohmann::j
     f.write("iteration_seconds", io::make_array(DType::f64, {M}, it.data()));
     f.write("stage_seconds", io::make_array(DType::f64, {M, S}, sec.data()));
     f.write("stage_peak_bytes", io::make_array(DType::f64, {M, S}, peak.data()));
+    f.write("stage_held_bytes", io::make_array(DType::f64, {M, S}, held.data()));
     f.write("stage_flops", io::make_array(DType::f64, {M, S}, flops.data()));
     f.write("stage_bytes", io::make_array(DType::f64, {M, S}, bytes.data()));
     f.write("group_seconds", io::make_array(DType::f64, {M, S, G}, groups.data()));
@@ -155,7 +162,7 @@ void write_report(const ProfileReport& r, const std::string& path, const std::st
   o << "# Profile of `" << r.config << "`\n\n";
   o << "Ansatz `" << r.ansatz << "`, Laplacian `" << r.laplacian << "`, optimizer `" << r.optimizer << "`, "
     << r.dtype << " on " << r.device << ", " << r.threads << " thread(s). Per molecule: " << r.options.warmup
-    << " warm-up, " << r.options.iterations << " timed (medians) and " << r.options.profiled
+    << " warm-up (more for a config of several molecules, until each was trained once), " << r.options.iterations << " timed (medians) and " << r.options.profiled
     << " profiled iterations. Stage times: " << r.stage_clock << ". Load average at the end: " << load_average()
     << ".\n\n";
   o << "## Stage times (median s/iteration)\n\nStages are the trainer's own StageTimers scopes; `local_energy` "
@@ -175,7 +182,9 @@ void write_report(const ProfileReport& r, const std::string& path, const std::st
       << sec(m, "local_energy.laplacian") << " | " << sec(m, "local_energy.potential") << " | " << sec(m, "gradient")
       << " | " << sec(m, "optimizer") << " | " << sec(m, "bookkeeping") << " | "
       << strfmt("%.0f%%", 100.0 * m.stage_share) << " |\n";
-  o << "\n## Peak working memory per stage (tensor memory allocated within the stage)\n\n| molecule |";
+  o << "\n## Peak working memory per stage\n\nTensor memory allocated within the stage at its peak, and "
+       "(+ held) what was already allocated when it began: parameters, walkers, optimizer state and buffers kept "
+       "between iterations, such as SR/minSR/SPRING's per-walker gradients.\n\n| molecule |";
   std::vector<std::string> mem_stages{"sampling", "local_energy", "local_energy.laplacian", "gradient", "optimizer"};
   for (const auto& s : mem_stages) o << " " << s << " |";
   o << "\n|---|";
@@ -185,7 +194,9 @@ void write_report(const ProfileReport& r, const std::string& path, const std::st
     o << "| " << m.molecule << " |";
     for (const auto& s : mem_stages) {
       const auto it = m.stages.find(s);
-      o << " " << (it == m.stages.end() ? std::string("–") : fmt_bytes(it->second.peak_bytes)) << " |";
+      o << " " << (it == m.stages.end() ? std::string("–")
+                                        : fmt_bytes(it->second.peak_bytes) + " (+ " + fmt_bytes(it->second.held_bytes) + ")")
+        << " |";
     }
     o << "\n";
   }
@@ -196,7 +207,9 @@ void write_report(const ProfileReport& r, const std::string& path, const std::st
        "median stage time) from the FLOP and byte estimates.\n\n"
        "| molecule | stage | gemm | elementwise | reduction | data movement | linalg | other | ops/iteration | "
        "ops cover | FLOP/byte | GFLOP/s |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  if (r.options.profiled == 0) o << "| – | not profiled (--profile-iterations 0) | | | | | | | | | | |\n";
   for (const auto& m : r.molecules) {
+    if (r.options.profiled == 0) break;
     auto stages = top_level_stages(m);
     for (const char* sub : {"local_energy.laplacian", "local_energy.potential"})
       if (m.stages.count(sub)) stages.push_back(sub);
@@ -224,7 +237,8 @@ void write_report(const ProfileReport& r, const std::string& path, const std::st
                 rl.dtype == "float32" ? "SGEMM" : "DGEMM", rl.gemm_size, rl.peak_gflops, rl.bandwidth_gbs,
                 rl.triad_mib, rl.ridge(), rl.threads);
     if (rl.theoretical_gflops > 0)
-      o << strfmt(" Theoretical peak of the cores used: %.1f GFLOP/s (%s; %s).", rl.theoretical_gflops,
+      o << strfmt(" Nominal peak of the cores used, at the clock /proc/cpuinfo gives: %.1f GFLOP/s (%s; %s); a "
+                  "measured rate above it is a turbo clock.", rl.theoretical_gflops,
                   r.cpu.model.c_str(), r.cpu.assumption.c_str());
     o << " A stage whose FLOP/byte is below the ridge point is memory-bound on this machine. FLOPs and bytes "
          "are estimates from the profiler's input shapes (see src/profile/op_groups.hpp).\n\n";

@@ -20,6 +20,7 @@
 #include "models/model_traits.hpp"
 #include "models/registry.hpp"
 #include "profile/stage_recorder.hpp"
+#include "train/molecule_batches.hpp"
 #include "train/setup.hpp"
 #include "train/trainer.hpp"
 
@@ -112,8 +113,21 @@ std::vector<std::string> check_molecules(const std::string& config_path, const s
 MoleculeProfile profile_molecule(const std::string& config_path, std::vector<std::string> overrides,
                                  const std::string& molecule, const std::string& label, const ProfileOptions& o,
                                  ProfileReport& report) {
-  const int total = o.warmup + o.iterations + o.profiled;
   if (!molecule.empty()) overrides.push_back("system.molecule=" + molecule);
+  // Each molecule's chunks are calibrated the first time it is trained: with a batch of fewer
+  // than all molecules per iteration (optim.molecules_per_step), the warm-up lasts until every
+  // one has been (the batches are a function of the seed and the iteration).
+  int warmup = o.warmup;
+  {
+    const Config c = load_config(config_path, overrides);
+    const std::size_t n = resolve_molecules(c.system).size();
+    std::set<std::size_t> seen;
+    for (int t = 0; seen.size() < n; ++t) {
+      for (std::size_t i : molecules_for_iteration(n, c.optim.molecules_per_step, c.run.seed, t)) seen.insert(i);
+      warmup = std::max(warmup, t + 1);
+    }
+  }
+  const int total = warmup + o.iterations + o.profiled;
   // The previous profile's scratch run of this name (checked: marked as such) goes first, so
   // the new one starts as a fresh run, not as a --force start over it.
   const std::string dir = o.output + "/runs/" + label;
@@ -147,6 +161,7 @@ MoleculeProfile profile_molecule(const std::string& config_path, std::vector<std
   for (const auto& mol : setup.molecules) m.n_electrons = std::max(m.n_electrons, mol.system.n_electrons());
   m.walkers = config.sampler.walkers * static_cast<int>(per_step);
   m.molecules_per_iteration = static_cast<int>(per_step);
+  m.warmup = warmup;
   for (const auto& p : setup.wf->parameters()) m.parameters += p.numel();
   report.ansatz = config.model.type;
   report.laplacian = config.hamiltonian.laplacian;
@@ -159,7 +174,7 @@ MoleculeProfile profile_molecule(const std::string& config_path, std::vector<std
   StageRecorder recorder(cuda);
   trainer.timers().set_observer(&recorder);
   OpProfiler profiler(cuda >= 0, config.run.dtype == "float32" ? 4 : 8);
-  std::map<std::string, std::vector<double>> seconds, peaks;
+  std::map<std::string, std::vector<double>> seconds, peaks, held;
   std::vector<double> iteration, stage_sum;
   std::map<std::string, double> previous;
   Clock::time_point previous_time;
@@ -169,22 +184,24 @@ MoleculeProfile profile_molecule(const std::string& config_path, std::vector<std
     std::map<std::string, double> current;
     for (const auto& [stage, e] : trainer.timers().stages()) current[stage] = e.seconds;
     auto peak = recorder.take_peaks();
+    auto before = recorder.take_held();
     auto device = recorder.take_device_seconds();  // CUDA events (empty on the CPU)
-    if (t > o.warmup && t <= o.warmup + o.iterations) {  // iteration t − 1 was a timed one
+    if (t > warmup && t <= warmup + o.iterations) {  // iteration t − 1 was a timed one
       double sum = 0;
       for (const auto& [stage, s] : current) {
         const double host = s - (previous.count(stage) ? previous[stage] : 0.0);
         const double d = recorder.event_clock() && device.count(stage) ? device[stage] : host;
         seconds[stage].push_back(d);
         peaks[stage].push_back(static_cast<double>(peak[stage]));
+        held[stage].push_back(static_cast<double>(before[stage]));
         if (stage.find('.') == std::string::npos) sum += d;
       }
       stage_sum.push_back(sum);
       iteration.push_back(std::chrono::duration<double>(now - previous_time).count());
     }
     // Each profiled iteration is its own profiler session (medians over them below).
-    if (t > o.warmup + o.iterations && t <= total) profiler_stop(profiler, recorder, profiled);
-    if (t >= o.warmup + o.iterations && t < total) {
+    if (t > warmup + o.iterations && t <= total) profiler_stop(profiler, recorder, profiled);
+    if (t >= warmup + o.iterations && t < total) {
       recorder.set_ranges(true);
       profiler.start();
     }
@@ -195,7 +212,9 @@ MoleculeProfile profile_molecule(const std::string& config_path, std::vector<std
   log::info(strfmt("profile %s: %s%d electrons, %d walkers, %d warm-up + %d timed + %d profiled iterations",
                    m.molecule.c_str(),
                    n_mol > 1 ? strfmt("%zu of %zu molecules per iteration, up to ", per_step, n_mol).c_str() : "",
-                   m.n_electrons, m.walkers, o.warmup, o.iterations, o.profiled));
+                   m.n_electrons, m.walkers, warmup, o.iterations, o.profiled));
+  if (warmup > o.warmup)
+    log::info(strfmt("  (%d warm-up iterations, not %d: until each molecule has been trained once)", warmup, o.warmup));
   const TrainOutcome outcome = trainer.run(/*final_eval=*/false);
   trainer.timers().set_observer(nullptr);
   if (outcome.interrupted) throw Interrupted("profile: interrupted (nothing written)");
@@ -211,6 +230,7 @@ MoleculeProfile profile_molecule(const std::string& config_path, std::vector<std
   for (const auto& [stage, v] : seconds) {
     m.stages[stage].seconds = median(v);
     m.stages[stage].peak_bytes = median(peaks[stage]);
+    m.stages[stage].held_bytes = median(held[stage]);
   }
   for (auto& [stage, so] : median_of(profiled)) {
     m.stages[stage].ops = so;
@@ -220,10 +240,14 @@ MoleculeProfile profile_molecule(const std::string& config_path, std::vector<std
       m.profiled_ops += so.seconds();
     }
   }
-  log::info(strfmt("  iteration %.4f s (stages %.4f s); profiled operators cover %.0f%% of the compute stages' time"
-                   " (summed over threads)",
-                   m.iteration_seconds, m.stage_seconds,
-                   m.profiled_wall > 0 ? 100.0 * m.profiled_ops / m.profiled_wall : 0.0));
+  if (o.profiled == 0)
+    log::info(strfmt("  iteration %.4f s (stages %.4f s); operators not profiled (--profile-iterations 0)",
+                     m.iteration_seconds, m.stage_seconds));
+  else
+    log::info(strfmt("  iteration %.4f s (stages %.4f s); profiled operators cover %.0f%% of the compute stages' time"
+                     " (summed over threads)",
+                     m.iteration_seconds, m.stage_seconds,
+                     m.profiled_wall > 0 ? 100.0 * m.profiled_ops / m.profiled_wall : 0.0));
   return m;
 }
 

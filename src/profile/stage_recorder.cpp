@@ -58,6 +58,7 @@ void StageRecorder::end(const std::string& stage) {
   auto& open = *stack_.back();
   auto& p = peaks_[stage];
   p = std::max(p, open.peak->peak_bytes());
+  held_[stage] = std::max(held_[stage], open.peak->held_bytes());
   if (open.range && open.range->isActive()) open.range->end();
   stack_.pop_back();
 }
@@ -65,6 +66,12 @@ void StageRecorder::end(const std::string& stage) {
 std::map<std::string, double> StageRecorder::take_device_seconds() {
   std::map<std::string, double> out;
   out.swap(device_seconds_);
+  return out;
+}
+
+std::map<std::string, std::int64_t> StageRecorder::take_held() {
+  std::map<std::string, std::int64_t> out;
+  out.swap(held_);
   return out;
 }
 

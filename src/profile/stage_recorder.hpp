@@ -28,6 +28,9 @@ class StageRecorder final : public StageObserver {
   void end(const std::string& stage) override;
   /// Peak working memory per stage since the last call (max over the stage's scopes), bytes.
   std::map<std::string, std::int64_t> take_peaks();
+  /// Tensor memory already held when each stage began since the last call (max over its
+  /// scopes), bytes.
+  std::map<std::string, std::int64_t> take_held();
   /// Device seconds per stage from CUDA events since the last call (summed over its scopes);
   /// empty on the CPU or where the build has no CUDA events.
   std::map<std::string, double> take_device_seconds();
@@ -40,7 +43,7 @@ class StageRecorder final : public StageObserver {
   struct Open;
   void synchronize() const;
   std::vector<std::unique_ptr<Open>> stack_;
-  std::map<std::string, std::int64_t> peaks_;
+  std::map<std::string, std::int64_t> peaks_, held_;
   std::map<std::string, double> device_seconds_;
   std::vector<std::unique_ptr<batching::CudaEventClock>> clocks_;  ///< [nesting depth]
   int cuda_device_;

@@ -1204,6 +1204,34 @@ TEST(Cli, ProfilePrintsNoProfilerLibraryNoiseAndTakesInlineMolecules) {
   fs::remove_all(out);
 }
 
+// profile's result goes to stdout, so --log-level warn still shows it (it printed nothing);
+// what was not measured reads so: no operator table of zeros for --profile-iterations 0, a
+// null roofline for --no-roofline; the memory table gives what each stage held from before
+// (SPRING's per-walker gradients, which "allocated within the stage" left out).
+TEST(Cli, ProfilePrintsItsResultOnStdoutAndMarksWhatItDidNotMeasure) {
+  const auto cfg = write_config("nnvmc_profile_stdout.yaml",
+                                "model: {type: ferminet, ferminet: {hidden_dims: [[4, 2]], determinants: 1}}\n"
+                                "sampler: {walkers: 8, steps_per_iteration: 1, burn_in: 1}\n"
+                                "optim: {type: spring}\n"
+                                "run: {threads: 1}\n");
+  const auto out = (fs::temp_directory_path() / "nnvmc_profile_stdout").string();
+  fs::remove_all(out);
+  const auto r = run("--log-level warn profile " + cfg + " --molecules he --iterations 1 --warmup 1 "
+                     "--profile-iterations 0 --no-roofline --no-plots --output " + out);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("he       N=2   "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("report: " + out + "/report.md"), std::string::npos) << r.out;
+  std::ifstream md(out + "/report.md");
+  const std::string report((std::istreambuf_iterator<char>(md)), std::istreambuf_iterator<char>());
+  EXPECT_NE(report.find("not profiled (--profile-iterations 0)"), std::string::npos) << report;
+  EXPECT_NE(report.find("(+ "), std::string::npos) << report;
+  const auto j = nlohmann::json::parse(std::ifstream(out + "/profile.json"));
+  EXPECT_TRUE(j["roofline"].is_null());
+  const auto& grad = j["molecules"][0]["stages"]["optimizer"];
+  EXPECT_GT(grad["held_bytes"].get<double>(), 0);
+  fs::remove_all(out);
+}
+
 // A profile that fails on a later molecule, or is stopped by Ctrl-C, removes the scratch runs it
 // made and keeps what was there; a new profile's report does not stand beside an old one's plots
 // (found by a user audit: runs/h2 was left after an error, and old PNGs after a re-run).
