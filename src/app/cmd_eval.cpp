@@ -211,6 +211,8 @@ void run_eval(const EvalArgs& a) {
     j["spin"] = m.system.spin;
     j["checkpoint"] = ra.file;
     j["laplacian"] = config.hamiltonian.laplacian;
+    j["dtype"] = config.run.dtype;
+    j["device"] = config.run.device;
     j["seconds"] = timers_json(timers);
     list.push_back(std::move(j));
     text += (chosen.size() > 1 ? m.name() + ":\n" : "") + eval_text(r);

@@ -34,6 +34,12 @@ nlohmann::json eval_json(const EvalResult& r) {
 
 std::string eval_text(const EvalResult& r) {
   const bool reblocked = r.error_method == "reblocking";
+  const bool one_sample = !std::isfinite(r.stats.error);  // (no error bar, variance or τ)
+  if (one_sample)
+    return strfmt("energy   %.6f Eh  (one sample: no error bar)\n"
+                  "acceptance %.2f at step size %.4f\n%d steps x %d walkers\n"
+                  "note: one sample has no error bar or variance: evaluate with more steps or walkers\n",
+                  r.stats.mean, r.acceptance, r.step_size, r.steps, r.walkers);
   std::string s = strfmt("energy   %.6f ± %.6f Eh%s%s\n", r.stats.mean, r.stats.error,
                          reblocked ? "" : "  (from the walkers' averages)",
                          r.error_reliable() ? "" : "  (UNRELIABLE: see below)");
@@ -61,8 +67,6 @@ std::string eval_text(const EvalResult& r) {
     s += strfmt("note: the error estimates fell below √(variance / samples) = %.6f, the error of %lld independent "
                 "samples, which correlated samples cannot beat: that is the error bar given\n",
                 r.error_independent, static_cast<long long>(r.steps) * r.walkers - r.excluded);
-  else if (!std::isfinite(r.stats.error))
-    s += "note: one sample has no error bar or variance: evaluate with more steps or walkers\n";
   if (r.excluded > 0)
     s += strfmt("warning: %ld sample(s) with a non-finite local energy were left out\n", static_cast<long>(r.excluded));
   return s;

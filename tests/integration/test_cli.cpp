@@ -173,6 +173,7 @@ TEST(Cli, TrainThenEvalPrintsJsonWithEnergyAndErrorBar) {
     ASSERT_EQ(r.code, 0) << extra << "\n" << r.out;
     const auto jr = nlohmann::json::parse(r.out.substr(r.out.find('{')));
     EXPECT_NEAR(jr["energy"].get<double>(), j["energy"].get<double>(), 1e-8) << extra;
+    EXPECT_EQ(jr["dtype"], "float64");
   }
   // A budget below one walker's working memory is a clear error.
   expect_input_error("eval " + out + "/checkpoint.h5 --steps 2 run.memory_budget=1KiB", "one walker");

@@ -2,6 +2,8 @@
 // measuring; the error bar comes with cross-checks and a plateau flag.
 #include <gtest/gtest.h>
 
+#include "train/summary.hpp"
+
 #include <cmath>
 
 #include "common/test_util.hpp"
@@ -161,6 +163,11 @@ TEST(Evaluate, OneSampleHasNoErrorBarAndFewSamplesNoneBelowIndependentSamples) {
   EXPECT_TRUE(std::isnan(one.stats.error));
   EXPECT_TRUE(std::isnan(one.variance));
   EXPECT_TRUE(std::isnan(one.stats.autocorr_time));
+  // its text gives the energy without "± nan" or a warning that the error bar is too small
+  const std::string text = eval_text(one);
+  EXPECT_NE(text.find("(one sample: no error bar)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("nan"), std::string::npos) << text;
+  EXPECT_EQ(text.find("too small"), std::string::npos) << text;
   const auto [few, hf5] = evaluate_he_hf(2, 5, EvalOptions{.steps = 5, .burn_in = 10});
   (void)hf5;
   EXPECT_NEAR(few.error_independent, std::sqrt(few.variance / 25), 1e-15);
