@@ -74,7 +74,13 @@ torch::Tensor Contractor::operator()(const std::string& term, const std::string&
   timed.reset();
   const Usage du = Usage::now() - u0;
   auto& s = stats_[term];
-  if (explain_ && s.calls == 0) plans_.push_back(term + ": " + plan.explain());
+  if (explain_) {  // every distinct plan (a term's contractions differ: the dressing's, (T)'s blocks)
+    std::string line = term + ": " + plan.explain();
+    if (seen_plans_.insert(line).second) {
+      if (plans_per_term_[term]++ < kPlansPerTerm) plans_.push_back(std::move(line));
+      else ++more_plans_[term];
+    }
+  }
   s.cpu_seconds += du.cpu();
   s.sys_seconds += du.sys;
   s.minor_faults += du.minor_faults;
@@ -90,6 +96,13 @@ torch::Tensor Contractor::operator()(const std::string& term, const std::string&
   s.peak_bytes = std::max(s.peak_bytes, rep.peak_bytes);
   s.calls += 1;
   s.strategy = rep.strategy;
+  return out;
+}
+
+std::vector<std::string> Contractor::plans() const {
+  std::vector<std::string> out = plans_;
+  for (const auto& [term, n] : more_plans_)
+    out.push_back(term + ": " + std::to_string(n) + " more distinct plan(s) not shown\n");
   return out;
 }
 

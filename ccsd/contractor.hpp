@@ -6,6 +6,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -85,7 +86,10 @@ class Contractor {
   /// Per term. On a CUDA device, first waits for the device to finish the terms' work so far
   /// (their times are known only then).
   const std::map<std::string, TermStats>& stats() const;
-  const std::vector<std::string>& plans() const { return plans_; }  ///< first plan of each term (explain)
+  /// Each distinct plan of each term (explain), in the order first made: up to
+  /// kPlansPerTerm per term, then a line counting the others.
+  std::vector<std::string> plans() const;
+  static constexpr int kPlansPerTerm = 8;
   const batching::PlanOptions& options() const { return options_; }  ///< the plan options
   void reset_stats();                                                ///< forget statistics
   /// Host → device / device → host bytes of every contraction so far (not reset by reset_stats).
@@ -101,6 +105,9 @@ class Contractor {
   batching::DeviceStageTiming device_timing_;
   StageTimers term_times_;  ///< each term's seconds (after device_timing_, which it uses)
   std::vector<std::string> plans_;
+  std::set<std::string> seen_plans_;             ///< plans_ entries so far
+  std::map<std::string, int> more_plans_;        ///< per term: distinct plans beyond kPlansPerTerm
+  std::map<std::string, int> plans_per_term_;    ///< per term: distinct plans kept
   std::shared_ptr<batching::GemmBackend> backend_;
   std::int64_t bytes_h2d_ = 0, bytes_d2h_ = 0;
 };

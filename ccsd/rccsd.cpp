@@ -213,7 +213,13 @@ CcsdResult run_rccsd(const MoIntegrals& mo_in, const CcsdOptions& options) {
     L_ovov = torch::Tensor();
     diis = Diis(options.diis_size);
     const auto t0 = std::chrono::steady_clock::now();
-    res.e_t = triples_correction(mo, t1, t2, c, options.kernels);
+    try {
+      res.e_t = triples_correction(mo, t1, t2, c, options.kernels);
+    } catch (...) {  // (out of memory, say): the converged CCSD is not lost with it
+      log::warn(strfmt("(T) did not finish; the converged CCSD: E(HF) %.10f, E(CCSD) %.10f (correlation %.10f)",
+                       res.e_hf, res.e_ccsd, res.e_corr));
+      throw;
+    }
     res.seconds_triples = seconds_since(t0);
   }
   res.e_ccsd_t = res.e_ccsd + res.e_t;

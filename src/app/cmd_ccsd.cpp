@@ -241,7 +241,7 @@ void add_ccsd_command(CLI::App& app) {
                   "auto | on | off: keep integrals, amplitudes and DIIS on --device for the whole run when they "
                   "fit half of --memory (auto: on a GPU with the torch backend; off: each contraction uploads "
                   "its operands)");
-  cmd->add_flag("--explain", a->explain, "print the contraction plan of every term");
+  cmd->add_flag("--explain", a->explain, "print the contraction plans of every term (each distinct one, up to eight per term)");
   cmd->callback([a] { run_ccsd_command(*a); });
 }
 

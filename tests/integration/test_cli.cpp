@@ -694,6 +694,16 @@ TEST(Cli, TextReportsOfScfCcsdAndEvalShowTheJsonNumbers) {
   EXPECT_NE(text.out.find("einsum "), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("split c,"), std::string::npos) << text.out;
   EXPECT_EQ(json_of(json.out)["terms"]["ladder"]["split"], "c");
+  // --explain gives each distinct plan of a term: the dressing's second contraction is the one
+  // split here (only the first, unsplit one was shown, against "split c" in the table)
+  const auto dressed = run("ccsd h2o --basis 6-31g --cholesky 1e-5 --no-cached-integrals --memory 100KiB --explain "
+                           "--log-level warn");
+  ASSERT_EQ(dressed.code, 0) << dressed.out;
+  EXPECT_NE(dressed.out.find("dress: einsum Pp,Qq,pq->PQ"), std::string::npos) << dressed.out;
+  EXPECT_NE(dressed.out.find("dress: einsum Pp,xpq,Qq->xPQ  extents P=13 Q=13 p=13 q=13 x=64\n"
+                             "  budget 100.00 KiB, split c, 2 batch(es)"),
+            std::string::npos)
+      << dressed.out;
   // eval of a checkpoint, as text and as JSON
   const auto out = trained_lih("nnvmc_cli_text_eval");
   const auto et = run("eval " + out + "/checkpoint.h5 --steps 4 --seed 2 --log-level warn");
