@@ -133,7 +133,7 @@ CcsdRun run_ccsd(const System& system, const CcsdRunOptions& options) {
     const auto t_chol = clock::now();
     auto pairs = std::make_shared<const Eigen::MatrixXd>(cholesky_ao_pairs(basis, options.cholesky_tau));
     const double seconds_cholesky = seconds(t_chol);
-    scf::ScfOptions scf_options;
+    scf::ScfOptions scf_options = options.scf;
     scf_options.jk.cholesky_tau = options.cholesky_tau;
     scf_options.jk.cholesky_pairs = pairs;
     t0 = clock::now();
@@ -147,7 +147,7 @@ CcsdRun run_ccsd(const System& system, const CcsdRunOptions& options) {
     mo = cholesky_integrals(run.rhf, run.n_frozen, ao);
     run.seconds_integrals = seconds_cholesky + seconds(t0);
   } else {
-    run.rhf = scf::run_rhf(system, basis);
+    run.rhf = scf::run_rhf(system, basis, options.scf);
     run.seconds_scf = seconds(t0);
     t0 = clock::now();
     mo = options.cholesky_tau > 0 ? cholesky_integrals(run.rhf, basis, run.n_frozen, options.cholesky_tau)

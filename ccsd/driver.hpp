@@ -18,6 +18,7 @@ struct CcsdRunOptions {
   /// Cholesky vectors as the CCSD, decomposed once (Psi4's scf_type cd with cc_type cd).
   bool exact_scf = false;
   bool frozen_core = false;       ///< freeze the chemical core orbitals
+  scf::ScfOptions scf;            ///< the RHF's guess and convergence settings (its J/K as the options above say)
   bool memory_is_auto = false;    ///< ccsd.plan.budget_bytes is a share of the free memory (--memory auto), for messages
   CcsdOptions ccsd;               ///< solver, (T), batching options
 };

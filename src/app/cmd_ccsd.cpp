@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/commands.hpp"
+#include "app/scf_flags.hpp"
 #include "batching/backend.hpp"
 #include "batching/budget.hpp"
 #include "batching/cuda_runtime.hpp"
@@ -39,6 +40,8 @@ struct CcsdArgs {
   bool no_cache = false;
   bool exact_scf = false;
   std::string resident = "auto";
+  std::string guess = "sad";
+  scf::ScfOptions scf;  ///< the RHF's convergence settings
 };
 
 /// (T) is computed from converged amplitudes only (--allow-unconverged may stop before).
@@ -112,6 +115,8 @@ void run_ccsd_command(const CcsdArgs& a) {
   o.basis = a.basis;
   o.cholesky_tau = a.cholesky;
   o.exact_scf = a.exact_scf;
+  o.scf = a.scf;
+  apply_scf_guess(a.guess, o.scf, "ccsd");
   o.frozen_core = a.frozen_core;
   o.ccsd.triples = a.triples;
   o.ccsd.max_iterations = a.max_iterations;
@@ -241,6 +246,7 @@ void add_ccsd_command(CLI::App& app) {
                   "auto | on | off: keep integrals, amplitudes and DIIS on --device for the whole run when they "
                   "fit half of --memory (auto: on a GPU with the torch backend; off: each contraction uploads "
                   "its operands)");
+  add_scf_convergence_flags(cmd, a->scf, a->guess, "--scf-max-iter");
   cmd->add_flag("--explain", a->explain, "print the contraction plans of every term (each distinct one, up to eight per term)");
   cmd->callback([a] { run_ccsd_command(*a); });
 }

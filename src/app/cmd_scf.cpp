@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/commands.hpp"
+#include "app/scf_flags.hpp"
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "core/system.hpp"
@@ -53,10 +54,7 @@ void run_scf_command(ScfArgs& a) {
   system.validate();  // charge and spin before the closed-shell check
   scf::require_same_molecule_and_basis_on_all_ranks(system, a.basis);
   if (const std::string w = system.short_distance_warning(); !w.empty()) log::warn(w);
-  const std::map<std::string, scf::ScfGuess> guesses{{"sad", scf::ScfGuess::sad}, {"core", scf::ScfGuess::core}};
-  const auto g = guesses.find(a.guess);
-  if (g == guesses.end()) throw InputError("scf: --guess must be 'sad' or 'core', got '" + a.guess + "'");
-  a.options.guess = g->second;
+  apply_scf_guess(a.guess, a.options, "scf");
   a.options.unrestricted = a.uhf;
   const auto t0 = std::chrono::steady_clock::now();
   const scf::BasisSet basis = scf::make_basis(a.basis, system);
@@ -100,18 +98,8 @@ void add_scf_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--uhf", a->uhf, "unrestricted Hartree–Fock (needed for open shells)");
   cmd->add_flag("--json", a->json, "print one JSON object (e_hf, e_nuc, n_basis, converged, ...)");
-  cmd->add_option("--guess", a->guess, "initial guess: sad | core")->capture_default_str();
-  cmd->add_option("--max-iter", a->options.max_iterations, "maximum SCF iterations")
-      ->capture_default_str()
-      ->check(integer_in(1, INT_MAX));
-  cmd->add_option("--level-shift", a->options.level_shift, "virtual level shift (Eh)")
-      ->capture_default_str()
-      ->check(finite_in(0, 100));
-  cmd->add_option("--damping", a->options.damping, "Fock damping before DIIS starts, in [0, 1) (needs --diis-start 3 or later)")
-      ->capture_default_str();
-  cmd->add_option("--diis-start", a->options.diis_start, "first DIIS iteration")
-      ->capture_default_str()
-      ->check(integer_in(0, 100000));
+  add_scf_convergence_flags(cmd, a->options, a->guess, "--max-iter");
+  a->options.convergence_advice += " (nnvmc scf)";
   cmd->add_option("--schwarz", a->options.jk.integrals.schwarz_threshold,
                   "skip ERI shell quartets with Schwarz bound below this (Eh)")
       ->capture_default_str()

@@ -136,7 +136,7 @@ ScfResult solve(const System& system, const BasisSet& basis, const ScfOptions& o
     msg << (unrestricted ? "UHF" : "RHF") << " did not converge in " << o.max_iterations
         << " iterations (last |ΔE| = " << std::scientific << r.delta_energy
         << " Eh, max|[F,D]| = " << r.commutator
-        << "); raise --max-iter, or try --level-shift, or --damping with --diis-start 3 or later (nnvmc scf)";
+        << "); " << o.convergence_advice;
     throw NumericalError(msg.str());
   }
   return r;

@@ -35,6 +35,8 @@ struct ScfOptions {
   double level_shift = 0.0;             ///< hartree added to virtual orbital energies (0 = off)
   double lindep_threshold = 1e-8;       ///< drop overlap eigenvalues below this (canonical orthogonalisation)
   bool throw_on_failure = true;         ///< false: return converged = false instead of throwing
+  /// What the non-convergence error advises (the flags of the command that runs the SCF).
+  std::string convergence_advice = "raise --max-iter, or try --level-shift, or --damping with --diis-start 3 or later (nnvmc scf)";
   JKOptions jk;                         ///< ERI threads, screening, in-core memory limit
 };
 

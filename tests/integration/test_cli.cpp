@@ -599,6 +599,18 @@ TEST(Cli, ScfConvergenceSettingsChangeThePathNotTheEnergy) {
   const auto stuck = run("scf h2o --basis sto-3g --max-iter 2");
   EXPECT_EQ(stuck.code, 1) << stuck.out;
   EXPECT_NE(stuck.out.find("raise --max-iter, or try --level-shift"), std::string::npos) << stuck.out;
+  // The RHF inside ccsd takes the same settings, and its advice names ccsd's flags (it named
+  // scf's, which ccsd refused: H2O with one hydrogen 5 Å out does not converge by default).
+  const std::string far = write_config("nnvmc_far_h2o.xyz", "3\nfar\nO 0 0 0\nH 0 0.757 0.587\nH 0 -0.757 5.87\n");
+  const auto refused = run("ccsd " + far + " --basis cc-pvdz");
+  EXPECT_EQ(refused.code, 1) << refused.out;
+  EXPECT_NE(refused.out.find("raise --scf-max-iter, or try --level-shift, or --damping with --diis-start 3 or later"),
+            std::string::npos) << refused.out;
+  const auto damped = run("ccsd " + far + " --basis cc-pvdz --damping 0.5 --diis-start 5 --max-iterations 2 "
+                          "--allow-unconverged --json --log-level error");
+  ASSERT_EQ(damped.code, 0) << damped.out;
+  const auto scf = json_of(run("scf " + far + " --basis cc-pvdz --damping 0.5 --diis-start 5 --json").out);
+  EXPECT_NEAR(json_of(damped.out)["e_hf"].get<double>(), scf["e_hf"].get<double>(), 1e-8);
 }
 
 // `nnvmc scf --cholesky TAU`: J/K from Cholesky vectors, the energy within tau's reach of the
