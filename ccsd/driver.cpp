@@ -41,15 +41,18 @@ void check_memory_budget(const System& system, std::int64_t n_basis, const CcsdR
   const int n_frozen = options.frozen_core ? frozen_core_orbitals(system) : 0;
   const std::int64_t n_occupied = system.n_electrons() / 2;
   const std::int64_t floor = minimum_budget_bytes(n_basis, n_occupied, n_frozen, options.ccsd.triples);
+  const std::int64_t v = std::max<std::int64_t>(n_basis - n_occupied, 0);
   const std::string what = "the CCSD of " + (system.name.empty() ? std::string("this molecule") : system.name) +
                            " in " + options.basis;
   const auto bytes = [](std::int64_t b) { return batching::format_bytes(double(b)); };
   if (budget < floor)
     throw BudgetError("a memory budget of " + bytes(budget) + (per_flag == 2 ? " (half the staged backend's device memory)" : "") +
-                      " is too small for " + what + ": it needs at least " +
-                      bytes(floor) + " (one doubles-amplitude block is " +
-                      bytes(doubles_block_bytes(n_basis, n_occupied, n_frozen)) +
-                      ", and the CCSD holds several anyway); " +
+                      " is too small for " + what + ": it needs at least " + bytes(floor) +
+                      " (the largest of one doubles-amplitude block, " +
+                      bytes(doubles_block_bytes(n_basis, n_occupied, n_frozen)) + "; an AO matrix, " +
+                      bytes(8 * n_basis * n_basis) +
+                      (options.ccsd.triples ? "; (T)'s v³ block, " + bytes(8 * v * v * v) : std::string()) +
+                      "; and the least any CCSD is given, " + bytes(kMinimumBudgetBytes) + "); " +
                       (staged && !device_limited
                            ? std::string("the staged backend's host side plans within the machine's free memory, which is too little")
                            : "give --memory " + batching::format_bytes_up(double(per_flag * 4 * floor)) + " or more (4× that minimum" +
@@ -57,7 +60,7 @@ void check_memory_budget(const System& system, std::int64_t n_basis, const CcsdR
                                  ": less splits the contractions into many small batches)" +
                                  (options.memory_is_auto ? " (auto gave this much: the machine has too little free memory)"
                                                          : ", or auto")));
-  if (budget < 4 * floor)
+  if (budget < 4 * floor && options.ccsd.plan.split != batching::SplitStrategy::none)  // (none: fits whole or stops)
     log::warn("a memory budget of " + bytes(budget) + " splits the contractions of " + what +
               " into many small batches, which can make it several times slower; give " +
               batching::format_bytes_up(double(per_flag * 4 * floor)) + " or more, or auto");

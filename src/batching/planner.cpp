@@ -97,7 +97,9 @@ Plan make_plan(const EinsumSpec& spec, const std::vector<std::vector<std::int64_
     throw BudgetError("einsum '" + spec.text() + "' with split=" + to_string(options.split) +
                       " does not fit the memory budget of " + format_bytes(double(plan.budget_bytes)) +
                       " (unsplit it needs " + format_bytes(double(plan.peak_bytes)) +
-                      ", the smallest batch about " + format_bytes(double(tiny.peak_bytes)) + ")");
+                      (options.split == SplitStrategy::none
+                           ? std::string("; split=none runs every contraction whole)")
+                           : ", the smallest batch about " + format_bytes(double(tiny.peak_bytes)) + ")"));
   }
   return plan;
 }

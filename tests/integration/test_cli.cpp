@@ -1538,12 +1538,19 @@ TEST(Cli, ScfAndCcsdCheckTheirInputsFirstAndTheirOutputLast) {
   // four of them is run with a warning
   const auto tiny = run("ccsd h2o --basis cc-pvdz --memory 10KiB");
   EXPECT_EQ(tiny.code, 2) << tiny.out;
-  EXPECT_NE(tiny.out.find("one doubles-amplitude block is 70.51 KiB"), std::string::npos) << tiny.out;
+  EXPECT_NE(tiny.out.find("the largest of one doubles-amplitude block, 70.51 KiB; an AO matrix, 4.50 KiB; and the "
+                          "least any CCSD is given, 64.00 KiB"), std::string::npos) << tiny.out;
   EXPECT_NE(tiny.out.find("--memory 282.04 KiB or more"), std::string::npos) << tiny.out;
   EXPECT_EQ(tiny.out.find("SCF"), std::string::npos) << tiny.out;
   const auto small = run("ccsd h2o --basis sto-3g --memory 100KiB --json");
   ASSERT_EQ(small.code, 0) << small.out;
   EXPECT_NE(small.out.find("many small batches"), std::string::npos) << small.out;
+  // --split none splits nothing: no such warning, and a contraction that does not fit is named
+  // without a "smallest batch" it will never use
+  const auto whole = run("ccsd h2o --basis cc-pvdz --split none --memory 100KiB");
+  EXPECT_EQ(whole.code, 2) << whole.out;
+  EXPECT_EQ(whole.out.find("many small batches"), std::string::npos) << whole.out;
+  EXPECT_NE(whole.out.find("split=none runs every contraction whole"), std::string::npos) << whole.out;
   // numbers are read whole, in range, with the reason
   expect_input_error("ccsd h2o --memory 0x10MiB", "--memory");
   expect_input_error("ccsd h2o --memory 5Mb", "reads as bits");
