@@ -147,6 +147,7 @@ CcsdResult run_rccsd(const MoIntegrals& mo_in, const CcsdOptions& options) {
   double e_old = 0;
   const auto t_start = std::chrono::steady_clock::now();
   const Usage u_start = Usage::now();
+  double last_de = NAN, last_dnorm = NAN;  // of the last iteration (for the non-convergence error)
   for (int it = 1; it <= options.max_iterations; ++it) {
     const std::int64_t h2d0 = c.bytes_h2d(), d2h0 = c.bytes_d2h();
     const auto t_it = std::chrono::steady_clock::now();
@@ -190,6 +191,7 @@ CcsdResult run_rccsd(const MoIntegrals& mo_in, const CcsdOptions& options) {
     // differ by rank (budgets and rates are measured per rank), so e and dnorm may differ in
     // the last bits, and a rank stopping alone would leave the others waiting in a collective.
     const bool done = !comm.any(!(std::abs(e - e_old) < options.energy_tolerance && dnorm < options.residual_tolerance));
+    last_de = std::abs(e - e_old), last_dnorm = dnorm;
     e_old = e;
     if (done) {
       res.converged = true;
@@ -199,7 +201,11 @@ CcsdResult run_rccsd(const MoIntegrals& mo_in, const CcsdOptions& options) {
   res.seconds_per_iteration = seconds_since(t_start) / std::max(res.iterations, 1);
   res.usage_per_iteration = (Usage::now() - u_start).scaled(1.0 / std::max(res.iterations, 1));
   if (!res.converged && options.require_convergence)
-    throw NumericalError("CCSD did not converge in " + std::to_string(options.max_iterations) + " iterations");
+    throw NumericalError(strfmt("CCSD did not converge in %d iterations (last |dE| = %.1e Eh, |dt| = %.1e; converged "
+                                "below %.0e and %.0e)%s",
+                                options.max_iterations, last_de, last_dnorm, options.energy_tolerance,
+                                options.residual_tolerance,
+                                options.convergence_advice.empty() ? "" : ("; " + options.convergence_advice).c_str()));
   // energy of the final amplitudes with the bare ovov block (equal to the dressed one)
   res.e_corr = e_old;
   res.e_ccsd = res.e_hf + res.e_corr;

@@ -32,6 +32,8 @@ struct CcsdOptions {
                                      ///< (false: return the unconverged result, e.g. for timing)
   double energy_tolerance = 1e-10;   ///< converged when |ΔE| < this (hartree) ...
   double residual_tolerance = 1e-8;  ///< ... and the amplitude update norm |Δt| < this
+  /// What the non-convergence error advises (the flags of the command that runs it; "": none).
+  std::string convergence_advice;
   int diis_size = 8;                 ///< stored DIIS vectors (0: plain Jacobi)
   /// Keep the t1-independent integral blocks (bare o²v², o v³ blocks and the packed ladder
   /// integrals, ~v⁴/2 + 2ov³ doubles) for the whole run, so an iteration never touches the ERIs

@@ -120,6 +120,7 @@ void run_ccsd_command(const CcsdArgs& a) {
   o.frozen_core = a.frozen_core;
   o.ccsd.triples = a.triples;
   o.ccsd.max_iterations = a.max_iterations;
+  o.ccsd.convergence_advice = "raise --max-iterations, or give --allow-unconverged to report the last iterate";
   o.ccsd.require_convergence = !a.allow_unconverged;
   o.ccsd.explain = a.explain;
   o.ccsd.cache_integrals = !a.no_cache;

@@ -609,6 +609,11 @@ TEST(Cli, ScfConvergenceSettingsChangeThePathNotTheEnergy) {
   const auto damped = run("ccsd " + far + " --basis cc-pvdz --damping 0.5 --diis-start 5 --max-iterations 2 "
                           "--allow-unconverged --json --log-level error");
   ASSERT_EQ(damped.code, 0) << damped.out;
+  // a CCSD that does not converge says how far it got and what to change (it said only "did not converge")
+  const auto short_cc = run("ccsd h2o --basis sto-3g --max-iterations 3");
+  EXPECT_EQ(short_cc.code, 1) << short_cc.out;
+  EXPECT_NE(short_cc.out.find("CCSD did not converge in 3 iterations (last |dE| = "), std::string::npos) << short_cc.out;
+  EXPECT_NE(short_cc.out.find("raise --max-iterations, or give --allow-unconverged"), std::string::npos) << short_cc.out;
   const auto scf = json_of(run("scf " + far + " --basis cc-pvdz --damping 0.5 --diis-start 5 --json").out);
   EXPECT_NEAR(json_of(damped.out)["e_hf"].get<double>(), scf["e_hf"].get<double>(), 1e-8);
 }
