@@ -235,6 +235,11 @@ Trainer::Trainer(VmcSetup setup) : setup_(std::move(setup)) {
 Trainer::Trainer(const Config& config, const std::string& checkpoint_path)
     : setup_(make_setup(config)), resumed_(true) {
   time_stages_on_device();
+  // (a run of an ansatz without parameters resumed with more iterations trained "nothing" to
+  // exit 0 with SR-type optimizers and failed inside libtorch with Adam)
+  if (setup_.wf->parameters().empty() && config.optim.iterations > 0)
+    throw ConfigError("optim.iterations: the '" + config.model.type + "' ansatz has no parameters to train; "
+                      "evaluate the run with 'nnvmc eval' instead of resuming it");
   const Checkpoint c = load_checkpoint(checkpoint_path);
   auto& mols = setup_.molecules;
   if (c.molecules.size() != mols.size())

@@ -521,6 +521,17 @@ TEST(Cli, InputsRejectedAfterParsingStillWriteNothing) {
   expect_input_error("train " + cfg + " system.molecule=" + fs::temp_directory_path().string() + "/", "not a molecule file");
   expect_input_error("train " + fs::temp_directory_path().string() + " run.output=" + out, "not a regular file");
   EXPECT_FALSE(fs::exists(out)) << "nothing is written for bad input";
+  // A run of the parameterless 'hf' ansatz resumed with iterations is refused as a new one is,
+  // and changes nothing (Adam failed inside libtorch; SPRING "trained" 2 iterations, exit 0).
+  ASSERT_EQ(run("train " + cfg + " model.type=hf optim.iterations=0").code, 0);
+  const auto before = fs::last_write_time(out + "/config.yaml");
+  for (const char* optimizer : {"adam", "spring"}) {
+    const auto r = run("train --resume " + out + " optim.iterations=2 optim.type=" + optimizer);
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_NE(r.out.find("optim.iterations: the 'hf' ansatz has no parameters to train"), std::string::npos) << r.out;
+  }
+  EXPECT_EQ(fs::last_write_time(out + "/config.yaml"), before);
+  fs::remove_all(out);
 }
 
 TEST(Cli, DamagedOrForeignCheckpointsAreCleanErrors) {
