@@ -11,7 +11,7 @@ BUILD=${1:-build}; SIZES=${2:-"6"}; ROUNDS=${ROUNDS:-3}; TAU=${TAU:-1e-5}
 XYZ=${XYZ:-bench/molecules/water_clusters.xyz}; THREADS=${THREADS:-$(nproc)}
 NNVMC=$BUILD/src/app/nnvmc; TMP=$(mktemp -d)
 fc=(); [ "${FROZEN:-1}" = 1 ] && fc=(--frozen-core)
-echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); nnvmc $(git rev-parse --short HEAD); tau $TAU, $THREADS threads, ${fc[*]:-all-electron}"
+echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); nnvmc $(git rev-parse --short HEAD 2>/dev/null || echo "(not a git checkout)"); tau $TAU, $THREADS threads, ${fc[*]:-all-electron}"
 for n in $SIZES; do
   python3 bench/xyz_frame.py "$XYZ" "$n" "$TMP/w$n.xyz"
   for r in $(seq "$ROUNDS"); do

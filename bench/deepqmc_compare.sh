@@ -27,17 +27,24 @@ TMP=${TMPDIR:-/tmp}/nnvmc_dq_compare
 HERE=$(cd "$(dirname "$0")" && pwd)
 PINCMD=${PIN:+taskset -c $PIN}
 
-if [ ! -x "$VENV/bin/python" ]; then
-  python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q "deepqmc==1.2.0" "hydra-core==1.3.2" "jax==0.4.31" "jaxlib==0.4.31" \
-    "kfac-jax==0.0.6" "dm-haiku==0.0.12" "optax==0.2.3" "chex==0.1.86" "folx==0.2.11" >&2
-fi
+case " $CASES" in
+  *" dq:"*)  # DeepQMC cases: its venv, made on first use; a venv without DeepQMC is an error, not a missing row
+    if [ ! -x "$VENV/bin/python" ]; then
+      python3 -m venv "$VENV"
+      "$VENV/bin/pip" install -q "deepqmc==1.2.0" "hydra-core==1.3.2" "jax==0.4.31" "jaxlib==0.4.31" \
+        "kfac-jax==0.0.6" "dm-haiku==0.0.12" "optax==0.2.3" "chex==0.1.86" "folx==0.2.11" >&2
+    fi
+    "$VENV/bin/python" -c "import deepqmc" 2> /dev/null ||
+      { echo "VENV=$VENV: its python cannot import deepqmc (remove the venv to have it made again)" >&2; exit 1; } ;;
+esac
+PY=python3  # (h5py for nnvmc's series; the venv's python in DeepQMC runs)
+[ -x "$VENV/bin/python" ] && PY=$VENV/bin/python
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 mkdir -p "$TMP"
 
 # median seconds per iteration of an nnvmc run from result.h5 (train/seconds), after SKIP
 nnvmc_median() {
-  "$VENV/bin/python" - "$1" "$SKIP" <<'PY'
+  "$PY" - "$1" "$SKIP" <<'PY'
 import sys, statistics, h5py
 s = list(h5py.File(sys.argv[1], "r")["train/seconds"][:])[int(sys.argv[2]):]
 print(f"{statistics.median(s):.4f} {len(s)}")
@@ -69,13 +76,15 @@ run_case() {  # program:optimizer:laplacian round
     printf "%-6s %-7s %-8s %8s s/it wall %8s s/it cpu  (%s iterations timed; wall s/it per stage incl. first: %s)\n" \
       nnvmc "$opt" "$lap" "$1" "$cpu" "$2" "$stages"
   else
+    log=$TMP/dq-$opt-$lap-$2.log
     $PINCMD "$VENV/bin/python" "$HERE/deepqmc_run.py" --opt "$opt" --laplacian "$lap" --steps "$ITERS" --skip "$SKIP" \
-      2> "$TMP/dq-$opt-$lap-$2.log" | tail -2 | head -1
+      > "$log.out" 2> "$log" || { echo "DeepQMC $opt/$lap failed, see $log:" >&2; tail -3 "$log" >&2; exit 1; }
+    tail -2 "$log.out" | head -1
   fi
 }
 
 echo "# $(date -u +%Y-%m-%dT%H:%MZ)  host $(hostname)  $(nproc --all) cores  load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# nnvmc $(git -C "$HERE/.." rev-parse --short HEAD), deepqmc $("$VENV/bin/pip" show deepqmc 2>/dev/null | awk '/^Version/{print $2}'), ITERS=$ITERS SKIP=$SKIP ROUNDS=$ROUNDS, one thread, float64, 512 walkers${PIN:+, both pinned to core $PIN}"
+echo "# nnvmc $(git -C "$HERE/.." rev-parse --short HEAD 2>/dev/null || echo "(not a git checkout)"), deepqmc $("$VENV/bin/pip" show deepqmc 2>/dev/null | awk '/^Version/{print $2}'), ITERS=$ITERS SKIP=$SKIP ROUNDS=$ROUNDS, one thread, float64, 512 walkers${PIN:+, both pinned to core $PIN}"
 r=1
 while [ "$r" -le "$ROUNDS" ]; do
   list=$CASES

@@ -14,7 +14,7 @@ set -u
 script=${1:?usage: bench/device_dry_run.sh bench/<device script>.sh}
 [ -f "$script" ] || { echo "no such script: $script"; exit 2; }
 script=$(cd "$(dirname "$script")" && pwd)/$(basename "$script")
-root=$(git rev-parse --show-toplevel); cd "$root"
+root=$(cd "$(dirname "$0")/.." && pwd); cd "$root"  # (the source tree, also outside a git work tree)
 build=$(cd "${BUILD:-build}" 2>/dev/null && pwd) || { echo "no build directory '${BUILD:-build}' (build first)"; exit 2; }
 OUT=$root/dry_out/$(basename "$script" .sh); rm -rf "$OUT"; mkdir -p "$OUT"
 shim=$(mktemp -d); trap 'rm -rf "$shim"' EXIT

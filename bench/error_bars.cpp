@@ -35,15 +35,17 @@ double hill(const std::vector<double>& desc, std::size_t k) {
 
 namespace {
 int run(int argc, char** argv) {
-  if (argc < 2) {
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" || std::string(argv[1]).rfind("--", 0) == 0) {
     std::fprintf(stderr, "usage: %s CHECKPOINT [--repeats R] [--steps S] [--burn-in N] [--exact E] [--threads T]\n", argv[0]);
     return 2;
   }
   const std::string path = argv[1];
   int repeats = 20, steps = 500, burn_in = 100, threads = 1;
   double exact = std::nan("");
-  for (int i = 2; i + 1 < argc; i += 2) {
-    const std::string k = argv[i], v = argv[i + 1];
+  const std::vector<std::string> known = {"--repeats", "--steps", "--burn-in", "--exact", "--threads"};
+  std::string usage = "usage: bench_error_bars CHECKPOINT";
+  for (const auto& k : known) usage += " [" + k + " V]";
+  for (const auto& [k, v] : bench::flag_pairs(argc, argv, 2, known, usage)) {
     if (k == "--repeats") repeats = std::stoi(v);
     else if (k == "--steps") steps = std::stoi(v);
     else if (k == "--burn-in") burn_in = std::stoi(v);

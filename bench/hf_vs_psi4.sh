@@ -9,7 +9,7 @@ set -euo pipefail
 BUILD=${1:-build}; MOL=${2:-bench/molecules/benzene_dimer.xyz}; BASIS=${3:-cc-pvdz}
 TAUS=${TAUS:-"1e-5 1e-6"}; MEM_GB=${MEM_GB:-18}
 NNVMC=$BUILD/src/app/nnvmc
-echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); nnvmc $(git rev-parse --short HEAD); $MOL $BASIS, one thread"
+echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); nnvmc $(git rev-parse --short HEAD 2>/dev/null || echo "(not a git checkout)"); $MOL $BASIS, one thread"
 run_nnvmc() {  # tau (0: exact)
   local t0=$(date +%s.%N)
   "$NNVMC" scf "$MOL" --basis "$BASIS" --threads 1 --cholesky "$1" --json > /tmp/hf_nnvmc.json

@@ -54,12 +54,16 @@ void reset_peak_rss() {
 
 namespace {
 int run(int argc, char** argv) {
-  std::string molecules = "lih", methods = "jvp,reverse,hutchinson", dtype = "float64", width = "default";
+  std::string molecules = "lih", methods = "forward,jvp,reverse,hutchinson", dtype = "float64", width = "default";
   std::string budget = "auto", device = "cpu", model_from, overrides;
   int walkers = 256, repeats = 3, threads = 0, chunk = 0, timed_walkers = 0;
   bool width_given = false;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i], v = argv[i + 1];
+  const std::vector<std::string> known = {"--molecules", "--methods", "--dtype", "--walkers", "--repeats", "--width",
+                                          "--threads", "--chunk", "--budget", "--timed-walkers", "--device",
+                                          "--model-from", "--set"};
+  std::string usage = "usage: bench_laplacian";
+  for (const auto& k : known) usage += " [" + k + " V]";
+  for (const auto& [k, v] : bench::flag_pairs(argc, argv, 1, known, usage)) {
     if (k == "--molecules") molecules = v;
     else if (k == "--methods") methods = v;
     else if (k == "--dtype") dtype = v;

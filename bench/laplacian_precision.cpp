@@ -41,8 +41,11 @@ namespace {
 int run(int argc, char** argv) {
   std::string molecule = "ch4", methods = "jvp,reverse,forward";
   int walkers = 256, threads = 1, worst = 8, hessian = -1, chunk = 4;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i], v = argv[i + 1];
+  const std::vector<std::string> known = {"--molecule", "--methods", "--walkers", "--threads", "--worst", "--hessian",
+                                          "--chunk"};
+  std::string usage = "usage: bench_laplacian_precision";
+  for (const auto& k : known) usage += " [" + k + " V]";
+  for (const auto& [k, v] : bench::flag_pairs(argc, argv, 1, known, usage)) {
     if (k == "--molecule") molecule = v;
     else if (k == "--methods") methods = v;
     else if (k == "--walkers") walkers = std::stoi(v);

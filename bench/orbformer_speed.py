@@ -30,10 +30,15 @@ common = [f"sampler.walkers={walkers}", f"hamiltonian.laplacian={laplacian}", "p
 
 
 def run(config, name, n, extra=()):
-    """Trains n iterations; returns (child CPU seconds, log text)."""
+    """Trains n iterations afresh (--force) in OUT/name; returns (child CPU seconds, log text).
+    `extra` replaces common settings of the same key (nnvmc refuses a key given twice)."""
+    keys = {e.split("=", 1)[0] for e in extra}
+    settings = [c for c in common if c.split("=", 1)[0] not in keys] + list(extra)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    log = subprocess.run([binary, "train", config, f"run.output={out}/{name}", f"optim.iterations={n}",
-                          *common, *extra], env=env, capture_output=True, text=True, check=True)
+    log = subprocess.run([binary, "train", "--force", config, f"run.output={out}/{name}", f"optim.iterations={n}",
+                          *settings], env=env, capture_output=True, text=True)
+    if log.returncode != 0:
+        sys.exit(f"{name}: nnvmc train failed (exit {log.returncode}):\n{(log.stdout + log.stderr)[-2000:]}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return cpu, log.stdout + log.stderr

@@ -7,14 +7,16 @@
 # checkpoint of each run is copied at the time marks (seconds since the run started), both are
 # stopped with SIGINT at the last mark, and every snapshot is evaluated with fixed parameters on
 # R = 3.015. A run still in HF pretraining at a mark has no checkpoint there (SIGINT takes effect
-# from the first VMC iteration on): that mark is reported as "pretraining". "0 minutes": the
+# from the first VMC iteration on): that mark is reported as "no checkpoint yet", and one whose
+# run had already ended without a checkpoint as "failed (see NAME.log)". "0 minutes": the
 # jointly trained weights evaluated on R = 3.015 (fine-tune) and the pretrained-only starting
 # point (scratch, a separate run with optim.iterations=0).
 #
 # usage: bench/orbformer_transfer.sh BUILD_DIR OUT_DIR
 # environment: JOINT_MINUTES (default 25; or JOINT_SECONDS), MARKS (seconds, default "60 180 600"),
 #              EVAL_STEPS (default 200), EVAL_WALKERS (default 256), E_REF (default -8.070548),
-#              EXTRA (overrides for every training run, e.g. for a quick trial of the script)
+#              EXTRA (overrides for every training run, e.g. for a quick trial of the script;
+#              not pretrain.steps, which the fine-tune sets to 0)
 # output: OUT_DIR/{joint,finetune,scratch,scratch.start}/ runs, *.eval.json, transfer.tsv
 set -eu
 BIN=${1:?build dir}/src/app/nnvmc
@@ -28,6 +30,9 @@ E_REF=${E_REF:--8.070548}
 export OMP_NUM_THREADS=1
 LAST=0
 for m in $MARKS; do LAST=$m; done
+case " $EXTRA" in *" pretrain.steps="*)
+  echo "EXTRA: pretrain.steps is set by the script (0 for the fine-tune); leave it out" >&2; exit 2 ;;
+esac
 mkdir -p "$OUT"
 base="run.threads=1 eval.steps=0 --force $EXTRA"  # nnvmc refuses a key given twice
 common="optim.iterations=1000000 $base"
@@ -40,6 +45,8 @@ pid=$!
 sleep "$JOINT_SECONDS"
 kill -INT "$pid" 2>/dev/null || true
 wait "$pid" || true
+[ -f "$OUT/joint/checkpoint.h5" ] ||
+  { echo "the joint training left no checkpoint (a budget shorter than its pretraining?), see $OUT/joint.log" >&2; exit 1; }
 echo "joint done: $(date) $(uptime)" >> "$OUT/load.txt"
 
 # 2. Scratch's starting point (HF pretraining only), then fine-tune and scratch side by side.
@@ -55,9 +62,13 @@ race() {  # name overrides...
   start=$(date +%s)
   for m in $MARKS; do
     while [ $(( $(date +%s) - start )) -lt "$m" ]; do sleep 1; done
-    # No checkpoint yet: the run is still in HF pretraining (it has no VMC iterations to show).
+    # No checkpoint yet: a run still going is in HF pretraining or its first iterations; one
+    # that has ended without one failed (its log says why).
     had=0
-    [ -f "$dir/checkpoint.h5" ] && had=1
+    rm -f "$OUT/$name.$m.status"
+    if [ -f "$dir/checkpoint.h5" ]; then had=1
+    elif kill -0 "$rpid" 2>/dev/null; then echo "no checkpoint yet" > "$OUT/$name.$m.status"
+    else echo "failed (see $name.log)" > "$OUT/$name.$m.status"; fi
     if [ "$m" = "$LAST" ]; then
       kill -INT "$rpid" 2>/dev/null || true
       wait "$rpid" || true
@@ -65,7 +76,7 @@ race() {  # name overrides...
     if [ "$had" = 1 ]; then
       cp "$dir/checkpoint.h5" "$OUT/$name.$m.h5"
     else
-      echo "$name: no checkpoint at $m s (pretraining)" >> "$OUT/load.txt"
+      echo "$name: at $m s: $(cat "$OUT/$name.$m.status")" >> "$OUT/load.txt"
     fi
   done
 }
@@ -102,7 +113,11 @@ for name in ("finetune", "scratch"):
             with h5py.File(ckpt, "r") as f:
                 it = int(f["iteration"][()]) if m else 0
         except OSError:
-            print(f"{name}\t{m / 60:g}\tpretraining\t-\t-\t-")
+            try:
+                state = open(f"{out}/{name}.{m}.status").read().strip()
+            except OSError:
+                state = "no checkpoint"
+            print(f"{name}\t{m / 60:g}\t{state}\t-\t-\t-")
             continue
         try:
             j = json.load(open(f"{out}/{name}.{m}.eval.json"))

@@ -102,11 +102,11 @@ int run(int argc, char** argv) {
   int walkers = 512, repeats = 5, threads = 1, burn_in = 50;
   bool with_old = true;
   std::vector<std::string> overrides;
-  for (int i = 1; i < argc; ++i) {
-    const std::string k = argv[i];
-    if (k.find('=') != std::string::npos) { overrides.push_back(k); continue; }
-    if (i + 1 >= argc) break;
-    const std::string v = argv[++i];
+  const std::vector<std::string> known = {"--config", "--walkers", "--repeats", "--threads", "--old", "--burn-in"};
+  std::string usage = "usage: psgrad_bench";
+  for (const auto& k : known) usage += " [" + k + " V]";
+  usage += " [key=value ...]";
+  for (const auto& [k, v] : bench::flag_pairs(argc, argv, 1, known, usage, &overrides)) {
     if (k == "--config") config_path = v;
     else if (k == "--walkers") walkers = std::stoi(v);
     else if (k == "--repeats") repeats = std::stoi(v);

@@ -14,8 +14,8 @@ timings are only fair with an optimised one: apt-get install libopenblas0-pthrea
 """
 import argparse, json, os, re, resource, subprocess, sys, tempfile, time
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "shared", "tools"))
-from psi4_reference import read_molecule, system_blas  # noqa: E402  (helpers of the shared tool)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from psi4_common import read_molecule, system_blas  # noqa: E402
 
 
 def openblas_env(threads):

@@ -5,9 +5,8 @@ Prints one JSON line: energy, iterations, wall seconds of the psi4 process, its 
 usage: bench/psi4_hf.py MOLECULE.xyz [--basis cc-pvdz] [--scf-type pk|cd|df] [--cholesky 1e-5] [--threads 1]"""
 import argparse, json, os, re, subprocess, sys, tempfile, time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "tools"))
-from psi4_reference import system_blas  # noqa: E402  (helper of the shared tool)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from psi4_common import system_blas  # noqa: E402
 from psi4_ccsd_periter import openblas_env  # noqa: E402  (OpenBLAS threads and core type)
 
 ap = argparse.ArgumentParser()

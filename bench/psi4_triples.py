@@ -12,10 +12,9 @@ E(CCSD(T)), and the BLAS and OpenBLAS core Psi4 ran on (see psi4_ccsd_periter.op
 """
 import argparse, json, os, re, statistics, subprocess, sys, tempfile, time
 
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from psi4_ccsd_periter import openblas_env  # noqa: E402
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "shared", "tools"))
-from psi4_reference import read_molecule, system_blas  # noqa: E402
+from psi4_common import read_molecule, system_blas  # noqa: E402
 
 
 def run(geom_block, basis, method, threads, cholesky, frozen, env):

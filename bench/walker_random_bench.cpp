@@ -41,11 +41,14 @@ int run(int argc, char** argv) {
   std::int64_t walkers = 512;
   int repeats = 200;
   std::string molecule = "lih", device = "cpu";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--walkers")) walkers = std::stoll(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--repeats")) repeats = std::stoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--molecule")) molecule = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--device")) device = argv[i + 1];
+  const std::vector<std::string> known = {"--walkers", "--repeats", "--molecule", "--device"};
+  std::string usage = "usage: walker_random_bench";
+  for (const auto& k : known) usage += " [" + k + " V]";
+  for (const auto& [k, v] : bench::flag_pairs(argc, argv, 1, known, usage)) {
+    if (k == "--walkers") walkers = std::stoll(v);
+    else if (k == "--repeats") repeats = std::stoi(v);
+    else if (k == "--molecule") molecule = v;
+    else if (k == "--device") device = v;
   }
   torch::set_num_threads(1);
   const System s = load_molecule(molecule, std::string(NNVMC_SOURCE_DIR) + "/configs/molecules");
