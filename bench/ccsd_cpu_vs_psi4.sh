@@ -50,13 +50,14 @@ def run(n):
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     return json.loads(out)["seconds_per_iteration"], r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime
 w1, c1 = run(iters); w2, c2 = run(2 * iters)
-print(w2, (c2 - c1) / iters)   # wall: the binary's own per-iteration mean of the longer run
+cpu = (c2 - c1) / iters
+print(w2, cpu if cpu > 0 else "nan")   # wall: the binary's own per-iteration mean of the longer run; nan: below the noise
 PY
 );;
         psi4_ccenergy|psi4_fnocc)
           extra=(); [ $prog = psi4_fnocc ] && extra=(--cholesky "$TAU")
           python3 bench/psi4_ccsd_periter.py "${psi[@]}" --threads 1 "${pfc[@]}" "${extra[@]}" > "$TMP/out.json"
-          read -r wall cpu < <(python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(j['seconds_per_iteration'], j['cpu_per_iteration'])" "$TMP/out.json");;
+          read -r wall cpu < <(python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(*(('nan' if j[k] is None else j[k]) for k in ('seconds_per_iteration', 'cpu_per_iteration')))" "$TMP/out.json");;
       esac
       printf "%-8s %-6s %-14s %9.3f %9.3f %6s\n" "$name" "$r" "$prog" "$wall" "$cpu" "$l" | tee -a "$TMP/rows"
     done

@@ -21,9 +21,10 @@ for sys in $SYSTEMS; do
   python3 - "$name" "$TMP/conv.json" "$TMP/chol.json" "$TMP/psi.json" <<'PY'
 import json, sys
 name, a, b, p = sys.argv[1], *(json.load(open(f)) for f in sys.argv[2:5])
-nbf = a["n_basis"]; t = p["seconds_per_iteration"]
-print(f"{name:<6} {nbf:>5} {a['seconds_per_iteration']:>12.3f} {b['seconds_per_iteration']:>12.3f} "
-      f"{t:>12.3f} {t / a['seconds_per_iteration']:>11.2f}x {t / b['seconds_per_iteration']:>11.2f}x"
+nbf = a["n_basis"]; t = p["seconds_per_iteration"]  # null: below the noise of Psi4's two runs
+psi = f"{t:>12.3f} {t / a['seconds_per_iteration']:>11.2f}x {t / b['seconds_per_iteration']:>11.2f}x" if t else \
+    f"{'n/a':>12} {'n/a':>12} {'n/a':>12}"
+print(f"{name:<6} {nbf:>5} {a['seconds_per_iteration']:>12.3f} {b['seconds_per_iteration']:>12.3f} {psi}"
       f"   (psi4 runs {p['wall_seconds']} s, iterations {p['iterations']})", flush=True)
 PY
 done

@@ -90,10 +90,18 @@ def main():
     w1, i1, u1, s1 = run(geom, a.basis, k1, a.threads, a.cholesky, a.frozen_core, env)
     w2, i2, u2, s2 = run(geom, a.basis, k2, a.threads, a.cholesky, a.frozen_core, env)
     di = i2 - i1
+
+    def per(seconds):  # None where the difference is below the noise of the two runs (tiny systems)
+        return round(seconds / di, 3) if di > 0 and seconds > 0 else None
+
+    if per(w2 - w1) is None or per(u2 + s2 - u1 - s1) is None:
+        print(f"warning: a per-iteration time (wall or CPU) is below the noise of the two runs ({w1:.2f} s, {w2:.2f} s "
+              f"for {i1} and {i2} iterations): each one not above 0 is reported as null; use a larger system",
+              file=sys.stderr)
     print(json.dumps({"program": "fnocc CD-CCSD" if a.cholesky else "ccenergy", "wall_seconds": [round(w1, 2), round(w2, 2)],
-                      "iterations": [i1, i2], "seconds_per_iteration": round((w2 - w1) / di, 3),
-                      "user_per_iteration": round((u2 - u1) / di, 3), "sys_per_iteration": round((s2 - s1) / di, 3),
-                      "cpu_per_iteration": round((u2 + s2 - u1 - s1) / di, 3), "blas": system_blas(),
+                      "iterations": [i1, i2], "seconds_per_iteration": per(w2 - w1),
+                      "user_per_iteration": per(u2 - u1), "sys_per_iteration": per(s2 - s1),
+                      "cpu_per_iteration": per(u2 + s2 - u1 - s1), "blas": system_blas(),
                       "openblas_core": core}))
 
 
