@@ -237,6 +237,14 @@ std::vector<System> resolve_molecules(const SystemConfig& config) {
   names = unique_molecule_names(names);
   for (size_t i = 0; i < out.size(); ++i) {
     System& s = out[i];
+    const std::string usable = usable_molecule_name(s.name);
+    if (names[i] != usable &&
+        std::find(kReservedMoleculeNames.begin(), kReservedMoleculeNames.end(), usable) != kReservedMoleculeNames.end()) {
+      static std::set<std::string> warned;  // (molecules are resolved more than once per command)
+      if (warned.insert(usable).second)
+        log::warn("molecule name '" + usable + "' is the name of a run-level series in result.h5 and summary.json: "
+                  "the molecule is called '" + names[i] + "' there (and for eval --molecule)");
+    }
     s.name = names[i];
     const int charge = s.charge, spin = s.spin;
     if (config.charge) s.charge = *config.charge;

@@ -504,6 +504,18 @@ TEST(Cli, OutputsTheUserMayNotWriteAreRefusedNamingRunOutputAndKeepTheRun) {
   fs::remove_all(root);
 }
 
+// A molecule named like a run-level series of result.h5 is renamed there; the user is told
+// (it was renamed silently, and eval --molecule energy was then refused).
+TEST(Cli, AMoleculeNamedLikeARunLevelSeriesIsToldItsNewName) {
+  const auto cfg = write_config("nnvmc_reserved_name.yaml", kTiny);
+  const auto r = run("config " + cfg + " 'system.molecules=[{molecule: h2, name: energy}, he]'");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("molecule name 'energy' is the name of a run-level series in result.h5 and summary.json: the "
+                       "molecule is called 'energy_2' there"),
+            std::string::npos)
+      << r.out;
+}
+
 TEST(Cli, InputsRejectedAfterParsingStillWriteNothing) {
   const auto out = (fs::temp_directory_path() / "nnvmc_cli_nothing").string();
   fs::remove_all(out);
