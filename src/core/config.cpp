@@ -60,8 +60,14 @@ void Reader::check_unknown() const {
     const auto key = kv.first.Scalar();
     if (std::find(known_.begin(), known_.end(), key) == known_.end()) {
       const std::string full = path_.empty() ? key : path_ + "." + key;
+      // Another kind of file given as a run config: say which (its keys are all unknown here)
+      std::string kind;
+      if (path_.empty() && (map_["ansatze"] || map_["references"] || map_["reference_basis"]))
+        kind = "; this looks like a comparison file: run it with 'nnvmc compare FILE'";
+      else if (path_.empty() && map_["atoms"])
+        kind = "; this looks like a molecule file: give it as system.molecule=FILE in a run config";
       throw ConfigError(location(kv.first, where_) + ": unknown key '" + full + "'" +
-                        suggestion(key, known_, path_));
+                        suggestion(key, known_, path_) + kind);
     }
   }
 }

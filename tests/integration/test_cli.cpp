@@ -516,6 +516,15 @@ TEST(Cli, AMoleculeNamedLikeARunLevelSeriesIsToldItsNewName) {
       << r.out;
 }
 
+// A comparison or molecule file given where a run config goes is named as such (it read only
+// "unknown key 'ansatze'").
+TEST(Cli, AComparisonOrMoleculeFileGivenAsARunConfigIsNamedAsSuch) {
+  expect_input_error("config " + std::string(NNVMC_SOURCE_DIR) + "/configs/compare/lih_h2_ansatze.yaml",
+                     "this looks like a comparison file: run it with 'nnvmc compare FILE'");
+  expect_input_error("train " + std::string(NNVMC_SOURCE_DIR) + "/configs/molecules/h2o.yaml",
+                     "this looks like a molecule file: give it as system.molecule=FILE");
+}
+
 TEST(Cli, InputsRejectedAfterParsingStillWriteNothing) {
   const auto out = (fs::temp_directory_path() / "nnvmc_cli_nothing").string();
   fs::remove_all(out);
