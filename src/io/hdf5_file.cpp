@@ -3,11 +3,13 @@
 #include <hdf5.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "core/errors.hpp"
@@ -183,6 +185,27 @@ H5File::H5File(const std::string& path, Mode mode) : path_(path) {
   if (id_ < 0) fail(path, "cannot open HDF5 file");
 }
 
+bool repair_truncated_hdf5(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  unsigned char sb[48] = {};
+  if (!in.read(reinterpret_cast<char*>(sb), sizeof sb)) return false;
+  static const unsigned char kSignature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+  // version 2/3: signature, version, offset and length sizes, flags, then 8-byte base address,
+  // superblock extension address, end-of-file address
+  if (std::memcmp(sb, kSignature, 8) != 0 || (sb[8] != 2 && sb[8] != 3) || sb[9] != 8) return false;
+  const auto le64 = [&](int at) {
+    std::uint64_t v = 0;
+    for (int i = 7; i >= 0; --i) v = (v << 8) | sb[at + i];
+    return v;
+  };
+  const std::uint64_t end = le64(12) + le64(28);
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec || size >= end || end - size > (std::uint64_t(64) << 20)) return false;
+  std::filesystem::resize_file(path, end, ec);
+  return !ec;
+}
+
 H5File::~H5File() {
   if (id_ >= 0) H5Fclose(id_);
 }
@@ -276,7 +299,18 @@ std::string H5File::attr(const std::string& key) const {
 
 void H5File::append(const std::string& column, double value) { append(column, std::vector<double>{value}); }
 
+void H5File::fail_sticky(const std::string& what) {
+  const int e = errno;
+  // A write the system refused (full disk, file-size limit, quota, I/O error) stays failed; any
+  // other failure is the file's own (damage: CheckpointError, as every failed read).
+  if (e != ENOSPC && e != EFBIG && e != EDQUOT && e != EIO && e != EROFS) fail(path_, what);
+  if (write_failure_.empty()) write_failure_ = path_ + ": " + what + ": " + std::strerror(e);
+  throw WriteError(write_failure_);
+}
+
 void H5File::append(const std::string& column, const std::vector<double>& values) {
+  if (!write_failure_.empty()) throw WriteError(write_failure_);
+  errno = 0;
   if (!link_exists(id_, column)) {
     ensure_groups(id_, column);
     hsize_t dims = 0, maxdims = H5S_UNLIMITED, chunk = 256;
@@ -286,22 +320,32 @@ void H5File::append(const std::string& column, const std::vector<double>& values
     Handle ds{H5Dcreate2(id_, column.c_str(), H5T_NATIVE_DOUBLE, space.id, H5P_DEFAULT, plist.id,
                          H5P_DEFAULT),
               H5Dclose};
-    if (ds.id < 0) fail(path_, "cannot create column '" + column + "'");
+    if (ds.id < 0) fail_sticky("cannot create column '" + column + "'");
   }
   Handle ds{H5Dopen2(id_, column.c_str(), H5P_DEFAULT), H5Dclose};
+  if (ds.id < 0) fail(path_, "'" + column + "' is not a column");
   hsize_t n = 0;
   {
     Handle space{H5Dget_space(ds.id), H5Sclose};
-    H5Sget_simple_extent_dims(space.id, &n, nullptr);
+    if (space.id < 0 || H5Sget_simple_extent_dims(space.id, &n, nullptr) < 0) fail(path_, "'" + column + "' is not a column");
   }
   hsize_t count = values.size(), new_size = n + count;
   if (count == 0) return;
-  H5Dset_extent(ds.id, &new_size);
+  // every step checked: a failed extent (a full disk while HDF5 evicts its caches) left the
+  // write below to succeed into a cache whose data never reached the file
+  if (H5Dset_extent(ds.id, &new_size) < 0) fail_sticky("cannot extend column '" + column + "'");
   Handle fspace{H5Dget_space(ds.id), H5Sclose};
-  H5Sselect_hyperslab(fspace.id, H5S_SELECT_SET, &n, nullptr, &count, nullptr);
+  if (fspace.id < 0 || H5Sselect_hyperslab(fspace.id, H5S_SELECT_SET, &n, nullptr, &count, nullptr) < 0)
+    fail_sticky("cannot select rows of column '" + column + "'");
   Handle mspace{H5Screate_simple(1, &count, nullptr), H5Sclose};
   if (H5Dwrite(ds.id, H5T_NATIVE_DOUBLE, mspace.id, fspace.id, H5P_DEFAULT, values.data()) < 0)
-    fail(path_, "cannot append to column '" + column + "'");
+    fail_sticky("cannot append to column '" + column + "'");
+  // Closing the dataset writes its chunk cache, the rows themselves: its failure (a full disk)
+  // went unseen in the handle's destructor, and the rows read back as zeros.
+  const hid_t id = ds.id;
+  ds.id = -1;
+  errno = 0;
+  if (H5Dclose(id) < 0) fail_sticky("cannot write column '" + column + "'");
 }
 
 std::int64_t H5File::rows(const std::string& column) const {
@@ -334,9 +378,12 @@ void H5File::remove(const std::string& name) {
 }
 
 void H5File::flush() {
+  if (!write_failure_.empty()) throw WriteError(write_failure_);
   errno = 0;
-  if (H5Fflush(id_, H5F_SCOPE_GLOBAL) < 0)  // the system's reason when HDF5 left it in errno
-    throw WriteError(path_ + ": cannot write" + (errno != 0 ? ": " + std::string(std::strerror(errno)) : " (disk full?)"));
+  if (H5Fflush(id_, H5F_SCOPE_GLOBAL) < 0) {  // the system's reason when HDF5 left it in errno
+    write_failure_ = path_ + ": cannot write" + (errno != 0 ? ": " + std::string(std::strerror(errno)) : " (disk full?)");
+    throw WriteError(write_failure_);
+  }
 }
 
 std::vector<unsigned char> H5File::close_to_image() {

@@ -78,8 +78,20 @@ class H5File {
  private:
   long long id_ = -1;
   std::string path_;
+  /// The first failed write (HDF5 may report a failed flush of its caches once and later
+  /// succeed with data it dropped: a full disk stored rows as zeros, exit 0); every later
+  /// append() and flush() fails with it.
+  std::string write_failure_;
+  [[noreturn]] void fail_sticky(const std::string& what);
   std::unique_ptr<Image> image_;  ///< Mode::memory only (the file's image callbacks point here)
 };
+
+/// A file whose last writes failed (a file-size limit refuses them) can end before the end of
+/// file its superblock records, and HDF5 then refuses to open it at all ("truncated file").
+/// Extends such a file with zeros to that end (the data of the failed writes reads as zeros),
+/// when it is an HDF5 file with a version-2/3 superblock (what H5File writes) missing at most
+/// 64 MiB. @return whether it was extended
+bool repair_truncated_hdf5(const std::string& path);
 
 /// Writes a file atomically: `fill` writes into an in-memory file whose bytes go to `path`.tmp
 /// (every write checked, fsync'ed), which is then renamed to `path`. HDF5 itself never writes

@@ -423,7 +423,17 @@ void Trainer::commit_resumed_output() {
   }
   io::remove_quietly(output_ + "/summary.json");  // describes the evaluation removed below
   try {
-    io::H5File results(path, io::H5File::Mode::append);
+    std::optional<io::H5File> opened;
+    try {
+      opened.emplace(path, io::H5File::Mode::append);
+    } catch (const CheckpointError&) {
+      // A write refused by a file-size limit leaves the file shorter than the end its superblock
+      // records, which HDF5 refuses whole: extended to that end, its rows are read again.
+      if (!io::repair_truncated_hdf5(path)) throw;
+      log::warn(path + ": ended before its recorded end (a write that failed); extended to it and read again");
+      opened.emplace(path, io::H5File::Mode::append);
+    }
+    io::H5File& results = *opened;
     // Every series is made consistent with the checkpoint we resume from: training rows written
     // after it are dropped (the chain repeats them), the evaluation that followed the end of the
     // previous run is removed (this run evaluates again when it ends), and pretraining (before
@@ -445,10 +455,12 @@ void Trainer::commit_resumed_output() {
     // A process killed while writing result.h5 can leave it unreadable; the checkpoint is what
     // the chain continues from, so the run goes on with a new file and keeps the old one aside.
     std::error_code ec;
-    fs::rename(path, path + ".damaged", ec);
-    log::warn(strfmt("%s; kept as result.h5.damaged, continuing in a new result.h5 from iteration %ld "
+    std::string aside = path + ".damaged";  // (an earlier one is not replaced: it may hold the only rows)
+    for (int k = 2; fs::exists(aside, ec); ++k) aside = path + ".damaged." + std::to_string(k);
+    fs::rename(path, aside, ec);
+    log::warn(strfmt("%s; kept as %s, continuing in a new result.h5 from iteration %ld "
                      "(its earlier training rows are NaN; the pretraining series are not in it)", e.what(),
-                     static_cast<long>(iteration_)));
+                     fs::path(aside).filename().c_str(), static_cast<long>(iteration_)));
     io::H5File results(path, io::H5File::Mode::truncate);
     results.set_attr("run_id", run_id_);
     pad_train_series(results);
@@ -490,6 +502,28 @@ void Trainer::pad_train_series(io::H5File& results) const {
   for (const char* c : kRunSeries) columns.push_back(std::string("train/") + c);
   for (const auto& m : setup_.molecules)
     for (const char* c : kMoleculeSeries) columns.push_back("train/" + m.name() + "/" + c);
+  // An iteration whose write failed has its row in the series appended before the failure
+  // only (the one that failed may read back as zeros after repair_truncated_hdf5): every series
+  // is cut back to the rows all of them have (series absent from files of earlier versions not
+  // counted), and padded with NaN below.
+  std::int64_t common = std::numeric_limits<std::int64_t>::max();
+  for (const auto& col : columns)
+    if (const std::int64_t n = results.rows(col); n > 0) common = std::min(common, n);
+  for (const auto& col : columns)
+    if (results.rows(col) > common) results.truncate(col, common);
+  // A row takes a positive time: one with seconds = 0 read back from a repaired file's zeros.
+  if (results.rows("train/seconds") > 0) {
+    const io::Array seconds = results.read("train/seconds");
+    const double* s = seconds.as<double>();
+    std::int64_t cut = seconds.numel();
+    for (std::int64_t i = 0; i < seconds.numel() && cut == seconds.numel(); ++i)
+      if (s[i] == 0.0) cut = i;
+    if (cut < seconds.numel()) {
+      for (const auto& col : columns) results.truncate(col, std::min(results.rows(col), cut));
+      log::warn(strfmt("result.h5: the rows from iteration %ld on were not written (a failed write); they are NaN",
+                       static_cast<long>(cut + 1)));
+    }
+  }
   std::int64_t padded = 0;  // (iterations: the most rows any series lacks; the warning used to sum them)
   for (const auto& col : columns) {
     const std::int64_t missing = std::max<std::int64_t>(0, iteration_ - results.rows(col));

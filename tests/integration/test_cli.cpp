@@ -956,6 +956,46 @@ TEST(Cli, AResumeWhileAnotherProgramHasResultH5OpenIsRefusedAndTheFileKept) {
   fs::remove_all(dir);
 }
 
+// A write refused by a file-size limit (ulimit -f) stops the run with a checkpoint, and the
+// next resume keeps result.h5's history: HDF5 had allocated past the limit, left the file shorter
+// than its recorded end and refused to open it, so the resume set it aside as result.h5.damaged
+// and went on with NaN rows (a second such resume replaced that copy). The failed rows are NaN,
+// never zeros (a full disk stored rows as 0.0 and trained on, exit 0).
+TEST(Cli, AWriteRefusedByAFileSizeLimitKeepsResultH5sHistory) {
+  const auto dir = (fs::temp_directory_path() / "nnvmc_cli_fsize").string();
+  fs::remove_all(dir);
+  const auto cfg = write_config("nnvmc_fsize.yaml", kTiny + "run: {threads: 1, output: " + dir + "}\n");
+  ASSERT_EQ(run("train " + cfg + " optim.iterations=300 eval.steps=0 --log-level warn").code, 0);
+  const auto read = [&](const std::string& col) {
+    const auto a = nnvmc::io::H5File(dir + "/result.h5", nnvmc::io::H5File::Mode::read).read(col);
+    return std::vector<double>(a.as<double>(), a.as<double>() + a.numel());
+  };
+  const auto before = read("train/energy");
+  // (room for a few hundred more rows: the failing write then lies past the limit, and leaves
+  // the file shorter than its recorded end)
+  const auto limit_kib = fs::file_size(dir + "/result.h5") / 1024 + 120;
+  const auto limited = run_shell("sh -c 'ulimit -f " + std::to_string(limit_kib) + " && exec " + std::string(NNVMC_EXE) +
+                                 " train --resume " + dir + " optim.iterations=2000'");
+  ASSERT_EQ(limited.code, 1) << limited.out;
+  EXPECT_NE(limited.out.find("File too large"), std::string::npos) << limited.out;
+  const auto resumed = run("train --resume " + dir + " optim.iterations=2000 --log-level warn");
+  ASSERT_EQ(resumed.code, 0) << resumed.out;
+  EXPECT_FALSE(fs::exists(dir + "/result.h5.damaged")) << resumed.out;
+  EXPECT_NE(resumed.out.find("ended before its recorded end (a write that failed); extended to it"), std::string::npos)
+      << resumed.out;
+  const auto energy = read("train/energy"), seconds = read("train/seconds");
+  ASSERT_EQ(energy.size(), 2000u);
+  for (std::size_t i = 0; i < before.size(); ++i) EXPECT_EQ(energy[i], before[i]) << "row " << i;
+  int nan = 0;
+  for (std::size_t i = 0; i < energy.size(); ++i) {
+    nan += std::isnan(energy[i]);
+    EXPECT_NE(energy[i], 0.0) << "row " << i;
+    EXPECT_NE(seconds[i], 0.0) << "row " << i;
+  }
+  EXPECT_LE(nan, 1) << resumed.out;  // the iteration whose write failed
+  fs::remove_all(dir);
+}
+
 TEST(Cli, ResumeFromTheCommandLineEndsWhereAnUninterruptedRunEnds) {
   const auto straight = (fs::temp_directory_path() / "nnvmc_cli_straight").string();
   const auto resumed = (fs::temp_directory_path() / "nnvmc_cli_resumed").string();
