@@ -99,13 +99,6 @@ torch::Tensor Contractor::operator()(const std::string& term, const std::string&
   return out;
 }
 
-std::vector<std::string> Contractor::plans() const {
-  std::vector<std::string> out = plans_;
-  for (const auto& [term, n] : more_plans_)
-    out.push_back(term + ": " + std::to_string(n) + " more distinct plan(s) not shown\n");
-  return out;
-}
-
 Contractor::Section::Section(Contractor& c, std::string term, double flops)
     : c_(c), term_(std::move(term)), flops_(flops) {
   const Usage u = Usage::now();

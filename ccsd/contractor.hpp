@@ -86,9 +86,11 @@ class Contractor {
   /// Per term. On a CUDA device, first waits for the device to finish the terms' work so far
   /// (their times are known only then).
   const std::map<std::string, TermStats>& stats() const;
-  /// Each distinct plan of each term (explain), in the order first made: up to
-  /// kPlansPerTerm per term, then a line counting the others.
-  std::vector<std::string> plans() const;
+  /// Each distinct plan of each term (explain), in the order first made: up to kPlansPerTerm
+  /// per term (plans_not_shown() counts the others).
+  const std::vector<std::string>& plans() const { return plans_; }
+  /// Per term: its distinct plans beyond kPlansPerTerm (explain).
+  const std::map<std::string, int>& plans_not_shown() const { return more_plans_; }
   static constexpr int kPlansPerTerm = 8;
   const batching::PlanOptions& options() const { return options_; }  ///< the plan options
   void reset_stats();                                                ///< forget statistics

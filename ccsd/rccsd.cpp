@@ -231,6 +231,7 @@ CcsdResult run_rccsd(const MoIntegrals& mo_in, const CcsdOptions& options) {
   res.e_ccsd_t = res.e_ccsd + res.e_t;
   res.terms = c.stats();
   res.plans = c.plans();
+  res.plans_not_shown = c.plans_not_shown();
   if (options.backend) {
     res.device_budget_bytes = options.backend->device_budget_bytes();
     res.device_peak_bytes = options.backend->peak_device_bytes();

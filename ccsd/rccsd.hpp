@@ -79,6 +79,7 @@ struct CcsdResult {
   double seconds_triples = 0;         ///< wall time of (T)
   std::map<std::string, TermStats> terms;  ///< per contraction term, over all iterations
   std::vector<std::string> plans;     ///< plans of every term (options.explain)
+  std::map<std::string, int> plans_not_shown;  ///< per term: distinct plans left out of `plans`
   bool cached_integrals = false;      ///< the iteration ran on cached bare integrals (CcsdOptions::cache_integrals)
   bool resident = false;              ///< the iteration's tensors lived on plan.device (CcsdOptions::resident)
   std::int64_t resident_bytes = 0;    ///< device memory set aside for them (resident runs)

@@ -99,6 +99,7 @@ void print_summary(const ccsd::CcsdRun& run, const CcsdArgs& a) {
   }
   if (a.explain)
     for (const auto& p : cc.plans) std::printf("%s", p.c_str());
+    for (const auto& [term, n] : cc.plans_not_shown) std::printf("%s: %d more distinct plan(s) not shown\n", term.c_str(), n);
 }
 
 void run_ccsd_command(const CcsdArgs& a) {
@@ -185,7 +186,10 @@ void run_ccsd_command(const CcsdArgs& a) {
     j["e_ccsd_t"] = triples_computed(run) ? nlohmann::json(run.cc.e_ccsd_t) : nlohmann::json();
     j["seconds_triples"] = run.cc.seconds_triples;
   }
-  if (a.explain) j["plans"] = run.cc.plans;
+  if (a.explain) {
+    j["plans"] = run.cc.plans;
+    j["plans_not_shown"] = run.cc.plans_not_shown;
+  }
   j["iterations"] = run.cc.iterations;
   j["converged"] = run.cc.converged;
   j["seconds_per_iteration"] = run.cc.seconds_per_iteration;

@@ -171,7 +171,14 @@ RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
     if (static_cast<int>(i % static_cast<std::size_t>(std::max(1, o.ranks))) != o.rank) continue;  // another rank's
     const Cell& cell = spec.cells[i];
     const std::string state = cell_state(cell);
-    if (state == "done" && !needs_more_training(cell)) {
+    std::error_code ec;
+    if (state == "done" && needs_more_training(cell) && !fs::exists(dir_of(cell) + "/checkpoint.h5", ec)) {
+      // (it tried, and advised 'train --resume' or --force, neither of which a cell takes)
+      log::warn(strfmt("%s: done, but its checkpoint.h5 is gone, so it cannot train its new minutes; its result "
+                       "stays (remove %s to train the cell again from the start)",
+                       cell.id.c_str(), dir_of(cell).c_str()));
+      ++summary.done;
+    } else if (state == "done" && !needs_more_training(cell)) {
       ++summary.done;
     } else if (state == "failed" && !o.retry_failed) {
       ++summary.failed;
@@ -182,10 +189,11 @@ RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
   }
   const int total = static_cast<int>(spec.cells.size());
   if (queue.empty()) return summary;
-  log::info(strfmt("%d of %d cells to run (%d done, %d failed before%s), %d at a time, %d threads each",
-                   static_cast<int>(queue.size()), total, summary.done, summary.failed + retried,
-                   retried > 0 ? strfmt(": %d retried", retried).c_str() : "", o.jobs,
-                   spec.threads ? spec.threads : o.threads_per_cell));
+  const int to_run = static_cast<int>(queue.size());
+  log::info(strfmt("%d of %d cells to run%s (%d done, %d failed before%s), %d at a time, %d threads each", to_run,
+                   total, o.max_cells > 0 && o.max_cells < to_run ? strfmt(", %d of them now (--max-cells)", o.max_cells).c_str() : "",
+                   summary.done, summary.failed + retried, retried > 0 ? strfmt(": %d retried", retried).c_str() : "",
+                   o.jobs, spec.threads ? spec.threads : o.threads_per_cell));
   // Cells that will run at once here; each takes its share of the memory 'auto' stands for.
   std::int64_t at_once = std::min<std::int64_t>(o.jobs, static_cast<std::int64_t>(queue.size()));
   if (o.max_cells > 0) at_once = std::min<std::int64_t>(at_once, o.max_cells);
@@ -219,8 +227,13 @@ RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
       if (cell->id == o.interrupt_cell && o.interrupt_at >= 0)
         argv.insert(argv.end(), {"--interrupt-at", std::to_string(o.interrupt_at)});
       const std::string state = cell_state(*cell);
+      std::error_code ec;
+      const char* what = state == "new" ? "starting"
+                         : fs::exists(dir_of(*cell) + "/checkpoint.h5", ec)
+                             ? "continuing from its checkpoint"
+                             : "starting again (it stopped before its first checkpoint)";
       log::info(strfmt("[%d/%d] %s: %s", summary.done + summary.failed + static_cast<int>(running.size()) + 1, total,
-                       cell->id.c_str(), state == "new" ? "starting" : "continuing from its checkpoint"));
+                       cell->id.c_str(), what));
       // The child is a process of its own even when this one is an mpirun rank.
       const pid_t pid = spawn_process(argv, dir_of(*cell) + "/log.txt",
                                       {"OMP_NUM_THREADS=" + std::to_string(threads)},

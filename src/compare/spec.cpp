@@ -425,6 +425,9 @@ Config identity_settings(const Config& config) {
   }
   c.run.threads = 0;
   c.optim.minutes = 0;  // a comparison given more (or fewer) minutes continues its cells
+  // An ansatz without parameters ('hf') is not trained: its optimizer and pretraining settings
+  // change nothing (a user audit: a done baseline cell was refused after an optim override went)
+  if (!ansatz_is_trainable(c.model.type)) c.optim = OptimOptions{}, c.pretrain = PretrainOptions{};
   c.run.output.clear();  // the comparison places its cells: a copied comparison continues in the copy
   return c;
 }

@@ -19,6 +19,10 @@ std::string training_run_marker(const std::string& dir);
 /// when none of them is there.
 std::string comparison_marker(const std::string& dir);
 
+/// The file that marks a run directory under a profile's <output>/runs/ as the profile's own
+/// scratch run, which a later profile replaces. A training run started there (--force) removes it.
+inline constexpr const char* kProfileScratchMarker = "profile_scratch.txt";
+
 /// What marks `dir` as a profile's output (nnvmc profile): "profile.json" or "profile.h5"; ""
 /// when neither is there.
 std::string profile_marker(const std::string& dir);

@@ -50,7 +50,7 @@ void profiler_stop(OpProfiler& profiler, StageRecorder& recorder, std::vector<st
 
 /// A scratch run directory's marker file: a run directory under <output>/runs/ without it is
 /// a user's run, which profile never replaces.
-constexpr const char* kScratchMarker = "profile_scratch.txt";
+constexpr const char* kScratchMarker = io::kProfileScratchMarker;
 
 /// Name of a run directory under <output>/runs/: the molecule's name (a frame's STEM@K as
 /// STEM_K; `batch` for several molecules), with characters other than letters, digits, - and _

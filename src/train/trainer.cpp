@@ -321,8 +321,10 @@ void Trainer::prepare_new_output() const {
     }
     log::info("--force: the previous run in " + output_ + " is kept as *.previous until this run's first checkpoint");
   }
-  // nothing of an earlier run or start may survive to be mixed with this one
+  // nothing of an earlier run or start may survive to be mixed with this one (nor the mark of a
+  // profile's scratch run: a later profile would replace this run)
   for (const char* f : kPreviousRunFiles) fs::remove(out / f, ec);
+  fs::remove(out / io::kProfileScratchMarker, ec);
   for (const char* f : {"checkpoint.h5.tmp", "config.yaml.tmp", "summary.json.tmp"}) fs::remove(out / f, ec);
 }
 
@@ -400,14 +402,15 @@ Trainer::UnfinishedStart::~UnfinishedStart() {
     if (restored + kept == 0) made_dirs.remove_if_empty();
     const bool removed_dir = !made_dirs.made.empty() && !fs::exists(out, ec);
     if (kept > 0)
-      log::warn("the run stopped before it trained; the run it was to replace (--force) could not be put back "
-                "entirely: rename its *.previous files in " + dir + " back by hand");
+      log::warn("the run stopped before its first checkpoint; the run it was to replace (--force) could not be put "
+                "back entirely: rename its *.previous files in " + dir + " back by hand");
     else if (restored > 0)
-      log::warn("the run stopped before it trained: the run it was to replace (--force) is back in " + dir);
+      log::warn("the run stopped before its first checkpoint: the run it was to replace (--force) is back in " + dir);
     else if (removed_dir)
-      log::warn("the run stopped before it trained: nothing to resume, the directory it made (" + dir + ") is removed");
+      log::warn("the run stopped before its first checkpoint: nothing to resume, the directory it made (" + dir +
+                ") is removed");
     else
-      log::warn("the run stopped before it trained: nothing to resume, its files in " + dir + " are removed");
+      log::warn("the run stopped before its first checkpoint: nothing to resume, its files in " + dir + " are removed");
   } catch (...) {
   }
 }
@@ -826,7 +829,8 @@ TrainOutcome Trainer::run(bool final_eval) {
     auto bookkeeping = timers_.scope("bookkeeping");  // results, progress line, checkpoint: to the end
     open_results();  // (a resume's files are cut back to iteration_, the checkpoint's: before it moves on)
     iteration_ = t + 1;
-    unfinished_.dir.clear();  // it has trained: a later failure keeps its rows (and any *.previous) for a look
+    // (a start stays unfinished until its first checkpoint: one that trained but could not write
+    // it, on a full disk, took its files back and left the run it replaced set aside)
     // Run-level series: means over the iteration's molecules (for one molecule, its values);
     // per-molecule series in train/<name>/, NaN where a molecule was not in the batch.
     double energy = 0, var = 0, acc = 0, step = 0, excluded = 0;

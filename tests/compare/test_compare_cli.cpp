@@ -422,6 +422,15 @@ TEST(CompareCli, MinutesBudgetEndsTrainingOnTheClockThenEvaluates) {
   EXPECT_EQ(kept["status"], "done");
   EXPECT_EQ(kept["energy"], k["energy"]);
   EXPECT_TRUE(kept.contains("continuation_failed"));
+  // A done cell without its checkpoint cannot train new minutes: said so, result kept (it tried,
+  // and advised 'train --resume' or --force, neither of which helps a cell)
+  fs::remove(dir + "/cells/tiny__he/checkpoint.h5");
+  const auto gone = run("compare " + file + " --no-plots minutes=0.03");
+  EXPECT_EQ(gone.code, 0) << gone.out;
+  EXPECT_NE(gone.out.find("tiny__he: done, but its checkpoint.h5 is gone, so it cannot train its new minutes"),
+            std::string::npos)
+      << gone.out;
+  EXPECT_EQ(cell_json(dir, "tiny__he")["energy"], k["energy"]);
 }
 
 // A run-config entry (a configs/models/ file, say) is a whole run config: `base:` does not apply
@@ -496,6 +505,11 @@ TEST(CompareCli, CtrlCBeforeACellsFirstCheckpointSaysItStartsAgain) {
   EXPECT_NE(log.find("tiny__h: interrupted before its first checkpoint; it starts again when the comparison resumes"),
             std::string::npos)
       << log;
+  // Run again as it was, it says that it starts again (it said "continuing from its checkpoint",
+  // which it did not have); stopped again in its pretraining
+  const auto same = run_shell("timeout -s INT 3 " + std::string(NNVMC_EXE) + " compare " + file + " --no-plots");
+  EXPECT_NE(same.out.find("tiny__h: starting again (it stopped before its first checkpoint)"), std::string::npos)
+      << same.out;
   // ... and may start again with other settings, e.g. a shorter pretraining (a user audit: it was
   // refused as a cell "run with a different configuration")
   std::ofstream(file) << "ansatze: [{label: tiny, type: ferminet, ferminet: {hidden_dims: [[8, 4]], determinants: 1}}]\n"

@@ -45,6 +45,17 @@ std::string error_of(const std::string& text, const std::vector<std::string>& ov
 
 }  // namespace
 
+// A baseline cell of the 'hf' ansatz is not trained: an override of the optimizer or the
+// pretraining leaves its identity, so its done result is kept (it was refused as a cell run with
+// "a different configuration"); a trained ansatz's cell changes with them.
+TEST(CompareSpec, OptimizerSettingsDoNotChangeTheIdentityOfAnUntrainedBaselineCell) {
+  const std::string text = "ansatze: [{type: hf}, {type: ferminet}]\nmolecules: [h2]\noutput: /tmp/nnvmc_spec_hf\n";
+  const auto plain = parse_compare_spec(text, {}, "cmp.yaml");
+  const auto changed = parse_compare_spec(text + "overrides: [optim.lr=0.5, pretrain.steps=7]\n", {}, "cmp.yaml");
+  EXPECT_EQ(cell_identity(plain.cells.at(0).config), cell_identity(changed.cells.at(0).config));  // hf
+  EXPECT_NE(cell_identity(plain.cells.at(1).config), cell_identity(changed.cells.at(1).config));  // ferminet
+}
+
 TEST(CompareSpec, ExpandsAnsatzeTimesMoleculesTimesAxesWithTheCommonBudget) {
   const auto spec = parse_compare_spec(kTwoSizes + "laplacian: [forward, reverse]\n", {}, "cmp.yaml");
   ASSERT_EQ(spec.cells.size(), 8u);  // 2 ansätze × 2 molecules × 2 Laplacians
