@@ -39,6 +39,9 @@ common="optim.iterations=1000000 $base"
 echo "start: $(date) $(uptime)" > "$OUT/load.txt"
 
 # 1. Joint training on the five bond lengths, stopped (checkpoint) after JOINT_MINUTES.
+# Earlier runs in OUT go first: a start that ends before its first checkpoint puts the run it
+# replaced (--force) back, whose checkpoint would pass for this one's.
+rm -rf "$OUT/joint" "$OUT/scratch.start" "$OUT/finetune" "$OUT/scratch" "$OUT"/*.h5 "$OUT"/*.status "$OUT"/*.eval.json
 "$BIN" train configs/runs/lih_orbformer_transfer.yaml run.output="$OUT/joint" $common run.checkpoint_every=5 \
   > "$OUT/joint.log" 2>&1 &
 pid=$!

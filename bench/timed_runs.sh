@@ -6,6 +6,9 @@
 # log, so no earlier result in OUT is reported as this one's.
 
 timed_train() {  # name config seconds
+  # (not only --force: a start that ends before its first checkpoint puts the replaced run back,
+  # whose checkpoint would then pass for this run's)
+  rm -rf "${OUT:?}/$1"
   rc=0
   timeout -s INT "$3" "$BIN" train --force "$2" run.output="$OUT/$1" $COMMON > "$OUT/$1.log" 2>&1 || rc=$?
   [ "$rc" = 0 ] || [ "$rc" = 124 ] || { echo "$1: training failed (exit $rc), see $OUT/$1.log" >&2; return 1; }

@@ -25,26 +25,70 @@ MetropolisSampler::MetropolisSampler(const SamplerOptions& options, const System
   walker_ids_ = torch::arange(part_.offset, part_.offset + part_.count, tensor_.dtype(torch::kInt64));
 }
 
+namespace {
+/// First ionization energies (eV, NIST) of H–Kr: which atom of a cation gives up an electron.
+constexpr double kIonizationEv[] = {13.598, 24.587, 5.392, 9.323, 8.298, 11.260, 14.534, 13.618, 17.423, 21.565,
+                                    5.139,  7.646,  5.986, 8.152, 10.487, 10.360, 12.968, 15.760, 4.341, 6.113,
+                                    6.561,  6.828,  6.746, 6.767, 7.434, 7.902, 7.881, 7.640, 7.726, 9.394,
+                                    5.999,  7.900,  9.789, 9.752, 11.814, 14.000};
+
+/// How hard it is to take one more electron from an atom of charge Z that holds `electrons`
+/// (eV, for ordering only): its first ionization energy (7 eV beyond Kr), tripled for each
+/// electron it has already given up, so that a cation's holes spread over its atoms.
+double removal_cost(int Z, int electrons) {
+  const int n = static_cast<int>(sizeof(kIonizationEv) / sizeof(kIonizationEv[0]));
+  const double first = Z >= 1 && Z <= n ? kIonizationEv[Z - 1] : 7.0;
+  return first * (1 + 2 * std::max(0, Z - electrons));
+}
+
+/// Z_eff²/n² of the outermost of `electrons` electrons (≥ 1) on a nucleus of charge Z, by
+/// Slater's screening over shells of 2, 8, 8, 18, 18, 32: how tightly an added electron is
+/// bound (which atom of an anion takes the extra electron: O over H in OH⁻).
+double outermost_binding(int Z, int electrons) {
+  constexpr int kCapacity[] = {2, 8, 8, 18, 18, 32};
+  constexpr int kShells = static_cast<int>(sizeof(kCapacity) / sizeof(kCapacity[0]));
+  int shell = 0, first = 0;
+  while (shell + 1 < kShells && electrons - 1 >= first + kCapacity[shell]) first += kCapacity[shell++];
+  double screening = (electrons - 1 - first) * (shell == 0 ? 0.30 : 0.35);
+  for (int s = 0; s < shell; ++s) screening += (s + 1 == shell ? 0.85 : 1.0) * kCapacity[s];
+  const double z_eff = std::max(0.0, Z - screening), n = shell + 1;
+  return z_eff * z_eff / (n * n);
+}
+}  // namespace
+
 std::vector<int> MetropolisSampler::initial_assignment(const System& system) {
-  // Electrons per atom: neutral counts, then remove (cation) / add (anion) round-robin.
+  // Electrons per atom: neutral counts; a cation's missing electrons come off the atom that
+  // gives one up most easily (removal_cost), an anion's extra ones go where the next electron is
+  // bound most (LiH⁺: off Li, not off H, the last atom, as before: chains that started with H's
+  // electron on Li took tens of thousands of steps to move it, 150 mEh above E_HF).
   const int m = static_cast<int>(system.atoms.size());
   std::vector<int> count(m);
   for (int i = 0; i < m; ++i) count[i] = system.atoms[i].Z;
-  for (int c = system.charge, i = 0; c != 0; i = (i + 1) % m) {
-    const int a = c > 0 ? m - 1 - i : i;  // remove from the last atoms, add to the first
-    if (c > 0 && count[a] == 0) continue;
-    count[a] += c > 0 ? -1 : 1;
-    c += c > 0 ? -1 : 1;
+  for (int c = system.charge; c != 0; c += c > 0 ? -1 : 1) {
+    int best = -1;
+    double best_binding = 0;
+    for (int a = 0; a < m; ++a) {
+      if (c > 0 && count[a] == 0) continue;
+      const double b = c > 0 ? removal_cost(system.atoms[a].Z, count[a]) : outermost_binding(system.atoms[a].Z, count[a] + 1);
+      if (best < 0 || (c > 0 ? b < best_binding : b > best_binding)) best = a, best_binding = b;  // (ties: the first)
+    }
+    if (best < 0) break;  // (no electrons left: validate() refuses such a charge)
+    count[best] += c > 0 ? -1 : 1;
   }
-  // Alternate spins within each atom, preferring the spin with more electrons left.
+  // Spins paired on each atom (an odd electron up), as far as the electrons of each spin left
+  // allow: a 1s² core has one of each. (Alternating by the spin with more left gave Li of
+  // [Li, H]⁺ two up electrons and H the down one, and its chains drifted for thousands of steps.)
   std::vector<int> up, down;
   int up_left = system.n_up(), down_left = system.n_down();
-  for (int a = 0; a < m; ++a)
-    for (int e = 0; e < count[a]; ++e) {
-      const bool take_up = up_left > 0 && (up_left >= down_left || down_left == 0);
-      (take_up ? up : down).push_back(a);
-      (take_up ? up_left : down_left) -= 1;
-    }
+  for (int a = 0; a < m; ++a) {
+    int u = std::min(up_left, (count[a] + 1) / 2);
+    const int d = std::min(down_left, count[a] - u);
+    u = std::min(up_left, count[a] - d);  // (too few down electrons left: the rest up)
+    up.insert(up.end(), static_cast<std::size_t>(u), a);
+    down.insert(down.end(), static_cast<std::size_t>(d), a);
+    up_left -= u;
+    down_left -= d;
+  }
   up.insert(up.end(), down.begin(), down.end());
   return up;
 }

@@ -65,6 +65,8 @@ def main(out):
     for m in mols:
         for s in m["top_level_stages"] + [k for k in m["stages"] if "." in k]:
             g = m["stages"][s]["groups"]
+            if g is None:  # not profiled (--profile-iterations 0)
+                continue
             tot = sum(g[x]["seconds"] for x in GROUPS)
             if tot > 0:
                 rows.append((f'{m["molecule"]}:{s}', [g[x]["seconds"] / tot for x in GROUPS]))

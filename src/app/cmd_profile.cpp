@@ -58,8 +58,9 @@ void run_profile_command(ProfileArgs& a) {
   a.options.roofline = !a.no_roofline;
   // Ctrl-C stops the profile at an iteration's end (run_profile then removes what it made)
   Trainer::install_signal_handlers();
+  a.options.write_outputs = true;
+  a.options.plots = !a.no_plots;
   const profile::ProfileReport r = profile::run_profile(ra.file, ra.overrides, a.options);
-  profile::write_profile_outputs(r, a.options.output, !a.no_plots);
   // The result on stdout (the log, on stderr, may be silenced with --log-level warn).
   for (const auto& m : r.molecules) {
     std::string line = strfmt("%-8s N=%-3d %.4f s/iteration:", m.molecule.c_str(), m.n_electrons, m.iteration_seconds);

@@ -23,6 +23,10 @@ struct ProfileOptions {
   int profiled = 2;                    ///< iterations under the operator profiler (0: none)
   std::string output;                  ///< output directory (run directories go under runs/)
   bool roofline = true;                ///< measure the roofline
+  /// Also write profile.json, profile.h5 and report.md (with plots when `plots`) into `output`
+  /// before returning, while --output is still locked (false: the caller writes them).
+  bool write_outputs = false;
+  bool plots = true;
 };
 
 /// Stages that are not tensor work (results files, progress lines, checkpoints): reported,

@@ -89,7 +89,13 @@ nlohmann::json to_json(const ProfileReport& r) {
                          {"op_coverage", number(m.profiled_wall > 0 ? m.profiled_ops / m.profiled_wall : NAN)},
                          {"top_level_stages", top_level_stages(m)},
                          {"iteration_series", m.iteration_series}, {"stage_series", m.stage_series}};
-    for (const auto& [s, st] : m.stages) mj["stages"][s] = stage_json(st);
+    for (const auto& [s, st] : m.stages) {
+      mj["stages"][s] = stage_json(st);
+      if (r.options.profiled == 0)  // not profiled: no operator figures, rather than zeros
+        for (const char* k : {"profiled_wall_seconds", "op_seconds", "op_coverage", "flops", "bytes", "intensity",
+                              "gflops", "groups"})
+          mj["stages"][s][k] = nullptr;
+    }
     j["molecules"].push_back(mj);
   }
   for (const auto& [s, f] : r.time_scaling)
@@ -118,6 +124,10 @@ void write_h5(const ProfileReport& r, const std::string& path, const nlohmann::j
       sec[a * S + b] = f->second.seconds;
       peak[a * S + b] = f->second.peak_bytes;
       held[a * S + b] = f->second.held_bytes;
+      if (r.options.profiled == 0) {  // not profiled: NaN, not zeros
+        for (std::int64_t g = 0; g < G; ++g) groups[(a * S + b) * G + g] = NAN;
+        continue;
+      }
       flops[a * S + b] = f->second.ops.flops();
       bytes[a * S + b] = f->second.ops.bytes();
       for (std::int64_t g = 0; g < G; ++g) {

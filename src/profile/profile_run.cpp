@@ -144,11 +144,6 @@ MoleculeProfile profile_molecule(const std::string& config_path, std::vector<std
     overrides.push_back(kv);
   const Config config = load_config(config_path, overrides);
   Trainer trainer(config);
-  {
-    std::ofstream marker(dir + "/" + kScratchMarker);
-    marker << "A scratch run of 'nnvmc profile': a profile into the same --output replaces this directory.\n";
-    if (!marker) throw InputError("profile: --output " + o.output + ": cannot write " + dir + "/" + kScratchMarker);
-  }
   const auto& setup = trainer.setup();
   MoleculeProfile m;
   // A config of several molecules trains a batch of them per iteration: the row is that batch
@@ -218,6 +213,11 @@ MoleculeProfile profile_molecule(const std::string& config_path, std::vector<std
   const TrainOutcome outcome = trainer.run(/*final_eval=*/false);
   trainer.timers().set_observer(nullptr);
   if (outcome.interrupted) throw Interrupted("profile: interrupted (nothing written)");
+  {  // (after the run: its first checkpoint drops any mark, as a user's run started there does)
+    std::ofstream marker(dir + "/" + kScratchMarker);
+    marker << "A scratch run of 'nnvmc profile': a profile into the same --output replaces this directory.\n";
+    if (!marker) throw InputError("profile: --output " + o.output + ": cannot write " + dir + "/" + kScratchMarker);
+  }
   report.stage_clock = recorder.event_clock() ? "cuda events" : cuda >= 0 ? "host clock, device synchronised" : "host clock";
 
   m.iteration_seconds = median(iteration);
@@ -375,6 +375,8 @@ ProfileReport run_profile(const std::string& config_path, const std::vector<std:
     r.time_scaling[s] = fit_power_law(ne, t);
     if (s != "iteration") r.memory_scaling[s] = fit_power_law(ne, mem);
   }
+  // (under the lock: another profile into this --output waits for the report too)
+  if (options.write_outputs) write_profile_outputs(r, options.output, options.plots);
   return r;
 }
 

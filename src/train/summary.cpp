@@ -34,7 +34,7 @@ nlohmann::json eval_json(const EvalResult& r) {
 
 std::string eval_text(const EvalResult& r) {
   const bool reblocked = r.error_method == "reblocking";
-  const bool one_sample = !std::isfinite(r.stats.error);  // (no error bar, variance or τ)
+  const bool one_sample = static_cast<long long>(r.steps) * r.walkers - r.excluded <= 1;  // (no error bar, variance or τ)
   if (one_sample)
     return strfmt("energy   %.6f Eh  (one sample: no error bar)\n"
                   "acceptance %.2f at step size %.4f\n%d steps x %d walkers\n"

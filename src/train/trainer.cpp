@@ -321,10 +321,8 @@ void Trainer::prepare_new_output() const {
     }
     log::info("--force: the previous run in " + output_ + " is kept as *.previous until this run's first checkpoint");
   }
-  // nothing of an earlier run or start may survive to be mixed with this one (nor the mark of a
-  // profile's scratch run: a later profile would replace this run)
+  // nothing of an earlier run or start may survive to be mixed with this one
   for (const char* f : kPreviousRunFiles) fs::remove(out / f, ec);
-  fs::remove(out / io::kProfileScratchMarker, ec);
   for (const char* f : {"checkpoint.h5.tmp", "config.yaml.tmp", "summary.json.tmp"}) fs::remove(out / f, ec);
 }
 
@@ -425,16 +423,27 @@ void Trainer::commit_resumed_output() {
     throw WriteError(std::string("run.output: cannot write to '") + output_ + "': " + e.what());
   }
   io::remove_quietly(output_ + "/summary.json");  // describes the evaluation removed below
+  io::remove_quietly(output_ + "/" + io::kProfileScratchMarker);  // a continued scratch run is the user's
   try {
     std::optional<io::H5File> opened;
     try {
       opened.emplace(path, io::H5File::Mode::append);
     } catch (const CheckpointError&) {
       // A write refused by a file-size limit leaves the file shorter than the end its superblock
-      // records, which HDF5 refuses whole: extended to that end, its rows are read again.
-      if (!io::repair_truncated_hdf5(path)) throw;
+      // records, which HDF5 refuses whole: extended to that end, its rows are read again (and
+      // its run id checked, which could not be read before); one that still cannot be read goes
+      // back to its own bytes before it is set aside.
+      std::error_code ec;
+      const auto size = fs::file_size(path, ec);
+      if (ec || !io::repair_truncated_hdf5(path)) throw;
+      try {
+        check_run_id(path);
+        opened.emplace(path, io::H5File::Mode::append);
+      } catch (const CheckpointError&) {
+        fs::resize_file(path, size, ec);
+        throw;
+      }
       log::warn(path + ": ended before its recorded end (a write that failed); extended to it and read again");
-      opened.emplace(path, io::H5File::Mode::append);
     }
     io::H5File& results = *opened;
     // Every series is made consistent with the checkpoint we resume from: training rows written
@@ -577,6 +586,9 @@ void Trainer::write_checkpoint() {
         previous_run_cleared_ = true;  // this run can now be continued: the one it replaced (--force) goes
         std::error_code ec;
         for (const char* f : kPreviousRunFiles) fs::remove(fs::path(output_) / (std::string(f) + ".previous"), ec);
+        // and so does the mark of a profile's scratch run it replaced or continues: a later
+        // profile would replace this run (a profile marks its own runs after they end)
+        fs::remove(fs::path(output_) / io::kProfileScratchMarker, ec);
       }
     } catch (...) {
       failed = std::current_exception();

@@ -507,7 +507,7 @@ TEST(CompareCli, CtrlCBeforeACellsFirstCheckpointSaysItStartsAgain) {
       << log;
   // Run again as it was, it says that it starts again (it said "continuing from its checkpoint",
   // which it did not have); stopped again in its pretraining
-  const auto same = run_shell("timeout -s INT 3 " + std::string(NNVMC_EXE) + " compare " + file + " --no-plots");
+  const auto same = run_shell("timeout -s INT 8 " + std::string(NNVMC_EXE) + " compare " + file + " --no-plots");
   EXPECT_NE(same.out.find("tiny__h: starting again (it stopped before its first checkpoint)"), std::string::npos)
       << same.out;
   // ... and may start again with other settings, e.g. a shorter pretraining (a user audit: it was

@@ -971,11 +971,11 @@ TEST(Cli, AWriteRefusedByAFileSizeLimitKeepsResultH5sHistory) {
     return std::vector<double>(a.as<double>(), a.as<double>() + a.numel());
   };
   const auto before = read("train/energy");
-  // (room for a few hundred more rows: the failing write then lies past the limit, and leaves
+  // (120 KiB: room for a few hundred more rows: the failing write then lies past the limit, and leaves
   // the file shorter than its recorded end)
-  const auto limit_kib = fs::file_size(dir + "/result.h5") / 1024 + 120;
-  const auto limited = run_shell("sh -c 'ulimit -f " + std::to_string(limit_kib) + " && exec " + std::string(NNVMC_EXE) +
-                                 " train --resume " + dir + " optim.iterations=2000'");
+  const auto limit = fs::file_size(dir + "/result.h5") + 120 * 1024;
+  const auto limited = run_shell("prlimit --fsize=" + std::to_string(limit) + " " + std::string(NNVMC_EXE) +
+                                 " train --resume " + dir + " optim.iterations=2000");
   ASSERT_EQ(limited.code, 1) << limited.out;
   EXPECT_NE(limited.out.find("File too large"), std::string::npos) << limited.out;
   const auto resumed = run("train --resume " + dir + " optim.iterations=2000 --log-level warn");
@@ -1009,8 +1009,8 @@ TEST(Cli, AForceStartThatCannotWriteItsFirstCheckpointPutsThePreviousRunBack) {
     return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   };
   const auto checkpoint = bytes(dir + "/checkpoint.h5"), results = bytes(dir + "/result.h5");
-  const auto failed = run_shell("sh -c 'ulimit -f 24 && exec " + std::string(NNVMC_EXE) + " train " + cfg +
-                                " --force optim.iterations=50'");
+  const auto failed = run_shell("prlimit --fsize=12288 " + std::string(NNVMC_EXE) + " train " + cfg +
+                                " --force optim.iterations=50");
   EXPECT_EQ(failed.code, 1) << failed.out;
   EXPECT_NE(failed.out.find("the run it was to replace (--force) is back in"), std::string::npos) << failed.out;
   EXPECT_EQ(bytes(dir + "/checkpoint.h5"), checkpoint);
