@@ -1387,6 +1387,11 @@ TEST(Cli, AProfileThatFailsOrIsInterruptedLeavesWhatWasThereAndNothingElse) {
   EXPECT_FALSE(fs::exists(out + "/roofline.png")) << "an old plot beside a report without one";
   EXPECT_TRUE(fs::exists(out + "/report.md"));
   ASSERT_EQ(run("profile " + cfg + " --molecules h" + flags).code, 0);  // its own scratch run is replaced
+  // a scratch run the user continues is the user's: the next profile refuses it (it was replaced)
+  ASSERT_EQ(run("train --resume " + out + "/runs/h optim.iterations=5 eval.steps=2").code, 0);
+  EXPECT_FALSE(fs::exists(out + "/runs/h/profile_scratch.txt"));
+  EXPECT_EQ(run("profile " + cfg + " --molecules h" + flags).code, 2);
+  EXPECT_TRUE(fs::exists(out + "/runs/h/summary.json"));
   // a training run started over a scratch run (--force) is the user's: the next profile refuses it
   ASSERT_EQ(run("train " + write_config("nnvmc_profile_users_run.yaml", kTiny) + " --force run.output=" + out +
                 "/runs/h").code, 0);
