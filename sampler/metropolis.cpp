@@ -33,8 +33,8 @@ constexpr double kIonizationEv[] = {13.598, 24.587, 5.392, 9.323, 8.298, 11.260,
                                     5.999,  7.900,  9.789, 9.752, 11.814, 14.000};
 
 /// How hard it is to take one more electron from an atom of charge Z that holds `electrons`
-/// (eV, for ordering only): its first ionization energy (7 eV beyond Kr), tripled for each
-/// electron it has already given up, so that a cation's holes spread over its atoms.
+/// (eV, for ordering only): its first ionization energy (7 eV beyond Kr), times 1 + 2k once it
+/// has given up k electrons, so that a cation's holes spread over its atoms.
 double removal_cost(int Z, int electrons) {
   const int n = static_cast<int>(sizeof(kIonizationEv) / sizeof(kIonizationEv[0]));
   const double first = Z >= 1 && Z <= n ? kIonizationEv[Z - 1] : 7.0;

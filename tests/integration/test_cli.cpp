@@ -956,7 +956,7 @@ TEST(Cli, AResumeWhileAnotherProgramHasResultH5OpenIsRefusedAndTheFileKept) {
   fs::remove_all(dir);
 }
 
-// A write refused by a file-size limit (ulimit -f) stops the run with a checkpoint, and the
+// A write refused by a file-size limit (prlimit --fsize) stops the run with a checkpoint, and the
 // next resume keeps result.h5's history: HDF5 had allocated past the limit, left the file shorter
 // than its recorded end and refused to open it, so the resume set it aside as result.h5.damaged
 // and went on with NaN rows (a second such resume replaced that copy). The failed rows are NaN,
