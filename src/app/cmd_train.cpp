@@ -28,7 +28,7 @@ namespace fs = std::filesystem;
 /// change them without a warning (e.g. more threads, or the GPU for the later iterations).
 const char* const kExecutionSettings[] = {"run.threads",      "run.walker_threads", "run.cuda_graphs",
                                           "run.memory_budget", "run.checkpoint_every", "run.device",
-                                          "run.name",          "optim.iterations"};
+                                          "run.name",          "optim.iterations",     "optim.minutes"};
 
 /// Keys whose change a resume refuses: the model (the parameters belong to it) and how a run
 /// starts (pretraining, model.init_from), which a resumed run has done already.

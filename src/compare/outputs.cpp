@@ -284,6 +284,10 @@ int write_outputs(const CompareSpec& spec, const std::vector<Reference>& referen
   fs::create_directories(spec.output);
   write_csv(spec.output + "/compare.csv", rows, stages);
   write_h5(spec.output + "/compare.h5", spec, rows, stages);
+  // A previous run's plots would stand beside a report that says they were not made: only the
+  // names the plotting script writes are removed.
+  std::error_code ec;
+  for (const char* plot : {"energy_vs_time.png", "final_errors.png", "plot.log"}) fs::remove(fs::path(spec.output) / plot, ec);
   std::string note;
   if (!info.plots) note = "plots disabled (--no-plots)";
   else if (!run_python_script("plot_compare.py", {spec.output}, spec.output + "/plot.log", note) && note.empty())

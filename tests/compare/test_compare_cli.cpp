@@ -565,6 +565,10 @@ TEST(CompareCli, RunConfigEntriesMoleculeFilesADtypeAxisMaxCellsPlotsAndRetries)
     const std::string md((std::istreambuf_iterator<char>(in)), {});
     EXPECT_NE(md.find("1 ansätze × 2 molecules × the axes' entries = 4 cells"), std::string::npos) << md;
   }
+  // a report without plots has no old plots beside it (they stood beside "Not made")
+  ASSERT_EQ(run("compare " + file + " --no-plots").code, 0);
+  EXPECT_FALSE(fs::exists(dir + "/energy_vs_time.png"));
+  EXPECT_FALSE(fs::exists(dir + "/final_errors.png"));
 
   // --retry-failed runs a failed cell again; without it a failed cell stays failed
   const auto [bad, bad_dir] = setup("nnvmc_compare_retry",

@@ -1051,6 +1051,10 @@ TEST(Cli, ResumeFromTheCommandLineEndsWhereAnUninterruptedRunEnds) {
   EXPECT_EQ(jr["timings_from_iteration"], 2);
   EXPECT_EQ(jr["energy"].get<double>(), js["energy"].get<double>());
   EXPECT_EQ(c.out.find("changed settings"), std::string::npos) << c.out;  // an override to the same value
+  // a budget is not a change to the chain (a new optim.minutes was warned about)
+  const auto budget = run("train --resume " + resumed + " optim.minutes=30 --log-level warn");
+  ASSERT_EQ(budget.code, 0) << budget.out;
+  EXPECT_EQ(budget.out.find("changed settings"), std::string::npos) << budget.out;
   // a resume that changes how the chain runs says so, and so does one with nothing left to train
   const auto d = run("train --resume " + resumed + " optim.lr=0.002 --log-level warn");
   ASSERT_EQ(d.code, 0) << d.out;
