@@ -51,7 +51,7 @@ void print_summary(const ccsd::CcsdRun& run, const CcsdArgs& a) {
   const auto& cc = run.cc;
   std::printf("molecule %s  basis %s  n_basis %d  frozen %d  %s\n", a.molecule.c_str(), a.basis.c_str(),
               run.rhf.n_basis, run.n_frozen,
-              run.n_cholesky ? strfmt("Cholesky tau %.1e (%d vectors%s)", a.cholesky, run.n_cholesky,
+              run.n_cholesky ? strfmt("Cholesky tau %g (%d vectors%s)", a.cholesky, run.n_cholesky,
                                       run.scf_cholesky ? ", also for the RHF" : "; RHF on exact ERIs").c_str()
                              : "conventional integrals");
   std::printf("E(HF)       %18.10f\n", cc.e_hf);
@@ -180,7 +180,9 @@ void run_ccsd_command(const CcsdArgs& a) {
   j["cholesky_tau"] = a.cholesky;
   j["scf_integrals"] = run.scf_cholesky ? "cholesky" : "exact";
   j["e_hf"] = run.cc.e_hf;
+  j["e_nuc"] = run.rhf.e_nuc;
   j["e_ccsd"] = run.cc.e_ccsd;
+  j["e_corr"] = run.cc.e_corr;
   if (a.triples) {  // null when not computed, never a (T) of 0
     j["e_t"] = triples_computed(run) ? nlohmann::json(run.cc.e_t + 0.0) : nlohmann::json();
     j["e_ccsd_t"] = triples_computed(run) ? nlohmann::json(run.cc.e_ccsd_t) : nlohmann::json();

@@ -658,6 +658,13 @@ TEST(Cli, ScfWithCholeskyJKAgreesWithExactIntegrals) {
   ASSERT_EQ(exact.code, 0) << exact.out;
   ASSERT_EQ(chol.code, 0) << chol.out;
   EXPECT_EQ(json_of(chol.out)["cholesky_tau"].get<double>(), 1e-8);
+  // the text says so too (it read like an exact-integral E_HF), and ccsd states tau in full
+  EXPECT_NE(run("scf h2o --basis cc-pvdz --threads 1 --cholesky 1e-8").out.find("J/K from Cholesky vectors (tau 1e-08)"),
+            std::string::npos);
+  EXPECT_NE(run("ccsd h2o --basis sto-3g --cholesky 1.25e-5").out.find("Cholesky tau 1.25e-05"), std::string::npos);
+  const auto cc = json_of(run("ccsd h2o --basis sto-3g --json").out);  // with the terms its text gives
+  EXPECT_NEAR(cc["e_corr"].get<double>(), cc["e_ccsd"].get<double>() - cc["e_hf"].get<double>(), 1e-12);
+  EXPECT_NEAR(cc["e_nuc"].get<double>(), json_of(exact.out)["e_nuc"].get<double>(), 1e-12);
   EXPECT_NEAR(json_of(chol.out)["e_hf"].get<double>(), json_of(exact.out)["e_hf"].get<double>(), 1e-7);
   expect_input_error("scf h2o --cholesky -1", "cholesky");
 }
