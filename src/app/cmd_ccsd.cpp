@@ -97,9 +97,10 @@ void print_summary(const ccsd::CcsdRun& run, const CcsdArgs& a) {
     std::printf("(T), in all:\n");
     table(true, "", 1);
   }
-  if (a.explain)
+  if (a.explain) {
     for (const auto& p : cc.plans) std::printf("%s", p.c_str());
     for (const auto& [term, n] : cc.plans_not_shown) std::printf("%s: %d more distinct plan(s) not shown\n", term.c_str(), n);
+  }
 }
 
 void run_ccsd_command(const CcsdArgs& a) {
