@@ -24,7 +24,7 @@ namespace nnvmc::app {
 namespace {
 namespace fs = std::filesystem;
 
-/// Settings that choose how a run is executed, not which Markov chain it follows: a resume may
+/// Settings that choose how (and how long) a run is executed, not which Markov chain it follows: a resume may
 /// change them without a warning (e.g. more threads, or the GPU for the later iterations).
 const char* const kExecutionSettings[] = {"run.threads",      "run.walker_threads", "run.cuda_graphs",
                                           "run.memory_budget", "run.checkpoint_every", "run.device",

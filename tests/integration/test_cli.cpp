@@ -60,6 +60,16 @@ const std::string kTiny =
     "pretrain: {steps: 0}\n"
     "eval: {steps: 4, burn_in: 2}\n";
 
+/// A fresh (removed) output directory <tmp>/<name> and a kTiny config writing there, one thread.
+struct TinyRun {
+  std::string dir, config;
+};
+TinyRun tiny_run(const std::string& name) {
+  const auto dir = (fs::temp_directory_path() / name).string();
+  fs::remove_all(dir);
+  return {dir, write_config(name + ".yaml", kTiny + "run: {threads: 1, output: " + dir + "}\n")};
+}
+
 void expect_input_error(const std::string& args, const std::string& needle) {
   const auto r = run(args);
   EXPECT_EQ(r.code, 2) << r.out;
@@ -646,6 +656,14 @@ TEST(Cli, ScfConvergenceSettingsChangeThePathNotTheEnergy) {
   EXPECT_EQ(short_cc.code, 1) << short_cc.out;
   EXPECT_NE(short_cc.out.find("CCSD did not converge in 3 iterations (last |dE| = "), std::string::npos) << short_cc.out;
   EXPECT_NE(short_cc.out.find("raise --max-iterations, or give --allow-unconverged"), std::string::npos) << short_cc.out;
+  // the other flags reach the RHF too: its own limit, and a guess and level shift that change
+  // the path, not the energy
+  EXPECT_NE(run("ccsd " + far + " --basis cc-pvdz --scf-max-iter 2").out.find("RHF did not converge in 2 iterations"),
+            std::string::npos);
+  const auto unshifted = json_of(run("ccsd h2o --basis sto-3g --json --log-level error").out);
+  const auto shifted = json_of(run("ccsd h2o --basis sto-3g --json --log-level error --guess core --level-shift 0.2").out);
+  EXPECT_NEAR(shifted["e_hf"].get<double>(), unshifted["e_hf"].get<double>(), 1e-9);
+  EXPECT_NEAR(shifted["e_ccsd"].get<double>(), unshifted["e_ccsd"].get<double>(), 1e-8);
   const auto scf = json_of(run("scf " + far + " --basis cc-pvdz --damping 0.5 --diis-start 5 --json").out);
   EXPECT_NEAR(json_of(damped.out)["e_hf"].get<double>(), scf["e_hf"].get<double>(), 1e-8);
 }
@@ -946,10 +964,8 @@ TEST(Cli, ARunWhoseMoleculeFileIsOutOfReachResumesWithItsCheckpointsMolecule) {
 // is refused naming that, and the file keeps its history (it was set aside as result.h5.damaged
 // and the run went on in a new file whose earlier rows were NaN, exit 0).
 TEST(Cli, AResumeWhileAnotherProgramHasResultH5OpenIsRefusedAndTheFileKept) {
-  const auto dir = (fs::temp_directory_path() / "nnvmc_cli_result_open").string();
-  fs::remove_all(dir);
-  ASSERT_EQ(run("train " + write_config("nnvmc_result_open.yaml", kTiny + "run: {threads: 1, output: " + dir + "}\n"))
-                .code, 0);
+  const auto [dir, cfg] = tiny_run("nnvmc_cli_result_open");
+  ASSERT_EQ(run("train " + cfg).code, 0);
   const auto r = run_shell("flock -s " + dir + "/result.h5 " + std::string(NNVMC_EXE) + " train --resume " + dir +
                            " optim.iterations=4");
   EXPECT_EQ(r.code, 2) << r.out;
@@ -969,9 +985,7 @@ TEST(Cli, AResumeWhileAnotherProgramHasResultH5OpenIsRefusedAndTheFileKept) {
 // and went on with NaN rows (a second such resume replaced that copy). The failed rows are NaN,
 // never zeros (a full disk stored rows as 0.0 and trained on, exit 0).
 TEST(Cli, AWriteRefusedByAFileSizeLimitKeepsResultH5sHistory) {
-  const auto dir = (fs::temp_directory_path() / "nnvmc_cli_fsize_history").string();
-  fs::remove_all(dir);
-  const auto cfg = write_config("nnvmc_fsize_history.yaml", kTiny + "run: {threads: 1, output: " + dir + "}\n");
+  const auto [dir, cfg] = tiny_run("nnvmc_cli_fsize_history");
   ASSERT_EQ(run("train " + cfg + " optim.iterations=300 eval.steps=0 --log-level warn").code, 0);
   const auto read = [&](const std::string& col) {
     const auto a = nnvmc::io::H5File(dir + "/result.h5", nnvmc::io::H5File::Mode::read).read(col);
@@ -1007,9 +1021,7 @@ TEST(Cli, AWriteRefusedByAFileSizeLimitKeepsResultH5sHistory) {
 // alike) puts the run it was to replace back, and leaves none of its own files: it left *.previous
 // files beside its own config.yaml and result.h5, and every later train or resume was refused.
 TEST(Cli, AForceStartThatCannotWriteItsFirstCheckpointPutsThePreviousRunBack) {
-  const auto dir = (fs::temp_directory_path() / "nnvmc_cli_force_fsize").string();
-  fs::remove_all(dir);
-  const auto cfg = write_config("nnvmc_force_fsize.yaml", kTiny + "run: {threads: 1, output: " + dir + "}\n");
+  const auto [dir, cfg] = tiny_run("nnvmc_cli_force_fsize");
   ASSERT_EQ(run("train " + cfg + " --log-level warn").code, 0);
   const auto bytes = [](const std::string& path) {
     std::ifstream in(path, std::ios::binary);
