@@ -93,6 +93,8 @@ class Contractor {
   const std::map<std::string, int>& plans_not_shown() const { return more_plans_; }
   static constexpr int kPlansPerTerm = 8;
   const batching::PlanOptions& options() const { return options_; }  ///< the plan options
+  /// Plans the contractions from now on within `bytes` (> 0; a budget measured again).
+  void set_budget(std::int64_t bytes) { options_.budget_bytes = bytes; }
   void reset_stats();                                                ///< forget statistics
   /// Host → device / device → host bytes of every contraction so far (not reset by reset_stats).
   std::int64_t bytes_h2d() const { return bytes_h2d_; }

@@ -135,6 +135,21 @@ CcsdResult run_rccsd(const MoIntegrals& mo_in, const CcsdOptions& options) {
   DressedHamiltonian h(mo, c);
   torch::Tensor L_ovov = cached ? cached->blocks.L_ovov : torch::Tensor();
   res.cached_integrals = bool(cached);
+  // "auto" was a share of the memory free before the integrals existed: take the share of what is
+  // free now that they, the cached blocks and the amplitudes' buffers are held
+  const bool remeasure = options.budget_is_auto && !res.resident && !options.backend &&
+                         options.plan.budget_bytes > 0 && torch::Device(options.plan.device).is_cpu();
+  const auto remeasure_budget = [&](const char* stage, std::int64_t reserved) {
+    if (!remeasure) return;
+    const std::int64_t now = batching::MemoryBudget::parse("auto", "cpu", "--memory", reserved).bytes();
+    if (now == c.options().budget_bytes) return;
+    log::info(strfmt("ccsd: --memory auto for the %s: %s (%s before)", stage, batching::format_bytes(double(now)).c_str(),
+                     batching::format_bytes(double(c.options().budget_bytes)).c_str()));
+    c.set_budget(now);
+  };
+  // (the amplitudes, DIIS vectors and iteration intermediates are allocated below: reserved)
+  remeasure_budget("iterations", resident_bytes(mo, options) - mo.bytes() - (cached ? CachedIntegrals::bytes(o, v) : 0));
+  res.budget_iterations = c.options().budget_bytes;
   c.reset_stats();  // per-term statistics are about the iterations (on a GPU: waits for the set-up's work)
   res.seconds_setup = seconds_since(t_setup) + seconds_upload;
   res.bytes_h2d_setup = c.bytes_h2d() + bytes_upload;
@@ -218,6 +233,8 @@ CcsdResult run_rccsd(const MoIntegrals& mo_in, const CcsdOptions& options) {
     cached.reset();
     L_ovov = torch::Tensor();
     diis = Diis(options.diis_size);
+    remeasure_budget("(T) correction", 0);
+    res.budget_triples = c.options().budget_bytes;
     const auto t0 = std::chrono::steady_clock::now();
     try {
       res.e_t = triples_correction(mo, t1, t2, c, options.kernels);

@@ -56,6 +56,11 @@ struct CcsdOptions {
   /// (automatic) or torch ops (torch_ops: what a GPU runs; selectable so that CI runs that path).
   KernelChoice kernels = KernelChoice::automatic;
   batching::PlanOptions plan;        ///< budget, split, backend and device of every heavy contraction
+  /// plan.budget_bytes is host memory's "auto" (a share of what was free before the integrals
+  /// existed): measured again once the cached blocks are built and again before (T), so the
+  /// contractions plan within a share of what is free then (the integrals, blocks, amplitudes and
+  /// DIIS vectors are not counted twice as free). Host runs only (not resident, no staging backend).
+  bool budget_is_auto = false;
   /// Runs every contraction's GEMMs for the whole run (set-up, iterations, (T)), so operands it
   /// keeps resident stay on the device across iterations (e.g. the staged backend, or it on a
   /// simulated device in tests); null: one backend of plan.backend per contraction.
@@ -83,6 +88,9 @@ struct CcsdResult {
   bool cached_integrals = false;      ///< the iteration ran on cached bare integrals (CcsdOptions::cache_integrals)
   bool resident = false;              ///< the iteration's tensors lived on plan.device (CcsdOptions::resident)
   std::int64_t resident_bytes = 0;    ///< device memory set aside for them (resident runs)
+  /// The contractions' budget during the iterations and during (T) (bytes; ≤ 0: no limit), after
+  /// budget_is_auto's measurements.
+  std::int64_t budget_iterations = 0, budget_triples = 0;
   /// A staging backend's device memory (CcsdOptions::backend): its budget (0: none) and the
   /// most it held at once (staging buffers, kept intermediates and resident operands), so far.
   std::int64_t device_budget_bytes = 0, device_peak_bytes = 0;

@@ -62,9 +62,12 @@ void print_summary(const ccsd::CcsdRun& run, const CcsdArgs& a) {
     std::printf("E(CCSD(T))  %18.10f   ((T) %.10f, %.2f s)\n", cc.e_ccsd_t, cc.e_t + 0.0, cc.seconds_triples);
   else if (a.triples)
     std::printf("E(CCSD(T))  not computed: (T) needs converged CCSD amplitudes\n");
-  std::printf("iterations %d, %.3f s per iteration (SCF %.2f s, integrals %.2f s, %s %.2f s)\n", cc.iterations,
+  std::printf("iterations %d, %.3f s per iteration (SCF %.2f s, integrals %.2f s, %s)\n", cc.iterations,
               cc.seconds_per_iteration, run.seconds_scf, run.seconds_integrals,
-              cc.cached_integrals ? "cached blocks" : "no cached blocks", cc.seconds_setup);
+              cc.cached_integrals ? strfmt("cached blocks %.2f s", cc.seconds_setup).c_str() : "no cached blocks");
+  const auto budget = [](std::int64_t b) { return b > 0 ? batching::format_bytes(double(b)) : std::string("no limit"); };
+  std::printf("contractions planned within %s%s\n", budget(cc.budget_iterations).c_str(),
+              a.triples && triples_computed(run) ? strfmt(", (T) within %s", budget(cc.budget_triples).c_str()).c_str() : "");
   const auto& u = cc.usage_per_iteration;
   if (cc.resident)
     std::printf("resident on %s: integrals, cached blocks, amplitudes and DIIS (%s)\n", a.device.c_str(),
@@ -148,6 +151,7 @@ void run_ccsd_command(const CcsdArgs& a) {
   o.ccsd.plan.budget_bytes = staged ? batching::MemoryBudget::parse("auto", "cpu", "--memory").bytes()
                                     : batching::MemoryBudget::parse(a.memory, device, "--memory").bytes();
   o.memory_is_auto = a.memory == "auto";
+  o.ccsd.budget_is_auto = o.memory_is_auto && !staged;  // measured again after the integrals (host runs)
   o.ccsd.plan.split = batching::parse_split(a.split);
   o.ccsd.plan.device = device;
   // the staged cuBLAS backend lives for the whole run: its streams, pinned buffers and the
@@ -202,6 +206,8 @@ void run_ccsd_command(const CcsdArgs& a) {
   j["backend"] = a.backend;
   j["resident"] = run.cc.resident;
   j["resident_bytes"] = run.cc.resident_bytes;
+  j["budget_iterations_bytes"] = run.cc.budget_iterations;  // (≤ 0: no limit)
+  if (a.triples) j["budget_triples_bytes"] = triples_computed(run) ? nlohmann::json(run.cc.budget_triples) : nlohmann::json();
   j["device_budget_bytes"] = run.cc.device_budget_bytes;
   j["device_peak_bytes"] = run.cc.device_peak_bytes;
   j["seconds_setup"] = run.cc.seconds_setup;
@@ -254,7 +260,7 @@ void add_ccsd_command(CLI::App& app) {
                   "auto | on | off: keep integrals, amplitudes and DIIS on --device for the whole run when they "
                   "fit half of --memory (auto: on a GPU with the torch backend; off: each contraction uploads "
                   "its operands)");
-  add_scf_convergence_flags(cmd, a->scf, a->guess, "--scf-max-iter");
+  add_scf_convergence_flags(cmd, a->scf, a->guess, "--scf-max-iter", false);
   cmd->add_flag("--explain", a->explain, "print the contraction plans of every term (each distinct one, up to eight per term)");
   cmd->callback([a] { run_ccsd_command(*a); });
 }

@@ -71,6 +71,12 @@ void run_scf_command(ScfArgs& a) {
                      {"cholesky_tau", a.options.jk.cholesky_tau},
                      {"eps_alpha", to_json(r.eps_alpha)}};
     if (std::isfinite(r.lumo())) j["lumo"] = r.lumo();
+    if (r.unrestricted) j["s_squared"] = r.s_squared;
+    if (std::isfinite(r.stability_eigenvalue)) {  // (NaN: no analysis; +inf: no virtual orbitals to rotate into)
+      j["stability_eigenvalue"] = r.stability_eigenvalue;
+      j["stability_follows"] = r.stability_follows;
+      if (r.stability_follows > 0) j["e_before_follow"] = r.energy_before_follow;
+    }
     if (r.unrestricted) j["eps_beta"] = to_json(r.eps_beta);
     std::cout << json_text(j) << std::endl;
     return;
@@ -87,6 +93,16 @@ void run_scf_command(ScfArgs& a) {
                       static_cast<int>(r.iterations), r.delta_energy, r.commutator, seconds)
             << strfmt("HOMO       %.6f Eh\n", r.homo());
   if (std::isfinite(r.lumo())) std::cout << strfmt("LUMO       %.6f Eh\n", r.lumo());
+  if (r.unrestricted) {
+    const double sz = 0.5 * (r.n_alpha - r.n_beta);
+    std::cout << strfmt("<S^2>      %.6f (exact for S = %g: %.6f)\n", r.s_squared, sz, sz * (sz + 1));
+  }
+  if (r.stability_follows > 0)
+    std::cout << strfmt("stability  followed %d instabilit%s of the first solution (E %.10f Eh)\n", r.stability_follows,
+                        r.stability_follows == 1 ? "y" : "ies", r.energy_before_follow);
+  if (std::isfinite(r.stability_eigenvalue))
+    std::cout << strfmt("stability  lowest orbital-Hessian eigenvalue %.6f Eh (%s)\n", r.stability_eigenvalue,
+                        r.stability_eigenvalue >= -a.options.stability_threshold ? "a minimum: stable" : "unstable");
   print_orbitals(r.unrestricted ? "ε_α (Eh):" : "ε (Eh):", r.eps_alpha, r.n_alpha);
   if (r.unrestricted) print_orbitals("ε_β (Eh):", r.eps_beta, r.n_beta);
 }
@@ -101,7 +117,7 @@ void add_scf_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--uhf", a->uhf, "unrestricted Hartree–Fock (needed for open shells)");
   cmd->add_flag("--json", a->json, "print one JSON object (e_hf, e_nuc, n_basis, converged, ...)");
-  add_scf_convergence_flags(cmd, a->options, a->guess, "--max-iter");
+  add_scf_convergence_flags(cmd, a->options, a->guess, "--max-iter", true);
   a->options.convergence_advice += " (nnvmc scf)";
   cmd->add_option("--schwarz", a->options.jk.integrals.schwarz_threshold,
                   "skip ERI shell quartets with Schwarz bound below this (Eh)")

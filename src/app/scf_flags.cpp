@@ -9,7 +9,7 @@
 namespace nnvmc::app {
 
 void add_scf_convergence_flags(CLI::App* cmd, scf::ScfOptions& options, std::string& guess,
-                               const std::string& max_iter_flag) {
+                               const std::string& max_iter_flag, bool can_follow) {
   cmd->add_option("--guess", guess, "initial SCF guess: sad | core")->capture_default_str();
   cmd->add_option(max_iter_flag, options.max_iterations, "maximum SCF iterations")
       ->capture_default_str()
@@ -22,6 +22,17 @@ void add_scf_convergence_flags(CLI::App* cmd, scf::ScfOptions& options, std::str
   cmd->add_option("--diis-start", options.diis_start, "first SCF DIIS iteration")
       ->capture_default_str()
       ->check(integer_in(0, 100000));
+  std::map<std::string, scf::StabilityMode> modes{
+      {"auto", scf::StabilityMode::automatic}, {"off", scf::StabilityMode::off}, {"check", scf::StabilityMode::check}};
+  if (can_follow) modes.emplace("follow", scf::StabilityMode::follow);
+  cmd->add_option("--stability", options.stability,
+                  can_follow ? "stability analysis of the converged SCF: check (warn when the solution is a saddle "
+                               "point, not a minimum of the energy), follow (UHF: rotate the orbitals along each "
+                               "instability and converge again, e.g. the broken-symmetry UHF of a stretched bond), off; "
+                               "auto (default): follow for UHF, off for RHF"
+                             : "stability analysis of the converged RHF: check (warn when a lower RHF or UHF solution "
+                               "exists, e.g. at stretched bonds) or off; auto (default): off")
+      ->transform(CLI::CheckedTransformer(modes, CLI::ignore_case));
   options.convergence_advice = "raise " + max_iter_flag + ", or try --level-shift, or --damping with --diis-start 3 or later";
 }
 

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "batching/budget.hpp"
 #include "ccsd/driver.hpp"
 #include "core/errors.hpp"
 #include "core/log.hpp"
@@ -55,6 +56,10 @@ Reference ccsd_t_reference(const System& system, const std::string& basis) {
   ccsd::CcsdRunOptions o;
   o.basis = basis;
   o.ccsd.triples = true;
+  // within a share of the free memory, measured again after the integrals (as nnvmc ccsd's
+  // --memory auto; without a budget every term was planned whole, however large)
+  o.ccsd.plan.budget_bytes = batching::MemoryBudget::parse("auto", "cpu", "reference_basis").bytes();
+  o.memory_is_auto = o.ccsd.budget_is_auto = true;
   const auto t0 = std::chrono::steady_clock::now();
   ccsd::CcsdRun run;
   try {

@@ -43,9 +43,11 @@ std::string basis_file_name(const std::string& basis_name) {
   std::string lower;  // (without blanks: "6-31G(d, p)")
   for (unsigned char c : basis_name)
     if (!std::isspace(c)) lower += static_cast<char>(std::tolower(c));
-  // Polarization written in parentheses, as Gaussian and most papers do: 6-31G(d,p) is 6-31G**.
+  // Polarization written in parentheses, as Gaussian and most papers do: 6-31G(d,p) is 6-31G**
+  // (but not in a name that has stars already: 6-31G*(d) is no basis, not 6-31G**).
   for (const auto& [long_form, stars] : {std::pair{"(d,p)", "**"}, std::pair{"(d)", "*"}})
-    if (const auto at = lower.find(long_form); at != std::string::npos && at + std::strlen(long_form) == lower.size())
+    if (const auto at = lower.find(long_form);
+        at != std::string::npos && at + std::strlen(long_form) == lower.size() && lower.find('*') == std::string::npos)
       lower.replace(at, std::strlen(long_form), stars);
   std::string file;
   for (char c : lower) file += c == '*' ? 's' : c == '+' ? 'p' : c;

@@ -15,6 +15,7 @@
 #include "scf/guess.hpp"
 #include "scf/integrals.hpp"
 #include "scf/scf_loop.hpp"
+#include "scf/stability.hpp"
 
 namespace nnvmc::scf {
 
@@ -35,14 +36,14 @@ double ScfResult::lumo() const {
 namespace {
 
 void check_options(const ScfOptions& o) {
-  if (o.max_iterations < 1) throw InputError("scf: the iteration limit (--max-iter) must be ≥ 1");
-  if (!(o.damping >= 0 && o.damping < 1)) throw InputError("scf: --damping must be in [0, 1)");
-  if (o.level_shift < 0) throw InputError("scf: --level-shift must be ≥ 0");
-  if (o.diis_size < 0) throw InputError("scf: the DIIS subspace size must be ≥ 0");
+  if (o.max_iterations < 1) throw InputError("SCF: the iteration limit must be ≥ 1");
+  if (!(o.damping >= 0 && o.damping < 1)) throw InputError("SCF: --damping must be in [0, 1)");
+  if (o.level_shift < 0) throw InputError("SCF: --level-shift must be ≥ 0");
+  if (o.diis_size < 0) throw InputError("SCF: the DIIS subspace size must be ≥ 0");
   // damping mixes in the previous Fock matrix (from iteration 2) until DIIS starts: with DIIS
   // from iteration 1 or 2 it would silently do nothing
   if (o.damping > 0 && o.diis_size > 0 && o.diis_start < 3)
-    throw InputError("scf: --damping acts only before DIIS starts, from iteration 2: set --diis-start to 3 or more");
+    throw InputError("SCF: --damping acts only before DIIS starts, from iteration 2: set --diis-start to 3 or more");
 }
 
 /// Under MPI every rank solves the same SCF, but the J/K builds' thread count (hence their
@@ -52,18 +53,80 @@ void check_options(const ScfOptions& o) {
 void share_from_root(ScfResult& r) {
   parallel::Communicator& comm = parallel::world();
   if (comm.size() == 1) return;
-  double scalars[5] = {r.converged ? 1.0 : 0.0, static_cast<double>(r.iterations), r.energy, r.delta_energy,
-                       r.commutator};
+  double scalars[9] = {r.converged ? 1.0 : 0.0, static_cast<double>(r.iterations), r.energy, r.delta_energy,
+                       r.commutator, r.s_squared, r.stability_eigenvalue, static_cast<double>(r.stability_follows),
+                       r.energy_before_follow};
   comm.broadcast(scalars, sizeof scalars, 0);
   r.converged = scalars[0] != 0, r.iterations = static_cast<int>(scalars[1]);
-  r.energy = scalars[2], r.delta_energy = scalars[3], r.commutator = scalars[4];
+  r.energy = scalars[2], r.delta_energy = scalars[3], r.commutator = scalars[4], r.s_squared = scalars[5];
+  r.stability_eigenvalue = scalars[6], r.stability_follows = static_cast<int>(scalars[7]);
+  r.energy_before_follow = scalars[8];
   for (Eigen::VectorXd* v : {&r.eps_alpha, &r.eps_beta}) comm.broadcast(v->data(), v->size() * sizeof(double), 0);
   for (Eigen::MatrixXd* m : {&r.c_alpha, &r.c_beta, &r.f_alpha, &r.f_beta, &r.d_alpha, &r.d_beta})
     comm.broadcast(m->data(), m->size() * sizeof(double), 0);
 }
 
+/// Stability analysis of a converged solution `st` (scf/stability.hpp) as options.stability says;
+/// with follow, replaces `st` by the lower solution reached from each rotation along an
+/// instability. Records the last lowest eigenvalue (and the energy before following) in `r`.
+void analyse_stability(const detail::ScfProblem& pb, const ScfOptions& o, bool unrestricted, int n_alpha, int n_beta,
+                       detail::ScfState& st, ScfResult& r) {
+  StabilityMode mode = o.stability;
+  if (mode == StabilityMode::automatic) mode = unrestricted ? StabilityMode::follow : StabilityMode::off;
+  if (mode == StabilityMode::off) return;
+  const std::size_t b = unrestricted ? 1 : 0;
+  const char* method = unrestricted ? "UHF" : "RHF";
+  for (int round = 0;; ++round) {
+    const StabilityResult sr = uhf_stability(pb.jk, st.C[0], st.eps[0], n_alpha, st.C[b], st.eps[b], n_beta);
+    r.stability_eigenvalue = sr.lowest;
+    if (!sr.converged)
+      spdlog::warn("scf: the stability analysis did not converge in {} J/K builds (lowest eigenvalue estimate {:.3e} Eh)",
+                   sr.iterations, sr.lowest);
+    if (sr.lowest >= -o.stability_threshold) return;
+    if (mode == StabilityMode::check) {
+      // an RHF solution's instability is singlet-like (x_α = x_β: another RHF solution is lower) or
+      // triplet-like (x_α = −x_β: a UHF solution is lower, as for stretched bonds)
+      const bool triplet = !unrestricted && (sr.x_alpha + sr.x_beta).norm() < (sr.x_alpha - sr.x_beta).norm();
+      spdlog::warn("scf: the {} solution is not a minimum: the orbital-rotation Hessian has eigenvalue {:.4e} Eh{}",
+                   method, sr.lowest,
+                   unrestricted ? "; --stability follow finds the lower UHF solution"
+                   : triplet    ? "; a UHF solution is lower (stretched bonds, diradicals): run with --uhf"
+                                : "; a lower RHF solution exists: try another --guess");
+      return;
+    }
+    if (round == o.max_stability_follows) {
+      spdlog::warn("scf: the UHF solution is still unstable (eigenvalue {:.4e} Eh) after {} rotations along its instabilities",
+                   sr.lowest, round);
+      return;
+    }
+    // Rotate by 1 rad along the eigenvector (both spins together) and converge again from there.
+    std::vector<Eigen::MatrixXd> density(2);
+    const Eigen::MatrixXd* parts[2] = {&sr.x_alpha, &sr.x_beta};
+    const int occupied[2] = {n_alpha, n_beta};
+    for (int s = 0; s < 2; ++s) {
+      const Eigen::MatrixXd occ = rotate_occupied(st.C[s], occupied[s], *parts[s]);
+      density[s] = occ * occ.transpose();
+    }
+    detail::ScfState next = detail::solve_scf(pb, std::move(density), o);
+    if (!next.converged || !(next.energy < st.energy - 1e-9)) {
+      spdlog::warn("scf: the UHF solution is unstable (orbital-Hessian eigenvalue {:.4e} Eh), but converging from the "
+                   "rotated orbitals {} (E {:.10f} Eh); the unstable solution is kept",
+                   sr.lowest, next.converged ? "did not lower the energy" : "did not converge", next.energy);
+      return;
+    }
+    spdlog::info("scf: followed a UHF instability (eigenvalue {:.4e} Eh): E {:.10f} -> {:.10f} Eh", sr.lowest,
+                 st.energy, next.energy);
+    if (round == 0) r.energy_before_follow = st.energy;
+    next.iterations += st.iterations;
+    st = std::move(next);
+    ++r.stability_follows;
+  }
+}
+
 ScfResult solve(const System& system, const BasisSet& basis, const ScfOptions& o, bool unrestricted) {
   check_options(o);
+  if (o.stability == StabilityMode::follow && !unrestricted)
+    throw InputError("SCF: following an instability needs UHF (--uhf); for RHF, --stability check says whether there is one");
   system.validate();
   const int n_alpha = system.n_up(), n_beta = system.n_down();
   const int n = static_cast<int>(basis.n_functions());
@@ -111,7 +174,8 @@ ScfResult solve(const System& system, const BasisSet& basis, const ScfOptions& o
     d0 = {guess_e > 0 ? Eigen::MatrixXd(d_guess * ((n_alpha + n_beta) / guess_e)) : d_guess};
   }
 
-  const detail::ScfState st = detail::solve_scf(pb, std::move(d0), o);
+  detail::ScfState st = detail::solve_scf(pb, std::move(d0), o);
+  if (st.converged) analyse_stability(pb, o, unrestricted, n_alpha, n_beta, st, r);
   r.converged = st.converged;
   r.iterations = st.iterations;
   r.energy = st.energy;
@@ -127,6 +191,7 @@ ScfResult solve(const System& system, const BasisSet& basis, const ScfOptions& o
   r.f_beta = st.F[b];
   r.d_alpha = r.c_alpha.leftCols(n_alpha) * r.c_alpha.leftCols(n_alpha).transpose();
   r.d_beta = r.c_beta.leftCols(n_beta) * r.c_beta.leftCols(n_beta).transpose();
+  r.s_squared = unrestricted ? uhf_s_squared(r.c_alpha.leftCols(n_alpha), r.c_beta.leftCols(n_beta), r.overlap) : 0.0;
   share_from_root(r);
   spdlog::debug("scf: E = {:.12f} after {} iterations (ΔE {:.1e}, [F,D] {:.1e}), {:.3f} s", r.energy,
                 r.iterations, r.delta_energy, r.commutator, since(t0));

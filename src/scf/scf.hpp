@@ -8,6 +8,7 @@
 /// n_alpha (n_beta) are occupied.
 #include <Eigen/Dense>
 
+#include <limits>
 #include <string>
 
 #include "core/system.hpp"
@@ -22,6 +23,14 @@ enum class ScfGuess {
   sad,   ///< superposition of spherically averaged atomic densities (atomic HF in the same basis)
 };
 
+/// Internal-stability analysis after the SCF has converged (scf/stability.hpp).
+enum class StabilityMode {
+  automatic,  ///< follow for UHF, off for RHF
+  off,        ///< none
+  check,      ///< compute the lowest orbital-Hessian eigenvalue, warn when it is negative
+  follow,     ///< UHF only: while unstable, rotate the orbitals along the instability and converge again
+};
+
 /// SCF settings; the defaults converge the molecules of the test set to 1e-10 Eh.
 struct ScfOptions {
   bool unrestricted = false;            ///< UHF (separate α/β orbitals) instead of RHF
@@ -34,6 +43,9 @@ struct ScfOptions {
   double damping = 0.0;                 ///< in [0, 1): F ← (1−d)F + d·F_previous before DIIS starts
   double level_shift = 0.0;             ///< hartree added to virtual orbital energies (0 = off)
   double lindep_threshold = 1e-8;       ///< drop overlap eigenvalues below this (canonical orthogonalisation)
+  StabilityMode stability = StabilityMode::automatic;  ///< stability analysis after convergence
+  double stability_threshold = 1e-5;    ///< an orbital-Hessian eigenvalue below −this (Eh) is an instability
+  int max_stability_follows = 5;        ///< follow: at most this many rotations and new SCF solves
   bool throw_on_failure = true;         ///< false: return converged = false instead of throwing
   /// What the non-convergence error advises (the flags of the command that runs the SCF).
   std::string convergence_advice = "raise --max-iter, or try --level-shift, or --damping with --diis-start 3 or later (nnvmc scf)";
@@ -54,6 +66,12 @@ struct ScfResult {
   int n_alpha = 0;               ///< occupied α orbitals
   int n_beta = 0;                ///< occupied β orbitals
   std::string basis;             ///< basis name
+  double s_squared = 0;          ///< ⟨S²⟩ of the determinant (RHF: 0; UHF: spin contamination above S(S+1))
+  /// Lowest eigenvalue of the orbital-rotation Hessian (A + B) at the final orbitals (Eh);
+  /// NaN when no stability analysis ran; < 0: a saddle point, not a minimum.
+  double stability_eigenvalue = std::numeric_limits<double>::quiet_NaN();
+  int stability_follows = 0;     ///< rotations along instabilities that lowered the energy (follow)
+  double energy_before_follow = std::numeric_limits<double>::quiet_NaN();  ///< E of the first, unstable solution
   Eigen::VectorXd eps_alpha;     ///< α orbital energies [m], ascending
   Eigen::VectorXd eps_beta;      ///< β orbital energies [m]
   Eigen::MatrixXd c_alpha;       ///< α MO coefficients [n, m]

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "batching/budget.hpp"
 #include "ccsd/dressed.hpp"
 #include "ccsd/mo_integrals.hpp"
 #include "ccsd/rccsd.hpp"
@@ -109,4 +110,33 @@ TEST(TermStats, OperandBytesCountEachDistinctElementOnceUnderEverySplit) {
     EXPECT_DOUBLE_EQ(t.operand_bytes, 8.0 * (30 + 140 + 168)) << budget;
     EXPECT_DOUBLE_EQ(c.stats().at("k").operand_bytes, 8.0 * (30 + 20 + 72)) << budget;
   }
+}
+
+// --memory auto is a share of the memory free when the run starts, before the integrals exist:
+// the iterations and (T) plan within a share of what is free once the integrals, blocks and
+// amplitude buffers are held (measured again), not within the first figure; a given budget stays.
+TEST(SplitTerms, AutoBudgetIsMeasuredAgainAfterTheIntegralsAndBeforeTriples) {
+  auto& s = setup();
+  const std::int64_t share = std::int64_t(64) << 20;  // what "auto" stands for (as a comparison's cell share)
+  b::MemoryBudget::set_cpu_auto_bytes(share);
+  nnvmc::ccsd::CcsdOptions o;
+  o.plan.cost = b::CostModel{};
+  o.max_iterations = 200;
+  o.triples = true;
+  o.plan.budget_bytes = b::MemoryBudget::parse("auto", "cpu", "--memory").bytes();
+  o.budget_is_auto = true;
+  const auto measured = nnvmc::ccsd::run_rccsd(s.mo, o);
+  b::MemoryBudget::set_cpu_auto_bytes(0);
+  const std::int64_t ov = s.mo.space.n_act_occ() * s.mo.space.n_vir();
+  // the iterations' amplitudes, DIIS rows and intermediates were set aside: 60 % of 128 o²v² doubles at least
+  EXPECT_LE(measured.budget_iterations, share - std::int64_t(0.6 * 128 * ov * ov));
+  EXPECT_GT(measured.budget_iterations, share / 2);
+  EXPECT_GT(measured.budget_triples, 0);
+  EXPECT_LE(measured.budget_triples, share);
+  o.budget_is_auto = false;  // a budget the user gave is kept
+  o.plan.budget_bytes = share;
+  const auto given = nnvmc::ccsd::run_rccsd(s.mo, o);
+  EXPECT_EQ(given.budget_iterations, share);
+  EXPECT_EQ(given.budget_triples, share);
+  EXPECT_NEAR(measured.e_ccsd_t, given.e_ccsd_t, 1e-10);
 }

@@ -330,6 +330,13 @@ TEST(Config, ByteCountsThatAreNotPlainDecimalBytesAreRefused) {
   EXPECT_EQ(parse_bytes("1TB", "k"), 1000000000000ull);
   for (const char* bad : {"0x10MiB", "inf", "nan", "1e400", "0", "0.5", "-1MiB", "5Mb", "2 Gib", "1Kb", "1 MiBs", "1e", ""})
     EXPECT_THROW(parse_bytes(bad, "run.memory_budget"), ConfigError) << bad;
+  try {  // a fraction without a unit was read as 1 B
+    parse_bytes("1.9", "--memory");
+    FAIL() << "1.9 was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("fraction of a byte; give a unit, e.g. 1.9GiB"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(parse_bytes("2e3", "k"), 2000ull);  // (a whole count in exponent form is bytes)
   try {
     parse_bytes("5Mb", "--memory");
     FAIL() << "5Mb was accepted";

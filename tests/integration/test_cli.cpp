@@ -636,7 +636,8 @@ TEST(Cli, ScfConvergenceSettingsChangeThePathNotTheEnergy) {
   expect_input_error("scf h2o --guess huckel", "--guess");
   // settings that contradict each other, or a run that does not converge, name the flags to change
   // (they used to name scf.* keys that no config file has)
-  expect_input_error("scf h2o --basis sto-3g --damping 1.5", "scf: --damping must be in [0, 1)");
+  expect_input_error("scf h2o --basis sto-3g --damping 1.5", "SCF: --damping must be in [0, 1)");
+  expect_input_error("ccsd h2o --basis sto-3g --damping 1.5", "SCF: --damping must be in [0, 1)");  // (not "scf:" in ccsd)
   expect_input_error("scf h2o --basis sto-3g --damping 0.3", "set --diis-start to 3 or more");
   const auto stuck = run("scf h2o --basis sto-3g --max-iter 2");
   EXPECT_EQ(stuck.code, 1) << stuck.out;
@@ -666,6 +667,35 @@ TEST(Cli, ScfConvergenceSettingsChangeThePathNotTheEnergy) {
   EXPECT_NEAR(shifted["e_ccsd"].get<double>(), unshifted["e_ccsd"].get<double>(), 1e-8);
   const auto scf = json_of(run("scf " + far + " --basis cc-pvdz --damping 0.5 --diis-start 5 --json").out);
   EXPECT_NEAR(json_of(damped.out)["e_hf"].get<double>(), scf["e_hf"].get<double>(), 1e-8);
+}
+
+// A stretched bond: UHF follows the instability of the RHF-like solution to the broken-symmetry
+// one (Psi4 1.3.2, stability_analysis follow: −0.9990589141 Eh, <S²> 0.985), reported in the
+// text and the JSON; --stability off keeps the saddle point, RHF's check warns, ccsd has no follow.
+TEST(Cli, ScfUhfOfAStretchedBondFindsTheBrokenSymmetrySolution) {
+  const std::string mol = ::testing::TempDir() + "/nnvmc_h2_5bohr.yaml";
+  std::ofstream(mol) << "units: bohr\natoms: [[H, 0, 0, 0], [H, 0, 0, 5.0]]\n";
+  const auto u = run("scf " + mol + " --basis cc-pvdz --uhf --json --threads 1");
+  ASSERT_EQ(u.code, 0) << u.out;
+  const auto j = json_of(u.out);
+  EXPECT_NEAR(j["e_hf"].get<double>(), -0.9990589141, 1e-8);
+  EXPECT_NEAR(j["s_squared"].get<double>(), 0.98544, 1e-4);
+  EXPECT_EQ(j["stability_follows"].get<int>(), 1);
+  EXPECT_NEAR(j["e_before_follow"].get<double>(), -0.8524243656, 1e-8);
+  EXPECT_GT(j["stability_eigenvalue"].get<double>(), 0);
+  const auto text = run("scf " + mol + " --basis cc-pvdz --uhf --threads 1");
+  EXPECT_NE(text.out.find("<S^2>      0.98"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("followed 1 instability of the first solution (E -0.8524243656 Eh)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("(a minimum: stable)"), std::string::npos) << text.out;
+  const auto off = json_of(run("scf " + mol + " --basis cc-pvdz --uhf --json --threads 1 --stability off").out);
+  EXPECT_NEAR(off["e_hf"].get<double>(), -0.8524243656, 1e-8);
+  EXPECT_FALSE(off.contains("stability_eigenvalue"));
+  const auto rhf = run("scf " + mol + " --basis cc-pvdz --threads 1 --stability check");
+  EXPECT_EQ(rhf.code, 0) << rhf.out;
+  EXPECT_NE(rhf.out.find("a UHF solution is lower (stretched bonds, diradicals): run with --uhf"), std::string::npos) << rhf.out;
+  EXPECT_NE(rhf.out.find("(unstable)"), std::string::npos) << rhf.out;
+  expect_input_error("scf " + mol + " --basis cc-pvdz --stability follow", "following an instability needs UHF (--uhf)");
+  expect_input_error("ccsd " + mol + " --basis cc-pvdz --stability follow", "--stability");
 }
 
 // `nnvmc scf --cholesky TAU`: J/K from Cholesky vectors, the energy within tau's reach of the

@@ -144,6 +144,7 @@ TEST(Basis, NamesMapToFilesCaseInsensitively) {
 TEST(Basis, ParenthesizedPolarizationNamesTheStarredBasis) {
   EXPECT_EQ(basis_file_name("6-31G(d)"), "6-31gs.nw");
   EXPECT_EQ(basis_file_name("6-31G(d,p)"), "6-31gss.nw");
+  EXPECT_EQ(basis_file_name("6-31G*(d)"), "6-31gs(d).nw");  // stars and parentheses: no basis (was 6-31G**)
   EXPECT_EQ(basis_file_name("6-311G(D,P)"), "6-311gss.nw");
   EXPECT_EQ(basis_file_name("6-31G(d, p)"), "6-31gss.nw");
   EXPECT_EQ(basis_file_name("6-31+G(d)"), "6-31pgs.nw");

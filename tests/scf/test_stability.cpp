@@ -1,0 +1,147 @@
+/// Stability analysis of SCF solutions: the orbital-rotation Hessian against finite differences of
+/// the energy, and the broken-symmetry UHF of stretched H2 against Psi4.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "core/errors.hpp"
+#include "core/system.hpp"
+#include "scf/basis.hpp"
+#include "scf/integrals.hpp"
+#include "scf/scf.hpp"
+#include "scf/stability.hpp"
+#include "test_helpers.hpp"
+
+using namespace nnvmc;
+using namespace nnvmc::scf;
+
+namespace {
+
+/// H2 with the bond length r (bohr) along z.
+System h2(double r) { return parse_molecule_yaml("[[H, 0, 0, 0], [H, 0, 0, " + std::to_string(r) + "]]", "h2"); }
+
+/// UHF energy of the determinant of the occupied orbitals occ[σ] [n, o_σ].
+double uhf_energy(const JKBuilder& jk, const Eigen::MatrixXd& h, double e_nuc, const Eigen::MatrixXd (&occ)[2]) {
+  const Eigen::MatrixXd d[2] = {occ[0] * occ[0].transpose(), occ[1] * occ[1].transpose()};
+  Eigen::MatrixXd J;
+  std::vector<Eigen::MatrixXd> K;
+  jk.build(d[0] + d[1], {d[0], d[1]}, J, K);
+  double e = e_nuc;
+  for (int s = 0; s < 2; ++s) e += 0.5 * d[s].cwiseProduct(2 * h + J - K[s]).sum();
+  return e;
+}
+
+}  // namespace
+
+// Psi4 1.3.2, cc-pVDZ, reference uhf, scf_type pk, stability_analysis follow (guess sad):
+// R = 3.0 bohr −1.0155429723, ⟨S²⟩ 0.678; R = 5.0 bohr −0.9990589141, ⟨S²⟩ 0.985; R = 1.4 the
+// RHF energy −1.1287094490 (stable); RHF at 3.0 / 5.0: −0.9862998432 / −0.8524243656.
+TEST(ScfStability, StretchedH2UhfFollowsItsInstabilityToPsi4sBrokenSymmetryEnergy) {
+  const struct { double r, e_uhf, s2, e_rhf; } rows[] = {{3.0, -1.0155429723, 0.6782259238, -0.9862998432},
+                                                       {5.0, -0.9990589141, 0.9854448496, -0.8524243656}};
+  for (const auto& row : rows) {
+    const System s = h2(row.r);
+    const BasisSet b = make_basis("cc-pvdz", s);
+    const ScfResult u = run_uhf(s, b);
+    EXPECT_EQ(u.stability_follows, 1) << row.r;
+    EXPECT_NEAR(u.energy_before_follow, row.e_rhf, 1e-8) << row.r;  // the SAD guess lands on the RHF-like saddle
+    EXPECT_NEAR(u.energy, row.e_uhf, 1e-8) << row.r;
+    EXPECT_NEAR(u.s_squared, row.s2, 1e-6) << row.r;
+    EXPECT_GT(u.stability_eigenvalue, 0) << row.r;
+    EXPECT_TRUE(u.converged);
+  }
+}
+
+TEST(ScfStability, EquilibriumH2UhfIsStableAndEqualsRhf) {
+  const System s = h2(1.4);
+  const BasisSet b = make_basis("cc-pvdz", s);
+  const ScfResult u = run_uhf(s, b);
+  EXPECT_EQ(u.stability_follows, 0);
+  EXPECT_GT(u.stability_eigenvalue, 0.1);
+  EXPECT_NEAR(u.energy, -1.1287094490, 1e-8);
+  EXPECT_NEAR(u.s_squared, 0, 1e-10);
+  ScfOptions off;
+  off.stability = StabilityMode::off;
+  EXPECT_TRUE(std::isnan(run_uhf(s, b, off).stability_eigenvalue));
+}
+
+TEST(ScfStability, RhfCheckFindsTheTripletInstabilityOfAStretchedBondOnly) {
+  ScfOptions check;
+  check.stability = StabilityMode::check;
+  const System eq = h2(1.4), stretched = h2(5.0);
+  const ScfResult a = run_rhf(eq, make_basis("cc-pvdz", eq), check);
+  const ScfResult b = run_rhf(stretched, make_basis("cc-pvdz", stretched), check);
+  EXPECT_GT(a.stability_eigenvalue, 0.1);
+  EXPECT_LT(b.stability_eigenvalue, -0.1);
+  EXPECT_NEAR(b.energy, -0.8524243656, 1e-8);  // check reports, it does not change the solution
+  EXPECT_TRUE(std::isnan(run_rhf(eq, make_basis("cc-pvdz", eq)).stability_eigenvalue));  // RHF default: off
+}
+
+TEST(ScfStability, FollowingIsRefusedForRhf) {
+  ScfOptions follow;
+  follow.stability = StabilityMode::follow;
+  const System s = h2(1.4);
+  EXPECT_THROW(run_rhf(s, make_basis("sto-3g", s), follow), InputError);
+}
+
+// E(exp(hκ)) = E₀ + h² κᵀ(A + B)κ + O(h⁴) at a stationary point (real rotations, both spins): the
+// Hessian products of the stability analysis against a central second difference of the energy
+// on random directions of an open-shell molecule (H2O+, UHF), and the Davidson solve's
+// lowest eigenvalue against the full matrix built from those products.
+TEST(ScfStability, HessianMatchesSecondDifferencesOfTheEnergyAndDavidsonItsLowestEigenvalue) {
+  System cation = parse_molecule_yaml("[[O, 0, 0, 0], [H, 0, 1.43, 1.1], [H, 0, -1.43, 1.1]]", "h2o+");
+  cation.charge = 1;
+  cation.spin = 1;  // (bent: no rotation of a linear radical's π orbitals, a zero mode, among the directions)
+  const BasisSet b = make_basis("6-31g", cation);
+  ScfOptions o;
+  o.energy_tolerance = 1e-12;
+  o.commutator_tolerance = 1e-10;
+  const ScfResult u = run_uhf(cation, b, o);
+  const JKBuilder jk(b);
+  const int occupied[2] = {u.n_alpha, u.n_beta};
+  const Eigen::MatrixXd* c[2] = {&u.c_alpha, &u.c_beta};
+  const int n = (u.n_mo - u.n_alpha) * u.n_alpha + (u.n_mo - u.n_beta) * u.n_beta;
+  const auto product = [&](const Eigen::VectorXd& x) {
+    return orbital_hessian_product(jk, u.c_alpha, u.eps_alpha, u.n_alpha, u.c_beta, u.eps_beta, u.n_beta, x);
+  };
+  std::mt19937 rng(7);
+  std::normal_distribution<double> normal;
+  for (int trial = 0; trial < 3; ++trial) {
+    const Eigen::VectorXd x = Eigen::VectorXd::NullaryExpr(n, [&] { return normal(rng); }).normalized();
+    Eigen::MatrixXd kappa[2];
+    kappa[0] = x.head((u.n_mo - u.n_alpha) * u.n_alpha).reshaped(u.n_mo - u.n_alpha, u.n_alpha);
+    kappa[1] = x.tail((u.n_mo - u.n_beta) * u.n_beta).reshaped(u.n_mo - u.n_beta, u.n_beta);
+    const auto energy = [&](double h) {
+      Eigen::MatrixXd occ[2];
+      for (int s = 0; s < 2; ++s) occ[s] = rotate_occupied(*c[s], occupied[s], h * kappa[s]);
+      return uhf_energy(jk, u.h_core, u.e_nuc, occ);
+    };
+    const double h = 1e-3;
+    const double second = (energy(h) + energy(-h) - 2 * energy(0)) / (h * h);
+    EXPECT_NEAR(second, 2 * x.dot(product(x)), 1e-5 * std::abs(second)) << "trial " << trial;
+  }
+  Eigen::MatrixXd full(n, n);
+  for (int k = 0; k < n; ++k) full.col(k) = product(Eigen::VectorXd::Unit(n, k));
+  EXPECT_LT((full - full.transpose()).cwiseAbs().maxCoeff(), 1e-10);
+  const double lowest = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(full).eigenvalues()(0);
+  const StabilityResult sr = uhf_stability(jk, u.c_alpha, u.eps_alpha, u.n_alpha, u.c_beta, u.eps_beta, u.n_beta);
+  EXPECT_TRUE(sr.converged);
+  EXPECT_GT(lowest, 1e-3);  // a minimum
+  EXPECT_NEAR(sr.lowest, lowest, 1e-8);
+  EXPECT_LT(sr.iterations, n / 2);  // fewer J/K builds than the full matrix
+  EXPECT_NEAR(sr.x_alpha.squaredNorm() + sr.x_beta.squaredNorm(), 1, 1e-12);
+}
+
+TEST(ScfStability, RotatedOccupiedOrbitalsStayOrthonormal) {
+  const System s = parse_molecule_yaml("[[O, 0, 0, 0], [H, 0, 1.43, 1.1], [H, 0, -1.43, 1.1]]", "h2o");
+  const BasisSet b = make_basis("6-31g", s);
+  const ScfResult r = run_rhf(s, b);
+  std::mt19937 rng(3);
+  std::normal_distribution<double> normal;
+  const Eigen::MatrixXd kappa =
+      Eigen::MatrixXd::NullaryExpr(r.n_mo - r.n_alpha, r.n_alpha, [&] { return 0.7 * normal(rng); });
+  const Eigen::MatrixXd occ = rotate_occupied(r.c_alpha, r.n_alpha, kappa);
+  EXPECT_LT((occ.transpose() * r.overlap * occ - Eigen::MatrixXd::Identity(r.n_alpha, r.n_alpha)).cwiseAbs().maxCoeff(), 1e-12);
+  EXPECT_LT((rotate_occupied(r.c_alpha, r.n_alpha, 0 * kappa) - r.c_alpha.leftCols(r.n_alpha)).cwiseAbs().maxCoeff(), 1e-14);
+}
