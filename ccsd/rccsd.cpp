@@ -1,6 +1,7 @@
 /// CCSD iterations: dress (or use cached bare integrals), residual, Jacobi update with
 /// orbital-energy denominators, DIIS.
 #include "ccsd/rccsd.hpp"
+#include "ccsd/driver.hpp"  // minimum_budget_bytes
 
 #include <malloc.h>
 #include <torch/torch.h>
@@ -141,7 +142,17 @@ CcsdResult run_rccsd(const MoIntegrals& mo_in, const CcsdOptions& options) {
                          options.plan.budget_bytes > 0 && torch::Device(options.plan.device).is_cpu();
   const auto remeasure_budget = [&](const char* stage, std::int64_t reserved) {
     if (!remeasure) return;
-    const std::int64_t now = batching::MemoryBudget::parse("auto", "cpu", "--memory", reserved).bytes();
+    std::int64_t now = batching::MemoryBudget::parse("auto", "cpu", "--memory", reserved).bytes();
+    // Below what any plan needs (check_memory_budget's floor) the run keeps the budget it had:
+    // tiny batches would crawl (a run under ulimit -v took minutes to fail), while an allocation
+    // that fails now is an out-of-memory error with advice
+    const std::int64_t floor = minimum_budget_bytes(s.n_mo, s.n_occ, s.n_frozen, options.triples);
+    if (now < floor) {
+      log::warn(strfmt("ccsd: the memory free after the integrals leaves %s for the %s, less than the %s it needs; "
+                       "it may run out of memory",
+                       batching::format_bytes(double(now)).c_str(), stage, batching::format_bytes(double(floor)).c_str()));
+      return;
+    }
     if (now == c.options().budget_bytes) return;
     log::info(strfmt("ccsd: --memory auto for the %s: %s (%s before)", stage, batching::format_bytes(double(now)).c_str(),
                      batching::format_bytes(double(c.options().budget_bytes)).c_str()));

@@ -88,7 +88,9 @@ void Orbformer::check_system(const SystemTensors& sys) const {
   for (int z : sys.atomic_numbers) {
     if (z < 1 || z > max_z_)
       throw InputError("orbformer supports elements H-" + element_symbol(static_cast<int>(max_z_)) +
-                       " (model.orbformer.elements); the molecule contains Z = " + std::to_string(z));
+                       " (model.orbformer.elements); the molecule contains " +
+                       (z >= 1 && z <= 118 ? element_symbol(z) + " (Z = " + std::to_string(z) + ")" : "Z = " + std::to_string(z)) +
+                       ": give model.orbformer.elements up to it for a new model");
     total += z;
   }
   if (sys.n_electrons() < 1 || sys.n_electrons() > total)

@@ -4,6 +4,7 @@
 ///                     [--no-cached-integrals] [--resident auto|on|off]
 #include <c10/core/Device.h>
 
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <iostream>
@@ -40,7 +41,7 @@ struct CcsdArgs {
   bool no_cache = false;
   bool exact_scf = false;
   std::string resident = "auto";
-  std::string guess = "sad";
+  ScfFlagText scf_text;  ///< --guess, --stability
   scf::ScfOptions scf;  ///< the RHF's convergence settings
 };
 
@@ -55,6 +56,14 @@ void print_summary(const ccsd::CcsdRun& run, const CcsdArgs& a) {
                                       run.scf_cholesky ? ", also for the RHF" : "; RHF on exact ERIs").c_str()
                              : "conventional integrals");
   std::printf("E(HF)       %18.10f\n", cc.e_hf);
+  if (std::isfinite(run.rhf.stability_eigenvalue)) {  // (--stability check)
+    const bool stable = run.rhf.stability_eigenvalue >= -a.scf.stability_threshold;
+    std::printf("RHF stability: lowest orbital-Hessian eigenvalue %.6f Eh (%s)\n",
+                std::abs(run.rhf.stability_eigenvalue) < 5e-7 ? 0.0 : run.rhf.stability_eigenvalue,
+                stable ? "a minimum: stable"
+                       : "unstable: a lower solution exists, and CCSD on this reference may converge slowly or to a "
+                         "poor energy");
+  }
   std::printf("E(CCSD)     %18.10f   (correlation %.10f)%s\n", cc.e_ccsd, cc.e_corr,
               cc.converged ? "" : strfmt("   NOT CONVERGED: the iterate after %d iterations (--allow-unconverged)",
                                          cc.iterations).c_str());
@@ -121,7 +130,7 @@ void run_ccsd_command(const CcsdArgs& a) {
   o.cholesky_tau = a.cholesky;
   o.exact_scf = a.exact_scf;
   o.scf = a.scf;
-  apply_scf_guess(a.guess, o.scf, "ccsd");
+  apply_scf_flags(a.scf_text, o.scf, "ccsd", false);
   o.frozen_core = a.frozen_core;
   o.ccsd.triples = a.triples;
   o.ccsd.max_iterations = a.max_iterations;
@@ -186,6 +195,7 @@ void run_ccsd_command(const CcsdArgs& a) {
   j["scf_integrals"] = run.scf_cholesky ? "cholesky" : "exact";
   j["e_hf"] = run.cc.e_hf;
   j["e_nuc"] = run.rhf.e_nuc;
+  if (std::isfinite(run.rhf.stability_eigenvalue)) j["stability_eigenvalue"] = run.rhf.stability_eigenvalue;
   j["e_ccsd"] = run.cc.e_ccsd;
   j["e_corr"] = run.cc.e_corr;
   if (a.triples) {  // null when not computed, never a (T) of 0
@@ -260,7 +270,7 @@ void add_ccsd_command(CLI::App& app) {
                   "auto | on | off: keep integrals, amplitudes and DIIS on --device for the whole run when they "
                   "fit half of --memory (auto: on a GPU with the torch backend; off: each contraction uploads "
                   "its operands)");
-  add_scf_convergence_flags(cmd, a->scf, a->guess, "--scf-max-iter", false);
+  add_scf_convergence_flags(cmd, a->scf, a->scf_text, "--scf-max-iter", false);
   cmd->add_flag("--explain", a->explain, "print the contraction plans of every term (each distinct one, up to eight per term)");
   cmd->callback([a] { run_ccsd_command(*a); });
 }

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "app/commands.hpp"
+#include "parallel/communicator.hpp"
 #include "app/run_args.hpp"
 #include "core/config.hpp"
 #include "core/config_reference.hpp"
@@ -45,7 +46,7 @@ void check_bases(const Config& recorded, const std::vector<System>& molecules) {
 void run_config_command(const ConfigArgs& a) {
   if (a.markdown) {
     if (!a.args.empty()) throw InputError("config: --markdown prints the settings reference; it takes no CONFIG");
-    std::cout << settings_markdown();
+    if (parallel::world().is_root()) std::cout << settings_markdown();  // (under mpirun: once)
     return;
   }
   const RunArgs ra = split_run_args(a.args);
@@ -55,7 +56,7 @@ void run_config_command(const ConfigArgs& a) {
   (void)model_registry().traits(config.model.type);  // an unknown ansatz, named as a run names it
   const Config recorded = as_recorded(config, molecules.front().n_electrons());
   check_bases(recorded, molecules);
-  std::cout << to_yaml(recorded);
+  if (parallel::world().is_root()) std::cout << to_yaml(recorded);  // every rank checks; rank 0 prints
 }
 }  // namespace
 

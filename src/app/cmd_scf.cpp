@@ -25,7 +25,7 @@ namespace {
 struct ScfArgs {
   std::string molecule;
   std::string basis = "cc-pvdz";
-  std::string guess = "sad";
+  ScfFlagText scf_text;  ///< --guess, --stability
   bool uhf = false, json = false;
   scf::ScfOptions options;
 };
@@ -45,6 +45,10 @@ void print_orbitals(const char* label, const Eigen::VectorXd& eps, int n_occ) {
   std::cout << "\n";
 }
 
+/// `x` for a six-decimal line: round-off around zero (a rotation that costs nothing, ⟨S²⟩ of a
+/// closed shell) as 0, not -0.000000.
+double printable(double x) { return std::abs(x) < 5e-7 ? 0.0 : x; }
+
 /// Each integral thread holds its own libint engines (tens of MB for cc-pVTZ): more threads than
 /// the machine has only cost memory (4096 of them were killed for it).
 int max_integral_threads() { return std::max(1, 4 * static_cast<int>(std::thread::hardware_concurrency())); }
@@ -54,7 +58,7 @@ void run_scf_command(ScfArgs& a) {
   system.validate();  // charge and spin before the closed-shell check
   scf::require_same_molecule_and_basis_on_all_ranks(system, a.basis);
   if (const std::string w = system.short_distance_warning(); !w.empty()) log::warn(w);
-  apply_scf_guess(a.guess, a.options, "scf");
+  apply_scf_flags(a.scf_text, a.options, "scf", true);
   a.options.unrestricted = a.uhf;
   const auto t0 = std::chrono::steady_clock::now();
   const scf::BasisSet basis = scf::make_basis(a.basis, system);
@@ -71,7 +75,7 @@ void run_scf_command(ScfArgs& a) {
                      {"cholesky_tau", a.options.jk.cholesky_tau},
                      {"eps_alpha", to_json(r.eps_alpha)}};
     if (std::isfinite(r.lumo())) j["lumo"] = r.lumo();
-    if (r.unrestricted) j["s_squared"] = r.s_squared;
+    if (r.unrestricted) j["s_squared"] = r.s_squared + 0.0;
     if (std::isfinite(r.stability_eigenvalue)) {  // (NaN: no analysis; +inf: no virtual orbitals to rotate into)
       j["stability_eigenvalue"] = r.stability_eigenvalue;
       j["stability_follows"] = r.stability_follows;
@@ -89,19 +93,22 @@ void run_scf_command(ScfArgs& a) {
                       tau > 0 ? strfmt("J/K from Cholesky vectors (tau %g)", tau).c_str() : "exact integrals")
             << strfmt("E_HF       %.10f Eh\n", r.energy)
             << strfmt("E_nuc      %.10f Eh\n", r.e_nuc)
-            << strfmt("iterations %d (|ΔE| %.1e, max|[F,D]| %.1e), %.2f s\n",
-                      static_cast<int>(r.iterations), r.delta_energy, r.commutator, seconds)
+            << strfmt("iterations %d%s (|ΔE| %.1e, max|[F,D]| %.1e), %.2f s\n", static_cast<int>(r.iterations),
+                      r.iterations_following > 0
+                          ? strfmt(", %d of them after following instabilities", r.iterations_following).c_str()
+                          : "",
+                      r.delta_energy, r.commutator, seconds)
             << strfmt("HOMO       %.6f Eh\n", r.homo());
   if (std::isfinite(r.lumo())) std::cout << strfmt("LUMO       %.6f Eh\n", r.lumo());
   if (r.unrestricted) {
     const double sz = 0.5 * (r.n_alpha - r.n_beta);
-    std::cout << strfmt("<S^2>      %.6f (exact for S = %g: %.6f)\n", r.s_squared, sz, sz * (sz + 1));
+    std::cout << strfmt("<S^2>      %.6f (exact for S = %g: %.6f)\n", printable(r.s_squared), sz, sz * (sz + 1));
   }
   if (r.stability_follows > 0)
     std::cout << strfmt("stability  followed %d instabilit%s of the first solution (E %.10f Eh)\n", r.stability_follows,
                         r.stability_follows == 1 ? "y" : "ies", r.energy_before_follow);
   if (std::isfinite(r.stability_eigenvalue))
-    std::cout << strfmt("stability  lowest orbital-Hessian eigenvalue %.6f Eh (%s)\n", r.stability_eigenvalue,
+    std::cout << strfmt("stability  lowest orbital-Hessian eigenvalue %.6f Eh (%s)\n", printable(r.stability_eigenvalue),
                         r.stability_eigenvalue >= -a.options.stability_threshold ? "a minimum: stable" : "unstable");
   print_orbitals(r.unrestricted ? "ε_α (Eh):" : "ε (Eh):", r.eps_alpha, r.n_alpha);
   if (r.unrestricted) print_orbitals("ε_β (Eh):", r.eps_beta, r.n_beta);
@@ -117,7 +124,7 @@ void add_scf_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--uhf", a->uhf, "unrestricted Hartree–Fock (needed for open shells)");
   cmd->add_flag("--json", a->json, "print one JSON object (e_hf, e_nuc, n_basis, converged, ...)");
-  add_scf_convergence_flags(cmd, a->options, a->guess, "--max-iter", true);
+  add_scf_convergence_flags(cmd, a->options, a->scf_text, "--max-iter", true);
   a->options.convergence_advice += " (nnvmc scf)";
   cmd->add_option("--schwarz", a->options.jk.integrals.schwarz_threshold,
                   "skip ERI shell quartets with Schwarz bound below this (Eh)")

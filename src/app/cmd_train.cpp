@@ -168,6 +168,9 @@ void warn_of_unused_overrides(const Config& config, const std::vector<std::strin
       {"optim.sr", natural, "optim.type = " + optim},
       {"optim.spring", optim == "spring", "optim.type = " + optim},
       {"optim.kfac", optim == "kfac", "optim.type = " + optim},
+      {"optim.beta1", optim == "adam", "optim.type = " + optim + " (an Adam setting)"},
+      {"optim.beta2", optim == "adam", "optim.type = " + optim + " (an Adam setting)"},
+      {"optim.epsilon", optim == "adam", "optim.type = " + optim + " (an Adam setting)"},
       {"hamiltonian.hutchinson", config.hamiltonian.laplacian == "hutchinson",
        "hamiltonian.laplacian = " + config.hamiltonian.laplacian},
       {"model.ferminet", config.model.type == "ferminet", "model.type = " + config.model.type},
@@ -259,9 +262,11 @@ void add_train_command(CLI::App& app) {
                          "the run started: --force starts a new run, and cannot be combined with --resume)");
       log::info(strfmt("resuming %s at iteration %ld", resume->c_str(), static_cast<long>(c.iteration)));
       trainer = std::make_unique<Trainer>(config, ckpt);  // refuses another model or molecule first
-      if (const std::string changed = changed_settings(recorded, config); !changed.empty())
+      if (const std::string changed = changed_settings(recorded, config); !changed.empty()) {
         log::warn("resuming with changed settings from iteration " + std::to_string(c.iteration) + ": " + changed +
-                  " (config.yaml will hold the new ones)");
+                  " (config.yaml will hold the new ones; summary.json's resumes_with_changes lists every such change)");
+        trainer->record_resume_changes(changed);
+      }
       if (config.optim.iterations <= c.iteration)
         log::warn(strfmt("optim.iterations = %ld, and the run has %ld already: nothing to train, only the final "
                          "evaluation (raise optim.iterations to train on)",

@@ -8,9 +8,9 @@
 
 namespace nnvmc::app {
 
-void add_scf_convergence_flags(CLI::App* cmd, scf::ScfOptions& options, std::string& guess,
+void add_scf_convergence_flags(CLI::App* cmd, scf::ScfOptions& options, ScfFlagText& text,
                                const std::string& max_iter_flag, bool can_follow) {
-  cmd->add_option("--guess", guess, "initial SCF guess: sad | core")->capture_default_str();
+  cmd->add_option("--guess", text.guess, "initial SCF guess: sad | core")->capture_default_str();
   cmd->add_option(max_iter_flag, options.max_iterations, "maximum SCF iterations")
       ->capture_default_str()
       ->check(integer_in(1, INT_MAX));
@@ -22,25 +22,34 @@ void add_scf_convergence_flags(CLI::App* cmd, scf::ScfOptions& options, std::str
   cmd->add_option("--diis-start", options.diis_start, "first SCF DIIS iteration")
       ->capture_default_str()
       ->check(integer_in(0, 100000));
-  std::map<std::string, scf::StabilityMode> modes{
-      {"auto", scf::StabilityMode::automatic}, {"off", scf::StabilityMode::off}, {"check", scf::StabilityMode::check}};
-  if (can_follow) modes.emplace("follow", scf::StabilityMode::follow);
-  cmd->add_option("--stability", options.stability,
+  cmd->add_option("--stability", text.stability,
                   can_follow ? "stability analysis of the converged SCF: check (warn when the solution is a saddle "
                                "point, not a minimum of the energy), follow (UHF: rotate the orbitals along each "
                                "instability and converge again, e.g. the broken-symmetry UHF of a stretched bond), off; "
-                               "auto (default): follow for UHF, off for RHF"
-                             : "stability analysis of the converged RHF: check (warn when a lower RHF or UHF solution "
-                               "exists, e.g. at stretched bonds) or off; auto (default): off")
-      ->transform(CLI::CheckedTransformer(modes, CLI::ignore_case));
+                               "auto: follow for UHF, off for RHF"
+                             : "stability analysis of the converged RHF: check (say whether a lower RHF or UHF "
+                               "solution exists, e.g. at stretched bonds, where RCCSD is poor) or off; auto: off")
+      ->capture_default_str();
   options.convergence_advice = "raise " + max_iter_flag + ", or try --level-shift, or --damping with --diis-start 3 or later";
 }
 
-void apply_scf_guess(const std::string& guess, scf::ScfOptions& options, const std::string& command) {
+void apply_scf_flags(const ScfFlagText& text, scf::ScfOptions& options, const std::string& command, bool can_follow) {
   const std::map<std::string, scf::ScfGuess> guesses{{"sad", scf::ScfGuess::sad}, {"core", scf::ScfGuess::core}};
-  const auto g = guesses.find(guess);
-  if (g == guesses.end()) throw InputError(command + ": --guess must be 'sad' or 'core', got '" + guess + "'");
+  const auto g = guesses.find(text.guess);
+  if (g == guesses.end()) throw InputError(command + ": --guess must be 'sad' or 'core', got '" + text.guess + "'");
   options.guess = g->second;
+  const std::map<std::string, scf::StabilityMode> modes{{"auto", scf::StabilityMode::automatic},
+                                                        {"off", scf::StabilityMode::off},
+                                                        {"check", scf::StabilityMode::check},
+                                                        {"follow", scf::StabilityMode::follow}};
+  const auto m = modes.find(text.stability);
+  if (m == modes.end() || (!can_follow && m->second == scf::StabilityMode::follow))
+    throw InputError(command + ": --stability must be " + (can_follow ? "auto, off, check or follow" : "auto, off or check") +
+                     ", got '" + text.stability + "'" +
+                     (m != modes.end() ? " (following an instability leads to a UHF solution, and CCSD here is "
+                                         "RHF-based: nnvmc scf --uhf finds it)"
+                                       : ""));
+  options.stability = m->second;
 }
 
 }  // namespace nnvmc::app

@@ -10,14 +10,20 @@
 
 namespace nnvmc::app {
 
-/// Adds the flags to `cmd`, writing into `options` and `guess` (the --guess text, read by
-/// apply_scf_guess). `max_iter_flag` names the iteration limit ("--max-iter" for scf;
-/// "--scf-max-iter" for ccsd, whose --max-iterations is the CCSD's). `can_follow`: --stability
-/// may be `follow` (a command that can run UHF).
-void add_scf_convergence_flags(CLI::App* cmd, scf::ScfOptions& options, std::string& guess,
+/// The flags that are read as text and checked after parsing (apply_scf_flags).
+struct ScfFlagText {
+  std::string guess = "sad";       ///< --guess
+  std::string stability = "auto";  ///< --stability
+};
+
+/// Adds the flags to `cmd`, writing into `options` and `text`. `max_iter_flag` names the
+/// iteration limit ("--max-iter" for scf; "--scf-max-iter" for ccsd, whose --max-iterations is
+/// the CCSD's). `can_follow`: the command can run UHF, so --stability may be `follow`.
+void add_scf_convergence_flags(CLI::App* cmd, scf::ScfOptions& options, ScfFlagText& text,
                                const std::string& max_iter_flag, bool can_follow);
 
-/// Sets options.guess from the --guess text. @throws InputError naming `command`'s --guess
-void apply_scf_guess(const std::string& guess, scf::ScfOptions& options, const std::string& command);
+/// Sets options.guess and options.stability from the text. @throws InputError naming
+/// `command`'s flag (ccsd's --stability follow: CCSD here is RHF-based)
+void apply_scf_flags(const ScfFlagText& text, scf::ScfOptions& options, const std::string& command, bool can_follow);
 
 }  // namespace nnvmc::app

@@ -165,35 +165,49 @@ std::set<std::string> prepare_cells(const CompareSpec& spec, const RunnerOptions
 
 RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
   RunSummary summary;
-  int retried = 0;  // failed cells run again (--retry-failed)
   std::deque<const Cell*> queue;
+  // Every rank looks at every cell (they see the same files): the cells to run are numbered in
+  // the file's order, the first --max-cells of them run now (in all, not per rank), and rank r
+  // takes every ranks-th of those; a cell that needs no run is counted by rank (index % ranks).
+  const int ranks = std::max(1, o.ranks);
+  std::map<const Cell*, int> number;  // 1-based position in the file, for the progress lines
+  int pending = 0, done_all = 0, failed_all = 0;
   for (std::size_t i = 0; i < spec.cells.size(); ++i) {
-    if (static_cast<int>(i % static_cast<std::size_t>(std::max(1, o.ranks))) != o.rank) continue;  // another rank's
     const Cell& cell = spec.cells[i];
+    number[&cell] = static_cast<int>(i) + 1;
+    const bool mine = static_cast<int>(i % static_cast<std::size_t>(ranks)) == o.rank;
     const std::string state = cell_state(cell);
     std::error_code ec;
     if (state == "done" && needs_more_training(cell) && !fs::exists(dir_of(cell) + "/checkpoint.h5", ec)) {
       // (it tried, and advised 'train --resume' or --force, neither of which a cell takes)
-      log::warn(strfmt("%s: done, but its checkpoint.h5 is gone, so it cannot train its new minutes; its result "
-                       "stays (remove %s to train the cell again from the start)",
-                       cell.id.c_str(), dir_of(cell).c_str()));
-      ++summary.done;
+      if (mine)
+        log::warn(strfmt("%s: done, but its checkpoint.h5 is gone, so it cannot train its new minutes; its result "
+                         "stays (remove %s to train the cell again from the start)",
+                         cell.id.c_str(), dir_of(cell).c_str()));
+      ++done_all;
+      if (mine) ++summary.done;
     } else if (state == "done" && !needs_more_training(cell)) {
-      ++summary.done;
+      ++done_all;
+      if (mine) ++summary.done;
     } else if (state == "failed" && !o.retry_failed) {
-      ++summary.failed;
+      ++failed_all;
+      if (mine) ++summary.failed;
     } else {
-      if (o.retried.count(cell.id) > 0) ++retried;
+      const int k = pending++;
+      if (o.max_cells > 0 && k >= o.max_cells) continue;  // not now
+      if (k % ranks != o.rank) continue;                   // another rank's
       queue.push_back(&cell);
     }
   }
   const int total = static_cast<int>(spec.cells.size());
+  if (pending == 0) return summary;
+  const int retried_all = static_cast<int>(o.retried.size());
+  log::info(strfmt("%d of %d cells to run%s (%d done, %d failed before%s), %d at a time%s, %d threads each", pending,
+                   total, o.max_cells > 0 && o.max_cells < pending ? strfmt(", %d of them now (--max-cells)", o.max_cells).c_str() : "",
+                   done_all, failed_all + retried_all, retried_all > 0 ? strfmt(": %d retried", retried_all).c_str() : "",
+                   o.jobs, ranks > 1 ? strfmt(" on each of %d ranks (this rank's cells are logged here)", ranks).c_str() : "",
+                   spec.threads ? spec.threads : o.threads_per_cell));
   if (queue.empty()) return summary;
-  const int to_run = static_cast<int>(queue.size());
-  log::info(strfmt("%d of %d cells to run%s (%d done, %d failed before%s), %d at a time, %d threads each", to_run,
-                   total, o.max_cells > 0 && o.max_cells < to_run ? strfmt(", %d of them now (--max-cells)", o.max_cells).c_str() : "",
-                   summary.done, summary.failed + retried, retried > 0 ? strfmt(": %d retried", retried).c_str() : "",
-                   o.jobs, spec.threads ? spec.threads : o.threads_per_cell));
   // Cells that will run at once here; each takes its share of the memory 'auto' stands for.
   std::int64_t at_once = std::min<std::int64_t>(o.jobs, static_cast<std::int64_t>(queue.size()));
   if (o.max_cells > 0) at_once = std::min<std::int64_t>(at_once, o.max_cells);
@@ -232,8 +246,7 @@ RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
                          : fs::exists(dir_of(*cell) + "/checkpoint.h5", ec)
                              ? "continuing from its checkpoint"
                              : "starting again (it stopped before its first checkpoint)";
-      log::info(strfmt("[%d/%d] %s: %s", summary.done + summary.failed + static_cast<int>(running.size()) + 1, total,
-                       cell->id.c_str(), what));
+      log::info(strfmt("[%d/%d] %s: %s", number.at(cell), total, cell->id.c_str(), what));
       // The child is a process of its own even when this one is an mpirun rank.
       const pid_t pid = spawn_process(argv, dir_of(*cell) + "/log.txt",
                                       {"OMP_NUM_THREADS=" + std::to_string(threads)},
@@ -285,8 +298,7 @@ RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
     }
     const bool done = j.value("status", "") == "done";
     done ? ++summary.done : ++summary.failed;
-    log::info(strfmt("[%d/%d] %s: %s", summary.done + summary.failed, total, cell->id.c_str(),
-                     finished_line(*cell, j).c_str()));
+    log::info(strfmt("[%d/%d] %s: %s", number.at(cell), total, cell->id.c_str(), finished_line(*cell, j).c_str()));
   }
   if (g_signal) summary.interrupted = true;
   return summary;

@@ -91,6 +91,22 @@ void apply_override(YAML::Node& root, const std::string& assignment) {
   } catch (const YAML::Exception& e) {
     throw ConfigError("override '" + assignment + "': malformed value: " + e.msg);
   }
+  // yaml-cpp stops at the end of a bracketed or quoted value and ignores what follows it
+  // ("[h2, he], li" read as [h2, he]): the value must be the whole text
+  const std::string text = assignment.substr(eq + 1);
+  if (const auto first = text.find_first_not_of(" \t"); std::string("[{\"'").find(text[first]) != std::string::npos) {
+    bool whole = false;
+    try {
+      const YAML::Node wrapped = YAML::Load("[" + text + "\n]");
+      whole = wrapped.IsSequence() && wrapped.size() == 1;
+    } catch (const YAML::Exception&) {
+    }
+    if (!whole)
+      throw ConfigError("override '" + assignment + "': text after the " +
+                        (text[first] == '[' ? "list" : text[first] == '{' ? "mapping" : "quoted string") +
+                        " (a list is one bracketed value, e.g. system.molecules=[h2, he, li]; one override per "
+                        "argument)");
+  }
   check_unique_keys(value, "override '" + assignment + "'");
   std::vector<std::string> parts;
   std::stringstream ss(path);

@@ -3,6 +3,8 @@
 #include "parallel/launcher.hpp"
 
 #include <cstdio>
+#include <thread>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -103,6 +105,10 @@ Partition partition(std::int64_t total, int rank, int size) {
 int fail(const std::string& message, int code) {
   Communicator& w = world();
   if (w.size() > 1) {
+    // An error every rank meets (bad input, Ctrl-C) was printed once per rank, and their
+    // simultaneous aborts garbled mpirun's own report. Rank 0 speaks first; a rank that fails
+    // alone still speaks, two seconds later (rank 0's abort ends it sooner when both failed).
+    if (w.rank() != 0) std::this_thread::sleep_for(std::chrono::seconds(2));
     std::fprintf(stderr, "nnvmc: error [rank %d of %d]: %s\n", w.rank(), w.size(), message.c_str());
     std::fflush(stderr);
     w.abort(code);

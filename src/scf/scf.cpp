@@ -53,14 +53,14 @@ void check_options(const ScfOptions& o) {
 void share_from_root(ScfResult& r) {
   parallel::Communicator& comm = parallel::world();
   if (comm.size() == 1) return;
-  double scalars[9] = {r.converged ? 1.0 : 0.0, static_cast<double>(r.iterations), r.energy, r.delta_energy,
-                       r.commutator, r.s_squared, r.stability_eigenvalue, static_cast<double>(r.stability_follows),
-                       r.energy_before_follow};
+  double scalars[10] = {r.converged ? 1.0 : 0.0, static_cast<double>(r.iterations), r.energy, r.delta_energy,
+                        r.commutator, r.s_squared, r.stability_eigenvalue, static_cast<double>(r.stability_follows),
+                        r.energy_before_follow, static_cast<double>(r.iterations_following)};
   comm.broadcast(scalars, sizeof scalars, 0);
   r.converged = scalars[0] != 0, r.iterations = static_cast<int>(scalars[1]);
   r.energy = scalars[2], r.delta_energy = scalars[3], r.commutator = scalars[4], r.s_squared = scalars[5];
   r.stability_eigenvalue = scalars[6], r.stability_follows = static_cast<int>(scalars[7]);
-  r.energy_before_follow = scalars[8];
+  r.energy_before_follow = scalars[8], r.iterations_following = static_cast<int>(scalars[9]);
   for (Eigen::VectorXd* v : {&r.eps_alpha, &r.eps_beta}) comm.broadcast(v->data(), v->size() * sizeof(double), 0);
   for (Eigen::MatrixXd* m : {&r.c_alpha, &r.c_beta, &r.f_alpha, &r.f_beta, &r.d_alpha, &r.d_beta})
     comm.broadcast(m->data(), m->size() * sizeof(double), 0);
@@ -90,7 +90,7 @@ void analyse_stability(const detail::ScfProblem& pb, const ScfOptions& o, bool u
       spdlog::warn("scf: the {} solution is not a minimum: the orbital-rotation Hessian has eigenvalue {:.4e} Eh{}",
                    method, sr.lowest,
                    unrestricted ? "; --stability follow finds the lower UHF solution"
-                   : triplet    ? "; a UHF solution is lower (stretched bonds, diradicals): run with --uhf"
+                   : triplet    ? "; a UHF solution is lower (stretched bonds, diradicals; nnvmc scf --uhf finds it)"
                                 : "; a lower RHF solution exists: try another --guess");
       return;
     }
@@ -109,14 +109,19 @@ void analyse_stability(const detail::ScfProblem& pb, const ScfOptions& o, bool u
     }
     detail::ScfState next = detail::solve_scf(pb, std::move(density), o);
     if (!next.converged || !(next.energy < st.energy - 1e-9)) {
-      spdlog::warn("scf: the UHF solution is unstable (orbital-Hessian eigenvalue {:.4e} Eh), but converging from the "
-                   "rotated orbitals {} (E {:.10f} Eh); the unstable solution is kept",
-                   sr.lowest, next.converged ? "did not lower the energy" : "did not converge", next.energy);
+      spdlog::warn("scf: the UHF solution is unstable (orbital-Hessian eigenvalue {:.4e} Eh), but the SCF from the "
+                   "rotated orbitals {}; the unstable solution is kept",
+                   sr.lowest,
+                   next.converged ? fmt::format("did not lower the energy (E {:.10f} Eh)", next.energy)
+                                  : fmt::format("did not converge in {} iterations (last E {:.10f} Eh): raise the "
+                                                "iteration limit",
+                                                next.iterations, next.energy));
       return;
     }
     spdlog::info("scf: followed a UHF instability (eigenvalue {:.4e} Eh): E {:.10f} -> {:.10f} Eh", sr.lowest,
                  st.energy, next.energy);
     if (round == 0) r.energy_before_follow = st.energy;
+    r.iterations_following += next.iterations;
     next.iterations += st.iterations;
     st = std::move(next);
     ++r.stability_follows;

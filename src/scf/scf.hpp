@@ -71,6 +71,7 @@ struct ScfResult {
   /// NaN when no stability analysis ran; < 0: a saddle point, not a minimum.
   double stability_eigenvalue = std::numeric_limits<double>::quiet_NaN();
   int stability_follows = 0;     ///< rotations along instabilities that lowered the energy (follow)
+  int iterations_following = 0;  ///< of `iterations`, those of the SCF solves after such rotations
   double energy_before_follow = std::numeric_limits<double>::quiet_NaN();  ///< E of the first, unstable solution
   Eigen::VectorXd eps_alpha;     ///< α orbital energies [m], ascending
   Eigen::VectorXd eps_beta;      ///< β orbital energies [m]

@@ -243,7 +243,9 @@ void save_checkpoint(const std::string& path, const Checkpoint& c) {
     f.set_attr("config", c.config_yaml);
     f.set_attr("molecule_names", names);
     if (!c.run_id.empty()) f.set_attr("run_id", c.run_id);
-    f.set_attr("checksum", checksum(d, c.config_yaml + "\n" + names + (c.run_id.empty() ? "" : "\n" + c.run_id)));
+    if (!c.history.empty()) f.set_attr("history", c.history);
+    f.set_attr("checksum", checksum(d, c.config_yaml + "\n" + names + (c.run_id.empty() ? "" : "\n" + c.run_id) +
+                                           (c.history.empty() ? "" : "\nhistory " + c.history)));
     for (const auto& [name, a] : d) f.write(name, a);
   });
 }
@@ -267,9 +269,11 @@ Checkpoint load_checkpoint(const std::string& path) {
   for (const auto& name : f.list("/")) d[name] = f.read(name);
   const std::string names_attr = !v2 && f.has_attr("molecule_names") ? f.attr("molecule_names") : "";
   c.run_id = !v2 && f.has_attr("run_id") ? f.attr("run_id") : "";
+  c.history = !v2 && f.has_attr("history") ? f.attr("history") : "";
   // Version-2 files written before checksums were added have none; every later file has one.
   if (!v2 && !f.has_attr("checksum")) throw CheckpointError(path + ": no checksum attribute: the file is damaged");
-  const std::string summed = c.config_yaml + "\n" + names_attr + (c.run_id.empty() ? "" : "\n" + c.run_id);
+  const std::string summed = c.config_yaml + "\n" + names_attr + (c.run_id.empty() ? "" : "\n" + c.run_id) +
+                             (c.history.empty() ? "" : "\nhistory " + c.history);
   if (f.has_attr("checksum") && f.attr("checksum") != checksum(d, v2 ? c.config_yaml : summed))
     throw CheckpointError(path + ": checksum mismatch: the file is damaged");
   c.iteration = from_array(require(d, "iteration", io::DType::i64, 0, path)).item<int64_t>();

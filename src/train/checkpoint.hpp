@@ -39,6 +39,10 @@ struct Checkpoint {
   /// an attribute of the run's result.h5, so a checkpoint of another run is not resumed into
   /// it). Empty in checkpoints of nnvmc before 2026-12-05.
   std::string run_id;
+  /// What the run's resumes changed, as a JSON array of {"iteration": N, "changes": "key a -> b, ..."}
+  /// (the run is then one chain under several settings, which config.yaml alone does not say);
+  /// empty when no resume changed a setting.
+  std::string history;
   std::vector<MoleculeCheckpoint> molecules;  ///< per molecule of the run, in order (at least one)
   TensorMap parameters;         ///< model parameters by name (never buffers or geometry)
   /// Untrained tensors that define ψ (WaveFunction::frozen_state, e.g. PauliNet's frozen HF

@@ -111,7 +111,7 @@ PretrainResult pretrain(VmcSetup& s, const PretrainOptions& options, StageTimers
   }
   const double per_molecule = 1.0 / static_cast<double>(n);
   for (int t = 0; t < options.steps; ++t) {
-    throw_if_stop_requested_on_any_rank("HF pretraining (before the first checkpoint: nothing to resume)");
+    throw_if_stop_requested_on_any_rank("HF pretraining (before its first checkpoint: nothing of this start to resume)");
     adam.zero_grad();
     double total = 0;
     for (std::size_t i = 0; i < n; ++i) {

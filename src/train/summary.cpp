@@ -44,9 +44,12 @@ std::string eval_text(const EvalResult& r) {
                          reblocked ? "" : "  (from the walkers' averages)",
                          r.error_reliable() ? "" : "  (UNRELIABLE: see below)");
   const auto value = [](double x) { return std::isfinite(x) ? strfmt("%.6f", x) : std::string("n/a (too short)"); };
+  // (the walkers' averages need two walkers, not a longer series)
+  const std::string first_check = reblocked && r.walkers < 2 ? std::string("n/a (one walker)")
+                                                             : value(reblocked ? r.error_walkers : r.error_reblocking);
   s += strfmt("         error cross-checks: %s ± %s, batch means ± %s, autocorrelation ± %s\n",
               reblocked ? "walker averages" : r.stats.plateau ? "reblocking" : "reblocking (no plateau)",
-              value(reblocked ? r.error_walkers : r.error_reblocking).c_str(), value(r.error_batch_means).c_str(),
+              first_check.c_str(), value(r.error_batch_means).c_str(),
               value(r.autocorr.error).c_str());
   s += strfmt("variance %.5f\n", r.variance);
   s += strfmt("autocorrelation time %s iterations (%s), acceptance %.2f at step size %.4f\n",

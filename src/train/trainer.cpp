@@ -274,6 +274,7 @@ Trainer::Trainer(const Config& config, const std::string& checkpoint_path)
   iteration_ = c.iteration;
   trained_before_ = c.trained_seconds;
   run_id_ = c.run_id;  // (empty in a checkpoint from before run ids: init_output adopts result.h5's or draws one)
+  history_ = c.history;
   output_ = fs::path(checkpoint_path).parent_path().string();
   if (output_.empty()) output_ = ".";
   init_output(true);
@@ -560,12 +561,30 @@ void Trainer::stop_after_failed_results_write(const std::string& why) {
                    "' continues (rows that could not be written are NaN)");
 }
 
+void Trainer::record_resume_changes(const std::string& changes) {
+  nlohmann::json h = history_.empty() ? nlohmann::json::array() : nlohmann::json::parse(history_);
+  h.push_back({{"iteration", iteration_}, {"changes", changes}});
+  history_ = h.dump();
+}
+
+namespace {
+/// The step-size limit a failing natural-gradient run can tighten (0 means none: set one).
+std::string norm_constraint_advice(const OptimOptions& o) {
+  if (o.type == "adam") return "";
+  const bool kfac = o.type == "kfac";
+  const double limit = kfac ? o.kfac.norm_constraint : o.sr.norm_constraint;
+  const std::string key = kfac ? "optim.kfac.norm_constraint" : "optim.sr.norm_constraint";
+  return limit > 0 ? " or " + key : ", or set " + key + (kfac ? " (0: no limit; its default 1e-3)" : " (0: no limit; its default 1e-2)");
+}
+}  // namespace
+
 Checkpoint Trainer::checkpoint() const {
   Checkpoint c;
   c.iteration = iteration_;
   c.trained_seconds = trained_seconds();
   c.config_yaml = to_yaml(setup_.config);
   c.run_id = run_id_;
+  c.history = history_;
   for (const auto& m : setup_.molecules)
     c.molecules.push_back({m.system, m.sampler->global_state(), m.local_energy->method().rng_state()});  // all ranks' walkers
   c.parameters = module_state(*setup_.wf);
@@ -655,7 +674,7 @@ void Trainer::burn_in(int steps) {
     auto& sampler = *setup_.molecules[i].sampler;
     const auto key = setup_.graph_key(i);
     for (int done = 0; done < steps; done += block) {
-      throw_if_stop_requested_on_any_rank("the burn-in (before the first checkpoint: nothing to resume)");
+      throw_if_stop_requested_on_any_rank("the burn-in (before its first checkpoint: nothing of this start to resume)");
       sampler.adapt(sampler.run(logabs, std::min(block, steps - done), key));
     }
   }
@@ -698,6 +717,7 @@ TrainOutcome Trainer::run(bool final_eval) {
     const bool stop = (stop_code & 8) != 0;
     if (action == StopAction::finish) {
       finished_early = true;
+      stopped_by_ = budget_seconds > 0 && trained_seconds() >= budget_seconds ? "optim.minutes" : "a stop request";
       if (budget_seconds > 0)  // (the clock of some rank: no hook asks to finish)
         log::info(strfmt("optim.minutes = %g reached after %ld of %d iterations: training ends here",
                          cfg.optim.minutes, static_cast<long>(t), cfg.optim.iterations));
@@ -825,9 +845,7 @@ TrainOutcome Trainer::run(bool final_eval) {
             "training stopped: %d consecutive iterations failed (%s) at iteration %ld "
             "(optim.max_consecutive_failures); %s. Try a smaller optim.lr%s, or another seed",
             consecutive_failures, why.c_str(), static_cast<long>(t + 1), kept.c_str(),
-            cfg.optim.type == "adam"   ? ""
-            : cfg.optim.type == "kfac" ? " or optim.kfac.norm_constraint"
-                                       : " or optim.sr.norm_constraint"));
+            norm_constraint_advice(cfg.optim).c_str()));
       }
       continue;
     }
@@ -944,7 +962,10 @@ void Trainer::final_evaluation(TrainOutcome& out, const std::function<io::H5File
     write_summary(output_ + "/summary.json", setup_, out.evals, timers_, iteration_,
                   {{"failed_steps", out.failed_steps},
                    {"excluded_walkers", out.excluded_walkers},
-                   {"timings_from_iteration", first_iteration_}});
+                   {"timings_from_iteration", first_iteration_},
+                   {"optimizer", cfg.optim.type},
+                   {"stopped_by", stopped_by_},
+                   {"resumes_with_changes", history_.empty() ? nlohmann::json::array() : nlohmann::json::parse(history_)}});
   }
   // The result itself is the caller's to print or log (nnvmc train: on stdout, whatever the
   // log level; a comparison's cell: in its log, log_eval_text).

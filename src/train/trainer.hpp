@@ -65,6 +65,9 @@ class Trainer {
   TrainOutcome run(bool final_eval = true);
 
   const std::string& output_dir() const { return output_; }
+  /// Records that this resume changed `changes` ("optim.type adam -> spring, ..."): kept in the
+  /// checkpoint's history (Checkpoint::history) and summary.json's `resumes_with_changes`.
+  void record_resume_changes(const std::string& changes);
   VmcSetup& setup() { return setup_; }
   const StageTimers& timers() const { return timers_; }
   /// The stage timers (e.g. to attach a StageObserver).
@@ -138,6 +141,8 @@ class Trainer {
   std::int64_t iteration_ = 0;
   bool resumed_ = false;
   std::string run_id_;  ///< Checkpoint::run_id: drawn by a new run, the checkpoint's on resume (rank 0's is written)
+  std::string history_;  ///< Checkpoint::history (JSON array text; "" when no resume changed anything)
+  std::string stopped_by_ = "optim.iterations";  ///< what ended the training: optim.iterations, optim.minutes or a request
   bool previous_run_cleared_ = false;  ///< *.previous files of a run replaced by --force are gone
   /// On CUDA: each stage's time as the device sees it (CUDA events, no wait for the device when
   /// a stage closes; device waits in a build without events), so it covers the stage's kernels.

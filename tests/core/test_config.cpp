@@ -205,6 +205,26 @@ TEST(Config, AMappingOverrideMergesIntoTheSectionItNames) {
   EXPECT_TRUE(contains(error_of(text, {"sampler={walker: 8}"}), "sampler.walker"));  // merged keys are checked
 }
 
+// A bracketed, braced or quoted value is the whole text after '=': what follows it was dropped
+// ("[h2, he], li" trained h2 and he), and is refused now; the same values alone still parse.
+TEST(Config, TextAfterABracketedOrQuotedOverrideValueIsRefused) {
+  const std::string text = "system: {molecules: [h2, he]}\n";
+  for (const char* bad : {"system.molecules=[h2, he], li", "model.ferminet.hidden_dims=[[16,4]] [[8,2]]",
+                          "sampler={walkers: 8} x", "system.molecules=[h2,he] system.molecule=li",
+                          "run.output='a' b"}) {
+    const auto e = error_of(text, {bad});
+    EXPECT_TRUE(contains(e, "text after the")) << bad << ": " << e;
+    EXPECT_TRUE(contains(e, bad)) << e;
+  }
+  const Config c = parse_config(text, {"system.molecules=[h2, he, li]", "sampler={walkers: 8}  ", "run.output='a b'",
+                                       "model.ferminet.hidden_dims=[[16, 4]] # a comment"},
+                                "c.yaml");
+  EXPECT_TRUE(contains(c.system.molecules->yaml, "li")) << c.system.molecules->yaml;
+  EXPECT_EQ(c.sampler.walkers, 8);
+  EXPECT_EQ(c.run.output, "a b");
+  EXPECT_EQ(c.model.ferminet.hidden_dims->size(), 1u);
+}
+
 TEST(Config, UnknownKeyNamesPathLineAndSuggestion) {
   const auto e = error_of("sampler:\n  walker: 10\n");
   EXPECT_TRUE(contains(e, "sampler.walker")) << e;

@@ -227,10 +227,34 @@ TEST(Cli, SettingsOfAnotherAnsatzOrOptimizerAreNamedAsWithoutEffect) {
   // a profile that cannot create its output names --output (it blamed run.output, never given)
   expect_input_error("profile " + cfg + " --output /sys/nnvmc_no_profile --iterations 1",
                      "profile: --output /sys/nnvmc_no_profile: cannot create directory '/sys/nnvmc_no_profile/runs'");
+  // Adam's own settings under another optimizer (optim.beta1 under spring: no word)
+  const auto sr = run("train " + cfg + " eval.steps=0 optim.iterations=1 --force optim.type=sr optim.beta1=0.5 "
+                      "optim.epsilon=1e-6");
+  ASSERT_EQ(sr.code, 0) << sr.out;
+  EXPECT_NE(sr.out.find("'optim.beta1=0.5' has no effect with optim.type = sr (an Adam setting)"), std::string::npos) << sr.out;
+  EXPECT_NE(sr.out.find("'optim.epsilon=1e-6' has no effect with optim.type = sr (an Adam setting)"), std::string::npos) << sr.out;
   // not the default weight every Adam run carries
   const auto plain = run("train " + cfg + " eval.steps=0 optim.iterations=1 --force");
   ASSERT_EQ(plain.code, 0) << plain.out;
   EXPECT_EQ(plain.out.find("determinant_balance"), std::string::npos) << plain.out;
+  fs::remove_all(out);
+}
+
+// A natural-gradient run that keeps failing is told to set a step limit when it has none
+// (optim.sr.norm_constraint = 0 is no limit: "try a smaller" one made no sense), and to tighten
+// the one it has otherwise.
+TEST(Cli, AFailingNaturalGradientRunIsAdvisedOnItsStepLimit) {
+  const auto out = (fs::temp_directory_path() / "nnvmc_cli_norm_advice").string();
+  fs::remove_all(out);
+  const auto cfg = write_config("nnvmc_norm_advice.yaml", kTiny + "run: {output: " + out + "}\n");
+  const std::string failing = " optim.lr=1e300 optim.max_consecutive_failures=2 eval.steps=0 optim.iterations=3 --force";
+  const auto none = run("train " + cfg + " optim.type=sr optim.sr.norm_constraint=0" + failing);
+  EXPECT_EQ(none.code, 1) << none.out;
+  EXPECT_NE(none.out.find("Try a smaller optim.lr, or set optim.sr.norm_constraint (0: no limit; its default 1e-2)"),
+            std::string::npos) << none.out;
+  const auto some = run("train " + cfg + " optim.type=kfac optim.kfac.norm_constraint=1e300" + failing);  // (a limit that limits nothing)
+  EXPECT_EQ(some.code, 1) << some.out;
+  EXPECT_NE(some.out.find("Try a smaller optim.lr or optim.kfac.norm_constraint"), std::string::npos) << some.out;
   fs::remove_all(out);
 }
 
@@ -692,10 +716,26 @@ TEST(Cli, ScfUhfOfAStretchedBondFindsTheBrokenSymmetrySolution) {
   EXPECT_FALSE(off.contains("stability_eigenvalue"));
   const auto rhf = run("scf " + mol + " --basis cc-pvdz --threads 1 --stability check");
   EXPECT_EQ(rhf.code, 0) << rhf.out;
-  EXPECT_NE(rhf.out.find("a UHF solution is lower (stretched bonds, diradicals): run with --uhf"), std::string::npos) << rhf.out;
+  EXPECT_NE(rhf.out.find("a UHF solution is lower (stretched bonds, diradicals; nnvmc scf --uhf finds it)"), std::string::npos) << rhf.out;
   EXPECT_NE(rhf.out.find("(unstable)"), std::string::npos) << rhf.out;
   expect_input_error("scf " + mol + " --basis cc-pvdz --stability follow", "following an instability needs UHF (--uhf)");
-  expect_input_error("ccsd " + mol + " --basis cc-pvdz --stability follow", "--stability");
+  expect_input_error("scf " + mol + " --basis cc-pvdz --stability 2", "--stability must be auto, off, check or follow, got '2'");
+  expect_input_error("ccsd " + mol + " --basis cc-pvdz --stability follow",
+                     "--stability must be auto, off or check, got 'follow' (following an instability leads to a UHF solution");
+  // ccsd's RHF check is in its report and its JSON, not only a log line
+  const auto cc = run("ccsd " + mol + " --basis sto-3g --stability check --log-level error");
+  EXPECT_NE(cc.out.find("RHF stability: lowest orbital-Hessian eigenvalue -0."), std::string::npos) << cc.out;
+  EXPECT_NE(cc.out.find("unstable: a lower solution exists"), std::string::npos) << cc.out;
+  EXPECT_LT(json_of(run("ccsd " + mol + " --basis sto-3g --stability check --json --log-level error").out)["stability_eigenvalue"]
+                .get<double>(),
+            -0.1);
+  // a closed shell's <S^2> reads 0.000000, not -0.000000; a follow cut short by the iteration limit says so
+  const auto closed = run("scf h2o --basis sto-3g --uhf --threads 1");
+  EXPECT_NE(closed.out.find("<S^2>      0.000000"), std::string::npos) << closed.out;
+  const auto cut = run("scf " + mol + " --basis cc-pvdz --uhf --threads 1 --max-iter 6");
+  EXPECT_NE(cut.out.find("rotated orbitals did not converge in 6 iterations"), std::string::npos) << cut.out;
+  EXPECT_NE(cut.out.find("raise the iteration limit"), std::string::npos) << cut.out;
+  EXPECT_NE(text.out.find(" of them after following instabilities"), std::string::npos) << text.out;  // (the sum of both SCFs)
 }
 
 // `nnvmc scf --cholesky TAU`: J/K from Cholesky vectors, the energy within tau's reach of the
@@ -1110,6 +1150,14 @@ TEST(Cli, ResumeFromTheCommandLineEndsWhereAnUninterruptedRunEnds) {
   EXPECT_NE(d.out.find("resuming with changed settings from iteration 4: optim.lr"), std::string::npos) << d.out;
   EXPECT_NE(d.out.find("-> 0.002"), std::string::npos) << d.out;
   EXPECT_NE(d.out.find("nothing to train"), std::string::npos) << d.out;
+  // ... and summary.json keeps it (the result files described only the last settings)
+  const auto jd = read(resumed);
+  ASSERT_EQ(jd["resumes_with_changes"].size(), 1u) << jd.dump();
+  EXPECT_EQ(jd["resumes_with_changes"][0]["iteration"], 4);
+  EXPECT_NE(jd["resumes_with_changes"][0]["changes"].get<std::string>().find("optim.lr"), std::string::npos) << jd.dump();
+  EXPECT_TRUE(js["resumes_with_changes"].empty());
+  EXPECT_EQ(js["stopped_by"], "optim.iterations");
+  EXPECT_EQ(js["optimizer"], "adam");
   // how the run is executed (threads, checkpoint interval) is not a change of its settings
   const auto e = run("train --resume " + resumed + " run.threads=2 run.checkpoint_every=3 --log-level warn");
   ASSERT_EQ(e.code, 0) << e.out;
@@ -1191,7 +1239,13 @@ TEST(Cli, EvalWithMoreOrFewerWalkersThanTheRunStartsFromItsWalkers) {
     const auto j = json_of(r.out);
     EXPECT_EQ(j["walkers"], w);
     EXPECT_TRUE(std::isfinite(j["energy"].get<double>()));
+    // repeated walkers get a fresh walkers' burn-in, so that the copies decorrelate (with the
+    // default 50 the error bar was 1.4-1.6x too small); fewer keep eval.burn_in
+    EXPECT_EQ(j["burn_in"].get<int>(), w > 8 ? 500 : 50) << w;
   }
+  const auto given = json_of(run("eval " + out + "/checkpoint.h5 --steps 3 --walkers 20 --json --log-level warn eval.burn_in=7").out);
+  EXPECT_EQ(given["burn_in"].get<int>(), 7);
+  EXPECT_EQ(given["seed"].get<int>(), 0);
 }
 
 // Values that used to fail late (in libtorch, after the output was prepared) are refused before

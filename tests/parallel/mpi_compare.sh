@@ -19,6 +19,11 @@ reference_basis: sto-3g
 overrides: [sampler.burn_in=4, sampler.steps_per_iteration=2, eval.burn_in=2, pretrain.steps=0]
 output: $dir/out
 YAML
+# --max-cells N starts N cells in all, not N per rank
+"$@" -np 2 "$nnvmc" compare "$dir/spec.yaml" --no-plots --max-cells 1 > "$dir/max_cells.txt" 2>&1 || true
+started=$(cat "$dir"/out/*/*/cell.json 2>/dev/null | grep -c '"status": "done"' || true)
+[ "$started" = 1 ] || { echo "--max-cells 1 over 2 ranks ran $started cells"; cat "$dir/max_cells.txt"; exit 1; }
+grep -q "3 of 3 cells to run, 1 of them now (--max-cells)" "$dir/max_cells.txt" || { cat "$dir/max_cells.txt"; exit 1; }
 "$@" -np 2 "$nnvmc" compare "$dir/spec.yaml" --no-plots
 "$nnvmc" ccsd lih --basis sto-3g --triples --json > "$dir/lih_one_process.json"
 python3 - "$dir/out" "$dir/lih_one_process.json" <<'PY'

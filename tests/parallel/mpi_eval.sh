@@ -3,7 +3,7 @@
 # the walkers are split over the ranks, each walker draws from its own stream, and rank 0 alone
 # prints the JSON (one object on stdout, not one per rank). Checked for 2 and 3 ranks with 31
 # walkers (uneven splits) against one process, to 1e-10 relative. `scf` and `ccsd` under mpirun
-# print one result too (scf printed one per rank).
+# print one result too (scf printed one per rank), and `config` its settings once.
 # Usage: mpi_eval.sh NNVMC <mpirun> <flags...>
 set -u
 nnvmc=$1; shift
@@ -39,4 +39,9 @@ for cmd in "scf h2 --basis sto-3g" "ccsd h2 --basis sto-3g"; do
     || { cat "$dir/two.json"; fail "$cmd with 2 ranks printed more than one result"; }
   echo "$cmd: one result from 2 ranks"
 done
+# config prints the resolved settings once (it printed them once per rank)
+timeout 60 "$nnvmc" config "$dir/run.yaml" > "$dir/config1.txt" 2>/dev/null || fail "config"
+timeout 120 "$@" -np 2 "$nnvmc" config "$dir/run.yaml" > "$dir/config2.txt" 2>/dev/null || fail "config with 2 ranks"
+cmp -s "$dir/config1.txt" "$dir/config2.txt" || fail "config with 2 ranks printed $(wc -l < "$dir/config2.txt") lines, one process $(wc -l < "$dir/config1.txt")"
+echo "config: printed once by 2 ranks"
 echo ok

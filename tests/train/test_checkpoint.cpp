@@ -72,6 +72,23 @@ TEST(Checkpoint, RoundTripIsBitIdentical) {
     EXPECT_EQ(b.system.spin, a.system.spin);
   }
   EXPECT_TRUE(torch::equal(d.molecules[1].laplacian_rng, c.molecules[1].laplacian_rng));
+  EXPECT_TRUE(d.history.empty());
+  fs::remove(path);
+}
+
+// The resume history (what each resume changed) is stored and checksummed with the rest: an
+// altered history is a damaged file, as an altered config is.
+TEST(Checkpoint, TheResumeHistoryIsStoredAndGuardedByTheChecksum) {
+  auto c = sample_checkpoint();
+  c.history = R"([{"iteration":4,"changes":"optim.lr 0.05 -> 0.002"}])";
+  const auto path = tmp("nnvmc_ckpt_history.h5");
+  save_checkpoint(path, c);
+  EXPECT_EQ(load_checkpoint(path).history, c.history);
+  {
+    nnvmc::io::H5File f(path, nnvmc::io::H5File::Mode::append);
+    f.set_attr("history", R"([{"iteration":4,"changes":"none"}])");
+  }
+  EXPECT_THROW(load_checkpoint(path), CheckpointError);
   fs::remove(path);
 }
 
