@@ -147,10 +147,11 @@ CcsdResult run_rccsd(const MoIntegrals& mo_in, const CcsdOptions& options) {
     // tiny batches would crawl (a run under ulimit -v took minutes to fail), while an allocation
     // that fails now is an out-of-memory error with advice
     const std::int64_t floor = minimum_budget_bytes(s.n_mo, s.n_occ, s.n_frozen, options.triples);
-    if (now < floor) {
-      log::warn(strfmt("ccsd: the memory free after the integrals leaves %s for the %s, less than the %s it needs; "
-                       "it may run out of memory",
-                       batching::format_bytes(double(now)).c_str(), stage, batching::format_bytes(double(floor)).c_str()));
+    if (now < floor) {  // (under ulimit -v the address space reserved but unused reads as taken: often this)
+      log::info(strfmt("ccsd: after the integrals, --memory auto reads %s for the %s, less than the %s any plan "
+                       "needs; the budget stays %s",
+                       batching::format_bytes(double(now)).c_str(), stage, batching::format_bytes(double(floor)).c_str(),
+                       batching::format_bytes(double(c.options().budget_bytes)).c_str()));
       return;
     }
     if (now == c.options().budget_bytes) return;
