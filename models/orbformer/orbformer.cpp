@@ -89,7 +89,7 @@ void Orbformer::check_system(const SystemTensors& sys) const {
     if (z < 1 || z > max_z_)
       throw InputError("orbformer supports elements H-" + element_symbol(static_cast<int>(max_z_)) +
                        " (model.orbformer.elements); the molecule contains " +
-                       (z >= 1 && z <= 118 ? element_symbol(z) + " (Z = " + std::to_string(z) + ")" : "Z = " + std::to_string(z)) +
+                       (z >= 1 && z <= kMaxAtomicNumber ? element_symbol(z) + " (Z = " + std::to_string(z) + ")" : "Z = " + std::to_string(z)) +
                        ": give model.orbformer.elements up to it for a new model");
     total += z;
   }

@@ -260,8 +260,8 @@ void add_train_command(CLI::App& app) {
       if (config.run.overwrite != recorded.run.overwrite)
         throw InputError("train --resume " + *resume + ": run.overwrite cannot be changed on resume (it belongs to how "
                          "the run started: --force starts a new run, and cannot be combined with --resume)");
+      trainer = std::make_unique<Trainer>(config, ckpt);  // refuses another model or molecule, or a run in use, first
       log::info(strfmt("resuming %s at iteration %ld", resume->c_str(), static_cast<long>(c.iteration)));
-      trainer = std::make_unique<Trainer>(config, ckpt);  // refuses another model or molecule first
       if (const std::string changed = changed_settings(recorded, config); !changed.empty()) {
         log::warn("resuming with changed settings from iteration " + std::to_string(c.iteration) + ": " + changed +
                   " (config.yaml will hold the new ones; summary.json's resumes_with_changes lists every such change)");

@@ -20,6 +20,7 @@
 #include "core/log.hpp"
 #include "core/process.hpp"
 #include "io/atomic_file.hpp"
+#include "parallel/communicator.hpp"
 #include "core/json_text.hpp"
 
 namespace nnvmc::compare {
@@ -166,9 +167,26 @@ std::set<std::string> prepare_cells(const CompareSpec& spec, const RunnerOptions
 RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
   RunSummary summary;
   std::deque<const Cell*> queue;
-  // Every rank looks at every cell (they see the same files): the cells to run are numbered in
-  // the file's order, the first --max-cells of them run now (in all, not per rank), and rank r
-  // takes every ranks-th of those; a cell that needs no run is counted by rank (index % ranks).
+  // Which cells are done, failed or to run is rank 0's reading of their files, shared with every
+  // rank: a rank reading them itself could see another state (a cell another rank just finished,
+  // a stale file on a network file system), number the cells to run differently, and run a cell
+  // another rank runs too. The cells to run are numbered in the file's order, the first
+  // --max-cells of them run now (in all, not per rank), and rank r takes every ranks-th of those;
+  // a cell that needs no run is counted by rank (index % ranks).
+  enum Kind : char { kind_run = 'r', kind_done = 'd', kind_stuck = 's', kind_failed = 'f' };
+  std::string kinds(spec.cells.size(), kind_run);
+  for (std::size_t i = 0; i < spec.cells.size(); ++i) {
+    const Cell& cell = spec.cells[i];
+    const std::string state = cell_state(cell);
+    std::error_code ec;
+    if (state == "done" && needs_more_training(cell))  // (a done cell with more minutes continues, if it can)
+      kinds[i] = fs::exists(dir_of(cell) + "/checkpoint.h5", ec) ? kind_run : kind_stuck;
+    else if (state == "done")
+      kinds[i] = kind_done;
+    else if (state == "failed" && !o.retry_failed)
+      kinds[i] = kind_failed;
+  }
+  if (parallel::Communicator& comm = parallel::world(); comm.size() > 1) comm.broadcast(kinds.data(), kinds.size(), 0);
   const int ranks = std::max(1, o.ranks);
   std::map<const Cell*, int> number;  // 1-based position in the file, for the progress lines
   int pending = 0, done_all = 0, failed_all = 0;
@@ -176,9 +194,7 @@ RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
     const Cell& cell = spec.cells[i];
     number[&cell] = static_cast<int>(i) + 1;
     const bool mine = static_cast<int>(i % static_cast<std::size_t>(ranks)) == o.rank;
-    const std::string state = cell_state(cell);
-    std::error_code ec;
-    if (state == "done" && needs_more_training(cell) && !fs::exists(dir_of(cell) + "/checkpoint.h5", ec)) {
+    if (kinds[i] == kind_stuck) {
       // (it tried, and advised 'train --resume' or --force, neither of which a cell takes)
       if (mine)
         log::warn(strfmt("%s: done, but its checkpoint.h5 is gone, so it cannot train its new minutes; its result "
@@ -186,10 +202,10 @@ RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
                          cell.id.c_str(), dir_of(cell).c_str()));
       ++done_all;
       if (mine) ++summary.done;
-    } else if (state == "done" && !needs_more_training(cell)) {
+    } else if (kinds[i] == kind_done) {
       ++done_all;
       if (mine) ++summary.done;
-    } else if (state == "failed" && !o.retry_failed) {
+    } else if (kinds[i] == kind_failed) {
       ++failed_all;
       if (mine) ++summary.failed;
     } else {

@@ -28,8 +28,9 @@ struct RunnerOptions {
   std::string executable;         ///< the nnvmc executable
   std::string interrupt_cell;     ///< testing: this cell stops as SIGTERM would ...
   std::int64_t interrupt_at = -1;  ///< ... before this iteration
-  /// Under mpirun the cells are shared out: this process runs cell i when i % ranks == rank
-  /// (each as a one-process child, without the launcher's OMPI_/PMIX_/PMI_ variables).
+  /// Under mpirun the cells are shared out: of the cells to run (numbered in the file's order,
+  /// the first max_cells of them), this process runs the k-th when k % ranks == rank (each as a
+  /// one-process child, without the launcher's OMPI_/PMIX_/PMI_ variables).
   int rank = 0;
   int ranks = 1;
   int local_ranks = 1;  ///< ranks on this node: they share its cores, memory and GPU
@@ -79,8 +80,10 @@ void check_cells(const CompareSpec& spec);
 /// @returns the ids of the failed cells cleared to retry (for RunnerOptions::retried)
 std::set<std::string> prepare_cells(const CompareSpec& spec, const RunnerOptions& options);
 
-/// Runs the cells not yet done (of this rank: see RunnerOptions::rank); the counts are of this
-/// rank's cells. Prints one line per finished cell; cell.json records `runner_rank`.
+/// Runs the cells not yet done (of this rank: see RunnerOptions::rank; which cells are done,
+/// failed or to run is rank 0's reading of their files, shared with every rank, so that no two
+/// ranks take one cell); the counts are of this rank's cells (a cell not run now is counted by
+/// the rank i % ranks). Prints one line per finished cell; cell.json records `runner_rank`.
 RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& options);
 
 }  // namespace nnvmc::compare

@@ -204,7 +204,7 @@ std::uint64_t parse_bytes(const std::string& text, const std::string& key) {
   const double bytes = std::strtod(m[1].str().c_str(), nullptr) * it->second;
   if (!(bytes >= 1)) throw ConfigError(usage);
   if (it->second == 1 && bytes != std::floor(bytes))  // "1.9" is no byte count: a unit was left out
-    throw ConfigError("'" + key + "' = '" + text + "' is a fraction of a byte; give a unit, e.g. " + m[1].str() + "GiB");
+    throw ConfigError("'" + key + "' = '" + text + "' is a fraction of a byte (bytes are whole); for larger units say so, e.g. " + m[1].str() + "GiB");
   if (!(bytes < 9.2e18))  // also inf: beyond any memory and beyond a 64-bit count
     throw ConfigError("'" + key + "' = '" + text + "' is too large");
   return static_cast<std::uint64_t>(bytes);

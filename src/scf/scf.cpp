@@ -180,7 +180,8 @@ ScfResult solve(const System& system, const BasisSet& basis, const ScfOptions& o
   }
 
   detail::ScfState st = detail::solve_scf(pb, std::move(d0), o);
-  if (st.converged) analyse_stability(pb, o, unrestricted, n_alpha, n_beta, st, r);
+  // (rank 0's analysis only: share_from_root gives every rank its orbitals, and no collective is inside)
+  if (st.converged && parallel::world().is_root()) analyse_stability(pb, o, unrestricted, n_alpha, n_beta, st, r);
   r.converged = st.converged;
   r.iterations = st.iterations;
   r.energy = st.energy;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
@@ -113,6 +114,18 @@ StabilityResult uhf_stability(const JKBuilder& jk, const Eigen::MatrixXd& c_alph
   std::partial_sort(order.begin(), order.begin() + k, order.end(),
                     [&](Eigen::Index a, Eigen::Index b) { return diag(a) < diag(b); });
   for (std::ptrdiff_t i = 0; i < k; ++i) add(Eigen::VectorXd::Unit(n, order[static_cast<std::size_t>(i)]));
+  // ... and one vector with every component (fixed pseudo-random signs and sizes): the diagonal
+  // preconditioner keeps the search in the symmetry blocks of its start vectors, and an
+  // instability in a block none of the unit vectors touches would be missed
+  {
+    Eigen::VectorXd mixed(n);
+    std::uint64_t state = 0x9e3779b97f4a7c15ull;
+    for (Eigen::Index i = 0; i < n; ++i) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      mixed(i) = static_cast<double>(state >> 11) / 9007199254740992.0 - 0.5;  // [-0.5, 0.5)
+    }
+    add(mixed);
+  }
 
   Eigen::VectorXd x;
   while (true) {
@@ -135,9 +148,10 @@ StabilityResult uhf_stability(const JKBuilder& jk, const Eigen::MatrixXd& c_alph
       if (std::abs(d) < 1e-4) d = std::copysign(1e-4, d);
       t(i) = r(i) / d;
     }
-    if (V.cols() >= options.max_subspace) {  // restart from the current estimate (AV stays exact: linear)
-      V = x.normalized();
-      AV = ax / x.norm();
+    if (V.cols() >= options.max_subspace) {  // restart from the two lowest estimates (AV stays exact: linear)
+      const Eigen::MatrixXd keep = es.eigenvectors().leftCols(std::min<Eigen::Index>(2, V.cols()));
+      V = V * keep;
+      AV = AV * keep;
     }
     if (!add(t)) {  // the correction lies in the subspace: as converged as the Davidson gets
       result.converged = r.norm() < 100 * options.residual_tolerance;

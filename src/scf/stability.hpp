@@ -4,7 +4,8 @@
 /// rotations, or a saddle point (the RHF-like UHF solution of a stretched bond)?
 ///
 /// A real rotation mixes occupied orbital i into virtual a of the same spin by κ_ai. The
-/// energy's Hessian in κ (up to a factor 4) is the operator (A + B) of linear-response theory;
+/// energy's Hessian in κ is 2 (A + B), (A + B) the operator of linear-response theory
+/// (E(exp κ) = E₀ + κᵀ(A + B)κ + O(κ³) at a stationary point);
 /// on a vector x = (x_α [v_α, o_α], x_β [v_β, o_β]) it is
 ///   ((A + B) x)_σ = (ε_a − ε_i) x_σ,ai + [C_vᵀ (J[D¹_α + D¹_β] − K[D¹_σ]) C_o]_σ,ai,
 ///   D¹_σ = C_v x_σ C_oᵀ + C_o x_σᵀ C_vᵀ  (symmetric, AO [n, n]),
@@ -20,7 +21,7 @@ namespace nnvmc::scf {
 struct StabilityOptions {
   int max_iterations = 60;        ///< Davidson iterations (one J/K build each) before giving up
   double residual_tolerance = 1e-5;  ///< converged when |(A+B)x − λx| < this (x normalised)
-  int guess_vectors = 4;          ///< start vectors (unit vectors at the smallest ε_a − ε_i)
+  int guess_vectors = 4;          ///< start vectors: unit vectors at the smallest ε_a − ε_i, and one with every component
   int max_subspace = 40;          ///< restart from the current estimate above this many vectors
 };
 

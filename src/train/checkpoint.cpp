@@ -258,7 +258,7 @@ Checkpoint load_checkpoint(const std::string& path) {
   if (!f.has_attr("format") || f.attr("format") != "nnvmc-checkpoint")
     throw CheckpointError(path + ": not an nnvmc checkpoint");
   const std::string version = f.has_attr("version") ? f.attr("version") : "(none)";
-  if (version != std::to_string(kCheckpointVersion) && version != "2" && version != "3")
+  if (version != std::to_string(kCheckpointVersion) && version != "2" && version != "3" && version != "4")
     throw CheckpointError(path + ": checkpoint format version " + version + ", this nnvmc reads versions 2 to " +
                           std::to_string(kCheckpointVersion));
   const bool v2 = version == "2";

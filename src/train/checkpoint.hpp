@@ -18,8 +18,10 @@ namespace nnvmc {
 /// `molecule_names`, one per line). Version 2 files (one molecule: system/, sampler/,
 /// laplacian/rng_state) are still read, as a list of one. Version 4 (2026-12-05) adds the
 /// attribute `run_id`, which the checksum covers (so a version-3 reader would call it damaged);
-/// version-3 files, without it, are still read.
-constexpr int kCheckpointVersion = 4;
+/// version-3 files, without it, are still read. Version 5 (2026-12-06) adds the attribute
+/// `history` (what the run's resumes changed), which the checksum covers when present (so a
+/// version-4 reader would call such a file damaged); version-4 files, without it, are still read.
+constexpr int kCheckpointVersion = 5;
 
 /// The state of one molecule of a run.
 struct MoleculeCheckpoint {

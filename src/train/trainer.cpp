@@ -717,7 +717,7 @@ TrainOutcome Trainer::run(bool final_eval) {
     const bool stop = (stop_code & 8) != 0;
     if (action == StopAction::finish) {
       finished_early = true;
-      stopped_by_ = budget_seconds > 0 && trained_seconds() >= budget_seconds ? "optim.minutes" : "a stop request";
+      stopped_by_ = "optim.minutes";  // (the one source of a finish: any rank's clock reached the budget)
       if (budget_seconds > 0)  // (the clock of some rank: no hook asks to finish)
         log::info(strfmt("optim.minutes = %g reached after %ld of %d iterations: training ends here",
                          cfg.optim.minutes, static_cast<long>(t), cfg.optim.iterations));

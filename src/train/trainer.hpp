@@ -142,7 +142,7 @@ class Trainer {
   bool resumed_ = false;
   std::string run_id_;  ///< Checkpoint::run_id: drawn by a new run, the checkpoint's on resume (rank 0's is written)
   std::string history_;  ///< Checkpoint::history (JSON array text; "" when no resume changed anything)
-  std::string stopped_by_ = "optim.iterations";  ///< what ended the training: optim.iterations, optim.minutes or a request
+  std::string stopped_by_ = "optim.iterations";  ///< what ended the training: optim.iterations or optim.minutes
   bool previous_run_cleared_ = false;  ///< *.previous files of a run replaced by --force are gone
   /// On CUDA: each stage's time as the device sees it (CUDA events, no wait for the device when
   /// a stage closes; device waits in a build without events), so it covers the stage's kernels.

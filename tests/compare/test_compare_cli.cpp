@@ -390,6 +390,10 @@ TEST(CompareCli, MinutesBudgetEndsTrainingOnTheClockThenEvaluates) {
   EXPECT_GE(j["train_seconds"].get<double>(), 0.25);  // (the last iteration's bookkeeping is not in it)
   EXPECT_LT(j["train_seconds"].get<double>(), 0.3 + 10.0);  // ended near the budget, not at 10^8 iterations
   EXPECT_TRUE(j.contains("energy"));
+  {  // the cell's summary.json says what ended its training
+    const auto summary = nlohmann::json::parse(std::ifstream(dir + "/cells/tiny__he/summary.json"));
+    EXPECT_EQ(summary["stopped_by"], "optim.minutes");
+  }
   // The budget is the cell config's optim.minutes, so continuing the cell by hand ends where the
   // comparison did: the minutes are spent (the cell used to hold 10^8 iterations and no clock).
   EXPECT_NE(yaml.find("minutes: 0.005"), std::string::npos) << yaml;

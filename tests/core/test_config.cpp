@@ -354,7 +354,7 @@ TEST(Config, ByteCountsThatAreNotPlainDecimalBytesAreRefused) {
     parse_bytes("1.9", "--memory");
     FAIL() << "1.9 was accepted";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("fraction of a byte; give a unit, e.g. 1.9GiB"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("fraction of a byte (bytes are whole); for larger units say so, e.g. 1.9GiB"), std::string::npos) << e.what();
   }
   EXPECT_EQ(parse_bytes("2e3", "k"), 2000ull);  // (a whole count in exponent form is bytes)
   try {

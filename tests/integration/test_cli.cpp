@@ -1041,6 +1041,12 @@ TEST(Cli, AResumeWhileAnotherProgramHasResultH5OpenIsRefusedAndTheFileKept) {
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("result.h5: open in another program"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(dir + "/result.h5.damaged"));
+  // a run directory in use by another nnvmc is refused before "resuming ..." is said
+  const auto busy = run_shell("flock " + dir + "/.nnvmc.lock " + std::string(NNVMC_EXE) + " train --resume " + dir +
+                              " optim.iterations=4");
+  EXPECT_EQ(busy.code, 2) << busy.out;
+  EXPECT_NE(busy.out.find("is in use by another nnvmc process"), std::string::npos) << busy.out;
+  EXPECT_EQ(busy.out.find("resuming "), std::string::npos) << busy.out;
   const auto train = nlohmann::json::parse(std::ifstream(dir + "/summary.json"));
   EXPECT_EQ(train["iterations"], 2);  // the finished run as it was
   const auto again = run("train --resume " + dir + " optim.iterations=4");  // closed: it continues

@@ -133,6 +133,28 @@ TEST(ScfStability, HessianMatchesSecondDifferencesOfTheEnergyAndDavidsonItsLowes
   EXPECT_NEAR(sr.x_alpha.squaredNorm() + sr.x_beta.squaredNorm(), 1, 1e-12);
 }
 
+// N2 at twice its bond length (2.196 Å), cc-pVDZ: UHF follows to Psi4's broken-symmetry energy
+// (−108.7744422125 Eh, <S²> 2.884923), whose lowest Hessian eigenvalue is a degenerate pair
+// (π-like) at 0.304062 below the totally symmetric 0.318473. Started from unit vectors at the
+// smallest gaps alone, the Davidson search stayed in their symmetry blocks and reported 0.318473
+// (as Psi4's C1 solver does); the full matrix decides.
+TEST(ScfStability, TheLowestEigenvalueIsFoundInEverySymmetryBlock) {
+  System n2 = parse_molecule_yaml("[[N, 0, 0, 0], [N, 0, 0, 4.1498385697]]", "n2");  // 2.196 Å in bohr
+  const BasisSet b = make_basis("cc-pvdz", n2);
+  const ScfResult u = run_uhf(n2, b);
+  EXPECT_NEAR(u.energy, -108.7744422125, 1e-8);
+  EXPECT_NEAR(u.s_squared, 2.884923, 1e-5);
+  const JKBuilder jk(b);
+  const int n = (u.n_mo - u.n_alpha) * u.n_alpha + (u.n_mo - u.n_beta) * u.n_beta;
+  Eigen::MatrixXd full(n, n);
+  for (int k = 0; k < n; ++k)
+    full.col(k) = orbital_hessian_product(jk, u.c_alpha, u.eps_alpha, u.n_alpha, u.c_beta, u.eps_beta, u.n_beta,
+                                          Eigen::VectorXd::Unit(n, k));
+  const double lowest = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(0.5 * (full + full.transpose())).eigenvalues()(0);
+  EXPECT_NEAR(lowest, 0.304062, 1e-5);
+  EXPECT_NEAR(u.stability_eigenvalue, lowest, 1e-8);
+}
+
 TEST(ScfStability, RotatedOccupiedOrbitalsStayOrthonormal) {
   const System s = parse_molecule_yaml("[[O, 0, 0, 0], [H, 0, 1.43, 1.1], [H, 0, -1.43, 1.1]]", "h2o");
   const BasisSet b = make_basis("6-31g", s);
