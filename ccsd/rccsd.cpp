@@ -159,8 +159,9 @@ CcsdResult run_rccsd(const MoIntegrals& mo_in, const CcsdOptions& options) {
                      batching::format_bytes(double(c.options().budget_bytes)).c_str()));
     c.set_budget(now);
   };
-  // (the amplitudes, DIIS vectors and iteration intermediates are allocated below: reserved)
-  remeasure_budget("iterations", resident_bytes(mo, options) - mo.bytes() - (cached ? CachedIntegrals::bytes(o, v) : 0));
+  // (the amplitudes, DIIS vectors and iteration intermediates are allocated below: reserved; the
+  // integrals and the cached blocks are held already, or not made at all)
+  remeasure_budget("iterations", resident_bytes(mo, options) - mo.bytes() - CachedIntegrals::bytes(o, v));
   res.budget_iterations = c.options().budget_bytes;
   c.reset_stats();  // per-term statistics are about the iterations (on a GPU: waits for the set-up's work)
   res.seconds_setup = seconds_since(t_setup) + seconds_upload;
