@@ -248,7 +248,7 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("args", a->args, "CHECKPOINT (a file, or a run's output directory) followed by key.path=value overrides");
   cmd->add_option("--steps", a->steps, "measurement iterations (default: eval.steps)")->check(integer_in(1, INT_MAX));
   cmd->add_option("--walkers", a->walkers, "walkers (default: as trained)")->check(integer_in(1, INT_MAX));
-  cmd->add_option("--seed", a->seed, "random seed of the evaluation chain")
+  cmd->add_option("--seed", a->seed, "random seed of the evaluation chain (default: the run's run.seed)")
       ->check([](const std::string& v) -> std::string {  // (CLI11 clamped larger ones silently)
         // the range of run.seed (it was 0 to 2^63 - 1 here, 0 to 2^64 - 1 there)
         const std::string bad = "must be an integer from 0 to " + std::to_string(std::numeric_limits<std::uint64_t>::max());

@@ -265,7 +265,7 @@ void add_train_command(CLI::App& app) {
       if (const std::string changed = changed_settings(recorded, config); !changed.empty()) {
         log::warn("resuming with changed settings from iteration " + std::to_string(c.iteration) + ": " + changed +
                   " (config.yaml will hold the new ones; summary.json's resumes_with_changes lists every such change)");
-        trainer->record_resume_changes(changed);
+        if (config.optim.iterations > c.iteration) trainer->record_resume_changes(changed);  // (no iteration, no change to the chain)
       }
       if (config.optim.iterations <= c.iteration)
         log::warn(strfmt("optim.iterations = %ld, and the run has %ld already: nothing to train, only the final "

@@ -349,6 +349,9 @@ void validate(const Config& c) {
   // PauliNet's orbitals are the Hartree-Fock orbitals times a backflow that starts near 1.
   require(c.model.type != "paulinet" || c.pretrain.steps == 0, "pretrain.steps",
           "must be 0 for model.type paulinet: its Hartree-Fock baseline is built in (no HF pretraining)");
+  // (checked with the config, so `nnvmc config` says it too: only `train` did)
+  require(c.model.init_from.empty() || c.pretrain.steps == 0, "pretrain.steps",
+          "must be 0 with model.init_from (pretraining would overwrite the loaded parameters)");
   const auto& o = c.model.orbformer;
   o.max_atomic_number();
   for (const auto& [value, key] : std::vector<std::pair<int, const char*>>{

@@ -80,9 +80,6 @@ void check_pretraining(const VmcSetup& s) {
   if (no_parameters)
     throw ConfigError("pretrain.steps: the '" + s.config.model.type + "' ansatz has no parameters to pretrain; "
                       "set pretrain.steps=0");
-  if (!s.config.model.init_from.empty())
-    throw ConfigError("pretrain.steps: must be 0 with model.init_from (pretraining would overwrite the loaded "
-                      "parameters)");
   for (const auto& m : s.molecules) {
     std::size_t functions = 0;
     try {

@@ -97,6 +97,9 @@ TEST(Config, PretrainingDefaultsOnForAnsatzeThatLearnOrbitalsFromScratch) {
   for (const char* type : {"paulinet", "hf"})
     EXPECT_EQ(parse_config(std::string("model: {type: ") + type + "}", {}, "c.yaml").pretrain.steps, 0) << type;
   EXPECT_EQ(parse_config("model: {init_from: runs/x/checkpoint.h5}", {}, "c.yaml").pretrain.steps, 0);
+  // given both, the config is refused (`nnvmc config` said nothing, `train` refused it later)
+  EXPECT_TRUE(contains(error_of("model: {init_from: runs/x/checkpoint.h5}\npretrain: {steps: 20}\n"),
+                       "'pretrain.steps' must be 0 with model.init_from"));
   EXPECT_EQ(parse_config("pretrain: {steps: 0}", {}, "c.yaml").pretrain.steps, 0);
   EXPECT_EQ(parse_config("", {"pretrain.steps=20"}, "c.yaml").pretrain.steps, 20);
   EXPECT_EQ(parse_config("pretrain: {basis: sto-3g}", {}, "c.yaml").pretrain.steps, kPretrainSteps);

@@ -1156,8 +1156,12 @@ TEST(Cli, ResumeFromTheCommandLineEndsWhereAnUninterruptedRunEnds) {
   EXPECT_NE(d.out.find("resuming with changed settings from iteration 4: optim.lr"), std::string::npos) << d.out;
   EXPECT_NE(d.out.find("-> 0.002"), std::string::npos) << d.out;
   EXPECT_NE(d.out.find("nothing to train"), std::string::npos) << d.out;
-  // ... and summary.json keeps it (the result files described only the last settings)
-  const auto jd = read(resumed);
+  // ... and summary.json keeps a change under which iterations ran (the result files described
+  // only the last settings); this one trained none, so it is not part of the chain's history
+  EXPECT_TRUE(read(resumed)["resumes_with_changes"].empty());
+  const auto more = run("train --resume " + straight + " optim.lr=0.002 optim.iterations=5 --log-level warn");
+  ASSERT_EQ(more.code, 0) << more.out;
+  const auto jd = read(straight);
   ASSERT_EQ(jd["resumes_with_changes"].size(), 1u) << jd.dump();
   EXPECT_EQ(jd["resumes_with_changes"][0]["iteration"], 4);
   EXPECT_NE(jd["resumes_with_changes"][0]["changes"].get<std::string>().find("optim.lr"), std::string::npos) << jd.dump();
