@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <cerrno>
 #include <cmath>
 #include <csignal>
@@ -331,6 +332,18 @@ void Trainer::init_output(bool resume) {
   if (!writes_output()) return;  // rank 0 writes the run's files
   // One process per output directory: locked before anything in it is moved or written.
   io::CreatedDirectories made_dirs;
+  {
+    // The files a run writes ("checkpoint.h5.previous", "result.h5.damaged.2", each beside a
+    // ".tmp") must fit the system's path limit: a run.output of ~4080 characters trained and
+    // then failed to write its files (exit 1, as if the disk had refused them).
+    constexpr std::size_t kLongestFileName = 32;
+    std::error_code ec;
+    const std::string absolute = fs::absolute(output_, ec).lexically_normal().string();
+    if (absolute.size() + 1 + kLongestFileName >= static_cast<std::size_t>(PATH_MAX))
+      throw InputError(strfmt("run.output: the path is %zu characters long, and the files written in it would pass "
+                              "the system's limit of %d characters for a path: choose a shorter run.output",
+                              absolute.size(), PATH_MAX - 1));
+  }
   if (!resume) {
     std::error_code ec;
     if (fs::exists(output_, ec) && !fs::is_directory(output_, ec))

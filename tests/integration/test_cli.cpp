@@ -240,6 +240,18 @@ TEST(Cli, SettingsOfAnotherAnsatzOrOptimizerAreNamedAsWithoutEffect) {
   fs::remove_all(out);
 }
 
+// A run.output so long that the files written in it would pass PATH_MAX is refused before
+// anything is made (it trained, then failed to write its files with exit 1).
+TEST(Cli, ARunOutputTooLongForItsFilesIsRefusedFirst) {
+  std::string out = (fs::temp_directory_path() / "nnvmc_cli_long").string();
+  const std::string top = out;
+  while (out.size() < 4080) out += "/" + std::string(200, 'd');
+  out.resize(4080);
+  const auto cfg = write_config("nnvmc_long.yaml", kTiny);
+  expect_input_error("train " + cfg + " run.output=" + out, "run.output: the path is 4080 characters long");
+  EXPECT_FALSE(fs::exists(top));
+}
+
 // A natural-gradient run that keeps failing is told to set a step limit when it has none
 // (optim.sr.norm_constraint = 0 is no limit: "try a smaller" one made no sense), and to tighten
 // the one it has otherwise.
