@@ -59,7 +59,7 @@ void print_summary(const ccsd::CcsdRun& run, const CcsdArgs& a) {
   if (std::isfinite(run.rhf.stability_eigenvalue)) {  // (--stability check)
     const bool stable = run.rhf.stability_eigenvalue >= -a.scf.stability_threshold;
     std::printf("RHF stability: lowest orbital-Hessian eigenvalue %.6f Eh (%s)\n",
-                std::abs(run.rhf.stability_eigenvalue) < 5e-7 ? 0.0 : run.rhf.stability_eigenvalue,
+                printable_zero(run.rhf.stability_eigenvalue),
                 stable ? "a minimum: stable"
                        : "unstable: a lower solution exists, and CCSD on this reference may converge slowly or to a "
                          "poor energy");

@@ -177,6 +177,8 @@ void run_eval(const EvalArgs& a) {
     // at the default 50 steps a shifted He atom measured 5 mEh high (a user audit), which the
     // error bar cannot include. An eval.burn_in the user gives is kept.
     EvalOptions eval = config.eval;
+    const bool burn_in_given =
+        std::any_of(given.begin(), given.end(), [](const std::string& o) { return override_sets(o, "eval.burn_in"); });
     if (const MoleculeCheckpoint* trained = trained_walkers(c, m.system)) {
       if (std::any_of(given.begin(), given.end(), [](const std::string& o) { return override_sets(o, "sampler.burn_in"); }))
         log::warn("eval: sampler.burn_in has no effect on " + m.name() + ", whose walkers continue from training; "
@@ -187,8 +189,6 @@ void run_eval(const EvalArgs& a) {
       // audit; 1.0 after 500 steps). They get the burn-in of fresh walkers unless one is given.
       const std::int64_t held = trained->sampler.r.size(0);
       if (config.sampler.walkers > held) {
-        const bool burn_in_given =
-            std::any_of(given.begin(), given.end(), [](const std::string& o) { return override_sets(o, "eval.burn_in"); });
         if (!burn_in_given) eval.burn_in = std::max(eval.burn_in, kFreshWalkersBurnIn);
         log::info(strfmt("%s: %d walkers from the checkpoint's %lld (repeated), with a burn-in of %d steps so the "
                          "copies decorrelate%s",
@@ -202,8 +202,6 @@ void run_eval(const EvalArgs& a) {
         m.sampler->set_state(st);
       }
     } else {
-      const bool burn_in_given =
-          std::any_of(given.begin(), given.end(), [](const std::string& o) { return override_sets(o, "eval.burn_in"); });
       if (!burn_in_given) eval.burn_in = std::max({eval.burn_in, config.sampler.burn_in, kFreshWalkersBurnIn});
       log::info(strfmt("%s: %s; walkers start around its nuclei, with a burn-in of %d steps%s", m.name().c_str(),
                        why_fresh_walkers(c, m.system).c_str(), eval.burn_in,

@@ -45,10 +45,6 @@ void print_orbitals(const char* label, const Eigen::VectorXd& eps, int n_occ) {
   std::cout << "\n";
 }
 
-/// `x` for a six-decimal line: round-off around zero (a rotation that costs nothing, ⟨S²⟩ of a
-/// closed shell) as 0, not -0.000000.
-double printable(double x) { return std::abs(x) < 5e-7 ? 0.0 : x; }
-
 /// Each integral thread holds its own libint engines (tens of MB for cc-pVTZ): more threads than
 /// the machine has only cost memory (4096 of them were killed for it).
 int max_integral_threads() { return std::max(1, 4 * static_cast<int>(std::thread::hardware_concurrency())); }
@@ -102,13 +98,13 @@ void run_scf_command(ScfArgs& a) {
   if (std::isfinite(r.lumo())) std::cout << strfmt("LUMO       %.6f Eh\n", r.lumo());
   if (r.unrestricted) {
     const double sz = 0.5 * (r.n_alpha - r.n_beta);
-    std::cout << strfmt("<S^2>      %.6f (exact for S = %g: %.6f)\n", printable(r.s_squared), sz, sz * (sz + 1));
+    std::cout << strfmt("<S^2>      %.6f (exact for S = %g: %.6f)\n", printable_zero(r.s_squared), sz, sz * (sz + 1));
   }
   if (r.stability_follows > 0)
     std::cout << strfmt("stability  followed %d instabilit%s of the first solution (E %.10f Eh)\n", r.stability_follows,
                         r.stability_follows == 1 ? "y" : "ies", r.energy_before_follow);
   if (std::isfinite(r.stability_eigenvalue))
-    std::cout << strfmt("stability  lowest orbital-Hessian eigenvalue %.6f Eh (%s)\n", printable(r.stability_eigenvalue),
+    std::cout << strfmt("stability  lowest orbital-Hessian eigenvalue %.6f Eh (%s)\n", printable_zero(r.stability_eigenvalue),
                         r.stability_eigenvalue >= -a.options.stability_threshold ? "a minimum: stable" : "unstable");
   print_orbitals(r.unrestricted ? "ε_α (Eh):" : "ε (Eh):", r.eps_alpha, r.n_alpha);
   if (r.unrestricted) print_orbitals("ε_β (Eh):", r.eps_beta, r.n_beta);

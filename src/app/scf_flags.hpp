@@ -22,6 +22,10 @@ struct ScfFlagText {
 void add_scf_convergence_flags(CLI::App* cmd, scf::ScfOptions& options, ScfFlagText& text,
                                const std::string& max_iter_flag, bool can_follow);
 
+/// `x` for a six-decimal report line: round-off around zero (a rotation that costs nothing, ⟨S²⟩
+/// of a closed shell) as 0, not -0.000000.
+inline double printable_zero(double x) { return x > -5e-7 && x < 5e-7 ? 0.0 : x; }
+
 /// Sets options.guess and options.stability from the text. @throws InputError naming
 /// `command`'s flag (ccsd's --stability follow: CCSD here is RHF-based)
 void apply_scf_flags(const ScfFlagText& text, scf::ScfOptions& options, const std::string& command, bool can_follow);

@@ -90,6 +90,14 @@ std::string checksum(const Datasets& d, const std::string& config) {
   return c.hex();
 }
 
+/// The attributes the checksum covers beside the datasets (version 3 on): the config, the
+/// molecule names, and the run id and the resume history where present (so files without them
+/// keep the text an earlier version summed).
+std::string checksummed_text(const Checkpoint& c, const std::string& names) {
+  return c.config_yaml + "\n" + names + (c.run_id.empty() ? "" : "\n" + c.run_id) +
+         (c.history.empty() ? "" : "\nhistory " + c.history);
+}
+
 /// A dataset that must exist with the given type and number of dimensions.
 const io::Array& require(const Datasets& d, const std::string& name, io::DType dtype, int dims,
                          const std::string& path) {
@@ -244,8 +252,7 @@ void save_checkpoint(const std::string& path, const Checkpoint& c) {
     f.set_attr("molecule_names", names);
     if (!c.run_id.empty()) f.set_attr("run_id", c.run_id);
     if (!c.history.empty()) f.set_attr("history", c.history);
-    f.set_attr("checksum", checksum(d, c.config_yaml + "\n" + names + (c.run_id.empty() ? "" : "\n" + c.run_id) +
-                                           (c.history.empty() ? "" : "\nhistory " + c.history)));
+    f.set_attr("checksum", checksum(d, checksummed_text(c, names)));
     for (const auto& [name, a] : d) f.write(name, a);
   });
 }
@@ -272,9 +279,7 @@ Checkpoint load_checkpoint(const std::string& path) {
   c.history = !v2 && f.has_attr("history") ? f.attr("history") : "";
   // Version-2 files written before checksums were added have none; every later file has one.
   if (!v2 && !f.has_attr("checksum")) throw CheckpointError(path + ": no checksum attribute: the file is damaged");
-  const std::string summed = c.config_yaml + "\n" + names_attr + (c.run_id.empty() ? "" : "\n" + c.run_id) +
-                             (c.history.empty() ? "" : "\nhistory " + c.history);
-  if (f.has_attr("checksum") && f.attr("checksum") != checksum(d, v2 ? c.config_yaml : summed))
+  if (f.has_attr("checksum") && f.attr("checksum") != checksum(d, v2 ? c.config_yaml : checksummed_text(c, names_attr)))
     throw CheckpointError(path + ": checksum mismatch: the file is damaged");
   c.iteration = from_array(require(d, "iteration", io::DType::i64, 0, path)).item<int64_t>();
   // (optim.iterations is an int: a larger count is an altered file, which padded result.h5 with

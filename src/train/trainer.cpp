@@ -571,8 +571,15 @@ void Trainer::stop_after_failed_results_write(const std::string& why) {
                    "' continues (rows that could not be written are NaN)");
 }
 
+namespace {
+/// Checkpoint::history as a JSON array ("" is the empty one).
+nlohmann::json history_array(const std::string& history) {
+  return history.empty() ? nlohmann::json::array() : nlohmann::json::parse(history);
+}
+}  // namespace
+
 void Trainer::record_resume_changes(const std::string& changes) {
-  nlohmann::json h = history_.empty() ? nlohmann::json::array() : nlohmann::json::parse(history_);
+  nlohmann::json h = history_array(history_);
   h.push_back({{"iteration", iteration_}, {"changes", changes}});
   history_ = h.dump();
 }
@@ -975,7 +982,7 @@ void Trainer::final_evaluation(TrainOutcome& out, const std::function<io::H5File
                    {"timings_from_iteration", first_iteration_},
                    {"optimizer", cfg.optim.type},
                    {"stopped_by", stopped_by_},
-                   {"resumes_with_changes", history_.empty() ? nlohmann::json::array() : nlohmann::json::parse(history_)}});
+                   {"resumes_with_changes", history_array(history_)}});
   }
   // The result itself is the caller's to print or log (nnvmc train: on stdout, whatever the
   // log level; a comparison's cell: in its log, log_eval_text).

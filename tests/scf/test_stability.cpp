@@ -51,6 +51,14 @@ TEST(ScfStability, StretchedH2UhfFollowsItsInstabilityToPsi4sBrokenSymmetryEnerg
     EXPECT_GT(u.stability_eigenvalue, 0) << row.r;
     EXPECT_TRUE(u.converged);
   }
+  // check (without follow) reports the saddle point's instability and keeps the solution
+  ScfOptions check;
+  check.stability = StabilityMode::check;
+  const System s = h2(5.0);
+  const ScfResult c = run_uhf(s, make_basis("cc-pvdz", s), check);
+  EXPECT_NEAR(c.stability_eigenvalue, -0.323480, 1e-6);  // Psi4's printed eigenvalue
+  EXPECT_EQ(c.stability_follows, 0);
+  EXPECT_NEAR(c.energy, -0.8524243656, 1e-8);
 }
 
 TEST(ScfStability, EquilibriumH2UhfIsStableAndEqualsRhf) {
