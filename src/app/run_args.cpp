@@ -5,7 +5,6 @@
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "core/molecule_list.hpp"
-#include "io/directory_lock.hpp"
 #include "train/checkpoint.hpp"
 
 namespace nnvmc::app {
@@ -33,34 +32,6 @@ RunArgs split_run_args(const std::vector<std::string>& args) {
     }
   }
   return out;
-}
-
-std::string run_checkpoint(const std::string& what, const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::is_regular_file(path, ec)) return path;
-  const std::string where = what + " " + path;
-  if (!fs::is_directory(path, ec)) throw CheckpointError(where + ": no such file or directory (no checkpoint)");
-  const fs::path ckpt = fs::path(path) / "checkpoint.h5";
-  if (fs::exists(ckpt, ec)) return ckpt.string();
-  std::string below;
-  for (const auto& entry : fs::directory_iterator(path, ec))
-    if (fs::exists(entry.path() / "checkpoint.h5", ec))
-      below += (below.empty() ? "" : ", ") + entry.path().string();
-  if (!below.empty())
-    throw CheckpointError(where + ": no checkpoint.h5 here; runs below it: " + below + " (name the one you mean)");
-  if (fs::exists(fs::path(path) / "checkpoint.h5.previous", ec))
-    throw CheckpointError(where + ": no checkpoint.h5; the run there was set aside as *.previous by a --force start "
-                          "that ended before its first checkpoint: to use that run, rename its *.previous files "
-                          "back (drop the suffix)");
-  // a run that has not written its first checkpoint yet, in another process (it read "no checkpoint.h5")
-  if (std::string pid; io::lock_held(path, &pid))
-    throw InputError(where + ": in use by another nnvmc process" + (pid.empty() ? "" : " (pid " + pid + ")") +
-                     ", which has not written its first checkpoint yet; wait for it to finish");
-  if (fs::exists(fs::path(path) / "checkpoint.h5.tmp", ec))
-    throw CheckpointError(where + ": no complete checkpoint.h5 (only an unfinished checkpoint.h5.tmp: the run "
-                          "stopped before its first checkpoint; start it again with --force)");
-  throw CheckpointError(where + ": no checkpoint.h5 here");
 }
 
 std::string checkpoint_molecules(const Checkpoint& c) {

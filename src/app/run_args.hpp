@@ -1,8 +1,10 @@
 #pragma once
 /// @file run_args.hpp
-/// Splitting "CONFIG key=value ..." positional arguments; finding a run's checkpoint.
+/// Splitting "CONFIG key=value ..." positional arguments; a checkpoint's molecules as a setting.
 #include <string>
 #include <vector>
+
+#include "train/run_checkpoint.hpp"
 
 namespace nnvmc {
 struct Checkpoint;
@@ -19,11 +21,7 @@ struct RunArgs {
 /// @throws InputError for a second file argument or an override key given twice.
 RunArgs split_run_args(const std::vector<std::string>& args);
 
-/// The checkpoint of a run named by `path`: the file itself, or a run's output directory's
-/// checkpoint.h5. `what` starts the error messages ("--resume", "eval").
-/// @throws CheckpointError when there is none — naming the runs below `path` when it holds only
-/// those, or saying why a run there has no checkpoint (set aside by --force, or unfinished).
-std::string run_checkpoint(const std::string& what, const std::string& path);
+using nnvmc::run_checkpoint;  // (train/run_checkpoint.hpp)
 
 /// The checkpoint's molecules as a system.molecules value (inline atoms in bohr, names, charge,
 /// spin): evaluating or resuming a run needs neither its molecule files nor the directory it ran in.

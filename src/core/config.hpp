@@ -166,7 +166,7 @@ struct PaulinetOptions {
 /// `model:` — ansatz type and per-type options under the type's name.
 struct ModelConfig {
   std::string type = "ferminet";  ///< registry key of the ansatz
-  std::string init_from;          ///< checkpoint whose parameters start a new run (fine-tuning); empty: none
+  std::string init_from;          ///< checkpoint or run directory whose parameters start a new run (fine-tuning); empty: none
   FermiNetOptions ferminet;       ///< options when type == ferminet
   OrbformerOptions orbformer;     ///< options when type == orbformer
   PsiformerOptions psiformer;     ///< options when type == psiformer
@@ -174,7 +174,9 @@ struct ModelConfig {
   PaulinetOptions paulinet;       ///< options when type == paulinet
   template <class V> void visit(V& v) {
     v("type", type, "ansatz: ferminet | psiformer | paulinet | orbformer | hf");
-    v("init_from", init_from, "checkpoint whose parameters start this run (fine-tuning; optimizer and walkers start fresh)");
+    v("init_from", init_from,
+      "checkpoint (or a run's output directory) whose parameters start this run (fine-tuning; optimizer and walkers "
+      "start fresh)");
     v("ferminet", ferminet, "FermiNet options");
     v("psiformer", psiformer, "Psiformer options");
     v("orbformer", orbformer, "Orbformer options");

@@ -32,6 +32,7 @@
 #include "train/finite_walkers.hpp"
 #include "train/molecule_batches.hpp"
 #include "train/pretrain.hpp"
+#include "train/run_checkpoint.hpp"
 #include "train/stop_request.hpp"
 #include "train/summary.hpp"
 
@@ -130,16 +131,17 @@ std::string new_run_id() {
 }  // namespace
 
 void init_from_checkpoint(VmcSetup& s) {
-  const std::string& path = s.config.model.init_from;
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))  // (was "not an HDF5 file")
-    throw ConfigError("'model.init_from': " + path + " is a directory; give its checkpoint file (" + path +
-                      "/checkpoint.h5)");
+  // a run's output directory stands for its checkpoint.h5, as for eval and --resume
+  std::string path;
   Checkpoint c;
   try {
+    path = run_checkpoint("'model.init_from':", s.config.model.init_from);
     c = load_checkpoint(path);
+  } catch (const ConfigError&) {
+    throw;
   } catch (const InputError& e) {  // a missing or damaged file: name the key that gave it
-    throw ConfigError(std::string("'model.init_from': ") + e.what());
+    const std::string what = e.what();
+    throw ConfigError(what.rfind("'model.init_from'", 0) == 0 ? what : "'model.init_from': " + what);
   }
   const Config trained = parse_config(c.config_yaml, {}, path + ":config");
   if (trained.model.type != s.config.model.type)

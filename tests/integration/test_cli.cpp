@@ -136,8 +136,11 @@ TEST(Cli, BadConfigsExitWithCode2AndNameTheKey) {
                      "model.paulinet.embedding_dim");
   expect_input_error("train " + cfg + " model.type=orbformer model.orbformer.heads=512 model.orbformer.head_dim=512",
                      "model.orbformer.heads * head_dim");
-  expect_input_error("train " + cfg + " model.init_from=" + fs::temp_directory_path().string() + " pretrain.steps=0",
-                     "is a directory; give its checkpoint file");
+  const std::string no_run = (fs::temp_directory_path() / "nnvmc_init_from_no_run").string();
+  fs::remove_all(no_run);
+  fs::create_directories(no_run);
+  expect_input_error("train " + cfg + " model.init_from=" + no_run + " pretrain.steps=0",
+                     "'model.init_from': " + no_run + ": no checkpoint.h5 here");
   EXPECT_FALSE(fs::exists(out)) << "nothing is written for bad input";
   const auto bad_yaml = write_config("nnvmc_bad_yaml.yaml", "sampler: {walkers: 3\noptim: [\n");
   expect_input_error("train " + bad_yaml, "malformed YAML");
@@ -406,13 +409,13 @@ TEST(Cli, ARunOfTwoMoleculesEvaluatesEachAndPrintsAJsonList) {
       << triplet.out;
   EXPECT_EQ(json_of(triplet.out)["spin"], 2);
   EXPECT_EQ(json_of(triplet.out)["charge"], 0);
-  // Fine-tuning on LiH from these weights.
+  // Fine-tuning on LiH from these weights, the run named by its directory (as eval and --resume take it)
   const auto ft = (fs::temp_directory_path() / "nnvmc_cli_multi_ft").string();
   fs::remove_all(ft);
-  const auto f = run("train " + cfg + " system.molecule=lih model.init_from=" + out + "/checkpoint.h5 run.output=" + ft +
+  const auto f = run("train " + cfg + " system.molecule=lih model.init_from=" + out + " run.output=" + ft +
                      " eval.steps=0");
   ASSERT_EQ(f.code, 0) << f.out;
-  EXPECT_NE(f.out.find("parameters from"), std::string::npos) << f.out;
+  EXPECT_NE(f.out.find("parameters from " + out + "/checkpoint.h5"), std::string::npos) << f.out;
 }
 
 // A CONFIG or run directory whose name holds '=' (a sweep's "lr=0.1") is the positional argument,

@@ -1,0 +1,15 @@
+#pragma once
+/// @file run_checkpoint.hpp
+/// Finding a run's checkpoint from a path that names either the file or the run's directory.
+#include <string>
+
+namespace nnvmc {
+
+/// The checkpoint of a run named by `path`: the file itself, or a run's output directory's
+/// checkpoint.h5. `what` starts the error messages ("--resume", "eval", "'model.init_from':").
+/// @throws CheckpointError when there is none — naming the runs below `path` when it holds only
+/// those, or saying why a run there has no checkpoint (set aside by --force, or unfinished);
+/// InputError when the run there is in use and has not written its first checkpoint yet.
+std::string run_checkpoint(const std::string& what, const std::string& path);
+
+}  // namespace nnvmc
