@@ -146,7 +146,7 @@ PretrainResult pretrain(VmcSetup& s, const PretrainOptions& options, StageTimers
       total += l;
     }
     {
-      auto scope = timers.scope("pretrain_fit");
+      auto scope = timers.scope("pretrain_optimizer");  // (pretrain_fit: one scope per molecule and step)
       if (parallel::world().size() > 1) {
         std::vector<torch::Tensor> grads;
         for (auto& p : s.wf->parameters())

@@ -82,6 +82,13 @@ TEST(Pretrain, FitsOrbformerOrbitalsOfSeveralMoleculesAtOnce) {
   EXPECT_NEAR(r.final_loss, 0.5 * (r.molecules[0].final_loss + r.molecules[1].final_loss), 1e-12);
   EXPECT_LT(r.molecules[0].e_hf, -1.0);  // H2/STO-3G UHF ≈ −1.117
   EXPECT_LT(r.molecules[1].e_hf, -7.8);  // LiH/STO-3G ≈ −7.86
+  // The stage timers count one fit per molecule and step, one Adam step per step (the step was
+  // counted as a second pretrain_fit call)
+  const auto& stages = timers.stages();
+  ASSERT_TRUE(stages.contains("pretrain_fit") && stages.contains("pretrain_optimizer"));
+  EXPECT_EQ(stages.at("pretrain_fit").calls, 2 * 60);
+  EXPECT_EQ(stages.at("pretrain_optimizer").calls, 60);
+  EXPECT_EQ(stages.at("pretrain_sampling").calls, 2 * 60);
 }
 
 // With a run.memory_budget too small for all walkers at once, pretraining's log|ψ| passes and
