@@ -195,7 +195,9 @@ void write_report(const ProfileReport& r, const std::string& path, const std::st
   o << "\n## Peak working memory per stage\n\nTensor memory allocated within the stage at its peak, and "
        "(+ held) what was already allocated when it began: parameters, walkers, optimizer state and buffers kept "
        "between iterations, such as SR/minSR/SPRING's per-walker gradients.\n\n| molecule |";
-  std::vector<std::string> mem_stages{"sampling", "local_energy", "local_energy.laplacian", "gradient", "optimizer"};
+  // the stages of the time table (the potential and bookkeeping were left out)
+  const std::vector<std::string> mem_stages{"sampling",  "local_energy", "local_energy.laplacian", "local_energy.potential",
+                                            "gradient",  "optimizer",    "bookkeeping"};
   for (const auto& s : mem_stages) o << " " << s << " |";
   o << "\n|---|";
   for (size_t i = 0; i < mem_stages.size(); ++i) o << "---|";

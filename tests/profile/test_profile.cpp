@@ -84,6 +84,16 @@ TEST_F(ProfileRun, StageTimesSumToWithinTenPercentOfTheIterationTime) {
   std::ifstream json(dir_ / "out/profile.json");
   const std::string text((std::istreambuf_iterator<char>(json)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("\"stage_clock\": \"host clock\""), std::string::npos);
+  // the memory table has a column for every stage the time table has
+  std::ifstream md(dir_ / "out/report.md");
+  const std::string report((std::istreambuf_iterator<char>(md)), std::istreambuf_iterator<char>());
+  const auto memory = report.find("## Peak working memory per stage");
+  ASSERT_NE(memory, std::string::npos) << report;
+  const std::string header = report.substr(report.find("| molecule |", memory), 200);
+  EXPECT_NE(header.find("| sampling | local_energy | local_energy.laplacian | local_energy.potential | gradient | "
+                        "optimizer | bookkeeping |"),
+            std::string::npos)
+      << header;
 }
 
 TEST_F(ProfileRun, OperatorGroupsCoverAtLeastNinetyPercentOfTheProfiledOperatorTime) {
