@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <libint2/libint2_params.h>  // LIBINT2_MAX_AM_eri: macros only
@@ -106,6 +107,10 @@ BasisLibrary parse_nwchem_basis(const std::string& text, const std::string& wher
   Block block;
   bool in_basis = false;
   int line_no = 0;
+  // each element's shells are one run of blocks; an element that comes back after another's (or
+  // in a second BASIS section) would add its shells twice — a concatenation of two basis sets
+  std::map<int, int> first_line_of;  // Z -> line of its first shell
+  int current_Z = 0;
   for (std::string line; std::getline(in, line);) {
     ++line_no;
     if (const auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
@@ -115,6 +120,7 @@ BasisLibrary parse_nwchem_basis(const std::string& text, const std::string& wher
     const std::string here = where + ":" + std::to_string(line_no) + ": ";
     if (head == "BASIS") {
       in_basis = true;
+      current_Z = 0;
       for (const auto& w : words) {
         if (upper(w) == "CARTESIAN") lib.spherical = false;
         if (upper(w) == "SPHERICAL") lib.spherical = true;
@@ -136,6 +142,14 @@ BasisLibrary parse_nwchem_basis(const std::string& text, const std::string& wher
         block.Z = atomic_number(words[0]);
       } catch (const InputError& e) {
         throw InputError(here + e.what());
+      }
+      if (block.Z != current_Z) {
+        if (const auto seen = first_line_of.find(block.Z); seen != first_line_of.end())
+          throw InputError(here + words[0] + " has shells from line " + std::to_string(seen->second) +
+                           " already, before another element's (two basis sets in one file? each element's "
+                           "shells must be one run of blocks)");
+        first_line_of[block.Z] = line_no;
+        current_Z = block.Z;
       }
       block.first_line = line_no;
       const std::string label = upper(words[1]);

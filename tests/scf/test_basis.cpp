@@ -78,6 +78,23 @@ TEST(BasisFile, MalformedLinesNameTheLine) {
   }
 }
 
+// Two basis sets pasted into one file gave an element its shells twice (a doubled, linearly
+// dependent basis); each element's shells must be one run of blocks, as basis-set files list them.
+TEST(BasisFile, AnElementWhoseShellsComeBackLaterIsRefusedNamingBothLines) {
+  const std::string h = "H S\n 2.0 0.5\n 0.5 0.5\nH P\n 1.0 1.0\n";
+  const std::string he = "He S\n 3.0 1.0\n";
+  EXPECT_EQ(parse_nwchem_basis("BASIS\n" + h + he + "END\n", "ok.nw").elements.at(1).size(), 2u);
+  for (const std::string& twice : {"BASIS\n" + h + he + h + "END\n", "BASIS\n" + h + "END\nBASIS\n" + h + "END\n"}) {
+    try {
+      parse_nwchem_basis(twice, "two.nw");
+      ADD_FAILURE() << twice;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("two.nw:"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("H has shells from line 2 already"), std::string::npos) << e.what();
+    }
+  }
+}
+
 // A contraction whose coefficients are all zero used to vanish without a word (one function
 // fewer than the file's author meant); a shell type past libint2's ERI limit (I, K) used to
 // fail later inside the integral engine as "Engine::lmax_exceeded".
