@@ -2,7 +2,10 @@
 /// SCF iterations: Fock build, DIIS, damping, level shift, diagonalisation.
 #include "scf/scf_loop.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
+#include <utility>
 
 #include "core/errors.hpp"
 #include "scf/diis.hpp"
@@ -52,6 +55,40 @@ void diagonalize(const Eigen::MatrixXd& F, const Eigen::MatrixXd& X, Eigen::Matr
   C = X * es.eigenvectors();
 }
 
+/// A stationary density that is not the aufbau density of its own Fock matrix: with no coupling
+/// between its occupied orbitals and lower virtual ones ([F, D] = 0, e.g. fragments so far apart
+/// that their orbitals do not overlap), the SCF steps between such states (H2 at 30 bohr: H⁻…H⁺ and
+/// H⁺…H⁻, the same energy), and the usual tests take that for convergence.
+/// Returns the density with each occupied orbital that lies above an empty one mixed 1:1 with it
+/// (the pairs taken from the top of the occupied and the bottom of the empty ones), or nothing
+/// when the occupied orbitals are the lowest (within 1e-6 Eh). [n, n]
+std::optional<Eigen::MatrixXd> unaufbau_escape(const Eigen::MatrixXd& F, const Eigen::MatrixXd& D,
+                                               const Eigen::MatrixXd& S, const Eigen::MatrixXd& X, double max_occ) {
+  Eigen::MatrixXd C;
+  Eigen::VectorXd eps;
+  diagonalize(F, X, C, eps);
+  // occupation of each canonical orbital in D (0 or max_occ where [F, D] = 0)
+  const Eigen::VectorXd w = (C.transpose() * S * D * S * C).diagonal() / max_occ;
+  std::vector<Eigen::Index> occupied, empty;
+  for (Eigen::Index k = 0; k < eps.size(); ++k) (w(k) > 0.5 ? occupied : empty).push_back(k);
+  std::vector<std::pair<Eigen::Index, Eigen::Index>> pairs;  // (occupied, empty) with ε_occupied > ε_empty
+  for (std::size_t i = 0; i < std::min(occupied.size(), empty.size()); ++i) {
+    const Eigen::Index o = occupied[occupied.size() - 1 - i], v = empty[i];
+    if (eps(o) - eps(v) <= 1e-6) break;
+    pairs.emplace_back(o, v);
+  }
+  if (pairs.empty()) return std::nullopt;
+  Eigen::MatrixXd occ(C.rows(), static_cast<Eigen::Index>(occupied.size()));
+  for (std::size_t i = 0; i < occupied.size(); ++i) occ.col(static_cast<Eigen::Index>(i)) = C.col(occupied[i]);
+  for (const auto& [o, v] : pairs) {
+    const auto col = std::find(occupied.begin(), occupied.end(), o) - occupied.begin();
+    occ.col(col) = (C.col(o) + C.col(v)) / std::sqrt(2.0);
+  }
+  Eigen::VectorXd n = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(occupied.size()));
+  for (std::size_t i = 0; i < occupied.size(); ++i) n(static_cast<Eigen::Index>(i)) = w(occupied[i]) * max_occ;
+  return occ * n.asDiagonal() * occ.transpose();
+}
+
 }  // namespace
 
 ScfState solve_scf(const ScfProblem& pb, std::vector<Eigen::MatrixXd> density, const ScfOptions& o) {
@@ -94,8 +131,22 @@ ScfState solve_scf(const ScfProblem& pb, std::vector<Eigen::MatrixXd> density, c
     st.commutator = comm;
     e_old = energy;
     if (it > 1 && st.delta_energy < o.energy_tolerance && comm < o.commutator_tolerance) {
-      st.converged = true;
-      break;
+      // converged, unless the occupied orbitals are not the lowest of their Fock matrix
+      // (fractional occupations, the SAD atoms', are the aufbau ones by construction)
+      bool escaped = false;
+      for (std::size_t c = 0; c < nch && !pb.fractional; ++c)
+        if (auto mixed = unaufbau_escape(st.F[c], st.D[c], pb.S, X, max_occ)) {
+          st.D[c] = std::move(*mixed);
+          escaped = true;
+        }
+      if (!escaped) {
+        st.converged = true;
+        break;
+      }
+      if (++st.aufbau_escapes > kMaxAufbauEscapes) break;  // not converged: the caller says so
+      diis = Diis(std::max(o.diis_size, 1));  // its history holds the states left
+      f_prev.clear();
+      continue;
     }
     // Extrapolate (DIIS) or damp, then shift virtuals and diagonalise.
     std::vector<Eigen::MatrixXd> f_use = st.F;

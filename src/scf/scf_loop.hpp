@@ -28,11 +28,19 @@ struct ScfState {
   std::vector<Eigen::VectorXd> eps;      ///< orbital energies [m]
   double energy = 0, delta_energy = 0, commutator = 0;
   int iterations = 0;
+  int aufbau_escapes = 0;  ///< stationary non-aufbau states left by mixing (solve_scf)
   bool converged = false;
 };
 
+/// How many stationary states whose occupied orbitals are not the lowest of their Fock matrix one
+/// solve leaves (each by mixing such an occupied orbital 1:1 with the lower empty one) before it
+/// gives up, unconverged.
+inline constexpr int kMaxAufbauEscapes = 4;
+
 /// Runs the SCF from the given initial densities (one per channel, each holding that
-/// channel's electrons). Never throws for non-convergence (returns converged = false);
+/// channel's electrons). Converged: energy change and max|[F, D]| within tolerance, and the
+/// occupied orbitals the lowest of their Fock matrix (aufbau; a stationary state that is not, as
+/// fragments too far apart to couple give, is left by mixing). Never throws for non-convergence (returns converged = false);
 /// throws NumericalError for non-finite energies or an empty orthonormal basis.
 ScfState solve_scf(const ScfProblem& problem, std::vector<Eigen::MatrixXd> density,
                    const ScfOptions& options);

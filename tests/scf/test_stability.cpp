@@ -175,3 +175,30 @@ TEST(ScfStability, RotatedOccupiedOrbitalsStayOrthonormal) {
   EXPECT_LT((occ.transpose() * r.overlap * occ - Eigen::MatrixXd::Identity(r.n_alpha, r.n_alpha)).cwiseAbs().maxCoeff(), 1e-12);
   EXPECT_LT((rotate_occupied(r.c_alpha, r.n_alpha, 0 * kappa) - r.c_alpha.leftCols(r.n_alpha)).cwiseAbs().maxCoeff(), 1e-14);
 }
+
+// Atoms too far apart for their orbitals to overlap: the SAD guess's first orbitals put both
+// electrons on one H, and the SCF stepped between H⁻…H⁺ and H⁺…H⁻ (the same energy, [F, D] = 0)
+// and called that converged and stable: −0.1919 Eh at 30 bohr for RHF, UHF, CCSD and HF
+// pretraining (a user audit; Psi4 1.3.2 gives the same −0.19189108853 for rhf and uhf). In a
+// minimal basis without overlap the energies are exact functions of the atoms': UHF 2 E(H), RHF
+// (σg²) E(H) + E(H⁻)/2 − 1/(2R).
+TEST(ScfStability, AtomsTooFarApartToOverlapGetTheAufbauSolutionNotAnIonicOscillation) {
+  System h = parse_molecule_yaml("[[H, 0, 0, 0]]", "h");
+  h.spin = 1;
+  const double e_h = run_uhf(h, make_basis("sto-3g", h)).energy;
+  System anion = parse_molecule_yaml("[[H, 0, 0, 0]]", "h-");
+  anion.charge = -1;
+  anion.spin = 0;
+  const double e_anion = run_rhf(anion, make_basis("sto-3g", anion)).energy;
+  for (const double r : {30.0, 100.0}) {
+    const System s = h2(r);
+    const BasisSet b = make_basis("sto-3g", s);
+    const ScfResult rhf = run_rhf(s, b);
+    EXPECT_TRUE(rhf.converged);
+    EXPECT_NEAR(rhf.energy, e_h + 0.5 * e_anion - 0.5 / r, 1e-8) << r;
+    const ScfResult uhf = run_uhf(s, b);
+    EXPECT_NEAR(uhf.energy, 2 * e_h, 1e-8) << r;
+    EXPECT_NEAR(uhf.s_squared, 1.0, 1e-6) << r;
+    EXPECT_GT(uhf.stability_eigenvalue, 0) << r;
+  }
+}
