@@ -198,6 +198,14 @@ class KfacOptimizer final : public Optimizer {
     pending_.clear();
     for (const auto& [k, v] : state)
       if (k.rfind("kfac/", 0) == 0) pending_[k] = v.to(kF64).clone();
+    if (pending_.empty()) {  // the state before the first step (state() gives none): no statistics
+      // (restoring it after a rejected first step kept that step's factors, a user audit)
+      for (auto* factors : {&a_, &g_, &d_})
+        for (auto& f : *factors) f = torch::Tensor();
+      std::fill(repeats_.begin(), repeats_.end(), 0.0);
+      ema_weight_ = 0;
+      return;
+    }
     if (structured_) apply_pending();
   }
 

@@ -208,6 +208,30 @@ TEST(Kfac, NonFiniteStepIsRejectedAndKeepsParametersAndState) {
   EXPECT_TRUE(opt->state().empty());
 }
 
+// The trainer undoes a rejected step by loading the state from before it: before the first step
+// that is the empty state, which left the rejected step's factors in place (a user audit found
+// them in the "last good" checkpoint, ema_weight 1).
+TEST(Kfac, LoadingTheStateFromBeforeTheFirstStepForgetsTheFactorsOfLaterSteps) {
+  const Data d1(20, 3, 1), d2(20, 3, 2);
+  LinearLayerPsi wf, fresh;
+  const auto theta0 = wf.theta();
+  auto opt = make_optimizer(kfac_options(1e-3), wf), fresh_opt = make_optimizer(kfac_options(1e-3), fresh);
+  StageTimers timers;
+  const TensorMap before = opt->state();
+  ASSERT_TRUE(before.empty());
+  ASSERT_TRUE(opt->step(wf, test::one_batch(d1.r, d1.e), 0, timers));  // (the step the trainer rejects)
+  opt->load_state(before);
+  EXPECT_TRUE(opt->state().empty());
+  {
+    torch::NoGradGuard ng;
+    wf.lin->weight.copy_(theta0.slice(1, 0, 3));
+    wf.lin->bias.copy_(theta0.slice(1, 3, 4).squeeze(1));
+  }
+  ASSERT_TRUE(opt->step(wf, test::one_batch(d2.r, d2.e), 0, timers));
+  ASSERT_TRUE(fresh_opt->step(fresh, test::one_batch(d2.r, d2.e), 0, timers));
+  EXPECT_TRUE(torch::equal(wf.theta(), fresh.theta()));
+}
+
 TEST(Kfac, GradientMatchesTheJacobianOnFermiNet) {
   // With a huge damping δ → g/λ for every block: the step is −lr/λ times the energy gradient
   // E[(E_L − Ē)·O], which the exact Jacobian gives independently.
