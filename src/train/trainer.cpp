@@ -949,7 +949,13 @@ TrainOutcome Trainer::run(bool final_eval) {
   } catch (const Interrupted& e) {
     throw Interrupted(std::string(e.what()) + "; " + trained_state);
   } catch (const WriteError& e) {
-    throw WriteError(std::string(e.what()) + "; " + trained_state);
+    // an evaluation that was measured but not written is still said (a user audit: stdout was empty)
+    std::string measured;
+    for (std::size_t i = 0; i < out.evals.size() && i < setup_.molecules.size(); ++i)
+      measured += strfmt("%s%s%.6f +- %.6f Eh", measured.empty() ? "; the final evaluation, not written: " : ", ",
+                         setup_.molecules.size() > 1 ? (setup_.molecules[i].name() + " ").c_str() : "E = ",
+                         out.evals[i].stats.mean, out.evals[i].stats.error);
+    throw WriteError(std::string(e.what()) + measured + "; " + trained_state);
   }
   return out;
 }

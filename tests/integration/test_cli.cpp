@@ -1108,6 +1108,21 @@ TEST(Cli, AWriteRefusedByAFileSizeLimitKeepsResultH5sHistory) {
   fs::remove_all(dir);
 }
 
+// A final evaluation measured and then refused by result.h5 (a file-size limit; a full disk alike)
+// is still said, in the error (a user audit: the energy was computed and then lost, stdout empty).
+TEST(Cli, AFinalEvaluationThatCannotBeWrittenIsStillSaidInTheError) {
+  const auto [dir, cfg] = tiny_run("nnvmc_cli_eval_unwritten");
+  ASSERT_EQ(run("train " + cfg + " eval.steps=0 --log-level warn").code, 0);
+  const auto limit = fs::file_size(dir + "/result.h5") + 8 * 1024;
+  const auto r = run_shell("prlimit --fsize=" + std::to_string(limit) + " " + std::string(NNVMC_EXE) +
+                           " train --resume " + dir + " eval.steps=3000 --log-level warn");
+  ASSERT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("File too large; the final evaluation, not written: E = -"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" Eh; the trained state (iteration 2)"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(dir + "/summary.json"));
+  fs::remove_all(dir);
+}
+
 // A --force start that cannot write its first checkpoint (here a file-size limit; a full disk
 // alike) puts the run it was to replace back, and leaves none of its own files: it left *.previous
 // files beside its own config.yaml and result.h5, and every later train or resume was refused.
