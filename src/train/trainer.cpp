@@ -241,6 +241,9 @@ Trainer::Trainer(const Config& config, const std::string& checkpoint_path)
     throw ConfigError("optim.iterations: the '" + config.model.type + "' ansatz has no parameters to train; "
                       "evaluate the run with 'nnvmc eval' instead of resuming it");
   const Checkpoint c = load_checkpoint(checkpoint_path);
+  checkpoint_config_ = parse_config(c.config_yaml, {}, checkpoint_path + ":config");
+  checkpoint_config_.run.output = config.run.output;  // (a copied run continues where it is)
+  checkpoint_config_.system = config.system;          // (the checkpoint's molecules where their files are out of reach)
   auto& mols = setup_.molecules;
   if (c.molecules.size() != mols.size())
     throw InputError(strfmt("--resume: the checkpoint holds %zu molecule(s), the config %zu; the run continues the "
@@ -430,8 +433,11 @@ void Trainer::commit_resumed_output() {
   if (!resume_output_pending_) return;
   resume_output_pending_ = false;
   const std::string path = output_ + "/result.h5";
+  // A resume that trains nothing writes the checkpoint's settings: the checkpoint, unchanged, was
+  // trained with them (it wrote the new ones, and every later resume warned that config.yaml
+  // differed from the checkpoint, a user audit; a later training resume ran with the old ones)
   try {
-    io::write_text_atomically(output_ + "/config.yaml", to_yaml(setup_.config));
+    io::write_text_atomically(output_ + "/config.yaml", to_yaml(evaluation_only_ ? checkpoint_config_ : setup_.config));
   } catch (const WriteError& e) {
     throw WriteError(std::string("run.output: cannot write to '") + output_ + "': " + e.what());
   }
@@ -927,6 +933,7 @@ TrainOutcome Trainer::run(bool final_eval) {
   loop_started_ = false;
   // (a resume with nothing to train keeps its checkpoint, and its files until the evaluation is written)
   if (iteration_ > first || !resumed_) write_checkpoint();
+  evaluation_only_ = resumed_ && iteration_ == first;
   out.iterations = iteration_;
   if (out.failed_steps > 0 || out.excluded_walkers > 0)
     log::warn(strfmt("training: %ld step(s) rejected and retried, %ld walker sample(s) left out",

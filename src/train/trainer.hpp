@@ -138,6 +138,8 @@ class Trainer {
     ~UnfinishedStart();
   } unfinished_;
   bool resume_output_pending_ = false;  ///< see commit_resumed_output
+  bool evaluation_only_ = false;        ///< a resume that trained nothing (commit_resumed_output)
+  Config checkpoint_config_;            ///< a resume's checkpoint's settings, at this run's output and molecules
   std::int64_t iteration_ = 0;
   bool resumed_ = false;
   std::string run_id_;  ///< Checkpoint::run_id: drawn by a new run, the checkpoint's on resume (rank 0's is written)

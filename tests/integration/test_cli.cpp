@@ -1189,6 +1189,13 @@ TEST(Cli, ResumeFromTheCommandLineEndsWhereAnUninterruptedRunEnds) {
   // ... and summary.json keeps a change under which iterations ran (the result files described
   // only the last settings); this one trained none, so it is not part of the chain's history
   EXPECT_TRUE(read(resumed)["resumes_with_changes"].empty());
+  // ... nor of config.yaml: the unchanged checkpoint was trained with the settings it holds (the new
+  // ones were written, and every later resume warned that config.yaml differed from the checkpoint)
+  std::ifstream kept(resumed + "/config.yaml");
+  EXPECT_NE(std::string(std::istreambuf_iterator<char>(kept), {}).find("  lr: 0.003  #"), std::string::npos);
+  const auto again = run("train --resume " + resumed + " --log-level warn");
+  ASSERT_EQ(again.code, 0) << again.out;
+  EXPECT_EQ(again.out.find("differs from the run's checkpoint"), std::string::npos) << again.out;
   const auto more = run("train --resume " + straight + " optim.lr=0.002 optim.iterations=5 --log-level warn");
   ASSERT_EQ(more.code, 0) << more.out;
   const auto jd = read(straight);
