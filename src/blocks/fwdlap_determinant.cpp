@@ -4,6 +4,11 @@
 /// triangular solves (no explicit inverse):
 ///   ∂_c log|det A| = tr(A⁻¹ ∂_c A),
 ///   Σ_c ∂_c² log|det A| = tr(A⁻¹ ∇²A) − Σ_c tr((A⁻¹ ∂_c A)²).
+/// Float32 orbitals are factorised in float64, and log_det's log|det| stays float64 up to
+/// signed_logsumexp, which returns the sign's dtype: a nearly singular determinant (condition
+/// ~1e8) of small weight in a well-conditioned ψ has log-space terms of ~1e10 (tr(A⁻¹∇²A) and
+/// |∇log|det||², cancelling in ∇²ψ_k/ψ_k), which float32 cannot resolve: a LiH Psiformer sample's
+/// local energy was off by 0.26 Eh (a user audit), now as jvp's. The matrices are N×N: the cost is small.
 #include "blocks/fwdlap.hpp"
 #include "blocks/fwdlap_detail.hpp"
 
@@ -28,6 +33,12 @@ torch::Tensor lu_solve_unchecked(const torch::Tensor& lu, const torch::Tensor& r
 
 SignedFwdLap Op::log_det(const FwdLap& x_in) {
   FwdLap x = x_in.to_dense();  // value [B, E, K, E], jac [B, E, C, K, E]
+  const auto dtype = x.value.scalar_type();
+  if (dtype == torch::kFloat32) {  // (see the file's comment)
+    x.value = x.value.to(torch::kFloat64);
+    x.jac = x.jac.to(torch::kFloat64);
+    x.lap = x.lap.to(torch::kFloat64);
+  }
   require(x.value.dim() == 4 && x.value.size(1) == x.value.size(3), "log_det needs [B, E, K, E]");
   const int64_t b = x.value.size(0), e = x.value.size(1), k = x.value.size(2), c = x.n_coords;
   // Equilibrate: rows (electrons), then columns (orbitals) scaled to unit max-norm. A⁻¹∂A and
@@ -70,14 +81,14 @@ SignedFwdLap Op::log_det(const FwdLap& x_in) {
   out.value = logabs + log_scale;
   out.jac = grad.transpose(1, 2);  // [B, C, K]
   out.lap = tr_l - tr_mm;
-  return {sign, out};
+  return {sign.to(dtype), out};  // (log|det| stays float64 for signed_logsumexp)
 }
 
 SignedFwdLap Op::signed_logsumexp(const torch::Tensor& sign, const FwdLap& l) {
   require(l.kind == Sparsity::global, "signed_logsumexp needs global values [B, K]");
   auto shift = std::get<0>(l.value.max(-1, /*keepdim=*/true));
   shift = torch::where(torch::isfinite(shift), shift, torch::zeros_like(shift));  // all terms zero
-  const auto t = sign * torch::exp(l.value - shift);  // ψ_k / e^shift
+  const auto t = sign.to(l.value.scalar_type()) * torch::exp(l.value - shift);  // ψ_k / e^shift
   const auto sum = t.sum(-1, true);
   const auto w = t / sum;                             // ψ_k / ψ, [B, K]
   const auto grad = (l.jac * w.unsqueeze(1)).sum(-1);  // ∇log|ψ| = Σ_k w_k ∇log|ψ_k|, [B, C]
@@ -87,7 +98,13 @@ SignedFwdLap Op::signed_logsumexp(const torch::Tensor& sign, const FwdLap& l) {
   out.value = torch::log(torch::abs(sum.squeeze(-1))) + shift.squeeze(-1);
   out.jac = grad;
   out.lap = lap_psi - grad.square().sum(1);
-  return {torch::sign(sum.squeeze(-1)), out};
+  const auto dtype = sign.scalar_type();  // a float32 run's, from log_det's float64 (the file's comment)
+  if (out.value.scalar_type() != dtype) {
+    out.value = out.value.to(dtype);
+    out.jac = out.jac.to(dtype);
+    out.lap = out.lap.to(dtype);
+  }
+  return {torch::sign(sum.squeeze(-1)).to(dtype), out};
 }
 
 }  // namespace nnvmc
