@@ -303,6 +303,8 @@ void validate(const Config& c) {
   require_one_of(c.run.dtype, {"float64", "float32"}, "run.dtype");
   require(is_device_name(c.run.device), "run.device",
           "must be cpu, cuda or cuda:N");
+  // (an empty one passed, and train failed with "cannot make absolute path", exit 1)
+  require(!c.run.output.empty(), "run.output", "must name a directory (it is empty)");
   require(c.run.checkpoint_every >= 0, "run.checkpoint_every", "must be >= 0");
   require(c.run.threads >= 0, "run.threads", "must be >= 0");
   // (tens of thousands of OpenMP threads crash or hang the process)

@@ -88,8 +88,29 @@ template <class T> void read_struct(const YAML::Node& node, T& out, const std::s
   r.check_unknown();
 }
 
+/// An integer written with a leading zero ("016") is octal to yaml-cpp (YAML 1.1) and decimal to
+/// YAML 1.2 and to a reader: refused, with the node's location (sampler.walkers=016 ran 14 walkers,
+/// a user audit). Walks the scalars of `node` (a value or a list of them).
+inline void refuse_leading_zero_integers(const YAML::Node& node, const std::string& path, const std::string& where) {
+  if (node.IsSequence()) {
+    for (const auto& item : node) refuse_leading_zero_integers(item, path, where);
+    return;
+  }
+  if (!node.IsScalar()) return;
+  const std::string& text = node.Scalar();
+  const std::size_t digits = text.find_first_not_of("+-");
+  if (digits == std::string::npos || text[digits] != '0' || text.size() < digits + 2) return;
+  if (text.find_first_not_of("0123456789", digits) != std::string::npos) return;  // (0x20, 0.5: not this case)
+  throw ConfigError(location(node, where) + ": '" + path + "' = " + text +
+                    ": an integer with a leading zero is ambiguous (YAML 1.1 reads it as octal); write it without "
+                    "the zero");
+}
+
 template <class T>
 void read_value(const YAML::Node& node, T& out, const std::string& path, const std::string& where) {
+  if constexpr ((std::is_integral_v<T> && !std::is_same_v<T, bool>) || std::is_same_v<T, std::vector<int>> ||
+                std::is_same_v<T, std::vector<std::array<int, 2>>>)
+    refuse_leading_zero_integers(node, path, where);
   if constexpr (has_visit<T>::value) {
     read_struct(node, out, path, where);
   } else if constexpr (std::is_same_v<T, InlineYaml>) {

@@ -141,6 +141,12 @@ TEST(Cli, BadConfigsExitWithCode2AndNameTheKey) {
   fs::create_directories(no_run);
   expect_input_error("train " + cfg + " model.init_from=" + no_run + " pretrain.steps=0",
                      "'model.init_from': " + no_run + ": no checkpoint.h5 here");
+  // an integer with a leading zero was read as octal (walkers=016 ran 14 walkers); an empty
+  // run.output passed the config and failed in train with exit 1 (user audit)
+  expect_input_error("train " + cfg + " sampler.walkers=016", "'sampler.walkers' = 016: an integer with a leading zero");
+  expect_input_error("train " + cfg + " 'model.ferminet.hidden_dims=[[32, 08]]'", "'model.ferminet.hidden_dims' = 08");
+  expect_input_error("train " + write_config("nnvmc_empty_output.yaml", kTiny + "run: {output: \"\"}\n"),
+                     "nnvmc_empty_output.yaml:7: 'run.output' must name a directory (it is empty)");
   EXPECT_FALSE(fs::exists(out)) << "nothing is written for bad input";
   const auto bad_yaml = write_config("nnvmc_bad_yaml.yaml", "sampler: {walkers: 3\noptim: [\n");
   expect_input_error("train " + bad_yaml, "malformed YAML");
