@@ -24,6 +24,7 @@ EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers
   EvalResult out;
   out.steps = options.steps;
   out.walkers = s.config.sampler.walkers;
+  out.laplacian = s.config.hamiltonian.laplacian;
   const int block = std::max(1, s.config.sampler.steps_per_iteration);
   {
     auto scope = timers.scope("sampling");

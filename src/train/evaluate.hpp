@@ -53,6 +53,8 @@ struct EvalResult {
   double step_size = 0;        ///< MH step size while measuring (adapted during burn-in only)
   int steps = 0;               ///< measurement iterations
   int walkers = 0;             ///< walkers per iteration
+  /// hamiltonian.laplacian of the run: with "hutchinson", `variance` includes the probes' noise
+  std::string laplacian;
   std::int64_t excluded = 0;   ///< samples left out for a non-finite local energy
   std::vector<double> series;  ///< walker-averaged energy per iteration
 };
