@@ -182,7 +182,15 @@ H5File::H5File(const std::string& path, Mode mode) : path_(path) {
   if (id_ < 0 && mode != Mode::read && (errno == EWOULDBLOCK || errno == EAGAIN))
     throw InputError(path + ": open in another program (HDF5 locks the files it reads: close it there, e.g. the "
                      "h5py.File, and try again)");
-  if (id_ < 0) fail(path, "cannot open HDF5 file");
+  // A file that could not be created or written (full disk, quota, file-size limit) is a failed
+  // write with its OS reason (exit 1), not bad input: it read "cannot open HDF5 file", exit 2
+  const int err = errno;
+  if (id_ < 0 && mode != Mode::read && mode != Mode::memory &&
+      (err == ENOSPC || err == EDQUOT || err == EFBIG || err == EROFS || err == EIO || err == EACCES || err == EPERM))
+    fail_write(path, std::string(mode == Mode::append && std::filesystem::exists(path) ? "cannot open HDF5 file: "
+                                                                                      : "cannot create HDF5 file: ") +
+                         std::strerror(err));
+  if (id_ < 0) fail(path, mode == Mode::read ? "cannot open HDF5 file (damaged or truncated?)" : "cannot open HDF5 file");
 }
 
 bool repair_truncated_hdf5(const std::string& path) {

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+
+#include <csignal>
 
 #include <filesystem>
 #include <fstream>
@@ -306,6 +309,35 @@ TEST(Checkpoint, AFailedWriteIsAWriteErrorAndKeepsTheOldFile) {
   } catch (const WriteError& e) {
     EXPECT_NE(std::string(e.what()).find("No space left on device"), std::string::npos) << e.what();
   }
+}
+
+// An HDF5 file that cannot be created for want of room (a full disk; here the file-size limit,
+// which fails the same write) is a WriteError with the OS's reason: it was "cannot open HDF5 file",
+// an input error (exit 2), in a user audit on a full tmpfs.
+TEST(Checkpoint, AnHdf5FileThatCannotBeWrittenIsAWriteErrorWithTheReason) {
+  const auto path = tmp("nnvmc_h5_no_room.h5");
+  fs::remove(path);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit before{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &before), 0);
+  rlimit tiny = before;
+  tiny.rlim_cur = 16;  // below the superblock's first write
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &tiny), 0);
+  std::string what = "no error";
+  bool write_error = false;
+  try {
+    io::H5File f(path, io::H5File::Mode::truncate);
+  } catch (const WriteError& e) {
+    write_error = true;
+    what = e.what();
+  } catch (const std::exception& e) {
+    what = e.what();
+  }
+  setrlimit(RLIMIT_FSIZE, &before);
+  std::signal(SIGXFSZ, old_handler);
+  fs::remove(path);
+  EXPECT_TRUE(write_error) << what;
+  EXPECT_NE(what.find("cannot create HDF5 file: File too large"), std::string::npos) << what;
 }
 
 // train and compare refuse each other's directories by the files they write together; a user's
