@@ -134,9 +134,15 @@ void run_eval(const EvalArgs& a) {
     log::info(strfmt("the run was trained with eval.steps = 0; evaluating %d steps (--steps N for another count)",
                      config.eval.steps));
   }
-  if (config.sampler.walkers > c.molecules.front().sampler.r.size(0) && config.eval.burn_in == 0)
-    log::warn("eval: more walkers than the checkpoint holds start from repeated positions, and with eval.burn_in = 0 "
-              "those copies are not yet independent chains: a short evaluation's error bar comes out too small");
+  // (a burn-in the user gives is kept; below the default for copies it is warned about)
+  const bool short_burn_in_given =
+      config.eval.burn_in < kFreshWalkersBurnIn &&
+      std::any_of(given.begin(), given.end(), [](const std::string& o) { return override_sets(o, "eval.burn_in"); });
+  if (config.sampler.walkers > c.molecules.front().sampler.r.size(0) && short_burn_in_given)
+    log::warn(strfmt("eval: more walkers than the checkpoint holds start from repeated positions, and after "
+                     "eval.burn_in = %d steps (%d by default for them) those copies may not yet be independent chains: "
+                     "a short evaluation's error bar then comes out too small",
+                     config.eval.burn_in, kFreshWalkersBurnIn));
   if (config.eval.steps < 1) throw ConfigError("eval: 'eval.steps' must be at least 1 to measure anything");
   refuse_model_changes(given);
   for (const auto& [flag, value, key] : {std::tuple<const char*, long long, const char*>{"--seed", a.seed.empty() ? -1 : 0, "run.seed"},
@@ -190,10 +196,16 @@ void run_eval(const EvalArgs& a) {
       const std::int64_t held = trained->sampler.r.size(0);
       if (config.sampler.walkers > held) {
         if (!burn_in_given) eval.burn_in = std::max(eval.burn_in, kFreshWalkersBurnIn);
-        log::info(strfmt("%s: %d walkers from the checkpoint's %lld (repeated), with a burn-in of %d steps so the "
-                         "copies decorrelate%s",
-                         m.name().c_str(), config.sampler.walkers, static_cast<long long>(held), eval.burn_in,
-                         burn_in_given ? " (eval.burn_in)" : " (eval.burn_in=N for another)"));
+        // (a given burn-in below the default is the user's, and warned about below: "so the copies
+        // decorrelate" after "0 steps" read as a contradiction, a user audit)
+        if (!burn_in_given || eval.burn_in >= kFreshWalkersBurnIn)
+          log::info(strfmt("%s: %d walkers from the checkpoint's %lld (repeated), with a burn-in of %d steps so the "
+                           "copies decorrelate%s",
+                           m.name().c_str(), config.sampler.walkers, static_cast<long long>(held), eval.burn_in,
+                           burn_in_given ? " (eval.burn_in)" : " (eval.burn_in=N for another)"));
+        else
+          log::info(strfmt("%s: %d walkers from the checkpoint's %lld (repeated), with the burn-in given, %d steps",
+                           m.name().c_str(), config.sampler.walkers, static_cast<long long>(held), eval.burn_in));
       }
       m.sampler->initialize_from(trained->sampler.r, setup.logabs_fn(i));
       if (!step_size_given) {

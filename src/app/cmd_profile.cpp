@@ -26,13 +26,16 @@ struct ProfileArgs {
 
 /// The entries of `--molecules a,b,...`, blanks trimmed; commas inside brackets belong to an inline
 /// atom list (`[[H,0,0,0],[H,0,0,1.4]]`).
+/// @throws InputError for an empty entry between commas ("he,,h2": a name left out?)
 std::vector<std::string> split_molecule_list(const std::string& text) {
   std::vector<std::string> out;
   std::string item;
   int depth = 0;
+  int empty = 0;  // entries with nothing in them (a trailing comma is one too)
   const auto flush = [&] {
     const auto first = item.find_first_not_of(" \t"), last = item.find_last_not_of(" \t");
     if (first != std::string::npos) out.push_back(item.substr(first, last - first + 1));
+    else ++empty;
     item.clear();
   };
   for (char c : text) {
@@ -41,6 +44,8 @@ std::vector<std::string> split_molecule_list(const std::string& text) {
     else item += c;
   }
   flush();
+  if (empty > 0 && !out.empty())
+    throw InputError("profile: --molecules '" + text + "' has an empty entry between commas (a molecule left out?)");
   return out;
 }
 

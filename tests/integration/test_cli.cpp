@@ -1304,8 +1304,16 @@ TEST(Cli, EvalWithMoreOrFewerWalkersThanTheRunStartsFromItsWalkers) {
     // default 50 the error bar was 1.4-1.6x too small); fewer keep eval.burn_in
     EXPECT_EQ(j["burn_in"].get<int>(), w > 8 ? 500 : 50) << w;
   }
-  const auto given = json_of(run("eval " + out + "/checkpoint.h5 --steps 3 --walkers 20 --json --log-level warn eval.burn_in=7").out);
+  const auto given_run = run("eval " + out + "/checkpoint.h5 --steps 3 --walkers 20 --json eval.burn_in=7");
+  const auto given = json_of(given_run.out);
   EXPECT_EQ(given["burn_in"].get<int>(), 7);
+  // a short burn-in given is not said to decorrelate the copies; the warning says they are not
+  EXPECT_EQ(given_run.out.find("so the copies decorrelate"), std::string::npos) << given_run.out;
+  EXPECT_NE(given_run.out.find("with the burn-in given, 7 steps"), std::string::npos) << given_run.out;
+  EXPECT_NE(given_run.out.find("after eval.burn_in = 7 steps (500 by default for them) those copies may not yet be "
+                               "independent chains"),
+            std::string::npos)
+      << given_run.out;
   EXPECT_EQ(given["seed"].get<int>(), 0);
 }
 
@@ -1462,6 +1470,7 @@ TEST(Cli, CommandLineErrorsCarryTheErrorPrefixAndReadableBounds) {
   const auto profile_cfg = write_config("nnvmc_profile_mols.yaml", kTiny);
   expect_input_error("profile " + profile_cfg + " --molecules ,", "names no molecule");
   expect_input_error("profile " + profile_cfg + " --molecules ''", "names no molecule");
+  expect_input_error("profile " + profile_cfg + " --molecules he,,h2", "has an empty entry between commas");
   expect_input_error("profile " + profile_cfg + " --molecules h,nosuchmol --no-roofline --no-plots", "nosuchmol");
 }
 
