@@ -558,6 +558,37 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
   };
   refuse_axis_override(f.overrides, "overrides:");
   for (const auto& a : ansatze) refuse_axis_override(a.overrides, "the overrides of ansatz " + a.label);
+  // An override of what the common budget sets won in every cell without a word (a user audit:
+  // overrides: [optim.iterations=50] over iterations: 30), and run.output/run.name, which the
+  // comparison sets (cells/<cell id>), were ignored. An ansatz's own override of the budget is
+  // its choice, and said: its cells then differ from the others'.
+  const std::pair<const char*, const char*> budget[] = {{"iterations", "optim.iterations"}, {"minutes", "optim.minutes"},
+                                                        {"walkers", "sampler.walkers"},   {"eval_steps", "eval.steps"},
+                                                        {"threads", "run.threads"},       {"seed", "run.seed"}};
+  const auto budget_given = [&](const std::string& field) {
+    return field == "iterations" ? f.iterations.has_value() : field == "minutes" ? f.minutes > 0
+           : field == "walkers"  ? f.walkers.has_value()    : field == "eval_steps" ? f.eval_steps.has_value()
+           : field == "threads"  ? f.threads.has_value()    : f.seed.has_value();
+  };
+  const auto check_budget_overrides = [&](const std::vector<std::string>& given, const std::string& whose,
+                                          bool every_cell) {
+    for (const auto& o : given) {
+      for (const char* key : {"run.output", "run.name"})
+        if (override_sets(o, key))
+          throw ConfigError(where + ": override '" + o + "' (" + whose + ") sets " + key + ", which the comparison "
+                            "sets for each cell (its output's cells/<cell id>); give the comparison's 'output:'");
+      for (const auto& [field, key] : budget) {
+        if (!budget_given(field) || !override_sets(o, key)) continue;
+        if (every_cell)
+          throw ConfigError(where + ": override '" + o + "' (" + whose + ") sets " + key + ", which the comparison's '" +
+                            field + ":' sets for every cell; give it once");
+        log::warn(where + ": override '" + o + "' (" + whose + ") replaces the comparison's '" + field +
+                  ":' for that ansatz's cells, whose budget then differs from the others'");
+      }
+    }
+  };
+  check_budget_overrides(f.overrides, "overrides:", true);
+  for (const auto& a : ansatze) check_budget_overrides(a.overrides, "the overrides of ansatz " + a.label, false);
   for (const auto& a : ansatze) spec.ansatze.push_back(a.label);
   bool basis_used = false;  // (by a reference nnvmc computes)
   for (const auto& m : molecules) {

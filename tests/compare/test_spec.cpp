@@ -268,6 +268,30 @@ TEST(CompareSpec, ModelBlocksAndOptimMappingsMergeIntoTheBase) {
   EXPECT_DOUBLE_EQ(c.optim.sr.damping, 0.01);
 }
 
+// The common budget is set once: an override of it in overrides: won silently in every cell (a
+// user audit), and run.output/run.name, which the comparison sets per cell, were ignored.
+TEST(CompareSpec, OverridesOfTheCommonBudgetOrOfTheCellsOutputAreRefused) {
+  const std::string file =
+      "ansatze: [{type: ferminet}]\nmolecules: [h2]\niterations: 30\nwalkers: 16\nseed: 3\n"
+      "output: /tmp/nnvmc_spec_out\n";
+  for (const auto& [extra, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"overrides: [optim.iterations=50]\n", "sets optim.iterations, which the comparison's 'iterations:' sets"},
+           {"overrides: ['sampler={walkers: 32}']\n", "which the comparison's 'walkers:' sets for every cell"},
+           {"overrides: [run.seed=5]\n", "the comparison's 'seed:'"},
+           {"overrides: [run.output=/tmp/x]\n", "sets run.output, which the comparison sets for each cell"}}) {
+    const auto e = error_of(file + extra);
+    EXPECT_NE(e.find(needle), std::string::npos) << extra << e;
+  }
+  // a key the file leaves unset is the overrides' to give
+  const auto spec = parse_compare_spec(file + "overrides: [eval.steps=7, run.threads=1]\n", {}, "cmp.yaml");
+  EXPECT_EQ(spec.cells.at(0).config.eval.steps, 7);
+  // an ansatz's own override of the budget is kept (and warned about): its cells differ on purpose
+  const auto own = parse_compare_spec(
+      "ansatze: [{type: ferminet, overrides: [sampler.walkers=32]}]\nmolecules: [h2]\nwalkers: 16\n"
+      "output: /tmp/nnvmc_spec_out\n", {}, "cmp.yaml");
+  EXPECT_EQ(own.cells.at(0).config.sampler.walkers, 32);
+}
+
 // A cell's molecule, charge and spin are its molecules: entry, whose reference the table uses:
 // system keys elsewhere would train another molecule than the one named and scored.
 TEST(CompareSpec, SystemKeysOutsideTheMoleculeEntriesAreRefused) {
