@@ -78,7 +78,10 @@ void run_profile_command(ProfileArgs& a) {
                         r.roofline.bandwidth_gbs, r.roofline.ridge());
   const auto it = r.time_scaling.find("iteration");
   if (it != r.time_scaling.end() && std::isfinite(it->second.exponent))
-    std::cout << strfmt("iteration time ~ N^%.2f over %d molecules\n", it->second.exponent, it->second.points);
+    std::cout << strfmt("iteration time ~ N^%.2f over %d molecules%s\n", it->second.exponent, it->second.points,
+                        it->second.points < 3 ? " (two points: a slope through them, with no uncertainty; the fixed "
+                                                "costs of small molecules flatten it)"
+                                              : "");
   std::cout << "report: " << a.options.output << "/report.md" << std::endl;
 }
 

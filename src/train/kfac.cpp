@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/errors.hpp"
 #include "parallel/communicator.hpp"
@@ -152,6 +153,7 @@ class KfacOptimizer final : public Optimizer {
     double lr = learning_rate(t);
     if (options_.kfac.norm_constraint > 0 && lr * lr * q > options_.kfac.norm_constraint)
       lr = std::sqrt(options_.kfac.norm_constraint / q);
+    applied_lr_ = lr;
     {
       torch::NoGradGuard no_grad;
       for (size_t i = 0; i < blocks_.size(); ++i) {
@@ -178,6 +180,9 @@ class KfacOptimizer final : public Optimizer {
 
   double learning_rate(std::int64_t t) const override {
     return options_.lr / (1.0 + static_cast<double>(t) / options_.lr_delay);
+  }
+  double applied_learning_rate(std::int64_t t) const override {
+    return std::isnan(applied_lr_) ? learning_rate(t) : applied_lr_;
   }
 
   TensorMap state() const override {
@@ -312,6 +317,7 @@ class KfacOptimizer final : public Optimizer {
   std::vector<torch::Tensor> a_, g_, d_;  ///< moving averages (float64)
   std::vector<double> repeats_;      ///< moving averages of positions per walker S̄
   double ema_weight_ = 0;            ///< Σ_t ρ^(T−t): 0 before the first step
+  double applied_lr_ = std::numeric_limits<double>::quiet_NaN();  ///< the last step's (norm-constrained) rate
   TensorMap pending_;                ///< loaded state not yet matched to blocks
   torch::Device device_{torch::kCPU};  ///< where the parameters (and the factors) live
 };

@@ -52,6 +52,11 @@ class Optimizer {
                     StageTimers& timers) = 0;
   /// Learning rate at iteration t.
   virtual double learning_rate(std::int64_t t) const = 0;
+  /// The learning rate the step of iteration t applied: learning_rate(t), or less where a norm
+  /// constraint shortened the step (K-FAC, SR/minSR/SPRING). Called after step(t); result.h5's
+  /// learning_rate series (it logged the schedule while the constraint set every early step, a
+  /// user audit). May read the device (one scalar).
+  virtual double applied_learning_rate(std::int64_t t) const { return learning_rate(t); }
   virtual TensorMap state() const = 0;                 ///< for checkpoints
   virtual void load_state(const TensorMap& state) = 0;  ///< @throws CheckpointError
 };

@@ -907,7 +907,7 @@ TrainOutcome Trainer::run(bool final_eval) {
     }
     const double t_now = now();
     if (results) try {
-        const double run_row[] = {energy, var, acc, step, optimizer_->learning_rate(t), excluded, t_now - iter_start};
+        const double run_row[] = {energy, var, acc, step, optimizer_->applied_learning_rate(t), excluded, t_now - iter_start};
         for (std::size_t c = 0; c < std::size(kRunSeries); ++c)
           results->append(std::string("train/") + kRunSeries[c], run_row[c]);
         for (std::size_t i = 0; i < n_mol; ++i) {

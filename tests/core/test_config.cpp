@@ -466,9 +466,15 @@ TEST(Hostile, EmptyValuesWholeDocumentsAndNonIntegersAreNamedForWhatTheyAre) {
   EXPECT_TRUE(contains(error_of("sampler:\n  walkers: ~\n"), "c.yaml:2")) << error_of("sampler:\n  walkers: ~\n");
   EXPECT_EQ(error_of("sampler:\nsystem: {molecule: he}\n"), "");  // an empty section: its defaults
   EXPECT_EQ(error_of("system: {molecule: he, spin: ~}"), "");        // an optional key left empty: unset
-  for (const char* v : {"8.0", "1e3", "08"})
+  for (const char* v : {"8.0", "1e3"})
     EXPECT_TRUE(contains(error_of(std::string("sampler: {walkers: ") + v + "}"), "'sampler.walkers' must be an integer, got '" + std::string(v) + "'"))
         << v << ": " << error_of(std::string("sampler: {walkers: ") + v + "}");
+  // a leading zero: octal to yaml-cpp (016 ran 14 walkers; 08 was "not an integer"), decimal to a reader
+  for (const char* v : {"08", "016", "-07"})
+    EXPECT_TRUE(contains(error_of(std::string("sampler: {walkers: ") + v + "}"),
+                         "'sampler.walkers' = " + std::string(v) + ": an integer with a leading zero is ambiguous"))
+        << v << ": " << error_of(std::string("sampler: {walkers: ") + v + "}");
+  EXPECT_EQ(error_of("sampler: {walkers: 0x10}\nsystem: {molecule: he}\n"), "");  // (hexadecimal is explicit)
   const auto empty = (std::filesystem::temp_directory_path() / "nnvmc_empty_config.yaml").string();
   std::ofstream(empty) << "# only a comment\n";
   try {

@@ -155,6 +155,9 @@ TEST(Kfac, NormConstraintBoundsLearningRateSquaredTimesUpdateDotGradient) {
   ASSERT_GT(0.05 * 0.05 * q, bound);  // the bound is active
   const double lr = std::sqrt(bound / q);
   EXPECT_LT(test::rel_diff(wf.theta(), before - lr * delta), 1e-10);
+  // the rate the step applied, which result.h5 records, is the constrained one
+  EXPECT_NEAR(opt->applied_learning_rate(0), lr, 1e-12 * lr);
+  EXPECT_EQ(opt->learning_rate(0), 0.05);
 }
 
 TEST(Kfac, FactorsAreMovingAveragesOverSteps) {

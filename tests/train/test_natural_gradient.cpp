@@ -164,6 +164,20 @@ TEST(NaturalGradient, EuclideanNormConstraintBoundsTheParameterStep) {
   o.sr.norm = "euclidean";
   const auto change = q.step(o) - q.theta0;
   EXPECT_NEAR(change.square().sum().item<double>(), 1e-6, 1e-14);
+  // the rate the step applied (result.h5's learning_rate) is the constrained one: |lr δ| = 1e-3
+  LinearLogPsi wf(q.n);
+  {
+    torch::NoGradGuard g;
+    wf.theta.copy_(q.theta0);
+  }
+  auto opt = make_optimizer(o, wf);
+  StageTimers timers;
+  EXPECT_DOUBLE_EQ(opt->applied_learning_rate(0), opt->learning_rate(0));  // (before a step: the schedule's)
+  ASSERT_TRUE(opt->step(wf, test::one_batch(q.r, q.e), 0, timers));
+  const double applied = opt->applied_learning_rate(0);
+  EXPECT_LT(applied, opt->learning_rate(0));
+  EXPECT_NEAR((wf.theta - q.theta0).norm().item<double>(), 1e-3, 1e-12);
+  EXPECT_GT(applied, 0);
 }
 
 TEST(NaturalGradient, BudgetBelowOneWalkersJacobianIsAClearError) {
