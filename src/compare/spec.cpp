@@ -478,12 +478,16 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
   CompareSpec spec;
   spec.source = where;
   spec.name = fs::path(where).stem().string();
-  spec.references = parse_references(f.references);
   spec.reference_basis = f.reference_basis;
   // (each names the line or override that gave the value)
   const auto refuse = [&](const std::string& message) {
     throw ConfigError(config_yaml::located_setting_error(message, root, overrides, where));
   };
+  try {
+    spec.references = parse_references(f.references);
+  } catch (const ConfigError& e) {
+    refuse(e.what());  // (it named neither the file nor the line, a user audit)
+  }
   if (f.minutes < 0) refuse("'minutes' must be >= 0");
   if (f.iterations && *f.iterations < 0) refuse("'iterations' must be >= 0 (0: each cell is evaluated untrained)");
   if (f.iterations && *f.iterations == 0 && f.minutes > 0)

@@ -61,10 +61,13 @@ void Reader::check_unknown() const {
     if (std::find(known_.begin(), known_.end(), key) == known_.end()) {
       const std::string full = path_.empty() ? key : path_ + "." + key;
       // Another kind of file given as a run config: say which (its keys are all unknown here)
+      // (not when this reader reads that kind: a comparison file's misspelled key was told to run
+      // with 'nnvmc compare FILE', which the user had done, a user audit)
+      const auto reads = [&](const char* k) { return std::find(known_.begin(), known_.end(), k) != known_.end(); };
       std::string kind;
-      if (path_.empty() && (map_["ansatze"] || map_["references"] || map_["reference_basis"]))
+      if (path_.empty() && !reads("ansatze") && (map_["ansatze"] || map_["references"] || map_["reference_basis"]))
         kind = "; this looks like a comparison file: run it with 'nnvmc compare FILE'";
-      else if (path_.empty() && map_["atoms"])
+      else if (path_.empty() && !reads("atoms") && map_["atoms"])
         kind = "; this looks like a molecule file: give it as system.molecule=FILE in a run config";
       throw ConfigError(location(kv.first, where_) + ": unknown key '" + full + "'" +
                         suggestion(key, known_, path_) + kind);

@@ -344,13 +344,14 @@ TEST(CompareCli, BadComparisonFileExitsWithCode2NamingTheKey) {
   const auto r = run("compare " + file);
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("iteratons"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("run it with 'nnvmc compare FILE'"), std::string::npos) << r.out;  // (it was)
   EXPECT_FALSE(fs::exists(dir + "/cells")) << "nothing runs for a bad file";
   const auto [good, dir2] = setup("nnvmc_compare_bad2", kTiny);
   for (const auto& [override_, key] : std::vector<std::pair<std::string, std::string>>{
            {"walkers=-3", "walkers"},
            {"'ansatze=[{type: nosuchnet}]'", "nosuchnet"},
            {"'molecules=[h, xx]'", "molecules[1]"},
-           {"references=maybe", "references"},
+           {"references=maybe", "override 'references=maybe': 'references' must be one of"},
            // (a basis no reference needs was not checked: h and he have their e_ref)
            {"reference_basis=cc-pvtzz", "'reference_basis': unknown basis 'cc-pvtzz'"}}) {
     const auto b = run("compare " + good + " " + override_);
