@@ -523,6 +523,10 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
     throw ConfigError(path + ": cannot open config file (not a regular file)");
   std::ifstream in(path);
   if (!in) throw ConfigError(path + ": cannot open config file");
+  // (YAML reads an xyz file's lines as documents: "a second YAML document (after '---')", a user audit)
+  if (std::filesystem::path(path).extension() == ".xyz")
+    throw ConfigError(path + ": an xyz molecule file, not a run config: give it as system.molecule=" + path +
+                      " with a run config (e.g. one of configs/runs/)");
   std::stringstream ss;
   ss << in.rdbuf();
   // An empty file and no overrides trained the default LiH for 1000 iterations, unasked.

@@ -586,6 +586,9 @@ TEST(Cli, AComparisonOrMoleculeFileGivenAsARunConfigIsNamedAsSuch) {
                      "this looks like a comparison file: run it with 'nnvmc compare FILE'");
   expect_input_error("train " + std::string(NNVMC_SOURCE_DIR) + "/configs/molecules/h2o.yaml",
                      "this looks like a molecule file: give it as system.molecule=FILE");
+  // (an xyz file was "a second YAML document (after '---')")
+  const auto xyz = write_config("nnvmc_water.xyz", "3\nwater\nO 0 0 0\nH 0 0.757 0.587\nH 0 -0.757 0.587\n");
+  expect_input_error("config " + xyz, "an xyz molecule file, not a run config: give it as system.molecule=");
 }
 
 TEST(Cli, InputsRejectedAfterParsingStillWriteNothing) {
