@@ -112,10 +112,12 @@ void analyse_stability(const detail::ScfProblem& pb, const ScfOptions& o, bool u
       spdlog::warn("scf: the UHF solution is unstable (orbital-Hessian eigenvalue {:.4e} Eh), but the SCF from the "
                    "rotated orbitals {}; the unstable solution is kept",
                    sr.lowest,
-                   next.converged ? fmt::format("did not lower the energy (E {:.10f} Eh)", next.energy)
-                                  : fmt::format("did not converge in {} iterations (last E {:.10f} Eh): raise the "
-                                                "iteration limit",
-                                                next.iterations, next.energy));
+                   next.converged   ? fmt::format("did not lower the energy (E {:.10f} Eh)", next.energy)
+                   : next.off_aufbau ? std::string("stopped at a state whose occupied orbitals are not the lowest "
+                                                   "of its Fock matrix")
+                                     : fmt::format("did not converge in {} iterations (last E {:.10f} Eh): raise the "
+                                                   "iteration limit",
+                                                   next.iterations, next.energy));
       return;
     }
     spdlog::info("scf: followed a UHF instability (eigenvalue {:.4e} Eh): E {:.10f} -> {:.10f} Eh", sr.lowest,
@@ -204,10 +206,15 @@ ScfResult solve(const System& system, const BasisSet& basis, const ScfOptions& o
   if (!r.converged && o.throw_on_failure) {
     std::ostringstream msg;
     msg.precision(3);
-    msg << (unrestricted ? "UHF" : "RHF") << " did not converge in " << o.max_iterations
-        << " iterations (last |ΔE| = " << std::scientific << r.delta_energy
-        << " Eh, max|[F,D]| = " << r.commutator
-        << "); " << o.convergence_advice;
+    if (st.off_aufbau)  // (not an iteration limit: it said "raise --max-iter" with |ΔE| 1e-12)
+      msg << (unrestricted ? "UHF" : "RHF") << " reached " << detail::kMaxAufbauEscapes + 1
+          << " times a stationary density whose occupied orbitals are not the lowest of its Fock matrix (mixing "
+             "them with the lower empty ones did not leave it); try the other initial guess (--guess core or sad)"
+          << (o.level_shift > 0 ? ", or no level shift (a shifted SCF converges to such states)" : "");
+    else
+      msg << (unrestricted ? "UHF" : "RHF") << " did not converge in " << o.max_iterations
+          << " iterations (last |ΔE| = " << std::scientific << r.delta_energy << " Eh, max|[F,D]| = " << r.commutator
+          << "); " << o.convergence_advice;
     throw NumericalError(msg.str());
   }
   return r;

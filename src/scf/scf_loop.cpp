@@ -7,6 +7,8 @@
 #include <optional>
 #include <utility>
 
+#include <spdlog/spdlog.h>  // torch-free TU: spdlog directly (see core/log.hpp)
+
 #include "core/errors.hpp"
 #include "scf/diis.hpp"
 
@@ -67,10 +69,17 @@ std::optional<Eigen::MatrixXd> unaufbau_escape(const Eigen::MatrixXd& F, const E
   Eigen::MatrixXd C;
   Eigen::VectorXd eps;
   diagonalize(F, X, C, eps);
-  // occupation of each canonical orbital in D (0 or max_occ where [F, D] = 0)
+  // occupation of each canonical orbital in D (0 or max_occ where [F, D] = 0); the occupied ones
+  // are the n largest (within a degenerate set D may mix orbitals, each then partly occupied)
   const Eigen::VectorXd w = (C.transpose() * S * D * S * C).diagonal() / max_occ;
-  std::vector<Eigen::Index> occupied, empty;
-  for (Eigen::Index k = 0; k < eps.size(); ++k) (w(k) > 0.5 ? occupied : empty).push_back(k);
+  const auto n = static_cast<std::size_t>(std::lround(w.sum()));
+  std::vector<Eigen::Index> order(static_cast<std::size_t>(eps.size()));
+  for (Eigen::Index k = 0; k < eps.size(); ++k) order[static_cast<std::size_t>(k)] = k;
+  std::stable_sort(order.begin(), order.end(), [&](Eigen::Index a, Eigen::Index b) { return w(a) > w(b); });
+  std::vector<Eigen::Index> occupied(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(std::min(n, order.size())));
+  std::vector<Eigen::Index> empty(order.begin() + static_cast<std::ptrdiff_t>(occupied.size()), order.end());
+  std::sort(occupied.begin(), occupied.end());  // ascending energy (eps is ascending)
+  std::sort(empty.begin(), empty.end());
   std::vector<std::pair<Eigen::Index, Eigen::Index>> pairs;  // (occupied, empty) with ε_occupied > ε_empty
   for (std::size_t i = 0; i < std::min(occupied.size(), empty.size()); ++i) {
     const Eigen::Index o = occupied[occupied.size() - 1 - i], v = empty[i];
@@ -84,9 +93,9 @@ std::optional<Eigen::MatrixXd> unaufbau_escape(const Eigen::MatrixXd& F, const E
     const auto col = std::find(occupied.begin(), occupied.end(), o) - occupied.begin();
     occ.col(col) = (C.col(o) + C.col(v)) / std::sqrt(2.0);
   }
-  Eigen::VectorXd n = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(occupied.size()));
-  for (std::size_t i = 0; i < occupied.size(); ++i) n(static_cast<Eigen::Index>(i)) = w(occupied[i]) * max_occ;
-  return occ * n.asDiagonal() * occ.transpose();
+  Eigen::VectorXd occupation = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(occupied.size()));
+  for (std::size_t i = 0; i < occupied.size(); ++i) occupation(static_cast<Eigen::Index>(i)) = w(occupied[i]) * max_occ;
+  return occ * occupation.asDiagonal() * occ.transpose();
 }
 
 }  // namespace
@@ -133,17 +142,28 @@ ScfState solve_scf(const ScfProblem& pb, std::vector<Eigen::MatrixXd> density, c
     if (it > 1 && st.delta_energy < o.energy_tolerance && comm < o.commutator_tolerance) {
       // converged, unless the occupied orbitals are not the lowest of their Fock matrix
       // (fractional occupations, the SAD atoms', are the aufbau ones by construction)
-      bool escaped = false;
-      for (std::size_t c = 0; c < nch && !pb.fractional; ++c)
-        if (auto mixed = unaufbau_escape(st.F[c], st.D[c], pb.S, X, max_occ)) {
-          st.D[c] = std::move(*mixed);
-          escaped = true;
-        }
-      if (!escaped) {
+      std::vector<std::optional<Eigen::MatrixXd>> mixed(nch);
+      bool aufbau = true;
+      for (std::size_t c = 0; c < nch && !pb.fractional; ++c) {
+        mixed[c] = unaufbau_escape(st.F[c], st.D[c], pb.S, X, max_occ);
+        aufbau = aufbau && !mixed[c];
+      }
+      if (aufbau) {
         st.converged = true;
         break;
       }
-      if (++st.aufbau_escapes > kMaxAufbauEscapes) break;  // not converged: the caller says so
+      // not converged: the caller says why (such a state's canonical orbitals, which it
+      // returns, are not the density's, and neither its energy nor (T) belongs to them)
+      if (st.aufbau_escapes == kMaxAufbauEscapes) {
+        st.off_aufbau = true;
+        break;
+      }
+      ++st.aufbau_escapes;
+      spdlog::info("scf: iteration {}: the density is stationary (|ΔE| {:.1e}, max|[F,D]| {:.1e}) but its occupied "
+                   "orbitals are not the lowest of its Fock matrix; mixing them with the lower empty ones ({} of {})",
+                   it, st.delta_energy, comm, st.aufbau_escapes, kMaxAufbauEscapes);
+      for (std::size_t c = 0; c < nch; ++c)
+        if (mixed[c]) st.D[c] = std::move(*mixed[c]);
       diis = Diis(std::max(o.diis_size, 1));  // its history holds the states left
       f_prev.clear();
       continue;

@@ -275,6 +275,7 @@ Trainer::Trainer(const Config& config, const std::string& checkpoint_path)
     mols[i].local_energy->set_timers(&timers_);
   }
   iteration_ = c.iteration;
+  last_checkpoint_ = c.iteration;
   trained_before_ = c.trained_seconds;
   run_id_ = c.run_id;  // (empty in a checkpoint from before run ids: init_output adopts result.h5's or draws one)
   history_ = c.history;
@@ -625,6 +626,7 @@ void Trainer::write_checkpoint() {
     try {
       commit_resumed_output();
       save_checkpoint(output_ + "/checkpoint.h5", c);
+      last_checkpoint_ = c.iteration;
       unfinished_.dir.clear();  // a run that can be continued (with its pretraining and burn-in, at iteration 0)
       if (!previous_run_cleared_) {
         previous_run_cleared_ = true;  // this run can now be continued: the one it replaced (--force) goes
@@ -643,7 +645,15 @@ void Trainer::write_checkpoint() {
   // abort) while rank 0 was still writing: a user audit lost every 158 MB checkpoint of a
   // two-rank Ctrl-C that way, leaving only checkpoint.h5.tmp.
   if (max_over_ranks(failed ? 1 : 0) == 0) return;
-  if (failed) std::rethrow_exception(failed);
+  if (failed) {
+    if (last_checkpoint_ < 0) std::rethrow_exception(failed);
+    try {  // say which checkpoint is there to resume (a user audit: only result.h5's failure said it)
+      std::rethrow_exception(failed);
+    } catch (const WriteError& e) {
+      throw WriteError(strfmt("%s; the last checkpoint, of iteration %ld, is kept in %s/checkpoint.h5", e.what(),
+                              static_cast<long>(last_checkpoint_), output_.c_str()));
+    }
+  }
   // The other ranks wait for rank 0 to report its own error and end the job (MPI abort), after it
   // has put back what a --force start set aside; reporting at once, they stopped it midway with a
   // message that was not the cause.

@@ -139,6 +139,7 @@ class Trainer {
   } unfinished_;
   bool resume_output_pending_ = false;  ///< see commit_resumed_output
   bool evaluation_only_ = false;        ///< a resume that trained nothing (commit_resumed_output)
+  std::int64_t last_checkpoint_ = -1;   ///< iteration of this run's checkpoint on disk (-1: none yet)
   Config checkpoint_config_;            ///< a resume's checkpoint's settings, at this run's output and molecules
   std::int64_t iteration_ = 0;
   bool resumed_ = false;
