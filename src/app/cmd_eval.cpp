@@ -196,7 +196,7 @@ void run_eval(const EvalArgs& a) {
       const std::int64_t held = trained->sampler.r.size(0);
       if (config.sampler.walkers > held) {
         if (!burn_in_given) eval.burn_in = std::max(eval.burn_in, kFreshWalkersBurnIn);
-        // (a given burn-in below the default is the user's, and warned about below: "so the copies
+        // (a given burn-in below the default is the user's, and warned about above: "so the copies
         // decorrelate" after "0 steps" read as a contradiction, a user audit)
         if (!burn_in_given || eval.burn_in >= kFreshWalkersBurnIn)
           log::info(strfmt("%s: %d walkers from the checkpoint's %lld (repeated), with a burn-in of %d steps so the "

@@ -264,7 +264,10 @@ void add_train_command(CLI::App& app) {
       log::info(strfmt("resuming %s at iteration %ld", resume->c_str(), static_cast<long>(c.iteration)));
       if (const std::string changed = changed_settings(recorded, config); !changed.empty()) {
         log::warn("resuming with changed settings from iteration " + std::to_string(c.iteration) + ": " + changed +
-                  " (config.yaml will hold the new ones; summary.json's resumes_with_changes lists every such change)");
+                  (config.optim.iterations > c.iteration
+                       ? " (config.yaml will hold the new ones; summary.json's resumes_with_changes lists every such "
+                         "change)"
+                       : " (with nothing to train they change nothing: config.yaml keeps the checkpoint's settings)"));
         if (config.optim.iterations > c.iteration) trainer->record_resume_changes(changed);  // (no iteration, no change to the chain)
       }
       if (config.optim.iterations <= c.iteration)

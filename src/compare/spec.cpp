@@ -582,7 +582,18 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
           throw ConfigError(where + ": override '" + o + "' (" + whose + ") sets " + key + ", which the comparison "
                             "sets for each cell (its output's cells/<cell id>); give the comparison's 'output:'");
       for (const auto& [field, key] : budget) {
-        if (!budget_given(field) || !override_sets(o, key)) continue;
+        // (with minutes: alone the cells' iterations are unbounded: an optim.iterations override capped them)
+        const bool given_by_minutes = std::string(field) == "iterations" && !budget_given(field) && f.minutes > 0;
+        if (!(budget_given(field) || given_by_minutes) || !override_sets(o, key)) continue;
+        if (given_by_minutes) {
+          if (every_cell)
+            throw ConfigError(where + ": override '" + o + "' (" + whose + ") sets optim.iterations, which the "
+                              "comparison's 'minutes:' leaves unbounded; give 'iterations:' beside 'minutes:' for both "
+                              "limits");
+          log::warn(where + ": override '" + o + "' (" + whose + ") caps the iterations of that ansatz's cells, "
+                    "whose budget then differs from the others' (minutes:)");
+          continue;
+        }
         if (every_cell)
           throw ConfigError(where + ": override '" + o + "' (" + whose + ") sets " + key + ", which the comparison's '" +
                             field + ":' sets for every cell; give it once");
@@ -592,6 +603,7 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
     }
   };
   check_budget_overrides(f.overrides, "overrides:", true);
+  // (an optim axis entry may give its own iterations: that is the entry, e.g. long/short runs)
   for (const auto& a : ansatze) check_budget_overrides(a.overrides, "the overrides of ansatz " + a.label, false);
   for (const auto& a : ansatze) spec.ansatze.push_back(a.label);
   bool basis_used = false;  // (by a reference nnvmc computes)

@@ -158,6 +158,7 @@ H5File::H5File(const std::string& path, Mode mode) : path_(path) {
                    "or result.h5 was meant?)");
       fail(path, "not an HDF5 file (corrupt or truncated?)");
     }
+    errno = 0;
     id_ = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   } else if (mode == Mode::memory) {
     // the core driver without a backing store: nothing reaches the disk through HDF5
@@ -179,7 +180,8 @@ H5File::H5File(const std::string& path, Mode mode) : path_(path) {
   }
   // HDF5 locks the files it opens (flock): a writer cannot open one that another program
   // (h5py, h5dump, HDFView) has open. That is not damage; the file is left alone.
-  if (id_ < 0 && mode != Mode::read && (errno == EWOULDBLOCK || errno == EAGAIN))
+  // (a reader is refused too while a writer holds it: not "damaged or truncated?", a review)
+  if (id_ < 0 && mode != Mode::memory && (errno == EWOULDBLOCK || errno == EAGAIN))
     throw InputError(path + ": open in another program (HDF5 locks the files it reads: close it there, e.g. the "
                      "h5py.File, and try again)");
   // A file that could not be created or written (full disk, quota, file-size limit) is a failed

@@ -258,9 +258,11 @@ void write_report(const ProfileReport& r, const std::string& path, const std::st
     o << "Not measured.\n\n";
   }
   o << "## Scaling with the number of electrons (time ∝ N^p)\n\n";
-  if (r.molecules.size() < 3)  // (a user audit read N^-0.09 from H2 and LiH as a finding)
-    o << "From " << r.molecules.size() << " molecule(s): a slope through two points has no uncertainty, and the fixed "
-         "costs of small molecules flatten it; profile three or more sizes (e.g. --molecules lih,ch4,c2h6,c4h4).\n\n";
+  if (r.molecules.size() == 2)  // (a user audit read N^-0.09 from H2 and LiH as a finding)
+    o << "From 2 molecules: a slope through two points has no uncertainty, and the fixed costs of small molecules "
+         "flatten it; profile three or more sizes (e.g. --molecules lih,ch4,c2h6,c4h4).\n\n";
+  else if (r.molecules.size() < 2)
+    o << "From one molecule: no scaling (profile several sizes, e.g. --molecules lih,ch4,c2h6,c4h4).\n\n";
   o << "| stage | p (time) | p (peak memory) |\n|---|---|---|\n";
   const auto exponent = [](double p) {  // (+ 0.0: a fit of −0.001 reads 0.00, not −0.00)
     return std::isfinite(p) ? strfmt("%.2f", std::round(p * 100) / 100 + 0.0) : std::string("–");

@@ -145,9 +145,9 @@ BasisLibrary parse_nwchem_basis(const std::string& text, const std::string& wher
       }
       if (block.Z != current_Z) {
         if (const auto seen = first_line_of.find(block.Z); seen != first_line_of.end())
-          throw InputError(here + words[0] + " has shells from line " + std::to_string(seen->second) +
-                           " already, before another element's (two basis sets in one file? each element's "
-                           "shells must be one run of blocks)");
+          throw InputError(here + words[0] + " has shells from line " + std::to_string(seen->second) + " already, " +
+                           (current_Z == 0 ? "in an earlier BASIS section" : "before another element's") +
+                           " (two basis sets in one file? each element's shells must be one run of blocks)");
         first_line_of[block.Z] = line_no;
         current_Z = block.Z;
       }

@@ -282,6 +282,10 @@ TEST(CompareSpec, OverridesOfTheCommonBudgetOrOfTheCellsOutputAreRefused) {
     const auto e = error_of(file + extra);
     EXPECT_NE(e.find(needle), std::string::npos) << extra << e;
   }
+  // with minutes: alone the iterations are unbounded, and an override capped them without a word
+  const auto capped = error_of("ansatze: [{type: ferminet}]\nmolecules: [h2]\nminutes: 2\n"
+                               "overrides: [optim.iterations=40]\noutput: /tmp/nnvmc_spec_out\n");
+  EXPECT_NE(capped.find("'minutes:' leaves unbounded; give 'iterations:' beside"), std::string::npos) << capped;
   // a key the file leaves unset is the overrides' to give
   const auto spec = parse_compare_spec(file + "overrides: [eval.steps=7, run.threads=1]\n", {}, "cmp.yaml");
   EXPECT_EQ(spec.cells.at(0).config.eval.steps, 7);

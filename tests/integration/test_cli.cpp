@@ -1138,6 +1138,17 @@ TEST(Cli, AFinalEvaluationThatCannotBeWrittenIsStillSaidInTheError) {
   EXPECT_NE(r.out.find(" Eh; the trained state (iteration 2)"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(dir + "/summary.json"));
   fs::remove_all(dir);
+  // a checkpoint that cannot be written says which one is kept (result.h5's failure said it, the
+  // checkpoint's did not, a user audit)
+  const auto [again, cfg_again] = tiny_run("nnvmc_cli_checkpoint_unwritten");
+  ASSERT_EQ(run("train " + cfg_again + " eval.steps=0 --log-level warn").code, 0);
+  const auto ckpt_limit = fs::file_size(again + "/checkpoint.h5") - 1000;
+  const auto c = run_shell("prlimit --fsize=" + std::to_string(ckpt_limit) + " " + std::string(NNVMC_EXE) +
+                           " train --resume " + again + " optim.iterations=4 eval.steps=0 --log-level warn");
+  ASSERT_EQ(c.code, 1) << c.out;
+  EXPECT_NE(c.out.find("the last checkpoint, of iteration 2, is kept in " + again + "/checkpoint.h5"), std::string::npos)
+      << c.out;
+  fs::remove_all(again);
 }
 
 // A --force start that cannot write its first checkpoint (here a file-size limit; a full disk
@@ -1201,7 +1212,9 @@ TEST(Cli, ResumeFromTheCommandLineEndsWhereAnUninterruptedRunEnds) {
   const auto d = run("train --resume " + resumed + " optim.lr=0.002 --log-level warn");
   ASSERT_EQ(d.code, 0) << d.out;
   EXPECT_NE(d.out.find("resuming with changed settings from iteration 4: optim.lr"), std::string::npos) << d.out;
-  EXPECT_NE(d.out.find("-> 0.002"), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("-> 0.002 (with nothing to train they change nothing: config.yaml keeps the checkpoint's"),
+            std::string::npos)
+      << d.out;
   EXPECT_NE(d.out.find("nothing to train"), std::string::npos) << d.out;
   // ... and summary.json keeps a change under which iterations ran (the result files described
   // only the last settings); this one trained none, so it is not part of the chain's history

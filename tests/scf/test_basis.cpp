@@ -91,6 +91,10 @@ TEST(BasisFile, AnElementWhoseShellsComeBackLaterIsRefusedNamingBothLines) {
     } catch (const InputError& e) {
       EXPECT_NE(std::string(e.what()).find("two.nw:"), std::string::npos) << e.what();
       EXPECT_NE(std::string(e.what()).find("H has shells from line 2 already"), std::string::npos) << e.what();
+      const bool second_section = twice.find("END\nBASIS") != std::string::npos;
+      EXPECT_NE(std::string(e.what()).find(second_section ? "in an earlier BASIS section" : "before another element's"),
+                std::string::npos)
+          << e.what();
     }
   }
 }
