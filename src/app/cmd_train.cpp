@@ -262,18 +262,26 @@ void add_train_command(CLI::App& app) {
                          "the run started: --force starts a new run, and cannot be combined with --resume)");
       trainer = std::make_unique<Trainer>(config, ckpt);  // refuses another model or molecule, or a run in use, first
       log::info(strfmt("resuming %s at iteration %ld", resume->c_str(), static_cast<long>(c.iteration)));
+      // (the trainer checks optim.minutes before each iteration: a spent budget trains none either)
+      const bool iterations_done = config.optim.iterations <= c.iteration;
+      const bool minutes_spent = config.optim.minutes > 0 && c.trained_seconds >= config.optim.minutes * 60.0;
+      const bool nothing_to_train = iterations_done || minutes_spent;
       if (const std::string changed = changed_settings(recorded, config); !changed.empty()) {
         log::warn("resuming with changed settings from iteration " + std::to_string(c.iteration) + ": " + changed +
-                  (config.optim.iterations > c.iteration
+                  (!nothing_to_train
                        ? " (config.yaml will hold the new ones; summary.json's resumes_with_changes lists every such "
                          "change)"
                        : " (with nothing to train they change nothing: config.yaml keeps the checkpoint's settings)"));
-        if (config.optim.iterations > c.iteration) trainer->record_resume_changes(changed);  // (no iteration, no change to the chain)
+        if (!nothing_to_train) trainer->record_resume_changes(changed);  // (no iteration, no change to the chain)
       }
-      if (config.optim.iterations <= c.iteration)
+      if (iterations_done)
         log::warn(strfmt("optim.iterations = %ld, and the run has %ld already: nothing to train, only the final "
                          "evaluation (raise optim.iterations to train on)",
                          static_cast<long>(config.optim.iterations), static_cast<long>(c.iteration)));
+      else if (minutes_spent)
+        log::warn(strfmt("optim.minutes = %g, and the run has trained %.2f min already: nothing to train, only the "
+                         "final evaluation (raise optim.minutes to train on)",
+                         config.optim.minutes, c.trained_seconds / 60.0));
     } else {
       if (ra.file.empty()) throw InputError("train: give a CONFIG file or --resume DIR");
       if (*force) ra.overrides.push_back("run.overwrite=true");

@@ -182,8 +182,10 @@ H5File::H5File(const std::string& path, Mode mode) : path_(path) {
   // (h5py, h5dump, HDFView) has open. That is not damage; the file is left alone.
   // (a reader is refused too while a writer holds it: not "damaged or truncated?", a review)
   if (id_ < 0 && mode != Mode::memory && (errno == EWOULDBLOCK || errno == EAGAIN))
-    throw InputError(path + ": open in another program (HDF5 locks the files it reads: close it there, e.g. the "
-                     "h5py.File, and try again)");
+    throw InputError(path + (mode == Mode::read ? ": being written by another program (a running nnvmc?); try again "
+                                                  "when it has finished"
+                                                : ": open in another program (HDF5 locks the files it reads: close it "
+                                                  "there, e.g. the h5py.File, and try again)"));
   // A file that could not be created or written (full disk, quota, file-size limit) is a failed
   // write with its OS reason (exit 1), not bad input: it read "cannot open HDF5 file", exit 2
   const int err = errno;

@@ -207,9 +207,11 @@ ScfResult solve(const System& system, const BasisSet& basis, const ScfOptions& o
     std::ostringstream msg;
     msg.precision(3);
     if (st.off_aufbau)  // (not an iteration limit: it said "raise --max-iter" with |ΔE| 1e-12)
-      msg << (unrestricted ? "UHF" : "RHF") << " reached " << detail::kMaxAufbauEscapes + 1
-          << " times a stationary density whose occupied orbitals are not the lowest of its Fock matrix (mixing "
-             "them with the lower empty ones did not leave it); try the other initial guess (--guess core or sad)"
+      msg << (unrestricted ? "UHF" : "RHF") << " reached " << st.aufbau_escapes + 1
+          << " time(s) a stationary density whose occupied orbitals are not the lowest of its Fock matrix (mixing "
+             "them with the lower empty ones did not leave it"
+          << (st.aufbau_escapes < detail::kMaxAufbauEscapes ? " within --max-iter" : "")
+          << "); try the other initial guess (--guess core or sad)"
           << (o.level_shift > 0 ? ", or no level shift (a shifted SCF converges to such states)" : "");
     else
       msg << (unrestricted ? "UHF" : "RHF") << " did not converge in " << o.max_iterations

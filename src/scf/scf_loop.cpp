@@ -93,9 +93,7 @@ std::optional<Eigen::MatrixXd> unaufbau_escape(const Eigen::MatrixXd& F, const E
     const auto col = std::find(occupied.begin(), occupied.end(), o) - occupied.begin();
     occ.col(col) = (C.col(o) + C.col(v)) / std::sqrt(2.0);
   }
-  Eigen::VectorXd occupation = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(occupied.size()));
-  for (std::size_t i = 0; i < occupied.size(); ++i) occupation(static_cast<Eigen::Index>(i)) = w(occupied[i]) * max_occ;
-  return occ * occupation.asDiagonal() * occ.transpose();
+  return max_occ * occ * occ.transpose();  // (fully occupied: the electron count of D, whatever it mixed)
 }
 
 }  // namespace
@@ -154,7 +152,9 @@ ScfState solve_scf(const ScfProblem& pb, std::vector<Eigen::MatrixXd> density, c
       }
       // not converged: the caller says why (such a state's canonical orbitals, which it
       // returns, are not the density's, and neither its energy nor (T) belongs to them)
-      if (st.aufbau_escapes == kMaxAufbauEscapes) {
+      // (at the last iteration a mixed density would be returned unconverged with the Fock
+      // matrix, energy and orbitals of the state it left, and called an iteration limit)
+      if (st.aufbau_escapes == kMaxAufbauEscapes || it == o.max_iterations) {
         st.off_aufbau = true;
         break;
       }

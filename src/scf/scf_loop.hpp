@@ -29,7 +29,7 @@ struct ScfState {
   double energy = 0, delta_energy = 0, commutator = 0;
   int iterations = 0;
   int aufbau_escapes = 0;  ///< stationary non-aufbau states left by mixing (solve_scf)
-  bool off_aufbau = false;  ///< stopped at such a state after kMaxAufbauEscapes mixings (converged = false)
+  bool off_aufbau = false;  ///< stopped at such a state (after kMaxAufbauEscapes mixings, or at the last iteration)
   bool converged = false;
 };
 

@@ -279,7 +279,11 @@ class NaturalGradientOptimizer final : public Optimizer {
       step_length = torch::minimum(step_length, torch::sqrt(options_.sr.norm_constraint / size));
     }
     add_to_parameters(params, delta * step_length, -1.0);
-    applied_step_ = step_length;  // (read only when the result row is written)
+    // The step length for result.h5, copied to the host without a sync (pinned on CUDA): the
+    // trainer reads it after its fused finiteness check, which waits for the step anyway.
+    if (!applied_step_.defined())
+      applied_step_ = torch::empty({}, torch::TensorOptions().dtype(torch::kFloat64).pinned_memory(step_length.is_cuda()));
+    applied_step_.copy_(step_length, /*non_blocking=*/true);
     if (options_.type == "spring") {
       if (previous_.defined() && previous_.sizes().equals(delta.sizes()) && previous_.device() == delta.device() &&
           !previous_.is_same(delta))  // (after a resume it is a host tensor until here)
@@ -294,7 +298,7 @@ class NaturalGradientOptimizer final : public Optimizer {
     return options_.lr / (1.0 + static_cast<double>(t) / options_.lr_delay);
   }
   double applied_learning_rate(std::int64_t t) const override {
-    return applied_step_.defined() ? applied_step_.item<double>() : learning_rate(t);
+    return applied_step_.defined() ? applied_step_.data_ptr<double>()[0] : learning_rate(t);
   }
 
   TensorMap state() const override {
@@ -352,7 +356,7 @@ class NaturalGradientOptimizer final : public Optimizer {
   /// optim.sr.chunk_walkers (0: all), reduced if the measured memory per walker says it does not fit.
   PerSampleChunk chunk_;
   torch::Tensor previous_;  ///< SPRING's δ_{t−1} [P] float64 (undefined before the first step)
-  torch::Tensor applied_step_;  ///< the last step's length min(lr, √(c/|δ|²)), a device scalar
+  torch::Tensor applied_step_;  ///< the last step's length min(lr, √(c/|δ|²)), a host scalar (float64)
   std::vector<torch::Tensor> jacobians_;  ///< per molecule [B, P], reused (read, never centred)
   SampleSpaceBuffers buffers_;            ///< kernel, factor and δ, reused
 };

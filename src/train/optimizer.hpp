@@ -53,9 +53,9 @@ class Optimizer {
   /// Learning rate at iteration t.
   virtual double learning_rate(std::int64_t t) const = 0;
   /// The learning rate the step of iteration t applied: learning_rate(t), or less where a norm
-  /// constraint shortened the step (K-FAC, SR/minSR/SPRING). Called after step(t); result.h5's
-  /// learning_rate series (it logged the schedule while the constraint set every early step, a
-  /// user audit). May read the device (one scalar).
+  /// constraint shortened the step (K-FAC, SR/minSR/SPRING). result.h5's learning_rate series (it
+  /// logged the schedule while the constraint set every early step, a user audit). Call after
+  /// step(t) and a host read that waits for it (the trainer's finiteness check): it does not sync.
   virtual double applied_learning_rate(std::int64_t t) const { return learning_rate(t); }
   virtual TensorMap state() const = 0;                 ///< for checkpoints
   virtual void load_state(const TensorMap& state) = 0;  ///< @throws CheckpointError

@@ -275,12 +275,14 @@ Trainer::Trainer(const Config& config, const std::string& checkpoint_path)
     mols[i].local_energy->set_timers(&timers_);
   }
   iteration_ = c.iteration;
-  last_checkpoint_ = c.iteration;
   trained_before_ = c.trained_seconds;
   run_id_ = c.run_id;  // (empty in a checkpoint from before run ids: init_output adopts result.h5's or draws one)
   history_ = c.history;
   output_ = fs::path(checkpoint_path).parent_path().string();
   if (output_.empty()) output_ = ".";
+  // (a resume from another file of the directory, e.g. a copy, writes checkpoint.h5 beside it)
+  if (std::error_code ec; fs::equivalent(checkpoint_path, fs::path(output_) / "checkpoint.h5", ec))
+    last_checkpoint_ = c.iteration;
   init_output(true);
 }
 

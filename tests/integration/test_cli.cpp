@@ -1125,6 +1125,22 @@ TEST(Cli, AWriteRefusedByAFileSizeLimitKeepsResultH5sHistory) {
   fs::remove_all(dir);
 }
 
+// A resume whose optim.minutes are spent trains nothing, as one whose iterations are done: it says
+// so, and its changed settings are not recorded as part of the chain (a review: they were, and
+// config.yaml was said to hold them)
+TEST(Cli, AResumeWhoseMinutesAreSpentSaysItTrainsNothing) {
+  const auto [dir, cfg] = tiny_run("nnvmc_cli_minutes_spent");
+  ASSERT_EQ(run("train " + cfg + " optim.iterations=100000 optim.minutes=0.002 eval.steps=0 --log-level warn").code, 0);
+  const auto r = run("train --resume " + dir + " optim.lr=0.002 eval.steps=2 --log-level warn");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("optim.minutes = 0.002, and the run has trained"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(with nothing to train they change nothing: config.yaml keeps the checkpoint's settings)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_TRUE(nlohmann::json::parse(std::ifstream(dir + "/summary.json"))["resumes_with_changes"].empty());
+  fs::remove_all(dir);
+}
+
 // A final evaluation measured and then refused by result.h5 (a file-size limit; a full disk alike)
 // is still said, in the error (a user audit: the energy was computed and then lost, stdout empty).
 TEST(Cli, AFinalEvaluationThatCannotBeWrittenIsStillSaidInTheError) {
