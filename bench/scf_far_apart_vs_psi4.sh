@@ -19,7 +19,8 @@ for R in $RS; do
       flag=$([ $ref = uhf ] && echo --uhf)
       e=$("$NNVMC" scf "$dir/h2_$R.yaml" --basis "$B" $flag --json 2>/dev/null |
           python3 -c 'import json,sys; print(json.load(sys.stdin)["e_hf"])' 2>/dev/null || echo "not converged")
-      p=$(PYTHONPATH=/usr/lib/x86_64-linux-gnu /usr/bin/python3 - "$R" "$B" "$ref" <<'PY' 2>/dev/null || echo "not converged"
+      # (in the scratch directory: Psi4 writes timer.dat and psi.*.clean where it runs)
+      p=$(cd "$dir" && PYTHONPATH=/usr/lib/x86_64-linux-gnu /usr/bin/python3 - "$R" "$B" "$ref" <<'PY' 2>/dev/null || echo "not converged"
 import sys, psi4
 psi4.core.be_quiet()
 R, basis, ref = float(sys.argv[1]), sys.argv[2], sys.argv[3]
