@@ -11,6 +11,15 @@ set -uo pipefail
 BUILD=${1:-build}; RS=${RS:-"30 100"}; BASES=${BASES:-"sto-3g cc-pvdz"}
 NNVMC=$BUILD/src/app/nnvmc
 dir=$(mktemp -d)
+cat > "$dir/psi4_h2.py" <<'PY'
+import sys, psi4
+psi4.core.be_quiet()
+R, basis, ref = float(sys.argv[1]), sys.argv[2], sys.argv[3]
+psi4.geometry(f"units bohr\nsymmetry c1\nno_reorient\nno_com\nH 0 0 0\nH 0 0 {R}\n")
+psi4.set_options({"basis": basis, "reference": ref, "scf_type": "pk", "e_convergence": 1e-10,
+                  "d_convergence": 1e-8, "maxiter": 200})
+print(psi4.energy("scf"))
+PY
 echo "# $(date -u +%FT%TZ) nnvmc $(git rev-parse --short HEAD 2>/dev/null || echo '?'); H2, R in bohr"
 for R in $RS; do
   printf 'units: bohr\natoms:\n  - [H, 0, 0, 0]\n  - [H, 0, 0, %s]\n' "$R" > "$dir/h2_$R.yaml"
@@ -20,16 +29,8 @@ for R in $RS; do
       e=$("$NNVMC" scf "$dir/h2_$R.yaml" --basis "$B" $flag --json 2>/dev/null |
           python3 -c 'import json,sys; print(json.load(sys.stdin)["e_hf"])' 2>/dev/null || echo "not converged")
       # (in the scratch directory: Psi4 writes timer.dat and psi.*.clean where it runs)
-      p=$(cd "$dir" && PYTHONPATH=/usr/lib/x86_64-linux-gnu /usr/bin/python3 - "$R" "$B" "$ref" <<'PY' 2>/dev/null || echo "not converged"
-import sys, psi4
-psi4.core.be_quiet()
-R, basis, ref = float(sys.argv[1]), sys.argv[2], sys.argv[3]
-psi4.geometry(f"units bohr\nsymmetry c1\nno_reorient\nno_com\nH 0 0 0\nH 0 0 {R}\n")
-psi4.set_options({"basis": basis, "reference": ref, "scf_type": "pk", "e_convergence": 1e-10,
-                  "d_convergence": 1e-8, "maxiter": 200})
-print(psi4.energy("scf"))
-PY
-)
+      p=$(cd "$dir" && PYTHONPATH=/usr/lib/x86_64-linux-gnu /usr/bin/python3 psi4_h2.py "$R" "$B" "$ref" 2>/dev/null ||
+          echo "not converged")
       echo "R=$R $B $ref  nnvmc $e  psi4 $p"
     done
     c=$("$NNVMC" ccsd "$dir/h2_$R.yaml" --basis "$B" --json 2>/dev/null |
