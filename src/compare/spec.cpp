@@ -602,8 +602,8 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
       }
     }
   };
+  // (an optim axis entry's own iterations are that entry, e.g. long and short runs: not checked)
   check_budget_overrides(f.overrides, "overrides:", true);
-  // (an optim axis entry may give its own iterations: that is the entry, e.g. long/short runs)
   for (const auto& a : ansatze) check_budget_overrides(a.overrides, "the overrides of ansatz " + a.label, false);
   for (const auto& a : ansatze) spec.ansatze.push_back(a.label);
   bool basis_used = false;  // (by a reference nnvmc computes)
