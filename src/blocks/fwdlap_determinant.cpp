@@ -9,7 +9,7 @@
 /// ~1e8) of small weight in a well-conditioned ψ has log-space terms of ~1e10 (tr(A⁻¹∇²A) and
 /// |∇log|det||², cancelling in ∇²ψ_k/ψ_k), which float32 cannot resolve: a LiH Psiformer sample's
 /// local energy was off by 0.26 Eh (a user audit), now as jvp's. The solves with ∂A ([B, E, C, K, E]) run in
-/// float64 too: +3 % (LiH) to +14 % (CH4) on one CPU thread, about 3× the step's working memory.
+/// float64 too: +3 % (LiH) to +17 % (CH4) on one CPU thread, about 3× the step's working memory.
 #include "blocks/fwdlap.hpp"
 #include "blocks/fwdlap_detail.hpp"
 
