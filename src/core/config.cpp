@@ -16,6 +16,7 @@
 
 #include "core/config_yaml.hpp"
 #include "core/elements.hpp"
+#include "core/system.hpp"
 #include "core/yaml_document.hpp"
 
 namespace nnvmc {
@@ -524,9 +525,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   std::ifstream in(path);
   if (!in) throw ConfigError(path + ": cannot open config file");
   // (YAML reads an xyz file's lines as documents: "a second YAML document (after '---')", a user audit)
-  std::string ext = std::filesystem::path(path).extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char ch) { return std::tolower(ch); });
-  if (ext == ".xyz")
+  if (is_xyz_path(path))
     throw ConfigError(path + ": an xyz molecule file, not a run config: give it as system.molecule=" + path +
                       " with a run config (e.g. one of configs/runs/)");
   std::stringstream ss;

@@ -342,12 +342,17 @@ std::string known_molecule_names(const std::string& dir) {
 }
 }  // namespace
 
+bool is_xyz_path(const std::string& path) {
+  std::string extension = std::filesystem::path(path).extension().string();
+  for (auto& c : extension) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return extension == ".xyz";
+}
+
 std::pair<std::string, std::optional<int>> split_xyz_frame(const std::string& spec) {
   const auto at = spec.rfind('@');
   if (at == std::string::npos || at < 4) return {spec, std::nullopt};
-  std::string file = spec.substr(0, at), extension = file.substr(file.size() - 4);
-  for (auto& c : extension) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (extension != ".xyz") return {spec, std::nullopt};
+  const std::string file = spec.substr(0, at);
+  if (!is_xyz_path(file)) return {spec, std::nullopt};
   const std::string index = spec.substr(at + 1);
   std::size_t used = 0;
   int frame = 0;
@@ -374,9 +379,7 @@ System load_molecule(const std::string& name_or_path, const std::string& molecul
                      known_molecule_names(molecules_dir) + ") or a .yaml/.xyz path)");
   }
   System sys;
-  std::string extension = p.extension().string();
-  for (auto& c : extension) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (extension == ".xyz") {
+  if (is_xyz_path(p.string())) {
     int index = 0;
     sys = read_xyz(p.string(), frame, &index);
     if (frame) sys.name = p.stem().string() + "@" + std::to_string(index);  // (@-1 of ten frames: @9)

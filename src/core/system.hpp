@@ -84,6 +84,9 @@ System parse_xyz(const std::string& text, const std::string& where, std::optiona
 /// @throws InputError for "FILE.xyz@" followed by something other than an integer.
 std::pair<std::string, std::optional<int>> split_xyz_frame(const std::string& spec);
 
+/// Whether `path` names an xyz file (its extension .xyz, in any case).
+bool is_xyz_path(const std::string& path);
+
 /// Directory of the shipped molecule files (configs/molecules of the source tree, or
 /// $NNVMC_MOLECULES when set).
 std::string default_molecules_dir();
