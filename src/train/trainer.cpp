@@ -386,7 +386,8 @@ void Trainer::init_output(bool resume) {
       const int e = errno;
       throw InputError("run.output: cannot write to '" + output_ + "': " + std::strerror(e));
     }
-    resume_output_pending_ = true;
+    resume_open_pending_ = true;
+    resume_settle_pending_ = true;
     return;
   }
   unfinished_.dir = output_;  // from here on, a start that ends early takes its files back
@@ -432,10 +433,9 @@ Trainer::UnfinishedStart::~UnfinishedStart() {
   }
 }
 
-void Trainer::commit_resumed_output() {
-  if (!resume_output_pending_) return;
-  resume_output_pending_ = false;
-  const std::string path = output_ + "/result.h5";
+void Trainer::settle_resumed_output() {
+  if (!resume_settle_pending_ || !writes_output()) return;
+  resume_settle_pending_ = false;
   // A resume that trains nothing writes the checkpoint's settings: the checkpoint, unchanged, was
   // trained with them (it wrote the new ones, and every later resume warned that config.yaml
   // differed from the checkpoint, a user audit; a later training resume ran with the old ones)
@@ -446,8 +446,19 @@ void Trainer::commit_resumed_output() {
   }
   io::remove_quietly(output_ + "/summary.json");  // describes the evaluation removed below
   io::remove_quietly(output_ + "/" + io::kProfileScratchMarker);  // a continued scratch run is the user's
+  io::H5File& results = *open_results();
+  results.remove("eval");  // this run evaluates again when it ends
+  results.flush();
+}
+
+io::H5File* Trainer::open_results() {
+  if (!writes_output()) return nullptr;
+  if (results_) return &*results_;
+  const std::string path = output_ + "/result.h5";
+  if (!resume_open_pending_) return &results_.emplace(path, io::H5File::Mode::append);
+  resume_open_pending_ = false;
+  auto& opened = results_;
   try {
-    std::optional<io::H5File> opened;
     try {
       opened.emplace(path, io::H5File::Mode::append);
     } catch (const CheckpointError&) {
@@ -469,11 +480,10 @@ void Trainer::commit_resumed_output() {
     }
     io::H5File& results = *opened;
     // Every series is made consistent with the checkpoint we resume from: training rows written
-    // after it are dropped (the chain repeats them), the evaluation that followed the end of the
-    // previous run is removed (this run evaluates again when it ends), and pretraining (before
-    // iteration 0 of every checkpoint of the run) keeps its one row per series.
+    // after it are dropped (the chain repeats them), and pretraining (before iteration 0 of every
+    // checkpoint of the run) keeps its one row per series. (The evaluation that followed the end
+    // of the previous run goes when this run's state moves on: settle_resumed_output.)
     for (const auto& col : results.list("train")) results.truncate("train/" + col, iteration_);
-    results.remove("eval");
     if (setup_.config.pretrain.steps > 0)
       for (const auto& col : results.list("pretrain")) results.truncate("pretrain/" + col, 1);
     else
@@ -488,6 +498,7 @@ void Trainer::commit_resumed_output() {
   } catch (const CheckpointError& e) {
     // A process killed while writing result.h5 can leave it unreadable; the checkpoint is what
     // the chain continues from, so the run goes on with a new file and keeps the old one aside.
+    results_.reset();
     std::error_code ec;
     std::string aside = path + ".damaged";  // (an earlier one is not replaced: it may hold the only rows)
     for (int k = 2; fs::exists(aside, ec); ++k) aside = path + ".damaged." + std::to_string(k);
@@ -495,11 +506,15 @@ void Trainer::commit_resumed_output() {
     log::warn(strfmt("%s; kept as %s, continuing in a new result.h5 from iteration %ld "
                      "(its earlier training rows are NaN; the pretraining series are not in it)", e.what(),
                      fs::path(aside).filename().c_str(), static_cast<long>(iteration_)));
-    io::H5File results(path, io::H5File::Mode::truncate);
+    io::H5File& results = results_.emplace(path, io::H5File::Mode::truncate);
     results.set_attr("run_id", run_id_);
     pad_train_series(results);
     results.flush();
+  } catch (...) {
+    results_.reset();  // (a write refused: the next write opens it again)
+    throw;
   }
+  return &*results_;
 }
 
 void Trainer::check_run_id(const std::string& path) {
@@ -574,6 +589,8 @@ void Trainer::stop_after_failed_results_write(const std::string& why) {
   try {
     write_checkpoint();
   } catch (const WriteError& e) {
+    if (last_checkpoint_ == iteration_)  // written; what failed came after it (a resume's config.yaml)
+      throw WriteError(why + "; training stopped at iteration " + iteration + " (" + e.what() + ")");
     throw WriteError(why + "; training stopped, and the checkpoint of iteration " + iteration +
                      " could not be written either (" + e.what() + "); the previous checkpoint, if any, is unchanged");
   }
@@ -626,9 +643,9 @@ void Trainer::write_checkpoint() {
   std::exception_ptr failed;
   if (writes_output()) {
     try {
-      commit_resumed_output();
       save_checkpoint(output_ + "/checkpoint.h5", c);
       last_checkpoint_ = c.iteration;
+      settle_resumed_output();  // (a failure here is reported with the checkpoint kept, below)
       unfinished_.dir.clear();  // a run that can be continued (with its pretraining and burn-in, at iteration 0)
       if (!previous_run_cleared_) {
         previous_run_cleared_ = true;  // this run can now be continued: the one it replaced (--force) goes
@@ -726,12 +743,10 @@ TrainOutcome Trainer::run(bool final_eval) {
   const auto batch_at = [&](std::int64_t t) {
     return molecules_for_iteration(n_mol, cfg.optim.molecules_per_step, cfg.run.seed, t);
   };
-  std::optional<io::H5File> results;  // rank 0 only, opened at its first write (commit_resumed_output)
-  const auto open_results = [&] {
-    if (!writes_output() || results) return;
-    commit_resumed_output();
-    results.emplace(output_ + "/result.h5", io::H5File::Mode::append);
-  };
+  struct CloseResults {  // result.h5 is closed when run() ends, however it ends
+    std::optional<io::H5File>& file;
+    ~CloseResults() { file.reset(); }
+  } close_results{results_};
   TrainOutcome out;
   if (iteration_ == 0 && !resumed_) burn_in(cfg.sampler.burn_in);
   const std::int64_t first = iteration_;
@@ -918,19 +933,19 @@ TrainOutcome Trainer::run(bool final_eval) {
       of[m.index] = &m;
     }
     const double t_now = now();
-    if (results) try {
+    if (results_) try {
         const double run_row[] = {energy, var, acc, step, optimizer_->applied_learning_rate(t), excluded, t_now - iter_start};
         for (std::size_t c = 0; c < std::size(kRunSeries); ++c)
-          results->append(std::string("train/") + kRunSeries[c], run_row[c]);
+          results_->append(std::string("train/") + kRunSeries[c], run_row[c]);
         for (std::size_t i = 0; i < n_mol; ++i) {
           const MoleculeStep* m = of[i];
           const double nan = std::numeric_limits<double>::quiet_NaN();
           const double row[] = {m ? m->energy : nan, m ? m->variance : nan, m ? m->acceptance : nan,
                                 mols[i].sampler->step_size(), m ? static_cast<double>(m->excluded) : nan};
           for (std::size_t c = 0; c < std::size(kMoleculeSeries); ++c)
-            results->append("train/" + mols[i].name() + "/" + kMoleculeSeries[c], row[c]);
+            results_->append("train/" + mols[i].name() + "/" + kMoleculeSeries[c], row[c]);
         }
-        results->flush();
+        results_->flush();
       } catch (const Error& e) {  // disk full, file-size limit: stop at the next iteration's check, checkpointed
         results_failure = e.what();
       }
@@ -958,13 +973,14 @@ TrainOutcome Trainer::run(bool final_eval) {
       // (it was reported as a stop "during the evaluation's burn-in").
       throw_if_stop_requested_on_any_rank("the end of training (the final evaluation was not begun)");
       final_evaluation(out, [&]() -> io::H5File* {
-        open_results();
-        return results ? &*results : nullptr;
+        io::H5File* results = open_results();
+        settle_resumed_output();  // (a resume that trained nothing: its earlier evaluation goes now)
+        return results;
       });
     } else if (final_eval) {
       log::info("eval.steps = 0: no final evaluation and no summary.json; " + trained_state);
     }
-    if (results) results->flush();  // a failed write is an error here, not a silent close
+    if (results_) results_->flush();  // a failed write is an error here, not a silent close
   } catch (const Interrupted& e) {
     throw Interrupted(std::string(e.what()) + "; " + trained_state);
   } catch (const WriteError& e) {

@@ -7,6 +7,7 @@
 /// a checkpoint, recovery from non-finite steps, fine-tuning from another run (model.init_from).
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "batching/device_stage_timing.hpp"
@@ -93,11 +94,17 @@ class Trainer {
  private:
   void prepare_new_output() const;
   void init_output(bool resume);
-  /// On resume (rank 0), at the first write (a result row, the final evaluation, a checkpoint):
-  /// config.yaml takes the new settings, and summary.json and result.h5 are cut back to the
-  /// checkpoint. Deferred so that a resume refused while it starts (a memory budget measured in
-  /// its first iteration) leaves the run's files as they were.
-  void commit_resumed_output();
+  /// Opens result.h5 for appending (rank 0; once): on resume, its training rows are first cut
+  /// back to the checkpoint's iteration (rows after it are repeated by the chain). Deferred to
+  /// the first write so that a resume refused while it starts (a memory budget measured in its
+  /// first iteration) leaves the run's files as they were. @returns nullptr on other ranks
+  io::H5File* open_results();
+  /// On resume (rank 0), once the run's state moves on (its first checkpoint is in place, or the
+  /// evaluation of a resume that trained nothing is about to be written): config.yaml takes this
+  /// run's settings, and the earlier evaluation (summary.json, result.h5's eval/) goes. Until
+  /// then they describe the checkpoint on disk, so a resume that fails before (a full disk at its
+  /// first checkpoint) leaves them as they were.
+  void settle_resumed_output();
   void burn_in(int steps);
   /// Writes checkpoint.h5 (collective; rank 0 writes). A new run's first one retires the run
   /// --force set aside (*.previous).
@@ -137,8 +144,10 @@ class Trainer {
     UnfinishedStart& operator=(const UnfinishedStart&) = delete;
     ~UnfinishedStart();
   } unfinished_;
-  bool resume_output_pending_ = false;  ///< see commit_resumed_output
-  bool evaluation_only_ = false;        ///< a resume that trained nothing (commit_resumed_output)
+  std::optional<io::H5File> results_;  ///< result.h5, rank 0 only, opened at its first write (open_results)
+  bool resume_open_pending_ = false;    ///< result.h5 still to be cut back to the checkpoint (open_results)
+  bool resume_settle_pending_ = false;  ///< see settle_resumed_output
+  bool evaluation_only_ = false;        ///< a resume that trained nothing (settle_resumed_output)
   std::int64_t last_checkpoint_ = -1;   ///< iteration of this run's checkpoint on disk (-1: none yet)
   Config checkpoint_config_;            ///< a resume's checkpoint's settings, at this run's output and molecules
   std::int64_t iteration_ = 0;

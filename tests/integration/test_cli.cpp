@@ -1167,6 +1167,40 @@ TEST(Cli, AFinalEvaluationThatCannotBeWrittenIsStillSaidInTheError) {
   fs::remove_all(again);
 }
 
+// A resume that cannot write its first checkpoint (a file-size limit; a full disk alike) leaves
+// the run's config.yaml, summary.json and final evaluation as they were: they describe the
+// checkpoint still on disk (config.yaml already held the resume's settings, and the evaluation
+// and its summary were gone, a user audit).
+TEST(Cli, AResumeThatCannotWriteItsFirstCheckpointKeepsTheRunsEvaluationAndSettings) {
+  const auto [dir, cfg] = tiny_run("nnvmc_cli_resume_unwritten");
+  // (wide enough that the checkpoint is larger than result.h5: the limit refuses the checkpoint alone)
+  ASSERT_EQ(run("train " + cfg + " 'model.ferminet.hidden_dims=[[64, 16]]' --log-level warn").code, 0);
+  const auto bytes = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const auto eval_rows = [&] {
+    const nnvmc::io::H5File results(dir + "/result.h5", nnvmc::io::H5File::Mode::read);
+    return results.exists("eval/energy") ? results.rows("eval/energy") : 0;
+  };
+  const auto config = bytes(dir + "/config.yaml"), summary = bytes(dir + "/summary.json");
+  ASSERT_EQ(eval_rows(), 4);
+  const auto limit = fs::file_size(dir + "/checkpoint.h5") - 1000;
+  const auto r = run_shell("prlimit --fsize=" + std::to_string(limit) + " " + std::string(NNVMC_EXE) +
+                           " train --resume " + dir + " optim.iterations=4 optim.lr=0.002 --log-level warn");
+  ASSERT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("the last checkpoint, of iteration 2, is kept in"), std::string::npos) << r.out;
+  EXPECT_EQ(bytes(dir + "/config.yaml"), config);
+  EXPECT_EQ(bytes(dir + "/summary.json"), summary);
+  EXPECT_EQ(eval_rows(), 4);
+  // and the resume, with room, goes on from that checkpoint with the new settings
+  ASSERT_EQ(run("train --resume " + dir + " optim.iterations=4 optim.lr=0.002 --log-level warn").code, 0);
+  EXPECT_NE(bytes(dir + "/config.yaml").find("lr: 0.002"), std::string::npos) << bytes(dir + "/config.yaml");
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(dir + "/summary.json"))["iterations"], 4);
+  EXPECT_EQ(eval_rows(), 4);
+  fs::remove_all(dir);
+}
+
 // A --force start that cannot write its first checkpoint (here a file-size limit; a full disk
 // alike) puts the run it was to replace back, and leaves none of its own files: it left *.previous
 // files beside its own config.yaml and result.h5, and every later train or resume was refused.
