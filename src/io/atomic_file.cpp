@@ -42,6 +42,16 @@ void rename_into_place(const std::string& tmp, const std::string& path) {
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) throw WriteError(path + ": cannot rename " + tmp + " into place: " + ec.message());
+  // The rename is in the directory: synced too, so that after a power loss the name holds the
+  // new file (the file's own bytes were synced before). Best effort: a file system that cannot
+  // sync a directory (EINVAL) has done the rename all the same.
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    (void)::fsync(fd);
+    ::close(fd);
+  }
 }
 
 void remove_quietly(const std::string& path) {

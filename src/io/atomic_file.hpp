@@ -12,7 +12,7 @@ namespace nnvmc::io {
 /// @throws WriteError naming the system's reason (e.g. "No space left on device").
 void write_file_synced(const std::string& path, const void* data, std::size_t bytes);
 
-/// Renames `tmp` over `path`. @throws WriteError.
+/// Renames `tmp` over `path` and syncs the directory that holds it. @throws WriteError.
 void rename_into_place(const std::string& tmp, const std::string& path);
 
 /// Removes `path` if it exists; never throws.
