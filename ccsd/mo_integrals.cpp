@@ -28,7 +28,8 @@ MoIntegrals common(const scf::ScfResult& rhf, int n_frozen) {
   mo.space.n_occ = rhf.n_alpha;
   mo.space.n_frozen = n_frozen;
   if (n_frozen < 0 || n_frozen >= rhf.n_alpha)
-    throw InputError("frozen core of " + std::to_string(n_frozen) + " orbitals leaves no active occupied orbital");
+    throw InputError("frozen core of " + std::to_string(n_frozen) + (n_frozen == 1 ? " orbital" : " orbitals") +
+                     " leaves no active occupied orbital");
   const torch::Tensor c = to_torch(rhf.c_alpha);
   mo.h = c.t().matmul(to_torch(rhf.h_core)).matmul(c).contiguous();
   mo.eps = torch::from_blob(const_cast<double*>(rhf.eps_alpha.data()), {rhf.eps_alpha.size()}, torch::kFloat64).clone();

@@ -229,9 +229,9 @@ CcsdResult run_rccsd(const MoIntegrals& mo_in, const CcsdOptions& options) {
   res.seconds_per_iteration = seconds_since(t_start) / std::max(res.iterations, 1);
   res.usage_per_iteration = (Usage::now() - u_start).scaled(1.0 / std::max(res.iterations, 1));
   if (!res.converged && options.require_convergence)
-    throw NumericalError(strfmt("CCSD did not converge in %d iterations (last |dE| = %.1e Eh, |dt| = %.1e; converged "
+    throw NumericalError(strfmt("CCSD did not converge in %d iteration%s (last |dE| = %.1e Eh, |dt| = %.1e; converged "
                                 "below %.0e and %.0e)%s",
-                                options.max_iterations, last_de, last_dnorm, options.energy_tolerance,
+                                options.max_iterations, options.max_iterations == 1 ? "" : "s", last_de, last_dnorm, options.energy_tolerance,
                                 options.residual_tolerance,
                                 options.convergence_advice.empty() ? "" : ("; " + options.convergence_advice).c_str()));
   // energy of the final amplitudes with the bare ovov block (equal to the dressed one)

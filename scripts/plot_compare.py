@@ -3,20 +3,34 @@
 
 usage: plot_compare.py OUTPUT_DIR
 Writes OUTPUT_DIR/energy_vs_time.png (|E - E_ref| of the training iterations, running mean,
-against training wall time; one panel per molecule, one line per ansatz/axis combination) and
-OUTPUT_DIR/final_errors.png (final evaluated |error| per cell with its error bar, log scale,
-chemical accuracy dashed).
+against training wall time; one panel per molecule, titled with its reference and that
+reference's source; one line per ansatz/axis combination, its final evaluation as a point with
+its error bar) and OUTPUT_DIR/final_errors.png (final evaluated |error| per cell with its error
+bar, log scale, chemical accuracy dashed). In both, a failed cell is a red cross and a cell
+whose error bar the evaluation marked unreliable is drawn hollow; report.md says why.
 """
 import json
 import math
+import os
 import sys
 
-import h5py
-import matplotlib
+MISSING = []
+try:
+    import h5py
+except ImportError:
+    MISSING.append("h5py (Debian: python3-h5py)")
+try:
+    import matplotlib
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+except ImportError:
+    MISSING.append("matplotlib (Debian: python3-matplotlib)")
 import numpy as np
+
+FAILED = dict(marker="x", ms=8, mew=2, ls="none")  # in the colour of the cell's label
 
 
 def running_mean(e, width):
@@ -25,16 +39,24 @@ def running_mean(e, width):
     return (c[1:] - c[lo]) / (np.arange(1, len(e) + 1) - lo)
 
 
-def main(out):
-    with h5py.File(f"{out}/compare.h5", "r", locking=False) as f:
-        s = json.loads(f.attrs["strings"])
-        molecules = json.loads(f.attrs["molecules"])
-        chem = float(f.attrs["chemical_accuracy"])
-        table = {k: np.asarray(f["table/" + k]) for k in f["table"]}
-        curves = {}
+def read(out):
+    """The comparison's table as a dict: strings (per cell), table (numeric columns per cell),
+    molecules, chemical_accuracy, curves {cell: (seconds, energy)}."""
+    with h5py.File(os.path.join(out, "compare.h5"), "r", locking=False) as f:
+        d = dict(strings=json.loads(f.attrs["strings"]), molecules=json.loads(f.attrs["molecules"]),
+                 chemical_accuracy=float(f.attrs["chemical_accuracy"]),
+                 table={k: np.asarray(f["table/" + k]) for k in f["table"]}, curves={})
         if "curves" in f:
             for cell in f["curves"]:
-                curves[cell] = (np.asarray(f[f"curves/{cell}/seconds"]), np.asarray(f[f"curves/{cell}/energy"]))
+                d["curves"][cell] = (np.asarray(f[f"curves/{cell}/seconds"]), np.asarray(f[f"curves/{cell}/energy"]))
+    return d
+
+
+def figures(d):
+    """Builds the two figures of a comparison read by read(): (energy_vs_time, final_errors)."""
+    s, table, molecules, curves = d["strings"], d["table"], d["molecules"], d["curves"]
+    chem = d["chemical_accuracy"]
+    chem_label = f"chemical accuracy ({1e3 * chem:.1f} mEh)"
     n = len(s["cell"])
     # an axis varies when its values differ among the cells it applies to (a parameter-free
     # baseline's optimizer reads "none")
@@ -43,75 +65,114 @@ def main(out):
     def label(i):
         return " ".join([s["ansatz"][i]] + [s[k][i] for k in axes_given if s[k][i] != "none"])
 
+    def done(i):
+        return s["status"][i] == "done" and math.isfinite(table["error"][i])
+
+    def reliable(i):
+        return "error_bar_reliable" not in table or table["error_bar_reliable"][i] != 0
+
     labels = list(dict.fromkeys(label(i) for i in range(n)))  # file order
     colors = {l: plt.cm.tab10(k % 10) for k, l in enumerate(labels)}
+    failed = [i for i in range(n) if s["status"][i] == "failed"]
+    unreliable = [i for i in range(n) if done(i) and not reliable(i)]
+    nothing_done = not any(done(i) for i in range(n))
+    # one legend for the figure: the ansatz/axis labels, then what the markers mean
+    chem_h = Line2D([], [], color="k", ls="--", lw=0.8, label=chem_label)
+    failed_h = [Line2D([], [], color="k", label="failed (report.md)", **FAILED)] if failed else []
+    legend = [Line2D([], [], color=colors[l], marker="o", ms=4, lw=1.2, label=l) for l in labels] + [chem_h]
+    if unreliable:
+        legend.append(Line2D([], [], color="gray", marker="o", mfc="none", ls="none", label="error bar unreliable"))
+    legend += failed_h
 
     # Energy error vs wall time, one panel per molecule.
-    fig, axs = plt.subplots(1, len(molecules), figsize=(4.2 * len(molecules), 3.6), squeeze=False)
+    fig_t, axs = plt.subplots(1, len(molecules), figsize=(4.2 * len(molecules), 3.8), squeeze=False)
     for mi, mol in enumerate(molecules):
         ax = axs[0][mi]
-        ref = math.nan
+        ref, ref_label = math.nan, ""
+        floor = []  # where a failed cell's cross goes: the lowest error shown, or chemical accuracy
         for i in range(n):
             if s["molecule"][i] != mol:
                 continue
             ref = table["reference"][i]
+            ref_label = s.get("reference_label", [""] * n)[i]
             if s["cell"][i] in curves and math.isfinite(ref):
                 t, e = curves[s["cell"][i]]
                 if len(e):
                     sm = running_mean(e, max(1, len(e) // 10))
-                    ax.plot(t, np.abs(sm - ref), color=colors[label(i)], label=label(i), lw=1.2)
-            if s["status"][i] == "done" and math.isfinite(table["error"][i]):
-                ax.errorbar([table["train_seconds"][i]], [abs(table["error"][i])], yerr=[table["energy_err"][i]],
-                            fmt="o", color=colors[label(i)], ms=4, capsize=2)
+                    ax.plot(t, np.abs(sm - ref), color=colors[label(i)], lw=1.2)
+                    floor.append(np.nanmin(np.abs(sm - ref)))
+            if done(i):
+                y = abs(table["error"][i])
+                ax.errorbar([table["train_seconds"][i]], [y], yerr=[table["energy_err"][i]], fmt="o",
+                            color=colors[label(i)], mfc=colors[label(i)] if reliable(i) else "none", ms=5, capsize=2)
+                floor.append(y)
+        for i in failed:
+            if s["molecule"][i] == mol:
+                ax.plot([table["train_seconds"][i] if math.isfinite(table["train_seconds"][i]) else 0.0],
+                        [min([v for v in floor if v > 0] + [chem])], color=colors[label(i)], **FAILED)
         ax.axhline(chem, color="k", ls="--", lw=0.8)
         ax.set_yscale("log")
         ax.set_xlabel("training wall time (s)")
-        ax.set_title(f"{mol}" + (f"  (ref {ref:.4f})" if math.isfinite(ref) else "  (no reference)"))
+        title = f"{mol}: E_ref {ref:.4f} Eh" if math.isfinite(ref) else f"{mol}: no reference"
+        if math.isfinite(ref) and ref_label:
+            title += f"\n{ref_label}"
+        ax.set_title(title, fontsize=9)
+        if not any(done(i) for i in range(n) if s["molecule"][i] == mol):
+            ax.text(0.5, 0.5, "no finished cell", transform=ax.transAxes, ha="center", va="center", color="tab:red")
         if mi == 0:
             ax.set_ylabel("|E − E_ref| (Eh)")
-    handles, names = axs[0][0].get_legend_handles_labels()
-    for ax in axs[0][1:]:
-        h, l = ax.get_legend_handles_labels()
-        for hh, ll in zip(h, l):
-            if ll not in names:
-                handles.append(hh)
-                names.append(ll)
-    if handles:
-        fig.legend(handles, names, loc="lower center", ncol=min(4, len(names)), fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.1 if handles else 0, 1, 1))
-    fig.savefig(f"{out}/energy_vs_time.png", dpi=120)
-    plt.close(fig)
+    ncol = min(4, len(legend), 2 * len(molecules))  # (a one-panel figure is narrow)
+    fig_t.legend(handles=legend, loc="lower center", ncol=ncol, fontsize=8, frameon=False)
+    fig_t.tight_layout(rect=(0, 0.06 + 0.05 * math.ceil(len(legend) / ncol), 1, 1))
 
     # Final errors: bars grouped by molecule, one bar per ansatz/axis label.
-    fig, ax = plt.subplots(figsize=(max(5, 1.2 * len(molecules) * max(1, len(labels)) * 0.6), 3.8))
+    fig_e, ax = plt.subplots(figsize=(max(5, 1.2 * len(molecules) * max(1, len(labels)) * 0.6), 3.8))
     width = 0.8 / max(1, len(labels))
+    lowest = min([abs(table["error"][i]) for i in range(n) if done(i)] + [chem])
     for li, l in enumerate(labels):
-        xs, ys, es, hatches = [], [], [], []
         for mi, mol in enumerate(molecules):
+            x = mi + (li - (len(labels) - 1) / 2) * width
             for i in range(n):
-                if s["molecule"][i] == mol and label(i) == l and s["status"][i] == "done" \
-                        and math.isfinite(table["error"][i]):
-                    xs.append(mi + (li - (len(labels) - 1) / 2) * width)
-                    ys.append(max(abs(table["error"][i]), 1e-6))
-                    es.append(table["energy_err"][i])
-                    hatches.append(table["error"][i] < 0)
-        if xs:
-            bars = ax.bar(xs, ys, width, yerr=es, capsize=2, color=colors[l], label=l)
-            for b, neg in zip(bars, hatches):
-                if neg:
-                    b.set_hatch("//")
-    ax.axhline(chem, color="k", ls="--", lw=0.8, label="chemical accuracy")
+                if s["molecule"][i] != mol or label(i) != l:
+                    continue
+                if done(i):
+                    bar = ax.bar([x], [max(abs(table["error"][i]), 1e-6)], width, yerr=[table["energy_err"][i]],
+                                 capsize=2, color=colors[l] if reliable(i) else "none", edgecolor=colors[l],
+                                 linewidth=1.2)[0]
+                    if table["error"][i] < 0:
+                        bar.set_hatch("//")
+                elif s["status"][i] == "failed":
+                    ax.plot([x], [lowest], color=colors[l], **FAILED)
+    ax.axhline(chem, color="k", ls="--", lw=0.8)
     ax.set_yscale("log")
     ax.set_xticks(range(len(molecules)))
     ax.set_xticklabels(molecules)
-    ax.set_ylabel("|E − E_ref| (Eh), hatched: below E_ref")
-    ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.tight_layout()
-    fig.savefig(f"{out}/final_errors.png", dpi=120, bbox_inches="tight")
-    plt.close(fig)
+    ax.set_xlim(-0.6, len(molecules) - 0.4)
+    ax.set_ylabel("|E − E_ref| (Eh)")
+    if nothing_done:
+        ax.text(0.5, 0.5, "no finished cell", transform=ax.transAxes, ha="center", va="center", color="tab:red")
+    bars = [Patch(facecolor=colors[l], edgecolor=colors[l], label=l) for l in labels]
+    bars.append(Patch(facecolor="white", edgecolor="k", hatch="//", label="below E_ref"))
+    if unreliable:
+        bars.append(Patch(facecolor="none", edgecolor="gray", label="error bar unreliable"))
+    ax.legend(handles=bars + [chem_h] + failed_h, fontsize=8, frameon=False, loc="upper left",
+              bbox_to_anchor=(1.01, 1.0))
+    fig_e.tight_layout()
+    return fig_t, fig_e
+
+
+def main(argv):
+    if len(argv) != 2:
+        sys.exit(__doc__)
+    out = argv[1]
+    if MISSING:
+        sys.exit("plot_compare.py needs " + " and ".join(MISSING) + " (or: pip install h5py matplotlib)")
+    if not os.path.isfile(os.path.join(out, "compare.h5")):
+        sys.exit(f"plot_compare.py: {out}: no compare.h5 there (the output directory of `nnvmc compare`)")
+    fig_t, fig_e = figures(read(out))
+    fig_t.savefig(os.path.join(out, "energy_vs_time.png"), dpi=120)
+    fig_e.savefig(os.path.join(out, "final_errors.png"), dpi=120, bbox_inches="tight")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    main(sys.argv[1])
+    main(sys.argv)

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <map>
 #include <new>
+#include <regex>
 #include <string>
 #include <system_error>
 
@@ -76,7 +77,11 @@ int main(int argc, char** argv) {
   app.fallthrough();  // global options (--log-level) may follow the subcommand
   // Command-line errors look like every other error ("nnvmc: error: ..."), then the help hint.
   app.failure_message([](const CLI::App* a, const CLI::Error& e) {
-    std::string out = "nnvmc: error: " + std::string(e.what()) + "\n";
+    std::string what = e.what();
+    // an option given twice: CLI11 says "--basis: At Most 1 required but received 2"
+    static const std::regex twice("^(.*): At Most 1 required but received ([0-9]+)$");
+    what = std::regex_replace(what, twice, "$1 is given $2 times; it takes one value");
+    std::string out = "nnvmc: error: " + what + "\n";
     if (a->get_help_ptr() != nullptr) out += "Run with " + a->get_help_ptr()->get_name() + " for more information.\n";
     return out;
   });

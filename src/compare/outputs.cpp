@@ -261,7 +261,9 @@ void write_report(const std::string& path, const CompareSpec& spec, const std::v
     o << "![energy error vs wall time](energy_vs_time.png)\n\n"
          "Energy error of the training iterations (running mean) against training wall time, one panel per "
          "molecule.\n\n![final errors](final_errors.png)\n\n"
-         "Final evaluated error per cell with its error bar (log scale; dashed: chemical accuracy).\n";
+         "Final evaluated error per cell with its error bar (log scale; dashed: chemical accuracy; hatched: "
+         "below the reference). In both plots a failed cell is a cross, and a cell whose error bar is marked "
+         "unreliable in the table is drawn hollow.\n";
   } else {
     o << "Not made: " << plot_note << ". Make them with `python3 scripts/plot_compare.py " << spec.output
       << "`.\n";

@@ -713,6 +713,22 @@ TEST(Cli, ScfConvergenceSettingsChangeThePathNotTheEnergy) {
   EXPECT_EQ(short_cc.code, 1) << short_cc.out;
   EXPECT_NE(short_cc.out.find("CCSD did not converge in 3 iterations (last |dE| = "), std::string::npos) << short_cc.out;
   EXPECT_NE(short_cc.out.find("raise --max-iterations, or give --allow-unconverged"), std::string::npos) << short_cc.out;
+  // the convergence thresholds and the DIIS depth are the user's (a user audit: fixed in the code)
+  const auto standard = json_of(run("ccsd h2o --basis sto-3g --json --log-level error").out);
+  const auto loose = json_of(run("ccsd h2o --basis sto-3g --json --log-level error --energy-tolerance 1e-6 "
+                                 "--residual-tolerance 1e-4").out);
+  const auto jacobi = json_of(run("ccsd h2o --basis sto-3g --json --log-level error --diis-size 0").out);
+  EXPECT_LT(loose["iterations"].get<int>(), standard["iterations"].get<int>());
+  EXPECT_NEAR(loose["e_ccsd"].get<double>(), standard["e_ccsd"].get<double>(), 1e-5);
+  EXPECT_GT(jacobi["iterations"].get<int>(), standard["iterations"].get<int>());
+  EXPECT_NEAR(jacobi["e_ccsd"].get<double>(), standard["e_ccsd"].get<double>(), 1e-9);
+  expect_input_error("ccsd h2o --basis sto-3g --energy-tolerance 0", "--energy-tolerance");
+  expect_input_error("ccsd h2o --basis sto-3g --diis-size -1", "--diis-size");
+  expect_input_error("ccsd h2o --basis sto-3g --basis cc-pvdz", "--basis is given 2 times; it takes one value");
+  // a threshold that costs tenths of a mEh or more is said to (it ran without a word)
+  EXPECT_NE(run("ccsd h2o --basis sto-3g --cholesky 1e-3").out.find("--cholesky 0.001 is a loose threshold"),
+            std::string::npos);
+  EXPECT_EQ(run("ccsd h2o --basis sto-3g --cholesky 1e-5").out.find("loose threshold"), std::string::npos);
   // the other flags reach the RHF too: its own limit, and a guess and level shift that change
   // the path, not the energy
   EXPECT_NE(run("ccsd " + far + " --basis cc-pvdz --scf-max-iter 2").out.find("RHF did not converge in 2 iterations"),

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""scripts/plot_compare.py on comparisons built here: what its figures say about failed cells,
+unreliable error bars, parameter-free baselines and references (a user audit: failed cells were
+left out without a trace, unreliable error bars drawn as reliable ones, the baseline's points
+and the chemical-accuracy line had no legend entry, panel titles did not say whose reference)."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import h5py
+import numpy as np
+
+sys.path.insert(0, os.environ.get("NNVMC_SCRIPTS", os.path.join(os.path.dirname(__file__), "..", "..", "scripts")))
+import plot_compare  # noqa: E402
+
+NAN = float("nan")
+
+
+def write_comparison(out, cells):
+    """compare.h5 as `nnvmc compare` writes it, for `cells`: dicts of ansatz, molecule, status,
+    error, energy_err, reliable, reference, label, curve (energies or None)."""
+    n = len(cells)
+    strings = {k: [c.get(k, d) for c in cells] for k, d in
+               (("ansatz", ""), ("molecule", ""), ("status", "done"), ("laplacian", "forward"), ("optim", "adam"),
+                ("dtype", "float64"), ("reason", ""), ("reference_label", ""))}
+    strings["cell"] = [f"{c['ansatz']}__{c['molecule']}" for c in cells]
+    with h5py.File(os.path.join(out, "compare.h5"), "w") as f:
+        f.attrs["strings"] = json.dumps(strings)
+        f.attrs["molecules"] = json.dumps(list(dict.fromkeys(c["molecule"] for c in cells)))
+        f.attrs["chemical_accuracy"] = 0.0016
+        cols = {"error": [c.get("error", NAN) for c in cells], "energy_err": [c.get("energy_err", NAN) for c in cells],
+                "error_bar_reliable": [1.0 if c.get("reliable", True) else 0.0 for c in cells],
+                "reference": [c.get("reference", -1.0) for c in cells],
+                "train_seconds": [c.get("train_seconds", 1.0) for c in cells]}
+        for k, v in cols.items():
+            f["table/" + k] = np.asarray(v, dtype=float).reshape(n)
+        for c, name in zip(cells, strings["cell"]):
+            if c.get("curve") is not None:
+                e = np.asarray(c["curve"], dtype=float)
+                f[f"curves/{name}/energy"] = e
+                f[f"curves/{name}/seconds"] = np.linspace(0.1, 1.0, len(e))
+
+
+def legend_texts(fig):
+    texts = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
+    for ax in fig.axes:
+        if ax.get_legend():
+            texts += [t.get_text() for t in ax.get_legend().get_texts()]
+    return texts
+
+
+def crosses(fig):
+    return sum(1 for ax in fig.axes for line in ax.get_lines() if line.get_marker() == "x")
+
+
+class PlotCompare(unittest.TestCase):
+    def test_failed_cells_are_crosses_and_unreliable_error_bars_are_named_in_both_figures(self):
+        with tempfile.TemporaryDirectory() as out:
+            write_comparison(out, [
+                dict(ansatz="fn", molecule="h2", error=0.01, energy_err=0.001, reference=-1.1745,
+                     reference_label="exact at R=1.4 bohr", curve=[-1.0, -1.1, -1.16]),
+                dict(ansatz="hf", molecule="h2", optim="none", error=0.03, energy_err=0.002, reliable=False,
+                     reference=-1.1745, reference_label="exact at R=1.4 bohr"),
+                dict(ansatz="broken", molecule="h2", status="failed", reference=-1.1745,
+                     reference_label="exact at R=1.4 bohr"),
+                dict(ansatz="fn", molecule="lih", error=0.004, energy_err=0.0005, reference=-8.0,
+                     reference_label="CCSD(T)/cc-pvdz (nnvmc ccsd)", curve=[-7.9, -7.99]),
+                dict(ansatz="hf", molecule="lih", optim="none", error=0.02, energy_err=0.001, reference=-8.0,
+                     reference_label="CCSD(T)/cc-pvdz (nnvmc ccsd)"),
+                dict(ansatz="broken", molecule="lih", status="failed", reference=-8.0,
+                     reference_label="CCSD(T)/cc-pvdz (nnvmc ccsd)"),
+            ])
+            time_fig, errors_fig = plot_compare.figures(plot_compare.read(out))
+        for fig in (time_fig, errors_fig):
+            texts = legend_texts(fig)
+            for expected in ("fn", "hf", "broken", "chemical accuracy (1.6 mEh)", "failed (report.md)"):
+                self.assertIn(expected, texts)
+            self.assertEqual(crosses(fig), 2)  # one per failed cell
+        self.assertIn("error bar unreliable", legend_texts(time_fig))
+        self.assertIn("error bar unreliable", legend_texts(errors_fig))
+        titles = [ax.get_title() for ax in time_fig.axes]
+        self.assertIn("h2: E_ref -1.1745 Eh\nexact at R=1.4 bohr", titles)
+        self.assertIn("lih: E_ref -8.0000 Eh\nCCSD(T)/cc-pvdz (nnvmc ccsd)", titles)
+
+    def test_a_comparison_where_no_cell_finished_says_so(self):
+        with tempfile.TemporaryDirectory() as out:
+            write_comparison(out, [dict(ansatz="broken", molecule="he", status="failed", reference=-2.9037)])
+            for fig in plot_compare.figures(plot_compare.read(out)):
+                shown = [t.get_text() for ax in fig.axes for t in ax.texts]
+                self.assertIn("no finished cell", shown)
+                self.assertNotIn("error bar unreliable", legend_texts(fig))
+
+    def test_a_directory_without_a_comparison_is_refused_by_name(self):
+        script = os.path.join(os.path.dirname(plot_compare.__file__), "plot_compare.py")
+        with tempfile.TemporaryDirectory() as out:
+            r = subprocess.run([sys.executable, script, out], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("no compare.h5 there", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
