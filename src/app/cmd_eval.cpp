@@ -40,6 +40,17 @@ struct EvalArgs {
 /// geometry), unless eval.burn_in is given: a shifted He atom needed about 300 (a user audit).
 constexpr int kFreshWalkersBurnIn = 500;
 
+/// The same for a molecule with heavier atoms: the one step size adapts to the core electrons
+/// (~1/Z bohr), so valence electrons placed around the nuclei need ~Z² steps to spread out (a
+/// user audit: Ar's energy was still 0.6-0.8 Eh high after 500 and 1000 steps, Ne's 0.3-0.5 Eh
+/// after 500; Ar settled after 2000-4000). 20 Z_max² steps, at least kFreshWalkersBurnIn: 720 for
+/// carbon, 2000 for neon, 6480 for argon.
+int fresh_walkers_burn_in(const System& s) {
+  int z_max = 1;
+  for (const auto& atom : s.atoms) z_max = std::max(z_max, atom.Z);
+  return std::max(kFreshWalkersBurnIn, 20 * z_max * z_max);
+}
+
 /// The trained molecule whose walkers a molecule of the evaluation starts from: the one with the
 /// same name and geometry, else the first with the same geometry; nullptr when none.
 const MoleculeCheckpoint* trained_walkers(const Checkpoint& c, const System& target) {
@@ -214,7 +225,7 @@ void run_eval(const EvalArgs& a) {
         m.sampler->set_state(st);
       }
     } else {
-      if (!burn_in_given) eval.burn_in = std::max({eval.burn_in, config.sampler.burn_in, kFreshWalkersBurnIn});
+      if (!burn_in_given) eval.burn_in = std::max({eval.burn_in, config.sampler.burn_in, fresh_walkers_burn_in(m.system)});
       log::info(strfmt("%s: %s; walkers start around its nuclei, with a burn-in of %d steps%s", m.name().c_str(),
                        why_fresh_walkers(c, m.system).c_str(), eval.burn_in,
                        burn_in_given ? " (eval.burn_in)" : " (eval.burn_in=N for another)"));

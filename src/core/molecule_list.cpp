@@ -245,6 +245,7 @@ std::vector<System> resolve_molecules(const SystemConfig& config) {
         log::warn("molecule name '" + usable + "' is the name of a run-level series in result.h5 and summary.json: "
                   "the molecule is called '" + names[i] + "' there (and for eval --molecule)");
     }
+    s.given_name = s.name;
     s.name = names[i];
     const int charge = s.charge, spin = s.spin;
     if (config.charge) s.charge = *config.charge;

@@ -105,7 +105,8 @@ void System::validate() const {
                      std::to_string(n) + ")");
   if ((n + spin) % 2 != 0)
     throw InputError(who + ": spin " + std::to_string(spin) + " has the wrong parity for " +
-                     std::to_string(n) + " electrons (n_up - n_down must have the parity of n)");
+                     std::to_string(n) + " electrons (n_up - n_down must have the parity of n: e.g. spin: " +
+                     std::to_string(spin == 0 ? 1 : spin > 0 ? spin - 1 : spin + 1) + ")");
   for (size_t i = 0; i < atoms.size(); ++i)
     for (size_t j = i + 1; j < atoms.size(); ++j) {
       double d2 = 0;

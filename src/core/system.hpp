@@ -20,6 +20,10 @@ struct Atom {
 /// A molecule with its electrons: electrons are ordered spin-up first.
 struct System {
   std::string name;         ///< e.g. "lih" (informational)
+  /// The name a molecule list gave it before the run's names were made usable and unique
+  /// ("traj@3", which the run calls traj_3, or traj_3_2 where an entry was named traj_3);
+  /// "" for a molecule not resolved from a list
+  std::string given_name;
   std::vector<Atom> atoms;  ///< nuclei
   int charge = 0;           ///< total charge; electrons = ΣZ − charge
   int spin = 0;             ///< n_up − n_down

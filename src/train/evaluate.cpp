@@ -15,6 +15,49 @@ bool prefers_walker_chains(const BlockingResult& stats, int walkers) {
   return stats.n < 2 || walkers >= kMinWalkersForChainsError;
 }
 
+namespace {
+
+/// The local energies of a stretch of an evaluation's steps, per walker (chain).
+struct Segment {
+  torch::Tensor sum, count, sum_sq;  ///< [B] per walker; sum_sq: all walkers' squares (scalar)
+
+  /// `e` [B'] the step's finite energies, `finite` which of the B walkers they are
+  void add(const torch::Tensor& e, const FiniteWalkers& f) {
+    if (!sum.defined()) {
+      sum = torch::zeros({f.mask.defined() ? f.mask.size(0) : e.size(0)}, e.options());
+      count = torch::zeros_like(sum);
+      sum_sq = torch::zeros({}, e.options());
+    }
+    if (f.excluded > 0) {
+      sum.index_put_({f.mask}, sum.index({f.mask}) + e);
+      count.index_put_({f.mask}, count.index({f.mask}) + 1);
+    } else {
+      sum += e;
+      count += 1;
+    }
+    sum_sq += e.square().sum();
+  }
+
+  /// The segment's mean energy and its error: the spread of the walkers' averages (`chains`), or
+  /// the reblocking of the walker-averaged series[from, to); never below √(variance / samples).
+  std::pair<double, double> mean_and_error(const std::vector<double>& series, int from, int to, bool chains) const {
+    const double n = count.sum().item<double>();
+    const double mean = sum.sum().item<double>() / n;
+    const double independent = std::sqrt(std::max(sum_sq.item<double>() / n - mean * mean, 0.0) / n);
+    double error = independent;
+    if (chains) {
+      const torch::Tensor seen = count > 0;
+      const torch::Tensor means = (sum.index({seen}) / count.index({seen})).contiguous();
+      error = walker_chains_error(std::vector<double>(means.data_ptr<double>(), means.data_ptr<double>() + means.numel()));
+    } else {
+      error = blocking_analysis(std::vector<double>(series.begin() + from, series.begin() + to)).error;
+    }
+    return {mean, std::max(error, independent)};
+  }
+};
+
+}  // namespace
+
 EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers,
                     const ProgressFn& progress, std::size_t molecule) {
   const auto logabs = s.logabs_fn(molecule);
@@ -38,6 +81,10 @@ EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers
   double sum_sq = 0, acc = 0;
   long count = 0;
   torch::Tensor walker_sum, walker_count;  // each walker's (chain's) local energies over the steps
+  // the same over the first and the last steps, for the stationarity check (kDriftFirstFraction)
+  const int n_first = static_cast<int>(kDriftFirstFraction * options.steps);
+  const int last_from = options.steps - static_cast<int>(kDriftLastFraction * options.steps);
+  Segment first, last;
   for (int t = 0; t < options.steps; ++t) {
     throw_if_stop_requested_on_any_rank("the evaluation");
     {
@@ -63,11 +110,21 @@ EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers
       walker_sum += e;
       walker_count += 1;
     }
+    if (t < n_first) first.add(e, finite);
+    if (t >= last_from) last.add(e, finite);
     out.excluded += finite.excluded;
     out.series.push_back(e.mean().item<double>());
     sum_sq += e.square().sum().item<double>();
     count += e.numel();
     if (progress) progress(t + 1, options.steps);
+  }
+  if (options.steps >= kMinDriftSteps) {
+    const bool chains = prefers_walker_chains(blocking_analysis(out.series), out.walkers);
+    const auto [m1, e1] = first.mean_and_error(out.series, 0, n_first, chains);
+    const auto [m2, e2] = last.mean_and_error(out.series, last_from, options.steps, chains);
+    out.drift_first = m1;
+    out.drift_last = m2;
+    out.drift_z = (m1 - m2) / std::sqrt(e1 * e1 + e2 * e2);
   }
   out.stats = blocking_analysis(out.series);
   out.error_batch_means = batch_means_error(out.series);

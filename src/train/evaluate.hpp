@@ -1,6 +1,7 @@
 #pragma once
 /// @file evaluate.hpp
 /// Energy evaluation with fixed parameters: MH sampling, local energies, reblocking.
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -26,6 +27,19 @@ constexpr int kMinWalkersForChainsError = 16;
 /// more, or after one step (the reblocking, a cross-check then, needs a series).
 bool prefers_walker_chains(const BlockingResult& stats, int walkers);
 
+/// Stationarity check of an evaluation (Geweke's diagnostic): the mean energy of its first
+/// kDriftFirstFraction of steps against that of its last kDriftLastFraction, in units of their
+/// combined error. Walkers that were not in equilibrium when the measurement began (a burn-in
+/// too short for a heavy atom, whose adapted step size is set by the core electrons: Ar drifted
+/// by 0.8 Eh over thousands of steps, a user audit) drift; equilibrated ones do not. Series
+/// shorter than kMinDriftSteps are not checked.
+constexpr double kDriftFirstFraction = 0.2, kDriftLastFraction = 0.5;
+constexpr int kMinDriftSteps = 20;
+constexpr double kDriftThreshold = 3.5;  ///< |z| above this: the walkers were not in equilibrium
+/// Mean acceptance below this: the walkers hardly moved while measuring (a step size that was
+/// never adapted, eval.burn_in = 0), and the result still holds their starting positions.
+constexpr double kMinUsefulAcceptance = 0.05;
+
 /// Result of an evaluation.
 struct EvalResult {
   BlockingResult stats;        ///< mean energy, error bar, autocorrelation time (in iterations)
@@ -40,9 +54,18 @@ struct EvalResult {
   std::string error_method = "reblocking";
   /// Whether the error bar can be trusted: a reblocking plateau, or the walkers' averages of at
   /// least kMinWalkersForChainsError walkers.
+  /// And the walkers were in equilibrium as far as can be seen: no drift, and they moved.
   bool error_reliable() const {
-    return stats.plateau || (error_method == "walker chains" && walkers >= kMinWalkersForChainsError);
+    return (stats.plateau || (error_method == "walker chains" && walkers >= kMinWalkersForChainsError)) &&
+           !drifting() && !hardly_moved();
   }
+  /// Stationarity check (see kDriftThreshold): the two segments' means and the difference in
+  /// units of their combined error. NaN when the series is shorter than kMinDriftSteps.
+  double drift_first = std::numeric_limits<double>::quiet_NaN();
+  double drift_last = std::numeric_limits<double>::quiet_NaN();
+  double drift_z = std::numeric_limits<double>::quiet_NaN();
+  bool drifting() const { return std::isfinite(drift_z) && std::fabs(drift_z) > kDriftThreshold; }
+  bool hardly_moved() const { return steps > 0 && acceptance < kMinUsefulAcceptance; }
   /// √(variance / samples): the error bar were every sample independent, the least a correlated
   /// run can have; stats.error is raised to it when both estimates fall below (error_floored).
   /// NaN below 2 samples, where stats.error, variance and the autocorrelation time are NaN too.

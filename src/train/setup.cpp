@@ -156,10 +156,14 @@ parallel::GraphKey VmcSetup::graph_key(std::size_t i) const {
 std::size_t VmcSetup::molecule_index(const std::string& name) const {
   std::string all;
   for (std::size_t i = 0; i < molecules.size(); ++i) {
-    // (a frame's traj@3 is traj_3 in a run: either name finds it)
-    if (molecules[i].name() == name || molecules[i].name() == usable_molecule_name(name)) return i;
+    if (molecules[i].name() == name) return i;
     all += (all.empty() ? "" : ", ") + molecules[i].name();
   }
+  // A frame's traj@3 is traj_3 in a run (or traj_3_2, where an entry was named traj_3): found by
+  // the name its list gave it. (Matching the usable form found another molecule that had that
+  // name, a user audit: traj@1 gave an entry named traj_1, and traj@2 a second copy of frame 0.)
+  for (std::size_t i = 0; i < molecules.size(); ++i)
+    if (!molecules[i].system.given_name.empty() && molecules[i].system.given_name == name) return i;
   throw InputError("no molecule named '" + name + "' in this run (molecules: " + all + ")");
 }
 

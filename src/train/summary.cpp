@@ -26,6 +26,9 @@ nlohmann::json eval_json(const EvalResult& r) {
           {"autocorr_time_window", r.autocorr.tau},
           {"variance", r.variance},
           {"laplacian", r.laplacian},
+          {"drift_z", r.drift_z},
+          {"drift_first", r.drift_first},
+          {"drift_last", r.drift_last},
           {"acceptance", r.acceptance},
           {"step_size", r.step_size},
           {"excluded_samples", r.excluded},
@@ -59,7 +62,7 @@ std::string eval_text(const EvalResult& r) {
               std::isfinite(r.stats.autocorr_time) ? strfmt("%.2f", r.stats.autocorr_time).c_str() : "n/a",
               reblocked ? "reblocking" : "from the walkers' averages", r.acceptance, r.step_size);
   s += strfmt("%d steps x %d walkers\n", r.steps, r.walkers);
-  if (!reblocked && !r.error_reliable())
+  if (!reblocked && !r.stats.plateau && r.walkers < kMinWalkersForChainsError)
     s += strfmt("note: %ld step(s) are too few for a reblocking plateau; the error bar is the spread of the %d walkers' "
                 "own averages, which with fewer than %d walkers is itself uncertain by about %.0f %%: evaluate with "
                 "more steps or walkers\n",
@@ -69,6 +72,16 @@ std::string eval_text(const EvalResult& r) {
     s += strfmt("warning: no block size passed the reblocking plateau test (%ld values, window estimate of the "
                 "autocorrelation time %s): the error bar is likely too small; evaluate with more steps or walkers\n",
                 r.stats.n, std::isfinite(r.autocorr.tau) ? strfmt("%.1f", r.autocorr.tau).c_str() : "n/a");
+  if (r.drifting())
+    s += strfmt("warning: the energy drifts during the evaluation: its first %.0f %% of steps average %.6f, its last "
+                "%.0f %% %.6f, %.1f times their combined error apart: the walkers were not in equilibrium when it "
+                "began, and the energy is biased; raise eval.burn_in (heavy atoms take thousands of steps: the "
+                "step size adapts to the core electrons)\n",
+                100 * kDriftFirstFraction, r.drift_first, 100 * kDriftLastFraction, r.drift_last, std::fabs(r.drift_z));
+  if (r.hardly_moved())
+    s += strfmt("warning: acceptance %.3f at step size %.4f: the walkers hardly moved while measuring, and the energy "
+                "still reflects where they started; give eval.burn_in steps to adapt the step size\n",
+                r.acceptance, r.step_size);
   if (r.error_floored)
     s += strfmt("note: the error estimates fell below √(variance / samples) = %.6f, the error of %lld independent "
                 "samples, which correlated samples cannot beat: that is the error bar given\n",
@@ -101,6 +114,8 @@ void write_summary(const std::string& path, const VmcSetup& setup, const std::ve
     nlohmann::json m = {{"molecule", setup.molecules[i].name()}};
     m.update(eval_json(evals[i]));
     m["n_electrons"] = setup.molecules[i].system.n_electrons();
+    m["charge"] = setup.molecules[i].system.charge;  // (as eval --json gives them: H2+ is not H2)
+    m["spin"] = setup.molecules[i].system.spin;
     list.push_back(std::move(m));
   }
   nlohmann::json j = list.size() == 1 ? list[0] : nlohmann::json::object();

@@ -145,8 +145,8 @@ void init_from_checkpoint(VmcSetup& s) {
   }
   const Config trained = parse_config(c.config_yaml, {}, path + ":config");
   if (trained.model.type != s.config.model.type)
-    throw ConfigError("'model.init_from': " + path + " holds a '" + trained.model.type + "' model, this run builds '" +
-                      s.config.model.type + "'");
+    throw ConfigError("'model.init_from': " + path + " holds a model of type '" + trained.model.type +
+                      "', this run builds '" + s.config.model.type + "'");
   // The settings of this ansatz that differ from the trained ones (model.<type>.*)
   std::vector<SettingChange> changed;
   const std::string prefix = "model." + s.config.model.type + ".";

@@ -167,6 +167,7 @@ TEST(MoleculeList, AFrameCountedFromTheEndIsNamedByItsNumberAndARepeatIsWarnedOf
   EXPECT_EQ(m[0].name, "traj_0");
   EXPECT_EQ(m[1].name, "traj_1");
   EXPECT_EQ(m[2].name, "traj_0_2");
+  EXPECT_EQ(m[2].given_name, "traj@0");  // (what eval --molecule traj@0 ... finds it by)
   EXPECT_TRUE(contains(err, "'traj_0_2' is the same molecule as 'traj_0'")) << err;
   EXPECT_FALSE(contains(err, "'traj_1' is the same")) << err;
   fs::remove_all(dir);
@@ -182,7 +183,8 @@ TEST(MoleculeList, AMoleculeWithoutSpinTakesTheLowestAndAChargeThatBreaksAFilesS
   EXPECT_FALSE(heh[0].spin_given);
   EXPECT_EQ(molecules_of("system: {molecule: {atoms: [[H, 0, 0, 0]]}, charge: -1}")[0].spin, 0);  // H⁻ after the charge
   EXPECT_TRUE(contains(error_of<InputError>("system: {molecule: {atoms: [[He, 0, 0, 0], [H, 0, 0, 1.5]], spin: 0}}"),
-                       "spin 0 has the wrong parity for 3 electrons"));
+                       "spin 0 has the wrong parity for 3 electrons (n_up - n_down must have the parity of n: "
+                       "e.g. spin: 1)"));
   const auto charged = error_of<InputError>("system: {molecule: he, charge: -1}");
   EXPECT_TRUE(contains(charged, "system.charge=-1: molecule 'he' then has 3 electrons, for which the spin 0 it was "
                                 "given has the wrong parity; give system.spin too (e.g. system.spin=1)"))

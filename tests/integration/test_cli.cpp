@@ -360,6 +360,54 @@ TEST(Cli, EvalAtAnotherGeometryOfTheSameAtomsWorksAndTheNetworkSeesTheNewNuclei)
                      "--resume");
 }
 
+// An evaluation whose walkers were not in equilibrium is marked unreliable and says why (a user
+// audit: Ar after the default burn-in was 0.6-0.8 Eh high, and one at a step size never adapted
+// (acceptance 0.003) 4 Eh off, both reported as reliable). Here H2's Hartree-Fock state at 6
+// bohr, its walkers started around the nuclei and measured at once, drifts by 0.1 Eh (its
+// first fifth of steps against its last half: 4.4 combined errors); after a burn-in it does not.
+TEST(Cli, AnEvaluationWhoseWalkersDriftOrHardlyMoveIsMarkedUnreliable) {
+  const auto out = (fs::temp_directory_path() / "nnvmc_cli_drift").string();
+  fs::remove_all(out);
+  const auto cfg = write_config("nnvmc_cli_drift.yaml", "system: {molecule: h2}\nmodel: {type: hf}\n"
+                                                        "sampler: {walkers: 256, burn_in: 200}\noptim: {iterations: 0}\n"
+                                                        "pretrain: {steps: 0}\neval: {steps: 4}\n"
+                                                        "run: {threads: 1, output: " + out + "}\n");
+  ASSERT_EQ(run("train " + cfg + " --log-level warn").code, 0);
+  const std::string stretched = " 'system.molecules=[{atoms: [[H, 0, 0, 0], [H, 0, 0, 6]], name: h2, units: bohr}]' "
+                                "--steps 25 sampler.steps_per_iteration=1 --seed 1";
+  const auto at_once = run("eval " + out + stretched + " eval.burn_in=0");
+  ASSERT_EQ(at_once.code, 0) << at_once.out;
+  EXPECT_NE(at_once.out.find("(UNRELIABLE: see below)"), std::string::npos) << at_once.out;
+  EXPECT_NE(at_once.out.find("the energy drifts during the evaluation"), std::string::npos) << at_once.out;
+  const auto drifted = json_of(run("eval " + out + stretched + " eval.burn_in=0 --json --log-level error").out);
+  EXPECT_FALSE(drifted["error_reliable"].get<bool>());
+  EXPECT_GT(std::fabs(drifted["drift_z"].get<double>()), 3.5);
+  const auto burnt_in = json_of(run("eval " + out + stretched + " eval.burn_in=500 --json --log-level error").out);
+  EXPECT_TRUE(burnt_in["error_reliable"].get<bool>());
+  EXPECT_LT(std::fabs(burnt_in["drift_z"].get<double>()), 3.5);
+  // walkers that hardly move (a step size never adapted) measure where they started
+  const auto stuck = run("eval " + out + " eval.burn_in=0 sampler.step_size=30 --steps 5 --seed 1");
+  ASSERT_EQ(stuck.code, 0) << stuck.out;
+  EXPECT_NE(stuck.out.find("the walkers hardly moved while measuring"), std::string::npos) << stuck.out;
+  EXPECT_NE(stuck.out.find("(UNRELIABLE: see below)"), std::string::npos) << stuck.out;
+  fs::remove_all(out);
+  // Fresh walkers of heavier atoms get a longer burn-in: 20 Z_max² steps (oxygen: 1280), as the
+  // one step size adapts to the core electrons and the valence ones take ~Z² steps to spread out
+  const auto water = (fs::temp_directory_path() / "nnvmc_cli_drift_h2o").string();
+  fs::remove_all(water);
+  const auto water_cfg = write_config("nnvmc_cli_drift_h2o.yaml",
+                                      "system: {molecule: h2o}\nmodel: {type: hf}\nsampler: {walkers: 8, burn_in: 2}\n"
+                                      "optim: {iterations: 0}\npretrain: {steps: 0}\neval: {steps: 2, burn_in: 2}\n"
+                                      "run: {threads: 1, output: " + water + "}\n");
+  ASSERT_EQ(run("train " + water_cfg + " --log-level warn").code, 0);
+  const auto moved = run("eval " + water + " 'system.molecules=[{atoms: [[O, 0, 0, 0], [H, 0, 1.43, 1.11], "
+                         "[H, 0, -1.43, 1.2]], name: h2o, units: bohr}]' --steps 1");
+  ASSERT_EQ(moved.code, 0) << moved.out;
+  EXPECT_NE(moved.out.find("walkers start around its nuclei, with a burn-in of 1280 steps"), std::string::npos)
+      << moved.out;
+  fs::remove_all(water);
+}
+
 TEST(Cli, EvalStartsFromTheCheckpointsStepSizeAndReportsIt) {
   const auto out = trained_lih("nnvmc_cli_stepsize");
   const nnvmc::io::H5File results(out + "/result.h5", nnvmc::io::H5File::Mode::read);
@@ -393,6 +441,11 @@ TEST(Cli, ARunOfTwoMoleculesEvaluatesEachAndPrintsAJsonList) {
   const auto t = run("train " + cfg);
   ASSERT_EQ(t.code, 0) << t.out;
   EXPECT_NE(t.out.find("2 molecules"), std::string::npos) << t.out;
+  {  // each molecule's state in summary.json, as eval --json gives it (an H2+ read as H2 there)
+    const auto summary = nlohmann::json::parse(std::ifstream(out + "/summary.json"));
+    EXPECT_EQ(summary["molecules"][1]["charge"], 0);
+    EXPECT_EQ(summary["molecules"][1]["spin"], 0);
+  }
   const auto e = run("eval " + out + "/checkpoint.h5 --steps 3 --json --log-level warn");
   ASSERT_EQ(e.code, 0) << e.out;
   const auto list = nlohmann::json::parse(e.out.substr(e.out.find('[')));

@@ -23,6 +23,7 @@ EvalResult evaluation(const std::string& method, int walkers, bool plateau) {
   r.error_method = method;
   r.walkers = walkers;
   r.steps = 100;
+  r.acceptance = 0.5;
   return r;
 }
 }  // namespace
@@ -64,4 +65,26 @@ TEST(EvalText, UnknownAutocorrelationTimeIsPrintedAsNotAvailable) {
   const std::string text = eval_text(r);
   EXPECT_TRUE(contains(text, "autocorrelation time n/a iterations")) << text;
   EXPECT_FALSE(contains(text, "nan")) << text;
+}
+
+// Walkers that were not in equilibrium when the measurement began (the stationarity check) and
+// walkers that hardly moved make the stated error bar unreliable, however it was found.
+TEST(EvalText, ADriftingOrStuckEvaluationIsUnreliableAndSaysWhy) {
+  auto drifting = evaluation("walker chains", 128, true);
+  drifting.drift_first = -2.80;
+  drifting.drift_last = -2.90;
+  drifting.drift_z = 5.0;
+  ASSERT_FALSE(drifting.error_reliable());
+  std::string text = eval_text(drifting);
+  EXPECT_TRUE(contains(text, "UNRELIABLE")) << text;
+  EXPECT_TRUE(contains(text, "its first 20 % of steps average -2.800000, its last 50 % -2.900000, 5.0 times")) << text;
+  EXPECT_FALSE(contains(text, "too few for a reblocking plateau")) << text;  // (not the reason here)
+  drifting.drift_z = -3.0;  // within the noise
+  EXPECT_TRUE(drifting.error_reliable());
+  auto stuck = evaluation("walker chains", 128, true);
+  stuck.acceptance = 0.003;
+  ASSERT_FALSE(stuck.error_reliable());
+  text = eval_text(stuck);
+  EXPECT_TRUE(contains(text, "acceptance 0.003 at step size")) << text;
+  EXPECT_TRUE(contains(text, "the walkers hardly moved")) << text;
 }

@@ -282,14 +282,23 @@ TEST(MoleculeBatches, DrawDistinctMoleculesFromTheSeedAndIteration) {
 }
 
 // A frame traj@3 is traj_3 in a run (names there are plain): `eval --molecule` finds it by
-// either name, as the README promises (it knew traj_3 only).
+// either name, as the README promises (it knew traj_3 only). The frame's own name finds the
+// frame, never another molecule whose run name its usable form happens to be (a user audit:
+// traj@1 found an entry the user named traj_1, and traj@2 the second copy of frame 0, traj_2).
 TEST(MultiMolecule, AMoleculeIsFoundByItsNameOrItsNameInTheRun) {
   VmcSetup s;
-  s.molecules.resize(2);
-  s.molecules[0].system.name = "h2";
-  s.molecules[1].system.name = "traj_3";
+  s.molecules.resize(5);
+  const std::pair<const char*, const char*> names[] = {
+      {"h2", "h2"}, {"traj_3", "traj@3"}, {"traj_1", "traj_1"}, {"traj_1_2", "traj@1"}, {"traj_2", "traj"}};
+  for (std::size_t i = 0; i < 5; ++i) {
+    s.molecules[i].system.name = names[i].first;
+    s.molecules[i].system.given_name = names[i].second;
+  }
   EXPECT_EQ(s.molecule_index("traj_3"), 1u);
   EXPECT_EQ(s.molecule_index("traj@3"), 1u);
   EXPECT_EQ(s.molecule_index("h2"), 0u);
+  EXPECT_EQ(s.molecule_index("traj_1"), 2u);
+  EXPECT_EQ(s.molecule_index("traj@1"), 3u);
   EXPECT_THROW(s.molecule_index("traj@4"), InputError);
+  EXPECT_THROW(s.molecule_index("traj@2"), InputError);  // (not in the run: traj_2 is a copy of frame 0)
 }
