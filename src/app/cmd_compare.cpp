@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -142,7 +143,9 @@ void run_compare(const CompareArgs& a) {
   info.threads_per_cell = o.threads_per_cell;
   info.plots = !a.no_plots;
   info.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  compare::write_outputs(spec, references, info);
+  const std::string table = compare::write_outputs(spec, references, info);
+  std::fputs(table.c_str(), stdout);  // the result on stdout, as train's and eval's (report.md: the whole table)
+  std::fflush(stdout);
   const int total = static_cast<int>(spec.cells.size());
   log::info(strfmt("%d of %d cells done, %d failed; table and report in %s (%.1f s)", summary.done, total,
                    summary.failed, spec.output.c_str(), info.wall_seconds));

@@ -36,21 +36,6 @@ struct EvalArgs {
   bool json = false;
 };
 
-/// Burn-in (MH steps) of an evaluation whose walkers do not come from the checkpoint (another
-/// geometry), unless eval.burn_in is given: a shifted He atom needed about 300 (a user audit).
-constexpr int kFreshWalkersBurnIn = 500;
-
-/// The same for a molecule with heavier atoms: the one step size adapts to the core electrons
-/// (~1/Z bohr), so valence electrons placed around the nuclei need ~Z² steps to spread out (a
-/// user audit: Ar's energy was still 0.6-0.8 Eh high after 500 and 1000 steps, Ne's 0.3-0.5 Eh
-/// after 500; Ar settled after 2000-4000). 20 Z_max² steps, at least kFreshWalkersBurnIn: 720 for
-/// carbon, 2000 for neon, 6480 for argon.
-int fresh_walkers_burn_in(const System& s) {
-  int z_max = 1;
-  for (const auto& atom : s.atoms) z_max = std::max(z_max, atom.Z);
-  return std::max(kFreshWalkersBurnIn, 20 * z_max * z_max);
-}
-
 /// The trained molecule whose walkers a molecule of the evaluation starts from: the one with the
 /// same name and geometry, else the first with the same geometry; nullptr when none.
 const MoleculeCheckpoint* trained_walkers(const Checkpoint& c, const System& target) {
@@ -147,13 +132,13 @@ void run_eval(const EvalArgs& a) {
   }
   // (a burn-in the user gives is kept; below the default for copies it is warned about)
   const bool short_burn_in_given =
-      config.eval.burn_in < kFreshWalkersBurnIn &&
+      config.eval.burn_in < kMinFreshWalkersBurnIn &&
       std::any_of(given.begin(), given.end(), [](const std::string& o) { return override_sets(o, "eval.burn_in"); });
   if (config.sampler.walkers > c.molecules.front().sampler.r.size(0) && short_burn_in_given)
     log::warn(strfmt("eval: more walkers than the checkpoint holds start from repeated positions, and after "
                      "eval.burn_in = %d steps (%d by default for them) those copies may not yet be independent chains: "
                      "a short evaluation's error bar then comes out too small",
-                     config.eval.burn_in, kFreshWalkersBurnIn));
+                     config.eval.burn_in, kMinFreshWalkersBurnIn));
   if (config.eval.steps < 1) throw ConfigError("eval: 'eval.steps' must be at least 1 to measure anything");
   refuse_model_changes(given);
   for (const auto& [flag, value, key] : {std::tuple<const char*, long long, const char*>{"--seed", a.seed.empty() ? -1 : 0, "run.seed"},
@@ -206,10 +191,10 @@ void run_eval(const EvalArgs& a) {
       // audit; 1.0 after 500 steps). They get the burn-in of fresh walkers unless one is given.
       const std::int64_t held = trained->sampler.r.size(0);
       if (config.sampler.walkers > held) {
-        if (!burn_in_given) eval.burn_in = std::max(eval.burn_in, kFreshWalkersBurnIn);
+        if (!burn_in_given) eval.burn_in = std::max(eval.burn_in, kMinFreshWalkersBurnIn);
         // (a given burn-in below the default is the user's, and warned about above: "so the copies
         // decorrelate" after "0 steps" read as a contradiction, a user audit)
-        if (!burn_in_given || eval.burn_in >= kFreshWalkersBurnIn)
+        if (!burn_in_given || eval.burn_in >= kMinFreshWalkersBurnIn)
           log::info(strfmt("%s: %d walkers from the checkpoint's %lld (repeated), with a burn-in of %d steps so the "
                            "copies decorrelate%s",
                            m.name().c_str(), config.sampler.walkers, static_cast<long long>(held), eval.burn_in,

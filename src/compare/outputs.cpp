@@ -273,9 +273,28 @@ void write_report(const std::string& path, const CompareSpec& spec, const std::v
   io::write_text_atomically(path, o.str());
 }
 
+/// One line per cell: what `nnvmc compare` prints on stdout (report.md has the whole table).
+std::string short_table(const std::vector<Row>& rows) {
+  std::size_t width = 4;
+  for (const auto& r : rows) width = std::max(width, r.cell->id.size());
+  std::string t = strfmt("%-*s  %-11s  %-26s  %s\n", static_cast<int>(width), "cell", "status", "energy (Eh)",
+                         "error vs reference (mEh)");
+  for (const auto& r : rows) {
+    const auto& n = r.num;
+    const bool measured = std::isfinite(n.at("energy"));
+    t += strfmt("%-*s  %-11s  %-26s  %s\n", static_cast<int>(width), r.cell->id.c_str(), r.status.c_str(),
+                measured ? strfmt("%.5f ± %.5f%s", n.at("energy"), n.at("energy_err"),
+                                  n.at("error_bar_reliable") == 0.0 ? " (unreliable)" : "").c_str()
+                         : "–",
+                std::isfinite(n.at("error")) ? strfmt("%+.1f ± %.1f", 1e3 * n.at("error"), 1e3 * n.at("energy_err")).c_str()
+                                             : "–");
+  }
+  return t;
+}
+
 }  // namespace
 
-int write_outputs(const CompareSpec& spec, const std::vector<Reference>& references, const ReportInfo& info) {
+std::string write_outputs(const CompareSpec& spec, const std::vector<Reference>& references, const ReportInfo& info) {
   std::vector<Row> rows;
   std::set<std::string> stage_set;
   for (const auto& cell : spec.cells) {
@@ -296,7 +315,7 @@ int write_outputs(const CompareSpec& spec, const std::vector<Reference>& referen
     note = "the plotting script failed";
   if (!note.empty() && info.plots) log::warn("plots: " + note);  // (not for what --no-plots asked)
   write_report(spec.output + "/report.md", spec, references, rows, info, note);
-  return static_cast<int>(rows.size());
+  return short_table(rows);
 }
 
 }  // namespace nnvmc::compare

@@ -20,7 +20,8 @@ struct ReportInfo {
 
 /// Writes compare.csv, compare.h5 and report.md into spec.output (and the plots when python3
 /// with matplotlib and h5py is available). Cells not finished yet appear with their state.
-/// @return the number of rows written
-int write_outputs(const CompareSpec& spec, const std::vector<Reference>& references, const ReportInfo& info);
+/// @return the table's short form, for stdout: one line per cell (cell, status, energy ± error,
+/// error vs the reference in mEh)
+std::string write_outputs(const CompareSpec& spec, const std::vector<Reference>& references, const ReportInfo& info);
 
 }  // namespace nnvmc::compare

@@ -11,6 +11,12 @@
 
 namespace nnvmc {
 
+int fresh_walkers_burn_in(const System& s) {
+  int z_max = 1;
+  for (const auto& atom : s.atoms) z_max = std::max(z_max, atom.Z);
+  return std::max(kMinFreshWalkersBurnIn, 20 * z_max * z_max);
+}
+
 bool prefers_walker_chains(const BlockingResult& stats, int walkers) {
   return stats.n < 2 || walkers >= kMinWalkersForChainsError;
 }

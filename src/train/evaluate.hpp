@@ -40,6 +40,18 @@ constexpr double kDriftThreshold = 3.5;  ///< |z| above this: the walkers were n
 /// never adapted, eval.burn_in = 0), and the result still holds their starting positions.
 constexpr double kMinUsefulAcceptance = 0.05;
 
+/// Burn-in (MH steps) of walkers placed afresh around the nuclei, unless the user gives one: a
+/// shifted He atom needed about 300 (a user audit). Also what repeated copies of checkpoint
+/// walkers get to decorrelate.
+constexpr int kMinFreshWalkersBurnIn = 500;
+
+/// The burn-in walkers placed afresh around the nuclei of `s` need: 20 Z_max² MH steps, at least
+/// kMinFreshWalkersBurnIn (720 for carbon, 2000 for neon, 6480 for argon). The one step size adapts
+/// to the core electrons (~1/Z bohr), so valence electrons placed around the nuclei need ~Z² steps
+/// to spread out (a user audit: Ar's energy was still 0.6-0.8 Eh high after 500 and 1000 steps,
+/// Ne's 0.3-0.5 Eh after 500; Ar settled after 2000-4000).
+int fresh_walkers_burn_in(const System& s);
+
 /// Result of an evaluation.
 struct EvalResult {
   BlockingResult stats;        ///< mean energy, error bar, autocorrelation time (in iterations)

@@ -287,6 +287,11 @@ void warn_of_settings_without_effect(const Config& config, const std::vector<Sys
   if (config.optim.determinant_balance.value_or(balance_default) != balance_default && config.model.type != "orbformer")
     log::warn(strfmt("optim.determinant_balance = %g has no effect with model.type = %s: the penalty balances an "
                      "orbformer's determinants", *config.optim.determinant_balance, config.model.type.c_str()));
+  // (a user audit: 1e-12 threw LiH's energy up by 10 Eh in a few steps, without a word)
+  if (config.optim.type == "kfac" && config.optim.kfac.damping < 1e-6)
+    log::warn(strfmt("optim.kfac.damping = %g is far below the usual 1e-4 to 1e-3 (FermiNet and DeepQMC use 1e-3): "
+                     "the inverse curvature then amplifies its small, noisy eigenvalues, and steps can throw the "
+                     "energy up", config.optim.kfac.damping));
   if (config.run.cuda_graphs && config.run.device.rfind("cuda", 0) != 0)
     log::warn("run.cuda_graphs = true has no effect with run.device = " + config.run.device +
               ": CUDA graphs are captured on a CUDA device only");

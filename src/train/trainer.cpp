@@ -1002,7 +1002,20 @@ void Trainer::final_evaluation(TrainOutcome& out, const std::function<io::H5File
   for (std::size_t i = 0; i < mols.size(); ++i) {
     log::info(strfmt("evaluating%s%s: %d steps x %d walkers", mols.size() > 1 ? " " : "",
                      mols.size() > 1 ? mols[i].name().c_str() : "", cfg.eval.steps, cfg.sampler.walkers));
-    out.evals.push_back(evaluate(setup_, cfg.eval, timers_, {}, i));
+    EvalOptions eval = cfg.eval;
+    // A new run that trained nothing (optim.iterations = 0: a baseline, a pretrained state)
+    // measures walkers placed around the nuclei at its start: with the run's burn-in they get
+    // what fresh walkers need (heavy atoms: ~Z² steps; Ar measured 0.6-0.8 Eh high, a user audit)
+    if (!resumed_ && iteration_ == 0) {
+      const int need = fresh_walkers_burn_in(mols[i].system) - cfg.sampler.burn_in;
+      if (eval.burn_in < need) {
+        eval.burn_in = need;
+        log::info(strfmt("%s: no iteration trained, so the walkers placed at the start get %d more burn-in steps "
+                         "(%d in all: 20 Z_max^2, at least %d) before the evaluation",
+                         mols[i].name().c_str(), need, need + cfg.sampler.burn_in, kMinFreshWalkersBurnIn));
+      }
+    }
+    out.evals.push_back(evaluate(setup_, eval, timers_, {}, i));
     const auto& series = out.evals.back().series;
     for (std::size_t k = 0; k < series.size() && k < mean_series.size(); ++k)
       mean_series[k] += series[k] / static_cast<double>(mols.size());

@@ -270,6 +270,11 @@ TEST(CompareCli, FailingCellIsReportedAndTheOthersComplete) {
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].at("status"), "done");
   EXPECT_EQ(rows[1].at("status"), "failed");
+  // the table's short form on stdout (it printed nothing there, a user audit)
+  const auto stdout_only = run_shell("{ " + std::string(NNVMC_EXE) + " compare " + file + " --no-plots 2>/dev/null; }");
+  EXPECT_NE(stdout_only.out.find("cell         status       energy (Eh)"), std::string::npos) << stdout_only.out;
+  EXPECT_NE(stdout_only.out.find("starved__he  failed       –"), std::string::npos) << stdout_only.out;
+  EXPECT_NE(stdout_only.out.find("ok__he       done         -"), std::string::npos) << stdout_only.out;
   EXPECT_NE(rows[1].at("reason").find("one walker"), std::string::npos) << rows[1].at("reason");
   // Two cells at once: 'auto' is each cell's share of the memory, not 60 % of it for both.
   std::ifstream log(dir + "/cells/ok__he/log.txt");
