@@ -15,9 +15,11 @@
 #include <yaml-cpp/yaml.h>
 
 #include "common/run_files.hpp"
+#include "common/text.hpp"
 #include "io/hdf5_file.hpp"
 
 namespace fs = std::filesystem;
+using nnvmc::test::read_bytes;
 
 namespace {
 struct Result {
@@ -1263,27 +1265,23 @@ TEST(Cli, AResumeThatCannotWriteItsFirstCheckpointKeepsTheRunsEvaluationAndSetti
   const auto [dir, cfg] = tiny_run("nnvmc_cli_resume_unwritten");
   // (wide enough that the checkpoint is larger than result.h5: the limit refuses the checkpoint alone)
   ASSERT_EQ(run("train " + cfg + " 'model.ferminet.hidden_dims=[[64, 16]]' --log-level warn").code, 0);
-  const auto bytes = [](const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  };
   const auto eval_rows = [&] {
     const nnvmc::io::H5File results(dir + "/result.h5", nnvmc::io::H5File::Mode::read);
     return results.exists("eval/energy") ? results.rows("eval/energy") : 0;
   };
-  const auto config = bytes(dir + "/config.yaml"), summary = bytes(dir + "/summary.json");
+  const auto config = read_bytes(dir + "/config.yaml"), summary = read_bytes(dir + "/summary.json");
   ASSERT_EQ(eval_rows(), 4);
   const auto limit = fs::file_size(dir + "/checkpoint.h5") - 1000;
   const auto r = run_shell("prlimit --fsize=" + std::to_string(limit) + " " + std::string(NNVMC_EXE) +
                            " train --resume " + dir + " optim.iterations=4 optim.lr=0.002 --log-level warn");
   ASSERT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("the last checkpoint, of iteration 2, is kept in"), std::string::npos) << r.out;
-  EXPECT_EQ(bytes(dir + "/config.yaml"), config);
-  EXPECT_EQ(bytes(dir + "/summary.json"), summary);
+  EXPECT_EQ(read_bytes(dir + "/config.yaml"), config);
+  EXPECT_EQ(read_bytes(dir + "/summary.json"), summary);
   EXPECT_EQ(eval_rows(), 4);
   // and the resume, with room, goes on from that checkpoint with the new settings
   ASSERT_EQ(run("train --resume " + dir + " optim.iterations=4 optim.lr=0.002 --log-level warn").code, 0);
-  EXPECT_NE(bytes(dir + "/config.yaml").find("lr: 0.002"), std::string::npos) << bytes(dir + "/config.yaml");
+  EXPECT_NE(read_bytes(dir + "/config.yaml").find("lr: 0.002"), std::string::npos) << read_bytes(dir + "/config.yaml");
   EXPECT_EQ(nlohmann::json::parse(std::ifstream(dir + "/summary.json"))["iterations"], 4);
   EXPECT_EQ(eval_rows(), 4);
   fs::remove_all(dir);
@@ -1295,17 +1293,13 @@ TEST(Cli, AResumeThatCannotWriteItsFirstCheckpointKeepsTheRunsEvaluationAndSetti
 TEST(Cli, AForceStartThatCannotWriteItsFirstCheckpointPutsThePreviousRunBack) {
   const auto [dir, cfg] = tiny_run("nnvmc_cli_force_fsize");
   ASSERT_EQ(run("train " + cfg + " --log-level warn").code, 0);
-  const auto bytes = [](const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  };
-  const auto checkpoint = bytes(dir + "/checkpoint.h5"), results = bytes(dir + "/result.h5");
+  const auto checkpoint = read_bytes(dir + "/checkpoint.h5"), results = read_bytes(dir + "/result.h5");
   const auto failed = run_shell("prlimit --fsize=12288 " + std::string(NNVMC_EXE) + " train " + cfg +
                                 " --force optim.iterations=50");
   EXPECT_EQ(failed.code, 1) << failed.out;
   EXPECT_NE(failed.out.find("the run it was to replace (--force) is back in"), std::string::npos) << failed.out;
-  EXPECT_EQ(bytes(dir + "/checkpoint.h5"), checkpoint);
-  EXPECT_EQ(bytes(dir + "/result.h5"), results);
+  EXPECT_EQ(read_bytes(dir + "/checkpoint.h5"), checkpoint);
+  EXPECT_EQ(read_bytes(dir + "/result.h5"), results);
   for (const auto& e : fs::directory_iterator(dir))
     EXPECT_EQ(e.path().string().find(".previous"), std::string::npos) << e.path();
   EXPECT_EQ(run("train --resume " + dir + " optim.iterations=3 --log-level warn").code, 0);
