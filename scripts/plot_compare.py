@@ -6,8 +6,9 @@ Writes OUTPUT_DIR/energy_vs_time.png (|E - E_ref| of the training iterations, ru
 against training wall time; one panel per molecule, titled with its reference and that
 reference's source; one line per ansatz/axis combination, its final evaluation as a point with
 its error bar) and OUTPUT_DIR/final_errors.png (final evaluated |error| per cell with its error
-bar, log scale, chemical accuracy dashed). In both, a failed cell is a red cross and a cell
-whose error bar the evaluation marked unreliable is drawn hollow; report.md says why.
+bar, log scale, chemical accuracy dashed). In both, a failed cell is a cross in its label's
+colour and a cell whose error bar the evaluation marked unreliable is drawn hollow; report.md
+says why.
 """
 import json
 import math
@@ -65,8 +66,15 @@ def figures(d):
     def label(i):
         return " ".join([s["ansatz"][i]] + [s[k][i] for k in axes_given if s[k][i] != "none"])
 
-    def done(i):
-        return s["status"][i] == "done" and math.isfinite(table["error"][i])
+    def finished(i):
+        return s["status"][i] == "done"
+
+    def done(i):  # finished, with an error against a reference to plot
+        return finished(i) and math.isfinite(table["error"][i])
+
+    def seconds(i):  # (NaN where the cell's result.h5 lost rows)
+        t = table["train_seconds"][i]
+        return t if math.isfinite(t) else 0.0
 
     def reliable(i):
         return "error_bar_reliable" not in table or table["error_bar_reliable"][i] != 0
@@ -75,7 +83,7 @@ def figures(d):
     colors = {l: plt.cm.tab10(k % 10) for k, l in enumerate(labels)}
     failed = [i for i in range(n) if s["status"][i] == "failed"]
     unreliable = [i for i in range(n) if done(i) and not reliable(i)]
-    nothing_done = not any(done(i) for i in range(n))
+    nothing_done = not any(finished(i) for i in range(n))
     # one legend for the figure: the ansatz/axis labels, then what the markers mean
     chem_h = Line2D([], [], color="k", ls="--", lw=0.8, label=chem_label)
     failed_h = [Line2D([], [], color="k", label="failed (report.md)", **FAILED)] if failed else []
@@ -103,13 +111,12 @@ def figures(d):
                     floor.append(np.nanmin(np.abs(sm - ref)))
             if done(i):
                 y = abs(table["error"][i])
-                ax.errorbar([table["train_seconds"][i]], [y], yerr=[table["energy_err"][i]], fmt="o",
+                ax.errorbar([seconds(i)], [y], yerr=[table["energy_err"][i]], fmt="o",
                             color=colors[label(i)], mfc=colors[label(i)] if reliable(i) else "none", ms=5, capsize=2)
                 floor.append(y)
         for i in failed:
             if s["molecule"][i] == mol:
-                ax.plot([table["train_seconds"][i] if math.isfinite(table["train_seconds"][i]) else 0.0],
-                        [min([v for v in floor if v > 0] + [chem])], color=colors[label(i)], **FAILED)
+                ax.plot([seconds(i)], [min([v for v in floor if v > 0] + [chem])], color=colors[label(i)], **FAILED)
         ax.axhline(chem, color="k", ls="--", lw=0.8)
         ax.set_yscale("log")
         ax.set_xlabel("training wall time (s)")
@@ -117,8 +124,10 @@ def figures(d):
         if math.isfinite(ref) and ref_label:
             title += f"\n{ref_label}"
         ax.set_title(title, fontsize=9)
-        if not any(done(i) for i in range(n) if s["molecule"][i] == mol):
+        if not any(finished(i) for i in range(n) if s["molecule"][i] == mol):
             ax.text(0.5, 0.5, "no finished cell", transform=ax.transAxes, ha="center", va="center", color="tab:red")
+        elif not math.isfinite(ref):
+            ax.text(0.5, 0.5, "no reference: errors not plotted", transform=ax.transAxes, ha="center", va="center")
         if mi == 0:
             ax.set_ylabel("|E − E_ref| (Eh)")
     ncol = min(4, len(legend), 2 * len(molecules))  # (a one-panel figure is narrow)

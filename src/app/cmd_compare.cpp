@@ -155,10 +155,9 @@ void run_compare(const CompareArgs& a) {
   if (summary.failed > 0) {  // (it said "the others completed" when none had, or some were not run)
     const int not_run = total - summary.done - summary.failed;
     throw Error(strfmt("%d of %d cell%s failed (reasons in %s/report.md), %d done%s; once the cause is fixed, "
-                       "'nnvmc compare %s --retry-failed' runs the failed cells again",
+                       "the same command with --retry-failed runs the failed cells again",
                        summary.failed, total, total == 1 ? "" : "s", spec.output.c_str(), summary.done,
-                       not_run > 0 ? strfmt(", %d not run yet (--max-cells)", not_run).c_str() : "",
-                       spec.source.c_str()));
+                       not_run > 0 ? strfmt(", %d not run yet (--max-cells)", not_run).c_str() : ""));
   }
   if (summary.done + summary.failed < total)
     log::info(strfmt("%d cells not run yet (--max-cells); re-run the same command to continue",

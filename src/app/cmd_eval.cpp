@@ -157,6 +157,11 @@ void run_eval(const EvalArgs& a) {
       throw;
     }
   }();
+  // The run's molecules, written inline under their run names, keep the names their list gave
+  // them (--molecule traj@3 finds the run's traj_3)
+  if (!molecules_given)
+    for (std::size_t i = 0; i < setup.molecules.size() && i < c.molecules.size(); ++i)
+      if (!c.molecules[i].system.given_name.empty()) setup.molecules[i].system.given_name = c.molecules[i].system.given_name;
   std::vector<std::size_t> chosen;
   if (!a.molecule.empty()) {
     try {

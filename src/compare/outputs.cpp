@@ -63,7 +63,8 @@ Row make_row(const Cell& cell, const Reference& ref) {
   for (const char* k : {"n_electrons", "parameters", "iterations", "energy", "energy_err", "variance",
                         "autocorr_time", "peak_tensor_bytes", "max_rss_bytes", "train_seconds", "wall_seconds"})
     r.num[k] = num(j, k);
-  // 1: a reblocking plateau or the walkers' averages; 0: neither (too short, too few walkers)
+  // 1: the evaluation's error_reliable; 0: not (no reblocking plateau and too few walkers, the
+  // walkers drifting while measured, or hardly moving)
   r.num["error_bar_reliable"] =
       j.contains("error_reliable") ? (j.value("error_reliable", false) ? 1.0 : 0.0)
       : j.contains("error_plateau") ? (j.value("error_plateau", false) ? 1.0 : 0.0)  // a cell of an earlier nnvmc
@@ -226,8 +227,9 @@ void write_report(const std::string& path, const CompareSpec& spec, const std::v
        "stages (sampling, local energy, gradient, optimizer, bookkeeping) per iteration, from the trainer's stage "
        "timers (per stage in compare.csv). Peak tensor memory: the cell's working memory counted by the tensor "
        "allocator; peak RSS: its process. Wall: the cell's processes from start to exit. An energy marked "
-       "(unreliable) has an error bar from neither a reblocking plateau nor enough walkers (error_bar_reliable = 0 "
-       "in compare.csv): evaluate it longer. In compare.csv and compare.h5: " << kUnits << ".\n\n";
+       "(unreliable) has error_bar_reliable = 0 in compare.csv: its error bar came from neither a reblocking "
+       "plateau nor enough walkers (evaluate it longer), or its walkers were not in equilibrium (drifting while "
+       "measured, or hardly moving: its cell's log says which; give it a longer eval.burn_in). In compare.csv and compare.h5: " << kUnits << ".\n\n";
   o << "| ansatz | molecule | laplacian | optim | dtype | status | energy (Eh) | error (mEh) | variance | τ_corr "
        "| parameters | s/iteration | peak tensor memory | peak RSS | wall (s) |\n";
   o << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
@@ -273,7 +275,8 @@ void write_report(const std::string& path, const CompareSpec& spec, const std::v
   io::write_text_atomically(path, o.str());
 }
 
-/// One line per cell: what `nnvmc compare` prints on stdout (report.md has the whole table).
+/// One line per cell: what `nnvmc compare` prints on stdout (report.md has the whole table); in
+/// ASCII, so that printf's byte widths align the columns.
 std::string short_table(const std::vector<Row>& rows) {
   std::size_t width = 4;
   for (const auto& r : rows) width = std::max(width, r.cell->id.size());
@@ -283,11 +286,11 @@ std::string short_table(const std::vector<Row>& rows) {
     const auto& n = r.num;
     const bool measured = std::isfinite(n.at("energy"));
     t += strfmt("%-*s  %-11s  %-26s  %s\n", static_cast<int>(width), r.cell->id.c_str(), r.status.c_str(),
-                measured ? strfmt("%.5f ± %.5f%s", n.at("energy"), n.at("energy_err"),
+                measured ? strfmt("%.5f +- %.5f%s", n.at("energy"), n.at("energy_err"),
                                   n.at("error_bar_reliable") == 0.0 ? " (unreliable)" : "").c_str()
-                         : "–",
-                std::isfinite(n.at("error")) ? strfmt("%+.1f ± %.1f", 1e3 * n.at("error"), 1e3 * n.at("energy_err")).c_str()
-                                             : "–");
+                         : "-",
+                std::isfinite(n.at("error")) ? strfmt("%+.1f +- %.1f", 1e3 * n.at("error"), 1e3 * n.at("energy_err")).c_str()
+                                             : "-");
   }
   return t;
 }

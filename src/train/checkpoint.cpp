@@ -1,7 +1,10 @@
 #include "train/checkpoint.hpp"
 
+#include <cstring>
+
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -89,6 +92,10 @@ std::string checksum(const Datasets& d, const std::string& config) {
   for (const auto& [name, a] : d) c.add(name, a);
   return c.hex();
 }
+
+/// In the molecule_names attribute: the names the molecule list gave follow this line, one per
+/// molecule (eval --molecule traj@3 finds the run's traj_3 by it).
+const char* const kGivenNamesMark = "# given names\n";
 
 /// The attributes the checksum covers beside the datasets (version 3 on): the config, the
 /// molecule names, and the run id and the resume history where present (so files without them
@@ -231,7 +238,8 @@ void save_checkpoint(const std::string& path, const Checkpoint& c) {
   Datasets d;
   d["iteration"] = to_array(torch::tensor(c.iteration, torch::kInt64));
   d["trained_seconds"] = to_array(torch::tensor(c.trained_seconds, torch::kFloat64));
-  std::string names;
+  std::string names, given;
+  bool any_given = false;
   for (size_t i = 0; i < c.molecules.size(); ++i) {
     const auto& m = c.molecules[i];
     const std::string k = std::to_string(i);
@@ -241,7 +249,14 @@ void save_checkpoint(const std::string& path, const Checkpoint& c) {
     put_sampler(d, "sampler/" + k, m.sampler);
     if (m.laplacian_rng.defined()) d["laplacian/" + k + "/rng_state"] = to_array(m.laplacian_rng);
     names += m.system.name + "\n";
+    std::string g = m.system.given_name.empty() ? m.system.name : m.system.given_name;
+    std::replace(g.begin(), g.end(), '\n', ' ');  // (one per line)
+    given += g + "\n";
+    any_given = any_given || (!m.system.given_name.empty() && m.system.given_name != m.system.name);
   }
+  // (only where a list named a molecule otherwise than the run does, "traj@3" for traj_3: files
+  // without them keep the text an earlier version summed)
+  if (any_given) names += kGivenNamesMark + given;
   put_map(d, "parameters", c.parameters);
   put_map(d, "optimizer", c.optimizer);
   put_map(d, "frozen", c.frozen);
@@ -299,12 +314,19 @@ Checkpoint load_checkpoint(const std::string& path) {
       m.laplacian_rng = from_array(require(d, "laplacian/rng_state", io::DType::u8, 1, path));
     c.molecules.push_back(std::move(m));
   } else {
-    const auto names = split_lines(names_attr);
+    const auto mark = names_attr.find(kGivenNamesMark);
+    const auto names = split_lines(names_attr.substr(0, mark));
+    const auto given = mark == std::string::npos ? std::vector<std::string>{}
+                                                 : split_lines(names_attr.substr(mark + std::strlen(kGivenNamesMark)));
     if (names.empty()) throw CheckpointError(path + ": no molecule_names attribute (the molecules of the run)");
+    if (!given.empty() && given.size() != names.size())
+      throw CheckpointError(path + ": molecule_names gives " + std::to_string(given.size()) + " given names for " +
+                            std::to_string(names.size()) + " molecules: the file is damaged");
     for (size_t i = 0; i < names.size(); ++i) {
       const std::string k = std::to_string(i);
       MoleculeCheckpoint m;
       m.system = take_system(d, "system/" + k, names[i], path);
+      if (!given.empty()) m.system.given_name = given[i];
       m.sampler = take_sampler(d, "sampler/" + k, m.system, path);
       if (d.count("laplacian/" + k + "/rng_state"))
         m.laplacian_rng = from_array(require(d, "laplacian/" + k + "/rng_state", io::DType::u8, 1, path));

@@ -32,7 +32,8 @@ bool prefers_walker_chains(const BlockingResult& stats, int walkers);
 /// combined error. Walkers that were not in equilibrium when the measurement began (a burn-in
 /// too short for a heavy atom, whose adapted step size is set by the core electrons: Ar drifted
 /// by 0.8 Eh over thousands of steps, a user audit) drift; equilibrated ones do not. Series
-/// shorter than kMinDriftSteps are not checked.
+/// shorter than kMinDriftSteps are not checked, nor those of fewer than kMinWalkersForChainsError
+/// walkers whose reblocking finds no plateau (their autocorrelation time is not known).
 constexpr double kDriftFirstFraction = 0.2, kDriftLastFraction = 0.5;
 constexpr int kMinDriftSteps = 20;
 constexpr double kDriftThreshold = 3.5;  ///< |z| above this: the walkers were not in equilibrium

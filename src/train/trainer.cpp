@@ -265,6 +265,12 @@ Trainer::Trainer(const Config& config, const std::string& checkpoint_path)
                        "', the checkpoint's '" + c.molecules[i].system.name + "'; the run's results are kept by "
                        "molecule name, so names cannot change on resume (name it '" + c.molecules[i].system.name +
                        "', or start a new run with model.init_from)");
+  // (the checkpoint's molecules, written inline under their run names, keep the names their list
+  // gave them: eval --molecule traj@3 of the continued run)
+  for (size_t i = 0; i < mols.size(); ++i)
+    if (!c.molecules[i].system.given_name.empty() &&
+        (mols[i].system.given_name.empty() || mols[i].system.given_name == mols[i].system.name))
+      mols[i].system.given_name = c.molecules[i].system.given_name;
   load_module_state(*setup_.wf, c.parameters);
   load_frozen_state(*setup_.wf, c);  // same molecules at the same geometries (checked above)
   optimizer_ = make_optimizer(config.optim, *setup_.wf, setup_.budget);
@@ -439,13 +445,15 @@ void Trainer::settle_resumed_output() {
   // A resume that trains nothing writes the checkpoint's settings: the checkpoint, unchanged, was
   // trained with them (it wrote the new ones, and every later resume warned that config.yaml
   // differed from the checkpoint, a user audit; a later training resume ran with the old ones)
+  // (removals first: they work on a full disk, where config.yaml's write may not, and a summary of
+  // the previous checkpoint beside the new one would describe a state the run has left)
+  io::remove_quietly(output_ + "/summary.json");  // describes the evaluation removed below
+  io::remove_quietly(output_ + "/" + io::kProfileScratchMarker);  // a continued scratch run is the user's
   try {
     io::write_text_atomically(output_ + "/config.yaml", to_yaml(evaluation_only_ ? checkpoint_config_ : setup_.config));
   } catch (const WriteError& e) {
     throw WriteError(std::string("run.output: cannot write to '") + output_ + "': " + e.what());
   }
-  io::remove_quietly(output_ + "/summary.json");  // describes the evaluation removed below
-  io::remove_quietly(output_ + "/" + io::kProfileScratchMarker);  // a continued scratch run is the user's
   io::H5File& results = *open_results();
   results.remove("eval");  // this run evaluates again when it ends
   results.flush();
@@ -511,7 +519,7 @@ io::H5File* Trainer::open_results() {
     pad_train_series(results);
     results.flush();
   } catch (...) {
-    results_.reset();  // (a write refused: the next write opens it again)
+    results_.reset();  // (a write refused: the error stops the run, whose next resume cuts the file back again)
     throw;
   }
   return &*results_;
@@ -719,11 +727,21 @@ void Trainer::log_progress(std::int64_t t, const std::vector<MoleculeStep>& step
     log::info(strfmt("    %-*s  %s", static_cast<int>(width), setup_.molecules[m.index].name().c_str(), line(m).c_str()));
 }
 
-void Trainer::burn_in(int steps) {
+void Trainer::burn_in(int burn_in_steps) {
   // In blocks of steps_per_iteration, adapting each molecule's step size after each block.
   const int block = std::max(1, setup_.config.sampler.steps_per_iteration);
   auto scope = timers_.scope("sampling");
   for (size_t i = 0; i < setup_.molecules.size(); ++i) {
+    int steps = burn_in_steps;
+    // A run that trains nothing (optim.iterations = 0: a baseline, a pretrained state) measures,
+    // and checkpoints, the walkers placed around the nuclei: they get what fresh walkers need
+    // (heavy atoms: ~Z² steps; Ar measured 0.6-0.8 Eh high after 100, a user audit)
+    if (setup_.config.optim.iterations == 0 && steps < fresh_walkers_burn_in(setup_.molecules[i].system)) {
+      steps = fresh_walkers_burn_in(setup_.molecules[i].system);
+      log::info(strfmt("%s: no iteration to train, so the walkers placed at the start get a burn-in of %d steps "
+                       "(20 Z_max^2, at least %d; sampler.burn_in = %d) before they are measured",
+                       setup_.molecules[i].name().c_str(), steps, kMinFreshWalkersBurnIn, burn_in_steps));
+    }
     const auto logabs = setup_.logabs_fn(i);
     auto& sampler = *setup_.molecules[i].sampler;
     const auto key = setup_.graph_key(i);
@@ -1002,20 +1020,7 @@ void Trainer::final_evaluation(TrainOutcome& out, const std::function<io::H5File
   for (std::size_t i = 0; i < mols.size(); ++i) {
     log::info(strfmt("evaluating%s%s: %d steps x %d walkers", mols.size() > 1 ? " " : "",
                      mols.size() > 1 ? mols[i].name().c_str() : "", cfg.eval.steps, cfg.sampler.walkers));
-    EvalOptions eval = cfg.eval;
-    // A new run that trained nothing (optim.iterations = 0: a baseline, a pretrained state)
-    // measures walkers placed around the nuclei at its start: with the run's burn-in they get
-    // what fresh walkers need (heavy atoms: ~Z² steps; Ar measured 0.6-0.8 Eh high, a user audit)
-    if (!resumed_ && iteration_ == 0) {
-      const int need = fresh_walkers_burn_in(mols[i].system) - cfg.sampler.burn_in;
-      if (eval.burn_in < need) {
-        eval.burn_in = need;
-        log::info(strfmt("%s: no iteration trained, so the walkers placed at the start get %d more burn-in steps "
-                         "(%d in all: 20 Z_max^2, at least %d) before the evaluation",
-                         mols[i].name().c_str(), need, need + cfg.sampler.burn_in, kMinFreshWalkersBurnIn));
-      }
-    }
-    out.evals.push_back(evaluate(setup_, eval, timers_, {}, i));
+    out.evals.push_back(evaluate(setup_, cfg.eval, timers_, {}, i));
     const auto& series = out.evals.back().series;
     for (std::size_t k = 0; k < series.size() && k < mean_series.size(); ++k)
       mean_series[k] += series[k] / static_cast<double>(mols.size());

@@ -105,6 +105,8 @@ class Trainer {
   /// then they describe the checkpoint on disk, so a resume that fails before (a full disk at its
   /// first checkpoint) leaves them as they were.
   void settle_resumed_output();
+  /// `steps` MH steps for every molecule's walkers, adapting their step sizes; in a run that
+  /// trains nothing, at least what fresh walkers need (fresh_walkers_burn_in).
   void burn_in(int steps);
   /// Writes checkpoint.h5 (collective; rank 0 writes). A new run's first one retires the run
   /// --force set aside (*.previous).

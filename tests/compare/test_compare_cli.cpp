@@ -263,7 +263,7 @@ TEST(CompareCli, FailingCellIsReportedAndTheOthersComplete) {
   const auto r = run("compare " + file + " --jobs 2 --no-plots");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("1 of 2 cells failed (reasons in " + dir + "/report.md), 1 done; once the cause is fixed, "
-                       "'nnvmc compare " + file + " --retry-failed' runs the failed cells again"),
+                       "the same command with --retry-failed runs the failed cells again"),
             std::string::npos)
       << r.out;
   const auto rows = read_csv(dir + "/compare.csv");
@@ -273,7 +273,7 @@ TEST(CompareCli, FailingCellIsReportedAndTheOthersComplete) {
   // the table's short form on stdout (it printed nothing there, a user audit)
   const auto stdout_only = run_shell("{ " + std::string(NNVMC_EXE) + " compare " + file + " --no-plots 2>/dev/null; }");
   EXPECT_NE(stdout_only.out.find("cell         status       energy (Eh)"), std::string::npos) << stdout_only.out;
-  EXPECT_NE(stdout_only.out.find("starved__he  failed       –"), std::string::npos) << stdout_only.out;
+  EXPECT_NE(stdout_only.out.find("starved__he  failed       -    "), std::string::npos) << stdout_only.out;
   EXPECT_NE(stdout_only.out.find("ok__he       done         -"), std::string::npos) << stdout_only.out;
   EXPECT_NE(rows[1].at("reason").find("one walker"), std::string::npos) << rows[1].at("reason");
   // Two cells at once: 'auto' is each cell's share of the memory, not 60 % of it for both.

@@ -81,6 +81,12 @@ class PlotCompare(unittest.TestCase):
             self.assertEqual(crosses(fig), 2)  # one per failed cell
         self.assertIn("error bar unreliable", legend_texts(time_fig))
         self.assertIn("error bar unreliable", legend_texts(errors_fig))
+        # the unreliable cell (hf on h2) is the one hollow bar, and the one hollow point
+        bars = [p for p in errors_fig.axes[0].patches if p.get_height() > 0]
+        self.assertEqual(len(bars), 4)
+        self.assertEqual(sum(1 for b in bars if b.get_facecolor()[3] == 0), 1)
+        points = [l for ax in time_fig.axes for l in ax.get_lines() if l.get_marker() == "o"]
+        self.assertEqual(sum(1 for l in points if l.get_markerfacecolor() == "none"), 1)
         titles = [ax.get_title() for ax in time_fig.axes]
         self.assertIn("h2: E_ref -1.1745 Eh\nexact at R=1.4 bohr", titles)
         self.assertIn("lih: E_ref -8.0000 Eh\nCCSD(T)/cc-pvdz (nnvmc ccsd)", titles)
@@ -92,6 +98,19 @@ class PlotCompare(unittest.TestCase):
                 shown = [t.get_text() for ax in fig.axes for t in ax.texts]
                 self.assertIn("no finished cell", shown)
                 self.assertNotIn("error bar unreliable", legend_texts(fig))
+
+    def test_a_molecule_without_a_reference_says_so_and_a_lost_time_still_plots(self):
+        with tempfile.TemporaryDirectory() as out:
+            write_comparison(out, [dict(ansatz="fn", molecule="oh", energy_err=0.01, reference=NAN, curve=[-75.0]),
+                                   dict(ansatz="fn", molecule="h2", error=0.01, energy_err=0.001, reference=-1.17,
+                                        train_seconds=NAN)])
+            time_fig, errors_fig = plot_compare.figures(plot_compare.read(out))
+        shown = [t.get_text() for ax in time_fig.axes for t in ax.texts]
+        self.assertIn("no reference: errors not plotted", shown)
+        self.assertNotIn("no finished cell", shown)
+        h2_points = [line for line in time_fig.axes[1].get_lines() if line.get_marker() == "o"]
+        self.assertEqual(len(h2_points), 1)
+        self.assertEqual(list(h2_points[0].get_xdata()), [0.0])  # (at 0, not at NaN where it vanished)
 
     def test_a_directory_without_a_comparison_is_refused_by_name(self):
         script = os.path.join(os.path.dirname(plot_compare.__file__), "plot_compare.py")

@@ -375,6 +375,25 @@ TEST(Cli, EvalAtAnotherGeometryOfTheSameAtomsWorksAndTheNetworkSeesTheNewNuclei)
                      "--resume");
 }
 
+// `eval --molecule traj@1` finds that frame of a run through its checkpoint, whose molecules are
+// written under their run names (traj_1): the name its list gave it is kept in the checkpoint (a
+// review: the match by that name alone found nothing there).
+TEST(Cli, EvalFindsAFrameOfTheRunByTheNameItsListGaveIt) {
+  const auto out = (fs::temp_directory_path() / "nnvmc_cli_frame_name").string();
+  fs::remove_all(out);
+  const auto traj = write_config("nnvmc_cli_frames.xyz", "2\nA\nH 0 0 0\nH 0 0 0.74\n2\nB\nH 0 0 0\nH 0 0 0.80\n");
+  const auto cfg = write_config("nnvmc_cli_frame_name.yaml", "system: {molecules: [" + traj + "@1]}\nmodel: {type: hf}\n"
+                                "sampler: {walkers: 8, burn_in: 2}\noptim: {iterations: 0}\npretrain: {steps: 0}\n"
+                                "eval: {steps: 2, burn_in: 2}\nrun: {threads: 1, output: " + out + "}\n");
+  ASSERT_EQ(run("train " + cfg + " --log-level warn").code, 0);
+  const auto by_frame = run("eval " + out + " --molecule nnvmc_cli_frames@1 --steps 2 --json --log-level error");
+  ASSERT_EQ(by_frame.code, 0) << by_frame.out;
+  EXPECT_EQ(json_of(by_frame.out)["molecule"], "nnvmc_cli_frames_1");
+  EXPECT_EQ(run("eval " + out + " --molecule nnvmc_cli_frames_1 --steps 2 --log-level error").code, 0);
+  expect_input_error("eval " + out + " --molecule nnvmc_cli_frames@0 --steps 2", "no molecule named");
+  fs::remove_all(out);
+}
+
 // An evaluation whose walkers were not in equilibrium is marked unreliable and says why (a user
 // audit: Ar after the default burn-in was 0.6-0.8 Eh high, and one at a step size never adapted
 // (acceptance 0.003) 4 Eh off, both reported as reliable). Here H2's Hartree-Fock state at 6
@@ -417,8 +436,8 @@ TEST(Cli, AnEvaluationWhoseWalkersDriftOrHardlyMoveIsMarkedUnreliable) {
                                       "run: {threads: 1, output: " + water + "}\n");
   const auto untrained = run("train " + water_cfg);  // (a run that trains nothing measures fresh walkers too)
   ASSERT_EQ(untrained.code, 0) << untrained.out;
-  EXPECT_NE(untrained.out.find("h2o: no iteration trained, so the walkers placed at the start get 1278 more burn-in "
-                               "steps (1280 in all"),
+  EXPECT_NE(untrained.out.find("h2o: no iteration to train, so the walkers placed at the start get a burn-in of 1280 "
+                               "steps"),
             std::string::npos)
       << untrained.out;
   const auto moved = run("eval " + water + " 'system.molecules=[{atoms: [[O, 0, 0, 0], [H, 0, 1.43, 1.11], "
