@@ -1,11 +1,10 @@
 #include "train/checkpoint.hpp"
 
-#include <cstring>
-
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <map>

@@ -442,13 +442,13 @@ Trainer::UnfinishedStart::~UnfinishedStart() {
 void Trainer::settle_resumed_output() {
   if (!resume_settle_pending_ || !writes_output()) return;
   resume_settle_pending_ = false;
+  // Removals first: they work on a full disk, where config.yaml's write may not, and a summary of
+  // the previous checkpoint beside the new one would describe a state the run has left.
+  io::remove_quietly(output_ + "/summary.json");  // describes the evaluation removed below
+  io::remove_quietly(output_ + "/" + io::kProfileScratchMarker);  // a continued scratch run is the user's
   // A resume that trains nothing writes the checkpoint's settings: the checkpoint, unchanged, was
   // trained with them (it wrote the new ones, and every later resume warned that config.yaml
   // differed from the checkpoint, a user audit; a later training resume ran with the old ones)
-  // (removals first: they work on a full disk, where config.yaml's write may not, and a summary of
-  // the previous checkpoint beside the new one would describe a state the run has left)
-  io::remove_quietly(output_ + "/summary.json");  // describes the evaluation removed below
-  io::remove_quietly(output_ + "/" + io::kProfileScratchMarker);  // a continued scratch run is the user's
   try {
     io::write_text_atomically(output_ + "/config.yaml", to_yaml(evaluation_only_ ? checkpoint_config_ : setup_.config));
   } catch (const WriteError& e) {
