@@ -45,9 +45,8 @@ void rename_into_place(const std::string& tmp, const std::string& path) {
   // The rename is in the directory: synced too, so that after a power loss the name holds the
   // new file (the file's own bytes were synced before). Best effort: a file system that cannot
   // sync a directory (EINVAL) has done the rename all the same.
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  if (dir.empty()) dir = ".";
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  const int fd = ::open(parent.empty() ? "." : parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd >= 0) {
     (void)::fsync(fd);
     ::close(fd);

@@ -392,6 +392,21 @@ TEST(Cli, EvalFindsAFrameOfTheRunByTheNameItsListGaveIt) {
   EXPECT_EQ(run("eval " + out + " --molecule nnvmc_cli_frames_1 --steps 2 --log-level error").code, 0);
   expect_input_error("eval " + out + " --molecule nnvmc_cli_frames@0 --steps 2", "no molecule named");
   fs::remove_all(out);
+  // and so does a resumed run's checkpoint (the resume's molecules come from the checkpoint too)
+  const auto trained = (fs::temp_directory_path() / "nnvmc_cli_frame_name_resumed").string();
+  fs::remove_all(trained);
+  const auto tiny = write_config("nnvmc_cli_frame_name_resumed.yaml",
+                                 "system: {molecules: [" + traj + "@1]}\n"
+                                 "model: {ferminet: {hidden_dims: [[8, 4]], determinants: 2}}\n"
+                                 "sampler: {walkers: 8, steps_per_iteration: 2, burn_in: 2}\noptim: {iterations: 2}\n"
+                                 "pretrain: {steps: 0}\neval: {steps: 2, burn_in: 2}\n"
+                                 "run: {threads: 1, output: " + trained + "}\n");
+  ASSERT_EQ(run("train " + tiny + " --log-level warn").code, 0);
+  ASSERT_EQ(run("train --resume " + trained + " optim.iterations=4 --log-level warn").code, 0);
+  const auto resumed = run("eval " + trained + " --molecule nnvmc_cli_frames@1 --steps 2 --json --log-level error");
+  ASSERT_EQ(resumed.code, 0) << resumed.out;
+  EXPECT_EQ(json_of(resumed.out)["molecule"], "nnvmc_cli_frames_1");
+  fs::remove_all(trained);
 }
 
 // An evaluation whose walkers were not in equilibrium is marked unreliable and says why (a user
