@@ -73,7 +73,8 @@ struct EvalResult {
            !drifting() && !hardly_moved();
   }
   /// Stationarity check (see kDriftThreshold): the two segments' means and the difference in
-  /// units of their combined error. NaN when the series is shorter than kMinDriftSteps.
+  /// units of their combined error. NaN when not checked: a series shorter than kMinDriftSteps,
+  /// or fewer than kMinWalkersForChainsError walkers without a reblocking plateau.
   double drift_first = std::numeric_limits<double>::quiet_NaN();
   double drift_last = std::numeric_limits<double>::quiet_NaN();
   double drift_z = std::numeric_limits<double>::quiet_NaN();
