@@ -159,9 +159,7 @@ void run_eval(const EvalArgs& a) {
   }();
   // The run's molecules, written inline under their run names, keep the names their list gave
   // them (--molecule traj@3 finds the run's traj_3)
-  if (!molecules_given)
-    for (std::size_t i = 0; i < setup.molecules.size() && i < c.molecules.size(); ++i)
-      if (!c.molecules[i].system.given_name.empty()) setup.molecules[i].system.given_name = c.molecules[i].system.given_name;
+  if (!molecules_given) setup.keep_given_names(c);
   std::vector<std::size_t> chosen;
   if (!a.molecule.empty()) {
     try {

@@ -21,6 +21,7 @@
 #include "core/log.hpp"
 #include "core/molecule_list.hpp"
 #include "models/registry.hpp"
+#include "train/checkpoint.hpp"
 #include "train/optimizer.hpp"
 
 namespace nnvmc {
@@ -165,6 +166,14 @@ std::size_t VmcSetup::molecule_index(const std::string& name) const {
   for (std::size_t i = 0; i < molecules.size(); ++i)
     if (!molecules[i].system.given_name.empty() && molecules[i].system.given_name == name) return i;
   throw InputError("no molecule named '" + name + "' in this run (molecules: " + all + ")");
+}
+
+void VmcSetup::keep_given_names(const Checkpoint& c) {
+  for (std::size_t i = 0; i < molecules.size() && i < c.molecules.size(); ++i) {
+    System& mine = molecules[i].system;
+    const std::string& given = c.molecules[i].system.given_name;
+    if (!given.empty() && (mine.given_name.empty() || mine.given_name == mine.name)) mine.given_name = given;
+  }
 }
 
 std::uint64_t molecule_seed(std::uint64_t run_seed, std::size_t molecule, int stream) {

@@ -18,6 +18,8 @@
 
 namespace nnvmc {
 
+struct Checkpoint;  // train/checkpoint.hpp
+
 /// dtype/device of a config's tensors.
 torch::TensorOptions tensor_options(const Config& config);
 
@@ -56,6 +58,10 @@ struct VmcSetup {
   parallel::GraphKey graph_key(std::size_t i = 0) const;
   /// Index of the molecule named `name`. @throws InputError listing the names
   std::size_t molecule_index(const std::string& name) const;
+  /// Molecules rebuilt from checkpoint `c` (written inline under their run names, molecule i
+  /// for its molecule i) take the names their list gave them (traj@3 for the run's traj_3), where
+  /// they have none of their own.
+  void keep_given_names(const Checkpoint& c);
 };
 
 /// How a walker's working memory is measured against run.memory_budget on the run's device;

@@ -267,10 +267,7 @@ Trainer::Trainer(const Config& config, const std::string& checkpoint_path)
                        "', or start a new run with model.init_from)");
   // (the checkpoint's molecules, written inline under their run names, keep the names their list
   // gave them: eval --molecule traj@3 of the continued run)
-  for (size_t i = 0; i < mols.size(); ++i)
-    if (!c.molecules[i].system.given_name.empty() &&
-        (mols[i].system.given_name.empty() || mols[i].system.given_name == mols[i].system.name))
-      mols[i].system.given_name = c.molecules[i].system.given_name;
+  setup_.keep_given_names(c);
   load_module_state(*setup_.wf, c.parameters);
   load_frozen_state(*setup_.wf, c);  // same molecules at the same geometries (checked above)
   optimizer_ = make_optimizer(config.optim, *setup_.wf, setup_.budget);
