@@ -26,9 +26,11 @@ namespace fs = std::filesystem;
 
 /// Settings that choose how (and how long) a run is executed, not which Markov chain it follows: a resume may
 /// change them without a warning (e.g. more threads, or the GPU for the later iterations).
-const char* const kExecutionSettings[] = {"run.threads",      "run.walker_threads", "run.cuda_graphs",
-                                          "run.memory_budget", "run.checkpoint_every", "run.device",
-                                          "run.name",          "optim.iterations",     "optim.minutes"};
+/// (The chunk sizes split walkers whose random streams are their own: chunked or not, every number is the same.)
+const char* const kExecutionSettings[] = {"run.threads",          "run.walker_threads",        "run.cuda_graphs",
+                                          "run.memory_budget",    "run.checkpoint_every",      "run.device",
+                                          "run.name",             "optim.iterations",          "optim.minutes",
+                                          "optim.log_every",      "hamiltonian.chunk_walkers", "optim.sr.chunk_walkers"};
 
 /// Keys whose change a resume refuses: the model (the parameters belong to it) and how a run
 /// starts (pretraining, model.init_from), which a resumed run has done already.
@@ -62,9 +64,11 @@ Config resumed_config(const std::string& yaml, const Config& recorded, const std
       root["optim"].remove(key);
   const Config config = parse_config(YAML::Dump(root), overrides, where);
   log::info(strfmt("resume: optim.type %s -> %s with optim.lr = %g, optim.lr_delay = %g, optim.determinant_balance "
-                   "= %g (the new type's defaults where not given)",
+                   "= %g (the new type's defaults where not given); the %s optimizer's state is not carried over: "
+                   "%s starts without moments, curvature statistics or momentum",
                    recorded.optim.type.c_str(), config.optim.type.c_str(), config.optim.lr, config.optim.lr_delay,
-                   config.optim.determinant_balance.value_or(0.0)));
+                   config.optim.determinant_balance.value_or(0.0), recorded.optim.type.c_str(),
+                   config.optim.type.c_str()));
   return config;
 }
 
@@ -212,7 +216,9 @@ void warn_of_edited_config(const std::string& dir, const Config& recorded) {
 /// evaluation), as "optim.type adam -> spring, ..." ("" when none): the run is then no longer one
 /// Markov chain under one setting, and its config.yaml describes only the later iterations.
 std::string changed_settings(const Config& recorded, const Config& now) {
-  const auto ignored = [](const SettingChange& c) {
+  const auto ignored = [&now](const SettingChange& c) {
+    // (the determinant-balance penalty acts on an orbformer's determinant weights only)
+    if (c.key == "optim.determinant_balance" && now.model.type != "orbformer") return true;
     return c.key.rfind("eval.", 0) == 0 ||
            std::find(std::begin(kExecutionSettings), std::end(kExecutionSettings), c.key) != std::end(kExecutionSettings);
   };

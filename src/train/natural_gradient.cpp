@@ -301,14 +301,17 @@ class NaturalGradientOptimizer final : public Optimizer {
     return applied_step_.defined() ? applied_step_.data_ptr<double>()[0] : learning_rate(t);
   }
 
+  // SPRING's momentum is SPRING's state alone: sr and minsr neither use nor keep it (a user audit:
+  // spring -> minsr -> spring resumed with the update of ten iterations before, weighted 0.99).
   TensorMap state() const override {
     TensorMap out;
-    if (previous_.defined()) out["spring/previous_update"] = previous_.clone();  // the buffer is reused
+    if (options_.type == "spring" && previous_.defined())
+      out["spring/previous_update"] = previous_.clone();  // the buffer is reused
     return out;
   }
 
   void load_state(const TensorMap& state) override {
-    const auto it = state.find("spring/previous_update");
+    const auto it = options_.type == "spring" ? state.find("spring/previous_update") : state.end();
     previous_ = it == state.end() ? torch::Tensor() : it->second.to(torch::kFloat64).clone();
     if (previous_.defined() && previous_.numel() != parameters_)
       throw CheckpointError("optimizer state 'spring/previous_update' has " +

@@ -82,3 +82,18 @@ TEST(SpringResume, EveryNaturalGradientTypeTrainsFinitely) {
 TEST(SpringResume, UnknownOptimizerTypeIsAConfigError) {
   EXPECT_THROW(tiny_ngd_config("lbfgs", fresh_dir("nnvmc_ngd_bad"), 1), ConfigError);
 }
+
+TEST(SpringResume, MinsrLegBetweenSpringLegsDropsSpringMomentum) {
+  const auto dir = fresh_dir("nnvmc_spring_detour");
+  {
+    Trainer spring(tiny_ngd_config("spring", dir, 2));
+    spring.run(false);
+  }
+  ASSERT_EQ(load_checkpoint(dir + "/checkpoint.h5").optimizer.count("spring/previous_update"), 1u);
+  {
+    Trainer minsr(tiny_ngd_config("minsr", dir, 4), dir + "/checkpoint.h5");
+    minsr.run(false);
+  }
+  // minsr neither uses nor keeps the momentum: a later spring leg starts without it, as after adam
+  EXPECT_EQ(load_checkpoint(dir + "/checkpoint.h5").optimizer.count("spring/previous_update"), 0u);
+}
