@@ -1,7 +1,13 @@
 #include "models/hf/hf_determinant.hpp"
 
+#include <Eigen/SVD>
+#include <algorithm>
+#include <limits>
+#include <utility>
+
 #include "blocks/tensor_blocks.hpp"
 #include "scf/basis_table.hpp"
+#include "scf/integrals.hpp"
 #include "scf/scf.hpp"
 
 namespace nnvmc {
@@ -53,6 +59,26 @@ SignedFwdLap HartreeFockDeterminant::forward_laplacian(const FwdLap& r, const Sy
     logabs = logabs.value.defined() ? Op::add(logabs, det.logabs) : det.logabs;
   }
   return Op::signed_logsumexp(sign, logabs);
+}
+
+double HartreeFockDeterminant::align_orbitals_to(const HartreeFockDeterminant& ref) {
+  if (ref.n_up_ != n_up_ || ref.n_down_ != n_down_) return std::numeric_limits<double>::quiet_NaN();
+  const Eigen::MatrixXd s = scf::cross_overlap_matrix(ref.basis_, basis_);  // [n_ref, n]
+  double smallest = 1.0;
+  const std::pair<const Eigen::MatrixXd*, Eigen::MatrixXd*> spins[2] = {{&ref.c_alpha_, &c_alpha_},
+                                                                       {&ref.c_beta_, &c_beta_}};
+  for (const auto& [c_ref, c] : spins) {
+    if (c->cols() == 0) continue;
+    const Eigen::MatrixXd m = c_ref->transpose() * s * (*c);  // [n_s, n_s]
+    const Eigen::JacobiSVD<Eigen::MatrixXd> svd(m, Eigen::ComputeFullU | Eigen::ComputeFullV);
+    *c = (*c) * (svd.matrixV() * svd.matrixU().transpose());
+    smallest = std::min(smallest, svd.singularValues().minCoeff());
+  }
+  const std::lock_guard<std::mutex> lock(cache_mutex_);
+  table_ = GaussianBasisTable();  // coefficients_ are rebuilt with the table on the next pass
+  alpha_ = scf::GaussianOrbitals(basis_, c_alpha_, options_);
+  beta_ = scf::GaussianOrbitals(basis_, c_beta_, options_);
+  return smallest;
 }
 
 void HartreeFockDeterminant::set_options(torch::TensorOptions options) {

@@ -26,8 +26,21 @@ class HartreeFockDeterminant : public WaveFunction {
   SignedFwdLap forward_laplacian(const FwdLap& r, const SystemTensors& sys) override;
   std::string type() const override { return "hf"; }
   double energy() const { return energy_; }  ///< E_HF of the SCF run (hartree)
+  /// Occupied orbital coefficients of spin 0 (α, [n_basis, n↑]) or 1 (β, [n_basis, n↓]).
+  const Eigen::MatrixXd& coefficients(int spin) const { return spin == 0 ? c_alpha_ : c_beta_; }
+  const scf::BasisSet& basis() const { return basis_; }  ///< the basis at this geometry
   /// Moves the orbital tables to a dtype/device (GaussianOrbitals are not Module buffers).
   void set_options(torch::TensorOptions options);
+  /// Rotates each spin's occupied orbitals Φ → Φ·R (R orthogonal, so det Φ changes by at most
+  /// its sign and the state not at all) to those closest to `ref`'s, a determinant of the same
+  /// electrons at another geometry: R maximises tr(C_refᵀ S C R), S the overlap of the two
+  /// geometries' basis functions (orthogonal Procrustes: with C_refᵀ S C = U Σ Vᵀ, R = V Uᵀ).
+  /// The SCF fixes each orbital only up to its sign (and degenerate ones up to a rotation), so
+  /// two close geometries' canonical orbitals can differ in sign, and one network fitted to
+  /// both in pretraining cannot fit either (a user audit: LiH at R = 3.015 and 3.2 bohr).
+  /// @return the smallest singular value over both spins (1: the occupied spaces coincide),
+  /// or NaN when the electron counts differ (nothing rotated).
+  double align_orbitals_to(const HartreeFockDeterminant& ref);
 
  private:
   scf::BasisSet basis_;

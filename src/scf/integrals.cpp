@@ -65,6 +65,18 @@ Eigen::MatrixXd overlap_matrix(const BasisSet& basis, const IntegralOptions& opt
   return one_body(basis, Engine(Operator::overlap, basis.max_nprim(), basis.max_l()), options);
 }
 
+Eigen::MatrixXd cross_overlap_matrix(const BasisSet& a, const BasisSet& b, const IntegralOptions& options) {
+  // The off-diagonal block of the overlap of both sets together (the atom indices only label shells).
+  std::vector<libint2::Shell> shells = a.shells();
+  shells.insert(shells.end(), b.shells().begin(), b.shells().end());
+  std::vector<int> atoms = a.shell_atoms();
+  const int first_b = atoms.empty() ? 0 : *std::max_element(atoms.begin(), atoms.end()) + 1;
+  for (int atom : b.shell_atoms()) atoms.push_back(first_b + atom);
+  const BasisSet both(a.name() + "+" + b.name(), std::move(shells), std::move(atoms));
+  const auto na = static_cast<Eigen::Index>(a.n_functions()), nb = static_cast<Eigen::Index>(b.n_functions());
+  return overlap_matrix(both, options).block(0, na, na, nb);
+}
+
 Eigen::MatrixXd kinetic_matrix(const BasisSet& basis, const IntegralOptions& options) {
   ensure_libint_initialized();
   return one_body(basis, Engine(Operator::kinetic, basis.max_nprim(), basis.max_l()), options);

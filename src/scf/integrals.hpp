@@ -39,6 +39,10 @@ void ensure_libint_initialized();
 /// d+ components follow libint2 (only the x^l, y^l, z^l components are unit-normalised).
 Eigen::MatrixXd overlap_matrix(const BasisSet& basis, const IntegralOptions& options = {});
 
+/// Overlap between two sets of basis functions, e.g. one molecule's at two geometries:
+/// S_pq = ⟨p_a|q_b⟩, [n_a, n_b].
+Eigen::MatrixXd cross_overlap_matrix(const BasisSet& a, const BasisSet& b, const IntegralOptions& options = {});
+
 /// Kinetic energy T_pq = ⟨p|−½∇²|q⟩, [n, n].
 Eigen::MatrixXd kinetic_matrix(const BasisSet& basis, const IntegralOptions& options = {});
 

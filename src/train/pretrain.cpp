@@ -1,6 +1,7 @@
 #include "train/pretrain.hpp"
 
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -66,6 +67,31 @@ std::int64_t fit_walkers(VmcSetup& s, const VmcMolecule& m, const torch::Tensor&
                      static_cast<long long>(fit.chunk)));
   return fit.chunk;
 }
+/// The molecule before `i` with the same nuclei (charges in the same order) and electrons whose
+/// geometry is closest to molecule i's (least sum of squared nuclear displacements); `i` when
+/// there is none. Pretraining fits one network to the orbitals of every molecule: those of each
+/// geometry are rotated to the nearest earlier one's (HartreeFockDeterminant::align_orbitals_to),
+/// so that the targets of a list of geometries vary as smoothly as the network can.
+std::size_t nearest_geometry(const VmcSetup& s, std::size_t i) {
+  const System& a = s.molecules[i].system;
+  std::size_t best = i;
+  double best_d2 = std::numeric_limits<double>::infinity();
+  for (std::size_t j = 0; j < i; ++j) {
+    const System& b = s.molecules[j].system;
+    if (b.atoms.size() != a.atoms.size() || b.n_up() != a.n_up() || b.n_down() != a.n_down()) continue;
+    double d2 = 0;
+    bool same_nuclei = true;
+    for (std::size_t k = 0; k < a.atoms.size() && same_nuclei; ++k) {
+      same_nuclei = a.atoms[k].Z == b.atoms[k].Z;
+      for (int x = 0; x < 3; ++x) d2 += std::pow(a.atoms[k].position[x] - b.atoms[k].position[x], 2);
+    }
+    if (same_nuclei && d2 < best_d2) {
+      best = j;
+      best_d2 = d2;
+    }
+  }
+  return best;
+}
 }  // namespace
 
 PretrainResult pretrain(VmcSetup& s, const PretrainOptions& options, StageTimers& timers) {
@@ -78,6 +104,11 @@ PretrainResult pretrain(VmcSetup& s, const PretrainOptions& options, StageTimers
   for (std::size_t i = 0; i < n; ++i) {
     auto& m = s.molecules[i];
     hf.push_back(std::make_unique<HartreeFockDeterminant>(m.system, options.basis));
+    if (const auto ref = nearest_geometry(s, i); ref < i) {
+      const double match = hf.back()->align_orbitals_to(*hf[ref]);
+      log::debug(strfmt("pretraining: orbitals of '%s' aligned to those of '%s' (smallest singular value of their "
+                        "overlap %.3f)", m.name().c_str(), s.molecules[ref].name().c_str(), match));
+    }
     hf.back()->set_options(s.options);
     out.molecules[i].e_hf = hf.back()->energy();
     log::info(strfmt("pretraining %d steps on UHF/%s orbitals of %s (E_HF = %.6f)", options.steps,

@@ -28,6 +28,21 @@ TEST(Integrals, OverlapOfNormalisedFunctionsHasUnitDiagonal) {
   }
 }
 
+// ⟨p_a|q_b⟩ between the functions of one atom at two places: with itself, the overlap matrix;
+// two H 1s (STO-3G) 1.4 bohr apart, Szabo & Ostlund's S₁₂.
+TEST(Integrals, CrossOverlapBetweenTwoGeometriesIsTheOverlapOfTheirFunctions) {
+  const BasisSet b = make_basis("cc-pvdz", h2o());
+  EXPECT_NEAR((cross_overlap_matrix(b, b) - overlap_matrix(b)).cwiseAbs().maxCoeff(), 0.0, 1e-14);
+  System here, there;
+  here.atoms = {Atom{1, {0, 0, 0}}};
+  there.atoms = {Atom{1, {0, 0, 1.4}}};
+  here.spin = there.spin = 1;
+  const auto s = cross_overlap_matrix(make_basis("sto-3g", here), make_basis("sto-3g", there));
+  ASSERT_EQ(s.rows(), 1);
+  ASSERT_EQ(s.cols(), 1);
+  EXPECT_NEAR(s(0, 0), 0.6593, 1e-4);
+}
+
 TEST(Integrals, H2Sto3gMatchesSzaboOstlund) {
   // Szabo & Ostlund, Modern Quantum Chemistry, §3.5.2 (H2, STO-3G, R = 1.4 bohr).
   const System s = h2();
