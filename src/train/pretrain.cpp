@@ -193,6 +193,13 @@ PretrainResult pretrain(VmcSetup& s, const PretrainOptions& options, StageTimers
       log::info(strfmt("pretrain %5d/%d  orbital loss %.3e", t + 1, options.steps, out.final_loss));
     for (std::size_t i = 0; i < n; ++i) s.molecules[i].sampler->refresh(mixture[i]);  // parameters changed
   }
+  // A fit that hardly moves (one step's sampled loss; a working fit falls by orders of magnitude)
+  for (std::size_t i = 0; i < n && out.steps >= kPretrainStallSteps; ++i)
+    if (out.molecules[i].final_loss > 0.5 * out.molecules[i].initial_loss)
+      log::warn(strfmt("pretraining hardly reduced the orbital loss of %s (%.3e -> %.3e in %d steps): its start is "
+                       "far from Hartree-Fock; try more pretrain.steps or another pretrain.lr",
+                       s.molecules[i].name().c_str(), out.molecules[i].initial_loss, out.molecules[i].final_loss,
+                       out.steps));
   return out;
 }
 

@@ -27,6 +27,10 @@ struct PretrainResult {
   std::vector<MoleculePretrain> molecules;  ///< per molecule of the setup, in order
 };
 
+/// Pretraining of at least this many steps warns about a molecule whose orbital loss ended
+/// above half its first step's (a working fit falls by orders of magnitude).
+constexpr int kPretrainStallSteps = 50;
+
 /// Runs `options.steps` Adam steps (lr = options.lr) on the parameters of setup.wf.
 /// Uses each molecule's sampler (initialised if needed) and leaves its walkers equilibrated in
 /// the mixture; the caller burns in on |ψ_net|² afterwards.

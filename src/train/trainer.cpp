@@ -206,6 +206,7 @@ Trainer::Trainer(VmcSetup setup) : setup_(std::move(setup)) {
   for (auto& m : setup_.molecules) m.local_energy->set_timers(&timers_);
   if (config.pretrain.steps > 0) {
     const auto p = pretrain(setup_, config.pretrain, timers_);
+    for (const auto& m : p.molecules) e_hf_.push_back(m.e_hf);
     if (writes_output()) {
       io::H5File results(output_ + "/result.h5", io::H5File::Mode::append);
       double e_hf = 0;
@@ -1021,6 +1022,17 @@ void Trainer::final_evaluation(TrainOutcome& out, const std::function<io::H5File
     const auto& series = out.evals.back().series;
     for (std::size_t k = 0; k < series.size() && k < mean_series.size(); ++k)
       mean_series[k] += series[k] / static_cast<double>(mols.size());
+  }
+  // A final energy above the pretraining target's Hartree–Fock energy (already a small basis's,
+  // so above the true HF energy) is a wavefunction worse than the Slater determinant it started from.
+  for (std::size_t i = 0; i < mols.size() && i < e_hf_.size(); ++i) {
+    const auto& st = out.evals[i].stats;
+    if (std::isfinite(e_hf_[i]) && st.mean - e_hf_[i] > 3 * st.error)
+      log::warn(strfmt("%s%sthe final energy %.6f +- %.6f Eh is above the UHF/%s energy %.6f Eh of pretraining's "
+                       "target: the wavefunction is worse than Hartree-Fock. Train longer (optim.iterations), or "
+                       "pretrain longer (pretrain.steps) or with a smaller pretrain.lr",
+                       mols.size() > 1 ? mols[i].name().c_str() : "", mols.size() > 1 ? ": " : "", st.mean, st.error,
+                       cfg.pretrain.basis.c_str(), e_hf_[i]));
   }
   // Written once every molecule is evaluated: an evaluation interrupted on the way leaves a
   // resume's files (its earlier evaluation and summary.json) as they were.

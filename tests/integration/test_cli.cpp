@@ -80,6 +80,20 @@ void expect_input_error(const std::string& args, const std::string& needle) {
 }
 }  // namespace
 
+// A pretraining that does not reduce the orbital loss, and a final energy above the Hartree–Fock
+// energy of pretraining's target, are warned about (a user audit: a multi-geometry Orbformer
+// pretrained to energies 4 Eh above E_HF, exit 0, no word).
+TEST(Cli, APretrainingThatDoesNotFitAndAnEnergyAboveHartreeFockAreWarnedAbout) {
+  const auto t = tiny_run("nnvmc_cli_stalled_pretraining");
+  const auto r = run("train " + t.config + " pretrain.steps=50 pretrain.lr=1e-12 sampler.walkers=64 optim.iterations=0 "
+                     "eval.steps=50 --log-level warn");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("pretraining hardly reduced the orbital loss of he ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Eh of pretraining's target: the wavefunction is worse than Hartree-Fock"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("is above the UHF/sto-6g energy -2.8"), std::string::npos) << r.out;
+}
+
 // A K-FAC damping far below the usual is named at the start (1e-12 threw LiH's energy up by 10 Eh
 // without a word, a user audit); the usual one is not.
 TEST(Cli, AKfacDampingFarBelowTheUsualIsWarnedOf) {
