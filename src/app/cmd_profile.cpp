@@ -68,9 +68,20 @@ void run_profile_command(ProfileArgs& a) {
   const profile::ProfileReport r = profile::run_profile(ra.file, ra.overrides, a.options);
   // The result on stdout (the log, on stderr, may be silenced with --log-level warn).
   for (const auto& m : r.molecules) {
-    std::string line = strfmt("%-8s N=%-3d %.4f s/iteration:", m.molecule.c_str(), m.n_electrons, m.iteration_seconds);
-    for (const auto& s : profile::top_level_stages(m))
-      line += strfmt(" %s %.0f%%", s.c_str(), 100.0 * m.stages.at(s).seconds / m.iteration_seconds);
+    // Each stage's share of the stages' time (their medians, each taken on its own, need not add
+    // up to the iteration's median: a user audit read 79 % and 112 % as a bug), and the stages'
+    // median share of the iteration beside it.
+    const auto stages = profile::top_level_stages(m);
+    double stage_total = 0;
+    for (const auto& s : stages) stage_total += m.stages.at(s).seconds;
+    std::string line = strfmt("%-8s N=%-3d %.4f s/iteration, %.0f%% of it in stages:", m.molecule.c_str(),
+                              m.n_electrons, m.iteration_seconds, 100.0 * m.stage_share);
+    for (const auto& s : stages)
+      line += strfmt(" %s %.0f%%", s.c_str(), stage_total > 0 ? 100.0 * m.stages.at(s).seconds / stage_total : 0.0);
+    const double spread = profile::relative_spread(m.iteration_series);
+    if (spread > 0.25)
+      line += strfmt(" (iteration times spread by %.0f%% of their median: a busy machine? more --iterations "
+                     "steady the medians)", 100.0 * spread);
     std::cout << line << "\n";
   }
   if (r.roofline.peak_gflops > 0)

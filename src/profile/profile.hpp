@@ -87,6 +87,10 @@ struct ProfileReport {
 ProfileReport run_profile(const std::string& config_path, const std::vector<std::string>& overrides,
                           const ProfileOptions& options);
 
+/// Spread of timings relative to their median: the interquartile range (the full range below
+/// four values) over the median; 0 for fewer than two values.
+double relative_spread(std::vector<double> v);
+
 /// Top-level stages of a molecule in a fixed order (sampling, local_energy, gradient,
 /// optimizer, then others), without sub-stages and the outside-stages entry.
 std::vector<std::string> top_level_stages(const MoleculeProfile& m);

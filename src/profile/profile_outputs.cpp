@@ -178,7 +178,8 @@ void write_report(const ProfileReport& r, const std::string& path, const std::st
   o << "## Stage times (median s/iteration)\n\nStages are the trainer's own StageTimers scopes; `local_energy` "
        "contains `laplacian` (kinetic terms) and `potential`; `bookkeeping` is the trainer writing results, progress "
        "lines and checkpoints. The last column is the median over iterations of the stages' share of the "
-       "iteration's wall time.\n\n";
+       "iteration's wall time. Each stage's median is taken on its own, so the stages' percentages need not add up "
+       "to it.\n\n";
   o << "| molecule | N_e | walkers | iteration | sampling | local energy | ↳ laplacian | ↳ potential | gradient | "
        "optimizer | bookkeeping | Σ stages / iteration |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   const auto sec = [](const MoleculeProfile& m, const std::string& s) {

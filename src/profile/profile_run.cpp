@@ -270,6 +270,20 @@ PowerLaw fit_power_law(const std::vector<double>& n, const std::vector<double>& 
   return f;
 }
 
+double relative_spread(std::vector<double> v) {
+  if (v.size() < 2) return 0.0;
+  std::sort(v.begin(), v.end());
+  const auto quantile = [&](double q) {
+    const double x = q * static_cast<double>(v.size() - 1);
+    const auto lo = static_cast<std::size_t>(x);
+    const std::size_t hi = std::min(lo + 1, v.size() - 1);
+    return v[lo] + (x - static_cast<double>(lo)) * (v[hi] - v[lo]);
+  };
+  const double mid = quantile(0.5);
+  if (!(mid > 0)) return 0.0;
+  return v.size() < 4 ? (v.back() - v.front()) / mid : (quantile(0.75) - quantile(0.25)) / mid;
+}
+
 std::vector<std::string> top_level_stages(const MoleculeProfile& m) {
   std::vector<std::string> out;
   for (const char* s : {"sampling", "local_energy", "gradient", "optimizer", "bookkeeping"})

@@ -1728,6 +1728,16 @@ TEST(Cli, ProfilePrintsItsResultOnStdoutAndMarksWhatItDidNotMeasure) {
                      "--profile-iterations 0 --no-roofline --no-plots --output " + out);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("he       N=2   "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("of it in stages: sampling "), std::string::npos) << r.out;
+  {  // the stages' percentages are shares of the stages' time: they add up (a user audit read 79 %)
+    const std::string line = r.out.substr(r.out.find("in stages:"), r.out.find('\n', r.out.find("in stages:")) -
+                                                                          r.out.find("in stages:"));
+    const std::regex percent(" ([0-9]+)%");
+    double sum = 0;
+    for (auto it = std::sregex_iterator(line.begin(), line.end(), percent); it != std::sregex_iterator(); ++it)
+      sum += std::stod((*it)[1]);
+    EXPECT_NEAR(sum, 100.0, 3.0) << line;
+  }
   EXPECT_NE(r.out.find("report: " + out + "/report.md"), std::string::npos) << r.out;
   std::ifstream md(out + "/report.md");
   const std::string report((std::istreambuf_iterator<char>(md)), std::istreambuf_iterator<char>());

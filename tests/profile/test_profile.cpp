@@ -325,6 +325,14 @@ TEST(OpGroups, CostEstimatesFromShapes) {
   EXPECT_DOUBLE_EQ(estimate_cost("aten::mv", OpGroup::gemm, {mat, vec}, 0).flops, 2.0 * 500 * 20);
 }
 
+TEST(RelativeSpread, InterquartileRangeOverTheMedianAndTheFullRangeOfFewTimings) {
+  EXPECT_EQ(relative_spread({}), 0.0);
+  EXPECT_EQ(relative_spread({0.5}), 0.0);
+  EXPECT_NEAR(relative_spread({0.199, 0.039, 0.074}), (0.199 - 0.039) / 0.074, 1e-12);
+  // 1..9 and one outlier: quartiles 3.25 and 7.75 (linear interpolation), median 5.5
+  EXPECT_NEAR(relative_spread({1, 2, 3, 4, 5, 6, 7, 8, 9, 1000}), (7.75 - 3.25) / 5.5, 1e-12);
+}
+
 TEST(PowerLaw, FitRecoversTheExponent) {
   const std::vector<double> n{4, 10, 18, 28};
   std::vector<double> y;
