@@ -101,9 +101,11 @@ void run_eval(const EvalArgs& a) {
   const std::vector<std::string> given = ra.overrides;  // the user's, before the ones added below
   // Training and pretraining settings have no effect here (warned below). Applied, they were
   // validated against the checkpoint's others, and optim.type=kfac failed on adam's
-  // determinant_balance, blamed on the checkpoint (a user audit).
-  std::erase_if(ra.overrides,
-                [](const std::string& o) { return override_sets(o, "optim") || override_sets(o, "pretrain"); });
+  // determinant_balance, blamed on the checkpoint (a user audit); model.init_from failed on a
+  // pretrained run's pretrain.steps (another).
+  std::erase_if(ra.overrides, [](const std::string& o) {
+    return override_sets(o, "optim") || override_sets(o, "pretrain") || override_sets(o, "model.init_from");
+  });
   const Checkpoint c = load_checkpoint(ra.file);
   // The chains start with the step sizes training adapted (the user's overrides still win);
   // evaluate() adapts them during burn-in only and measures with them frozen.

@@ -94,6 +94,17 @@ TEST(Cli, APretrainingThatDoesNotFitAndAnEnergyAboveHartreeFockAreWarnedAbout) {
   EXPECT_NE(r.out.find("is above the UHF/sto-6g energy -2.8"), std::string::npos) << r.out;
 }
 
+// model.init_from is a training setting: an evaluation names it and ignores it, also for a
+// pretrained run (it failed there on the checkpoint's pretrain.steps, a user audit).
+TEST(Cli, EvalIgnoresModelInitFromOfAPretrainedRunWithAWarning) {
+  const auto t = tiny_run("nnvmc_cli_eval_init_from");
+  ASSERT_EQ(run("train " + t.config + " pretrain.steps=2 --log-level warn").code, 0);
+  const auto r = run("eval " + t.dir + " --steps 2 --log-level warn model.init_from=" + t.dir);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("eval: 'model.init_from=" + t.dir + "' has no effect on an evaluation"), std::string::npos)
+      << r.out;
+}
+
 // A K-FAC damping far below the usual is named at the start (1e-12 threw LiH's energy up by 10 Eh
 // without a word, a user audit); the usual one is not.
 TEST(Cli, AKfacDampingFarBelowTheUsualIsWarnedOf) {
