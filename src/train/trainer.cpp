@@ -772,6 +772,7 @@ TrainOutcome Trainer::run(bool final_eval) {
   const double budget_seconds = cfg.optim.minutes * 60.0;  // 0: no wall-time budget
   double iter_start = start_time_;
   int consecutive_failures = 0;
+  std::string last_accepted;  // the last accepted iteration's energy, for a stop's message
   bool finished_early = false;
   std::string results_failure;  // rank 0: why result.h5 could not be written (training then stops)
   for (std::int64_t t = first; t < cfg.optim.iterations;) {
@@ -904,8 +905,13 @@ TrainOutcome Trainer::run(bool final_eval) {
         const bool keep = iteration_ > first || (!resumed_ && max_over_ranks(set_aside ? 1 : 0) == 0);
         if (keep) write_checkpoint();
         const std::string kept =
-            keep ? strfmt("the last good state (iteration %ld) is in %s/checkpoint.h5", static_cast<long>(iteration_),
-                          output_.c_str())
+            keep ? strfmt("the last good state (iteration %ld%s) is in %s/checkpoint.h5%s", static_cast<long>(iteration_),
+                          last_accepted.empty() ? "" : (", whose step measured " + last_accepted).c_str(),
+                          output_.c_str(),
+                          last_accepted.empty() ? ""
+                                                : " (if that energy is far from the run's earlier ones, the state was "
+                                                  "damaged before the failures began: start the run again instead of "
+                                                  "resuming it)")
             : resumed_ ? strfmt("the run's checkpoint (iteration %ld) and files are as they were",
                                 static_cast<long>(iteration_))
                        : std::string("no iteration was trained, and the run --force set aside is put back");
@@ -947,6 +953,11 @@ TrainOutcome Trainer::run(bool final_eval) {
       step += per * mols[m.index].sampler->step_size();
       excluded += static_cast<double>(m.excluded);
       of[m.index] = &m;
+    }
+    {
+      double error2 = 0;  // of the mean over the iteration's molecules
+      for (const auto& m : steps) error2 += per * per * m.error * m.error;
+      last_accepted = strfmt("E %.6g +- %.2g Eh", energy, std::sqrt(error2));
     }
     const double t_now = now();
     if (results_) try {

@@ -11,6 +11,7 @@
 #include "common/run_files.hpp"
 #include "common/test_util.hpp"
 #include "core/errors.hpp"
+#include "core/log.hpp"
 #include "models/analytic/hydrogenic.hpp"
 #include "train/finite_walkers.hpp"
 #include "train/trainer.hpp"
@@ -107,6 +108,12 @@ TEST(Recovery, APersistentFailureStopsCleanlyWithACheckpointOfTheLastGoodState) 
     EXPECT_NE(what.find("4 consecutive"), std::string::npos) << what;
     EXPECT_NE(what.find("optim.max_consecutive_failures"), std::string::npos) << what;
     EXPECT_NE(what.find("checkpoint.h5"), std::string::npos) << what;
+    // the last good state's energy is named, so a state already damaged before the failures can be seen
+    const auto energies = column(dir + "/result.h5", "train/energy");
+    ASSERT_EQ(energies.size(), 3u);
+    EXPECT_NE(what.find(strfmt("the last good state (iteration 3, whose step measured E %.6g +- ", energies[2])),
+              std::string::npos)
+        << what;
   }
   EXPECT_EQ(calls, 4);
   const Checkpoint c = load_checkpoint(dir + "/checkpoint.h5");
