@@ -122,6 +122,12 @@ void run_eval(const EvalArgs& a) {
   if (a.walkers >= 0) ra.overrides.push_back("sampler.walkers=" + std::to_string(a.walkers));
   if (!a.seed.empty()) ra.overrides.push_back("run.seed=" + a.seed);
   Config config = parse_config(c.config_yaml, ra.overrides, ra.file + ":config");
+  // another precision than training's is said (the text output shows none; a user audit)
+  if (const YAML::Node run = YAML::Load(c.config_yaml)["run"]; run && run.IsMap() && run["dtype"] &&
+                                                                 run["dtype"].IsScalar() &&
+                                                                 run["dtype"].Scalar() != config.run.dtype)
+    log::info("eval: the checkpoint was trained in " + run["dtype"].Scalar() + "; evaluating in " + config.run.dtype +
+              " (run.dtype)");
   // A run trained with eval.steps = 0 (no final evaluation) is measured with the default count
   // unless --steps or an override gives one (its own 0 refused the command its log suggests).
   const bool steps_given = a.steps >= 0 || std::any_of(ra.overrides.begin(), ra.overrides.end(), [](const std::string& o) {

@@ -212,7 +212,7 @@ MoleculeProfile profile_molecule(const std::string& config_path, std::vector<std
     log::info(strfmt("  (%d warm-up iterations, not %d: until each molecule has been trained once)", warmup, o.warmup));
   const TrainOutcome outcome = trainer.run(/*final_eval=*/false);
   trainer.timers().set_observer(nullptr);
-  if (outcome.interrupted) throw Interrupted("profile: interrupted (nothing written)");
+  if (outcome.interrupted) throw Interrupted("profile: interrupted (nothing written; its scratch runs, checkpoint included, are removed)");
   {  // (after the run: its first checkpoint drops any mark, as a user's run started there does)
     std::ofstream marker(dir + "/" + kScratchMarker);
     marker << "A scratch run of 'nnvmc profile': a profile into the same --output replaces this directory.\n";
@@ -391,6 +391,13 @@ ProfileReport run_profile(const std::string& config_path, const std::vector<std:
   }
   // (under the lock: another profile into this --output waits for the report too)
   if (options.write_outputs) write_profile_outputs(r, options.output, options.plots);
+  // An earlier profile's scratch runs of other molecules go: the directory holds this profile's
+  // (a user audit found runs/h2 and runs/lih of an earlier profile beside a report without them).
+  for (const auto& entry : std::filesystem::directory_iterator(options.output + "/runs", ec)) {
+    const std::string dir = entry.path().string();
+    if (std::find(made.begin(), made.end(), dir) == made.end() && std::filesystem::exists(dir + "/" + kScratchMarker, ec))
+      std::filesystem::remove_all(dir, ec);
+  }
   return r;
 }
 

@@ -1783,13 +1783,22 @@ TEST(Cli, AProfileThatFailsOrIsInterruptedLeavesWhatWasThereAndNothingElse) {
                                  " & pid=$!; for i in $(seq 300); do [ -d " + out + "/runs/h ] && break; sleep 0.1; done; "
                                  "sleep 1; kill -INT $pid; wait $pid; echo rc=$?'");
   EXPECT_NE(stopped.out.find("rc=1"), std::string::npos) << stopped.out;
-  EXPECT_NE(stopped.out.find("profile: interrupted (nothing written)"), std::string::npos) << stopped.out;
+  EXPECT_NE(stopped.out.find("profile: interrupted (nothing written; its scratch runs, checkpoint included, are removed)"),
+            std::string::npos)
+      << stopped.out;
   EXPECT_FALSE(fs::exists(out + "/runs/h")) << stopped.out;
   EXPECT_TRUE(fs::exists(out + "/runs/mine"));
   const auto again = run("profile " + cfg + " --molecules h" + flags);
   ASSERT_EQ(again.code, 0) << again.out;
   EXPECT_FALSE(fs::exists(out + "/roofline.png")) << "an old plot beside a report without one";
   EXPECT_TRUE(fs::exists(out + "/report.md"));
+  // another molecule's profile removes the scratch run of the last one, and nothing of the user's
+  ASSERT_EQ(run("profile " + cfg + " --molecules he" + flags).code, 0);
+  EXPECT_TRUE(fs::exists(out + "/runs/he"));
+  EXPECT_FALSE(fs::exists(out + "/runs/h"));
+  EXPECT_TRUE(fs::exists(out + "/runs/mine"));
+  ASSERT_EQ(run("profile " + cfg + " --molecules h" + flags).code, 0);
+  EXPECT_FALSE(fs::exists(out + "/runs/he"));
   ASSERT_EQ(run("profile " + cfg + " --molecules h" + flags).code, 0);  // its own scratch run is replaced
   // a scratch run the user continues is the user's: the next profile refuses it (it was replaced)
   ASSERT_EQ(run("train --resume " + out + "/runs/h optim.iterations=5 eval.steps=2").code, 0);
@@ -2163,6 +2172,13 @@ TEST(Cli, AnEvaluationOfOneStepHasTheErrorOverItsWalkers) {
   const auto k = run("eval " + out + " --steps 1 --log-level warn optim.type=kfac");
   ASSERT_EQ(k.code, 0) << k.out;
   EXPECT_NE(k.out.find("eval: 'optim.type=kfac' has no effect on an evaluation"), std::string::npos) << k.out;
+  // another precision than training's is said (the text output shows none)
+  const auto f32 = run("eval " + out + " --steps 1 run.dtype=float32");
+  ASSERT_EQ(f32.code, 0) << f32.out;
+  EXPECT_NE(f32.out.find("eval: the checkpoint was trained in float64; evaluating in float32 (run.dtype)"),
+            std::string::npos)
+      << f32.out;
+  EXPECT_EQ(k.out.find("the checkpoint was trained in"), std::string::npos) << k.out;
   // Ctrl-C stops an evaluation with a message and exit code 1 (it killed the process: 130, silent)
   const std::string log = out + "_eval_stopped.log";  // (the signal once the evaluation runs)
   const auto stopped = run_shell("bash -c '" + std::string(NNVMC_EXE) + " eval " + out + " --steps 100000000 > " + log +
