@@ -287,7 +287,27 @@ Trainer::Trainer(const Config& config, const std::string& checkpoint_path)
   // (a resume from another file of the directory, e.g. a copy, writes checkpoint.h5 beside it)
   if (std::error_code ec; fs::equivalent(checkpoint_path, fs::path(output_) / "checkpoint.h5", ec))
     last_checkpoint_ = c.iteration;
+  read_pretraining_energies();
   init_output(true);
+}
+
+void Trainer::read_pretraining_energies() {
+  // (rank 0 warns; a result.h5 without them, or unreadable, only leaves the check out)
+  const std::string path = output_ + "/result.h5";
+  std::error_code ec;
+  if (!parallel::world().is_root() || !fs::is_regular_file(path, ec)) return;
+  try {
+    const io::H5File results(path, io::H5File::Mode::read);
+    for (const auto& m : setup_.molecules) {
+      const std::string name = "pretrain/" + m.name() + "/e_hf";
+      if (!results.exists(name)) return e_hf_.clear();
+      const io::Array a = results.read(name);
+      if (a.dtype != io::DType::f64 || a.numel() < 1) return e_hf_.clear();
+      e_hf_.push_back(a.as<double>()[a.numel() - 1]);
+    }
+  } catch (const Error&) {
+    e_hf_.clear();
+  }
 }
 
 namespace {

@@ -156,9 +156,11 @@ class Trainer {
   bool resumed_ = false;
   std::string run_id_;  ///< Checkpoint::run_id: drawn by a new run, the checkpoint's on resume (rank 0's is written)
   std::string history_;  ///< Checkpoint::history (JSON array text; "" when no resume changed anything)
-  /// E_HF of each molecule from this process's pretraining (its target's basis), empty without:
+  /// E_HF of each molecule from the run's pretraining (its target's basis), empty without:
   /// a final energy above it is warned about (a user audit: energies 4 Eh above E_HF, exit 0)
   std::vector<double> e_hf_;
+  /// e_hf_ of a resumed run: its pretraining's, from result.h5 (left empty where it has none).
+  void read_pretraining_energies();
   std::string stopped_by_ = "optim.iterations";  ///< what ended the training: optim.iterations or optim.minutes
   bool previous_run_cleared_ = false;  ///< *.previous files of a run replaced by --force are gone
   /// On CUDA: each stage's time as the device sees it (CUDA events, no wait for the device when

@@ -92,6 +92,10 @@ TEST(Cli, APretrainingThatDoesNotFitAndAnEnergyAboveHartreeFockAreWarnedAbout) {
   EXPECT_NE(r.out.find("Eh of pretraining's target: the wavefunction is worse than Hartree-Fock"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("is above the UHF/sto-6g energy -2.8"), std::string::npos) << r.out;
+  // a resumed run compares with its pretraining's E_HF (from result.h5)
+  const auto resumed = run("train --resume " + t.dir + " optim.iterations=1 --log-level warn");
+  ASSERT_EQ(resumed.code, 0) << resumed.out;
+  EXPECT_NE(resumed.out.find("is above the UHF/sto-6g energy -2.8"), std::string::npos) << resumed.out;
 }
 
 // model.init_from is a training setting: an evaluation names it and ignores it, also for a
