@@ -96,7 +96,8 @@ void Orbformer::check_system(const SystemTensors& sys) const {
   if (sys.n_electrons() < 1 || sys.n_electrons() > total)
     throw InputError("orbformer needs 1 <= electrons <= sum of Z (its orbitals are the atoms' slots); "
                      "the molecule has " +
-                     std::to_string(sys.n_electrons()) + " electrons and sum Z = " + std::to_string(total));
+                     std::to_string(sys.n_electrons()) + " electrons and sum Z = " + std::to_string(total) +
+                     ": an anion (a negative system.charge, or charge: in its entry) needs another model.type");
 }
 
 OrbformerMolecule Orbformer::molecule(const SystemTensors& sys) {

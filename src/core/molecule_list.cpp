@@ -256,14 +256,26 @@ std::vector<System> resolve_molecules(const SystemConfig& config) {
       s.e_ref_source.clear();
     }
     const std::string who = key + (out.size() > 1 ? "[" + std::to_string(i) + "] (" + s.name + ")" : "");
+    // system.charge and system.spin apply to every molecule of a list: one spin cannot suit
+    // electron counts of both parities (a user audit followed the advice below into another error)
+    const std::string per_entry = out.size() > 1 ? "; system.charge and system.spin apply to every molecule of the "
+                                                   "list: to give molecules different ones, set charge: and spin: in "
+                                                   "their entries of system.molecules instead"
+                                                 : "";
     if (config.charge && !config.spin && s.spin_given && s.n_electrons() > 0 && (s.n_electrons() + s.spin) % 2 != 0)
       throw InputError(strfmt("system.charge=%d: molecule '%s' then has %d electrons, for which the spin %d it was given "
-                              "has the wrong parity; give system.spin too (e.g. system.spin=%d)",
-                              *config.charge, s.name.c_str(), s.n_electrons(), s.spin, std::abs(s.spin - 1)));
+                              "has the wrong parity; give system.spin too (e.g. system.spin=%d)%s",
+                              *config.charge, s.name.c_str(), s.n_electrons(), s.spin, std::abs(s.spin - 1),
+                              per_entry.c_str()));
     try {
       s.validate();
     } catch (const InputError& e) {
-      throw InputError(who + ": " + e.what());
+      // the settings that made the molecule's charge or spin are named (the message named
+      // system.molecule, a key the user had not changed: a user audit)
+      std::string set_by;
+      if (config.charge) set_by = strfmt("system.charge=%d", *config.charge);
+      if (config.spin) set_by += (set_by.empty() ? "" : ", ") + strfmt("system.spin=%d", *config.spin);
+      throw InputError(who + ": " + e.what() + (set_by.empty() ? "" : " (with " + set_by + per_entry + ")"));
     }
   }
   // The same molecule twice (e.g. frames @-1 and @9 of a ten-frame file) is trained twice: legal,

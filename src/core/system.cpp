@@ -46,7 +46,8 @@ double System::nuclear_repulsion() const {
 }
 
 std::string System::electron_summary() const {
-  return name + ": " + std::to_string(n_electrons()) + " electrons (" + std::to_string(n_up()) + " up, " +
+  return name + ": " + std::to_string(n_electrons()) + (n_electrons() == 1 ? " electron (" : " electrons (") +
+         std::to_string(n_up()) + " up, " +
          std::to_string(n_down()) + " down)";
 }
 
@@ -104,8 +105,8 @@ void System::validate() const {
     throw InputError(who + ": spin " + std::to_string(spin) + " exceeds the number of electrons (" +
                      std::to_string(n) + ")");
   if ((n + spin) % 2 != 0)
-    throw InputError(who + ": spin " + std::to_string(spin) + " has the wrong parity for " +
-                     std::to_string(n) + " electrons (n_up - n_down must have the parity of n: e.g. spin: " +
+    throw InputError(who + ": spin " + std::to_string(spin) + " has the wrong parity for " + std::to_string(n) +
+                     (n == 1 ? " electron" : " electrons") + " (n_up - n_down must have the parity of n: e.g. spin: " +
                      std::to_string(spin == 0 ? 1 : spin > 0 ? spin - 1 : spin + 1) + ")");
   for (size_t i = 0; i < atoms.size(); ++i)
     for (size_t j = i + 1; j < atoms.size(); ++j) {

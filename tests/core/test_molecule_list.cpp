@@ -190,6 +190,18 @@ TEST(MoleculeList, AMoleculeWithoutSpinTakesTheLowestAndAChargeThatBreaksAFilesS
                                 "given has the wrong parity; give system.spin too (e.g. system.spin=1)"))
       << charged;
   EXPECT_EQ(molecules_of("system: {molecule: he, charge: -1, spin: 1}")[0].n_up(), 2);
+  // an error that system.charge or system.spin caused names them (it named system.molecule), and
+  // for a list says that they apply to every molecule (no one spin suits Li+ and He+)
+  const auto h_cation = error_of<InputError>("system: {molecule: h, charge: 1}");
+  EXPECT_TRUE(contains(h_cation, "charge 1 leaves 0 electrons (with system.charge=1)")) << h_cation;
+  const auto h_spin = error_of<InputError>("system: {molecule: h, spin: 0}");
+  EXPECT_TRUE(contains(h_spin, "spin 0 has the wrong parity for 1 electron (n_up")) << h_spin;
+  EXPECT_TRUE(contains(h_spin, "(with system.spin=0)")) << h_spin;
+  const auto list = error_of<InputError>("system: {molecules: [li, he], charge: 1, spin: 0}");
+  EXPECT_TRUE(contains(list, "(with system.charge=1, system.spin=0; system.charge and system.spin apply to every "
+                             "molecule of the list: to give molecules different ones, set charge: and spin: in their "
+                             "entries of system.molecules instead)"))
+      << list;
   // an entry's own charge also takes the lowest spin of a molecule that gives none (compare reads
   // entries without resolve_molecules)
   const std::string h2 = (fs::temp_directory_path() / "nnvmc_h2_no_spin.yaml").string();
