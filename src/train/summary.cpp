@@ -83,9 +83,12 @@ std::string eval_text(const EvalResult& r) {
                 "still reflects where they started; give eval.burn_in steps to adapt the step size\n",
                 r.acceptance, r.step_size);
   if (r.error_floored)
-    s += strfmt("note: the error estimates fell below √(variance / samples) = %.6f, the error of %lld independent "
-                "samples, which correlated samples cannot beat: that is the error bar given\n",
-                r.error_independent, static_cast<long long>(r.steps) * r.walkers - r.excluded);
+    // (the stated estimate is named: the cross-checks above may lie above the floor, a user audit)
+    s += strfmt("note: the error from the %s (%s) fell below √(variance / samples) = %.6f, the error of %lld "
+                "independent samples, which correlated samples cannot beat: that is the error bar given\n",
+                reblocked ? "reblocking" : "walkers' averages",
+                value(reblocked ? r.error_reblocking : r.error_walkers).c_str(), r.error_independent,
+                static_cast<long long>(r.steps) * r.walkers - r.excluded);
   if (r.excluded > 0)
     s += strfmt("warning: %ld sample(s) with a non-finite local energy were left out\n", static_cast<long>(r.excluded));
   return s;

@@ -88,3 +88,16 @@ TEST(EvalText, ADriftingOrStuckEvaluationIsUnreliableAndSaysWhy) {
   EXPECT_TRUE(contains(text, "acceptance 0.003 at step size")) << text;
   EXPECT_TRUE(contains(text, "the walkers hardly moved")) << text;
 }
+
+// The floor note names the estimate that fell below it, the stated one (it said "the error
+// estimates", while cross-checks printed above it lay above the floor: a user audit).
+TEST(EvalText, TheErrorFloorNoteNamesTheEstimateThatFellBelowIt) {
+  auto r = evaluation("walker chains", 128, true);
+  r.error_walkers = 0.001391;
+  r.error_reblocking = 0.001882;
+  r.error_independent = 0.0015;
+  r.stats.error = 0.0015;
+  r.error_floored = true;
+  const std::string text = eval_text(r);
+  EXPECT_TRUE(contains(text, "note: the error from the walkers' averages (0.001391) fell below")) << text;
+}
