@@ -214,9 +214,10 @@ void write_report(const std::string& path, const CompareSpec& spec, const std::v
                   const std::vector<Row>& rows, const ReportInfo& info, const std::string& plot_note) {
   std::ostringstream o;
   o << "# Comparison `" << spec.name << "`\n\n";
-  o << "From `" << spec.source << "`: " << spec.ansatze.size() << " ansätze × " << spec.molecules.size() << " molecules"
+  o << "From `" << spec.source << "`: " << spec.ansatze.size() << (spec.ansatze.size() == 1 ? " ansatz × " : " ansätze × ")
+    << spec.molecules.size() << (spec.molecules.size() == 1 ? " molecule" : " molecules")
     << (spec.cells.size() != spec.ansatze.size() * spec.molecules.size() ? " × the axes' entries" : "") << " = "
-    << spec.cells.size() << " cells.\n\n";
+    << spec.cells.size() << (spec.cells.size() == 1 ? " cell.\n\n" : " cells.\n\n");
   o << "Budget per cell: " << budget_line(spec, info) << ".\n\n";
   o << "## References\n\n| molecule | electrons | reference (Eh) | source |\n|---|---|---|---|\n";
   for (size_t i = 0; i < spec.molecules.size(); ++i)

@@ -165,18 +165,32 @@ std::string blamed_on_override(const std::string& message, const std::string& pr
 }
 
 /// Makes labels unique ("x", "x-2", ...), also against labels that already end so ("x", "x",
-/// "x-2" gives "x", "x-3", "x-2").
-void uniquify(std::vector<std::string*> labels) {
+/// "x-2" gives "x", "x-3", "x-2"), and says so: a renamed entry is named in a warning, which for
+/// an entry the same as an earlier one (`contents`, one text per label) says that its cells
+/// repeat the other's runs (a user audit found "adam-2" and "h2-2" in tables without a word).
+void uniquify(std::vector<std::string*> labels, const std::string& key, const std::vector<std::string>& contents) {
   std::set<std::string> given, used;
+  std::map<std::string, std::size_t> first;  // label -> index of its first entry
   for (const auto* l : labels) given.insert(*l);
-  for (auto* l : labels) {
-    if (used.insert(*l).second) continue;
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    auto* l = labels[i];
+    if (used.insert(*l).second) {
+      first.emplace(*l, i);
+      continue;
+    }
     std::string candidate;
     for (int k = 2;; ++k) {
       candidate = *l;
       candidate.append("-").append(std::to_string(k));  // not "-" + to_string: GCC 12 -O3 false -Wstringop-overflow
       if (given.count(candidate) == 0 && used.count(candidate) == 0) break;
     }
+    const std::size_t j = first.count(*l) ? first.at(*l) : i;
+    const bool same = j < i && i < contents.size() && contents[i] == contents[j];
+    log::warn(strfmt("compare: '%s' and '%s' are both labelled '%s': the later one's cells and rows are called '%s'%s",
+                     at(key, j).c_str(), at(key, i).c_str(), l->c_str(), candidate.c_str(),
+                     same ? "; the two entries are the same, so its cells repeat the other's runs with the same seed "
+                            "(not independent replicas)"
+                          : "; give the entries label: keys to name them"));
     *l = candidate;
     used.insert(candidate);
   }
@@ -243,8 +257,12 @@ std::vector<AnsatzEntry> parse_ansatze(const YAML::Node& root, const YAML::Node&
     out.push_back(std::move(a));
   }
   std::vector<std::string*> labels;
-  for (auto& a : out) labels.push_back(&a.label);
-  uniquify(labels);
+  std::vector<std::string> contents;
+  for (auto& a : out) {
+    labels.push_back(&a.label);
+    contents.push_back(YAML::Dump(a.entry));
+  }
+  uniquify(labels, "ansatze", contents);
   return out;
 }
 
@@ -300,8 +318,12 @@ std::vector<std::pair<MoleculeEntry, YAML::Node>> parse_molecules(const YAML::No
     out.emplace_back(std::move(m), system);
   }
   std::vector<std::string*> labels;
-  for (auto& m : out) labels.push_back(&m.first.label);
-  uniquify(labels);
+  std::vector<std::string> contents;
+  for (auto& m : out) {
+    labels.push_back(&m.first.label);
+    contents.push_back(YAML::Dump(m.second));
+  }
+  uniquify(labels, "molecules", contents);
   return out;
 }
 
@@ -347,8 +369,12 @@ std::vector<AxisEntry> parse_axis(const YAML::Node& root, const std::string& key
     out.push_back(std::move(a));
   }
   std::vector<std::string*> labels;
-  for (auto& a : out) labels.push_back(&a.label);
-  uniquify(labels);
+  std::vector<std::string> contents;
+  for (auto& a : out) {
+    labels.push_back(&a.label);
+    contents.push_back(YAML::Dump(a.value));
+  }
+  uniquify(labels, key, contents);
   return out;
 }
 

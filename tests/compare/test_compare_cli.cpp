@@ -576,7 +576,7 @@ TEST(CompareCli, RunConfigEntriesMoleculeFilesADtypeAxisMaxCellsPlotsAndRetries)
   {  // the report counts the axis's cells (it said "1 ansätze × 2 molecules = 4 cells")
     std::ifstream in(dir + "/report.md");
     const std::string md((std::istreambuf_iterator<char>(in)), {});
-    EXPECT_NE(md.find("1 ansätze × 2 molecules × the axes' entries = 4 cells"), std::string::npos) << md;
+    EXPECT_NE(md.find("1 ansatz × 2 molecules × the axes' entries = 4 cells"), std::string::npos) << md;
   }
   // a report without plots has no old plots beside it (they stood beside "Not made")
   ASSERT_EQ(run("compare " + file + " --no-plots").code, 0);

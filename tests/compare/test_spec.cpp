@@ -453,12 +453,28 @@ TEST(CompareSpec, BadFilesAreConfigErrorsNamingTheKey) {
   EXPECT_NE(error_of(kTwoSizes + "reference_basis:\n").find("'reference_basis' has no value"), std::string::npos);
 }
 
-TEST(CompareSpec, DuplicateLabelsAreMadeUnique) {
+// ... and said: a renamed entry is named, and one the same as an earlier entry is said to
+// repeat its runs (a user audit found "adam-2" and "h2-2" cells without a word).
+TEST(CompareSpec, DuplicateLabelsAreMadeUniqueAndNamedInAWarning) {
+  testing::internal::CaptureStdout();  // (the log's sink: stdout in tests, stderr in the app)
+  testing::internal::CaptureStderr();
   const auto spec = parse_compare_spec(
-      "ansatze: [{type: ferminet}, {type: ferminet, ferminet: {determinants: 2}}]\nmolecules: [h, h]\n", {},
-      "cmp.yaml");
-  ASSERT_EQ(spec.cells.size(), 4u);
-  EXPECT_EQ(spec.cells[3].id, "ferminet-2__h-2");
+      "ansatze: [{type: ferminet}, {type: ferminet, ferminet: {determinants: 2}}]\nmolecules: [h, h]\n"
+      "optim: [adam, {type: adam, lr: 0.01}]\n",
+      {}, "cmp.yaml");
+  const std::string err = testing::internal::GetCapturedStderr() + testing::internal::GetCapturedStdout();
+  ASSERT_EQ(spec.cells.size(), 8u);
+  EXPECT_EQ(spec.cells.back().id, "ferminet-2__h-2__adam-2");
+  EXPECT_NE(err.find("compare: 'ansatze[0]' and 'ansatze[1]' are both labelled 'ferminet': the later one's cells and "
+                     "rows are called 'ferminet-2'; give the entries label: keys to name them"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("'molecules[0]' and 'molecules[1]' are both labelled 'h': the later one's cells and rows are "
+                     "called 'h-2'; the two entries are the same, so its cells repeat the other's runs with the same "
+                     "seed (not independent replicas)"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("'optim[0]' and 'optim[1]' are both labelled 'adam'"), std::string::npos) << err;
 }
 
 TEST(CompareReferences, FileReferencesAndCcsdTInTheReferenceBasis) {
