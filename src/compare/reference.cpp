@@ -1,6 +1,7 @@
 #include "parallel/communicator.hpp"
 #include "compare/reference.hpp"
 
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -53,6 +54,16 @@ Reference ccsd_t_reference(const System& system, const std::string& basis) {
     return r;
   }
   log::info(strfmt("reference for %s: CCSD(T)/%s ...", system.name.c_str(), basis.c_str()));
+  // An anion's extra electron lies far out: a basis without diffuse functions leaves its CCSD(T)
+  // energy tens of mEh high (H- in cc-pVDZ: 58 mEh), and VMC "below the reference" (a user audit).
+  long long z_sum = 0;
+  for (const auto& a : system.atoms) z_sum += a.Z;
+  std::string lower = basis;
+  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (system.n_electrons() > z_sum && lower.rfind("aug-", 0) != 0 && lower.find('+') == std::string::npos)
+    log::warn(strfmt("%s is an anion, and reference_basis %s has no diffuse functions: its CCSD(T) reference lies "
+                     "well above the exact energy (give an aug- or + basis, or the molecule's e_ref)",
+                     system.name.c_str(), basis.c_str()));
   ccsd::CcsdRunOptions o;
   o.basis = basis;
   o.ccsd.triples = true;
