@@ -26,7 +26,8 @@ namespace fs = std::filesystem;
 
 /// Settings that choose how (and how long) a run is executed, not which Markov chain it follows: a resume may
 /// change them without a warning (e.g. more threads, or the GPU for the later iterations).
-/// (The chunk sizes split walkers whose random streams are their own: chunked or not, every number is the same.)
+/// (The chunk sizes split walkers whose random streams are their own: chunks change the chain only by the
+/// rounding of sums over chunks.)
 const char* const kExecutionSettings[] = {"run.threads",          "run.walker_threads",        "run.cuda_graphs",
                                           "run.memory_budget",    "run.checkpoint_every",      "run.device",
                                           "run.name",             "optim.iterations",          "optim.minutes",

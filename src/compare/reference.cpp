@@ -7,12 +7,14 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <regex>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "batching/budget.hpp"
 #include "ccsd/driver.hpp"
+#include "scf/basis.hpp"
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "io/hdf5_file.hpp"
@@ -42,6 +44,15 @@ nlohmann::json read_cache(const std::string& path) {
   }
 }
 
+/// Whether a basis's name (a file's stem) says it has diffuse functions: aug-cc-pVXZ (also d-aug-),
+/// ma-def2 and def2-…D (Rappoport), Pople's + (spelled p in file names: 6-31pgs.nw).
+bool named_diffuse(const std::string& basis) {
+  std::string stem = std::filesystem::path(scf::is_basis_path(basis) ? basis : scf::basis_file_name(basis)).stem().string();
+  for (auto& c : stem) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static const std::regex diffuse(R"((^|[^a-z])aug-|(^|-)ma-|\+|^[0-9]+-[0-9]+p+g|^def2-[a-z]*pd$)");
+  return std::regex_search(stem, diffuse);
+}
+
 /// The label of a molecule without a CCSD(T) reference.
 const char* const kOpenShellLabel = "no CCSD(T) reference: open shell (nnvmc's CCSD is closed-shell)";
 
@@ -58,11 +69,10 @@ Reference ccsd_t_reference(const System& system, const std::string& basis) {
   // energy tens of mEh high (H- in cc-pVDZ: 58 mEh), and VMC "below the reference" (a user audit).
   long long z_sum = 0;
   for (const auto& a : system.atoms) z_sum += a.Z;
-  std::string lower = basis;
-  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (system.n_electrons() > z_sum && lower.rfind("aug-", 0) != 0 && lower.find('+') == std::string::npos)
-    log::warn(strfmt("%s is an anion, and reference_basis %s has no diffuse functions: its CCSD(T) reference lies "
-                     "well above the exact energy (give an aug- or + basis, or the molecule's e_ref)",
+  if (system.n_electrons() > z_sum && !named_diffuse(basis))
+    log::warn(strfmt("%s is an anion, and reference_basis %s has no diffuse functions (by its name): its CCSD(T) "
+                     "reference lies well above the exact energy (give an aug-, ma- or + basis, or the molecule's "
+                     "e_ref)",
                      system.name.c_str(), basis.c_str()));
   ccsd::CcsdRunOptions o;
   o.basis = basis;

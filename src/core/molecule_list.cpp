@@ -275,7 +275,10 @@ std::vector<System> resolve_molecules(const SystemConfig& config) {
       std::string set_by;
       if (config.charge) set_by = strfmt("system.charge=%d", *config.charge);
       if (config.spin) set_by += (set_by.empty() ? "" : ", ") + strfmt("system.spin=%d", *config.spin);
-      throw InputError(who + ": " + e.what() + (set_by.empty() ? "" : " (with " + set_by + per_entry + ")"));
+      const std::string what = e.what();  // (named where the error is about charge, spin or electrons only)
+      const bool theirs = what.find("charge") != std::string::npos || what.find("spin") != std::string::npos ||
+                          what.find("electron") != std::string::npos;
+      throw InputError(who + ": " + what + (set_by.empty() || !theirs ? "" : " (with " + set_by + per_entry + ")"));
     }
   }
   // The same molecule twice (e.g. frames @-1 and @9 of a ten-frame file) is trained twice: legal,

@@ -132,6 +132,11 @@ MoleculeProfile profile_molecule(const std::string& config_path, std::vector<std
   // the new one starts as a fresh run, not as a --force start over it.
   const std::string dir = o.output + "/runs/" + label;
   std::error_code ec;
+  // (a scratch run continued with train --resume keeps the mark until its first checkpoint:
+  // one in use is the user's; a review)
+  if (io::lock_held(dir))
+    throw InputError("profile: --output " + o.output + ": " + dir + " is in use (a run continues there); choose "
+                     "another --output");
   std::filesystem::remove_all(dir, ec);
   if (ec) throw InputError("profile: --output " + o.output + ": cannot remove the previous scratch run " + dir + ": " + ec.message());
   // The run directories under <output>/runs/ are the profile's own scratch: a new profile
@@ -395,7 +400,8 @@ ProfileReport run_profile(const std::string& config_path, const std::vector<std:
   // (a user audit found runs/h2 and runs/lih of an earlier profile beside a report without them).
   for (const auto& entry : std::filesystem::directory_iterator(options.output + "/runs", ec)) {
     const std::string dir = entry.path().string();
-    if (std::find(made.begin(), made.end(), dir) == made.end() && std::filesystem::exists(dir + "/" + kScratchMarker, ec))
+    if (std::find(made.begin(), made.end(), dir) == made.end() && std::filesystem::exists(dir + "/" + kScratchMarker, ec) &&
+        !io::lock_held(dir))  // (one a user continues with train --resume is theirs)
       std::filesystem::remove_all(dir, ec);
   }
   return r;

@@ -108,6 +108,12 @@ PretrainResult pretrain(VmcSetup& s, const PretrainOptions& options, StageTimers
       const double match = hf.back()->align_orbitals_to(*hf[ref]);
       log::debug(strfmt("pretraining: orbitals of '%s' aligned to those of '%s' (smallest singular value of their "
                         "overlap %.3f)", m.name().c_str(), s.molecules[ref].name().c_str(), match));
+      // (the overlap is taken where the nuclei are: geometries moved or turned as a whole overlap little)
+      if (match < 0.5)
+        log::warn(strfmt("pretraining: the occupied orbitals of '%s' overlap little with those of '%s', the nearest "
+                         "geometry (%.2f): their Hartree-Fock targets may not match in sign; place the molecules "
+                         "alike (same centre and orientation)",
+                         m.name().c_str(), s.molecules[ref].name().c_str(), match));
     }
     hf.back()->set_options(s.options);
     out.molecules[i].e_hf = hf.back()->energy();

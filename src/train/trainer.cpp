@@ -929,9 +929,9 @@ TrainOutcome Trainer::run(bool final_eval) {
                           last_accepted.empty() ? "" : (", whose step measured " + last_accepted).c_str(),
                           output_.c_str(),
                           last_accepted.empty() ? ""
-                                                : " (if that energy is far from the run's earlier ones, the state was "
-                                                  "damaged before the failures began: start the run again instead of "
-                                                  "resuming it)")
+                                                : " (if that energy is far from the same molecules' earlier ones, "
+                                                  "the state was damaged before the failures began: start the run "
+                                                  "again instead of resuming it)")
             : resumed_ ? strfmt("the run's checkpoint (iteration %ld) and files are as they were",
                                 static_cast<long>(iteration_))
                        : std::string("no iteration was trained, and the run --force set aside is put back");
@@ -977,7 +977,11 @@ TrainOutcome Trainer::run(bool final_eval) {
     {
       double error2 = 0;  // of the mean over the iteration's molecules
       for (const auto& m : steps) error2 += per * per * m.error * m.error;
-      last_accepted = strfmt("E %.6g +- %.2g Eh", energy, std::sqrt(error2));
+      // (with molecules_per_step, which molecules: batches differ in energy; measured before the step's update)
+      std::string which;
+      if (steps.size() < n_mol)
+        for (const auto& m : steps) which += (which.empty() ? " of " : ", ") + mols[m.index].name();
+      last_accepted = strfmt("E %.6g +- %.2g Eh%s before its update", energy, std::sqrt(error2), which.c_str());
     }
     const double t_now = now();
     if (results_) try {

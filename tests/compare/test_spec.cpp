@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "scf/basis.hpp"
 #include "compare/reference.hpp"
 #include "compare/spec.hpp"
 #include "core/errors.hpp"
@@ -492,6 +493,19 @@ TEST(CompareReferences, AnAnionsReferenceInABasisWithoutDiffuseFunctionsIsWarned
   EXPECT_GT(refs[0].energy, -0.5);  // (exact: -0.52775)
   EXPECT_NE(err.find("is an anion, and reference_basis cc-pvdz has no diffuse functions"), std::string::npos) << err;
   fs::remove_all(out);
+  // bases with diffuse functions by name, also as a file's path (a review: a path warned)
+  for (const std::string& basis : {std::string("aug-cc-pVDZ"), std::string("6-31+G*"),
+                                  scf::default_basis_dir() + "/aug-cc-pvdz.nw"}) {
+    const auto diffuse = parse_compare_spec("ansatze: [{type: hf}]\nmolecules: [{molecule: h, charge: -1, spin: 0}]\n",
+                                            {"output=" + out, "references=ccsd_t", "reference_basis=" + basis},
+                                            "cmp.yaml");
+    testing::internal::CaptureStdout();
+    testing::internal::CaptureStderr();
+    (void)compute_references(diffuse);
+    const std::string quiet = testing::internal::GetCapturedStderr() + testing::internal::GetCapturedStdout();
+    EXPECT_EQ(quiet.find("is an anion"), std::string::npos) << basis << "\n" << quiet;
+    fs::remove_all(out);
+  }
 }
 
 TEST(CompareReferences, FileReferencesAndCcsdTInTheReferenceBasis) {

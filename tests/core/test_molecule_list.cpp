@@ -197,6 +197,10 @@ TEST(MoleculeList, AMoleculeWithoutSpinTakesTheLowestAndAChargeThatBreaksAFilesS
   const auto h_spin = error_of<InputError>("system: {molecule: h, spin: 0}");
   EXPECT_TRUE(contains(h_spin, "spin 0 has the wrong parity for 1 electron (n_up")) << h_spin;
   EXPECT_TRUE(contains(h_spin, "(with system.spin=0)")) << h_spin;
+  // (and only errors about charge, spin or electrons: coinciding atoms are not the charge's doing)
+  const auto atoms = error_of<InputError>("system: {molecule: {atoms: [[H, 0, 0, 0], [H, 0, 0, 0]]}, charge: 0}");
+  EXPECT_TRUE(contains(atoms, "atoms 0 and 1")) << atoms;
+  EXPECT_FALSE(contains(atoms, "with system.charge")) << atoms;
   const auto list = error_of<InputError>("system: {molecules: [li, he], charge: 1, spin: 0}");
   EXPECT_TRUE(contains(list, "(with system.charge=1, system.spin=0; system.charge and system.spin apply to every "
                              "molecule of the list: to give molecules different ones, set charge: and spin: in their "

@@ -16,6 +16,7 @@
 
 #include "common/run_files.hpp"
 #include "common/text.hpp"
+#include "io/directory_lock.hpp"
 #include "io/hdf5_file.hpp"
 
 namespace fs = std::filesystem;
@@ -1801,6 +1802,11 @@ TEST(Cli, AProfileThatFailsOrIsInterruptedLeavesWhatWasThereAndNothingElse) {
   EXPECT_TRUE(fs::exists(out + "/runs/he"));
   EXPECT_FALSE(fs::exists(out + "/runs/h"));
   EXPECT_TRUE(fs::exists(out + "/runs/mine"));
+  {  // ... but not one in use (a scratch run continued with train --resume keeps its mark at first: a review)
+    const nnvmc::io::DirectoryLock in_use(out + "/runs/he", "test");
+    ASSERT_EQ(run("profile " + cfg + " --molecules h" + flags).code, 0);
+    EXPECT_TRUE(fs::exists(out + "/runs/he"));
+  }
   ASSERT_EQ(run("profile " + cfg + " --molecules h" + flags).code, 0);
   EXPECT_FALSE(fs::exists(out + "/runs/he"));
   ASSERT_EQ(run("profile " + cfg + " --molecules h" + flags).code, 0);  // its own scratch run is replaced
