@@ -41,6 +41,14 @@ constexpr double kDriftThreshold = 3.5;  ///< |z| above this: the walkers were n
 /// never adapted, eval.burn_in = 0), and the result still holds their starting positions.
 constexpr double kMinUsefulAcceptance = 0.05;
 
+/// The walkers' averages spread more than this many times the reblocking error of their mean
+/// series (both estimate the same error when the walkers mix): walkers that keep to separate
+/// regions (nodal pockets of a trained wavefunction, a trap near a nucleus) differ by constant
+/// offsets that the mean series cannot show, and the energy depends on where they started (a
+/// user audit: an unfrozen PauliNet's Li gave ±0.041 against reblocking's ±0.0072, and
+/// evaluations disagreed beyond either). Healthy evaluations give a ratio near 1.
+constexpr double kMaxWalkerSpreadRatio = 3.0;
+
 /// Burn-in (MH steps) of walkers placed afresh around the nuclei, unless the user gives one: a
 /// shifted He atom needed about 300 (a user audit). Also what repeated copies of checkpoint
 /// walkers get to decorrelate.
@@ -70,7 +78,14 @@ struct EvalResult {
   /// And the walkers were in equilibrium as far as can be seen: no drift, and they moved.
   bool error_reliable() const {
     return (stats.plateau || (error_method == "walker chains" && walkers >= kMinWalkersForChainsError)) &&
-           !drifting() && !hardly_moved();
+           !drifting() && !hardly_moved() && !walkers_apart();
+  }
+  /// Walkers that do not mix (see kMaxWalkerSpreadRatio): checked with at least
+  /// kMinWalkersForChainsError walkers and a reblocking plateau.
+  bool walkers_apart() const {
+    return walkers >= kMinWalkersForChainsError && stats.plateau && std::isfinite(error_walkers) &&
+           std::isfinite(error_reblocking) && error_reblocking > 0 &&
+           error_walkers > kMaxWalkerSpreadRatio * error_reblocking;
   }
   /// Stationarity check (see kDriftThreshold): the two segments' means and the difference in
   /// units of their combined error. NaN when not checked: a series shorter than kMinDriftSteps,

@@ -29,6 +29,7 @@ nlohmann::json eval_json(const EvalResult& r) {
           {"drift_z", r.drift_z},
           {"drift_first", r.drift_first},
           {"drift_last", r.drift_last},
+          {"walkers_apart", r.walkers_apart()},
           {"acceptance", r.acceptance},
           {"step_size", r.step_size},
           {"excluded_samples", r.excluded},
@@ -78,6 +79,12 @@ std::string eval_text(const EvalResult& r) {
                 "began, and the energy is biased; raise eval.burn_in (heavy atoms take thousands of steps: the "
                 "step size adapts to the core electrons)\n",
                 100 * kDriftFirstFraction, r.drift_first, 100 * kDriftLastFraction, r.drift_last, std::fabs(r.drift_z));
+  if (r.walkers_apart())
+    s += strfmt("warning: the walkers do not mix: their own averages spread by ± %.6f, %.1f times the reblocking error "
+                "%.6f of their mean series: some keep to regions of their own (nodal pockets, a trap), and the "
+                "energy depends on where they started; evaluate longer, with more walkers, or check the "
+                "wavefunction\n",
+                r.error_walkers, r.error_walkers / r.error_reblocking, r.error_reblocking);
   if (r.hardly_moved())
     s += strfmt("warning: acceptance %.3f at step size %.4f: the walkers hardly moved while measuring, and the energy "
                 "still reflects where they started; give eval.burn_in steps to adapt the step size\n",

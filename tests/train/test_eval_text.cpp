@@ -101,3 +101,24 @@ TEST(EvalText, TheErrorFloorNoteNamesTheEstimateThatFellBelowIt) {
   const std::string text = eval_text(r);
   EXPECT_TRUE(contains(text, "note: the error from the walkers' averages (0.001391) fell below")) << text;
 }
+
+// Walkers whose own averages spread far more than the reblocking of their mean series allows do
+// not mix: the evaluation is unreliable and says why (a user audit: ±0.041 against ±0.0072).
+TEST(EvalText, WalkersThatDoNotMixMakeTheEvaluationUnreliable) {
+  auto apart = evaluation("walker chains", 64, true);
+  apart.error_walkers = 0.0413;
+  apart.error_reblocking = 0.0066;
+  ASSERT_TRUE(apart.walkers_apart());
+  ASSERT_FALSE(apart.error_reliable());
+  const std::string text = eval_text(apart);
+  EXPECT_TRUE(contains(text, "UNRELIABLE")) << text;
+  EXPECT_TRUE(contains(text, "the walkers do not mix: their own averages spread by ± 0.041300, 6.3 times")) << text;
+  auto mixing = apart;
+  mixing.error_walkers = 0.0097;
+  mixing.error_reblocking = 0.0114;  // (the frozen baseline of the same audit)
+  EXPECT_FALSE(mixing.walkers_apart());
+  EXPECT_TRUE(mixing.error_reliable());
+  auto no_plateau = apart;
+  no_plateau.stats.plateau = false;  // (the reblocking error is then no yardstick)
+  EXPECT_FALSE(no_plateau.walkers_apart());
+}
