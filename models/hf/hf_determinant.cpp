@@ -74,10 +74,11 @@ double HartreeFockDeterminant::align_orbitals_to(const HartreeFockDeterminant& r
     *c = (*c) * (svd.matrixV() * svd.matrixU().transpose());
     smallest = std::min(smallest, svd.singularValues().minCoeff());
   }
-  const std::lock_guard<std::mutex> lock(cache_mutex_);
-  table_ = GaussianBasisTable();  // coefficients_ are rebuilt with the table on the next pass
-  alpha_ = scf::GaussianOrbitals(basis_, c_alpha_, options_);
-  beta_ = scf::GaussianOrbitals(basis_, c_beta_, options_);
+  {
+    const std::lock_guard<std::mutex> lock(cache_mutex_);
+    table_ = GaussianBasisTable();  // coefficients_ are rebuilt with the table on the next pass
+  }
+  set_options(options_);  // the orbitals of the rotated coefficients
   return smallest;
 }
 

@@ -67,9 +67,7 @@ Reference ccsd_t_reference(const System& system, const std::string& basis) {
   log::info(strfmt("reference for %s: CCSD(T)/%s ...", system.name.c_str(), basis.c_str()));
   // An anion's extra electron lies far out: a basis without diffuse functions leaves its CCSD(T)
   // energy tens of mEh high (H- in cc-pVDZ: 58 mEh), and VMC "below the reference" (a user audit).
-  long long z_sum = 0;
-  for (const auto& a : system.atoms) z_sum += a.Z;
-  if (system.n_electrons() > z_sum && !named_diffuse(basis))
+  if (system.charge < 0 && !named_diffuse(basis))
     log::warn(strfmt("%s is an anion, and reference_basis %s has no diffuse functions (by its name): its CCSD(T) "
                      "reference lies well above the exact energy (give an aug-, ma- or + basis, or the molecule's "
                      "e_ref)",

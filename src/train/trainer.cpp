@@ -792,7 +792,10 @@ TrainOutcome Trainer::run(bool final_eval) {
   const double budget_seconds = cfg.optim.minutes * 60.0;  // 0: no wall-time budget
   double iter_start = start_time_;
   int consecutive_failures = 0;
-  std::string last_accepted;  // the last accepted iteration's energy, for a stop's message
+  // The last accepted iteration's energy and its error, and its molecules (those of the batch with
+  // molecules_per_step), for a stop's message; NaN before the first
+  double last_energy = std::numeric_limits<double>::quiet_NaN(), last_error = 0;
+  std::vector<std::size_t> last_batch;
   bool finished_early = false;
   std::string results_failure;  // rank 0: why result.h5 could not be written (training then stops)
   for (std::int64_t t = first; t < cfg.optim.iterations;) {
@@ -924,6 +927,14 @@ TrainOutcome Trainer::run(bool final_eval) {
         const bool set_aside = writes_output() && holds_set_aside_run(output_);
         const bool keep = iteration_ > first || (!resumed_ && max_over_ranks(set_aside ? 1 : 0) == 0);
         if (keep) write_checkpoint();
+        std::string last_accepted;
+        if (std::isfinite(last_energy)) {
+          // (with molecules_per_step, which molecules: batches differ in energy)
+          std::string which;
+          if (last_batch.size() < n_mol)
+            for (std::size_t i : last_batch) which += (which.empty() ? " of " : ", ") + mols[i].name();
+          last_accepted = strfmt("E %.6g +- %.2g Eh%s before its update", last_energy, last_error, which.c_str());
+        }
         const std::string kept =
             keep ? strfmt("the last good state (iteration %ld%s) is in %s/checkpoint.h5%s", static_cast<long>(iteration_),
                           last_accepted.empty() ? "" : (", whose step measured " + last_accepted).c_str(),
@@ -977,11 +988,9 @@ TrainOutcome Trainer::run(bool final_eval) {
     {
       double error2 = 0;  // of the mean over the iteration's molecules
       for (const auto& m : steps) error2 += per * per * m.error * m.error;
-      // (with molecules_per_step, which molecules: batches differ in energy; measured before the step's update)
-      std::string which;
-      if (steps.size() < n_mol)
-        for (const auto& m : steps) which += (which.empty() ? " of " : ", ") + mols[m.index].name();
-      last_accepted = strfmt("E %.6g +- %.2g Eh%s before its update", energy, std::sqrt(error2), which.c_str());
+      last_energy = energy;
+      last_error = std::sqrt(error2);
+      last_batch = batch;
     }
     const double t_now = now();
     if (results_) try {
