@@ -38,16 +38,18 @@ struct Row {
 };
 
 const std::vector<std::string> kNumeric = {
-    "n_electrons", "parameters", "iterations", "energy", "energy_err", "error_bar_reliable", "reference", "error",
+    "n_electrons", "charge", "spin", "parameters", "iterations", "energy", "energy_err", "error_bar_reliable", "reference", "error",
     "variance", "autocorr_time", "s_per_iteration", "peak_tensor_bytes", "max_rss_bytes", "train_seconds", "wall_seconds"};
 
 double num(const nlohmann::json& j, const char* key) {
   return j.contains(key) && j[key].is_number() ? j[key].get<double>() : kNaN;
 }
 
-Row make_row(const Cell& cell, const Reference& ref) {
+Row make_row(const Cell& cell, const Reference& ref, const System& system) {
   Row r;
   r.cell = &cell;
+  r.num["charge"] = system.charge;  // (the ion of a molecule has the same atoms: a user audit)
+  r.num["spin"] = system.spin;
   const std::string dir = cell.config.run.output;
   nlohmann::json j = nlohmann::json::object();
   if (std::ifstream in(dir + "/cell.json"); in) {
@@ -219,9 +221,10 @@ void write_report(const std::string& path, const CompareSpec& spec, const std::v
     << (spec.cells.size() != spec.ansatze.size() * spec.molecules.size() ? " × the axes' entries" : "") << " = "
     << spec.cells.size() << (spec.cells.size() == 1 ? " cell.\n\n" : " cells.\n\n");
   o << "Budget per cell: " << budget_line(spec, info) << ".\n\n";
-  o << "## References\n\n| molecule | electrons | reference (Eh) | source |\n|---|---|---|---|\n";
+  o << "## References\n\n| molecule | electrons | charge | spin | reference (Eh) | source |\n|---|---|---|---|---|---|\n";
   for (size_t i = 0; i < spec.molecules.size(); ++i)
     o << "| " << spec.molecules[i].label << " | " << spec.molecules[i].system.n_electrons() << " | "
+      << spec.molecules[i].system.charge << " | " << spec.molecules[i].system.spin << " | "
       << (std::isfinite(refs[i].energy) ? strfmt("%.6f", refs[i].energy) : std::string("–")) << " | "
       << md_escape(refs[i].label) << " |\n";
   o << "\n## Results\n\nError = E − E_ref (mEh); chemical accuracy is 1.6 mEh. s/iteration: the training "
@@ -302,7 +305,7 @@ std::string write_outputs(const CompareSpec& spec, const std::vector<Reference>&
   std::vector<Row> rows;
   std::set<std::string> stage_set;
   for (const auto& cell : spec.cells) {
-    rows.push_back(make_row(cell, references.at(cell.molecule_index)));
+    rows.push_back(make_row(cell, references.at(cell.molecule_index), spec.molecules.at(cell.molecule_index).system));
     for (const auto& [s, v] : rows.back().s_per_iteration) stage_set.insert(s);
   }
   const std::vector<std::string> stages(stage_set.begin(), stage_set.end());

@@ -433,7 +433,7 @@ void apply_overrides(YAML::Node& root, const std::vector<std::string>& overrides
 std::string sanitize_label(const std::string& label) {
   std::string out = label;
   for (auto& c : out)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_')) c = '_';
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '+' || c == '.' || c == '_')) c = '_';
   return out.empty() ? "_" : out;
 }
 

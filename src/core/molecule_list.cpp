@@ -39,6 +39,17 @@ bool is_atom_list(const YAML::Node& n) {
   return n.IsSequence() && n.size() > 0 && n[0].IsSequence() && n[0].size() == 4 && n[0][0].IsScalar();
 }
 
+/// What an entry without a name adds to its molecule's name when it changes the charge or spin
+/// ("lih_cation", "h_anion", "ch4_charge+2", "h2_spin2"): a comparison of a molecule and its ion
+/// called them "h" and "h-2", and a list of both logged two "h".
+std::string ion_suffix(const System& s, const System& file) {
+  std::string out;
+  if (s.charge != file.charge)
+    out += s.charge == 1 ? "_cation" : s.charge == -1 ? "_anion" : strfmt("_charge%+d", s.charge);
+  if (s.spin != file.spin && s.spin != std::abs(s.n_electrons() % 2)) out += strfmt("_spin%d", s.spin);
+  return out;
+}
+
 /// {molecule: NAME-OR-PATH, geometry, units, name, charge, spin}.
 System molecule_with_geometry(const YAML::Node& e, const std::string& key, const std::string& base_dir) {
   static const std::vector<std::string> known = {"molecule", "geometry", "units", "name", "charge", "spin"};
@@ -79,7 +90,6 @@ System molecule_with_geometry(const YAML::Node& e, const std::string& key, const
         }
       }
     }
-    if (e["name"]) s.name = e["name"].as<std::string>();
     if (e["charge"]) s.charge = e["charge"].as<int>();
     if (e["spin"]) {
       s.spin = e["spin"].as<int>();
@@ -87,6 +97,10 @@ System molecule_with_geometry(const YAML::Node& e, const std::string& key, const
     } else if (!s.spin_given) {
       s.spin = std::abs(s.n_electrons() % 2);  // the lowest, after the entry's charge (as resolve_molecules does)
     }
+    if (e["name"])
+      s.name = e["name"].as<std::string>();
+    else
+      s.name += ion_suffix(s, file);
   } catch (const YAML::Exception&) {
     throw ConfigError("'" + key + "': geometry must hold numbers, name a string, charge and spin integers");
   }

@@ -191,6 +191,8 @@ TEST(CompareCli, InterruptedComparisonResumesOnlyTheMissingCellsAndGivesOneRowPe
     const double e = std::stod(r.at("energy")), err = std::stod(r.at("error"));
     EXPECT_NEAR(err, e - refs.at(r.at("molecule")), 1e-9);
     EXPECT_EQ(r.at("iterations"), "5");
+    EXPECT_EQ(r.at("charge"), "0");
+    EXPECT_EQ(r.at("spin"), r.at("molecule") == "h" ? "1" : "0");
     EXPECT_GT(std::stod(r.at("parameters")), 0);
     EXPECT_GT(std::stod(r.at("s_per_iteration")), 0);
     // Seconds per training iteration by stage: pretraining (2 steps) has no column of zeros.

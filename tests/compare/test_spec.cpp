@@ -490,6 +490,7 @@ TEST(CompareReferences, AnAnionsReferenceInABasisWithoutDiffuseFunctionsIsWarned
   const auto refs = compute_references(spec);
   const std::string err = testing::internal::GetCapturedStderr() + testing::internal::GetCapturedStdout();
   ASSERT_EQ(refs.size(), 1u);
+  EXPECT_EQ(spec.molecules[0].label, "h_anion");  // (it was "h", and "h-2" beside neutral H)
   EXPECT_GT(refs[0].energy, -0.5);  // (exact: -0.52775)
   EXPECT_NE(err.find("is an anion, and reference_basis cc-pvdz has no diffuse functions"), std::string::npos) << err;
   fs::remove_all(out);

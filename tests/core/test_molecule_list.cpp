@@ -229,3 +229,20 @@ TEST(MoleculeList, AFilesReferenceEnergyStaysOnlyWithItsOwnMoleculeAndUnitsNeedA
   EXPECT_TRUE(contains(error_of<ConfigError>("system: {molecules: [{molecule: lih, units: angstrom}]}"),
                        "'system.molecules[0].units' applies to a 'geometry', which this entry does not give"));
 }
+
+// An entry that changes its molecule's charge or spin without a name is named for it (a
+// comparison of H and H- called them "h" and "h-2"); a given name is kept.
+TEST(MoleculeList, AnEntryThatChangesChargeOrSpinIsNamedForIt) {
+  const auto m = molecules_of(
+      "system: {molecules: [h, {molecule: h, charge: -1, spin: 0}, {molecule: lih, charge: 1, spin: 1}, "
+      "{molecule: h2, spin: 2}, {molecule: ch4, charge: 2}, {molecule: lih, charge: 1, spin: 1, name: lihp}, "
+      "{molecule: h2, charge: 0}]}");
+  ASSERT_EQ(m.size(), 7u);
+  EXPECT_EQ(m[0].name, "h");
+  EXPECT_EQ(m[1].name, "h_anion");
+  EXPECT_EQ(m[2].name, "lih_cation");
+  EXPECT_EQ(m[3].name, "h2_spin2");
+  EXPECT_EQ(m[4].name, "ch4_charge+2");
+  EXPECT_EQ(m[5].name, "lihp");
+  EXPECT_EQ(m[6].name, "h2");
+}
