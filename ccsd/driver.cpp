@@ -122,7 +122,7 @@ CcsdRun run_ccsd(const System& system, const CcsdRunOptions& options) {
   if (system.n_electrons() % 2 != 0 || system.spin != 0)  // (run_rhf's message points to UHF, which CCSD does not take)
     throw InputError("CCSD here is closed-shell (RCCSD on an RHF reference), but " +
                      (system.name.empty() ? std::string("the molecule") : system.name) + " has " +
-                     std::to_string(system.n_electrons()) + " electrons and spin " + std::to_string(system.spin));
+                     std::to_string(system.n_electrons()) + (system.n_electrons() == 1 ? " electron" : " electrons") + " and spin " + std::to_string(system.spin));
   scf::require_same_molecule_and_basis_on_all_ranks(system, options.basis);  // (the run is collective)
   const scf::BasisSet basis = scf::make_basis(options.basis, system);
   if (options.cholesky_tau <= 0) check_conventional_memory(basis.n_functions(), options.ccsd.cache_integrals);  // before the SCF, not after it

@@ -218,6 +218,15 @@ CcsdResult run_rccsd(const MoIntegrals& mo_in, const CcsdOptions& options) {
     // Every rank stops together: their replicated amplitudes come from contraction plans that may
     // differ by rank (budgets and rates are measured per rank), so e and dnorm may differ in
     // the last bits, and a rank stopping alone would leave the others waiting in a collective.
+    // A blown-up iteration is stopped at once: it ran its whole iteration limit in NaN and then
+    // advised raising the limit (N2 at 3 Å from the unstable RHF, plain Jacobi: a user audit)
+    if (comm.any(!(std::isfinite(e) && std::isfinite(dnorm))))
+      throw NumericalError(strfmt(
+          "CCSD diverged: iteration %d gave a non-finite %s (last finite correlation energy %.6g Eh, |dt| %.1e); the "
+          "amplitudes blow up on references with near-degenerate orbitals: check the RHF (--stability check or "
+          "follow)%s",
+          it, std::isfinite(e) ? "amplitude update" : "correlation energy", e_old, last_dnorm,
+          options.diis_size > 0 ? "" : ", and keep DIIS on (--diis-size 8)"));
     const bool done = !comm.any(!(std::abs(e - e_old) < options.energy_tolerance && dnorm < options.residual_tolerance));
     last_de = std::abs(e - e_old), last_dnorm = dnorm;
     e_old = e;
@@ -239,6 +248,10 @@ CcsdResult run_rccsd(const MoIntegrals& mo_in, const CcsdOptions& options) {
   res.e_ccsd = res.e_hf + res.e_corr;
   res.t1 = t1.cpu();  // results in host memory, wherever the iteration ran
   res.t2 = t2.cpu();
+  if (o > 0 && v > 0) {
+    res.t1_diagnostic = res.t1.norm().item<double>() / std::sqrt(2.0 * double(o));
+    res.d1_diagnostic = torch::linalg_matrix_norm(res.t1, 2).item<double>();
+  }
   if (options.triples && res.converged) {
     // (T) builds its own integral slices: the iterations' cached blocks (the packed ladder alone
     // is v⁴/2 numbers) and DIIS history (2 · diis_size amplitude vectors) would only add to its

@@ -98,6 +98,10 @@ struct CcsdResult {
   std::int64_t bytes_h2d_setup = 0;   ///< host → device bytes before the first iteration
   std::vector<std::int64_t> bytes_h2d_per_iteration;  ///< host → device bytes of each iteration
   std::vector<std::int64_t> bytes_d2h_per_iteration;  ///< device → host bytes of each iteration
+  /// Lee–Taylor T1 diagnostic, ‖t1‖ / √(2 o) (closed shell, active o), and Janssen–Nielsen D1,
+  /// the largest singular value of t1 [o, v]: above about 0.02 and 0.05 CCSD is unreliable
+  /// (multireference character, a poor or unstable reference).
+  double t1_diagnostic = 0, d1_diagnostic = 0;
   torch::Tensor t1;                   ///< converged singles [o, v]
   torch::Tensor t2;                   ///< converged doubles [o, v, o, v]
 };

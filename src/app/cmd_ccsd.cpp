@@ -48,30 +48,61 @@ struct CcsdArgs {
   scf::ScfOptions scf;  ///< the RHF's convergence settings
 };
 
+/// Janssen and Nielsen's bounds (Chem. Phys. Lett. 290, 423 (1998)) for CCSD: above them,
+/// nondynamical correlation matters and CCSD(T) is unreliable.
+constexpr double kT1DiagnosticBound = 0.02, kD1DiagnosticBound = 0.05;
+
 /// (T) is computed from converged amplitudes only (--allow-unconverged may stop before).
 bool triples_computed(const ccsd::CcsdRun& run) { return run.cc.converged; }
 
-void print_summary(const ccsd::CcsdRun& run, const CcsdArgs& a) {
+/// Whether the T1 or D1 diagnostic says the CCSD is unreliable (Janssen and Nielsen's bounds).
+bool diagnostics_high(const ccsd::CcsdResult& cc) {
+  return cc.t1_diagnostic > kT1DiagnosticBound || cc.d1_diagnostic > kD1DiagnosticBound;
+}
+
+void print_summary(const ccsd::CcsdRun& run, const System& system, const CcsdArgs& a) {
   const auto& cc = run.cc;
-  std::printf("molecule %s  basis %s  n_basis %d  frozen %d  %s\n", a.molecule.c_str(), a.basis.c_str(),
-              run.rhf.n_basis, run.n_frozen,
+  // (what a reader of the output needs to repeat or trust it: the electrons, the integrals, the
+  // convergence thresholds; energies in hartree)
+  std::printf("molecule %s  charge %d  spin %d  %d electron%s (%d occupied, %d frozen)  basis %s  n_basis %d  %s\n",
+              a.molecule.c_str(), system.charge, system.spin, system.n_electrons(),
+              system.n_electrons() == 1 ? "" : "s", system.n_electrons() / 2, run.n_frozen, a.basis.c_str(),
+              run.rhf.n_basis,
               run.n_cholesky ? strfmt("Cholesky tau %g (%d vectors%s)", a.cholesky, run.n_cholesky,
                                       run.scf_cholesky ? ", also for the RHF" : "; RHF on exact ERIs").c_str()
                              : "conventional integrals");
-  std::printf("E(HF)       %18.10f\n", cc.e_hf);
-  if (std::isfinite(run.rhf.stability_eigenvalue)) {  // (--stability check)
-    const bool stable = run.rhf.stability_eigenvalue >= -a.scf.stability_threshold;
-    std::printf("RHF stability: lowest orbital-Hessian eigenvalue %.6f Eh (%s)\n",
+  std::printf("E(HF)       %18.10f Eh\n", cc.e_hf);
+  if (run.rhf.stability_follows > 0)
+    std::printf("RHF followed %d RHF -> RHF instabilit%s of the first solution (E %.10f Eh)\n",
+                run.rhf.stability_follows, run.rhf.stability_follows == 1 ? "y" : "ies", run.rhf.energy_before_follow);
+  if (std::isfinite(run.rhf.stability_eigenvalue)) {  // (--stability check or follow)
+    const double threshold = -a.scf.stability_threshold;
+    const bool stable = run.rhf.stability_eigenvalue >= threshold;
+    const double singlet = run.rhf.singlet_stability_eigenvalue;
+    std::printf("RHF stability: lowest orbital-Hessian eigenvalue %.6f Eh%s (%s)\n",
                 printable_zero(run.rhf.stability_eigenvalue),
+                std::isfinite(singlet) && singlet != run.rhf.stability_eigenvalue
+                    ? strfmt(", RHF -> RHF %.6f Eh", printable_zero(singlet)).c_str()
+                    : "",
                 stable ? "a minimum: stable"
-                       : "unstable: a lower solution exists, and CCSD on this reference may converge slowly or to a "
-                         "poor energy");
+                : std::isfinite(singlet) && singlet < threshold
+                    ? "unstable: a lower RHF solution exists (--stability follow finds it), and CCSD on this "
+                      "reference may converge slowly or to a poor energy"
+                    : "unstable towards a UHF solution, as at stretched bonds and in diradicals: RCCSD may converge "
+                      "slowly or to a poor energy");
   }
-  std::printf("E(CCSD)     %18.10f   (correlation %.10f)%s\n", cc.e_ccsd, cc.e_corr,
-              cc.converged ? "" : strfmt("   NOT CONVERGED: the iterate after %d iteration%s (--allow-unconverged)",
-                                         cc.iterations, cc.iterations == 1 ? "" : "s").c_str());
+  std::printf("E(CCSD)     %18.10f Eh   (correlation %.10f)%s\n", cc.e_ccsd, cc.e_corr,
+              cc.converged ? strfmt("   converged in %d iteration%s (|dE| < %.0e Eh, |dt| < %.0e)", cc.iterations,
+                                    cc.iterations == 1 ? "" : "s", a.energy_tolerance, a.residual_tolerance).c_str()
+                           : strfmt("   NOT CONVERGED: the iterate after %d iteration%s (--allow-unconverged)",
+                                    cc.iterations, cc.iterations == 1 ? "" : "s").c_str());
+  std::printf("diagnostics T1 %.4f, D1 %.4f%s\n", cc.t1_diagnostic, cc.d1_diagnostic,
+              diagnostics_high(cc) ? strfmt("   HIGH (above %.2f or %.2f): see the warning", kT1DiagnosticBound,
+                                            kD1DiagnosticBound).c_str()
+                                   : "");
   if (a.triples && triples_computed(run))
-    std::printf("E(CCSD(T))  %18.10f   ((T) %.10f, %.2f s)\n", cc.e_ccsd_t, cc.e_t + 0.0, cc.seconds_triples);
+    std::printf("E(CCSD(T))  %18.10f Eh   ((T) %.10f, %.2f s)\n", cc.e_ccsd_t, printable_zero(cc.e_t, 5e-11),
+                cc.seconds_triples);
   else if (a.triples)
     std::printf("E(CCSD(T))  not computed: (T) needs converged CCSD amplitudes\n");
   std::printf("iterations %d, %.3f s per iteration (SCF %.2f s, integrals %.2f s, %s)\n", cc.iterations,
@@ -133,14 +164,19 @@ void run_ccsd_command(const CcsdArgs& a) {
   o.cholesky_tau = a.cholesky;
   o.exact_scf = a.exact_scf;
   o.scf = a.scf;
-  apply_scf_flags(a.scf_text, o.scf, "ccsd", false);
+  apply_scf_flags(a.scf_text, o.scf, "ccsd");
   o.frozen_core = a.frozen_core;
   o.ccsd.triples = a.triples;
   o.ccsd.max_iterations = a.max_iterations;
   o.ccsd.energy_tolerance = a.energy_tolerance;
   o.ccsd.residual_tolerance = a.residual_tolerance;
   o.ccsd.diis_size = a.diis_size;
-  o.ccsd.convergence_advice = "raise --max-iterations, or give --allow-unconverged to report the last iterate";
+  o.ccsd.convergence_advice =
+      std::string(a.scf_text.stability == "auto" || a.scf_text.stability == "off"
+                      ? "check the RHF with --stability check (a saddle-point RHF, e.g. at a stretched bond, can keep "
+                        "CCSD from converging; --stability follow moves to a lower RHF where one exists), "
+                      : "") +
+      "raise --max-iterations, or give --allow-unconverged to report the last iterate";
   o.ccsd.require_convergence = !a.allow_unconverged;
   o.ccsd.explain = a.explain;
   o.ccsd.cache_integrals = !a.no_cache;
@@ -192,10 +228,20 @@ void run_ccsd_command(const CcsdArgs& a) {
   if (!run.cc.converged)
     log::warn(strfmt("CCSD not converged after %d iteration%s (--allow-unconverged): energies are not final%s",
                      run.cc.iterations, run.cc.iterations == 1 ? "" : "s", a.triples ? ", and (T) was not computed" : ""));
+  if (diagnostics_high(run.cc) && run.cc.converged)
+    log::warn(strfmt("CCSD diagnostics T1 %.4f and D1 %.4f exceed %.2f or %.2f: the molecule has multireference "
+                     "character or the reference is poor (check it with --stability check), and CCSD(T) may be off by "
+                     "several mEh or more",
+                     run.cc.t1_diagnostic, run.cc.d1_diagnostic, kT1DiagnosticBound, kD1DiagnosticBound));
   if (!parallel::world().is_root()) return;  // every rank holds the same energies; rank 0 prints
-  if (!a.json) return print_summary(run, a);
+  if (!a.json) return print_summary(run, system, a);
   nlohmann::json j;
   j["molecule"] = a.molecule;
+  j["energy_units"] = "hartree";
+  j["charge"] = system.charge;
+  j["spin"] = system.spin;
+  j["n_electrons"] = system.n_electrons();
+  j["n_occupied"] = system.n_electrons() / 2;
   j["basis"] = a.basis;
   j["n_basis"] = run.rhf.n_basis;
   j["n_frozen"] = run.n_frozen;
@@ -205,7 +251,17 @@ void run_ccsd_command(const CcsdArgs& a) {
   j["e_hf"] = run.cc.e_hf;
   j["e_nuc"] = run.rhf.e_nuc;
   if (std::isfinite(run.rhf.stability_eigenvalue)) j["stability_eigenvalue"] = run.rhf.stability_eigenvalue;
+  if (std::isfinite(run.rhf.singlet_stability_eigenvalue))
+    j["singlet_stability_eigenvalue"] = run.rhf.singlet_stability_eigenvalue;
+  if (run.rhf.stability_follows > 0) {
+    j["stability_follows"] = run.rhf.stability_follows;
+    j["e_hf_before_follow"] = run.rhf.energy_before_follow;
+  }
   j["e_ccsd"] = run.cc.e_ccsd;
+  j["t1_diagnostic"] = run.cc.t1_diagnostic;
+  j["d1_diagnostic"] = run.cc.d1_diagnostic;
+  j["energy_tolerance"] = a.energy_tolerance;
+  j["residual_tolerance"] = a.residual_tolerance;
   j["e_corr"] = run.cc.e_corr;
   if (a.triples) {  // null when not computed, never a (T) of 0
     j["e_t"] = triples_computed(run) ? nlohmann::json(run.cc.e_t + 0.0) : nlohmann::json();

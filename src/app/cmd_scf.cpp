@@ -54,7 +54,7 @@ void run_scf_command(ScfArgs& a) {
   system.validate();  // charge and spin before the closed-shell check
   scf::require_same_molecule_and_basis_on_all_ranks(system, a.basis);
   if (const std::string w = system.short_distance_warning(); !w.empty()) log::warn(w);
-  apply_scf_flags(a.scf_text, a.options, "scf", true);
+  apply_scf_flags(a.scf_text, a.options, "scf");
   a.options.unrestricted = a.uhf;
   const auto t0 = std::chrono::steady_clock::now();
   const scf::BasisSet basis = scf::make_basis(a.basis, system);

@@ -24,16 +24,18 @@ void add_scf_convergence_flags(CLI::App* cmd, scf::ScfOptions& options, ScfFlagT
       ->check(integer_in(0, 100000));
   cmd->add_option("--stability", text.stability,
                   can_follow ? "stability analysis of the converged SCF: check (warn when the solution is a saddle "
-                               "point, not a minimum of the energy), follow (UHF: rotate the orbitals along each "
-                               "instability and converge again, e.g. the broken-symmetry UHF of a stretched bond), off; "
+                               "point, not a minimum of the energy), follow (rotate the orbitals along each "
+                               "instability and converge again: UHF, e.g. the broken-symmetry UHF of a stretched bond; "
+                               "RHF, along RHF -> RHF instabilities to a lower RHF solution), off; "
                                "auto: follow for UHF, off for RHF"
                              : "stability analysis of the converged RHF: check (say whether a lower RHF or UHF "
-                               "solution exists, e.g. at stretched bonds, where RCCSD is poor) or off; auto: off")
+                               "solution exists, e.g. at stretched bonds, where RCCSD is poor), follow (check, and move "
+                               "to a lower RHF solution where one exists), or off; auto: off")
       ->capture_default_str();
   options.convergence_advice = "raise " + max_iter_flag + ", or try --level-shift, or --damping with --diis-start 3 or later";
 }
 
-void apply_scf_flags(const ScfFlagText& text, scf::ScfOptions& options, const std::string& command, bool can_follow) {
+void apply_scf_flags(const ScfFlagText& text, scf::ScfOptions& options, const std::string& command) {
   const std::map<std::string, scf::ScfGuess> guesses{{"sad", scf::ScfGuess::sad}, {"core", scf::ScfGuess::core}};
   const auto g = guesses.find(text.guess);
   if (g == guesses.end()) throw InputError(command + ": --guess must be 'sad' or 'core', got '" + text.guess + "'");
@@ -43,12 +45,8 @@ void apply_scf_flags(const ScfFlagText& text, scf::ScfOptions& options, const st
                                                         {"check", scf::StabilityMode::check},
                                                         {"follow", scf::StabilityMode::follow}};
   const auto m = modes.find(text.stability);
-  if (m == modes.end() || (!can_follow && m->second == scf::StabilityMode::follow))
-    throw InputError(command + ": --stability must be " + (can_follow ? "auto, off, check or follow" : "auto, off or check") +
-                     ", got '" + text.stability + "'" +
-                     (m != modes.end() ? " (following an instability leads to a UHF solution, and CCSD here is "
-                                         "RHF-based: nnvmc scf --uhf finds it)"
-                                       : ""));
+  if (m == modes.end())
+    throw InputError(command + ": --stability must be auto, off, check or follow, got '" + text.stability + "'");
   options.stability = m->second;
 }
 

@@ -18,16 +18,16 @@ struct ScfFlagText {
 
 /// Adds the flags to `cmd`, writing into `options` and `text`. `max_iter_flag` names the
 /// iteration limit ("--max-iter" for scf; "--scf-max-iter" for ccsd, whose --max-iterations is
-/// the CCSD's). `can_follow`: the command can run UHF, so --stability may be `follow`.
+/// the CCSD's). `can_follow`: the command can run UHF (the help of --stability says what follow does there).
 void add_scf_convergence_flags(CLI::App* cmd, scf::ScfOptions& options, ScfFlagText& text,
                                const std::string& max_iter_flag, bool can_follow);
 
-/// `x` for a six-decimal report line: round-off around zero (a rotation that costs nothing, ⟨S²⟩
+/// `x` for a six-decimal report line (`below`: for another precision): round-off around zero (a rotation that costs nothing, ⟨S²⟩
 /// of a closed shell) as 0, not -0.000000.
-inline double printable_zero(double x) { return x > -5e-7 && x < 5e-7 ? 0.0 : x; }
+inline double printable_zero(double x, double below = 5e-7) { return x > -below && x < below ? 0.0 : x; }
 
 /// Sets options.guess and options.stability from the text. @throws InputError naming
-/// `command`'s flag (ccsd's --stability follow: CCSD here is RHF-based)
-void apply_scf_flags(const ScfFlagText& text, scf::ScfOptions& options, const std::string& command, bool can_follow);
+/// `command`'s flag
+void apply_scf_flags(const ScfFlagText& text, scf::ScfOptions& options, const std::string& command);
 
 }  // namespace nnvmc::app

@@ -53,14 +53,16 @@ void check_options(const ScfOptions& o) {
 void share_from_root(ScfResult& r) {
   parallel::Communicator& comm = parallel::world();
   if (comm.size() == 1) return;
-  double scalars[10] = {r.converged ? 1.0 : 0.0, static_cast<double>(r.iterations), r.energy, r.delta_energy,
+  double scalars[11] = {r.converged ? 1.0 : 0.0, static_cast<double>(r.iterations), r.energy, r.delta_energy,
                         r.commutator, r.s_squared, r.stability_eigenvalue, static_cast<double>(r.stability_follows),
-                        r.energy_before_follow, static_cast<double>(r.iterations_following)};
+                        r.energy_before_follow, static_cast<double>(r.iterations_following),
+                        r.singlet_stability_eigenvalue};
   comm.broadcast(scalars, sizeof scalars, 0);
   r.converged = scalars[0] != 0, r.iterations = static_cast<int>(scalars[1]);
   r.energy = scalars[2], r.delta_energy = scalars[3], r.commutator = scalars[4], r.s_squared = scalars[5];
   r.stability_eigenvalue = scalars[6], r.stability_follows = static_cast<int>(scalars[7]);
   r.energy_before_follow = scalars[8], r.iterations_following = static_cast<int>(scalars[9]);
+  r.singlet_stability_eigenvalue = scalars[10];
   for (Eigen::VectorXd* v : {&r.eps_alpha, &r.eps_beta}) comm.broadcast(v->data(), v->size() * sizeof(double), 0);
   for (Eigen::MatrixXd* m : {&r.c_alpha, &r.c_beta, &r.f_alpha, &r.f_beta, &r.d_alpha, &r.d_beta})
     comm.broadcast(m->data(), m->size() * sizeof(double), 0);
@@ -82,36 +84,65 @@ void analyse_stability(const detail::ScfProblem& pb, const ScfOptions& o, bool u
     if (!sr.converged)
       spdlog::warn("scf: the stability analysis did not converge in {} J/K builds (lowest eigenvalue estimate {:.3e} Eh)",
                    sr.iterations, sr.lowest);
+    // An RHF solution's rotations split into singlet ones (x_α = x_β: to another RHF solution) and
+    // triplet ones (x_α = −x_β: to a UHF solution, as at stretched bonds). A triplet instability
+    // below a singlet one hid it (N2 at 3 Å: −0.553 and −0.324 Eh, and an RHF solution 0.24 Eh
+    // lower: a user audit), so the singlet block is searched on its own then.
+    StabilityResult singlet = sr;
+    if (!unrestricted) {
+      const bool triplet = (sr.x_alpha + sr.x_beta).norm() < (sr.x_alpha - sr.x_beta).norm();
+      r.singlet_stability_eigenvalue = triplet ? std::numeric_limits<double>::quiet_NaN() : sr.lowest;
+      if (triplet && sr.lowest < -o.stability_threshold) {
+        StabilityOptions same;
+        same.same_spins = true;
+        singlet = uhf_stability(pb.jk, st.C[0], st.eps[0], n_alpha, st.C[0], st.eps[0], n_beta, same);
+        r.singlet_stability_eigenvalue = singlet.lowest;
+      }
+    }
     if (sr.lowest >= -o.stability_threshold) return;
+    const bool singlet_unstable = singlet.lowest < -o.stability_threshold;
+    const std::string rhf_finding =
+        unrestricted ? std::string()
+        : singlet_unstable
+            ? fmt::format("; a lower RHF solution exists (RHF -> RHF eigenvalue {:.4e} Eh: --stability follow finds it, "
+                          "or try another --guess){}",
+                          singlet.lowest,
+                          singlet.lowest > sr.lowest ? fmt::format(", and a UHF solution lower still (RHF -> UHF "
+                                                                   "eigenvalue {:.4e} Eh: nnvmc scf --uhf)", sr.lowest)
+                                                     : std::string())
+            : std::string("; a UHF solution is lower, not an RHF one (stretched bonds, diradicals; nnvmc scf --uhf finds it)");
     if (mode == StabilityMode::check) {
-      // an RHF solution's instability is singlet-like (x_α = x_β: another RHF solution is lower) or
-      // triplet-like (x_α = −x_β: a UHF solution is lower, as for stretched bonds)
-      const bool triplet = !unrestricted && (sr.x_alpha + sr.x_beta).norm() < (sr.x_alpha - sr.x_beta).norm();
       spdlog::warn("scf: the {} solution is not a minimum: the orbital-rotation Hessian has eigenvalue {:.4e} Eh{}",
-                   method, sr.lowest,
-                   unrestricted ? "; --stability follow finds the lower UHF solution"
-                   : triplet    ? "; a UHF solution is lower (stretched bonds, diradicals; nnvmc scf --uhf finds it)"
-                                : "; a lower RHF solution exists: try another --guess");
+                   method, sr.lowest, unrestricted ? "; --stability follow finds the lower UHF solution" : rhf_finding);
+      return;
+    }
+    if (!unrestricted && !singlet_unstable) {  // follow: an RHF leaves only along RHF -> RHF rotations
+      spdlog::warn("scf: the RHF solution is not a minimum (eigenvalue {:.4e} Eh){}", sr.lowest, rhf_finding);
       return;
     }
     if (round == o.max_stability_follows) {
-      spdlog::warn("scf: the UHF solution is still unstable (eigenvalue {:.4e} Eh) after {} rotations along its instabilities",
-                   sr.lowest, round);
+      spdlog::warn("scf: the {} solution is still unstable (eigenvalue {:.4e} Eh) after {} rotations along its instabilities",
+                   method, singlet.lowest, round);
       return;
     }
     // Rotate by 1 rad along the eigenvector (both spins together) and converge again from there.
-    std::vector<Eigen::MatrixXd> density(2);
-    const Eigen::MatrixXd* parts[2] = {&sr.x_alpha, &sr.x_beta};
-    const int occupied[2] = {n_alpha, n_beta};
-    for (int s = 0; s < 2; ++s) {
-      const Eigen::MatrixXd occ = rotate_occupied(st.C[s], occupied[s], *parts[s]);
-      density[s] = occ * occ.transpose();
+    std::vector<Eigen::MatrixXd> density;
+    if (unrestricted) {
+      const Eigen::MatrixXd* parts[2] = {&sr.x_alpha, &sr.x_beta};
+      const int occupied[2] = {n_alpha, n_beta};
+      for (int s = 0; s < 2; ++s) {
+        const Eigen::MatrixXd occ = rotate_occupied(st.C[s], occupied[s], *parts[s]);
+        density.push_back(occ * occ.transpose());
+      }
+    } else {  // (x_α = x_β, normalised over both: √2 x_α is the unit rotation of the spatial orbitals)
+      const Eigen::MatrixXd occ = rotate_occupied(st.C[0], n_alpha, std::sqrt(2.0) * singlet.x_alpha);
+      density.push_back(2.0 * occ * occ.transpose());
     }
     detail::ScfState next = detail::solve_scf(pb, std::move(density), o);
     if (!next.converged || !(next.energy < st.energy - 1e-9)) {
-      spdlog::warn("scf: the UHF solution is unstable (orbital-Hessian eigenvalue {:.4e} Eh), but the SCF from the "
+      spdlog::warn("scf: the {} solution is unstable (orbital-Hessian eigenvalue {:.4e} Eh), but the SCF from the "
                    "rotated orbitals {}; the unstable solution is kept",
-                   sr.lowest,
+                   method, singlet.lowest,
                    next.converged   ? fmt::format("did not lower the energy (E {:.10f} Eh)", next.energy)
                    : next.off_aufbau ? std::string("stopped at a state whose occupied orbitals are not the lowest "
                                                    "of its Fock matrix")
@@ -120,8 +151,8 @@ void analyse_stability(const detail::ScfProblem& pb, const ScfOptions& o, bool u
                                                    next.iterations, next.energy));
       return;
     }
-    spdlog::info("scf: followed a UHF instability (eigenvalue {:.4e} Eh): E {:.10f} -> {:.10f} Eh", sr.lowest,
-                 st.energy, next.energy);
+    spdlog::info("scf: followed {} instability (eigenvalue {:.4e} Eh): E {:.10f} -> {:.10f} Eh",
+                 unrestricted ? "a UHF" : "an RHF -> RHF", singlet.lowest, st.energy, next.energy);
     if (round == 0) r.energy_before_follow = st.energy;
     r.iterations_following += next.iterations;
     next.iterations += st.iterations;
@@ -132,8 +163,6 @@ void analyse_stability(const detail::ScfProblem& pb, const ScfOptions& o, bool u
 
 ScfResult solve(const System& system, const BasisSet& basis, const ScfOptions& o, bool unrestricted) {
   check_options(o);
-  if (o.stability == StabilityMode::follow && !unrestricted)
-    throw InputError("SCF: following an instability needs UHF (--uhf); for RHF, --stability check says whether there is one");
   system.validate();
   const int n_alpha = system.n_up(), n_beta = system.n_down();
   const int n = static_cast<int>(basis.n_functions());
@@ -229,7 +258,7 @@ ScfResult run_rhf(const System& system, const BasisSet& basis, ScfOptions option
   if (ne % 2 != 0 || system.spin != 0)
     throw InputError("RHF needs a closed-shell molecule, but " +
                      (system.name.empty() ? std::string("the molecule") : system.name) + " has " +
-                     std::to_string(ne) + " electrons and spin " + std::to_string(system.spin) +
+                     std::to_string(ne) + (ne == 1 ? " electron" : " electrons") + " and spin " + std::to_string(system.spin) +
                      "; use UHF (--uhf) instead");
   return solve(system, basis, options, false);
 }

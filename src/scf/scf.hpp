@@ -28,7 +28,7 @@ enum class StabilityMode {
   automatic,  ///< follow for UHF, off for RHF
   off,        ///< none
   check,      ///< compute the lowest orbital-Hessian eigenvalue, warn when it is negative
-  follow,     ///< UHF only: while unstable, rotate the orbitals along the instability and converge again
+  follow,     ///< while unstable, rotate the orbitals along the instability and converge again (RHF: along RHF → RHF ones)
 };
 
 /// SCF settings; the defaults converge the molecules of the test set to 1e-10 Eh.
@@ -70,6 +70,9 @@ struct ScfResult {
   /// Lowest eigenvalue of the orbital-rotation Hessian (A + B) at the final orbitals (Eh);
   /// NaN when no stability analysis ran; < 0: a saddle point, not a minimum.
   double stability_eigenvalue = std::numeric_limits<double>::quiet_NaN();
+  /// RHF: lowest eigenvalue of its RHF → RHF (singlet) rotations alone (Eh), NaN otherwise; a
+  /// lower triplet one (RHF → UHF) is stability_eigenvalue.
+  double singlet_stability_eigenvalue = std::numeric_limits<double>::quiet_NaN();
   int stability_follows = 0;     ///< rotations along instabilities that lowered the energy (follow)
   int iterations_following = 0;  ///< of `iterations`, those of the SCF solves after such rotations
   double energy_before_follow = std::numeric_limits<double>::quiet_NaN();  ///< E of the first, unstable solution

@@ -92,9 +92,18 @@ StabilityResult uhf_stability(const JKBuilder& jk, const Eigen::MatrixXd& c_alph
     return result;
   }
   const Eigen::VectorXd diag = h.diagonal();
+  const Eigen::Index half = n / 2;
+  if (options.same_spins && (c_alpha.cols() != c_beta.cols() || n_alpha != n_beta))
+    throw std::invalid_argument("uhf_stability: same_spins needs RHF-like orbitals (as many of each spin)");
   Eigen::MatrixXd V(n, 0), AV(n, 0);
   // Adds t orthogonalised against V (twice, for round-off); false when nothing of it is left.
+  // (same_spins: t's α and β halves averaged first; (A + B) keeps such vectors so for RHF orbitals)
   const auto add = [&](Eigen::VectorXd t) {
+    if (options.same_spins) {
+      const Eigen::VectorXd mean = 0.5 * (t.head(half) + t.tail(half));
+      t.head(half) = mean;
+      t.tail(half) = mean;
+    }
     for (int pass = 0; pass < 2 && V.cols() > 0; ++pass) t -= V * (V.transpose() * t);
     const double norm = t.norm();
     if (!(norm > 1e-8)) return false;

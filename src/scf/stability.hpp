@@ -23,6 +23,9 @@ struct StabilityOptions {
   double residual_tolerance = 1e-5;  ///< converged when |(A+B)x − λx| < this (x normalised)
   int guess_vectors = 4;          ///< start vectors: unit vectors at the smallest ε_a − ε_i, and one with every component
   int max_subspace = 40;          ///< restart from the current estimate above this many vectors
+  /// Search only x_α = x_β: for an RHF solution (c_beta = c_alpha), its RHF → RHF (singlet)
+  /// rotations, whose lowest eigenvalue the triplet one below it would hide.
+  bool same_spins = false;
 };
 
 /// Lowest eigenpair of the orbital Hessian.

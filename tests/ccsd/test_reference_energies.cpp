@@ -49,3 +49,11 @@ TEST(ReferenceEnergies, FrozenCoreRaisesTheEnergyByTheCorePairCorrelation) {
   EXPECT_NEAR(fc.cc.e_ccsd, -76.23801445606061, 1e-7);
   EXPECT_NEAR(fc.cc.e_ccsd_t, -76.24105226008528, 1e-7);
 }
+
+// The T1 and D1 diagnostics of H2O/cc-pVDZ against Psi4 1.7's ccenergy (scf_type pk, the
+// geometry of configs/molecules/h2o.yaml): T1Diag 0.005256, D1Diag 0.011092.
+TEST(ReferenceEnergies, WaterT1AndD1DiagnosticsMatchPsi4) {
+  const auto r = run("h2o", "cc-pvdz", false);
+  EXPECT_NEAR(r.cc.t1_diagnostic, 0.005256, 1e-6);
+  EXPECT_NEAR(r.cc.d1_diagnostic, 0.011092, 1e-6);
+}

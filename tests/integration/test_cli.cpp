@@ -881,7 +881,8 @@ TEST(Cli, ScfConvergenceSettingsChangeThePathNotTheEnergy) {
 
 // A stretched bond: UHF follows the instability of the RHF-like solution to the broken-symmetry
 // one (Psi4 1.3.2, stability_analysis follow: −0.9990589141 Eh, <S²> 0.985), reported in the
-// text and the JSON; --stability off keeps the saddle point, RHF's check warns, ccsd has no follow.
+// text and the JSON; --stability off keeps the saddle point, RHF's check warns, and RHF's follow
+// (along RHF -> RHF instabilities only) keeps it too.
 TEST(Cli, ScfUhfOfAStretchedBondFindsTheBrokenSymmetrySolution) {
   const std::string mol = ::testing::TempDir() + "/nnvmc_h2_5bohr.yaml";
   std::ofstream(mol) << "units: bohr\natoms: [[H, 0, 0, 0], [H, 0, 0, 5.0]]\n";
@@ -902,16 +903,22 @@ TEST(Cli, ScfUhfOfAStretchedBondFindsTheBrokenSymmetrySolution) {
   EXPECT_FALSE(off.contains("stability_eigenvalue"));
   const auto rhf = run("scf " + mol + " --basis cc-pvdz --threads 1 --stability check");
   EXPECT_EQ(rhf.code, 0) << rhf.out;
-  EXPECT_NE(rhf.out.find("a UHF solution is lower (stretched bonds, diradicals; nnvmc scf --uhf finds it)"), std::string::npos) << rhf.out;
+  EXPECT_NE(rhf.out.find("a UHF solution is lower, not an RHF one (stretched bonds, diradicals; nnvmc scf --uhf finds it)"),
+            std::string::npos)
+      << rhf.out;
   EXPECT_NE(rhf.out.find("(unstable)"), std::string::npos) << rhf.out;
-  expect_input_error("scf " + mol + " --basis cc-pvdz --stability follow", "following an instability needs UHF (--uhf)");
+  // RHF follows only RHF -> RHF instabilities: this one's is RHF -> UHF, and it says so
+  const auto rhf_follow = run("scf " + mol + " --basis cc-pvdz --threads 1 --stability follow");
+  EXPECT_EQ(rhf_follow.code, 0) << rhf_follow.out;
+  EXPECT_NE(rhf_follow.out.find("E_HF       -0.8524243656"), std::string::npos) << rhf_follow.out;
+  EXPECT_NE(rhf_follow.out.find("a UHF solution is lower, not an RHF one"), std::string::npos) << rhf_follow.out;
   expect_input_error("scf " + mol + " --basis cc-pvdz --stability 2", "--stability must be auto, off, check or follow, got '2'");
-  expect_input_error("ccsd " + mol + " --basis cc-pvdz --stability follow",
-                     "--stability must be auto, off or check, got 'follow' (following an instability leads to a UHF solution");
+  expect_input_error("ccsd " + mol + " --basis cc-pvdz --stability 2", "--stability must be auto, off, check or follow, got '2'");
   // ccsd's RHF check is in its report and its JSON, not only a log line
   const auto cc = run("ccsd " + mol + " --basis sto-3g --stability check --log-level error");
   EXPECT_NE(cc.out.find("RHF stability: lowest orbital-Hessian eigenvalue -0."), std::string::npos) << cc.out;
-  EXPECT_NE(cc.out.find("unstable: a lower solution exists"), std::string::npos) << cc.out;
+  EXPECT_NE(cc.out.find("RHF -> RHF 0.6"), std::string::npos) << cc.out;  // (the singlet rotations: stable)
+  EXPECT_NE(cc.out.find("unstable towards a UHF solution, as at stretched bonds"), std::string::npos) << cc.out;
   EXPECT_LT(json_of(run("ccsd " + mol + " --basis sto-3g --stability check --json --log-level error").out)["stability_eigenvalue"]
                 .get<double>(),
             -0.1);
@@ -2048,6 +2055,43 @@ TEST(Cli, TriplesOfAnUnconvergedCcsdAreNotComputedRatherThanZero) {
   // the energy itself says it is not final, on stdout with it (the warning goes to stderr)
   const auto quiet = run_shell(std::string(NNVMC_EXE) + " ccsd h2o --basis sto-3g --max-iterations 2 --allow-unconverged 2>/dev/null");
   EXPECT_NE(quiet.out.find("NOT CONVERGED: the iterate after 2 iterations"), std::string::npos) << quiet.out;
+}
+
+// N2 at 3 Å from the SAD guess: the RHF is a saddle point on which CCSD does not converge, and
+// with plain Jacobi updates it blows up. The blow-up stops at the first non-finite iterate (it ran
+// its iteration limit in NaN and advised raising it: a user audit); the non-convergence advises
+// the stability check; --stability follow reaches the lower RHF, on which CCSD converges and
+// its T1/D1 diagnostics warn.
+TEST(Cli, CcsdOnAnUnstableRhfStopsAtBlowUpAndFollowingTheInstabilityConverges) {
+  const std::string mol = ::testing::TempDir() + "/nnvmc_n2_3A.yaml";
+  std::ofstream(mol) << "units: angstrom\natoms: [[N, 0, 0, 0], [N, 0, 0, 3.0]]\n";
+  const auto jacobi = run("ccsd " + mol + " --diis-size 0 --max-iterations 300");
+  EXPECT_EQ(jacobi.code, 1) << jacobi.out;
+  EXPECT_NE(jacobi.out.find("CCSD diverged: iteration "), std::string::npos) << jacobi.out;
+  EXPECT_NE(jacobi.out.find("check the RHF (--stability check or follow), and keep DIIS on"), std::string::npos)
+      << jacobi.out;
+  EXPECT_EQ(jacobi.out.find("ccsd iter  30 "), std::string::npos) << jacobi.out;  // (it stopped early)
+  const auto stuck = run("ccsd " + mol + " --max-iterations 40");
+  EXPECT_EQ(stuck.code, 1) << stuck.out;
+  EXPECT_NE(stuck.out.find("check the RHF with --stability check"), std::string::npos) << stuck.out;
+  const auto followed = run("ccsd " + mol + " --stability follow --json");
+  ASSERT_EQ(followed.code, 0) << followed.out;
+  const auto j = json_of(followed.out);
+  EXPECT_NEAR(j["e_hf"].get<double>(), -108.3100200655, 1e-8);
+  EXPECT_NEAR(j["e_hf_before_follow"].get<double>(), -107.9940787744, 1e-8);
+  EXPECT_EQ(j["stability_follows"].get<int>(), 1);
+  EXPECT_GT(j["singlet_stability_eigenvalue"].get<double>(), 0);
+  EXPECT_LT(j["stability_eigenvalue"].get<double>(), -0.1);  // (a UHF solution is lower still)
+  EXPECT_TRUE(j["converged"].get<bool>());
+  EXPECT_GT(j["t1_diagnostic"].get<double>(), 0.02);
+  EXPECT_NE(followed.out.find("CCSD diagnostics T1 0.0"), std::string::npos) << followed.out;
+  const auto text = run("ccsd " + mol + " --stability follow --log-level error");
+  EXPECT_NE(text.out.find("RHF followed 1 RHF -> RHF instability of the first solution (E -107.9940787744 Eh)"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("charge 0  spin 0  14 electrons (7 occupied, 0 frozen)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("converged in "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("HIGH (above 0.02 or 0.05)"), std::string::npos) << text.out;
 }
 
 // scf/ccsd: the molecule's charge and spin are checked before the closed-shell test (which used

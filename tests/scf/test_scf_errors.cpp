@@ -36,7 +36,7 @@ TEST(ScfErrors, ElementMissingFromBasisIsAnInputErrorNamingTheElement) {
 TEST(ScfErrors, RhfWithOddElectronCountIsAnInputError) {
   System h = load_molecule("h", scftest::kMolecules);
   const BasisSet b = make_basis("sto-3g", h);
-  expect_error<InputError>([&] { run_rhf(h, b); }, {"RHF", "closed-shell", "1 electrons", "UHF"});
+  expect_error<InputError>([&] { run_rhf(h, b); }, {"RHF", "closed-shell", "1 electron and", "UHF"});
 }
 
 TEST(ScfErrors, NonConvergenceIsANumericalErrorNotAHang) {

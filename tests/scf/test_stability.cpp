@@ -83,14 +83,38 @@ TEST(ScfStability, RhfCheckFindsTheTripletInstabilityOfAStretchedBondOnly) {
   EXPECT_GT(a.stability_eigenvalue, 0.1);
   EXPECT_LT(b.stability_eigenvalue, -0.1);
   EXPECT_NEAR(b.energy, -0.8524243656, 1e-8);  // check reports, it does not change the solution
+  EXPECT_GT(b.singlet_stability_eigenvalue, 0.1);  // RHF -> RHF rotations raise the energy
   EXPECT_TRUE(std::isnan(run_rhf(eq, make_basis("cc-pvdz", eq)).stability_eigenvalue));  // RHF default: off
 }
 
-TEST(ScfStability, FollowingIsRefusedForRhf) {
-  ScfOptions follow;
+// N2 at 3 Å, cc-pVDZ: the RHF from SAD is a saddle point with a triplet (RHF -> UHF) eigenvalue
+// below a singlet (RHF -> RHF) one; Psi4 1.7 (stability_analysis check, scf_type pk): singlet
+// -0.324220, triplet -0.553039 Eh. Only the lowest was reported, as "a UHF solution is lower",
+// and an RHF solution 0.3 Eh lower went unseen (a user audit; CCSD on the saddle point did not
+// converge). Follow moves the RHF along the singlet one to that lower RHF, where only a triplet
+// instability is left.
+TEST(ScfStability, RhfCheckFindsASingletInstabilityUnderATripletOneAndFollowReachesTheLowerRhf) {
+  const System n2 = parse_molecule_yaml("units: angstrom\natoms: [[N, 0, 0, 0], [N, 0, 0, 3.0]]\n", "n2");
+  const BasisSet b = make_basis("cc-pvdz", n2);
+  ScfOptions check;
+  check.stability = StabilityMode::check;
+  const ScfResult saddle = run_rhf(n2, b, check);
+  EXPECT_NEAR(saddle.energy, -107.9940787744, 1e-8);
+  EXPECT_NEAR(saddle.stability_eigenvalue, -0.553039, 1e-5);
+  EXPECT_NEAR(saddle.singlet_stability_eigenvalue, -0.324220, 1e-5);
+  ScfOptions follow = check;
   follow.stability = StabilityMode::follow;
-  const System s = h2(1.4);
-  EXPECT_THROW(run_rhf(s, make_basis("sto-3g", s), follow), InputError);
+  const ScfResult lower = run_rhf(n2, b, follow);
+  EXPECT_GE(lower.stability_follows, 1);
+  EXPECT_LT(lower.energy, saddle.energy - 0.3);
+  EXPECT_NEAR(lower.energy_before_follow, saddle.energy, 1e-8);
+  EXPECT_GT(lower.singlet_stability_eigenvalue, -check.stability_threshold);  // a minimum among RHF solutions
+  EXPECT_LT(lower.stability_eigenvalue, -0.1);                                // (a UHF one is lower still)
+  // a stable RHF is left as it is
+  const System eq = h2(1.4);
+  const ScfResult stable = run_rhf(eq, make_basis("sto-3g", eq), follow);
+  EXPECT_EQ(stable.stability_follows, 0);
+  EXPECT_GT(stable.stability_eigenvalue, 0.1);
 }
 
 // E(exp(hκ)) = E₀ + h² κᵀ(A + B)κ + O(h⁴) at a stationary point (real rotations, both spins): the
