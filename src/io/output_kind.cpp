@@ -1,6 +1,10 @@
 #include "io/output_kind.hpp"
 
 #include <filesystem>
+#include <fstream>
+
+#include "core/errors.hpp"
+#include "io/hdf5_file.hpp"
 
 namespace nnvmc::io {
 namespace fs = std::filesystem;
@@ -20,6 +24,26 @@ std::string training_run_marker(const std::string& dir) {
     for (const char* results : {"summary.json", "result.h5"})
       if (has(dir, results)) return std::string("config.yaml and ") + results;
   return "";
+}
+
+bool is_run_config(const std::string& path) {
+  std::ifstream in(path);
+  std::string first;
+  return in && std::getline(in, first) && first == kRunConfigHeader;
+}
+
+std::vector<std::string> foreign_run_files(const std::string& dir) {
+  const fs::path results = fs::path(dir) / "result.h5";
+  bool run_results = false;  // result.h5 with a run id
+  if (has(dir, "result.h5")) try {
+      run_results = H5File(results.string(), H5File::Mode::read).has_attr("run_id");
+    } catch (const Error&) {  // (not HDF5, unreadable: not a run's either)
+    }
+  std::vector<std::string> out;
+  if (has(dir, "config.yaml") && !is_run_config((fs::path(dir) / "config.yaml").string()) && !run_results)
+    out.push_back("config.yaml");
+  if (has(dir, "result.h5") && !run_results) out.push_back("result.h5");
+  return out;
 }
 
 std::string comparison_marker(const std::string& dir) {

@@ -6,6 +6,7 @@
 /// report.md over a comparison's). Only files that these commands
 /// write together count, so a user's own folder (a result.h5, a folder called cells) is neither.
 #include <string>
+#include <vector>
 
 namespace nnvmc::io {
 
@@ -13,6 +14,20 @@ namespace nnvmc::io {
 /// "checkpoint.h5.previous" or "summary.json.previous"), or "config.yaml and summary.json" / "config.yaml and result.h5"
 /// (a run that ended or started without a checkpoint); "" when none of them is there.
 std::string training_run_marker(const std::string& dir);
+
+/// The first line of the config.yaml a training run writes: what marks the file as the run's.
+inline constexpr const char* kRunConfigHeader =
+    "# nnvmc train: the settings of this run, every key resolved (nnvmc train --resume DIR continues it)";
+
+/// Whether the file at `path` begins with kRunConfigHeader.
+bool is_run_config(const std::string& path);
+
+/// The files in `dir` named as a training run's ("config.yaml", "result.h5") that no nnvmc run
+/// wrote, which a new run there would replace or, failing early, remove: a config.yaml without
+/// kRunConfigHeader (unless a run's result.h5 is beside it: a start killed before its first
+/// checkpoint by an nnvmc that wrote no header), a result.h5 without a run id. A user ran their
+/// own config.yaml with run.output '.', and a failed start deleted it (a user audit).
+std::vector<std::string> foreign_run_files(const std::string& dir);
 
 /// What marks `dir` as a comparison's output: "compare.csv", "compare.h5", a cell's
 /// "cells/<id>/cell.yaml", or "cells (unreadable)" when a cells/ there cannot be listed; ""

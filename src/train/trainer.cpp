@@ -337,6 +337,15 @@ void Trainer::prepare_new_output() const {
     throw InputError("run.output: '" + output_ + "' holds a run set aside as *.previous by a --force start that "
                      "ended before its first checkpoint; rename those files back (drop the suffix) to continue "
                      "it with --resume, choose another run.output, or start over with --force");
+  if (!has_run)
+    if (const auto theirs = io::foreign_run_files(output_); !theirs.empty()) {
+      std::string names;
+      for (const auto& f : theirs) names += (names.empty() ? "" : ", ") + f;
+      throw InputError("run.output: '" + output_ + "' holds " + names + " that no nnvmc run wrote, and a run writes " +
+                       (theirs.size() == 1 ? "a file of that name" : "files of those names") +
+                       " there; choose another run.output (a new or empty directory), or move " +
+                       (theirs.size() == 1 ? "it" : "them") + " away");
+    }
   if (has_run && !setup_.config.run.overwrite)
     throw InputError("run.output: '" + output_ + "' already holds a run (" +
                      (fs::exists(out / "checkpoint.h5", ec) ? "checkpoint.h5" : "summary.json") +
@@ -416,7 +425,7 @@ void Trainer::init_output(bool resume) {
   }
   unfinished_.dir = output_;  // from here on, a start that ends early takes its files back
   try {
-    io::write_text_atomically(output_ + "/config.yaml", to_yaml(setup_.config));
+    io::write_text_atomically(output_ + "/config.yaml", std::string(io::kRunConfigHeader) + "\n" + to_yaml(setup_.config));
   } catch (const WriteError& e) {
     throw InputError(std::string("run.output: cannot write to '") + output_ + "': " + e.what());
   }
@@ -468,7 +477,7 @@ void Trainer::settle_resumed_output() {
   // trained with them (it wrote the new ones, and every later resume warned that config.yaml
   // differed from the checkpoint, a user audit; a later training resume ran with the old ones)
   try {
-    io::write_text_atomically(output_ + "/config.yaml", to_yaml(evaluation_only_ ? checkpoint_config_ : setup_.config));
+    io::write_text_atomically(output_ + "/config.yaml", std::string(io::kRunConfigHeader) + "\n" + to_yaml(evaluation_only_ ? checkpoint_config_ : setup_.config));
   } catch (const WriteError& e) {
     throw WriteError(std::string("run.output: cannot write to '") + output_ + "': " + e.what());
   }

@@ -18,6 +18,7 @@
 #include "common/text.hpp"
 #include "io/directory_lock.hpp"
 #include "io/hdf5_file.hpp"
+#include "io/output_kind.hpp"
 
 namespace fs = std::filesystem;
 using nnvmc::test::read_bytes;
@@ -1606,6 +1607,40 @@ TEST(Cli, ANewRunRefusedInItsFirstStepLeavesTheFileSystemAsItFoundIt) {
   ASSERT_TRUE(fs::is_directory(top));
   EXPECT_TRUE(fs::is_empty(top));  // (it kept .nnvmc.lock)
   fs::remove_all(top);
+}
+
+// A directory holding the user's own config.yaml or result.h5 (not written by a run) is refused:
+// a run in it replaced them, and a start that failed before its first checkpoint deleted them,
+// the config the user ran among them (a user audit). What a run writes is marked as its own, so
+// a start killed before its first checkpoint is still replaced by the next one.
+TEST(Cli, ARunNeverReplacesOrRemovesTheUsersOwnFilesNamedAsARunsFiles) {
+  const auto dir = (fs::temp_directory_path() / "nnvmc_cli_users_files").string();
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string mine = "# my project's settings\n" + kTiny + "run: {threads: 1, output: .}\n";
+  std::ofstream(dir + "/config.yaml") << mine;
+  const auto r = run_shell("cd " + dir + " && " + NNVMC_EXE + " train config.yaml pretrain.lr=1e300");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("holds config.yaml that no nnvmc run wrote"), std::string::npos) << r.out;
+  std::ifstream in(dir + "/config.yaml");
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), {}), mine);
+  EXPECT_FALSE(fs::exists(dir + "/result.h5"));
+  fs::remove(dir + "/config.yaml");
+  std::ofstream(dir + "/result.h5") << "my data\n";
+  const auto cfg = write_config("nnvmc_users_files.yaml", kTiny + "run: {threads: 1}\n");
+  expect_input_error("train " + cfg + " run.output=" + dir, "holds result.h5 that no nnvmc run wrote");
+  EXPECT_EQ(fs::file_size(dir + "/result.h5"), 8u);
+  // a run's own files: config.yaml starts with the mark, and a new start replaces an unfinished one's
+  fs::remove_all(dir);
+  ASSERT_EQ(run("train " + cfg + " run.output=" + dir).code, 0);
+  std::ifstream written(dir + "/config.yaml");
+  std::string first;
+  std::getline(written, first);
+  EXPECT_EQ(first, nnvmc::io::kRunConfigHeader);
+  fs::remove(dir + "/checkpoint.h5");
+  fs::remove(dir + "/summary.json");  // (as a start killed before its first checkpoint leaves it)
+  EXPECT_EQ(run("train " + cfg + " run.output=" + dir).code, 0);
+  fs::remove_all(dir);
 }
 
 // A resume refused by what its first iteration measures (here the per-sample gradients' memory

@@ -365,5 +365,11 @@ TEST(OutputKind, RunsAndComparisonsAreKnownByTheFilesTheyWriteTogether) {
   EXPECT_EQ(io::comparison_marker(dir), "compare.h5");
   EXPECT_EQ(io::training_run_marker(dir + "/missing"), "");
   EXPECT_EQ(io::comparison_marker(dir + "/missing"), "");
+  // the user's own files named as a run's: config.yaml without the run's mark, result.h5 without a run id
+  EXPECT_EQ(io::foreign_run_files(dir), (std::vector<std::string>{"config.yaml", "result.h5"}));
+  std::ofstream(dir + "/config.yaml") << io::kRunConfigHeader << "\nsystem: {}\n";
+  EXPECT_EQ(io::foreign_run_files(dir), std::vector<std::string>{"result.h5"});
+  fs::remove(dir + "/result.h5");
+  EXPECT_TRUE(io::foreign_run_files(dir).empty());
   fs::remove_all(dir);
 }
