@@ -48,6 +48,9 @@ int main(int argc, char** argv) {
   // A file-size limit (ulimit -f) then fails the write (EFBIG), which is a WriteError naming the
   // file, instead of killing the process half-way through it.
   std::signal(SIGXFSZ, SIG_IGN);
+  // Output into a pipe whose reader has gone (`| head`, a `| tee` ended by Ctrl-C first) is lost,
+  // not the run: SIGPIPE killed training without its checkpoint (a user audit).
+  std::signal(SIGPIPE, SIG_IGN);
   // Under mpirun/srun: MPI is initialised and world() spans the ranks; otherwise one process.
   try {
     nnvmc::parallel::init_world(&argc, &argv);

@@ -31,7 +31,7 @@ namespace {
 volatile std::sig_atomic_t g_signal = 0;
 void on_signal(int sig) { g_signal = sig; }
 
-/// Installs SIGINT/SIGTERM handlers for its lifetime (no SA_RESTART: waits return on a signal).
+/// Installs SIGINT/SIGTERM/SIGHUP handlers for its lifetime (no SA_RESTART: waits return on a signal).
 class SignalGuard {
  public:
   SignalGuard() {
@@ -41,14 +41,18 @@ class SignalGuard {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int_);
     sigaction(SIGTERM, &sa, &old_term_);
+    // a closed terminal stops the comparison as SIGTERM does (unless nohup ignores it)
+    sigaction(SIGHUP, nullptr, &old_hup_);
+    if (old_hup_.sa_handler != SIG_IGN) sigaction(SIGHUP, &sa, nullptr);
   }
   ~SignalGuard() {
     sigaction(SIGINT, &old_int_, nullptr);
     sigaction(SIGTERM, &old_term_, nullptr);
+    sigaction(SIGHUP, &old_hup_, nullptr);
   }
 
  private:
-  struct sigaction old_int_ {}, old_term_ {};
+  struct sigaction old_int_ {}, old_term_ {}, old_hup_ {};
 };
 
 nlohmann::json read_status(const std::string& dir) {

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cmath>
 #include <csignal>
+#include <signal.h>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -39,7 +40,7 @@
 namespace nnvmc {
 namespace fs = std::filesystem;
 namespace {
-/// The first SIGINT/SIGTERM asks the run to stop at its next step (a checkpoint in the training
+/// The first SIGINT/SIGTERM/SIGHUP asks the run to stop at its next step (a checkpoint in the training
 /// loop); the handler then gives the signal back its default action, so a second one ends the
 /// process at once (e.g. in the middle of a long iteration).
 void on_signal_then_default(int sig) {
@@ -119,6 +120,11 @@ void Trainer::install_signal_handlers(bool second_signal_ends) {
   const auto handler = second_signal_ends ? on_signal_then_default : on_signal;
   std::signal(SIGINT, handler);
   std::signal(SIGTERM, handler);
+  // A closed terminal or ssh session (SIGHUP) stops the run as SIGTERM does, with its checkpoint:
+  // it killed the run, losing the iterations since the last one (a user audit). Under nohup,
+  // which ignores SIGHUP, the run goes on.
+  struct sigaction current {};
+  if (sigaction(SIGHUP, nullptr, &current) == 0 && current.sa_handler != SIG_IGN) std::signal(SIGHUP, handler);
 }
 void Trainer::request_stop(bool stop) { set_stop_requested(stop); }
 

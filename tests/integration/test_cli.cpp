@@ -1609,6 +1609,32 @@ TEST(Cli, ANewRunRefusedInItsFirstStepLeavesTheFileSystemAsItFoundIt) {
   fs::remove_all(top);
 }
 
+// Output into a pipe whose reader has gone (`| head`) is lost, not the run (SIGPIPE killed it with
+// no checkpoint), and a closed terminal (SIGHUP) stops training as SIGTERM does, checkpointed
+// (it killed the run): a user audit.
+TEST(Cli, AClosedPipeOrTerminalDoesNotLoseTheRun) {
+  const auto [piped, cfg] = tiny_run("nnvmc_cli_closed_pipe");
+  const auto head = run_shell("bash -c '" + std::string(NNVMC_EXE) + " train " + cfg +
+                              " optim.iterations=30 optim.log_every=1 2>&1 | head -n 2 > /dev/null; "
+                              "echo status=${PIPESTATUS[0]}'");
+  // (not killed: 141; the result it could not print to the closed pipe makes the exit code 1)
+  EXPECT_NE(head.out.find("status=1"), std::string::npos) << head.out;
+  EXPECT_TRUE(fs::exists(piped + "/summary.json"));
+  EXPECT_TRUE(fs::exists(piped + "/checkpoint.h5"));
+  const auto [hung, cfg2] = tiny_run("nnvmc_cli_hangup");
+  const std::string log = hung + "_hup.log";
+  const auto stopped = run_shell("bash -c '" + std::string(NNVMC_EXE) + " train " + cfg2 +
+                                 " optim.iterations=100000000 optim.log_every=1 > " + log +
+                                 " 2>&1 & pid=$!; for i in $(seq 600); do grep -q \"it  *3/\" " + log +
+                                 " && break; sleep 0.1; done; kill -HUP $pid; wait $pid; echo rc=$?; cat " + log + "'");
+  EXPECT_NE(stopped.out.find("rc=1"), std::string::npos) << stopped.out;
+  EXPECT_NE(stopped.out.find("interrupted; resume with: nnvmc train --resume"), std::string::npos) << stopped.out;
+  EXPECT_TRUE(fs::exists(hung + "/checkpoint.h5"));
+  fs::remove_all(piped);
+  fs::remove_all(hung);
+  fs::remove(log);
+}
+
 // A directory holding the user's own config.yaml or result.h5 (not written by a run) is refused:
 // a run in it replaced them, and a start that failed before its first checkpoint deleted them,
 // the config the user ran among them (a user audit). What a run writes is marked as its own, so
