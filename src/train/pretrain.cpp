@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/errors.hpp"
 #include "core/log.hpp"
 #include "train/distributed.hpp"
 #include "train/stop_request.hpp"
@@ -192,6 +193,12 @@ PretrainResult pretrain(VmcSetup& s, const PretrainOptions& options, StageTimers
       }
       adam.step();
     }
+    // A diverged fit stops here, naming its learning rate: it went on in NaN, and training then
+    // failed ten times before refusing to checkpoint the NaN parameters (a user audit)
+    if (!std::isfinite(total))
+      throw NumericalError(strfmt("HF pretraining diverged: the orbital loss of step %d is not finite; lower "
+                                  "pretrain.lr (now %g)",
+                                  t + 1, options.lr));
     if (t == 0) out.initial_loss = total * per_molecule;
     out.final_loss = total * per_molecule;
     out.steps = t + 1;
@@ -199,6 +206,12 @@ PretrainResult pretrain(VmcSetup& s, const PretrainOptions& options, StageTimers
       log::info(strfmt("pretrain %5d/%d  orbital loss %.3e", t + 1, options.steps, out.final_loss));
     for (std::size_t i = 0; i < n; ++i) s.molecules[i].sampler->refresh(mixture[i]);  // parameters changed
   }
+  // (the last step's update is not in any loss above)
+  for (const auto& p : s.wf->parameters())
+    if (!torch::isfinite(p).all().item<bool>())
+      throw NumericalError(strfmt("HF pretraining diverged: its last step left non-finite parameters; lower "
+                                  "pretrain.lr (now %g)",
+                                  options.lr));
   // A fit that hardly moves (one step's sampled loss; a working fit falls by orders of magnitude)
   for (std::size_t i = 0; i < n && out.steps >= kPretrainStallSteps; ++i)
     if (out.molecules[i].final_loss > 0.5 * out.molecules[i].initial_loss)

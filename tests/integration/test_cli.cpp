@@ -1609,6 +1609,18 @@ TEST(Cli, ANewRunRefusedInItsFirstStepLeavesTheFileSystemAsItFoundIt) {
   fs::remove_all(top);
 }
 
+// A pretraining that diverges stops at once, naming pretrain.lr (it went on in NaN, and training
+// then failed ten times before refusing to checkpoint: a user audit); the start is taken back.
+TEST(Cli, ADivergedPretrainingStopsNamingItsLearningRate) {
+  const auto [dir, cfg] = tiny_run("nnvmc_cli_pretrain_nan");
+  const auto r = run("train " + cfg + " pretrain.steps=5 pretrain.lr=1e300");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("HF pretraining diverged: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("lower pretrain.lr (now 1e+300)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("refusing to checkpoint"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(dir));
+}
+
 // Output into a pipe whose reader has gone (`| head`) is lost, not the run (SIGPIPE killed it with
 // no checkpoint), and a closed terminal (SIGHUP) stops training as SIGTERM does, checkpointed
 // (it killed the run): a user audit.
