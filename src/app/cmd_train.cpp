@@ -248,6 +248,12 @@ void add_train_command(CLI::App& app) {
                          "' (the run's config is in its checkpoint)");
       if (*force) throw InputError("train: --force starts a new run; it cannot be combined with --resume");
       const std::string ckpt = run_checkpoint("--resume", *resume);
+      // A run continues in its directory: a checkpoint file of another name made its folder the
+      // run's, with results written and a config.yaml there replaced (a user audit)
+      if (fs::path(ckpt).filename() != "checkpoint.h5")
+        throw InputError("train --resume " + *resume + ": give a run's directory (or its checkpoint.h5); a run "
+                         "continues where its checkpoint.h5 is, writing config.yaml and result.h5 beside it. To train "
+                         "on from this file's parameters in a new run, give model.init_from=" + *resume);
       const Checkpoint c = load_checkpoint(ckpt);
       const std::string dir = fs::path(ckpt).parent_path().string();
       const std::string here = relocated(c.config_yaml, ckpt + ":config", dir.empty() ? "." : dir);

@@ -652,6 +652,14 @@ TEST(Cli, ResumeNeedsExactlyOneCheckpoint) {
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find(root + "/a"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(root + "/b"), std::string::npos) << r.out;
+  // a run's checkpoint.h5 is its run; a checkpoint file of another name is not a run (it made its
+  // folder one, replacing the user's config.yaml there: a user audit)
+  EXPECT_EQ(run("train --resume " + root + "/a/checkpoint.h5 optim.iterations=3").code, 0);
+  fs::create_directories(root + "/saved");
+  fs::copy_file(root + "/b/checkpoint.h5", root + "/saved/he.h5");
+  expect_input_error("train --resume " + root + "/saved/he.h5 optim.iterations=3",
+                     "give a run's directory (or its checkpoint.h5)");
+  EXPECT_EQ(std::distance(fs::directory_iterator(root + "/saved"), fs::directory_iterator()), 1);
 }
 
 TEST(Cli, UnwritableOutputIsRefusedNamingRunOutput) {
