@@ -97,7 +97,8 @@ void run_eval(const EvalArgs& a) {
   Trainer::install_signal_handlers();
   RunArgs ra = split_run_args(a.args);
   if (ra.file.empty()) throw InputError("eval: give a CHECKPOINT file (or a run's output directory)");
-  if (std::error_code ec; std::filesystem::is_directory(ra.file, ec)) ra.file = run_checkpoint("eval", ra.file);
+  if (std::error_code ec; std::filesystem::is_directory(ra.file, ec))
+    ra.file = readable_checkpoint("eval " + ra.file, run_checkpoint("eval", ra.file));
   const std::vector<std::string> given = ra.overrides;  // the user's, before the ones added below
   // Training and pretraining settings have no effect here (warned below). Applied, they were
   // validated against the checkpoint's others, and optim.type=kfac failed on adam's

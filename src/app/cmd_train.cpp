@@ -15,7 +15,9 @@
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "core/run_name.hpp"
+#include "io/directory_lock.hpp"
 #include "io/output_kind.hpp"
+#include "train/run_checkpoint.hpp"
 #include "train/summary.hpp"
 #include "train/trainer.hpp"
 
@@ -247,7 +249,21 @@ void add_train_command(CLI::App& app) {
         throw InputError("train --resume DIR takes key=value overrides only, not the file '" + ra.file +
                          "' (the run's config is in its checkpoint)");
       if (*force) throw InputError("train: --force starts a new run; it cannot be combined with --resume");
-      const std::string ckpt = run_checkpoint("--resume", *resume);
+      std::string ckpt = run_checkpoint("--resume", *resume);
+      // A damaged latest checkpoint: the run continues from the one before it, which takes its
+      // place (the damaged one is kept aside), unless another process holds the run
+      if (const std::string usable = readable_checkpoint("--resume " + *resume, ckpt); usable != ckpt) {
+        const fs::path dir = fs::path(ckpt).parent_path();
+        if (std::string pid; io::lock_held(dir.string(), &pid))
+          throw InputError("train --resume " + *resume + ": in use by another nnvmc process" +
+                           (pid.empty() ? "" : " (pid " + pid + ")"));
+        std::error_code ec;
+        fs::rename(ckpt, ckpt + ".damaged", ec);
+        if (!ec) fs::rename(usable, ckpt, ec);
+        if (ec) throw InputError("train --resume " + *resume + ": cannot put " + usable + " in place of the damaged " +
+                                 ckpt + ": " + ec.message());
+        log::warn("--resume " + *resume + ": the damaged checkpoint is kept as " + ckpt + ".damaged");
+      }
       // A run continues in its directory: a checkpoint file of another name made its folder the
       // run's, with results written and a config.yaml there replaced (a user audit)
       if (fs::path(ckpt).filename() != "checkpoint.h5")

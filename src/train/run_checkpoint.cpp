@@ -3,7 +3,9 @@
 #include <filesystem>
 
 #include "core/errors.hpp"
+#include "core/log.hpp"
 #include "io/directory_lock.hpp"
+#include "train/checkpoint.hpp"
 
 namespace nnvmc {
 
@@ -33,6 +35,27 @@ std::string run_checkpoint(const std::string& what, const std::string& path) {
     throw CheckpointError(where + ": no complete checkpoint.h5 (only an unfinished checkpoint.h5.tmp: the run "
                           "stopped before its first checkpoint; start it again with --force)");
   throw CheckpointError(where + ": no checkpoint.h5 here");
+}
+
+std::string readable_checkpoint(const std::string& what, const std::string& checkpoint) {
+  namespace fs = std::filesystem;
+  try {
+    (void)load_checkpoint(checkpoint);
+    return checkpoint;
+  } catch (const CheckpointError& damaged) {
+    std::error_code ec;
+    const fs::path older = fs::path(checkpoint).parent_path() / kOlderCheckpointName;
+    if (fs::path(checkpoint).filename() != "checkpoint.h5" || !fs::exists(older, ec)) throw;
+    Checkpoint c;
+    try {
+      c = load_checkpoint(older.string());
+    } catch (const CheckpointError&) {
+      throw damaged;
+    }
+    log::warn(strfmt("%s: %s; the checkpoint before it, %s of iteration %lld, is used", what.c_str(), damaged.what(),
+                     older.string().c_str(), static_cast<long long>(c.iteration)));
+    return older.string();
+  }
 }
 
 }  // namespace nnvmc

@@ -12,4 +12,14 @@ namespace nnvmc {
 /// InputError when the run there is in use and has not written its first checkpoint yet.
 std::string run_checkpoint(const std::string& what, const std::string& path);
 
+/// The checkpoint a run wrote before its latest, kept beside it (the trainer links it there before
+/// each new checkpoint replaces the old): a latest one damaged on disk loses one interval, not
+/// the run.
+inline constexpr const char* kOlderCheckpointName = "checkpoint.h5.1";
+
+/// `checkpoint` when it can be read; when it cannot and it is a run's checkpoint.h5, the older
+/// one beside it if that can be read, with a warning naming both and the older one's iteration.
+/// `what` starts the warning. @throws CheckpointError of `checkpoint` when neither can be read.
+std::string readable_checkpoint(const std::string& what, const std::string& checkpoint);
+
 }  // namespace nnvmc

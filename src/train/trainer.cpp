@@ -59,7 +59,7 @@ std::string fmt_duration(double s) {
 }
 /// Files a run leaves in its output directory (a new run refuses a directory holding them).
 /// The files of a run (what --force replaces).
-const char* const kPreviousRunFiles[] = {"checkpoint.h5", "result.h5", "summary.json", "config.yaml"};
+const char* const kPreviousRunFiles[] = {"checkpoint.h5", kOlderCheckpointName, "result.h5", "summary.json", "config.yaml"};
 /// One row per iteration in result.h5: the run-level series (train/NAME) and each molecule's
 /// (train/MOLECULE/NAME), in the order they are written.
 const char* const kRunSeries[] = {"energy",        "variance",         "acceptance", "step_size",
@@ -684,6 +684,18 @@ void Trainer::write_checkpoint() {
   std::exception_ptr failed;
   if (writes_output()) {
     try {
+      // The checkpoint being replaced stays as kOlderCheckpointName (a hard link: no copy, no
+      // space); checkpoint.h5 itself is replaced atomically, so a crash anywhere leaves both
+      // readable. One of the same iteration (the end's after the interval's) keeps the older one.
+      if (c.iteration != last_checkpoint_) {
+        std::error_code ec;
+        const fs::path latest = fs::path(output_) / "checkpoint.h5", older = fs::path(output_) / kOlderCheckpointName;
+        fs::remove(older, ec);
+        if (fs::exists(latest, ec)) {
+          fs::create_hard_link(latest, older, ec);
+          if (ec) log::debug("checkpoint: the previous one is not kept (" + ec.message() + ")");
+        }
+      }
       save_checkpoint(output_ + "/checkpoint.h5", c);
       last_checkpoint_ = c.iteration;
       settle_resumed_output();  // (a failure here is reported with the checkpoint kept, below)

@@ -1655,6 +1655,36 @@ TEST(Cli, AClosedPipeOrTerminalDoesNotLoseTheRun) {
   fs::remove(log);
 }
 
+// A latest checkpoint damaged on disk loses one checkpoint interval, not the run: the one before
+// it is kept (checkpoint.h5.1), and --resume continues from it to the uninterrupted run's result
+// (a truncated checkpoint was the end of the run: a user audit); eval of the run uses it too.
+TEST(Cli, ADamagedLatestCheckpointResumesFromTheOneBeforeIt) {
+  const auto [straight, cfg] = tiny_run("nnvmc_cli_damaged_latest_a");
+  ASSERT_EQ(run("train " + cfg + " optim.iterations=6 run.checkpoint_every=1").code, 0);
+  const auto [dir, cfg2] = tiny_run("nnvmc_cli_damaged_latest_b");
+  ASSERT_EQ(run("train " + cfg2 + " optim.iterations=4 run.checkpoint_every=1").code, 0);
+  ASSERT_TRUE(fs::exists(dir + "/checkpoint.h5.1"));
+  fs::resize_file(dir + "/checkpoint.h5", 3000);
+  const auto e = run("eval " + dir + " --steps 2");
+  EXPECT_EQ(e.code, 0) << e.out;
+  EXPECT_NE(e.out.find("the checkpoint before it, " + dir + "/checkpoint.h5.1 of iteration 3, is used"),
+            std::string::npos)
+      << e.out;
+  const auto r = run("train --resume " + dir + " optim.iterations=6");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("checkpoint.h5.1 of iteration 3, is used"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the damaged checkpoint is kept as " + dir + "/checkpoint.h5.damaged"), std::string::npos)
+      << r.out;
+  EXPECT_TRUE(fs::exists(dir + "/checkpoint.h5.damaged"));
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(dir + "/summary.json"))["energy"],
+            nlohmann::json::parse(std::ifstream(straight + "/summary.json"))["energy"]);
+  // --force sets the older checkpoint aside with the rest of the run
+  ASSERT_EQ(run("train " + cfg2 + " --force optim.iterations=1").code, 0);
+  EXPECT_FALSE(fs::exists(dir + "/checkpoint.h5.1.previous"));
+  fs::remove_all(straight);
+  fs::remove_all(dir);
+}
+
 // A directory holding the user's own config.yaml or result.h5 (not written by a run) is refused:
 // a run in it replaced them, and a start that failed before its first checkpoint deleted them,
 // the config the user ran among them (a user audit). What a run writes is marked as its own, so
