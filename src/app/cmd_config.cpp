@@ -53,7 +53,7 @@ void run_config_command(const ConfigArgs& a) {
   const Config config = ra.file.empty() ? parse_config("", ra.overrides, "defaults") : load_config(ra.file, ra.overrides);
   const std::vector<System> molecules = resolve_molecules(config.system);  // (an impossible one is refused here)
   for (const System& m : molecules) log::info(m.electron_summary());
-  (void)model_registry().traits(config.model.type);  // an unknown ansatz, named as a run names it
+  check_model_type(config, ra);  // an unknown ansatz, named as a run names it
   const Config recorded = as_recorded(config, molecules.front().n_electrons());
   check_bases(recorded, molecules);
   if (parallel::world().is_root()) std::cout << to_yaml(recorded);  // every rank checks; rank 0 prints

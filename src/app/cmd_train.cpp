@@ -315,6 +315,7 @@ void add_train_command(CLI::App& app) {
       if (ra.file.empty()) throw InputError("train: give a CONFIG file or --resume DIR");
       if (*force) ra.overrides.push_back("run.overwrite=true");
       const Config config = load_config(ra.file, ra.overrides);
+      check_model_type(config, ra);
       warn_of_unused_overrides(config, ra.overrides);
       // A comparison's cells are its own to start (a run started in a cell that had not begun made
       // the comparison continue a run of another molecule); continuing one with --resume is fine.

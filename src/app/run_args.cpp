@@ -1,13 +1,37 @@
 #include "app/run_args.hpp"
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
+#include <yaml-cpp/yaml.h>
+
+#include "core/config.hpp"
+#include "core/config_yaml.hpp"
 #include "core/errors.hpp"
+#include "core/yaml_document.hpp"
+#include "models/registry.hpp"
 #include "core/log.hpp"
 #include "core/molecule_list.hpp"
 #include "train/checkpoint.hpp"
 
 namespace nnvmc::app {
+
+void check_model_type(const Config& config, const RunArgs& ra) {
+  try {
+    (void)model_registry().traits(config.model.type);
+  } catch (const ConfigError& e) {
+    YAML::Node root;
+    if (!ra.file.empty()) try {
+        std::ifstream in(ra.file);
+        std::stringstream text;
+        text << in.rdbuf();
+        root = load_yaml_document(text.str(), ra.file);
+      } catch (const std::exception&) {  // (read before: the message stays as it is)
+      }
+    throw ConfigError(config_yaml::located_setting_error(e.what(), root, ra.overrides, ra.file));
+  }
+}
 
 RunArgs split_run_args(const std::vector<std::string>& args) {
   RunArgs out;

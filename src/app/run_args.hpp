@@ -8,6 +8,7 @@
 
 namespace nnvmc {
 struct Checkpoint;
+struct Config;
 }
 
 namespace nnvmc::app {
@@ -22,6 +23,10 @@ struct RunArgs {
 RunArgs split_run_args(const std::vector<std::string>& args);
 
 using nnvmc::run_checkpoint;  // (train/run_checkpoint.hpp)
+
+/// @throws ConfigError for an unknown model.type, naming the file and line or the override that
+/// gave it (the registry's own message names neither).
+void check_model_type(const Config& config, const RunArgs& ra);
 
 /// The checkpoint's molecules as a system.molecules value (inline atoms in bohr, names, charge,
 /// spin): evaluating or resuming a run needs neither its molecule files nor the directory it ran in.

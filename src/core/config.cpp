@@ -50,6 +50,7 @@ std::string suggestion(const std::string& key, const std::vector<std::string>& c
 
 std::string location(const YAML::Node& node, const std::string& where) {
   if (node.Mark().is_null() || node.Mark().line < 0) return where;
+  if (where.rfind("override '", 0) == 0) return where;  // (one line: "override 'k=v':1:" said nothing more)
   return where + ":" + std::to_string(node.Mark().line + 1);
 }
 
@@ -530,6 +531,13 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
                       " with a run config (e.g. one of configs/runs/)");
   std::stringstream ss;
   ss << in.rdbuf();
+  // A binary file (a checkpoint, an HDF5 result) is named as such, not as YAML with raw bytes
+  if (const std::string text = ss.str(); text.find('\0') != std::string::npos)
+    throw ConfigError(path + ": a binary file, not a run config (YAML text)" +
+                      std::string(text.rfind("\x89HDF", 0) == 0
+                                      ? ": an HDF5 file; evaluate a checkpoint with nnvmc eval, continue a run with "
+                                        "nnvmc train --resume DIR"
+                                      : ""));
   // An empty file and no overrides trained the default LiH for 1000 iterations, unasked.
   const YAML::Node document = load_yaml_document(ss.str(), path);
   if ((!document || document.IsNull()) && overrides.empty())

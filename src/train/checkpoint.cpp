@@ -277,7 +277,8 @@ Checkpoint load_checkpoint(const std::string& path) {
     throw CheckpointError(path + ": not a regular file");
   io::H5File f(path, io::H5File::Mode::read);
   if (!f.has_attr("format") || f.attr("format") != "nnvmc-checkpoint")
-    throw CheckpointError(path + ": not an nnvmc checkpoint");
+    throw CheckpointError(path + ": not an nnvmc checkpoint (no nnvmc format mark: another HDF5 file, or a "
+                                 "checkpoint whose header is damaged)");
   const std::string version = f.has_attr("version") ? f.attr("version") : "(none)";
   if (version != std::to_string(kCheckpointVersion) && version != "2" && version != "3" && version != "4")
     throw CheckpointError(path + ": checkpoint format version " + version + ", this nnvmc reads versions 2 to " +

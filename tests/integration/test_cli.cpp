@@ -736,6 +736,20 @@ TEST(Cli, AComparisonOrMoleculeFileGivenAsARunConfigIsNamedAsSuch) {
   // (an xyz file was "a second YAML document (after '---')")
   const auto xyz = write_config("nnvmc_water.xyz", "3\nwater\nO 0 0 0\nH 0 0.757 0.587\nH 0 -0.757 0.587\n");
   expect_input_error("config " + xyz, "an xyz molecule file, not a run config: give it as system.molecule=");
+  // a checkpoint given as the config (it was "malformed YAML: unknown escape character" and raw bytes)
+  const auto [dir, cfg] = tiny_run("nnvmc_cli_binary_config");
+  ASSERT_EQ(run("train " + cfg).code, 0);
+  expect_input_error("train " + dir + "/checkpoint.h5",
+                     "a binary file, not a run config (YAML text): an HDF5 file; evaluate a checkpoint with nnvmc eval");
+  fs::remove_all(dir);
+  // an unknown ansatz is located like every other setting (it alone named neither file nor line),
+  // and an override is named without a line number (it was "override 'k=v':1:")
+  const auto fermi = write_config("nnvmc_fermi.yaml", "system: {molecule: he}\nmodel: {type: fermi}\n");
+  expect_input_error("train " + fermi, fermi + ":2: 'model.type': unknown ansatz 'fermi'");
+  expect_input_error("config " + fermi, fermi + ":2: 'model.type': unknown ansatz 'fermi'");
+  expect_input_error("config " + cfg + " model.type=fermi", "override 'model.type=fermi': 'model.type': unknown ansatz");
+  expect_input_error("config " + cfg + " optim.iterations=abc",
+                     "override 'optim.iterations=abc': 'optim.iterations' must be an integer, got 'abc'");
 }
 
 TEST(Cli, InputsRejectedAfterParsingStillWriteNothing) {
