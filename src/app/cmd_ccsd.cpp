@@ -45,6 +45,7 @@ struct CcsdArgs {
   bool exact_scf = false;
   std::string resident = "auto";
   ScfFlagText scf_text;  ///< --guess, --stability
+  MoleculeStateFlags state;  ///< --charge, --spin
   scf::ScfOptions scf;  ///< the RHF's convergence settings
 };
 
@@ -218,8 +219,7 @@ void run_ccsd_command(const CcsdArgs& a) {
       throw BudgetError(std::string("--memory ") + a.memory + ": " + e.what());
     }
   }
-  const System system = load_molecule(a.molecule, default_molecules_dir());
-  system.validate();  // charge and spin before the closed-shell check
+  const System system = load_molecule_with_state(a.molecule, a.state);  // charge and spin before the closed-shell check
   if (const std::string w = system.short_distance_warning(); !w.empty()) log::warn(w);
   if (a.cholesky > 1e-4)  // (measured on H2O/cc-pVDZ against conventional integrals)
     log::warn(strfmt("--cholesky %g is a loose threshold: on H2O/cc-pVDZ, 1e-3 moves E(CCSD) by 0.2 mEh and 1e-2 "
@@ -307,6 +307,7 @@ void add_ccsd_command(CLI::App& app) {
   auto a = std::make_shared<CcsdArgs>();
   CLI::App* cmd = app.add_subcommand("ccsd", "closed-shell CCSD / CCSD(T) from an RHF reference");
   cmd->add_option("molecule", a->molecule, "molecule name in configs/molecules, or a .yaml/.xyz file")->required();
+  add_molecule_state_flags(cmd, a->state);
   cmd->add_option("--basis", a->basis, "basis set (default cc-pVDZ): " + scf::available_bases_list(scf::default_basis_dir()) + ", or an NWChem-format file (a path with a '/' or ending in .nw)");
   CLI::Option* cholesky =
       cmd->add_option("--cholesky", a->cholesky,

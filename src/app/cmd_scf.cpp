@@ -26,6 +26,7 @@ struct ScfArgs {
   std::string molecule;
   std::string basis = "cc-pvdz";
   ScfFlagText scf_text;  ///< --guess, --stability
+  MoleculeStateFlags state;  ///< --charge, --spin
   bool uhf = false, json = false;
   scf::ScfOptions options;
 };
@@ -50,8 +51,7 @@ void print_orbitals(const char* label, const Eigen::VectorXd& eps, int n_occ) {
 int max_integral_threads() { return std::max(1, 4 * static_cast<int>(std::thread::hardware_concurrency())); }
 
 void run_scf_command(ScfArgs& a) {
-  const System system = load_molecule(a.molecule, default_molecules_dir());
-  system.validate();  // charge and spin before the closed-shell check
+  const System system = load_molecule_with_state(a.molecule, a.state);  // charge and spin before the closed-shell check
   scf::require_same_molecule_and_basis_on_all_ranks(system, a.basis);
   if (const std::string w = system.short_distance_warning(); !w.empty()) log::warn(w);
   apply_scf_flags(a.scf_text, a.options, "scf");
@@ -119,6 +119,7 @@ void add_scf_command(CLI::App& app) {
   cmd->add_option("--basis", a->basis, "basis set: " + scf::available_bases_list(scf::default_basis_dir()) + ", or an NWChem-format file (a path with a '/' or ending in .nw, as the Basis Set Exchange exports it)")
       ->capture_default_str();
   cmd->add_flag("--uhf", a->uhf, "unrestricted Hartree–Fock (needed for open shells)");
+  add_molecule_state_flags(cmd, a->state);
   cmd->add_flag("--json", a->json, "print one JSON object (e_hf, e_nuc, n_basis, converged, ...)");
   add_scf_convergence_flags(cmd, a->options, a->scf_text, "--max-iter", true);
   a->options.convergence_advice += " (nnvmc scf)";

@@ -1,6 +1,7 @@
 #include "app/scf_flags.hpp"
 
 #include <climits>
+#include <cstdlib>
 #include <map>
 
 #include "app/commands.hpp"
@@ -33,6 +34,35 @@ void add_scf_convergence_flags(CLI::App* cmd, scf::ScfOptions& options, ScfFlagT
                                "to a lower RHF solution where one exists), or off; auto: off")
       ->capture_default_str();
   options.convergence_advice = "raise " + max_iter_flag + ", or try --level-shift, or --damping with --diis-start 3 or later";
+}
+
+void add_molecule_state_flags(CLI::App* cmd, MoleculeStateFlags& flags) {
+  cmd->add_option("--charge", flags.charge,
+                  "total charge (default: the molecule file's; an .xyz file is neutral); the spin is then the lowest "
+                  "unless --spin gives it");
+  cmd->add_option("--spin", flags.spin, "n_up - n_down (2S; default: the file's, or the lowest)");
+}
+
+System load_molecule_with_state(const std::string& name, const MoleculeStateFlags& flags) {
+  System s = load_molecule(name, default_molecules_dir());
+  if (flags.charge) {
+    s.charge = *flags.charge;
+    if (!flags.spin) s.spin = std::abs(s.n_electrons() % 2);  // the lowest, after the charge
+  }
+  if (flags.spin) s.spin = *flags.spin;
+  if (flags.charge || flags.spin) {  // another state than the file's: its reference energy is not this one's
+    s.e_ref.reset();
+    s.e_ref_source.clear();
+  }
+  try {
+    s.validate();
+  } catch (const InputError& e) {
+    std::string set_by;
+    if (flags.charge) set_by = "--charge " + std::to_string(*flags.charge);
+    if (flags.spin) set_by += (set_by.empty() ? "" : ", ") + std::string("--spin ") + std::to_string(*flags.spin);
+    throw InputError(std::string(e.what()) + (set_by.empty() ? "" : " (with " + set_by + ")"));
+  }
+  return s;
 }
 
 void apply_scf_flags(const ScfFlagText& text, scf::ScfOptions& options, const std::string& command) {

@@ -2,10 +2,12 @@
 /// @file scf_flags.hpp
 /// The SCF convergence flags (--guess, the iteration limit, --level-shift, --damping,
 /// --diis-start, --stability) of `nnvmc scf` and of the RHF inside `nnvmc ccsd`, defined once.
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
+#include "core/system.hpp"
 #include "scf/scf.hpp"
 
 namespace nnvmc::app {
@@ -25,6 +27,19 @@ void add_scf_convergence_flags(CLI::App* cmd, scf::ScfOptions& options, ScfFlagT
 /// `x` for a six-decimal report line (`below`: for another precision): round-off around zero (a rotation that costs nothing, ⟨S²⟩
 /// of a closed shell) as 0, not -0.000000.
 inline double printable_zero(double x, double below = 5e-7) { return x > -below && x < below ? 0.0 : x; }
+
+/// --charge and --spin of `nnvmc scf` and `nnvmc ccsd` (an .xyz file holds neither).
+struct MoleculeStateFlags {
+  std::optional<int> charge;  ///< --charge: total charge (default: the molecule file's, 0 for .xyz)
+  std::optional<int> spin;    ///< --spin: n_up − n_down (default: the file's; after --charge, the lowest)
+};
+
+/// Adds --charge and --spin to `cmd`.
+void add_molecule_state_flags(CLI::App* cmd, MoleculeStateFlags& flags);
+
+/// The molecule `name` (configs/molecules name or file) with the flags' charge and spin, checked.
+/// @throws InputError naming the flags where the charge or spin is impossible.
+System load_molecule_with_state(const std::string& name, const MoleculeStateFlags& flags);
 
 /// Sets options.guess and options.stability from the text. @throws InputError naming
 /// `command`'s flag

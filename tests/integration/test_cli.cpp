@@ -2182,6 +2182,26 @@ TEST(Cli, TriplesOfAnUnconvergedCcsdAreNotComputedRatherThanZero) {
   EXPECT_NE(quiet.out.find("NOT CONVERGED: the iterate after 2 iterations"), std::string::npos) << quiet.out;
 }
 
+// scf and ccsd take --charge and --spin (an .xyz file holds neither: an ion needed a YAML file),
+// the same as the molecule file's charge: and spin:, and name them where they are impossible.
+TEST(Cli, ScfAndCcsdTakeTheChargeAndSpinOnTheCommandLine) {
+  const auto xyz = write_config("nnvmc_h3o.xyz", "4\nH3O+\nO 0 0 0.1\nH 0.95 0 -0.2\nH -0.47 0.82 -0.2\nH -0.47 -0.82 -0.2\n");
+  const auto yaml = write_config("nnvmc_h3o.yaml", "units: angstrom\ncharge: 1\natoms: [[O, 0, 0, 0.1], [H, 0.95, 0, -0.2], "
+                                                   "[H, -0.47, 0.82, -0.2], [H, -0.47, -0.82, -0.2]]\n");
+  const auto flag = run("ccsd " + xyz + " --charge 1 --basis sto-3g --json --log-level error");
+  const auto file = run("ccsd " + yaml + " --basis sto-3g --json --log-level error");
+  ASSERT_EQ(flag.code, 0) << flag.out;
+  ASSERT_EQ(file.code, 0) << file.out;
+  EXPECT_EQ(json_of(flag.out)["charge"], 1);
+  EXPECT_EQ(json_of(flag.out)["n_electrons"], 10);
+  EXPECT_NEAR(json_of(flag.out)["e_ccsd"].get<double>(), json_of(file.out)["e_ccsd"].get<double>(), 1e-10);
+  const auto uhf = run("scf " + xyz + " --uhf --charge 2 --basis sto-3g --json");  // (spin: the lowest, 1)
+  ASSERT_EQ(uhf.code, 0) << uhf.out;
+  EXPECT_EQ(json_of(uhf.out)["n_alpha"], 5);
+  EXPECT_EQ(json_of(uhf.out)["n_beta"], 4);
+  expect_input_error("scf " + xyz + " --charge 1 --spin 1 --basis sto-3g", "(with --charge 1, --spin 1)");
+}
+
 // N2 at 3 Å from the SAD guess: the RHF is a saddle point on which CCSD does not converge, and
 // with plain Jacobi updates it blows up. The blow-up stops at the first non-finite iterate (it ran
 // its iteration limit in NaN and advised raising it: a user audit); the non-convergence advises
