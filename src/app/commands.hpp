@@ -67,8 +67,8 @@ inline CLI::Validator finite_in(double lo, double hi) {
         double v = 0;
         if (auto bad = read_number(text, v); !bad.empty()) return bad;
         if (!std::isfinite(v) || v < lo || v > hi)
-          return "'" + text + "' is not a finite number in [" + CLI::detail::to_string(lo) + ", " +
-                 CLI::detail::to_string(hi) + "]";
+          return "'" + text + "' " + (std::isfinite(v) ? "is outside" : "is not a finite number in") + " [" +
+                 CLI::detail::to_string(lo) + ", " + CLI::detail::to_string(hi) + "]";
         return {};
       },
       "");

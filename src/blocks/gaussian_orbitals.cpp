@@ -5,6 +5,8 @@
 #include "blocks/per_sample.hpp"
 #include "core/errors.hpp"
 
+#include <limits>
+
 namespace nnvmc {
 
 GaussianBasisTable GaussianBasisTable::to(torch::TensorOptions options) const {
@@ -126,6 +128,43 @@ OrbitalCusps fit_orbital_cusps(const GaussianBasisTable& basis, const torch::Ten
   const auto big_a2 = u - big_a3 - big_a4;
   out.poly = torch::stack({a0, a1, big_a2 / rr.square(), big_a3 / rr.pow(3), big_a4 / rr.pow(4)}, -1);
   return out;
+}
+
+torch::Tensor initial_cusp_shifts(const GaussianBasisTable& basis, const torch::Tensor& coefficients,
+                                  const torch::Tensor& nuclei, const torch::Tensor& charges, double rc_scaling) {
+  torch::NoGradGuard no_grad;
+  const auto opts = coefficients.options();
+  const int64_t m = nuclei.size(0), o = coefficients.size(1);
+  constexpr int kCandidates = 101, kPoints = 48;
+  const auto z = charges.to(opts).view({m, 1, 1});
+  // The orbital's part at its nucleus that is not its s part there (other centres, p, d, ...):
+  // held constant inside the small sphere, where it varies little.
+  const auto base = fit_orbital_cusps(basis, coefficients, nuclei, charges, torch::Tensor(), rc_scaling);
+  const auto phi_nuc = gaussian_orbital_values(basis, coefficients, nuclei, nuclei);                   // [M, O]
+  const auto s0 = (base.s_coefficients.sum(1));                                                       // [M, O]
+  const auto rest = (phi_nuc - s0).unsqueeze(-1);                                                     // [M, O, 1]
+  const auto rc = base.radius.view({m, 1, 1});
+  const auto grid = torch::arange(1, kPoints + 1, opts).div(double(kPoints));                         // (0, 1]
+  const auto rho = rc * grid.view({1, 1, kPoints});                                                   // [M, 1, J]
+  auto best = torch::zeros({m, o}, opts);
+  auto best_cost = torch::full({m, o}, std::numeric_limits<double>::infinity(), opts);
+  for (int k = 0; k < kCandidates; ++k) {
+    const double delta = -0.5 + 2.5 * k / (kCandidates - 1);
+    const auto cu = fit_orbital_cusps(basis, coefficients, nuclei, charges, torch::full({m, o}, delta, opts), rc_scaling);
+    const auto a = cu.poly.unsqueeze(2);  // [M, O, 1, 5]
+    const auto c = [&](int i) { return a.select(-1, i); };
+    const auto p = c(0) + rho * (c(1) + rho * (c(2) + rho * (c(3) + rho * c(4))));
+    const auto dp = c(1) + rho * (2 * c(2) + rho * (3 * c(3) + rho * 4 * c(4)));
+    const auto d2p = 2 * c(2) + rho * (6 * c(3) + rho * 12 * c(4));
+    const auto g = cu.sign.unsqueeze(-1) * torch::exp(p);
+    const auto phi = cu.offset.unsqueeze(-1) + g + rest;
+    const auto local = -0.5 * g * (d2p + dp.square() + 2 * dp / rho) / phi - z / rho;  // [M, O, J]
+    const auto cost = std::get<0>((local - local.select(-1, kPoints - 1).unsqueeze(-1)).abs().max(-1));
+    const auto better = torch::isfinite(cost) & (cost < best_cost);
+    best = torch::where(better, torch::full_like(best, delta), best);
+    best_cost = torch::where(better, cost, best_cost);
+  }
+  return torch::where(base.active > 0, best, torch::zeros_like(best));
 }
 
 torch::Tensor gaussian_orbitals_tensor(const torch::Tensor& r, const GaussianOrbitalSpec& spec) {
