@@ -61,9 +61,36 @@ SignedFwdLap HartreeFockDeterminant::forward_laplacian(const FwdLap& r, const Sy
   return Op::signed_logsumexp(sign, logabs);
 }
 
+namespace {
+/// The mean of the distinct shell centres (the nuclei that carry functions).
+Eigen::Vector3d centre_of(const scf::BasisSet& b) {
+  Eigen::Vector3d sum = Eigen::Vector3d::Zero();
+  int atoms = 0, last = -1;
+  for (std::size_t k = 0; k < b.n_shells(); ++k) {
+    if (b.shell_atoms()[k] == last) continue;
+    last = b.shell_atoms()[k];
+    sum += Eigen::Vector3d(b.shells()[k].O[0], b.shells()[k].O[1], b.shells()[k].O[2]);
+    ++atoms;
+  }
+  return atoms > 0 ? Eigen::Vector3d(sum / atoms) : sum;
+}
+
+/// `b` moved by `shift` (bohr).
+scf::BasisSet moved(const scf::BasisSet& b, const Eigen::Vector3d& shift) {
+  std::vector<libint2::Shell> shells = b.shells();
+  for (auto& sh : shells)
+    for (int x = 0; x < 3; ++x) sh.O[static_cast<std::size_t>(x)] += shift[x];
+  return scf::BasisSet(b.name(), std::move(shells), b.shell_atoms());
+}
+}  // namespace
+
 double HartreeFockDeterminant::align_orbitals_to(const HartreeFockDeterminant& ref) {
   if (ref.n_up_ != n_up_ || ref.n_down_ != n_down_) return std::numeric_limits<double>::quiet_NaN();
-  const Eigen::MatrixXd s = scf::cross_overlap_matrix(ref.basis_, basis_);  // [n_ref, n]
+  // The overlap is taken with the two centres placed together: the networks see only relative
+  // positions, so a molecule moved as a whole needs the same orbitals (uncentred, a translated
+  // copy overlapped nothing, and the rotation scrambled its targets: a user audit)
+  const Eigen::MatrixXd s =
+      scf::cross_overlap_matrix(ref.basis_, moved(basis_, centre_of(ref.basis_) - centre_of(basis_)));  // [n_ref, n]
   double smallest = 1.0;
   const std::pair<const Eigen::MatrixXd*, Eigen::MatrixXd*> spins[2] = {{&ref.c_alpha_, &c_alpha_},
                                                                        {&ref.c_beta_, &c_beta_}};

@@ -34,7 +34,8 @@ class HartreeFockDeterminant : public WaveFunction {
   /// Rotates each spin's occupied orbitals Φ → Φ·R (R orthogonal, so det Φ changes by at most
   /// its sign and the state not at all) to those closest to `ref`'s, a determinant of the same
   /// electrons at another geometry: R maximises tr(C_refᵀ S C R), S the overlap of the two
-  /// geometries' basis functions (orthogonal Procrustes: with C_refᵀ S C = U Σ Vᵀ, R = V Uᵀ).
+  /// geometries' basis functions, taken with the centres of their nuclei placed together
+  /// (orthogonal Procrustes: with C_refᵀ S C = U Σ Vᵀ, R = V Uᵀ).
   /// The SCF fixes each orbital only up to its sign (and degenerate ones up to a rotation), so
   /// two close geometries' canonical orbitals can differ in sign, and one network fitted to
   /// both in pretraining cannot fit either (a user audit: LiH at R = 3.015 and 3.2 bohr).

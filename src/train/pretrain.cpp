@@ -1,8 +1,11 @@
 #include "train/pretrain.hpp"
 
+#include <array>
 #include <cmath>
+#include <numeric>
 #include <limits>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/errors.hpp"
@@ -73,25 +76,109 @@ std::int64_t fit_walkers(VmcSetup& s, const VmcMolecule& m, const torch::Tensor&
 /// there is none. Pretraining fits one network to the orbitals of every molecule: those of each
 /// geometry are rotated to the nearest earlier one's (HartreeFockDeterminant::align_orbitals_to),
 /// so that the targets of a list of geometries vary as smoothly as the network can.
+/// The atoms of `b` matched to those of `a` (result[k]: b's atom for a's atom k): same element,
+/// nearest with both centres placed together; empty when their nuclei differ (counts or elements).
+std::vector<std::size_t> match_atoms(const System& a, const System& b) {
+  if (a.atoms.size() != b.atoms.size()) return {};
+  const auto centre = [](const System& m) {
+    std::array<double, 3> c{0, 0, 0};
+    for (const auto& at : m.atoms)
+      for (int x = 0; x < 3; ++x) c[static_cast<std::size_t>(x)] += at.position[x] / double(m.atoms.size());
+    return c;
+  };
+  const auto ca = centre(a), cb = centre(b);
+  std::vector<std::size_t> out;
+  std::vector<bool> used(b.atoms.size(), false);
+  for (const auto& at : a.atoms) {
+    std::size_t best = b.atoms.size();
+    double best_d2 = std::numeric_limits<double>::infinity();
+    for (std::size_t j = 0; j < b.atoms.size(); ++j) {
+      if (used[j] || b.atoms[j].Z != at.Z) continue;
+      double d2 = 0;
+      for (int x = 0; x < 3; ++x) {
+        const auto u = static_cast<std::size_t>(x);
+        d2 += std::pow((at.position[x] - ca[u]) - (b.atoms[j].position[x] - cb[u]), 2);
+      }
+      if (d2 < best_d2) best = j, best_d2 = d2;
+    }
+    if (best == b.atoms.size()) return {};
+    used[best] = true;
+    out.push_back(best);
+  }
+  return out;
+}
+
+/// How far `b` is from `a` (atoms matched by match_atoms): the root mean square move of its
+/// nuclei with both centres placed together, and of its interatomic distances (bohr).
+std::pair<double, double> geometry_change(const System& a, const System& b, const std::vector<std::size_t>& match) {
+  const auto n = a.atoms.size();
+  const auto pos = [](const System& m, std::size_t k, int x) { return m.atoms[k].position[x]; };
+  std::array<double, 3> ca{0, 0, 0}, cb{0, 0, 0};
+  for (std::size_t k = 0; k < n; ++k)
+    for (int x = 0; x < 3; ++x) {
+      ca[static_cast<std::size_t>(x)] += pos(a, k, x) / double(n);
+      cb[static_cast<std::size_t>(x)] += pos(b, match[k], x) / double(n);
+    }
+  double moved = 0, internal = 0;
+  std::size_t pairs = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    for (int x = 0; x < 3; ++x)
+      moved += std::pow((pos(a, k, x) - ca[static_cast<std::size_t>(x)]) - (pos(b, match[k], x) - cb[static_cast<std::size_t>(x)]), 2);
+    for (std::size_t l = 0; l < k; ++l, ++pairs) {
+      double da = 0, db = 0;
+      for (int x = 0; x < 3; ++x) {
+        da += std::pow(pos(a, k, x) - pos(a, l, x), 2);
+        db += std::pow(pos(b, match[k], x) - pos(b, match[l], x), 2);
+      }
+      internal += std::pow(std::sqrt(da) - std::sqrt(db), 2);
+    }
+  }
+  return {std::sqrt(moved / double(n)), pairs ? std::sqrt(internal / double(pairs)) : 0.0};
+}
+
+/// 0, 1, ..., n − 1: the atoms of two molecules taken in their listed order.
+std::vector<std::size_t> in_order(std::size_t n) {
+  std::vector<std::size_t> out(n);
+  std::iota(out.begin(), out.end(), std::size_t(0));
+  return out;
+}
+
+/// Whether molecules a and b have the same elements in the same order and the same electrons.
+bool same_nuclei_and_electrons(const System& a, const System& b) {
+  if (a.atoms.size() != b.atoms.size() || a.n_up() != b.n_up() || a.n_down() != b.n_down()) return false;
+  for (std::size_t k = 0; k < a.atoms.size(); ++k)
+    if (a.atoms[k].Z != b.atoms[k].Z) return false;
+  return true;
+}
+
+/// The earlier molecule (index < i) with the same nuclei in the same order and electrons whose
+/// geometry is nearest to molecule i's, with both centres placed together; i when none.
+/// (Orbformer's orbitals follow the atoms' order, so the same molecule listed in another order
+/// has its orbitals in another order: it is not aligned, and is named by reordered_copy.)
 std::size_t nearest_geometry(const VmcSetup& s, std::size_t i) {
   const System& a = s.molecules[i].system;
   std::size_t best = i;
-  double best_d2 = std::numeric_limits<double>::infinity();
+  double best_move = std::numeric_limits<double>::infinity();
   for (std::size_t j = 0; j < i; ++j) {
     const System& b = s.molecules[j].system;
-    if (b.atoms.size() != a.atoms.size() || b.n_up() != a.n_up() || b.n_down() != a.n_down()) continue;
-    double d2 = 0;
-    bool same_nuclei = true;
-    for (std::size_t k = 0; k < a.atoms.size() && same_nuclei; ++k) {
-      same_nuclei = a.atoms[k].Z == b.atoms[k].Z;
-      for (int x = 0; x < 3; ++x) d2 += std::pow(a.atoms[k].position[x] - b.atoms[k].position[x], 2);
-    }
-    if (same_nuclei && d2 < best_d2) {
-      best = j;
-      best_d2 = d2;
-    }
+    if (!same_nuclei_and_electrons(a, b)) continue;
+    if (const double move = geometry_change(a, b, in_order(a.atoms.size())).first; move < best_move)
+      best = j, best_move = move;
   }
   return best;
+}
+
+/// An earlier molecule with the same elements and electrons as molecule i but its atoms listed in
+/// another order (i when none).
+std::size_t reordered_copy(const VmcSetup& s, std::size_t i) {
+  const System& a = s.molecules[i].system;
+  for (std::size_t j = 0; j < i; ++j) {
+    const System& b = s.molecules[j].system;
+    if (b.n_up() == a.n_up() && b.n_down() == a.n_down() && !same_nuclei_and_electrons(a, b) &&
+        !match_atoms(a, b).empty())
+      return j;
+  }
+  return i;
 }
 }  // namespace
 
@@ -106,15 +193,29 @@ PretrainResult pretrain(VmcSetup& s, const PretrainOptions& options, StageTimers
     auto& m = s.molecules[i];
     hf.push_back(std::make_unique<HartreeFockDeterminant>(m.system, options.basis));
     if (const auto ref = nearest_geometry(s, i); ref < i) {
-      const double match = hf.back()->align_orbitals_to(*hf[ref]);
-      log::debug(strfmt("pretraining: orbitals of '%s' aligned to those of '%s' (smallest singular value of their "
-                        "overlap %.3f)", m.name().c_str(), s.molecules[ref].name().c_str(), match));
-      // (the overlap is taken where the nuclei are: geometries moved or turned as a whole overlap little)
-      if (match < 0.5)
-        log::warn(strfmt("pretraining: the occupied orbitals of '%s' overlap little with those of '%s', the nearest "
-                         "geometry (%.2f): their Hartree-Fock targets may not match in sign; place the molecules "
-                         "alike (same centre and orientation)",
-                         m.name().c_str(), s.molecules[ref].name().c_str(), match));
+      const System& other = s.molecules[ref].system;
+      const auto [moved, internal] = geometry_change(other, m.system, in_order(other.atoms.size()));
+      // A molecule turned as a whole: its orbitals turn with it, and an overlap taken in one frame
+      // mixes them (a 90-degree turn of LiH pretrained 1.5 Eh above E_HF: a user audit). Its
+      // canonical orbitals are kept; only their signs may then disagree.
+      if (moved > 2 * internal + 0.5) {
+        log::warn(strfmt("pretraining: '%s' is '%s' turned as a whole (its nuclei move %.2f bohr with the centres "
+                         "placed together, its interatomic distances %.2f): its Hartree-Fock orbitals are not "
+                         "aligned to those of '%s' and may differ in sign; give the molecules the same orientation",
+                         m.name().c_str(), s.molecules[ref].name().c_str(), moved, internal,
+                         s.molecules[ref].name().c_str()));
+      } else {
+        const double match = hf.back()->align_orbitals_to(*hf[ref]);
+        log::debug(strfmt("pretraining: orbitals of '%s' aligned to those of '%s' (smallest singular value of their "
+                          "overlap %.3f)", m.name().c_str(), s.molecules[ref].name().c_str(), match));
+      }
+    } else if (const auto twin = reordered_copy(s, i); twin < i) {
+      // (their targets are then in different orders: both fits suffered, and only "hardly reduced
+      // the orbital loss" was said: a user audit)
+      log::warn(strfmt("pretraining: '%s' has the elements of '%s' with its atoms listed in another order: list them "
+                       "in the same order (the orbitals of one network follow the atoms' order, and the two "
+                       "Hartree-Fock targets cannot be aligned)",
+                       m.name().c_str(), s.molecules[twin].name().c_str()));
     }
     hf.back()->set_options(s.options);
     out.molecules[i].e_hf = hf.back()->energy();

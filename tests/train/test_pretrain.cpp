@@ -149,6 +149,56 @@ TEST(Pretrain, FitsOneOrbformerToTwoGeometriesOfOneMolecule) {
     EXPECT_LT(r.molecules[i].final_loss, 0.1 * r.molecules[i].initial_loss) << s.molecules[i].name();
 }
 
+// ... also when the second is moved as a whole: the orbitals are aligned with the centres
+// placed together (a user audit: a copy moved 4 bohr overlapped nothing, and the rotation
+// scrambled both molecules' targets, 1.5-3 Eh above E_HF). A molecule turned as a whole, or
+// with its atoms listed in another order, is said and not aligned (a turned frame's overlap
+// mixes its orbitals; reordered atoms reorder Orbformer's orbitals).
+TEST(Pretrain, AlignsAMoleculeMovedAsAWholeAndSaysWhenOneIsTurnedOrReordered) {
+  for (const std::string second : {"{name: b, atoms: [[Li, 4, 0, 0], [H, 4, 0, 3.2]]}",
+                                   "{name: b, atoms: [[Li, 0, -3, 1], [H, 0, -3, 4.2]]}"}) {
+    Config c = parse_config("system: {molecules: [{molecule: lih, geometry: [[0, 0, 0], [0, 0, 3.015]], name: a}, " +
+                                second + "]}\nmodel: {type: orbformer}\n"
+                                "sampler: {walkers: 64, steps_per_iteration: 5, step_size: 0.3}\n"
+                                "run: {seed: 4, threads: 1}\n",
+                            {}, "orbformer_geometries.yaml");
+    c.model.orbformer = test::small_orbformer(2);
+    VmcSetup s = make_setup(c);
+    PretrainOptions p = sixty_sto3g_steps();
+    p.basis = "sto-6g";
+    StageTimers timers;
+    const auto r = pretrain(s, p, timers);
+    for (std::size_t i = 0; i < 2; ++i)
+      EXPECT_LT(r.molecules[i].final_loss, 0.1 * r.molecules[i].initial_loss) << second << " " << s.molecules[i].name();
+  }
+  Config turned = parse_config(
+      "system: {molecules: [{molecule: lih, geometry: [[0, 0, 0], [0, 0, 3.015]], name: a}, "
+      "{name: b, atoms: [[Li, 0, 0, 0], [H, 3.015, 0, 0]]}]}\nmodel: {type: orbformer}\n"
+      "sampler: {walkers: 16, steps_per_iteration: 2, step_size: 0.3}\nrun: {seed: 4, threads: 1}\n",
+      {}, "orbformer_turned.yaml");
+  turned.model.orbformer = test::small_orbformer(2);
+  VmcSetup s = make_setup(turned);
+  PretrainOptions p = sixty_sto3g_steps();
+  p.steps = 1;
+  StageTimers timers;
+  testing::internal::CaptureStdout();  // (the log's sink: stdout in tests)
+  testing::internal::CaptureStderr();
+  (void)pretrain(s, p, timers);
+  const std::string log = testing::internal::GetCapturedStderr() + testing::internal::GetCapturedStdout();
+  EXPECT_NE(log.find("pretraining: 'b' is 'a' turned as a whole"), std::string::npos) << log;
+  Config reordered = turned;
+  reordered.system.molecules->yaml =
+      "[{molecule: lih, geometry: [[0, 0, 0], [0, 0, 3.015]], name: a}, {name: b, atoms: [[H, 0, 0, 3.2], [Li, 0, 0, 0]]}]";
+  VmcSetup r = make_setup(reordered);
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  (void)pretrain(r, p, timers);
+  const std::string said = testing::internal::GetCapturedStderr() + testing::internal::GetCapturedStdout();
+  EXPECT_NE(said.find("pretraining: 'b' has the elements of 'a' with its atoms listed in another order"),
+            std::string::npos)
+      << said;
+}
+
 // With a run.memory_budget too small for all walkers at once, pretraining's log|ψ| passes and
 // its orbital fit run in chunks (the fit as sums over chunks, each chunk's backward
 // accumulating) and reach the parameters of one pass to rounding.
