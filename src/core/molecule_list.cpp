@@ -141,7 +141,17 @@ std::vector<System> parse_list(const YAML::Node& list, const std::string& key, c
     } catch (const ConfigError&) {
       throw;
     } catch (const InputError& err) {
-      throw InputError("'" + k + "': " + err.what());
+      // An inline entry's own parse names it already, with a line of its re-read text ("K:1:"):
+      // the key once, with the entry's line in the file where there is one
+      std::string what = err.what();
+      if (what.rfind(k + ":", 0) == 0) {
+        const auto rest = what.find(": ", k.size());
+        what = rest == std::string::npos ? what.substr(k.size() + 1) : what.substr(rest + 2);
+      }
+      // (lines are the file's only in a dataset file: system.molecules is re-read from its text)
+      const bool has_line = key.rfind("system.dataset", 0) == 0 && !list[i].Mark().is_null() && list[i].Mark().line >= 0;
+      throw InputError("'" + k + "'" + (has_line ? strfmt(" (line %d)", list[i].Mark().line + 1) : std::string()) +
+                       ": " + what);
     }
   }
   return out;

@@ -246,3 +246,17 @@ TEST(MoleculeList, AnEntryThatChangesChargeOrSpinIsNamedForIt) {
   EXPECT_EQ(m[5].name, "lihp");
   EXPECT_EQ(m[6].name, "h2");
 }
+
+// An inline entry's error names its key once (it was "'K': K:1: ..."), and a dataset file's the
+// entry's line in that file.
+TEST(MoleculeList, AnInlineEntrysErrorNamesItsKeyOnceAndADatasetsItsLine) {
+  const auto dir = fs::temp_directory_path() / "nnvmc_dataset_bad_element";
+  fs::create_directories(dir);
+  std::ofstream(dir / "bad.yaml") << "molecules:\n  - h2\n  - {atoms: [[Xx, 0, 0, 0]]}\n";
+  const auto e = error_of<InputError>("system: {dataset: " + (dir / "bad.yaml").string() + "}");
+  EXPECT_TRUE(contains(e, "'system.dataset (" + (dir / "bad.yaml").string() + ")[1]' (line 3): unknown element 'Xx'"))
+      << e;
+  const auto inline_error = error_of<InputError>("system: {molecules: [h2, {atoms: [[Xx, 0, 0, 0]]}]}");
+  EXPECT_TRUE(contains(inline_error, "'system.molecules[1]': unknown element 'Xx'")) << inline_error;
+  fs::remove_all(dir);
+}
