@@ -118,7 +118,8 @@ nlohmann::json timers_json(const StageTimers& t) {
 }
 
 void write_summary(const std::string& path, const VmcSetup& setup, const std::vector<EvalResult>& evals,
-                   const StageTimers& timers, std::int64_t iterations, const nlohmann::json& extra) {
+                   const StageTimers& timers, std::int64_t iterations, const nlohmann::json& extra,
+                   const std::vector<double>& e_hf_pretrain) {
   nlohmann::json list = nlohmann::json::array();
   for (std::size_t i = 0; i < evals.size() && i < setup.molecules.size(); ++i) {
     nlohmann::json m = {{"molecule", setup.molecules[i].name()}};
@@ -126,6 +127,11 @@ void write_summary(const std::string& path, const VmcSetup& setup, const std::ve
     m["n_electrons"] = setup.molecules[i].system.n_electrons();
     m["charge"] = setup.molecules[i].system.charge;  // (as eval --json gives them: H2+ is not H2)
     m["spin"] = setup.molecules[i].system.spin;
+    // the Hartree-Fock energy of pretraining's target, which the final energy is checked against
+    if (i < e_hf_pretrain.size() && std::isfinite(e_hf_pretrain[i])) {
+      m["e_hf_pretrain"] = e_hf_pretrain[i];
+      m["pretrain_basis"] = setup.config.pretrain.basis;
+    }
     list.push_back(std::move(m));
   }
   nlohmann::json j = list.size() == 1 ? list[0] : nlohmann::json::object();

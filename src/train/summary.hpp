@@ -32,8 +32,11 @@ nlohmann::json timers_json(const StageTimers& t);
 /// molecule also has that molecule's keys at the top level (the one-molecule shape of earlier
 /// versions). Then model, iterations, laplacian, dtype, timings; `extra` keys are added.
 /// @param evals one evaluation per molecule of the setup, in order
+/// @param e_hf_pretrain per molecule, the HF energy of pretraining's target (`e_hf_pretrain`; none
+/// when empty or NaN)
 void write_summary(const std::string& path, const VmcSetup& setup, const std::vector<EvalResult>& evals,
                    const StageTimers& timers, std::int64_t iterations,
-                   const nlohmann::json& extra = nlohmann::json::object());
+                   const nlohmann::json& extra = nlohmann::json::object(),
+                   const std::vector<double>& e_hf_pretrain = {});
 
 }  // namespace nnvmc

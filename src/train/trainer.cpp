@@ -1123,7 +1123,8 @@ void Trainer::final_evaluation(TrainOutcome& out, const std::function<io::H5File
                    {"timings_from_iteration", first_iteration_},
                    {"optimizer", cfg.optim.type},
                    {"stopped_by", stopped_by_},
-                   {"resumes_with_changes", history_array(history_)}});
+                   {"resumes_with_changes", history_array(history_)}},
+                  e_hf_);
   }
   // The result itself is the caller's to print or log (nnvmc train: on stdout, whatever the
   // log level; a comparison's cell: in its log, log_eval_text).

@@ -98,6 +98,10 @@ TEST(Cli, APretrainingThatDoesNotFitAndAnEnergyAboveHartreeFockAreWarnedAbout) {
   const auto resumed = run("train --resume " + t.dir + " optim.iterations=1 --log-level warn");
   ASSERT_EQ(resumed.code, 0) << resumed.out;
   EXPECT_NE(resumed.out.find("is above the UHF/sto-6g energy -2.8"), std::string::npos) << resumed.out;
+  // summary.json gives the energy the result was checked against (a user audit found it only in the log)
+  const auto summary = nlohmann::json::parse(std::ifstream(t.dir + "/summary.json"));
+  EXPECT_NEAR(summary["molecules"][0]["e_hf_pretrain"].get<double>(), -2.85, 0.05);
+  EXPECT_EQ(summary["molecules"][0]["pretrain_basis"], "sto-6g");
 }
 
 // model.init_from is a training setting: an evaluation names it and ignores it, also for a
