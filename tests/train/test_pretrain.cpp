@@ -94,9 +94,12 @@ TEST(Pretrain, FitsOrbformerOrbitalsOfSeveralMoleculesAtOnce) {
 }
 
 namespace {
+/// LiH at bond length r with the centre of its nuclei at the origin (alignment places the
+/// centres together: here the overlap it maximises is the plain one).
 System lih_at(double r) {
   System s = load_molecule("lih", test::molecules_dir());
-  s.atoms[1].position = {0, 0, r};
+  s.atoms[0].position = {0, 0, -r / 2};
+  s.atoms[1].position = {0, 0, r / 2};
   return s;
 }
 }  // namespace
@@ -108,7 +111,7 @@ TEST(HartreeFockDeterminant, AlignedOrbitalsOverlapTheOtherGeometrysPositivelyAn
   HartreeFockDeterminant ref(lih_at(3.015), "sto-6g"), hf(lih_at(3.2), "sto-6g");
   const double e_hf = hf.energy();
   torch::manual_seed(3);
-  const auto r = torch::randn({16, 4, 3}, torch::kFloat64) + torch::tensor({0.0, 0.0, 1.5}, torch::kFloat64);
+  const auto r = torch::randn({16, 4, 3}, torch::kFloat64);
   const SystemTensors sys = system_tensors(lih_at(3.2), torch::kFloat64);
   const auto before = hf.forward(r, sys).logabs;
   const double match = hf.align_orbitals_to(ref);
@@ -123,6 +126,12 @@ TEST(HartreeFockDeterminant, AlignedOrbitalsOverlapTheOtherGeometrysPositivelyAn
     EXPECT_GT(Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(0.5 * (m + m.transpose())).eigenvalues().minCoeff(), 0.9)
         << spin;
   }
+  // the same geometry moved as a whole: its occupied space coincides with the reference's once the
+  // centres are placed together (uncentred, 4 bohr apart, the overlap was about 0)
+  System moved = lih_at(3.015);
+  for (auto& atom : moved.atoms) atom.position[0] += 4.0;
+  HartreeFockDeterminant away(moved, "sto-6g");
+  EXPECT_GT(away.align_orbitals_to(ref), 1 - 1e-8);
   // another electron count: nothing to align
   HartreeFockDeterminant h2(load_molecule("h2", test::molecules_dir()), "sto-6g");
   EXPECT_TRUE(std::isnan(h2.align_orbitals_to(ref)));
