@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -259,6 +260,25 @@ std::vector<System> resolve_molecules(const SystemConfig& config) {
   std::vector<std::string> names;
   for (const auto& s : out) names.push_back(s.name);
   names = unique_molecule_names(names);
+  // Renamed entries are said, once per name: two entries named x became x and x_2, and x@1 became
+  // x_1, without a word (a user audit); the names are what result.h5, summary.json and eval
+  // --molecule use.
+  if (out.size() > 1) {
+    static std::set<std::string> said;  // (molecules are resolved more than once per command)
+    std::map<std::string, std::vector<std::string>> shared;  // usable name -> the names its entries got
+    for (size_t i = 0; i < out.size(); ++i) shared[usable_molecule_name(out[i].name)].push_back(names[i]);
+    for (const auto& [name, got] : shared) {
+      if (got.size() < 2 || !said.insert(key + ":" + name).second) continue;
+      std::string list;
+      for (const auto& g : got) list += (list.empty() ? "" : ", ") + g;
+      log::info(strfmt("%s: %zu entries are named '%s': they are called %s (give each a name: to choose)", key.c_str(),
+                       got.size(), name.c_str(), list.c_str()));
+    }
+    for (size_t i = 0; i < out.size(); ++i)
+      if (usable_molecule_name(out[i].name) != out[i].name && said.insert(key + ":" + out[i].name).second)
+        log::warn(strfmt("%s: the molecule name '%s' is called '%s' (names keep letters, digits and _ . + -)",
+                         key.c_str(), out[i].name.c_str(), names[i].c_str()));
+  }
   for (size_t i = 0; i < out.size(); ++i) {
     System& s = out[i];
     const std::string usable = usable_molecule_name(s.name);

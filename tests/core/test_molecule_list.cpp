@@ -260,3 +260,18 @@ TEST(MoleculeList, AnInlineEntrysErrorNamesItsKeyOnceAndADatasetsItsLine) {
   EXPECT_TRUE(contains(inline_error, "'system.molecules[1]': unknown element 'Xx'")) << inline_error;
   fs::remove_all(dir);
 }
+
+// Entries renamed to keep names unique or usable are said (two entries named x became x and x_2,
+// and x@1 became x_1, without a word: a user audit).
+TEST(MoleculeList, RenamedEntriesAreSaid) {
+  testing::internal::CaptureStdout();  // (the log's sink: stdout in tests)
+  testing::internal::CaptureStderr();
+  const auto m = molecules_of("system: {molecules: [{molecule: lih, name: dup}, {molecule: h2, name: dup}, "
+                              "{molecule: he, name: \"he@1\"}]}");
+  const std::string log = testing::internal::GetCapturedStderr() + testing::internal::GetCapturedStdout();
+  ASSERT_EQ(m.size(), 3u);
+  EXPECT_EQ(m[1].name, "dup_2");
+  EXPECT_EQ(m[2].name, "he_1");
+  EXPECT_TRUE(contains(log, "system.molecules: 2 entries are named 'dup': they are called dup, dup_2")) << log;
+  EXPECT_TRUE(contains(log, "system.molecules: the molecule name 'he@1' is called 'he_1'")) << log;
+}
