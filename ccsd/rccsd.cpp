@@ -222,10 +222,11 @@ CcsdResult run_rccsd(const MoIntegrals& mo_in, const CcsdOptions& options) {
     // advised raising the limit (N2 at 3 Å from the unstable RHF, plain Jacobi: a user audit)
     if (comm.any(!(std::isfinite(e) && std::isfinite(dnorm))))
       throw NumericalError(strfmt(
-          "CCSD diverged: iteration %d gave a non-finite %s (last finite correlation energy %.6g Eh, |dt| %.1e); the "
+          "CCSD diverged: iteration %d gave a non-finite %s (last finite correlation energy %.6g Eh, |dt| %s); the "
           "amplitudes blow up on references with near-degenerate orbitals: check the RHF (--stability check or "
           "follow)%s",
-          it, std::isfinite(e) ? "amplitude update" : "correlation energy", e_old, last_dnorm,
+          it, std::isfinite(e) ? "amplitude update" : "correlation energy", e_old,
+          std::isfinite(last_dnorm) ? strfmt("%.1e", last_dnorm).c_str() : "n/a",
           options.diis_size > 0 ? "" : ", and keep DIIS on (--diis-size 8)"));
     const bool done = !comm.any(!(std::abs(e - e_old) < options.energy_tolerance && dnorm < options.residual_tolerance));
     last_de = std::abs(e - e_old), last_dnorm = dnorm;

@@ -1,7 +1,9 @@
 #include "hamiltonian/local_energy.hpp"
 
 #include <algorithm>
+#include <mutex>
 #include <optional>
+#include <string>
 
 #include "batching/chunk_fit.hpp"
 #include "core/errors.hpp"
@@ -78,11 +80,23 @@ void LocalEnergy::calibrate(WaveFunction& wf, const torch::Tensor& r, bool graph
   if (graphed) context += strfmt(", %.0f%% of it for a graphed evaluation", 100 * policy_.graph_share);
   if (fit.held_bytes > 0)
     context += ", less " + batching::format_bytes(double(fit.held_bytes)) + " held by captured CUDA graphs";
-  log::info(strfmt("local energy: %s per walker + %s fixed (measured) -> up to %lld walkers per chunk for %s = %s%s",
-                   batching::format_bytes(double(fit.bytes_per_item)).c_str(),
-                   batching::format_bytes(double(fit.fixed_bytes)).c_str(), static_cast<long long>(fit.chunk),
-                   policy_.budget_key.c_str(), batching::format_bytes(double(policy_.budget.bytes())).c_str(),
-                   context.c_str()));
+  const std::string line =
+      strfmt("local energy: %s per walker + %s fixed (measured) -> up to %lld walkers per chunk for %s = %s%s",
+             batching::format_bytes(double(fit.bytes_per_item)).c_str(),
+             batching::format_bytes(double(fit.fixed_bytes)).c_str(), static_cast<long long>(fit.chunk),
+             policy_.budget_key.c_str(), batching::format_bytes(double(policy_.budget.bytes())).c_str(),
+             context.c_str());
+  // The same line again (one per molecule of a run of many alike: a resume of 50 geometries
+  // printed it 50 times, a user audit) goes to the debug level
+  static std::mutex last_mutex;
+  static std::string last;
+  const std::lock_guard<std::mutex> lock(last_mutex);
+  if (line == last) {
+    log::debug(line);
+  } else {
+    log::info(line);
+    last = line;
+  }
 }
 
 LocalEnergyTerms LocalEnergy::operator()(WaveFunction& wf, const torch::Tensor& r, const parallel::GraphKey& key) {

@@ -87,8 +87,11 @@ void print_summary(const ccsd::CcsdRun& run, const System& system, const CcsdArg
                     : "",
                 stable ? "a minimum: stable"
                 : std::isfinite(singlet) && singlet < threshold
-                    ? "unstable: a lower RHF solution exists (--stability follow finds it), and CCSD on this "
-                      "reference may converge slowly or to a poor energy"
+                    ? (a.scf.stability == scf::StabilityMode::follow
+                           ? "unstable: a lower RHF solution exists, which following did not reach (see the log), and "
+                             "CCSD on this reference may converge slowly or to a poor energy"
+                           : "unstable: a lower RHF solution exists (--stability follow finds it), and CCSD on this "
+                             "reference may converge slowly or to a poor energy")
                     : "unstable towards a UHF solution, as at stretched bonds and in diradicals: RCCSD may converge "
                       "slowly or to a poor energy");
   }
@@ -98,7 +101,7 @@ void print_summary(const ccsd::CcsdRun& run, const System& system, const CcsdArg
                            : strfmt("   NOT CONVERGED: the iterate after %d iteration%s (--allow-unconverged)",
                                     cc.iterations, cc.iterations == 1 ? "" : "s").c_str());
   std::printf("diagnostics T1 %.4f, D1 %.4f%s\n", cc.t1_diagnostic, cc.d1_diagnostic,
-              diagnostics_high(cc) ? strfmt("   HIGH (above %.2f or %.2f): see the warning", kT1DiagnosticBound,
+              diagnostics_high(cc) && cc.converged ? strfmt("   HIGH (above %.2f or %.2f): see the warning", kT1DiagnosticBound,
                                             kD1DiagnosticBound).c_str()
                                    : "");
   if (a.triples && triples_computed(run))
@@ -255,7 +258,7 @@ void run_ccsd_command(const CcsdArgs& a) {
     j["singlet_stability_eigenvalue"] = run.rhf.singlet_stability_eigenvalue;
   if (run.rhf.stability_follows > 0) {
     j["stability_follows"] = run.rhf.stability_follows;
-    j["e_hf_before_follow"] = run.rhf.energy_before_follow;
+    j["e_before_follow"] = run.rhf.energy_before_follow;  // (as nnvmc scf names it)
   }
   j["e_ccsd"] = run.cc.e_ccsd;
   j["t1_diagnostic"] = run.cc.t1_diagnostic;

@@ -74,6 +74,7 @@ void run_scf_command(ScfArgs& a) {
     if (r.unrestricted) j["s_squared"] = r.s_squared + 0.0;
     if (std::isfinite(r.stability_eigenvalue)) {  // (NaN: no analysis; +inf: no virtual orbitals to rotate into)
       j["stability_eigenvalue"] = r.stability_eigenvalue;
+      if (std::isfinite(r.singlet_stability_eigenvalue)) j["singlet_stability_eigenvalue"] = r.singlet_stability_eigenvalue;
       j["stability_follows"] = r.stability_follows;
       if (r.stability_follows > 0) j["e_before_follow"] = r.energy_before_follow;
     }
@@ -104,7 +105,11 @@ void run_scf_command(ScfArgs& a) {
     std::cout << strfmt("stability  followed %d instabilit%s of the first solution (E %.10f Eh)\n", r.stability_follows,
                         r.stability_follows == 1 ? "y" : "ies", r.energy_before_follow);
   if (std::isfinite(r.stability_eigenvalue))
-    std::cout << strfmt("stability  lowest orbital-Hessian eigenvalue %.6f Eh (%s)\n", printable_zero(r.stability_eigenvalue),
+    std::cout << strfmt("stability  lowest orbital-Hessian eigenvalue %.6f Eh%s (%s)\n", printable_zero(r.stability_eigenvalue),
+                        std::isfinite(r.singlet_stability_eigenvalue) &&
+                                r.singlet_stability_eigenvalue != r.stability_eigenvalue
+                            ? strfmt(", RHF -> RHF %.6f Eh", printable_zero(r.singlet_stability_eigenvalue)).c_str()
+                            : "",
                         r.stability_eigenvalue >= -a.options.stability_threshold ? "a minimum: stable" : "unstable");
   print_orbitals(r.unrestricted ? "ε_α (Eh):" : "ε (Eh):", r.eps_alpha, r.n_alpha);
   if (r.unrestricted) print_orbitals("ε_β (Eh):", r.eps_beta, r.n_beta);

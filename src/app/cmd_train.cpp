@@ -1,5 +1,6 @@
 /// nnvmc train CONFIG [key=value ...] [--force] | nnvmc train --resume DIR [key=value ...]
 #include <algorithm>
+#include <exception>
 #include <filesystem>
 #include <iostream>
 #include <vector>
@@ -230,6 +231,37 @@ std::string changed_settings(const Config& recorded, const Config& now) {
   return describe_changes(changes);
 }
 
+/// A damaged latest checkpoint `ckpt` of the run `resume` (train --resume): the run continues from
+/// the one before it, which takes its place, the damaged one kept as checkpoint.h5.damaged. Rank 0
+/// alone renames (every rank renaming in turn put the good file aside: a review), the others wait
+/// and share its failure. @throws InputError when another process holds the run or a rename fails;
+/// CheckpointError when neither checkpoint can be read.
+void replace_damaged_checkpoint(const std::string& resume, const std::string& ckpt) {
+  auto& comm = parallel::world();
+  std::exception_ptr failed;
+  if (comm.is_root()) try {
+      if (const std::string usable = readable_checkpoint("--resume " + resume, ckpt); usable != ckpt) {
+        const fs::path dir = fs::path(ckpt).parent_path();
+        if (std::string pid; io::lock_held(dir.string(), &pid))
+          throw InputError("train --resume " + resume + ": in use by another nnvmc process" +
+                           (pid.empty() ? "" : " (pid " + pid + ")"));
+        std::error_code ec;
+        fs::rename(ckpt, ckpt + ".damaged", ec);
+        if (!ec) fs::rename(usable, ckpt, ec);
+        if (ec)
+          throw InputError("train --resume " + resume + ": cannot put " + usable + " in place of the damaged " + ckpt +
+                           ": " + ec.message());
+        log::warn("--resume " + resume + ": the damaged checkpoint is kept as " + ckpt + ".damaged");
+      }
+    } catch (...) {
+      failed = std::current_exception();
+    }
+  if (comm.any(bool(failed))) {
+    if (failed) std::rethrow_exception(failed);
+    throw CheckpointError("train --resume " + resume + ": rank 0 could not read the run's checkpoint");
+  }
+}
+
 }  // namespace
 
 void add_train_command(CLI::App& app) {
@@ -249,21 +281,8 @@ void add_train_command(CLI::App& app) {
         throw InputError("train --resume DIR takes key=value overrides only, not the file '" + ra.file +
                          "' (the run's config is in its checkpoint)");
       if (*force) throw InputError("train: --force starts a new run; it cannot be combined with --resume");
-      std::string ckpt = run_checkpoint("--resume", *resume);
-      // A damaged latest checkpoint: the run continues from the one before it, which takes its
-      // place (the damaged one is kept aside), unless another process holds the run
-      if (const std::string usable = readable_checkpoint("--resume " + *resume, ckpt); usable != ckpt) {
-        const fs::path dir = fs::path(ckpt).parent_path();
-        if (std::string pid; io::lock_held(dir.string(), &pid))
-          throw InputError("train --resume " + *resume + ": in use by another nnvmc process" +
-                           (pid.empty() ? "" : " (pid " + pid + ")"));
-        std::error_code ec;
-        fs::rename(ckpt, ckpt + ".damaged", ec);
-        if (!ec) fs::rename(usable, ckpt, ec);
-        if (ec) throw InputError("train --resume " + *resume + ": cannot put " + usable + " in place of the damaged " +
-                                 ckpt + ": " + ec.message());
-        log::warn("--resume " + *resume + ": the damaged checkpoint is kept as " + ckpt + ".damaged");
-      }
+      const std::string ckpt = run_checkpoint("--resume", *resume);
+      replace_damaged_checkpoint(*resume, ckpt);
       // A run continues in its directory: a checkpoint file of another name made its folder the
       // run's, with results written and a config.yaml there replaced (a user audit)
       if (fs::path(ckpt).filename() != "checkpoint.h5")

@@ -45,7 +45,7 @@ void add_molecule_state_flags(CLI::App* cmd, MoleculeStateFlags& flags) {
 
 System load_molecule_with_state(const std::string& name, const MoleculeStateFlags& flags) {
   System s = load_molecule(name, default_molecules_dir());
-  if (flags.charge) {
+  if (flags.charge && *flags.charge != s.charge) {
     s.charge = *flags.charge;
     if (!flags.spin) s.spin = std::abs(s.n_electrons() % 2);  // the lowest, after the charge
   }

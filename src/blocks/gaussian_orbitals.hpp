@@ -85,7 +85,8 @@ OrbitalCusps fit_orbital_cusps(const GaussianBasisTable& basis, const torch::Ten
 /// from its value at r_c), as Ma et al. choose φ(0) by a local-energy criterion. Δ = 0 keeps a
 /// Gaussian's value at the nucleus, which a small basis underestimates (LiH/STO-3G: the
 /// determinant then lies ~80 mEh above E_HF). Inactive entries get 0. No gradient.
-/// @return [M, O]
+/// @param coefficients [n_basis, O] @param nuclei [M, 3] (bohr) @param charges [M]
+/// @return [M, O] in coefficients' dtype and device
 torch::Tensor initial_cusp_shifts(const GaussianBasisTable& basis, const torch::Tensor& coefficients,
                                   const torch::Tensor& nuclei, const torch::Tensor& charges, double rc_scaling);
 

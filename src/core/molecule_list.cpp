@@ -47,7 +47,9 @@ std::string ion_suffix(const System& s, const System& file) {
   std::string out;
   if (s.charge != file.charge)
     out += s.charge == 1 ? "_cation" : s.charge == -1 ? "_anion" : strfmt("_charge%+d", s.charge);
-  if (s.spin != file.spin && s.spin != std::abs(s.n_electrons() % 2)) out += strfmt("_spin%d", s.spin);
+  // (the spin the entry would have had: the file's with its charge, else the lowest)
+  const int usual = s.charge == file.charge ? file.spin : std::abs(s.n_electrons() % 2);
+  if (s.spin != usual) out += strfmt("_spin%d", s.spin);
   return out;
 }
 

@@ -70,8 +70,10 @@ struct ScfResult {
   /// Lowest eigenvalue of the orbital-rotation Hessian (A + B) at the final orbitals (Eh);
   /// NaN when no stability analysis ran; < 0: a saddle point, not a minimum.
   double stability_eigenvalue = std::numeric_limits<double>::quiet_NaN();
-  /// RHF: lowest eigenvalue of its RHF → RHF (singlet) rotations alone (Eh), NaN otherwise; a
-  /// lower triplet one (RHF → UHF) is stability_eigenvalue.
+  /// RHF: lowest eigenvalue of its RHF → RHF (singlet) rotations alone (Eh): searched when the
+  /// lowest of all (stability_eigenvalue) is an unstable triplet one, and that one when it is a
+  /// singlet one; NaN otherwise (no analysis, UHF, or a stable triplet lowest: then every singlet
+  /// one is larger still).
   double singlet_stability_eigenvalue = std::numeric_limits<double>::quiet_NaN();
   int stability_follows = 0;     ///< rotations along instabilities that lowered the energy (follow)
   int iterations_following = 0;  ///< of `iterations`, those of the SCF solves after such rotations

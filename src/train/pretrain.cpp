@@ -71,11 +71,6 @@ std::int64_t fit_walkers(VmcSetup& s, const VmcMolecule& m, const torch::Tensor&
                      static_cast<long long>(fit.chunk)));
   return fit.chunk;
 }
-/// The molecule before `i` with the same nuclei (charges in the same order) and electrons whose
-/// geometry is closest to molecule i's (least sum of squared nuclear displacements); `i` when
-/// there is none. Pretraining fits one network to the orbitals of every molecule: those of each
-/// geometry are rotated to the nearest earlier one's (HartreeFockDeterminant::align_orbitals_to),
-/// so that the targets of a list of geometries vary as smoothly as the network can.
 /// The atoms of `b` matched to those of `a` (result[k]: b's atom for a's atom k): same element,
 /// nearest with both centres placed together; empty when their nuclei differ (counts or elements).
 std::vector<std::size_t> match_atoms(const System& a, const System& b) {
@@ -153,6 +148,9 @@ bool same_nuclei_and_electrons(const System& a, const System& b) {
 
 /// The earlier molecule (index < i) with the same nuclei in the same order and electrons whose
 /// geometry is nearest to molecule i's, with both centres placed together; i when none.
+/// Pretraining fits one network to the orbitals of every molecule: those of each geometry are
+/// rotated to the nearest earlier one's (HartreeFockDeterminant::align_orbitals_to), so that the
+/// targets of a list of geometries vary as smoothly as the network can.
 /// (Orbformer's orbitals follow the atoms' order, so the same molecule listed in another order
 /// has its orbitals in another order: it is not aligned, and is named by reordered_copy.)
 std::size_t nearest_geometry(const VmcSetup& s, std::size_t i) {
@@ -168,15 +166,15 @@ std::size_t nearest_geometry(const VmcSetup& s, std::size_t i) {
   return best;
 }
 
-/// An earlier molecule with the same elements and electrons as molecule i but its atoms listed in
-/// another order (i when none).
+/// An earlier molecule that is molecule i with its atoms listed in another order: same elements
+/// and electrons, and its nuclei, matched by element, within 1 bohr (root mean square, centres
+/// placed together) of molecule i's (an isomer is another molecule); i when none.
 std::size_t reordered_copy(const VmcSetup& s, std::size_t i) {
   const System& a = s.molecules[i].system;
   for (std::size_t j = 0; j < i; ++j) {
     const System& b = s.molecules[j].system;
-    if (b.n_up() == a.n_up() && b.n_down() == a.n_down() && !same_nuclei_and_electrons(a, b) &&
-        !match_atoms(a, b).empty())
-      return j;
+    if (b.n_up() != a.n_up() || b.n_down() != a.n_down() || same_nuclei_and_electrons(a, b)) continue;
+    if (const auto match = match_atoms(a, b); !match.empty() && geometry_change(a, b, match).first < 1.0) return j;
   }
   return i;
 }

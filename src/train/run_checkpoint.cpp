@@ -23,6 +23,9 @@ std::string run_checkpoint(const std::string& what, const std::string& path) {
       below += (below.empty() ? "" : ", ") + entry.path().string();
   if (!below.empty())
     throw CheckpointError(where + ": no checkpoint.h5 here; runs below it: " + below + " (name the one you mean)");
+  if (fs::exists(fs::path(path) / kOlderCheckpointName, ec))
+    throw CheckpointError(where + ": no checkpoint.h5, but the one before it, " + kOlderCheckpointName +
+                          ", is there: rename it to checkpoint.h5 to continue from it");
   if (fs::exists(fs::path(path) / "checkpoint.h5.previous", ec))
     throw CheckpointError(where + ": no checkpoint.h5; the run there was set aside as *.previous by a --force start "
                           "that ended before its first checkpoint: to use that run, rename its *.previous files "
@@ -43,6 +46,10 @@ std::string readable_checkpoint(const std::string& what, const std::string& chec
     (void)load_checkpoint(checkpoint);
     return checkpoint;
   } catch (const CheckpointError& damaged) {
+    // (a file of a newer format, or not a file at all, is not damage: nothing falls back then)
+    const std::string what = damaged.what();
+    if (what.find("checkpoint format version") != std::string::npos || what.find("not a regular file") != std::string::npos)
+      throw;
     std::error_code ec;
     const fs::path older = fs::path(checkpoint).parent_path() / kOlderCheckpointName;
     if (fs::path(checkpoint).filename() != "checkpoint.h5" || !fs::exists(older, ec)) throw;

@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <cmath>
 #include <csignal>
-#include <signal.h>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -17,7 +16,9 @@
 #include <numeric>
 #include <optional>
 #include <random>
+#include <regex>
 
+#include <signal.h>
 #include <unistd.h>
 
 #include "batching/backend.hpp"
@@ -266,6 +267,20 @@ Trainer::Trainer(const Config& config, const std::string& checkpoint_path)
                        "(model.init_from)");
   // The result series, summary and checkpoint keep each molecule by name: a renamed one split
   // its series in two (a user audit: train/lih_2.6 stopped, train/A began with NaN rows)
+  // (a run begun before entries that change the charge or spin were named for it, "lih" or
+  // "lih_2" for {molecule: lih, charge: 1}, now "lih_cation", keeps its name: its series are under it)
+  static const std::regex renamed_ion("(.+?)(_cation|_anion|_charge[+-][0-9]+)?(_spin[0-9]+)?(_[0-9]+)?");
+  static const std::regex numbered("(.+?)(_[0-9]+)?");
+  for (size_t i = 0; i < mols.size(); ++i) {
+    const std::string& was = c.molecules[i].system.name;
+    const std::string now = mols[i].system.name;
+    std::smatch n, w;
+    if (was != now && std::regex_match(now, n, renamed_ion) && (n[2].matched || n[3].matched) &&
+        std::regex_match(was, w, numbered) && n[1].str() == w[1].str()) {
+      mols[i].system.name = was;
+      log::info("--resume: molecule '" + now + "' keeps the name '" + was + "' it was trained under");
+    }
+  }
   for (size_t i = 0; i < mols.size(); ++i)
     if (c.molecules[i].system.name != mols[i].system.name)
       throw InputError("--resume: the config's molecule " + std::to_string(i) + " is named '" + mols[i].system.name +
@@ -336,7 +351,8 @@ void Trainer::prepare_new_output() const {
                      "), not a training run; choose another run.output");
   // A run is what can be continued or read: a checkpoint or a summary. A start killed before
   // its first checkpoint left only config.yaml and result.h5, which are replaced.
-  const bool has_run = fs::exists(out / "checkpoint.h5", ec) || fs::exists(out / "summary.json", ec);
+  const bool has_run = fs::exists(out / "checkpoint.h5", ec) || fs::exists(out / kOlderCheckpointName, ec) ||
+                       fs::exists(out / "summary.json", ec);
   // a run set aside by a --force start killed (or failed after it trained) before its first checkpoint
   const bool set_aside = holds_set_aside_run(out);
   if (set_aside && !has_run && !setup_.config.run.overwrite)
@@ -354,7 +370,9 @@ void Trainer::prepare_new_output() const {
     }
   if (has_run && !setup_.config.run.overwrite)
     throw InputError("run.output: '" + output_ + "' already holds a run (" +
-                     (fs::exists(out / "checkpoint.h5", ec) ? "checkpoint.h5" : "summary.json") +
+                     (fs::exists(out / "checkpoint.h5", ec)         ? std::string("checkpoint.h5")
+                      : fs::exists(out / kOlderCheckpointName, ec) ? std::string(kOlderCheckpointName)
+                                                                   : std::string("summary.json")) +
                      "); continue it with 'nnvmc train --resume " + output_ +
                      "', choose another run.output, or start over with --force (run.overwrite=true)");
   if (has_run) {
@@ -684,16 +702,22 @@ void Trainer::write_checkpoint() {
   std::exception_ptr failed;
   if (writes_output()) {
     try {
-      // The checkpoint being replaced stays as kOlderCheckpointName (a hard link: no copy, no
-      // space); checkpoint.h5 itself is replaced atomically, so a crash anywhere leaves both
-      // readable. One of the same iteration (the end's after the interval's) keeps the older one.
+      // The checkpoint being replaced stays as kOlderCheckpointName (a hard link, so no copy is
+      // written; the run then holds two checkpoints on disk, three while a new one is written);
+      // checkpoint.h5 itself is replaced atomically, so a crash anywhere leaves both readable.
+      // One of the same iteration (the end's after the interval's) keeps the older one.
       if (c.iteration != last_checkpoint_) {
         std::error_code ec;
         const fs::path latest = fs::path(output_) / "checkpoint.h5", older = fs::path(output_) / kOlderCheckpointName;
         fs::remove(older, ec);
         if (fs::exists(latest, ec)) {
           fs::create_hard_link(latest, older, ec);
-          if (ec) log::debug("checkpoint: the previous one is not kept (" + ec.message() + ")");
+          static bool said = false;  // (once per process: the file system does not change)
+          if (ec && !said) {
+            said = true;
+            log::warn("checkpoint: the one before the latest cannot be kept as " + std::string(kOlderCheckpointName) +
+                      " (" + ec.message() + "; hard links unsupported here?): a damaged checkpoint.h5 would end the run");
+          }
         }
       }
       save_checkpoint(output_ + "/checkpoint.h5", c);

@@ -245,6 +245,12 @@ TEST(MoleculeList, AnEntryThatChangesChargeOrSpinIsNamedForIt) {
   EXPECT_EQ(m[4].name, "ch4_charge+2");
   EXPECT_EQ(m[5].name, "lihp");
   EXPECT_EQ(m[6].name, "h2");
+  // a file's triplet taken as a singlet is named for it too (it kept the file's name: a review)
+  const std::string triplet = (fs::temp_directory_path() / "nnvmc_o_triplet.yaml").string();
+  std::ofstream(triplet) << "spin: 2\natoms: [[O, 0, 0, 0]]\n";
+  const auto o = molecules_of("system: {molecules: [" + triplet + ", {molecule: " + triplet + ", spin: 0}]}");
+  EXPECT_EQ(o[1].name, "nnvmc_o_triplet_spin0");
+  EXPECT_EQ(o[0].name, "nnvmc_o_triplet");
 }
 
 // An inline entry's error names its key once (it was "'K': K:1: ..."), and a dataset file's the

@@ -1696,6 +1696,12 @@ TEST(Cli, ADamagedLatestCheckpointResumesFromTheOneBeforeIt) {
   EXPECT_TRUE(fs::exists(dir + "/checkpoint.h5.damaged"));
   EXPECT_EQ(nlohmann::json::parse(std::ifstream(dir + "/summary.json"))["energy"],
             nlohmann::json::parse(std::ifstream(straight + "/summary.json"))["energy"]);
+  // the older checkpoint alone is still a run: resumed by renaming it, never replaced by a new start
+  // (a new start deleted it: a review)
+  fs::remove(dir + "/checkpoint.h5");
+  ASSERT_TRUE(fs::exists(dir + "/checkpoint.h5.1"));
+  expect_input_error("train --resume " + dir, "checkpoint.h5.1, is there: rename it to checkpoint.h5");
+  expect_input_error("train " + cfg2, "already holds a run (checkpoint.h5.1)");
   // --force sets the older checkpoint aside with the rest of the run
   ASSERT_EQ(run("train " + cfg2 + " --force optim.iterations=1").code, 0);
   EXPECT_FALSE(fs::exists(dir + "/checkpoint.h5.1.previous"));
@@ -2227,7 +2233,7 @@ TEST(Cli, CcsdOnAnUnstableRhfStopsAtBlowUpAndFollowingTheInstabilityConverges) {
   ASSERT_EQ(followed.code, 0) << followed.out;
   const auto j = json_of(followed.out);
   EXPECT_NEAR(j["e_hf"].get<double>(), -108.3100200655, 1e-8);
-  EXPECT_NEAR(j["e_hf_before_follow"].get<double>(), -107.9940787744, 1e-8);
+  EXPECT_NEAR(j["e_before_follow"].get<double>(), -107.9940787744, 1e-8);
   EXPECT_EQ(j["stability_follows"].get<int>(), 1);
   EXPECT_GT(j["singlet_stability_eigenvalue"].get<double>(), 0);
   EXPECT_LT(j["stability_eigenvalue"].get<double>(), -0.1);  // (a UHF solution is lower still)

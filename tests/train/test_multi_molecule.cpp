@@ -302,3 +302,27 @@ TEST(MultiMolecule, AMoleculeIsFoundByItsNameOrItsNameInTheRun) {
   EXPECT_THROW(s.molecule_index("traj@4"), InputError);
   EXPECT_THROW(s.molecule_index("traj@2"), InputError);  // (not in the run: traj_2 is a copy of frame 0)
 }
+
+// A run begun before molecule entries that change the charge or spin were named for it (the
+// cation of [h2, {molecule: h2, charge: 1}] was "h2_2", now "h2_cation") resumes under its old
+// names (a review: "names cannot change on resume" refused it).
+TEST(MultiMolecule, ARunOfAnIonNamedTheOldWayResumesUnderItsNames) {
+  const auto dir = fresh_dir("nnvmc_multi_ion_names");
+  auto config = [&](const std::string& second) {
+    Config c = two_h2_config(dir, 2, 16);
+    c.system.molecules = InlineYaml{"[h2, " + second + "]"};
+    return c;
+  };
+  {
+    Trainer old(config("{molecule: h2, charge: 1, spin: 1, name: h2_2}"));
+    old.run(false);
+  }
+  Config now = config("{molecule: h2, charge: 1, spin: 1}");
+  now.optim.iterations = 3;
+  Trainer resumed(now, dir + "/checkpoint.h5");
+  EXPECT_EQ(resumed.setup().molecules[1].name(), "h2_2");
+  resumed.run(false);
+  Config renamed = config("{molecule: h2, charge: 1, spin: 1, name: other}");  // (a name given anew is refused)
+  renamed.optim.iterations = 4;
+  EXPECT_THROW(Trainer(renamed, dir + "/checkpoint.h5"), InputError);
+}
