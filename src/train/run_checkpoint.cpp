@@ -47,8 +47,8 @@ std::string readable_checkpoint(const std::string& what, const std::string& chec
     return checkpoint;
   } catch (const CheckpointError& damaged) {
     // (a file of a newer format, or not a file at all, is not damage: nothing falls back then)
-    const std::string what = damaged.what();
-    if (what.find("checkpoint format version") != std::string::npos || what.find("not a regular file") != std::string::npos)
+    const std::string reason = damaged.what();
+    if (reason.find("checkpoint format version") != std::string::npos || reason.find("not a regular file") != std::string::npos)
       throw;
     std::error_code ec;
     const fs::path older = fs::path(checkpoint).parent_path() / kOlderCheckpointName;

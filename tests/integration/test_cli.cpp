@@ -1690,6 +1690,8 @@ TEST(Cli, ADamagedLatestCheckpointResumesFromTheOneBeforeIt) {
       << e.out;
   const auto r = run("train --resume " + dir + " optim.iterations=6");
   ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("--resume " + dir + ": " + dir + "/checkpoint.h5: cannot open HDF5 file"), std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("checkpoint.h5.1 of iteration 3, is used"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("the damaged checkpoint is kept as " + dir + "/checkpoint.h5.damaged"), std::string::npos)
       << r.out;
