@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <iostream>
 #include <limits>
 #include <tuple>
@@ -97,8 +98,11 @@ void run_eval(const EvalArgs& a) {
   Trainer::install_signal_handlers();
   RunArgs ra = split_run_args(a.args);
   if (ra.file.empty()) throw InputError("eval: give a CHECKPOINT file (or a run's output directory)");
-  if (std::error_code ec; std::filesystem::is_directory(ra.file, ec))
-    ra.file = readable_checkpoint("eval " + ra.file, run_checkpoint("eval", ra.file));
+  std::optional<Checkpoint> read;  // (a run's directory: its checkpoint, read once)
+  if (std::error_code ec; std::filesystem::is_directory(ra.file, ec)) {
+    read.emplace();
+    ra.file = readable_checkpoint("eval " + ra.file, run_checkpoint("eval", ra.file), &*read);
+  }
   const std::vector<std::string> given = ra.overrides;  // the user's, before the ones added below
   // Training and pretraining settings have no effect here (warned below). Applied, they were
   // validated against the checkpoint's others, and optim.type=kfac failed on adam's
@@ -107,7 +111,7 @@ void run_eval(const EvalArgs& a) {
   std::erase_if(ra.overrides, [](const std::string& o) {
     return override_sets(o, "optim") || override_sets(o, "pretrain") || override_sets(o, "model.init_from");
   });
-  const Checkpoint c = load_checkpoint(ra.file);
+  const Checkpoint c = read ? std::move(*read) : load_checkpoint(ra.file);
   // The chains start with the step sizes training adapted (the user's overrides still win);
   // evaluate() adapts them during burn-in only and measures with them frozen.
   bool step_size_given = false, molecules_given = false;

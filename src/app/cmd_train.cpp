@@ -3,6 +3,7 @@
 #include <exception>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <vector>
 
 #include <yaml-cpp/yaml.h>
@@ -18,6 +19,7 @@
 #include "core/run_name.hpp"
 #include "io/directory_lock.hpp"
 #include "io/output_kind.hpp"
+#include "train/checkpoint.hpp"
 #include "train/run_checkpoint.hpp"
 #include "train/summary.hpp"
 #include "train/trainer.hpp"
@@ -234,13 +236,16 @@ std::string changed_settings(const Config& recorded, const Config& now) {
 /// A damaged latest checkpoint `ckpt` of the run `resume` (train --resume): the run continues from
 /// the one before it, which takes its place, the damaged one kept as checkpoint.h5.damaged. Rank 0
 /// alone renames (every rank renaming in turn put the good file aside: a review), the others wait
-/// and share its failure. @throws InputError when another process holds the run or a rename fails;
-/// CheckpointError when neither checkpoint can be read.
-void replace_damaged_checkpoint(const std::string& resume, const std::string& ckpt) {
+/// and share its failure. @return the checkpoint rank 0 read (empty on the other ranks)
+/// @throws InputError when another process holds the run or a rename fails; CheckpointError when
+/// neither checkpoint can be read.
+std::optional<Checkpoint> replace_damaged_checkpoint(const std::string& resume, const std::string& ckpt) {
   auto& comm = parallel::world();
   std::exception_ptr failed;
+  std::optional<Checkpoint> read;
   if (comm.is_root()) try {
-      if (const std::string usable = readable_checkpoint("--resume " + resume, ckpt); usable != ckpt) {
+      read.emplace();
+      if (const std::string usable = readable_checkpoint("--resume " + resume, ckpt, &*read); usable != ckpt) {
         const fs::path dir = fs::path(ckpt).parent_path();
         if (std::string pid; io::lock_held(dir.string(), &pid))
           throw InputError("train --resume " + resume + ": in use by another nnvmc process" +
@@ -260,6 +265,7 @@ void replace_damaged_checkpoint(const std::string& resume, const std::string& ck
     if (failed) std::rethrow_exception(failed);
     throw CheckpointError("train --resume " + resume + ": rank 0 could not read the run's checkpoint");
   }
+  return read;
 }
 
 }  // namespace
@@ -282,14 +288,14 @@ void add_train_command(CLI::App& app) {
                          "' (the run's config is in its checkpoint)");
       if (*force) throw InputError("train: --force starts a new run; it cannot be combined with --resume");
       const std::string ckpt = run_checkpoint("--resume", *resume);
-      replace_damaged_checkpoint(*resume, ckpt);
+      std::optional<Checkpoint> read = replace_damaged_checkpoint(*resume, ckpt);
       // A run continues in its directory: a checkpoint file of another name made its folder the
       // run's, with results written and a config.yaml there replaced (a user audit)
       if (fs::path(ckpt).filename() != "checkpoint.h5")
         throw InputError("train --resume " + *resume + ": give a run's directory (or its checkpoint.h5); a run "
                          "continues where its checkpoint.h5 is, writing config.yaml and result.h5 beside it. To train "
                          "on from this file's parameters in a new run, give model.init_from=" + *resume);
-      const Checkpoint c = load_checkpoint(ckpt);
+      const Checkpoint c = read ? std::move(*read) : load_checkpoint(ckpt);
       const std::string dir = fs::path(ckpt).parent_path().string();
       const std::string here = relocated(c.config_yaml, ckpt + ":config", dir.empty() ? "." : dir);
       const Config recorded_here = parse_config(here, {}, ckpt + ":config");

@@ -71,17 +71,19 @@ std::int64_t fit_walkers(VmcSetup& s, const VmcMolecule& m, const torch::Tensor&
                      static_cast<long long>(fit.chunk)));
   return fit.chunk;
 }
+/// The mean position of a molecule's nuclei (bohr).
+std::array<double, 3> centre_of(const System& m) {
+  std::array<double, 3> c{0, 0, 0};
+  for (const auto& at : m.atoms)
+    for (int x = 0; x < 3; ++x) c[static_cast<std::size_t>(x)] += at.position[x] / double(m.atoms.size());
+  return c;
+}
+
 /// The atoms of `b` matched to those of `a` (result[k]: b's atom for a's atom k): same element,
 /// nearest with both centres placed together; empty when their nuclei differ (counts or elements).
 std::vector<std::size_t> match_atoms(const System& a, const System& b) {
   if (a.atoms.size() != b.atoms.size()) return {};
-  const auto centre = [](const System& m) {
-    std::array<double, 3> c{0, 0, 0};
-    for (const auto& at : m.atoms)
-      for (int x = 0; x < 3; ++x) c[static_cast<std::size_t>(x)] += at.position[x] / double(m.atoms.size());
-    return c;
-  };
-  const auto ca = centre(a), cb = centre(b);
+  const auto ca = centre_of(a), cb = centre_of(b);
   std::vector<std::size_t> out;
   std::vector<bool> used(b.atoms.size(), false);
   for (const auto& at : a.atoms) {
@@ -108,12 +110,7 @@ std::vector<std::size_t> match_atoms(const System& a, const System& b) {
 std::pair<double, double> geometry_change(const System& a, const System& b, const std::vector<std::size_t>& match) {
   const auto n = a.atoms.size();
   const auto pos = [](const System& m, std::size_t k, int x) { return m.atoms[k].position[x]; };
-  std::array<double, 3> ca{0, 0, 0}, cb{0, 0, 0};
-  for (std::size_t k = 0; k < n; ++k)
-    for (int x = 0; x < 3; ++x) {
-      ca[static_cast<std::size_t>(x)] += pos(a, k, x) / double(n);
-      cb[static_cast<std::size_t>(x)] += pos(b, match[k], x) / double(n);
-    }
+  const auto ca = centre_of(a), cb = centre_of(b);  // (b's centre: of all its atoms, every one matched)
   double moved = 0, internal = 0;
   std::size_t pairs = 0;
   for (std::size_t k = 0; k < n; ++k) {

@@ -1,6 +1,7 @@
 #include "train/run_checkpoint.hpp"
 
 #include <filesystem>
+#include <utility>
 
 #include "core/errors.hpp"
 #include "core/log.hpp"
@@ -40,10 +41,11 @@ std::string run_checkpoint(const std::string& what, const std::string& path) {
   throw CheckpointError(where + ": no checkpoint.h5 here");
 }
 
-std::string readable_checkpoint(const std::string& what, const std::string& checkpoint) {
+std::string readable_checkpoint(const std::string& what, const std::string& checkpoint, Checkpoint* loaded) {
   namespace fs = std::filesystem;
   try {
-    (void)load_checkpoint(checkpoint);
+    Checkpoint c = load_checkpoint(checkpoint);
+    if (loaded) *loaded = std::move(c);
     return checkpoint;
   } catch (const CheckpointError& damaged) {
     // (a file of a newer format, or not a file at all, is not damage: nothing falls back then)
@@ -61,6 +63,7 @@ std::string readable_checkpoint(const std::string& what, const std::string& chec
     }
     log::warn(strfmt("%s: %s; the checkpoint before it, %s of iteration %lld, is used", what.c_str(), damaged.what(),
                      older.string().c_str(), static_cast<long long>(c.iteration)));
+    if (loaded) *loaded = std::move(c);
     return older.string();
   }
 }

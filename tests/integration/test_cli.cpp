@@ -1707,6 +1707,7 @@ TEST(Cli, ADamagedLatestCheckpointResumesFromTheOneBeforeIt) {
   // --force sets the older checkpoint aside with the rest of the run
   ASSERT_EQ(run("train " + cfg2 + " --force optim.iterations=1").code, 0);
   EXPECT_FALSE(fs::exists(dir + "/checkpoint.h5.1.previous"));
+  EXPECT_FALSE(fs::exists(dir + "/checkpoint.h5.1"));  // (the new run's one checkpoint has none before it)
   fs::remove_all(straight);
   fs::remove_all(dir);
 }

@@ -173,32 +173,29 @@ TEST(Pretrain, AlignsAMoleculeMovedAsAWholeAndSaysWhenOneIsTurnedOrReordered) {
   for (const std::string second : {"{name: b, atoms: [[Li, 4, 0, 0], [H, 4, 0, 3.2]]}",
                                    "{name: b, atoms: [[Li, 0, -3, 1], [H, 0, -3, 4.2]]}"})
     expect_lih_and_second_fit(second);
-  Config turned = parse_config(
-      "system: {molecules: [{molecule: lih, geometry: [[0, 0, 0], [0, 0, 3.015]], name: a}, "
-      "{name: b, atoms: [[Li, 0, 0, 0], [H, 3.015, 0, 0]]}]}\nmodel: {type: orbformer}\n"
-      "sampler: {walkers: 16, steps_per_iteration: 2, step_size: 0.3}\nrun: {seed: 4, threads: 1}\n",
-      {}, "orbformer_turned.yaml");
-  turned.model.orbformer = test::small_orbformer(2);
-  VmcSetup s = make_setup(turned);
-  PretrainOptions p = sixty_sto3g_steps();
-  p.steps = 1;
-  StageTimers timers;
-  testing::internal::CaptureStdout();  // (the log's sink: stdout in tests)
-  testing::internal::CaptureStderr();
-  (void)pretrain(s, p, timers);
-  const std::string log = testing::internal::GetCapturedStderr() + testing::internal::GetCapturedStdout();
-  EXPECT_NE(log.find("pretraining: 'b' is 'a' turned as a whole"), std::string::npos) << log;
-  Config reordered = turned;
-  reordered.system.molecules->yaml =
-      "[{molecule: lih, geometry: [[0, 0, 0], [0, 0, 3.015]], name: a}, {name: b, atoms: [[H, 0, 0, 3.2], [Li, 0, 0, 0]]}]";
-  VmcSetup r = make_setup(reordered);
-  testing::internal::CaptureStdout();
-  testing::internal::CaptureStderr();
-  (void)pretrain(r, p, timers);
-  const std::string said = testing::internal::GetCapturedStderr() + testing::internal::GetCapturedStdout();
-  EXPECT_NE(said.find("pretraining: 'b' has the elements of 'a' with its atoms listed in another order"),
+  // one pretraining step of LiH with a second entry, and what it logged
+  const auto pretraining_log = [](const std::string& second) {
+    Config c = parse_config("system: {molecules: [{molecule: lih, geometry: [[0, 0, 0], [0, 0, 3.015]], name: a}, " +
+                                second + "]}\nmodel: {type: orbformer}\n"
+                                "sampler: {walkers: 16, steps_per_iteration: 2, step_size: 0.3}\n"
+                                "run: {seed: 4, threads: 1}\n",
+                            {}, "orbformer_one_step.yaml");
+    c.model.orbformer = test::small_orbformer(2);
+    VmcSetup s = make_setup(c);
+    PretrainOptions p = sixty_sto3g_steps();
+    p.steps = 1;
+    StageTimers timers;
+    testing::internal::CaptureStdout();  // (the log's sink: stdout in tests)
+    testing::internal::CaptureStderr();
+    (void)pretrain(s, p, timers);
+    return testing::internal::GetCapturedStderr() + testing::internal::GetCapturedStdout();
+  };
+  const std::string turned = pretraining_log("{name: b, atoms: [[Li, 0, 0, 0], [H, 3.015, 0, 0]]}");
+  EXPECT_NE(turned.find("pretraining: 'b' is 'a' turned as a whole"), std::string::npos) << turned;
+  const std::string reordered = pretraining_log("{name: b, atoms: [[H, 0, 0, 3.2], [Li, 0, 0, 0]]}");
+  EXPECT_NE(reordered.find("pretraining: 'b' has the elements of 'a' with its atoms listed in another order"),
             std::string::npos)
-      << said;
+      << reordered;
 }
 
 // With a run.memory_budget too small for all walkers at once, pretraining's log|ψ| passes and
