@@ -40,6 +40,9 @@ void check_options(const ScfOptions& o) {
   if (!(o.damping >= 0 && o.damping < 1)) throw InputError("SCF: --damping must be in [0, 1)");
   if (o.level_shift < 0) throw InputError("SCF: --level-shift must be ≥ 0");
   if (o.diis_size < 0) throw InputError("SCF: the DIIS subspace size must be ≥ 0");
+  if (o.stability_follow_angles.empty()) throw InputError("SCF: stability following needs at least one rotation angle");
+  for (const double a : o.stability_follow_angles)
+    if (!(a > 0 && std::isfinite(a))) throw InputError("SCF: a stability-following rotation angle must be > 0");
   // damping mixes in the previous Fock matrix (from iteration 2) until DIIS starts: with DIIS
   // from iteration 1 or 2 it would silently do nothing
   if (o.damping > 0 && o.diis_size > 0 && o.diis_start < 3)
@@ -125,37 +128,52 @@ void analyse_stability(const detail::ScfProblem& pb, const ScfOptions& o, bool u
                    method, singlet.lowest, round);
       return;
     }
-    // Rotate by 1 rad along the eigenvector (both spins together) and converge again from there.
-    std::vector<Eigen::MatrixXd> density;
-    if (unrestricted) {
-      const Eigen::MatrixXd* parts[2] = {&sr.x_alpha, &sr.x_beta};
-      const int occupied[2] = {n_alpha, n_beta};
-      for (int s = 0; s < 2; ++s) {
-        const Eigen::MatrixXd occ = rotate_occupied(st.C[s], occupied[s], *parts[s]);
-        density.push_back(occ * occ.transpose());
+    // Rotate along the eigenvector (both spins together) and converge again from there; a step
+    // that lands on no lower solution is retried shorter.
+    const auto density_rotated_by = [&](double angle) {
+      std::vector<Eigen::MatrixXd> density;
+      if (unrestricted) {
+        const Eigen::MatrixXd* parts[2] = {&sr.x_alpha, &sr.x_beta};
+        const int occupied[2] = {n_alpha, n_beta};
+        for (int s = 0; s < 2; ++s) {
+          const Eigen::MatrixXd occ = rotate_occupied(st.C[s], occupied[s], angle * *parts[s]);
+          density.push_back(occ * occ.transpose());
+        }
+      } else {  // (x_α = x_β, normalised over both: √2 x_α is the unit rotation of the spatial orbitals)
+        const Eigen::MatrixXd occ = rotate_occupied(st.C[0], n_alpha, angle * std::sqrt(2.0) * singlet.x_alpha);
+        density.push_back(2.0 * occ * occ.transpose());
       }
-    } else {  // (x_α = x_β, normalised over both: √2 x_α is the unit rotation of the spatial orbitals)
-      const Eigen::MatrixXd occ = rotate_occupied(st.C[0], n_alpha, std::sqrt(2.0) * singlet.x_alpha);
-      density.push_back(2.0 * occ * occ.transpose());
+      return density;
+    };
+    detail::ScfState next;
+    std::string failures;  // what each angle tried gave
+    int iterations_tried = 0;
+    for (const double angle : o.stability_follow_angles) {
+      next = detail::solve_scf(pb, density_rotated_by(angle), o);
+      iterations_tried += next.iterations;
+      if (next.converged && next.energy < st.energy - 1e-9) break;
+      failures += fmt::format("{}{:g} rad: {}", failures.empty() ? "" : "; ", angle,
+                              next.converged    ? fmt::format("converged to E {:.10f} Eh, not lower", next.energy)
+                              : next.off_aufbau ? std::string("stopped at a state whose occupied orbitals are not the "
+                                                              "lowest of its Fock matrix")
+                                                : fmt::format("did not converge in {} iterations (last E {:.10f} Eh)",
+                                                              next.iterations, next.energy));
     }
-    detail::ScfState next = detail::solve_scf(pb, std::move(density), o);
     if (!next.converged || !(next.energy < st.energy - 1e-9)) {
-      spdlog::warn("scf: the {} solution is unstable (orbital-Hessian eigenvalue {:.4e} Eh), but the SCF from the "
-                   "rotated orbitals {}; the unstable solution is kept",
-                   method, singlet.lowest,
-                   next.converged   ? fmt::format("did not lower the energy (E {:.10f} Eh)", next.energy)
-                   : next.off_aufbau ? std::string("stopped at a state whose occupied orbitals are not the lowest "
-                                                   "of its Fock matrix")
-                                     : fmt::format("did not converge in {} iterations (last E {:.10f} Eh): raise the "
-                                                   "iteration limit",
-                                                   next.iterations, next.energy));
+      spdlog::warn("scf: the {} solution is unstable (orbital-Hessian eigenvalue {:.4e} Eh), but no SCF from its "
+                   "orbitals rotated along the instability reached a lower one ({}); the unstable solution is kept{}",
+                   method, singlet.lowest, failures,
+                   failures.find("did not converge") != std::string::npos ? ": raising the iteration limit may help"
+                                                                           : "");
       return;
     }
+    if (!failures.empty())
+      spdlog::info("scf: the longer rotations along the instability reached no lower solution ({})", failures);
     spdlog::info("scf: followed {} instability (eigenvalue {:.4e} Eh): E {:.10f} -> {:.10f} Eh",
                  unrestricted ? "a UHF" : "an RHF -> RHF", singlet.lowest, st.energy, next.energy);
     if (round == 0) r.energy_before_follow = st.energy;
-    r.iterations_following += next.iterations;
-    next.iterations += st.iterations;
+    r.iterations_following += iterations_tried;
+    next.iterations = st.iterations + iterations_tried;
     st = std::move(next);
     ++r.stability_follows;
   }

@@ -10,6 +10,7 @@
 
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "core/system.hpp"
 #include "scf/basis.hpp"
@@ -46,6 +47,9 @@ struct ScfOptions {
   StabilityMode stability = StabilityMode::automatic;  ///< stability analysis after convergence
   double stability_threshold = 1e-5;    ///< an orbital-Hessian eigenvalue below −this (Eh) is an instability
   int max_stability_follows = 5;        ///< follow: at most this many rotations and new SCF solves
+  /// follow: the angles (rad) of the rotation along an instability, tried in turn until the SCF
+  /// from the rotated orbitals converges lower (a long step can land on another saddle or not converge)
+  std::vector<double> stability_follow_angles = {1.0, 0.5, 0.25};
   bool throw_on_failure = true;         ///< false: return converged = false instead of throwing
   /// What the non-convergence error advises (the flags of the command that runs the SCF).
   std::string convergence_advice = "raise --max-iter, or try --level-shift, or --damping with --diis-start 3 or later (nnvmc scf)";

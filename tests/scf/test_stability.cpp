@@ -117,6 +117,39 @@ TEST(ScfStability, RhfCheckFindsASingletInstabilityUnderATripletOneAndFollowReac
   EXPECT_GT(stable.stability_eigenvalue, 0.1);
 }
 
+// A rotation of π along an instability flips the signs of the rotated orbitals and gives back the
+// same density, so the SCF from it returns to the saddle point: following then retries the next,
+// shorter angle and reaches the same lower solution as the default steps (stretched H2, UHF; the
+// unit eigenvector is split equally between the spins, so each turns by angle/√2).
+TEST(ScfStability, FollowingRetriesAShorterRotationWhenALongerOneFindsNoLowerSolution) {
+  const System s = h2(5.0);
+  const BasisSet b = make_basis("cc-pvdz", s);
+  const ScfResult plain = run_uhf(s, b);
+  ScfOptions retry;
+  const double flip = M_PI * std::sqrt(2.0);
+  retry.stability_follow_angles = {flip, 1.0};
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  const ScfResult u = run_uhf(s, b, retry);
+  const std::string log = testing::internal::GetCapturedStdout() + testing::internal::GetCapturedStderr();
+  EXPECT_EQ(u.stability_follows, 1);
+  EXPECT_NEAR(u.energy, plain.energy, 1e-8);
+  EXPECT_NEAR(u.energy, -0.9990589141, 1e-8);  // Psi4's broken-symmetry UHF (above)
+  EXPECT_NE(log.find("4.44288 rad: converged to E -0.8524243656 Eh, not lower"), std::string::npos) << log;
+  EXPECT_GT(u.iterations_following, plain.iterations_following);  // both solves are counted
+  // with only the π rotation, the saddle point is kept, and the warning says what the rotation gave
+  retry.stability_follow_angles = {flip};
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  const ScfResult kept = run_uhf(s, b, retry);
+  const std::string warned = testing::internal::GetCapturedStdout() + testing::internal::GetCapturedStderr();
+  EXPECT_EQ(kept.stability_follows, 0);
+  EXPECT_NEAR(kept.energy, -0.8524243656, 1e-8);
+  EXPECT_NE(warned.find("the unstable solution is kept"), std::string::npos) << warned;
+  retry.stability_follow_angles = {};
+  EXPECT_THROW(run_uhf(s, b, retry), InputError);
+}
+
 // E(exp(hκ)) = E₀ + h² κᵀ(A + B)κ + O(h⁴) at a stationary point (real rotations, both spins): the
 // Hessian products of the stability analysis against a central second difference of the energy
 // on random directions of an open-shell molecule (H2O+, UHF), and the Davidson solve's
