@@ -55,6 +55,8 @@ void check_models(const compare::CompareSpec& spec) {
 /// A comparison does not write into a training run's or a profile's directory (nor lists one as
 /// its cells). @throws InputError naming `output` and what marks the run or profile
 void refuse_training_run_output(const compare::CompareSpec& spec) {
+  if (io::is_filesystem_root(spec.output))
+    throw InputError("output: '" + spec.output + "' is the filesystem's root directory; choose another output");
   if (const std::string marker = io::training_run_marker(spec.output); !marker.empty())
     throw InputError("output: '" + spec.output + "' holds a training run (" + marker +
                      "), not a comparison; choose another output");

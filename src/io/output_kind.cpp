@@ -75,6 +75,15 @@ std::string enclosing_output(const std::string& dir) {
   return "";
 }
 
+bool is_filesystem_root(const std::string& dir) {
+  std::error_code ec;
+  const fs::path absolute = fs::absolute(fs::path(dir), ec);
+  if (ec) return false;
+  fs::path path = fs::weakly_canonical(absolute, ec);
+  if (ec) path = absolute.lexically_normal();
+  return path == path.root_path();
+}
+
 std::string profile_marker(const std::string& dir) {
   for (const char* file : {"profile.json", "profile.h5"})
     if (has(dir, file)) return file;

@@ -49,4 +49,9 @@ std::string profile_marker(const std::string& dir);
 /// links in `dir` are followed.
 std::string enclosing_output(const std::string& dir);
 
+/// Whether `dir` is the filesystem's root directory (symbolic links followed): no command writes
+/// its files there (a run with run.output '/' wrote config.yaml and checkpoint.h5 into / as root:
+/// a user audit).
+bool is_filesystem_root(const std::string& dir);
+
 }  // namespace nnvmc::io

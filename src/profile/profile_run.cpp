@@ -328,6 +328,8 @@ ProfileReport run_profile(const std::string& config_path, const std::vector<std:
   std::error_code ec;
   if (std::filesystem::exists(options.output, ec) && !std::filesystem::is_directory(options.output, ec))
     throw InputError("profile: --output " + options.output + " exists and is not a directory");
+  if (io::is_filesystem_root(options.output))
+    throw InputError("profile: --output " + options.output + " is the filesystem's root directory; choose another directory");
   // profile.json & co. would be mixed into a run, or replace a comparison's report.md
   if (const std::string marker = io::training_run_marker(options.output); !marker.empty())
     throw InputError("profile: --output " + options.output + " holds a training run (" + marker +

@@ -409,6 +409,8 @@ void Trainer::init_output(bool resume) {
                               "the system's limit of %d characters for a path: choose a shorter run.output",
                               absolute.size(), PATH_MAX - 1));
   }
+  if (io::is_filesystem_root(output_))
+    throw InputError("run.output: '" + output_ + "' is the filesystem's root directory; choose a directory of the run's own");
   if (!resume) {
     std::error_code ec;
     if (fs::exists(output_, ec) && !fs::is_directory(output_, ec))

@@ -319,6 +319,23 @@ TEST(Cli, ARunOutputTooLongForItsFilesIsRefusedFirst) {
   EXPECT_FALSE(fs::exists(top));
 }
 
+// The filesystem's root directory is no command's output: a run with run.output '/' wrote its
+// config.yaml, result.h5 and checkpoint.h5 into / (as root; a user audit). Nothing is written there.
+TEST(Cli, TheRootDirectoryIsRefusedAsAnOutput) {
+  const auto before = std::distance(fs::directory_iterator("/"), fs::directory_iterator());
+  const auto cfg = write_config("nnvmc_root_output.yaml", kTiny);
+  expect_input_error("train " + cfg + " run.output=/", "run.output: '/' is the filesystem's root directory");
+  expect_input_error("train " + cfg + " run.output=/tmp/..", "is the filesystem's root directory");
+  const auto spec = write_config("nnvmc_root_output_compare.yaml",
+                                 "ansatze: [{type: ferminet}]\nmolecules: [h]\niterations: 1\noutput: /\n");
+  expect_input_error("compare " + spec + " --no-plots", "output: '/' is the filesystem's root directory");
+  expect_input_error("profile " + cfg + " --molecules h --iterations 1 --no-roofline --no-plots --output /",
+                     "profile: --output / is the filesystem's root directory");
+  EXPECT_EQ(std::distance(fs::directory_iterator("/"), fs::directory_iterator()), before);
+  EXPECT_FALSE(fs::exists("/config.yaml"));
+  EXPECT_FALSE(fs::exists("/cells"));
+}
+
 // A natural-gradient run that keeps failing is told to set a step limit when it has none
 // (optim.sr.norm_constraint = 0 is no limit: "try a smaller" one made no sense), and to tighten
 // the one it has otherwise.
