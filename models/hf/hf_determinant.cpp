@@ -75,28 +75,33 @@ Eigen::Vector3d centre_of(const scf::BasisSet& b) {
   return atoms > 0 ? Eigen::Vector3d(sum / atoms) : sum;
 }
 
-/// `b` moved by `shift` (bohr).
-scf::BasisSet moved(const scf::BasisSet& b, const Eigen::Vector3d& shift) {
+/// `b` turned by `rotation` about `from` and moved there to `to` (bohr): centres O → R(O − from) + to.
+scf::BasisSet turned(const scf::BasisSet& b, const Eigen::Matrix3d& rotation, const Eigen::Vector3d& from,
+                     const Eigen::Vector3d& to) {
   std::vector<libint2::Shell> shells = b.shells();
-  for (auto& sh : shells)
-    for (int x = 0; x < 3; ++x) sh.O[static_cast<std::size_t>(x)] += shift[x];
+  for (auto& sh : shells) {
+    const Eigen::Vector3d o = rotation * (Eigen::Vector3d(sh.O[0], sh.O[1], sh.O[2]) - from) + to;
+    for (int x = 0; x < 3; ++x) sh.O[static_cast<std::size_t>(x)] = o[x];
+  }
   return scf::BasisSet(b.name(), std::move(shells), b.shell_atoms());
 }
 }  // namespace
 
-double HartreeFockDeterminant::align_orbitals_to(const HartreeFockDeterminant& ref) {
+double HartreeFockDeterminant::align_orbitals_to(const HartreeFockDeterminant& ref, const Eigen::Matrix3d& rotation) {
   if (ref.n_up_ != n_up_ || ref.n_down_ != n_down_) return std::numeric_limits<double>::quiet_NaN();
-  // The overlap is taken with the two centres placed together: the networks see only relative
-  // positions, so a molecule moved as a whole needs the same orbitals (uncentred, a translated
-  // copy overlapped nothing, and the rotation scrambled its targets: a user audit)
-  const Eigen::MatrixXd s =
-      scf::cross_overlap_matrix(ref.basis_, moved(basis_, centre_of(ref.basis_) - centre_of(basis_)));  // [n_ref, n]
+  // The overlap is taken with the two centres placed together, the reference's orbitals turned
+  // with their molecule: the networks see only relative positions, so a molecule moved as a whole
+  // needs the same orbitals (uncentred, a translated copy overlapped nothing, and the rotation
+  // scrambled its targets: a user audit)
+  const Eigen::MatrixXd s = scf::cross_overlap_matrix(
+      turned(ref.basis_, rotation, centre_of(ref.basis_), centre_of(basis_)), basis_);  // [n_ref, n]
+  const Eigen::MatrixXd d = scf::turned_functions(ref.basis_, rotation);                // [n_ref, n_ref]
   double smallest = 1.0;
   const std::pair<const Eigen::MatrixXd*, Eigen::MatrixXd*> spins[2] = {{&ref.c_alpha_, &c_alpha_},
                                                                        {&ref.c_beta_, &c_beta_}};
   for (const auto& [c_ref, c] : spins) {
     if (c->cols() == 0) continue;
-    const Eigen::MatrixXd m = c_ref->transpose() * s * (*c);  // [n_s, n_s]
+    const Eigen::MatrixXd m = (d * (*c_ref)).transpose() * s * (*c);  // [n_s, n_s]
     const Eigen::JacobiSVD<Eigen::MatrixXd> svd(m, Eigen::ComputeFullU | Eigen::ComputeFullV);
     *c = (*c) * (svd.matrixV() * svd.matrixU().transpose());
     smallest = std::min(smallest, svd.singularValues().minCoeff());

@@ -39,9 +39,14 @@ class HartreeFockDeterminant : public WaveFunction {
   /// The SCF fixes each orbital only up to its sign (and degenerate ones up to a rotation), so
   /// two close geometries' canonical orbitals can differ in sign, and one network fitted to
   /// both in pretraining cannot fit either (a user audit: LiH at R = 3.015 and 3.2 bohr).
+  /// A molecule turned as a whole (`rotation` R: this geometry's nuclei ≈ R times the
+  /// reference's, about their centres; train/superposition.hpp) is compared with the reference's
+  /// orbitals turned with it (their functions turned by scf::turned_functions): taken in one
+  /// frame, the overlap mixed them (a 90-degree turn of LiH pretrained 1.5 Eh above E_HF).
   /// @return the smallest singular value over both spins (1: the occupied spaces coincide),
   /// or NaN when the electron counts differ (nothing rotated).
-  double align_orbitals_to(const HartreeFockDeterminant& ref);
+  double align_orbitals_to(const HartreeFockDeterminant& ref,
+                           const Eigen::Matrix3d& rotation = Eigen::Matrix3d::Identity());
 
  private:
   scf::BasisSet basis_;

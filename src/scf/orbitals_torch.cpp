@@ -4,6 +4,10 @@
 /// harmonics → AOs → MOs, all as torch ops), and the HF Slater determinant.
 #include "scf/orbitals_torch.hpp"
 
+#include <algorithm>
+#include <map>
+#include <random>
+
 #include "core/errors.hpp"
 #include "scf/basis_table.hpp"
 
@@ -64,6 +68,53 @@ std::pair<torch::Tensor, torch::Tensor> HartreeFockOrbitals::log_slater(const to
     logabs = logabs + diag.abs().log().sum(-1);
   }
   return {sign, logabs};
+}
+
+Eigen::MatrixXd turned_functions(const BasisSet& basis, const Eigen::Matrix3d& rotation) {
+  const auto n = static_cast<Eigen::Index>(basis.n_functions());
+  Eigen::MatrixXd d = Eigen::MatrixXd::Zero(n, n);
+  // Sample points around the centre, at radii where a unit Gaussian is well above underflow; the
+  // radial part is the same at x and Rᵀx, so only the angular parts decide the fit.
+  constexpr int kPoints = 40;
+  Eigen::MatrixXd x(kPoints, 3);
+  std::mt19937 generator(20261207);  // (fixed: the same D on every rank and run)
+  std::normal_distribution<double> normal(0.0, 0.8);
+  for (int k = 0; k < kPoints; ++k)
+    for (int c = 0; c < 3; ++c) x(k, c) = normal(generator);
+  const Eigen::MatrixXd turned = x * rotation;  // rows (Rᵀ x_k)ᵀ
+  const auto values = [](const libint2::Shell& unit, const Eigen::MatrixXd& points) {
+    const BasisSet one("turned", {unit}, {0});
+    const GaussianOrbitals f(one, Eigen::MatrixXd::Identity(static_cast<Eigen::Index>(one.n_functions()),
+                                                            static_cast<Eigen::Index>(one.n_functions())));
+    const torch::Tensor v = f.basis_values(to_tensor(points, torch::kFloat64).unsqueeze(0)).squeeze(0).contiguous();
+    Eigen::MatrixXd out(v.size(0), v.size(1));
+    const auto a = v.accessor<double, 2>();
+    for (Eigen::Index i = 0; i < out.rows(); ++i)
+      for (Eigen::Index j = 0; j < out.cols(); ++j) out(i, j) = a[i][j];
+    return out;  // [points, functions]
+  };
+  std::map<std::pair<int, bool>, Eigen::MatrixXd> blocks;  // by (l, pure)
+  for (std::size_t s = 0; s < basis.n_shells(); ++s) {
+    auto offset = static_cast<Eigen::Index>(basis.shell_offsets()[s]);
+    for (const auto& contraction : basis.shells()[s].contr) {
+      auto [it, fresh] = blocks.try_emplace({contraction.l, contraction.pure});
+      if (fresh) {
+        const libint2::Shell unit{{1.0}, {{contraction.l, contraction.pure, {1.0}}}, {{0.0, 0.0, 0.0}}};
+        const Eigen::MatrixXd at = values(unit, x), at_turned = values(unit, turned);
+        const Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(at);
+        it->second = qr.solve(at_turned);  // at · D = at_turned
+        const double residual = (at * it->second - at_turned).cwiseAbs().maxCoeff();
+        if (qr.rank() < at.cols() || !(residual < 1e-9 * std::max(1.0, at_turned.cwiseAbs().maxCoeff())))
+          throw NumericalError("turned_functions: the functions of angular momentum " + std::to_string(contraction.l) +
+                               " do not turn into each other (residual " + std::to_string(residual) +
+                               "): is the rotation proper?");
+      }
+      const Eigen::Index size = it->second.rows();
+      d.block(offset, offset, size, size) = it->second;
+      offset += size;
+    }
+  }
+  return d;
 }
 
 HartreeFockOrbitals occupied_orbitals(const ScfResult& result, const BasisSet& basis,

@@ -50,6 +50,15 @@ class GaussianOrbitals {
   int64_t n_orb_ = 0;
 };
 
+/// How the functions of `basis` turn with a rotation R about their own centres:
+/// χ_p(Rᵀ(x − O')) = Σ_q D(q, p) χ_q(x − O') for each shell (block diagonal, one block per shell
+/// and contraction), so that orbitals with coefficients C [n_basis, n], turned by R with their
+/// molecule, are the orbitals D·C on the basis whose centres are turned by R (O' = R·O about any
+/// point). Each block is fitted by least squares to the functions' values at sample points
+/// (exact: a shell's functions of angular momentum l span a space that rotations keep).
+/// @param rotation a proper rotation [3, 3] @return D [n_basis, n_basis]
+Eigen::MatrixXd turned_functions(const BasisSet& basis, const Eigen::Matrix3d& rotation);
+
 /// Occupied HF orbitals of both spins, and the HF Slater determinant.
 struct HartreeFockOrbitals {
   GaussianOrbitals alpha;  ///< the n_alpha occupied α orbitals

@@ -12,6 +12,7 @@
 #include "core/log.hpp"
 #include "train/distributed.hpp"
 #include "train/stop_request.hpp"
+#include "train/superposition.hpp"
 #include "models/hf/hf_determinant.hpp"
 
 namespace nnvmc {
@@ -128,6 +129,13 @@ std::pair<double, double> geometry_change(const System& a, const System& b, cons
   return {std::sqrt(moved / double(n)), pairs ? std::sqrt(internal / double(pairs)) : 0.0};
 }
 
+/// The positions of a molecule's nuclei (bohr), in its atoms' order.
+std::vector<Eigen::Vector3d> nuclei_of(const System& m) {
+  std::vector<Eigen::Vector3d> out;
+  for (const auto& at : m.atoms) out.emplace_back(at.position[0], at.position[1], at.position[2]);
+  return out;
+}
+
 /// 0, 1, ..., n − 1: the atoms of two molecules taken in their listed order.
 std::vector<std::size_t> in_order(std::size_t n) {
   std::vector<std::size_t> out(n);
@@ -189,21 +197,21 @@ PretrainResult pretrain(VmcSetup& s, const PretrainOptions& options, StageTimers
     hf.push_back(std::make_unique<HartreeFockDeterminant>(m.system, options.basis));
     if (const auto ref = nearest_geometry(s, i); ref < i) {
       const System& other = s.molecules[ref].system;
-      const auto [moved, internal] = geometry_change(other, m.system, in_order(other.atoms.size()));
       // A molecule turned as a whole: its orbitals turn with it, and an overlap taken in one frame
-      // mixes them (a 90-degree turn of LiH pretrained 1.5 Eh above E_HF: a user audit). Its
-      // canonical orbitals are kept; only their signs may then disagree.
-      if (moved > 2 * internal + 0.5) {
-        log::warn(strfmt("pretraining: '%s' is '%s' turned as a whole (its nuclei move %.2f bohr with the centres "
-                         "placed together, its interatomic distances %.2f): its Hartree-Fock orbitals are not "
-                         "aligned to those of '%s' and may differ in sign; give the molecules the same orientation",
-                         m.name().c_str(), s.molecules[ref].name().c_str(), moved, internal,
-                         s.molecules[ref].name().c_str()));
-      } else {
-        const double match = hf.back()->align_orbitals_to(*hf[ref]);
-        log::debug(strfmt("pretraining: orbitals of '%s' aligned to those of '%s' (smallest singular value of their "
-                          "overlap %.3f)", m.name().c_str(), s.molecules[ref].name().c_str(), match));
-      }
+      // mixed them (a 90-degree turn of LiH pretrained 1.5 Eh above E_HF: a user audit), so the
+      // reference's orbitals are turned with it first (the rotation that best lays its nuclei on
+      // this molecule's).
+      const Eigen::Matrix3d rotation = best_rotation(nuclei_of(other), nuclei_of(m.system));
+      const double match = hf.back()->align_orbitals_to(*hf[ref], rotation);
+      const double angle = rotation_angle_degrees(rotation);
+      const std::string turn = angle > 1.0 ? strfmt(" turned by %.1f degrees", angle) : std::string();
+      const std::string aligned =
+          strfmt("pretraining: orbitals of '%s' aligned to those of '%s'%s (smallest singular value of their overlap %.3f)",
+                 m.name().c_str(), s.molecules[ref].name().c_str(), turn.c_str(), match);
+      if (angle > 1.0)
+        log::info(aligned);
+      else
+        log::debug(aligned);
     } else if (const auto twin = reordered_copy(s, i); twin < i) {
       // (their targets are then in different orders: both fits suffered, and only "hardly reduced
       // the orbital loss" was said: a user audit)

@@ -179,6 +179,40 @@ TEST(GaussianOrbitals, Float32AgreesWithFloat64) {
   EXPECT_LT((v32.to(torch::kFloat64) - o64.alpha(r)).abs().max().item<double>(), 1e-5);
 }
 
+// Orbitals turned with their molecule: the coefficients D·C (turned_functions) on the basis with
+// turned centres, at turned points, give the orbitals' values at the original points, for s to f
+// shells, spherical and Cartesian (the Cartesian d and f functions are not orthonormal, so D is
+// no orthogonal matrix there), and the identity turns nothing.
+TEST(GaussianOrbitals, TurnedFunctionsTurnOrbitalsWithTheirMolecule) {
+  const Eigen::Matrix3d rotation =
+      (Eigen::AngleAxisd(0.7, Eigen::Vector3d(1, 2, -0.5).normalized()) * Eigen::AngleAxisd(2.1, Eigen::Vector3d::UnitX()))
+          .toRotationMatrix();
+  for (const bool spherical : {true, false}) {
+    const BasisSet basis = grid_basis(spherical);
+    std::vector<libint2::Shell> shells = basis.shells();
+    for (auto& sh : shells) {
+      const Eigen::Vector3d o = rotation * Eigen::Vector3d(sh.O[0], sh.O[1], sh.O[2]);
+      for (int x = 0; x < 3; ++x) sh.O[static_cast<std::size_t>(x)] = o[x];
+    }
+    const BasisSet turned_basis(basis.name(), shells, basis.shell_atoms());
+    const auto n = static_cast<Eigen::Index>(basis.n_functions());
+    const Eigen::MatrixXd c = Eigen::MatrixXd::Random(n, 3);
+    const Eigen::MatrixXd d = turned_functions(basis, rotation);
+    const torch::Tensor x = random_positions(1, 50, 1.5, 11);
+    Eigen::Matrix3d transposed = rotation.transpose();
+    const torch::Tensor r = torch::from_blob(transposed.data(), {3, 3}, torch::kFloat64).clone();  // (Rᵀ read row-major: R)
+    const torch::Tensor turned_x = torch::matmul(x, r.t());   // rows R·x
+    const auto original = GaussianOrbitals(basis, c)(x), turned = GaussianOrbitals(turned_basis, d * c)(turned_x);
+    EXPECT_LT((turned - original).abs().max().item<double>(), 1e-12) << spherical;
+    EXPECT_GT(original.abs().max().item<double>(), 0.1);
+    if (spherical) {  // (unit-normalised real solid harmonics turn orthogonally)
+      EXPECT_LT((d.transpose() * d - Eigen::MatrixXd::Identity(n, n)).cwiseAbs().maxCoeff(), 1e-10);
+    }
+    const Eigen::MatrixXd unturned = turned_functions(basis, Eigen::Matrix3d::Identity());
+    EXPECT_LT((unturned - Eigen::MatrixXd::Identity(n, n)).cwiseAbs().maxCoeff(), 1e-12) << spherical << "\n" << unturned;
+  }
+}
+
 TEST(HartreeFockOrbitals, SlaterDeterminantIsAntisymmetricUnderExchangeOfSameSpinElectrons) {
   const System s = load_molecule("li", scftest::kMolecules);
   const BasisSet basis = make_basis("cc-pvdz", s);

@@ -132,6 +132,14 @@ TEST(HartreeFockDeterminant, AlignedOrbitalsOverlapTheOtherGeometrysPositivelyAn
   for (auto& atom : moved.atoms) atom.position[0] += 4.0;
   HartreeFockDeterminant away(moved, "sto-6g");
   EXPECT_GT(away.align_orbitals_to(ref), 1 - 1e-8);
+  // the same geometry turned by 90 degrees: in one frame the overlap mixes its orbitals; with the
+  // reference's turned with it, the occupied spaces coincide again (6-31G*: p and d shells turn)
+  System along_x = lih_at(3.015);
+  for (auto& atom : along_x.atoms) atom.position = {atom.position[2] + 1.0, -2.0, 0.5};
+  HartreeFockDeterminant ref_d(lih_at(3.015), "6-31g*"), unturned(along_x, "6-31g*"), aligned(along_x, "6-31g*");
+  const Eigen::Matrix3d quarter = Eigen::AngleAxisd(M_PI / 2, Eigen::Vector3d::UnitY()).toRotationMatrix();  // z → x
+  EXPECT_LT(unturned.align_orbitals_to(ref_d), 0.5);
+  EXPECT_GT(aligned.align_orbitals_to(ref_d, quarter), 1 - 1e-8);
   // another electron count: nothing to align
   HartreeFockDeterminant h2(load_molecule("h2", test::molecules_dir()), "sto-6g");
   EXPECT_TRUE(std::isnan(h2.align_orbitals_to(ref)));
@@ -164,14 +172,16 @@ TEST(Pretrain, FitsOneOrbformerToTwoGeometriesOfOneMolecule) {
   expect_lih_and_second_fit("{molecule: lih, geometry: [[0, 0, 0], [0, 0, 3.2]], name: b}");
 }
 
-// ... also when the second is moved as a whole: the orbitals are aligned with the centres
-// placed together (a user audit: a copy moved 4 bohr overlapped nothing, and the rotation
-// scrambled both molecules' targets, 1.5-3 Eh above E_HF). A molecule turned as a whole, or
-// with its atoms listed in another order, is said and not aligned (a turned frame's overlap
-// mixes its orbitals; reordered atoms reorder Orbformer's orbitals).
-TEST(Pretrain, AlignsAMoleculeMovedAsAWholeAndSaysWhenOneIsTurnedOrReordered) {
+// ... also when the second is moved or turned as a whole: the orbitals are aligned with the
+// centres placed together and the reference's turned with it (a user audit: a copy moved 4 bohr
+// overlapped nothing, and the rotation scrambled both molecules' targets, 1.5-3 Eh above E_HF;
+// a copy turned by 90 degrees was 0.4 Eh above E_HF, its orbitals not aligned). A molecule with
+// its atoms listed in another order is said and not aligned (reordered atoms reorder
+// Orbformer's orbitals).
+TEST(Pretrain, AlignsAMoleculeMovedOrTurnedAsAWholeAndSaysWhenOneIsReordered) {
   for (const std::string second : {"{name: b, atoms: [[Li, 4, 0, 0], [H, 4, 0, 3.2]]}",
-                                   "{name: b, atoms: [[Li, 0, -3, 1], [H, 0, -3, 4.2]]}"})
+                                   "{name: b, atoms: [[Li, 0, -3, 1], [H, 0, -3, 4.2]]}",
+                                   "{name: b, atoms: [[Li, 0, 0, 0], [H, 3.015, 0, 0]]}"})
     expect_lih_and_second_fit(second);
   // one pretraining step of LiH with a second entry, and what it logged
   const auto pretraining_log = [](const std::string& second) {
@@ -191,7 +201,8 @@ TEST(Pretrain, AlignsAMoleculeMovedAsAWholeAndSaysWhenOneIsTurnedOrReordered) {
     return testing::internal::GetCapturedStderr() + testing::internal::GetCapturedStdout();
   };
   const std::string turned = pretraining_log("{name: b, atoms: [[Li, 0, 0, 0], [H, 3.015, 0, 0]]}");
-  EXPECT_NE(turned.find("pretraining: 'b' is 'a' turned as a whole"), std::string::npos) << turned;
+  EXPECT_NE(turned.find("pretraining: orbitals of 'b' aligned to those of 'a' turned by 90.0 degrees"), std::string::npos)
+      << turned;
   const std::string reordered = pretraining_log("{name: b, atoms: [[H, 0, 0, 3.2], [Li, 0, 0, 0]]}");
   EXPECT_NE(reordered.find("pretraining: 'b' has the elements of 'a' with its atoms listed in another order"),
             std::string::npos)
