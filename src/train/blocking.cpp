@@ -84,24 +84,36 @@ double batch_means_error(const std::vector<double>& series) {
 }
 
 AutocorrEstimate autocorrelation_estimate(const std::vector<double>& series) {
+  return pooled_autocorrelation_estimate({series});
+}
+
+AutocorrEstimate pooled_autocorrelation_estimate(const std::vector<std::vector<double>>& chains) {
   AutocorrEstimate a;
-  const long n = static_cast<long>(series.size());
-  if (n < kMinWindowSeries) {  // too short to say (uncorrelated series of 20 gave τ ≈ 0.5): unknown, not exact
-    a.tau = a.error = std::numeric_limits<double>::quiet_NaN();
+  constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+  const long k = static_cast<long>(chains.size());
+  const long n = k > 0 ? static_cast<long>(chains[0].size()) : 0;
+  const bool equal = std::all_of(chains.begin(), chains.end(), [n](const auto& c) { return static_cast<long>(c.size()) == n; });
+  const double total = static_cast<double>(k) * static_cast<double>(n);
+  // too short to say (uncorrelated series of 20 gave τ ≈ 0.5): unknown, not exact
+  if (!equal || total < kMinWindowSeries) {
+    a.tau = a.error = nan;
     return a;
   }
-  const double m = mean_of(series);
+  double m = 0;
+  for (const auto& c : chains) m += mean_of(c) * static_cast<double>(n) / total;
   double c0 = 0;
-  for (double x : series) c0 += (x - m) * (x - m);
-  c0 /= static_cast<double>(n);
+  for (const auto& c : chains)
+    for (double x : c) c0 += (x - m) * (x - m);
+  c0 /= total;
   if (c0 <= 0) return a;
   double tau = 1;
   long w = 1;
   bool converged = false;
   for (; w < n / 2; ++w) {
     double c = 0;
-    for (long i = 0; i + w < n; ++i) c += (series[i] - m) * (series[i + w] - m);
-    tau += 2 * c / static_cast<double>(n) / c0;
+    for (const auto& x : chains)
+      for (long i = 0; i + w < n; ++i) c += (x[i] - m) * (x[i + w] - m);
+    tau += 2 * c / total / c0;
     if (static_cast<double>(w) >= 5.0 * tau) {
       converged = true;
       break;
@@ -110,11 +122,11 @@ AutocorrEstimate autocorrelation_estimate(const std::vector<double>& series) {
   a.window = static_cast<int>(w);
   if (!converged || !(tau > 0)) {  // the series ended before the window did: no estimate (one
     // stopped at n/2 understated the error of short uncorrelated series by 40 %)
-    a.tau = a.error = std::numeric_limits<double>::quiet_NaN();
+    a.tau = a.error = nan;
     return a;
   }
   a.tau = tau;
-  a.error = std::sqrt(a.tau * c0 * n / (n - 1.0) / static_cast<double>(n));
+  a.error = std::sqrt(a.tau * c0 * total / (total - 1.0) / total);
   return a;
 }
 

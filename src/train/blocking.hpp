@@ -48,6 +48,16 @@ struct AutocorrEstimate {
 };
 AutocorrEstimate autocorrelation_estimate(const std::vector<double>& series);
 
+/// The same from several independent chains of one Markov process (the walkers, each its own
+/// series of equal length): the autocorrelation function averaged over the chains (deviations
+/// from the grand mean, so chains that keep apart widen it), τ from Sokal's window on it, and
+/// the standard error √(τ s² / (chains · n)) of the grand mean. Each chain adds its own reading
+/// of ρ(t), so τ is far less noisy than from the chains' averaged series (8 walkers × 200 steps:
+/// the averaged series' τ scattered enough that its low readings made error bars 1.5× too
+/// small, a user audit). NaN (both) for fewer than kMinWindowSeries values in all, unequal
+/// lengths, or no window below n/2.
+AutocorrEstimate pooled_autocorrelation_estimate(const std::vector<std::vector<double>>& chains);
+
 /// Standard error of the grand mean from W independent Markov chains (the walkers): the spread of
 /// each chain's time average, √(Σ(m_w − m̄)² / (W(W − 1))), whatever the chains' correlation
 /// time and however short they are, provided they started in equilibrium. NaN for fewer than 2.

@@ -95,6 +95,11 @@ EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers
   const int n_first = static_cast<int>(kDriftFirstFraction * options.steps);
   const int last_from = options.steps - static_cast<int>(kDriftLastFraction * options.steps);
   Segment first, last;
+  // Each walker's series, with fewer walkers than their averages need for the error bar: their
+  // pooled autocorrelation reads τ (pooled_autocorrelation_estimate). Not kept once one is left out.
+  const bool keep_chains = out.walkers < kMinWalkersForChainsError;
+  std::vector<std::vector<double>> walker_series;
+  bool chains_whole = keep_chains;
   for (int t = 0; t < options.steps; ++t) {
     throw_if_stop_requested_on_any_rank("the evaluation");
     {
@@ -108,6 +113,13 @@ EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers
     if (!finite.ok)
       throw NumericalError("evaluation step " + std::to_string(t + 1) + ": " + std::to_string(finite.excluded) +
                            " of " + std::to_string(e.size(0)) + " local energies are non-finite");
+    if (chains_whole && finite.excluded == 0) {
+      walker_series.resize(static_cast<std::size_t>(e.size(0)));
+      const auto values = e.contiguous();
+      for (std::size_t w = 0; w < walker_series.size(); ++w) walker_series[w].push_back(values.data_ptr<double>()[w]);
+    } else {
+      chains_whole = false;
+    }
     if (!walker_sum.defined()) {
       walker_sum = torch::zeros_like(e);
       walker_count = torch::zeros_like(e);
@@ -143,6 +155,7 @@ EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers
   out.stats = whole;
   out.error_batch_means = batch_means_error(out.series);
   out.autocorr = autocorrelation_estimate(out.series);
+  if (chains_whole) out.autocorr_walkers = pooled_autocorrelation_estimate(walker_series);
   out.acceptance = options.steps > 0 ? acc / options.steps : 0.0;
   out.variance = count > 0 ? sum_sq / count - out.stats.mean * out.stats.mean : 0.0;
   if (walker_sum.defined()) {
@@ -162,11 +175,36 @@ EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers
                                   ? std::pow(out.stats.error / out.stats.naive_error, 2)
                                   : std::numeric_limits<double>::quiet_NaN();
   }
+  constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+  if (out.error_method == "reblocking" && out.stats.n >= 2) {
+    // The Sokal window's estimates, of the averaged series and pooled over the walkers' own
+    // series, are further readings of the same error: the error bar is the largest (a plateau
+    // found in a short series is mostly one whose block errors came out low), and a series
+    // shorter than kMinAutocorrTimesInSeries τ is not called reliable.
+    double tau = std::max(1.0, out.stats.plateau ? out.stats.autocorr_time : 1.0);
+    for (const AutocorrEstimate* a : {&out.autocorr, &out.autocorr_walkers}) {
+      if (!std::isfinite(a->error)) continue;
+      tau = std::max(tau, a->tau);
+      if (a->error > out.stats.error) {
+        out.stats.error = a->error;
+        out.error_from_window = true;
+      }
+    }
+    const bool tau_known = out.stats.plateau || std::isfinite(out.autocorr_walkers.tau) || std::isfinite(out.autocorr.tau);
+    if (tau_known) {
+      out.autocorr_times_in_series = double(out.stats.n) / tau;
+      out.stats.autocorr_time = tau;
+    } else {  // (without a plateau the reblocking's τ is a lower bound at best: not stated)
+      out.stats.autocorr_time = nan;
+    }
+  }
+  // The walkers' averages against a series of a few steps give no autocorrelation time (two
+  // steps read as τ = 52 iterations, a user audit).
+  if (out.error_method == "walker chains" && out.stats.n < kMinPlateauBlocks) out.stats.autocorr_time = nan;
   // No estimate may claim more than the samples hold: correlated chains only widen the error of
   // independent samples, so an estimate below it is the noise of a short run (a user audit: 5
   // steps x 5 walkers of He gave 0.00097, 8 of its own error bars below exact, where independent
   // samples give 0.005; one sample gave ± 0 with variance 0).
-  constexpr double nan = std::numeric_limits<double>::quiet_NaN();
   if (count < 2) {
     out.stats.error = out.variance = out.stats.autocorr_time = nan;
   } else {

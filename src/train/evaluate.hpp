@@ -49,6 +49,12 @@ constexpr double kMinUsefulAcceptance = 0.05;
 /// evaluations disagreed beyond either). Healthy evaluations give a ratio near 1.
 constexpr double kMaxWalkerSpreadRatio = 3.0;
 
+/// A reblocking error bar needs a series at least this many autocorrelation times long (the larger
+/// of the reblocking's and the Sokal window's τ): in shorter series the plateau test passes mostly
+/// where the noisy block errors came out low (a user audit: 8 walkers, 200 steps, τ ≈ 4.3: the
+/// error bars called reliable were 1.5× too small, 7 of 18 within 1σ of the exact energy).
+constexpr double kMinAutocorrTimesInSeries = 50;
+
 /// Burn-in (MH steps) of walkers placed afresh around the nuclei, unless the user gives one: a
 /// shifted He atom needed about 300 (a user audit). Also what repeated copies of checkpoint
 /// walkers get to decorrelate.
@@ -66,6 +72,11 @@ struct EvalResult {
   BlockingResult stats;        ///< mean energy, error bar, autocorrelation time (in iterations)
   double error_batch_means = 0;  ///< cross-check: batch-means standard error of the mean
   AutocorrEstimate autocorr;   ///< cross-check: Sokal-window autocorrelation time and error
+  /// the same pooled over the walkers' own series (pooled_autocorrelation_estimate), with fewer
+  /// than kMinWalkersForChainsError walkers and none left out; NaN otherwise
+  AutocorrEstimate autocorr_walkers{std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::quiet_NaN(), 0};
+  /// the reblocking's error bar was raised to a Sokal-window estimate (autocorr or autocorr_walkers)
+  bool error_from_window = false;
   /// cross-check: the spread of each walker's time average (walker_chains_error); NaN below 2 walkers
   double error_walkers = std::numeric_limits<double>::quiet_NaN();
   /// cross-check: the reblocking error of the walker-averaged series (its plateau: stats.plateau)
@@ -78,8 +89,18 @@ struct EvalResult {
   /// And the walkers were in equilibrium as far as can be seen: no drift, and they moved.
   bool error_reliable() const {
     return (stats.plateau || (error_method == "walker chains" && walkers >= kMinWalkersForChainsError)) &&
-           !drifting() && !hardly_moved() && !walkers_apart();
+           !series_too_short() && !drifting() && !hardly_moved() && !walkers_apart();
   }
+  /// With the reblocking: the series is shorter than kMinAutocorrTimesInSeries autocorrelation
+  /// times (autocorr_times_in_series).
+  bool series_too_short() const {
+    return error_method == "reblocking" && std::isfinite(autocorr_times_in_series) &&
+           autocorr_times_in_series < kMinAutocorrTimesInSeries;
+  }
+  /// With the reblocking: the series' length in autocorrelation times, the largest of the
+  /// reblocking's τ (with a plateau) and the Sokal windows' (stats.autocorr_time is that τ); NaN
+  /// otherwise, and when no τ is known.
+  double autocorr_times_in_series = std::numeric_limits<double>::quiet_NaN();
   /// Walkers that do not mix (see kMaxWalkerSpreadRatio): checked with at least
   /// kMinWalkersForChainsError walkers and a reblocking plateau.
   bool walkers_apart() const {

@@ -24,6 +24,9 @@ nlohmann::json eval_json(const EvalResult& r) {
           {"error_floored", r.error_floored},
           {"autocorr_time", r.stats.autocorr_time},
           {"autocorr_time_window", r.autocorr.tau},
+          {"autocorr_times_in_series", r.autocorr_times_in_series},
+          {"autocorr_time_walkers", r.autocorr_walkers.tau},
+          {"energy_err_autocorr_walkers", r.autocorr_walkers.error},
           {"variance", r.variance},
           {"laplacian", r.laplacian},
           {"drift_z", r.drift_z},
@@ -61,7 +64,8 @@ std::string eval_text(const EvalResult& r) {
               r.laplacian == "hutchinson" ? "  (of the Hutchinson estimates: the local energy's plus the probes' noise)" : "");
   s += strfmt("autocorrelation time %s iterations (%s), acceptance %.2f at step size %.4f\n",
               std::isfinite(r.stats.autocorr_time) ? strfmt("%.2f", r.stats.autocorr_time).c_str() : "n/a",
-              reblocked ? "reblocking" : "from the walkers' averages", r.acceptance, r.step_size);
+              reblocked ? "the largest of the reblocking's and the Sokal windows'" : "from the walkers' averages",
+              r.acceptance, r.step_size);
   s += strfmt("%d steps x %d walkers\n", r.steps, r.walkers);
   if (!reblocked && !r.stats.plateau && r.walkers < kMinWalkersForChainsError)
     s += strfmt("note: %ld step(s) are too few for a reblocking plateau; the error bar is the spread of the %d walkers' "
@@ -73,6 +77,18 @@ std::string eval_text(const EvalResult& r) {
     s += strfmt("warning: no block size passed the reblocking plateau test (%ld values, window estimate of the "
                 "autocorrelation time %s): the error bar is likely too small; evaluate with more steps or walkers\n",
                 r.stats.n, std::isfinite(r.autocorr.tau) ? strfmt("%.1f", r.autocorr.tau).c_str() : "n/a");
+  if (reblocked && r.stats.plateau && r.series_too_short())  // (without a plateau, the warning above)
+    s += strfmt("warning: the %ld iterations hold only %.0f autocorrelation times (τ %.1f iterations); a reblocking "
+                "error bar needs %.0f, and a shorter series finds its plateau mostly where the block errors came out "
+                "low: the error bar may be too small; evaluate with more steps, or with %d walkers or more (their "
+                "own averages give the error bar at any length)\n",
+                r.stats.n, r.autocorr_times_in_series, double(r.stats.n) / r.autocorr_times_in_series,
+                kMinAutocorrTimesInSeries, kMinWalkersForChainsError);
+  if (reblocked && r.error_from_window && !r.error_floored)
+    s += strfmt("note: the error bar is the autocorrelation-time estimate (Sokal's window%s), larger than the "
+                "reblocking's ± %s\n",
+                r.stats.error == r.autocorr_walkers.error ? ", pooled over the walkers' own series" : "",
+                value(r.error_reblocking).c_str());
   if (r.drifting())
     s += strfmt("warning: the energy drifts during the evaluation: its first %.0f %% of steps average %.6f, its last "
                 "%.0f %% %.6f, %.1f times their combined error apart: the walkers were not in equilibrium when it "

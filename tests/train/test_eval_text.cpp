@@ -56,6 +56,28 @@ TEST(EvalText, WarnsWhenTheStatedWalkerSpreadComesFromTooFewWalkers) {
   EXPECT_TRUE(contains(text, "too few for a reblocking plateau")) << text;
 }
 
+// A reblocking plateau in a series shorter than kMinAutocorrTimesInSeries autocorrelation times is
+// not trusted (a user audit: such error bars were 1.5× too small), and an error bar raised to the
+// Sokal-window estimate pooled over the walkers says so.
+TEST(EvalText, APlateauInASeriesOfFewAutocorrelationTimesIsUnreliableAndSaysWhy) {
+  auto r = evaluation("reblocking", 8, true);
+  r.error_reblocking = 0.0011;
+  r.autocorr_walkers.tau = 4.0;
+  r.autocorr_walkers.error = 0.0014;
+  r.error_from_window = true;
+  r.autocorr_times_in_series = 25;
+  ASSERT_TRUE(r.series_too_short());
+  ASSERT_FALSE(r.error_reliable());
+  const std::string text = eval_text(r);
+  EXPECT_TRUE(contains(text, "UNRELIABLE")) << text;
+  EXPECT_TRUE(contains(text, "the 100 iterations hold only 25 autocorrelation times (τ 4.0 iterations)")) << text;
+  EXPECT_TRUE(contains(text, "pooled over the walkers' own series), larger than the reblocking's ± 0.001100")) << text;
+  r.autocorr_times_in_series = 60;
+  EXPECT_TRUE(r.error_reliable());
+  EXPECT_FALSE(contains(eval_text(r), "autocorrelation times (τ")) << eval_text(r);
+  EXPECT_FALSE(evaluation("walker chains", 128, true).series_too_short());  // (their spread needs no τ)
+}
+
 // One step has no series to reblock: its autocorrelation time is unknown, printed as n/a, not nan.
 TEST(EvalText, UnknownAutocorrelationTimeIsPrintedAsNotAvailable) {
   auto r = evaluation("walker chains", 128, false);
