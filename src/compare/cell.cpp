@@ -1,7 +1,6 @@
 #include "compare/cell.hpp"
 
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -17,6 +16,7 @@
 #include "batching/budget.hpp"
 #include "batching/peak_memory.hpp"
 #include "core/errors.hpp"
+#include "core/host_memory.hpp"
 #include "core/log.hpp"
 #include "io/hdf5_file.hpp"
 #include "train/summary.hpp"
@@ -184,10 +184,7 @@ int run_cell(const std::string& dir, const CellRunOptions& options) {
   }
   const std::int64_t peak_now = peak ? peak->peak_bytes() : 0;
   j["peak_tensor_bytes"] = std::max(peak_before, peak_now);
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  j["max_rss_bytes"] = std::max<std::int64_t>(before.value("max_rss_bytes", std::int64_t{0}),
-                                              static_cast<std::int64_t>(usage.ru_maxrss) * 1024);
+  j["max_rss_bytes"] = std::max<std::int64_t>(before.value("max_rss_bytes", std::int64_t{0}), peak_resident_bytes());
   j["wall_seconds"] = wall_before + std::chrono::duration<double>(Clock::now() - t0).count();
   try {
     write_json(status_path, j);

@@ -313,7 +313,8 @@ RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
         j["status"] = "failed";
         j["reason"] = why;
       }
-      j["max_rss_bytes"] = static_cast<std::int64_t>(st.max_rss_kib) * 1024;
+      // (no max_rss_bytes: the cell did not report its own, and the kernel's figure for a child
+      // holds this process's peak from before the child's exec, peak_resident_bytes)
       io::write_text_atomically(dir_of(*cell) + "/cell.json", json_text(j, 2) + "\n");
     }
     const bool done = j.value("status", "") == "done";

@@ -136,4 +136,11 @@ std::int64_t resident_bytes() {
   return anonymous >= 0 ? anonymous : own_status_bytes("VmRSS:");
 }
 
+std::int64_t peak_resident_bytes() {
+  if (const std::int64_t own = own_status_bytes("VmHWM:"); own >= 0) return own;
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return -1;
+  return static_cast<std::int64_t>(usage.ru_maxrss) * 1024;
+}
+
 }  // namespace nnvmc

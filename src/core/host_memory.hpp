@@ -31,4 +31,11 @@ HostMemory host_memory();
 /// else VmRSS; −1: unknown).
 std::int64_t resident_bytes();
 
+/// The peak resident memory of this process's own address space (/proc/self/status VmHWM), else
+/// getrusage's ru_maxrss; −1: unknown. Not ru_maxrss first: a process started by another
+/// (posix_spawn, fork) carries the parent's peak in it from before its exec, so every cell of
+/// a comparison whose parent had computed a CCSD(T) reference reported the parent's 344 MiB
+/// (a user audit).
+std::int64_t peak_resident_bytes();
+
 }  // namespace nnvmc

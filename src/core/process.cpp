@@ -4,7 +4,6 @@
 
 #include <fcntl.h>
 #include <spawn.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -65,8 +64,7 @@ pid_t spawn_process(const std::vector<std::string>& argv, const std::string& log
 
 pid_t wait_process(pid_t pid, ExitStatus& status) {
   int wstatus = 0;
-  rusage usage{};
-  const pid_t done = wait4(pid, &wstatus, 0, &usage);
+  const pid_t done = waitpid(pid, &wstatus, 0);
   if (done < 0) {
     if (errno == EINTR) return 0;
     throw Error(std::string("waiting for a child process: ") + std::strerror(errno));
@@ -74,7 +72,6 @@ pid_t wait_process(pid_t pid, ExitStatus& status) {
   status = ExitStatus{};
   if (WIFEXITED(wstatus)) status.code = WEXITSTATUS(wstatus);
   if (WIFSIGNALED(wstatus)) status.signal = WTERMSIG(wstatus);
-  status.max_rss_kib = usage.ru_maxrss;
   return done;
 }
 

@@ -13,7 +13,6 @@ namespace nnvmc {
 struct ExitStatus {
   int code = -1;    ///< exit code (−1 when killed by a signal)
   int signal = 0;   ///< the signal that killed it (0 if it exited)
-  long max_rss_kib = 0;  ///< its peak resident memory (KiB)
   bool ok() const { return code == 0; }
   std::string describe() const;  ///< "exit code 1" / "killed by signal 9 (Killed)"
 };
