@@ -97,8 +97,11 @@ System molecule_with_geometry(const YAML::Node& e, const std::string& key, const
     if (e["spin"]) {
       s.spin = e["spin"].as<int>();
       s.spin_given = true;
-    } else if (!s.spin_given) {
-      s.spin = std::abs(s.n_electrons() % 2);  // the lowest, after the entry's charge (as resolve_molecules does)
+    } else if (!s.spin_given || s.charge != file.charge) {
+      // the lowest, after the entry's charge (as resolve_molecules and --charge do): the file's
+      // spin is its own charge's ({molecule: h, charge: -1} was refused for H's spin 1: a user audit)
+      s.spin = std::abs(s.n_electrons() % 2);
+      s.spin_given = false;
     }
     if (e["name"])
       s.name = e["name"].as<std::string>();
@@ -295,8 +298,16 @@ std::vector<System> resolve_molecules(const SystemConfig& config) {
     s.name = names[i];
     const int charge = s.charge, spin = s.spin;
     if (config.charge) s.charge = *config.charge;
-    if (config.spin) s.spin = *config.spin;
-    else if (!s.spin_given) s.spin = std::abs(s.n_electrons() % 2);  // the lowest, after the charge
+    if (config.spin) {
+      s.spin = *config.spin;
+    } else if (!s.spin_given || s.charge != charge) {  // the lowest, after the charge (as --charge takes it)
+      s.spin = std::abs(s.n_electrons() % 2);
+      static std::set<std::string> said;  // (molecules are resolved more than once per command)
+      if (s.spin_given && s.spin != spin && said.insert(s.name + "/" + std::to_string(s.charge)).second)
+        log::info(strfmt("system.charge=%d: molecule '%s' has %d electrons and takes the lowest spin, %d (its file "
+                         "gives %d for charge %d); set system.spin for another",
+                         s.charge, s.name.c_str(), s.n_electrons(), s.spin, spin, charge));
+    }
     if (s.charge != charge || s.spin != spin) {  // another state: the file's reference energy is not its
       s.e_ref.reset();
       s.e_ref_source.clear();
@@ -308,11 +319,6 @@ std::vector<System> resolve_molecules(const SystemConfig& config) {
                                                    "list: to give molecules different ones, set charge: and spin: in "
                                                    "their entries of system.molecules instead"
                                                  : "";
-    if (config.charge && !config.spin && s.spin_given && s.n_electrons() > 0 && (s.n_electrons() + s.spin) % 2 != 0)
-      throw InputError(strfmt("system.charge=%d: molecule '%s' then has %d electrons, for which the spin %d it was given "
-                              "has the wrong parity; give system.spin too (e.g. system.spin=%d)%s",
-                              *config.charge, s.name.c_str(), s.n_electrons(), s.spin, std::abs(s.spin - 1),
-                              per_entry.c_str()));
     try {
       s.validate();
     } catch (const InputError& e) {

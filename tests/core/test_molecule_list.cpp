@@ -174,9 +174,11 @@ TEST(MoleculeList, AFrameCountedFromTheEndIsNamedByItsNumberAndARepeatIsWarnedOf
 }
 
 // A molecule without `spin:` takes the lowest spin, as an .xyz file does (found by a user audit:
-// HeH was refused for "spin 0 has the wrong parity", a spin the file never gave). A charge that
-// leaves a file's own spin the wrong parity names system.charge and what to add.
-TEST(MoleculeList, AMoleculeWithoutSpinTakesTheLowestAndAChargeThatBreaksAFilesSpinSaysWhatToGive) {
+// HeH was refused for "spin 0 has the wrong parity", a spin the file never gave). A charge other
+// than the file's, without a spin, takes the lowest spin too, as `--charge` does (a user audit:
+// the README's {molecule: h, charge: -1} was refused for H's spin 1); the file's spin is kept
+// with its own charge.
+TEST(MoleculeList, AMoleculeWithoutSpinTakesTheLowestAndSoDoesAChargeOtherThanItsFiles) {
   const auto heh = molecules_of("system: {molecule: {atoms: [[He, 0, 0, 0], [H, 0, 0, 1.5]]}}");
   EXPECT_EQ(heh[0].n_electrons(), 3);
   EXPECT_EQ(heh[0].spin, 1);
@@ -185,11 +187,20 @@ TEST(MoleculeList, AMoleculeWithoutSpinTakesTheLowestAndAChargeThatBreaksAFilesS
   EXPECT_TRUE(contains(error_of<InputError>("system: {molecule: {atoms: [[He, 0, 0, 0], [H, 0, 0, 1.5]], spin: 0}}"),
                        "spin 0 has the wrong parity for 3 electrons (n_up - n_down must have the parity of n: "
                        "e.g. spin: 1)"));
-  const auto charged = error_of<InputError>("system: {molecule: he, charge: -1}");
-  EXPECT_TRUE(contains(charged, "system.charge=-1: molecule 'he' then has 3 electrons, for which the spin 0 it was "
-                                "given has the wrong parity; give system.spin too (e.g. system.spin=1)"))
-      << charged;
-  EXPECT_EQ(molecules_of("system: {molecule: he, charge: -1, spin: 1}")[0].n_up(), 2);
+  testing::internal::CaptureStdout();  // (the log's sink in tests)
+  const auto he_anion = molecules_of("system: {molecule: he, charge: -1}");
+  const std::string said = testing::internal::GetCapturedStdout();
+  EXPECT_EQ(he_anion[0].spin, 1);
+  EXPECT_TRUE(contains(said, "system.charge=-1: molecule 'he' has 3 electrons and takes the lowest spin, 1 (its file "
+                             "gives 0 for charge 0); set system.spin for another"))
+      << said;
+  EXPECT_EQ(molecules_of("system: {molecule: he, charge: -1, spin: 3}")[0].n_up(), 3);
+  EXPECT_EQ(molecules_of("system: {molecule: li, charge: 0}")[0].spin, 1);  // its own charge: the file's doublet
+  const auto ions = molecules_of("system: {molecules: [{molecule: h, charge: -1}, {molecule: li, charge: 1}]}");
+  EXPECT_EQ(ions[0].spin, 0);
+  EXPECT_EQ(ions[0].name, "h_anion");  // (the README's example)
+  EXPECT_EQ(ions[1].spin, 0);
+  EXPECT_EQ(molecules_of("system: {molecules: [{molecule: li, charge: -1, spin: 2}]}")[0].spin, 2);
   // an error that system.charge or system.spin caused names them (it named system.molecule), and
   // for a list says that they apply to every molecule (no one spin suits Li+ and He+)
   const auto h_cation = error_of<InputError>("system: {molecule: h, charge: 1}");
