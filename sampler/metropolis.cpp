@@ -19,8 +19,10 @@ MetropolisSampler::MetropolisSampler(const SamplerOptions& options, const System
       step_size_(options.step_size),
       comm_(&parallel::world()) {
   if (options.walkers < comm_->size())
-    throw ConfigError(strfmt("'sampler.walkers': %d walkers cannot be shared by %d ranks (at least one each)",
-                             options.walkers, comm_->size()));
+    throw ConfigError(strfmt("'sampler.walkers': %d walkers cannot be shared by %d ranks (at least one each): run "
+                             "with at most %d ranks, or with more walkers (a new run's sampler.walkers, nnvmc eval "
+                             "--walkers; a resumed run keeps its checkpoint's)",
+                             options.walkers, comm_->size(), options.walkers));
   part_ = parallel::partition(options.walkers, comm_->rank(), comm_->size());
   walker_ids_ = torch::arange(part_.offset, part_.offset + part_.count, tensor_.dtype(torch::kInt64));
 }

@@ -74,8 +74,10 @@ void run_profile_command(ProfileArgs& a) {
     const auto stages = profile::top_level_stages(m);
     double stage_total = 0;
     for (const auto& s : stages) stage_total += m.stages.at(s).seconds;
-    std::string line = strfmt("%-8s N=%-3d %.4f s/iteration, %.0f%% of it in stages:", m.molecule.c_str(),
-                              m.n_electrons, m.iteration_seconds, 100.0 * m.stage_share);
+    // (worded as shares of the stages' time: report.md gives each stage's share of the iteration,
+    // and the two read as one disagreed, a user audit)
+    std::string line = strfmt("%-8s N=%-3d %.4f s/iteration, %.0f%% of it in stages; of the stages' time:",
+                              m.molecule.c_str(), m.n_electrons, m.iteration_seconds, 100.0 * m.stage_share);
     for (const auto& s : stages)
       line += strfmt(" %s %.0f%%", s.c_str(), stage_total > 0 ? 100.0 * m.stages.at(s).seconds / stage_total : 0.0);
     const double spread = profile::relative_spread(m.iteration_series);

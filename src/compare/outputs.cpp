@@ -25,8 +25,9 @@ constexpr double kChemicalAccuracy = 1.6e-3;  ///< hartree (1 kcal/mol)
 /// The units of compare.csv's and compare.h5's numbers (the report's error column is in mEh; a
 /// user audit found nothing saying which the files use).
 constexpr const char* kUnits =
-    "energy, energy_err, reference, error (E - E_ref) and chemical_accuracy in Eh (hartree), variance in Eh^2, "
-    "autocorr_time in evaluation steps, s_per_iteration and the other *_seconds in seconds, *_bytes in bytes";
+    "energy, energy_err, reference and error (E - E_ref) in Eh (hartree; compare.h5's chemical_accuracy attribute "
+    "too), variance in Eh^2, autocorr_time in evaluation iterations (steps_per_iteration MH steps each, as nnvmc "
+    "eval states it), s_per_iteration and the other *_seconds in seconds, *_bytes in bytes";
 
 /// One row of the table.
 struct Row {
@@ -234,8 +235,8 @@ void write_report(const std::string& path, const CompareSpec& spec, const std::v
        "(unreliable) has error_bar_reliable = 0 in compare.csv: its error bar came from neither a reblocking "
        "plateau nor enough walkers (evaluate it longer), or its walkers were not in equilibrium (drifting while "
        "measured, or hardly moving: its cell's log says which; give it a longer eval.burn_in). In compare.csv and compare.h5: " << kUnits << ".\n\n";
-  o << "| ansatz | molecule | laplacian | optim | dtype | status | energy (Eh) | error (mEh) | variance | τ_corr "
-       "| parameters | s/iteration | peak tensor memory | peak RSS | wall (s) |\n";
+  o << "| ansatz | molecule | laplacian | optim | dtype | status | energy (Eh) | error (mEh) | variance (Eh²) | "
+       "τ_corr (iterations) | parameters | s/iteration | peak tensor memory | peak RSS | wall (s) |\n";
   o << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   double cell_seconds = 0;
   for (const auto& r : rows) {
@@ -271,8 +272,9 @@ void write_report(const std::string& path, const CompareSpec& spec, const std::v
          "below the reference). In both plots a failed cell is a cross, and a cell whose error bar is marked "
          "unreliable in the table is drawn hollow.\n";
   } else {
+    // (the script names the files it made; this report is not rewritten by it: a user audit)
     o << "Not made: " << plot_note << ". Make them with `python3 scripts/plot_compare.py " << spec.output
-      << "`.\n";
+      << "`, which writes `energy_vs_time.png` and `final_errors.png` here (not linked in this report).\n";
   }
   o << "\nFiles: `compare.csv`, `compare.h5` (table/, stages/<stage> in s/iteration, curves/<cell>/{seconds,energy}), one run directory per "
        "cell under `cells/`.\n";

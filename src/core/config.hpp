@@ -328,7 +328,8 @@ struct EvalOptions {
   int steps = 500;   ///< measurement iterations (each steps_per_iteration MH steps apart)
   int burn_in = 50;  ///< MH steps before measuring
   template <class V> void visit(V& v) {
-    v("steps", steps, "measurement iterations (each sampler.steps_per_iteration MH steps apart)");
+    v("steps", steps, "measurement iterations (each sampler.steps_per_iteration MH steps apart) of the final "
+                      "evaluation after training (0: none, and no summary.json; nnvmc eval DIR measures later)");
     v("burn_in", burn_in, "MH steps before measuring");
   }
 };

@@ -15,6 +15,11 @@ struct Interrupted : Error {
   using Error::Error;
 };
 
+/// A file of this name in a run's directory asks its training loop to stop as Ctrl-C does: a
+/// checkpoint at the next iteration, then exit code 1 (`touch DIR/STOP`; under mpirun or a batch
+/// system too). The run removes it when it stops.
+inline constexpr const char* kStopFileName = "STOP";
+
 /// Whether a stop was requested.
 bool stop_requested();
 /// Sets or clears the request.

@@ -40,14 +40,21 @@ nlohmann::json eval_json(const EvalResult& r) {
           {"walkers", r.walkers}};
 }
 
+namespace {
+/// "1 step x 8 walkers", "200 steps x 1 walker".
+std::string steps_and_walkers(int steps, int walkers) {
+  return strfmt("%d step%s x %d walker%s", steps, steps == 1 ? "" : "s", walkers, walkers == 1 ? "" : "s");
+}
+}  // namespace
+
 std::string eval_text(const EvalResult& r) {
   const bool reblocked = r.error_method == "reblocking";
   const bool one_sample = static_cast<long long>(r.steps) * r.walkers - r.excluded <= 1;  // (no error bar, variance or τ)
   if (one_sample)
     return strfmt("energy   %.6f Eh  (one sample: no error bar)\n"
-                  "acceptance %.2f at step size %.4f\n%d steps x %d walkers\n"
+                  "acceptance %.2f at step size %.4f bohr\n%s\n"
                   "note: one sample has no error bar or variance: evaluate with more steps or walkers\n",
-                  r.stats.mean, r.acceptance, r.step_size, r.steps, r.walkers);
+                  r.stats.mean, r.acceptance, r.step_size, steps_and_walkers(r.steps, r.walkers).c_str());
   std::string s = strfmt("energy   %.6f ± %.6f Eh%s%s\n", r.stats.mean, r.stats.error,
                          reblocked ? "" : "  (from the walkers' averages)",
                          r.error_reliable() ? "" : "  (UNRELIABLE: see below)");
@@ -60,13 +67,13 @@ std::string eval_text(const EvalResult& r) {
               first_check.c_str(), value(r.error_batch_means).c_str(),
               value(r.autocorr.error).c_str());
   // (a user audit read the Hutchinson estimator's variance, 8.5 against 0.13, as the local energy's)
-  s += strfmt("variance %.5f%s\n", r.variance,
+  s += strfmt("variance %.5g Eh²%s\n", r.variance,
               r.laplacian == "hutchinson" ? "  (of the Hutchinson estimates: the local energy's plus the probes' noise)" : "");
-  s += strfmt("autocorrelation time %s iterations (%s), acceptance %.2f at step size %.4f\n",
+  s += strfmt("autocorrelation time %s iterations (%s), acceptance %.2f at step size %.4f bohr\n",
               std::isfinite(r.stats.autocorr_time) ? strfmt("%.2f", r.stats.autocorr_time).c_str() : "n/a",
               reblocked ? "the largest of the reblocking's and the Sokal windows'" : "from the walkers' averages",
               r.acceptance, r.step_size);
-  s += strfmt("%d steps x %d walkers\n", r.steps, r.walkers);
+  s += steps_and_walkers(r.steps, r.walkers) + "\n";
   if (!reblocked && !r.stats.plateau && r.walkers < kMinWalkersForChainsError)
     s += strfmt("note: %ld step(s) are too few for a reblocking plateau; the error bar is the spread of the %d walkers' "
                 "own averages, which with fewer than %d walkers is itself uncertain by about %.0f %%: evaluate with "
@@ -112,6 +119,10 @@ std::string eval_text(const EvalResult& r) {
                 reblocked ? "reblocking" : "walkers' averages",
                 value(reblocked ? r.error_reblocking : r.error_walkers).c_str(), r.error_independent,
                 static_cast<long long>(r.steps) * r.walkers - r.excluded);
+  if (r.laplacian == "hutchinson")
+    // (a user audit: a Hutchinson evaluation's error bar was 9× an exact Laplacian's, with no hint)
+    s += "note: the Hutchinson estimator adds its probes' noise to every local energy: an exact Laplacian "
+         "(nnvmc eval DIR hamiltonian.laplacian=forward) measures the same energy with a smaller error bar\n";
   if (r.excluded > 0)
     s += strfmt("warning: %ld sample(s) with a non-finite local energy were left out\n", static_cast<long>(r.excluded));
   return s;

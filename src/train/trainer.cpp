@@ -779,7 +779,7 @@ void Trainer::log_progress(std::int64_t t, const std::vector<MoleculeStep>& step
   if (setup_.config.optim.minutes > 0)  // whichever of the two budgets ends training first
     left = std::min(left, std::max(0.0, setup_.config.optim.minutes * 60.0 - trained_seconds()));
   const auto line = [&](const MoleculeStep& m) {
-    return strfmt("E %.6f ± %.6f  var %.4f  acc %.2f  step %.3f", m.energy, m.error, m.variance, m.acceptance,
+    return strfmt("E %.6f ± %.6f  var %.4g  acc %.2f  step %.3f", m.energy, m.error, m.variance, m.acceptance,
                   setup_.molecules[m.index].sampler->step_size());
   };
   if (setup_.molecules.size() == 1) {
@@ -856,7 +856,12 @@ TrainOutcome Trainer::run(bool final_eval) {
     int asked = static_cast<int>(hook_ ? hook_(t) : StopAction::none);
     if (budget_seconds > 0 && trained_seconds() >= budget_seconds)
       asked = std::max(asked, static_cast<int>(StopAction::finish));
-    const int stop_code = max_over_ranks(asked + (stop_requested() ? 8 : 0) + (results_failure.empty() ? 0 : 16));
+    // A file named kStopFileName in the run directory asks for the same stop as Ctrl-C, from
+    // anywhere (a batch job, or under mpirun, whose Ctrl-C killed a large model's ranks before
+    // their checkpoint was written: a user audit); rank 0 looks, and removes it once stopped.
+    const bool stop_file = writes_output() && fs::exists(fs::path(output_) / kStopFileName);
+    const int stop_code =
+        max_over_ranks(asked + (stop_requested() || stop_file ? 8 : 0) + (results_failure.empty() ? 0 : 16));
     if ((stop_code & 16) != 0) stop_after_failed_results_write(root_text(results_failure));
     const StopAction action = static_cast<StopAction>(stop_code & 7);
     const bool stop = (stop_code & 8) != 0;
@@ -869,6 +874,11 @@ TrainOutcome Trainer::run(bool final_eval) {
       break;
     }
     if (stop || action == StopAction::interrupt) {
+      if (stop_file) {
+        std::error_code ec;
+        fs::remove(fs::path(output_) / kStopFileName, ec);
+        log::info(strfmt("%s/%s asks the run to stop (the file is removed)", output_.c_str(), kStopFileName));
+      }
       if (t == first && resumed_) {  // nothing new since the checkpoint: the run's files stay as they were
         log::warn("stop requested before the first iteration of this resume: its checkpoint is unchanged");
         throw Interrupted("stopped before the first training iteration of the resume");

@@ -215,11 +215,15 @@ TEST(CompareCli, InterruptedComparisonResumesOnlyTheMissingCellsAndGivesOneRowPe
   EXPECT_NE(md.find("Pekeris"), std::string::npos);  // the reference's source is named
   EXPECT_NE(md.find(" (unreliable) |"), std::string::npos) << md;
   // the files' units are stated (the report's error column is in mEh, the files' in Eh)
-  EXPECT_NE(md.find("In compare.csv and compare.h5: energy, energy_err, reference, error (E - E_ref) and "
-                    "chemical_accuracy in Eh (hartree)"),
+  EXPECT_NE(md.find("In compare.csv and compare.h5: energy, energy_err, reference and error (E - E_ref) in Eh "
+                    "(hartree; compare.h5's chemical_accuracy attribute too)"),
             std::string::npos)
       << md;
-  EXPECT_NE(nnvmc::io::H5File(dir + "/compare.h5", nnvmc::io::H5File::Mode::read).attr("units").find("in Eh (hartree)"),
+  // (and the column names are the files' own: there is no chemical_accuracy column, a user audit)
+  EXPECT_EQ(md.find("error (E - E_ref) and chemical_accuracy"), std::string::npos) << md;
+  EXPECT_NE(md.find("autocorr_time in evaluation iterations"), std::string::npos) << md;
+  EXPECT_NE(md.find("| variance (Eh²) | τ_corr (iterations) |"), std::string::npos) << md;
+  EXPECT_NE(nnvmc::io::H5File(dir + "/compare.h5", nnvmc::io::H5File::Mode::read).attr("units").find("in Eh (hartree"),
             std::string::npos);
 
   // Everything done: a third run does nothing but rewrite the table.

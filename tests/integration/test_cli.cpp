@@ -657,6 +657,25 @@ TEST(Cli, AnOutputDirectoryHoldingARunIsRefusedUnlessForced) {
   expect_input_error("train " + cfg + " --resume " + out, "not the file");
 }
 
+// A file STOP in the run directory stops training as Ctrl-C does, from outside the process (under
+// mpirun Ctrl-C killed a large model's ranks before their checkpoint: a user audit): the run
+// checkpoints at its next iteration, exits 1 naming the file, removes it, and resumes to the end.
+TEST(Cli, AStopFileInTheRunDirectoryCheckpointsAndStopsTheRun) {
+  const auto t = tiny_run("nnvmc_cli_stop_file");
+  fs::create_directories(t.dir);
+  std::ofstream(t.dir + "/STOP") << "";
+  const auto stopped = run("train " + t.config);
+  EXPECT_EQ(stopped.code, 1) << stopped.out;
+  EXPECT_NE(stopped.out.find(t.dir + "/STOP asks the run to stop (the file is removed)"), std::string::npos) << stopped.out;
+  EXPECT_NE(stopped.out.find("writing checkpoint at iteration 0"), std::string::npos) << stopped.out;
+  EXPECT_FALSE(fs::exists(t.dir + "/STOP"));
+  EXPECT_TRUE(fs::exists(t.dir + "/checkpoint.h5"));
+  const auto resumed = run("train --resume " + t.dir);
+  EXPECT_EQ(resumed.code, 0) << resumed.out;
+  EXPECT_TRUE(fs::exists(t.dir + "/summary.json"));
+  fs::remove_all(t.dir);
+}
+
 TEST(Cli, ResumeNeedsExactlyOneCheckpoint) {
   const auto root = (fs::temp_directory_path() / "nnvmc_cli_resume_dirs").string();
   fs::remove_all(root);
@@ -1907,10 +1926,10 @@ TEST(Cli, ProfilePrintsItsResultOnStdoutAndMarksWhatItDidNotMeasure) {
                      "--profile-iterations 0 --no-roofline --no-plots --output " + out);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("he       N=2   "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("of it in stages: sampling "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("of it in stages; of the stages' time: sampling "), std::string::npos) << r.out;
   {  // the stages' percentages are shares of the stages' time: they add up (a user audit read 79 %)
-    const std::string line = r.out.substr(r.out.find("in stages:"), r.out.find('\n', r.out.find("in stages:")) -
-                                                                          r.out.find("in stages:"));
+    const auto from = r.out.find("stages' time:");
+    const std::string line = r.out.substr(from, r.out.find('\n', from) - from);
     const std::regex percent(" ([0-9]+)%");
     double sum = 0;
     for (auto it = std::sregex_iterator(line.begin(), line.end(), percent); it != std::sregex_iterator(); ++it)

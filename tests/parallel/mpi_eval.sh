@@ -44,4 +44,10 @@ timeout 60 "$nnvmc" config "$dir/run.yaml" > "$dir/config1.txt" 2>/dev/null || f
 timeout 120 "$@" -np 2 "$nnvmc" config "$dir/run.yaml" > "$dir/config2.txt" 2>/dev/null || fail "config with 2 ranks"
 cmp -s "$dir/config1.txt" "$dir/config2.txt" || fail "config with 2 ranks printed $(wc -l < "$dir/config2.txt") lines, one process $(wc -l < "$dir/config1.txt")"
 echo "config: printed once by 2 ranks"
+# fewer walkers than ranks: exit 2, saying how many ranks or what to raise (it named only sampler.walkers)
+timeout 120 "$@" -np 3 "$nnvmc" eval "$dir/run/checkpoint.h5" --steps 2 --walkers 2 > "$dir/few.out" 2> "$dir/few.err"
+rc=$?
+[ $rc -eq 2 ] || { cat "$dir/few.err"; fail "2 walkers on 3 ranks: exit $rc, not 2"; }
+grep -q "run with at most 2 ranks, or with more walkers" "$dir/few.err" || { cat "$dir/few.err"; fail "2 walkers on 3 ranks: no advice"; }
+echo "2 walkers on 3 ranks: refused with the ranks it allows"
 echo ok

@@ -7,7 +7,7 @@
 set -eu
 nnvmc=$1; shift
 dir=$(mktemp -d)
-trap 'pkill -KILL -f "$dir/run.yaml" 2>/dev/null || true; rm -rf "$dir"' EXIT
+trap 'pkill -KILL -f "$dir/" 2>/dev/null || true; rm -rf "$dir"' EXIT
 cat > "$dir/run.yaml" <<YAML
 system: {molecule: he}
 model: {ferminet: {hidden_dims: [[1024, 64], [1024, 64], [1024, 64]], determinants: 1}}
@@ -35,4 +35,22 @@ cat "$dir/log"
 n=$(grep -o "writing checkpoint at iteration [0-9]*" "$dir/log" | grep -o "[0-9]*$")
 "$@" -np 1 "$nnvmc" train --resume "$dir/out" optim.iterations=$((n + 1)) eval.steps=0 > "$dir/log2" 2>&1 ||
   { cat "$dir/log2"; echo "FAIL: resume"; exit 1; }
+# A file STOP in the run directory stops both ranks the same way, without a signal (mpirun's own
+# Ctrl-C kills large ranks before their checkpoint; a user audit): exit 1, checkpoint, file removed.
+timeout 300 "$@" -np 2 "$nnvmc" train --resume "$dir/out" optim.iterations=100000 eval.steps=0 > "$dir/log3" 2>&1 &
+job=$!
+for _ in $(seq 1 600); do grep -q "it  *$((n + 3))/" "$dir/log3" && break; sleep 0.2; done
+grep -q "it  *$((n + 3))/" "$dir/log3" || { cat "$dir/log3"; echo "FAIL: the resume did not train"; exit 1; }
+touch "$dir/out/STOP"
+set +e
+wait $job
+rc=$?
+set -e
+cat "$dir/log3"
+[ "$rc" = 1 ] || { echo "FAIL: STOP: exit code $rc, expected 1"; exit 1; }
+grep -q "STOP asks the run to stop" "$dir/log3" || { echo "FAIL: STOP not named"; exit 1; }
+[ ! -e "$dir/out/STOP" ] || { echo "FAIL: STOP left in place"; exit 1; }
+[ ! -e "$dir/out/checkpoint.h5.tmp" ] || { ls -la "$dir/out"; echo "FAIL: a half-written checkpoint.h5.tmp"; exit 1; }
+m=$(grep -o "writing checkpoint at iteration [0-9]*" "$dir/log3" | grep -o "[0-9]*$")
+[ "$m" -gt "$((n + 2))" ] || { echo "FAIL: STOP checkpoint at iteration $m"; exit 1; }
 echo ok
