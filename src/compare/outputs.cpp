@@ -231,9 +231,9 @@ void write_report(const std::string& path, const CompareSpec& spec, const std::v
   o << "\n## Results\n\nError = E − E_ref (mEh); chemical accuracy is 1.6 mEh. s/iteration: the training "
        "stages (sampling, local energy, gradient, optimizer, bookkeeping) per iteration, from the trainer's stage "
        "timers (per stage in compare.csv). Peak tensor memory: the cell's working memory counted by the tensor "
-       "allocator; peak RSS: its process. Wall: the cell's processes from start to exit. An energy marked "
+       "allocator; peak RSS: its process (none for a cell whose process was killed). Wall: the cell's processes from start to exit. An energy marked "
        "(unreliable) has error_bar_reliable = 0 in compare.csv: its error bar came from neither a reblocking "
-       "plateau nor enough walkers (evaluate it longer), or its walkers were not in equilibrium (drifting while "
+       "plateau in a series of 50 autocorrelation times or more nor enough walkers (evaluate it longer), or its walkers were not in equilibrium (drifting while "
        "measured, or hardly moving: its cell's log says which; give it a longer eval.burn_in). In compare.csv and compare.h5: " << kUnits << ".\n\n";
   o << "| ansatz | molecule | laplacian | optim | dtype | status | energy (Eh) | error (mEh) | variance (Eh²) | "
        "τ_corr (iterations) | parameters | s/iteration | peak tensor memory | peak RSS | wall (s) |\n";

@@ -39,7 +39,7 @@ std::string root_text(const std::string& text) {
 }
 
 void throw_if_stop_requested_on_any_rank(const std::string& stage) {
-  if (max_over_ranks(stop_requested() ? 1 : 0) > 0) {
+  if (max_over_ranks(stop_requested() || take_stop_file() ? 1 : 0) > 0) {
     set_stop_requested(true);
     throw_if_stop_requested(stage);
   }

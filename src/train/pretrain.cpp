@@ -197,18 +197,23 @@ PretrainResult pretrain(VmcSetup& s, const PretrainOptions& options, StageTimers
     hf.push_back(std::make_unique<HartreeFockDeterminant>(m.system, options.basis));
     if (const auto ref = nearest_geometry(s, i); ref < i) {
       const System& other = s.molecules[ref].system;
-      // A molecule turned as a whole: its orbitals turn with it, and an overlap taken in one frame
-      // mixed them (a 90-degree turn of LiH pretrained 1.5 Eh above E_HF: a user audit), so the
-      // reference's orbitals are turned with it first (the rotation that best lays its nuclei on
-      // this molecule's).
-      const Eigen::Matrix3d rotation = best_rotation(nuclei_of(other), nuclei_of(m.system));
+      // A molecule turned as a whole (its nuclei move, with the centres placed together, much
+      // more than its interatomic distances change): its orbitals turn with it, and an overlap
+      // taken in one frame mixed them (a 90-degree turn of LiH pretrained 1.5 Eh above E_HF: a
+      // user audit), so the reference's orbitals are turned with it first (the rotation that
+      // best lays its nuclei on this molecule's). A scan in one frame is not turned (a stretch
+      // of one OH of water would read as a turn of 6-11 degrees: a review).
+      const auto [moved, internal] = geometry_change(other, m.system, in_order(other.atoms.size()));
+      const bool turned = moved > 2 * internal + 0.5;
+      const Eigen::Matrix3d rotation =
+          turned ? best_rotation(nuclei_of(other), nuclei_of(m.system)) : Eigen::Matrix3d::Identity();
       const double match = hf.back()->align_orbitals_to(*hf[ref], rotation);
       const double angle = rotation_angle_degrees(rotation);
-      const std::string turn = angle > 1.0 ? strfmt(" turned by %.1f degrees", angle) : std::string();
+      const std::string turn = turned ? strfmt(" turned by %.1f degrees", angle) : std::string();
       const std::string aligned =
           strfmt("pretraining: orbitals of '%s' aligned to those of '%s'%s (smallest singular value of their overlap %.3f)",
                  m.name().c_str(), s.molecules[ref].name().c_str(), turn.c_str(), match);
-      if (angle > 1.0)
+      if (turned)
         log::info(aligned);
       else
         log::debug(aligned);

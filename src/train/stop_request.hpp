@@ -20,6 +20,30 @@ struct Interrupted : Error {
 /// system too). The run removes it when it stops.
 inline constexpr const char* kStopFileName = "STOP";
 
+/// Watches a run's stop file while it lives (rank 0's trainer holds one): take_stop_file then
+/// looks for it. On destruction a file left unconsumed (made as the run ended) is removed, so
+/// that it does not stop the next resume at once.
+class StopFileWatch {
+ public:
+  StopFileWatch() = default;
+  explicit StopFileWatch(std::string path);
+  StopFileWatch(StopFileWatch&& other) noexcept;
+  StopFileWatch& operator=(StopFileWatch&& other) noexcept;
+  StopFileWatch(const StopFileWatch&) = delete;
+  StopFileWatch& operator=(const StopFileWatch&) = delete;
+  ~StopFileWatch();
+
+ private:
+  void release() noexcept;
+  std::string path_;
+};
+
+/// Whether the watched stop file exists (a filesystem error counts as no file); when it does it
+/// is removed, said in the log, and a stop is requested (set_stop_requested). Called by every
+/// stage's stop check (throw_if_stop_requested_on_any_rank, the training loop) on every rank:
+/// only the rank that watches a file can find one.
+bool take_stop_file();
+
 /// Whether a stop was requested.
 bool stop_requested();
 /// Sets or clears the request.

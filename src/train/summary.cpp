@@ -71,7 +71,9 @@ std::string eval_text(const EvalResult& r) {
               r.laplacian == "hutchinson" ? "  (of the Hutchinson estimates: the local energy's plus the probes' noise)" : "");
   s += strfmt("autocorrelation time %s iterations (%s), acceptance %.2f at step size %.4f bohr\n",
               std::isfinite(r.stats.autocorr_time) ? strfmt("%.2f", r.stats.autocorr_time).c_str() : "n/a",
-              reblocked ? "the largest of the reblocking's and the Sokal windows'" : "from the walkers' averages",
+              !reblocked        ? "from the walkers' averages"
+              : r.stats.plateau ? "the largest of the reblocking's and the Sokal windows'"
+                                : "the Sokal windows': the reblocking found no plateau",
               r.acceptance, r.step_size);
   s += steps_and_walkers(r.steps, r.walkers) + "\n";
   if (!reblocked && !r.stats.plateau && r.walkers < kMinWalkersForChainsError)
@@ -94,7 +96,7 @@ std::string eval_text(const EvalResult& r) {
   if (reblocked && r.error_from_window && !r.error_floored)
     s += strfmt("note: the error bar is the autocorrelation-time estimate (Sokal's window%s), larger than the "
                 "reblocking's ± %s\n",
-                r.stats.error == r.autocorr_walkers.error ? ", pooled over the walkers' own series" : "",
+                r.walkers > 1 && r.stats.error == r.autocorr_walkers.error ? ", pooled over the walkers' own series" : "",
                 value(r.error_reblocking).c_str());
   if (r.drifting())
     s += strfmt("warning: the energy drifts during the evaluation: its first %.0f %% of steps average %.6f, its last "

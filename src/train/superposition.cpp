@@ -1,5 +1,6 @@
 #include "train/superposition.hpp"
 
+#include <Eigen/Eigenvalues>
 #include <Eigen/SVD>
 #include <algorithm>
 #include <cmath>
@@ -31,11 +32,21 @@ Eigen::Matrix3d best_rotation(const std::vector<Eigen::Vector3d>& a, const std::
   for (std::size_t k = 0; k < a.size(); ++k) ca += a[k], cb += b[k];
   ca /= double(a.size()), cb /= double(b.size());
   Eigen::Matrix3d h = Eigen::Matrix3d::Zero();  // Σ (a_k − ā)(b_k − b̄)ᵀ
-  for (std::size_t k = 0; k < a.size(); ++k) h += (a[k] - ca) * (b[k] - cb).transpose();
+  Eigen::Matrix3d spread_a = Eigen::Matrix3d::Zero(), spread_b = Eigen::Matrix3d::Zero();
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    h += (a[k] - ca) * (b[k] - cb).transpose();
+    spread_a += (a[k] - ca) * (a[k] - ca).transpose();
+    spread_b += (b[k] - cb) * (b[k] - cb).transpose();
+  }
   const Eigen::JacobiSVD<Eigen::Matrix3d> svd(h, Eigen::ComputeFullU | Eigen::ComputeFullV);
-  const Eigen::Vector3d s = svd.singularValues();
-  if (!(s[0] > 1e-12)) return Eigen::Matrix3d::Identity();
-  if (s[1] < 1e-8 * s[0]) return turn_onto(svd.matrixU().col(0), svd.matrixV().col(0));  // collinear
+  if (!(svd.singularValues()[0] > 1e-12)) return Eigen::Matrix3d::Identity();
+  // Collinear (either set; its own second principal spread below 1e-3 of the first, in length, so
+  // coordinates that carry an optimiser's noise count): the smallest turn of the axis.
+  const auto collinear = [](const Eigen::Matrix3d& spread) {
+    const Eigen::Vector3d e = Eigen::SelfAdjointEigenSolver<Eigen::Matrix3d>(spread).eigenvalues();  // ascending
+    return e[1] <= 1e-6 * e[2];
+  };
+  if (collinear(spread_a) || collinear(spread_b)) return turn_onto(svd.matrixU().col(0), svd.matrixV().col(0));
   Eigen::Matrix3d fix = Eigen::Matrix3d::Identity();
   fix(2, 2) = (svd.matrixV() * svd.matrixU().transpose()).determinant() < 0 ? -1.0 : 1.0;  // no reflection
   return svd.matrixV() * fix * svd.matrixU().transpose();

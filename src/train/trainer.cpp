@@ -424,6 +424,7 @@ void Trainer::init_output(bool resume) {
     made_dirs.remove_if_empty();
     throw;
   }
+  stop_file_ = StopFileWatch((fs::path(output_) / kStopFileName).string());  // (rank 0's, under the lock)
   if (!resume) unfinished_.made_dirs = made_dirs, unfinished_.made_lock_file = lock_.created();
   if (!resume) prepare_new_output();
   const std::string path = output_ + "/result.h5";
@@ -858,10 +859,9 @@ TrainOutcome Trainer::run(bool final_eval) {
       asked = std::max(asked, static_cast<int>(StopAction::finish));
     // A file named kStopFileName in the run directory asks for the same stop as Ctrl-C, from
     // anywhere (a batch job, or under mpirun, whose Ctrl-C killed a large model's ranks before
-    // their checkpoint was written: a user audit); rank 0 looks, and removes it once stopped.
-    const bool stop_file = writes_output() && fs::exists(fs::path(output_) / kStopFileName);
+    // their checkpoint was written: a user audit); rank 0 watches it (stop_file_).
     const int stop_code =
-        max_over_ranks(asked + (stop_requested() || stop_file ? 8 : 0) + (results_failure.empty() ? 0 : 16));
+        max_over_ranks(asked + (stop_requested() || take_stop_file() ? 8 : 0) + (results_failure.empty() ? 0 : 16));
     if ((stop_code & 16) != 0) stop_after_failed_results_write(root_text(results_failure));
     const StopAction action = static_cast<StopAction>(stop_code & 7);
     const bool stop = (stop_code & 8) != 0;
@@ -874,11 +874,6 @@ TrainOutcome Trainer::run(bool final_eval) {
       break;
     }
     if (stop || action == StopAction::interrupt) {
-      if (stop_file) {
-        std::error_code ec;
-        fs::remove(fs::path(output_) / kStopFileName, ec);
-        log::info(strfmt("%s/%s asks the run to stop (the file is removed)", output_.c_str(), kStopFileName));
-      }
       if (t == first && resumed_) {  // nothing new since the checkpoint: the run's files stay as they were
         log::warn("stop requested before the first iteration of this resume: its checkpoint is unchanged");
         throw Interrupted("stopped before the first training iteration of the resume");

@@ -19,6 +19,7 @@
 #include "train/evaluate.hpp"
 #include "train/optimizer.hpp"
 #include "train/setup.hpp"
+#include "train/stop_request.hpp"
 
 namespace nnvmc {
 
@@ -132,6 +133,7 @@ class Trainer {
   std::unique_ptr<Optimizer> optimizer_;
   std::string output_;
   io::DirectoryLock lock_;  ///< held on output_ by the writing rank while this trainer lives
+  StopFileWatch stop_file_;  ///< the writing rank's watch of output_/STOP (released before lock_)
   /// A new run's output until it has trained an iteration or written a checkpoint (rank 0): if
   /// the trainer ends before (a value found wrong in the first step, a failed pretraining, an
   /// interrupt in the burn-in), the files this start wrote are removed and a run it replaced

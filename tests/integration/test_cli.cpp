@@ -657,22 +657,29 @@ TEST(Cli, AnOutputDirectoryHoldingARunIsRefusedUnlessForced) {
   expect_input_error("train " + cfg + " --resume " + out, "not the file");
 }
 
-// A file STOP in the run directory stops training as Ctrl-C does, from outside the process (under
-// mpirun Ctrl-C killed a large model's ranks before their checkpoint: a user audit): the run
-// checkpoints at its next iteration, exits 1 naming the file, removes it, and resumes to the end.
-TEST(Cli, AStopFileInTheRunDirectoryCheckpointsAndStopsTheRun) {
+// A file STOP in the run directory stops a run as Ctrl-C does, from outside the process (under
+// mpirun Ctrl-C killed a large model's ranks before their checkpoint: a user audit), in every
+// stage, and is removed: a start stops in its burn-in (nothing to resume), a resume before its
+// first iteration keeps its checkpoint, and the next resume trains to the end.
+TEST(Cli, AStopFileInTheRunDirectoryStopsTheRunAndIsRemoved) {
   const auto t = tiny_run("nnvmc_cli_stop_file");
   fs::create_directories(t.dir);
   std::ofstream(t.dir + "/STOP") << "";
-  const auto stopped = run("train " + t.config);
-  EXPECT_EQ(stopped.code, 1) << stopped.out;
-  EXPECT_NE(stopped.out.find(t.dir + "/STOP asks the run to stop (the file is removed)"), std::string::npos) << stopped.out;
-  EXPECT_NE(stopped.out.find("writing checkpoint at iteration 0"), std::string::npos) << stopped.out;
+  const auto start = run("train " + t.config);
+  EXPECT_EQ(start.code, 1) << start.out;
+  EXPECT_NE(start.out.find(t.dir + "/STOP asks the run to stop (the file is removed)"), std::string::npos) << start.out;
+  EXPECT_NE(start.out.find("stopped by the STOP file during the burn-in"), std::string::npos) << start.out;
   EXPECT_FALSE(fs::exists(t.dir + "/STOP"));
-  EXPECT_TRUE(fs::exists(t.dir + "/checkpoint.h5"));
-  const auto resumed = run("train --resume " + t.dir);
-  EXPECT_EQ(resumed.code, 0) << resumed.out;
-  EXPECT_TRUE(fs::exists(t.dir + "/summary.json"));
+  ASSERT_EQ(run("train " + t.config).code, 0);
+  std::ofstream(t.dir + "/STOP") << "";
+  const auto resumed = run("train --resume " + t.dir + " optim.iterations=4");
+  EXPECT_EQ(resumed.code, 1) << resumed.out;
+  EXPECT_NE(resumed.out.find("stop requested before the first iteration of this resume"), std::string::npos)
+      << resumed.out;
+  EXPECT_FALSE(fs::exists(t.dir + "/STOP"));
+  const auto finished = run("train --resume " + t.dir + " optim.iterations=4");
+  EXPECT_EQ(finished.code, 0) << finished.out;
+  EXPECT_NE(finished.out.find("it      4/4"), std::string::npos) << finished.out;
   fs::remove_all(t.dir);
 }
 

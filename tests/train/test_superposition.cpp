@@ -49,6 +49,11 @@ TEST(BestRotation, ALinearMoleculeGetsTheSmallestTurnOfItsAxis) {
   const Eigen::Matrix3d half = best_rotation(lih, {{0, 0, 3.015}, {0, 0, 0}});
   EXPECT_LT((half * Eigen::Vector3d::UnitZ() + Eigen::Vector3d::UnitZ()).norm(), 1e-12);
   EXPECT_NEAR(half.determinant(), 1.0, 1e-12);
+  // a linear molecule whose coordinates carry an optimiser's noise (1e-3 bohr) is still linear: no
+  // turn about its axis is made up (it fell through to Kabsch, which picks one at random: a review)
+  const std::vector<Eigen::Vector3d> co2 = {{0, 0, -2.2}, {1e-3, 0, 0}, {0, -1e-3, 2.2}};
+  const std::vector<Eigen::Vector3d> co2_noisy = {{-1e-3, 0, -2.2}, {0, 1e-3, 0}, {0, 0, 2.201}};
+  EXPECT_LT(rotation_angle_degrees(best_rotation(co2, co2_noisy)), 0.1);
   // one atom: nothing to turn
   EXPECT_EQ(best_rotation({{1, 2, 3}}, {{4, 5, 6}}), Eigen::Matrix3d::Identity());
 }
