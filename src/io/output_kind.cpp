@@ -58,13 +58,22 @@ std::string comparison_marker(const std::string& dir) {
   return "";
 }
 
-std::string enclosing_output(const std::string& dir) {
+namespace {
+/// `dir` made absolute with its symbolic links resolved (lexically normalised where a part cannot
+/// be read); empty when it cannot be made absolute.
+fs::path resolved(const std::string& dir) {
   std::error_code ec;
-  // symbolic links resolved: a link to a comparison's cells/x is inside that comparison
   const fs::path absolute = fs::absolute(fs::path(dir), ec);
-  if (ec) return "";
+  if (ec) return {};
   fs::path path = fs::weakly_canonical(absolute, ec);
-  if (ec) path = absolute.lexically_normal();  // (a part cannot be read)
+  return ec ? absolute.lexically_normal() : path;
+}
+}  // namespace
+
+std::string enclosing_output(const std::string& dir) {
+  // symbolic links resolved: a link to a comparison's cells/x is inside that comparison
+  fs::path path = resolved(dir);
+  if (path.empty()) return "";
   if (!path.has_filename() && path.has_parent_path()) path = path.parent_path();  // "CMP/" is CMP itself
   for (fs::path up = path.parent_path(); !up.empty() && up != up.root_path(); up = up.parent_path()) {
     if (const std::string m = comparison_marker(up.string()); !m.empty())
@@ -76,12 +85,8 @@ std::string enclosing_output(const std::string& dir) {
 }
 
 bool is_filesystem_root(const std::string& dir) {
-  std::error_code ec;
-  const fs::path absolute = fs::absolute(fs::path(dir), ec);
-  if (ec) return false;
-  fs::path path = fs::weakly_canonical(absolute, ec);
-  if (ec) path = absolute.lexically_normal();
-  return path == path.root_path();
+  const fs::path path = resolved(dir);
+  return !path.empty() && path == path.root_path();
 }
 
 std::string profile_marker(const std::string& dir) {

@@ -97,9 +97,8 @@ EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers
   Segment first, last;
   // Each walker's series, with fewer walkers than their averages need for the error bar: their
   // pooled autocorrelation reads τ (pooled_autocorrelation_estimate). Not kept once one is left out.
-  const bool keep_chains = out.walkers < kMinWalkersForChainsError;
   std::vector<std::vector<double>> walker_series;
-  bool chains_whole = keep_chains;
+  bool chains_whole = out.walkers < kMinWalkersForChainsError;
   for (int t = 0; t < options.steps; ++t) {
     throw_if_stop_requested_on_any_rank("the evaluation");
     {

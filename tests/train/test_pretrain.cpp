@@ -146,16 +146,20 @@ TEST(HartreeFockDeterminant, AlignedOrbitalsOverlapTheOtherGeometrysPositivelyAn
 }
 
 namespace {
-/// Pretrains a small Orbformer on LiH at 3.015 bohr and on `second` (a system.molecules entry)
-/// and expects both orbital losses to fall tenfold.
-void expect_lih_and_second_fit(const std::string& second) {
+/// A small Orbformer on LiH at 3.015 bohr (named a) and on `second` (a system.molecules entry).
+VmcSetup lih_and_second(const std::string& second, int walkers, int steps_per_iteration) {
   Config c = parse_config("system: {molecules: [{molecule: lih, geometry: [[0, 0, 0], [0, 0, 3.015]], name: a}, " +
-                              second + "]}\nmodel: {type: orbformer}\n"
-                              "sampler: {walkers: 64, steps_per_iteration: 5, step_size: 0.3}\n"
-                              "run: {seed: 4, threads: 1}\n",
+                              second + "]}\nmodel: {type: orbformer}\nsampler: {walkers: " + std::to_string(walkers) +
+                              ", steps_per_iteration: " + std::to_string(steps_per_iteration) +
+                              ", step_size: 0.3}\nrun: {seed: 4, threads: 1}\n",
                           {}, "orbformer_geometries.yaml");
   c.model.orbformer = test::small_orbformer(2);
-  VmcSetup s = make_setup(c);
+  return make_setup(c);
+}
+
+/// Pretrains lih_and_second(second) and expects both orbital losses to fall tenfold.
+void expect_lih_and_second_fit(const std::string& second) {
+  VmcSetup s = lih_and_second(second, 64, 5);
   PretrainOptions p = sixty_sto3g_steps();
   p.basis = "sto-6g";
   StageTimers timers;
@@ -185,13 +189,7 @@ TEST(Pretrain, AlignsAMoleculeMovedOrTurnedAsAWholeAndSaysWhenOneIsReordered) {
     expect_lih_and_second_fit(second);
   // one pretraining step of LiH with a second entry, and what it logged
   const auto pretraining_log = [](const std::string& second) {
-    Config c = parse_config("system: {molecules: [{molecule: lih, geometry: [[0, 0, 0], [0, 0, 3.015]], name: a}, " +
-                                second + "]}\nmodel: {type: orbformer}\n"
-                                "sampler: {walkers: 16, steps_per_iteration: 2, step_size: 0.3}\n"
-                                "run: {seed: 4, threads: 1}\n",
-                            {}, "orbformer_one_step.yaml");
-    c.model.orbformer = test::small_orbformer(2);
-    VmcSetup s = make_setup(c);
+    VmcSetup s = lih_and_second(second, 16, 2);
     PretrainOptions p = sixty_sto3g_steps();
     p.steps = 1;
     StageTimers timers;
