@@ -7,6 +7,7 @@
 #include "core/errors.hpp"
 #include "train/distributed.hpp"
 #include "train/finite_walkers.hpp"
+#include "train/sample_moments.hpp"
 #include "train/stop_request.hpp"
 
 namespace nnvmc {
@@ -88,8 +89,8 @@ EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers
     }
   }
   out.step_size = sampler.step_size();  // frozen from here on: measurement uses a fixed kernel
-  double sum_sq = 0, acc = 0;
-  long count = 0;
+  double acc = 0;
+  SampleMoments moments;  // all samples' local energies
   torch::Tensor walker_sum, walker_count;  // each walker's (chain's) local energies over the steps
   // the same over the first and the last steps, for the stationarity check (kDriftFirstFraction)
   const int n_first = static_cast<int>(kDriftFirstFraction * options.steps);
@@ -135,8 +136,8 @@ EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers
     if (t >= last_from) last.add(e, finite);
     out.excluded += finite.excluded;
     out.series.push_back(e.mean().item<double>());
-    sum_sq += e.square().sum().item<double>();
-    count += e.numel();
+    const torch::Tensor values = e.contiguous();
+    moments.add(values.data_ptr<double>(), values.numel());
     if (progress) progress(t + 1, options.steps);
   }
   const BlockingResult whole = blocking_analysis(out.series);
@@ -156,7 +157,9 @@ EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers
   out.autocorr = autocorrelation_estimate(out.series);
   if (chains_whole) out.autocorr_walkers = pooled_autocorrelation_estimate(walker_series);
   out.acceptance = options.steps > 0 ? acc / options.steps : 0.0;
-  out.variance = count > 0 ? sum_sq / count - out.stats.mean * out.stats.mean : 0.0;
+  out.variance = moments.variance();
+  out.variance_rel_error = moments.variance_rel_error();
+  out.largest_share = moments.largest_share();
   if (walker_sum.defined()) {
     const torch::Tensor seen = walker_count > 0;
     const torch::Tensor means = (walker_sum.index({seen}) / walker_count.index({seen})).contiguous();
@@ -204,6 +207,7 @@ EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers
   // independent samples, so an estimate below it is the noise of a short run (a user audit: 5
   // steps x 5 walkers of He gave 0.00097, 8 of its own error bars below exact, where independent
   // samples give 0.005; one sample gave ± 0 with variance 0).
+  const long count = static_cast<long>(moments.count());
   if (count < 2) {
     out.stats.error = out.variance = out.stats.autocorr_time = nan;
   } else {

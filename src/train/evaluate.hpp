@@ -10,6 +10,7 @@
 
 #include "core/timer.hpp"
 #include "train/blocking.hpp"
+#include "train/sample_moments.hpp"
 #include "train/setup.hpp"
 
 namespace nnvmc {
@@ -122,6 +123,14 @@ struct EvalResult {
   double error_independent = std::numeric_limits<double>::quiet_NaN();
   bool error_floored = false;  ///< stats.error is error_independent (the estimates were below it)
   double variance = 0;         ///< variance of the local energy over all samples
+  /// relative standard error of `variance` from the samples' fourth moment (SampleMoments), as
+  /// if they were independent; NaN below 2 samples
+  double variance_rel_error = std::numeric_limits<double>::quiet_NaN();
+  /// the share of the samples' summed squared deviations that the largest one carries
+  double largest_share = std::numeric_limits<double>::quiet_NaN();
+  /// A few large local energies carry the variance (kMaxVarianceRelError): its estimate, and the
+  /// error bar with it, are uncertain, and a longer run that meets more of them may find both larger.
+  bool heavy_tails() const { return std::isfinite(variance_rel_error) && variance_rel_error > kMaxVarianceRelError; }
   double acceptance = 0;       ///< mean MH acceptance while measuring
   double step_size = 0;        ///< MH step size while measuring (adapted during burn-in only)
   int steps = 0;               ///< measurement iterations

@@ -28,6 +28,9 @@ nlohmann::json eval_json(const EvalResult& r) {
           {"autocorr_time_walkers", r.autocorr_walkers.tau},
           {"energy_err_autocorr_walkers", r.autocorr_walkers.error},
           {"variance", r.variance},
+          {"variance_rel_error", r.variance_rel_error},
+          {"variance_largest_share", r.largest_share},
+          {"heavy_tails", r.heavy_tails()},
           {"laplacian", r.laplacian},
           {"drift_z", r.drift_z},
           {"drift_first", r.drift_first},
@@ -67,7 +70,8 @@ std::string eval_text(const EvalResult& r) {
               first_check.c_str(), value(r.error_batch_means).c_str(),
               value(r.autocorr.error).c_str());
   // (a user audit read the Hutchinson estimator's variance, 8.5 against 0.13, as the local energy's)
-  s += strfmt("variance %.5g Eh²%s\n", r.variance,
+  s += strfmt("variance %.5g Eh²%s%s\n", r.variance,
+              std::isfinite(r.variance_rel_error) ? strfmt(" ± %.0f %%", 100 * r.variance_rel_error).c_str() : "",
               r.laplacian == "hutchinson" ? "  (of the Hutchinson estimates: the local energy's plus the probes' noise)" : "");
   s += strfmt("autocorrelation time %s iterations (%s), acceptance %.2f at step size %.4f bohr\n",
               std::isfinite(r.stats.autocorr_time) ? strfmt("%.2f", r.stats.autocorr_time).c_str() : "n/a",
@@ -110,6 +114,12 @@ std::string eval_text(const EvalResult& r) {
                 "energy depends on where they started; evaluate longer, with more walkers, or check the "
                 "wavefunction\n",
                 r.error_walkers, r.error_walkers / r.error_reblocking, r.error_reblocking);
+  if (r.heavy_tails())
+    s += strfmt("warning: a few large local energies carry the variance (heavy tails; the largest of %lld samples "
+                "carries %.0f %% of it): the variance is uncertain by about ± %.0f %% and the error bar by half that, "
+                "and a longer run that meets more such values may find both larger; evaluate with more steps\n",
+                static_cast<long long>(r.steps) * r.walkers - r.excluded, 100 * r.largest_share,
+                100 * r.variance_rel_error);
   if (r.hardly_moved())
     s += strfmt("warning: acceptance %.3f at step size %.4f: the walkers hardly moved while measuring, and the energy "
                 "still reflects where they started; give eval.burn_in steps to adapt the step size\n",

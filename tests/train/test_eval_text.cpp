@@ -144,3 +144,22 @@ TEST(EvalText, WalkersThatDoNotMixMakeTheEvaluationUnreliable) {
   no_plateau.stats.plateau = false;  // (the reblocking error is then no yardstick)
   EXPECT_FALSE(no_plateau.walkers_apart());
 }
+
+// A few large local energies carrying the variance (heavy tails) are warned about, with the
+// variance's own uncertainty; a routine one is printed with the variance, without a warning.
+TEST(EvalText, WarnsWhenAFewLargeLocalEnergiesCarryTheVariance) {
+  auto r = evaluation("walker chains", 128, true);
+  r.variance = 0.4;
+  r.variance_rel_error = 0.12;
+  r.largest_share = 0.05;
+  ASSERT_FALSE(r.heavy_tails());
+  std::string text = eval_text(r);
+  EXPECT_TRUE(contains(text, "variance 0.4 Eh² ± 12 %")) << text;
+  EXPECT_FALSE(contains(text, "warning")) << text;
+  r.variance_rel_error = 0.8;
+  r.largest_share = 0.6;
+  ASSERT_TRUE(r.heavy_tails());
+  text = eval_text(r);
+  EXPECT_TRUE(contains(text, "heavy tails; the largest of 12800 samples carries 60 % of it")) << text;
+  EXPECT_TRUE(contains(text, "uncertain by about ± 80 %")) << text;
+}
