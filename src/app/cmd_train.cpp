@@ -14,6 +14,7 @@
 #include "core/config_yaml.hpp"
 #include "core/molecule_list.hpp"
 #include "parallel/communicator.hpp"
+#include "parallel/launcher.hpp"
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "core/run_name.hpp"
@@ -379,7 +380,11 @@ void add_train_command(CLI::App& app) {
     if (parallel::world().size() > 1)
       log::info(strfmt("  time inside MPI collectives on rank 0 (incl. waiting for other ranks): %.2f s, %d ranks",
                        parallel::world().seconds_in_collectives(), parallel::world().size()));
-    if (out.interrupted) throw Error("interrupted; resume with: nnvmc train --resume " + trainer->output_dir());
+    if (out.interrupted) {
+      const int ranks = parallel::world().size();  // (a checkpoint resumes with any number of ranks)
+      throw Error("interrupted; resume with: " + parallel::launch_prefix(ranks) + "nnvmc train --resume " +
+                  trainer->output_dir() + (ranks > 1 ? "  (or with any other number of ranks)" : ""));
+    }
   });
 }
 

@@ -134,6 +134,12 @@ int launcher_world_size() {
   return 1;
 }
 
+std::string launch_prefix(int ranks) {
+  if (ranks <= 1) return "";
+  const bool slurm = std::getenv("SLURM_STEP_NUM_TASKS") != nullptr && std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr;
+  return (slurm ? "srun -n " : "mpirun -np ") + std::to_string(ranks) + " ";
+}
+
 #ifndef NNVMC_HAVE_MPI
 bool mpi_available() { return false; }
 void init_world(int*, char***, bool) {

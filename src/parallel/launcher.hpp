@@ -6,6 +6,8 @@
 /// initialises it when a launcher started the process; without, init_world() throws an
 /// InputError when the launcher started several processes (each would run the whole job).
 
+#include <string>
+
 namespace nnvmc::parallel {
 
 /// Whether a launcher started this process (one of its variables is set).
@@ -14,5 +16,9 @@ bool launched_by_launcher();
 /// How many processes the launcher started together with this one (its world size), or 1 when
 /// none or it does not say (a PMIx-only launch gives its rank, not the size).
 int launcher_world_size();
+
+/// What a command this run tells the user to run (a resume hint) needs in front of `nnvmc` to
+/// run as this one does: "" for one process, else "srun -n K " under Slurm or "mpirun -np K ".
+std::string launch_prefix(int ranks);
 
 }  // namespace nnvmc::parallel

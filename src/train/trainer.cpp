@@ -26,6 +26,7 @@
 #include "core/config_diff.hpp"
 #include "core/errors.hpp"
 #include "parallel/communicator.hpp"
+#include "parallel/launcher.hpp"
 #include "core/log.hpp"
 #include "io/hdf5_file.hpp"
 #include "io/output_kind.hpp"
@@ -373,7 +374,7 @@ void Trainer::prepare_new_output() const {
                      (fs::exists(out / "checkpoint.h5", ec)         ? std::string("checkpoint.h5")
                       : fs::exists(out / kOlderCheckpointName, ec) ? std::string(kOlderCheckpointName)
                                                                    : std::string("summary.json")) +
-                     "); continue it with 'nnvmc train --resume " + output_ +
+                     "); continue it with '" + parallel::launch_prefix(parallel::world().size()) + "nnvmc train --resume " + output_ +
                      "', choose another run.output, or start over with --force (run.overwrite=true)");
   if (has_run) {
     // Starting over: the previous run is kept as *.previous until this one has written its
@@ -657,7 +658,7 @@ void Trainer::stop_after_failed_results_write(const std::string& why) {
                      " could not be written either (" + e.what() + "); the previous checkpoint, if any, is unchanged");
   }
   throw WriteError(why + "; training stopped at iteration " + iteration + ", whose checkpoint was written to " +
-                   output_ + "/checkpoint.h5: free space, then 'nnvmc train --resume " + output_ +
+                   output_ + "/checkpoint.h5: free space, then '" + parallel::launch_prefix(parallel::world().size()) + "nnvmc train --resume " + output_ +
                    "' continues (rows that could not be written are NaN)");
 }
 

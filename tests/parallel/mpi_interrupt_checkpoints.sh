@@ -30,6 +30,8 @@ rc=$?
 set -e
 cat "$dir/log"
 [ "$rc" = 1 ] || { echo "FAIL: exit code $rc, expected 1"; exit 1; }
+# the hint runs the resume as this run ran (it had no mpirun: a user audit)
+grep -q "resume with: mpirun -np 2 nnvmc train --resume $dir/out" "$dir/log" || { echo "FAIL: resume hint without mpirun"; exit 1; }
 [ -f "$dir/out/checkpoint.h5" ] || { ls -la "$dir/out"; echo "FAIL: no checkpoint"; exit 1; }
 [ ! -e "$dir/out/checkpoint.h5.tmp" ] || { ls -la "$dir/out"; echo "FAIL: a half-written checkpoint.h5.tmp"; exit 1; }
 n=$(grep -o "writing checkpoint at iteration [0-9]*" "$dir/log" | grep -o "[0-9]*$")

@@ -89,6 +89,16 @@ TEST(Launcher, WorldSizeFromTheLaunchersVariables) {
   unsetenv("PMIX_RANK");
 }
 
+// A hint names the command as this run was launched (a resume hint without mpirun, a user audit).
+TEST(Launcher, APrefixRunsAHintedCommandAsThisRunRan) {
+  ASSERT_EQ(std::getenv("SLURM_STEP_NUM_TASKS"), nullptr);
+  EXPECT_EQ(launch_prefix(1), "");
+  EXPECT_EQ(launch_prefix(2), "mpirun -np 2 ");
+  setenv("SLURM_STEP_NUM_TASKS", "4", 1);
+  EXPECT_EQ(launch_prefix(4), "srun -n 4 ");
+  unsetenv("SLURM_STEP_NUM_TASKS");
+}
+
 TEST(DeviceCollectives, NeedAGpuAndOtherwiseFailWithATypedErrorNotACrash) {
   // NCCL needs a GPU per rank. Without one (CI), asking for the device collectives must raise
   // nnvmc's error (no NCCL in the build, no libnccl, or no CUDA device), never abort; with one,
