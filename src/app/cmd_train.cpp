@@ -1,4 +1,4 @@
-/// nnvmc train CONFIG [key=value ...] [--force] | nnvmc train --resume DIR [key=value ...]
+/// nnvmc train [CONFIG] key=value ... [--force] | nnvmc train --resume DIR [key=value ...]
 #include <algorithm>
 #include <exception>
 #include <filesystem>
@@ -276,7 +276,9 @@ void add_train_command(CLI::App& app) {
   auto args = std::make_shared<std::vector<std::string>>();
   auto resume = std::make_shared<std::string>();
   auto force = std::make_shared<bool>(false);
-  cmd->add_option("args", *args, "CONFIG.yaml followed by key.path=value overrides");
+  cmd->add_option("args", *args,
+                  "CONFIG.yaml followed by key.path=value overrides (without CONFIG: the defaults and the overrides, "
+                  "e.g. system.molecule=h2)");
   cmd->add_option("--resume", *resume, "continue the run in this output directory");
   cmd->add_flag("--force", *force, "start over in an output directory that holds a run (run.overwrite=true)");
   cmd->callback([args, resume, force] {
@@ -338,9 +340,11 @@ void add_train_command(CLI::App& app) {
                          "final evaluation (raise optim.minutes to train on)",
                          config.optim.minutes, c.trained_seconds / 60.0));
     } else {
-      if (ra.file.empty()) throw InputError("train: give a CONFIG file or --resume DIR");
+      if (ra.file.empty() && ra.overrides.empty())  // (the default LiH was never asked for)
+        throw InputError("train: give a CONFIG file, key=value settings (e.g. nnvmc train system.molecule=h2 "
+                         "optim.iterations=200), or --resume DIR");
       if (*force) ra.overrides.push_back("run.overwrite=true");
-      const Config config = load_config(ra.file, ra.overrides);
+      const Config config = ra.file.empty() ? config_from_overrides(ra.overrides) : load_config(ra.file, ra.overrides);
       check_model_type(config, ra);
       warn_of_unused_overrides(config, ra.overrides);
       // A comparison's cells are its own to start (a run started in a cell that had not begun made

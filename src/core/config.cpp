@@ -548,6 +548,19 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   return c;
 }
 
+Config config_from_overrides(const std::vector<std::string>& overrides) {
+  if (overrides.empty())
+    throw ConfigError("no settings: give a run config, or key=value settings (e.g. system.molecule=h2)");
+  Config c = parse_config("", overrides, "the command line");
+  if (c.run.name.empty()) {
+    const std::string molecule = c.system.molecule ? c.system.molecule->yaml : "";
+    const bool plain_name = !molecule.empty() && molecule.find_first_of("/.{}[]:, \n") == std::string::npos;
+    c.run.name = (plain_name ? molecule + "_" : std::string()) + c.model.type;
+  }
+  check_run_name(c.run.name);
+  return c;
+}
+
 void check_run_name(const std::string& name) {
   require(name.find('/') == std::string::npos && name != "." && name != "..", "run.name",
           "must be a plain name, not a path ('" + name + "'; run.output chooses where the run is written)");

@@ -348,7 +348,7 @@ struct RunOptions {
   bool cuda_graphs = false;                ///< on CUDA, MH steps and local energies replay captured graphs
   bool overwrite = false;                  ///< a new run may replace a run already in `output`
   template <class V> void visit(V& v) {
-    v("name", name, "run name (default: config file name)");
+    v("name", name, "run name (default: config file name; without one, MOLECULE_MODEL, e.g. h2_ferminet)");
     v("seed", seed, "random seed (0 to 2^64 - 1; fixed once a run has started: a resume refuses another)");
     v("dtype", dtype, "float64 | float32");
     v("device", device, "cpu | cuda | cuda:N");
@@ -421,6 +421,12 @@ Config parse_config(const std::string& yaml_text, const std::vector<std::string>
 /// Loads a config file (see parse_config). Sets run.name from the file stem if empty.
 /// @throws ConfigError for a file that is empty (or only comments) when no overrides are given.
 Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+
+/// A config from `key.path=value` overrides alone (`nnvmc train system.molecule=h2`): the
+/// defaults plus the overrides. Sets run.name, when not given, to MOLECULE_MODEL (h2_ferminet)
+/// for a molecule given by name, else to the model type.
+/// @throws ConfigError when `overrides` is empty (the default LiH was never asked for)
+Config config_from_overrides(const std::vector<std::string>& overrides);
 
 /// Whether the override `assignment` (key.path=value) sets the key `key_path`, directly
 /// (`sampler.step_size=0.3`) or inside a mapping (`sampler={step_size: 0.3}`). A malformed

@@ -2444,3 +2444,23 @@ TEST(Cli, AnEvaluationOfOneStepHasTheErrorOverItsWalkers) {
   EXPECT_NE(stopped.out.find("rc=1"), std::string::npos) << stopped.out;
   EXPECT_NE(stopped.out.find("stopped by a signal during the evaluation"), std::string::npos) << stopped.out;
 }
+
+// A run from key=value settings alone (no config file): the defaults and the settings, named
+// MOLECULE_MODEL. Nothing at all is refused (the default LiH was never asked for).
+TEST(Cli, TrainRunsFromSettingsAloneAndNamesTheRunAfterMoleculeAndModel) {
+  const auto root = (fs::temp_directory_path() / "nnvmc_cli_settings_only").string();
+  fs::remove_all(root);
+  const auto r = run("train system.molecule=he 'model.ferminet={hidden_dims: [[8, 4]], determinants: 2}' "
+                     "sampler.walkers=8 sampler.burn_in=2 optim.iterations=2 pretrain.steps=0 eval.steps=4 "
+                     "run.threads=1 run.output=" + root + "/'<name>' --log-level warn");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(fs::exists(root + "/he_ferminet/summary.json")) << r.out;
+  // the same again: the run is there, and the message says how to continue it
+  const auto again = run("train system.molecule=he run.output=" + root + "/'<name>'");
+  EXPECT_EQ(again.code, 2) << again.out;
+  EXPECT_NE(again.out.find("nnvmc train --resume " + root + "/he_ferminet"), std::string::npos) << again.out;
+  expect_input_error("train", "give a CONFIG file, key=value settings (e.g. nnvmc train system.molecule=h2");
+  expect_input_error("train --force", "give a CONFIG file, key=value settings");
+  expect_input_error("train sampler.walkrs=8", "sampler.walkrs");
+  fs::remove_all(root);
+}
