@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <exception>
 #include <filesystem>
+#include <map>
 #include <iostream>
 #include <optional>
 #include <vector>
@@ -70,12 +71,27 @@ Config resumed_config(const std::string& yaml, const Config& recorded, const std
         root["optim"] && root["optim"].IsMap())
       root["optim"].remove(key);
   const Config config = parse_config(YAML::Dump(root), overrides, where);
-  log::info(strfmt("resume: optim.type %s -> %s with optim.lr = %g, optim.lr_delay = %g, optim.determinant_balance "
-                   "= %g (the new type's defaults where not given); the %s optimizer's state is not carried over: "
-                   "%s starts without moments, curvature statistics or momentum",
-                   recorded.optim.type.c_str(), config.optim.type.c_str(), config.optim.lr, config.optim.lr_delay,
-                   config.optim.determinant_balance.value_or(0.0), recorded.optim.type.c_str(),
-                   config.optim.type.c_str()));
+  // (each value said as given or defaulted, and the state the old optimizer kept named: the note
+  // called a given lr a default and listed every optimizer's state, a user audit)
+  const auto origin = [&](const std::string& key) {
+    const bool given =
+        std::any_of(overrides.begin(), overrides.end(), [&](const std::string& o) { return override_sets(o, key); });
+    return given ? "given" : "the new type's default";
+  };
+  static const std::map<std::string, std::string> state = {
+      {"adam", "its moment estimates"}, {"kfac", "its curvature statistics"}, {"spring", "its previous step"}};
+  const auto kept = state.find(recorded.optim.type);
+  log::info(strfmt("resume: optim.type %s -> %s with optim.lr = %g (%s), optim.lr_delay = %g (%s)%s; %s",
+                   recorded.optim.type.c_str(), config.optim.type.c_str(), config.optim.lr, origin("optim.lr"),
+                   config.optim.lr_delay, origin("optim.lr_delay"),
+                   config.model.type == "orbformer"
+                       ? strfmt(", optim.determinant_balance = %g (%s)", config.optim.determinant_balance.value_or(0.0),
+                                origin("optim.determinant_balance"))
+                             .c_str()
+                       : "",
+                   kept != state.end()
+                       ? (recorded.optim.type + "'s state (" + kept->second + ") is not carried over").c_str()
+                       : (recorded.optim.type + " kept no state between steps").c_str()));
   return config;
 }
 
@@ -163,19 +179,23 @@ std::string with_checkpoint_molecules(const std::string& yaml, const Config& rec
   }
 }
 
-/// Command-line overrides of a block the run does not use (another optimizer's, Laplacian's or
-/// ansatz's settings) are named in a warning: `optim.sr.damping=1` without `optim.type=sr` trained
-/// with Adam without a word (a user audit). (A config file may hold every block, as `nnvmc config`
-/// prints them: only overrides, which the user just typed, are checked.)
-void warn_of_unused_overrides(const Config& config, const std::vector<std::string>& overrides) {
+/// A block of settings and whether `config` uses it (another optimizer's, Laplacian's or
+/// ansatz's settings are not used), with why not.
+struct SettingBlock {
+  const char* key;
+  bool used;
+  std::string why;
+};
+
+/// The blocks of settings that only some runs use, most specific first.
+std::vector<SettingBlock> setting_blocks(const Config& config) {
   const std::string& optim = config.optim.type;
   const bool natural = optim == "sr" || optim == "minsr" || optim == "spring";
-  const struct {
-    const char* key;
-    bool used;
-    std::string why;
-  } blocks[] = {
+  return {
       {"optim.sr.chunk_walkers", natural || optim == "kfac", "optim.type = " + optim},
+      // (the measure of a step under no constraint: bit-identical runs, a user audit)
+      {"optim.sr.norm", natural && config.optim.sr.norm_constraint > 0,
+       natural ? std::string("optim.sr.norm_constraint = 0 (no step bound to measure)") : "optim.type = " + optim},
       {"optim.sr", natural, "optim.type = " + optim},
       {"optim.spring", optim == "spring", "optim.type = " + optim},
       {"optim.kfac", optim == "kfac", "optim.type = " + optim},
@@ -190,8 +210,22 @@ void warn_of_unused_overrides(const Config& config, const std::vector<std::strin
       {"model.orbformer", config.model.type == "orbformer", "model.type = " + config.model.type},
       {"model.hf", config.model.type == "hf", "model.type = " + config.model.type},
   };
+}
+
+/// Whether the setting `key` (a full key path) lies in a block `config` does not use.
+bool unused_setting(const Config& config, const std::string& key) {
+  for (const auto& b : setting_blocks(config))
+    if (key == b.key || key.rfind(std::string(b.key) + ".", 0) == 0) return !b.used;  // (the first match decides)
+  return false;
+}
+
+/// Command-line overrides of a block the run does not use (another optimizer's, Laplacian's or
+/// ansatz's settings) are named in a warning: `optim.sr.damping=1` without `optim.type=sr` trained
+/// with Adam without a word (a user audit), also on resume. (A config file may hold every block,
+/// as `nnvmc config` prints them: only overrides, which the user just typed, are checked.)
+void warn_of_unused_overrides(const Config& config, const std::vector<std::string>& overrides) {
   for (const auto& o : overrides)
-    for (const auto& b : blocks)
+    for (const auto& b : setting_blocks(config))
       if (override_sets(o, b.key)) {  // (the first, most specific, entry that matches decides)
         if (!b.used) log::warn("'" + o + "' has no effect with " + b.why);
         break;
@@ -226,6 +260,8 @@ std::string changed_settings(const Config& recorded, const Config& now) {
   const auto ignored = [&now](const SettingChange& c) {
     // (the determinant-balance penalty acts on an orbformer's determinant weights only)
     if (c.key == "optim.determinant_balance" && now.model.type != "orbformer") return true;
+    // (another optimizer's setting changes nothing: it was recorded as a change, a user audit)
+    if (unused_setting(now, c.key)) return true;
     return c.key.rfind("eval.", 0) == 0 ||
            std::find(std::begin(kExecutionSettings), std::end(kExecutionSettings), c.key) != std::end(kExecutionSettings);
   };
@@ -308,6 +344,7 @@ void add_train_command(CLI::App& app) {
       Config config = resumed_config(yaml, recorded, ra.overrides, ckpt + ":config");
       refuse_fixed_changes(recorded, config, *resume);
       keep_start_settings(recorded, config);
+      warn_of_unused_overrides(config, ra.overrides);
       if (config.run.name != recorded.run.name) check_run_name(config.run.name);  // (as load_config checks a new run's)
       // A resumed run writes where its checkpoint is: overrides (in whatever form) may not move it.
       const bool moved = resolve_output_dir(config) != resolve_output_dir(recorded);

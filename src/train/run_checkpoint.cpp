@@ -38,6 +38,12 @@ std::string run_checkpoint(const std::string& what, const std::string& path) {
   if (fs::exists(fs::path(path) / "checkpoint.h5.tmp", ec))
     throw CheckpointError(where + ": no complete checkpoint.h5 (only an unfinished checkpoint.h5.tmp: the run "
                           "stopped before its first checkpoint; start it again with --force)");
+  // (a run killed before its first checkpoint, by a second Ctrl-C: "no checkpoint.h5 here" alone
+  // did not say that it can start over, a user audit)
+  if (fs::exists(fs::path(path) / "config.yaml", ec))
+    throw CheckpointError(where + ": no checkpoint.h5 here: the run in it ended before its first checkpoint; start "
+                          "it over with 'nnvmc train " + (fs::path(path) / "config.yaml").string() + " run.output=" +
+                          path + " --force'");
   throw CheckpointError(where + ": no checkpoint.h5 here");
 }
 

@@ -268,6 +268,11 @@ TEST(Cli, TrainThenEvalPrintsJsonWithEnergyAndErrorBar) {
   EXPECT_EQ(nlohmann::json::parse(from_dir.out.substr(from_dir.out.find('{')))["energy"], j["energy"]);
   fs::create_directories(out + "/empty");
   expect_input_error("eval " + out + "/empty --steps 2", "eval " + out + "/empty: no checkpoint.h5 here");
+  // a run that ended before its first checkpoint (its config.yaml written) can start over, and is told how
+  fs::copy_file(out + "/config.yaml", out + "/empty/config.yaml");
+  expect_input_error("train --resume " + out + "/empty",
+                     "ended before its first checkpoint; start it over with 'nnvmc train " + out +
+                         "/empty/config.yaml run.output=" + out + "/empty --force'");
   // A CUDA-only setting on the CPU runs, and says it does nothing there.
   const auto graphs = run("eval " + out + " --steps 2 run.cuda_graphs=true");
   ASSERT_EQ(graphs.code, 0) << graphs.out;
@@ -296,8 +301,12 @@ TEST(Cli, SettingsOfAnotherAnsatzOrOptimizerAreNamedAsWithoutEffect) {
                      "profile: --output /sys/nnvmc_no_profile: cannot create directory '/sys/nnvmc_no_profile/runs'");
   // Adam's own settings under another optimizer (optim.beta1 under spring: no word)
   const auto sr = run("train " + cfg + " eval.steps=0 optim.iterations=1 --force optim.type=sr optim.beta1=0.5 "
-                      "optim.epsilon=1e-6");
+                      "optim.epsilon=1e-6 optim.sr.norm_constraint=0 optim.sr.norm=fisher");
   ASSERT_EQ(sr.code, 0) << sr.out;
+  // the measure of a step that nothing bounds (bit-identical runs, a user audit)
+  EXPECT_NE(sr.out.find("'optim.sr.norm=fisher' has no effect with optim.sr.norm_constraint = 0"), std::string::npos)
+      << sr.out;
+  EXPECT_EQ(sr.out.find("'optim.sr.norm_constraint=0' has no effect"), std::string::npos) << sr.out;
   EXPECT_NE(sr.out.find("'optim.beta1=0.5' has no effect with optim.type = sr (an Adam setting)"), std::string::npos) << sr.out;
   EXPECT_NE(sr.out.find("'optim.epsilon=1e-6' has no effect with optim.type = sr (an Adam setting)"), std::string::npos) << sr.out;
   // not the default weight every Adam run carries
@@ -1482,6 +1491,13 @@ TEST(Cli, ResumeFromTheCommandLineEndsWhereAnUninterruptedRunEnds) {
   const auto budget = run("train --resume " + resumed + " optim.minutes=30 --log-level warn");
   ASSERT_EQ(budget.code, 0) << budget.out;
   EXPECT_EQ(budget.out.find("changed settings"), std::string::npos) << budget.out;
+  // nor is another optimizer's setting, named as without effect as a new run names it (it was
+  // recorded as a change of the chain, a user audit)
+  const auto other = run("train --resume " + resumed + " optim.kfac.damping=0.1 --log-level warn");
+  ASSERT_EQ(other.code, 0) << other.out;
+  EXPECT_NE(other.out.find("'optim.kfac.damping=0.1' has no effect with optim.type = adam"), std::string::npos)
+      << other.out;
+  EXPECT_EQ(other.out.find("changed settings"), std::string::npos) << other.out;
   // a resume that changes how the chain runs says so, and so does one with nothing left to train
   const auto d = run("train --resume " + resumed + " optim.lr=0.002 --log-level warn");
   ASSERT_EQ(d.code, 0) << d.out;
@@ -1560,14 +1576,13 @@ TEST(Cli, ResumeFromTheCommandLineEndsWhereAnUninterruptedRunEnds) {
     return r.out;
   };
   resume_logs("optim.iterations=5 optim.type=spring",
-              "optim.type adam -> spring with optim.lr = 0.1, optim.lr_delay = 1000, optim.determinant_balance = 0");
+              "optim.type adam -> spring with optim.lr = 0.1 (the new type's default), optim.lr_delay = 1000 (the new "
+              "type's default); adam's state (its moment estimates) is not carried over");
   const std::string to_adam = resume_logs(
       "optim.iterations=6 optim.type=adam optim.lr=0.002",
-      "optim.type spring -> adam with optim.lr = 0.002, optim.lr_delay = 1000, optim.determinant_balance = 0.001");
-  EXPECT_NE(to_adam.find("the spring optimizer's state is not carried over: adam starts without moments, curvature "
-                         "statistics or momentum"),
-            std::string::npos)
-      << to_adam;
+      "optim.type spring -> adam with optim.lr = 0.002 (given), optim.lr_delay = 1000 (the new type's default)");
+  // (the state named is the one the old optimizer kept; the note named every optimizer's, a user audit)
+  EXPECT_NE(to_adam.find("; spring's state (its previous step) is not carried over"), std::string::npos) << to_adam;
   // (the determinant balance, which acts on an orbformer only, is not a change of this ferminet's settings)
   EXPECT_EQ(to_adam.find("determinant_balance 0 -> 0.001"), std::string::npos) << to_adam;
   {
@@ -1578,12 +1593,14 @@ TEST(Cli, ResumeFromTheCommandLineEndsWhereAnUninterruptedRunEnds) {
   // ... and its learning-rate delay (kfac: 10000); a resume to kfac used to fail validating
   // adam's determinant balance under kfac
   resume_logs("optim.iterations=7 optim.type=kfac",
-              "optim.type adam -> kfac with optim.lr = 0.05, optim.lr_delay = 10000, optim.determinant_balance = 0");
+              "optim.type adam -> kfac with optim.lr = 0.05 (the new type's default), optim.lr_delay = 10000 (the new "
+              "type's default)");
   // the type given again, in a mapping: nothing is reset; a value given with a new type is kept
   const std::string same = resume_logs("optim.iterations=8 'optim={type: kfac}'", "");
   EXPECT_EQ(same.find("resume: optim.type"), std::string::npos) << same;
   resume_logs("optim.iterations=9 'optim={type: spring, lr_delay: 500}'",
-              "optim.type kfac -> spring with optim.lr = 0.1, optim.lr_delay = 500");
+              "optim.type kfac -> spring with optim.lr = 0.1 (the new type's default), optim.lr_delay = 500 (given); "
+              "kfac's state (its curvature statistics) is not carried over");
   std::ifstream recorded(resumed + "/config.yaml");
   const std::string yaml((std::istreambuf_iterator<char>(recorded)), {});
   EXPECT_NE(yaml.find("type: spring"), std::string::npos) << yaml;
