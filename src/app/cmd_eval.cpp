@@ -93,6 +93,26 @@ void refuse_model_changes(const std::vector<std::string>& overrides) {
                        "model from its own checkpoint (or train it from this one with model.init_from)");
 }
 
+/// The molecule files' reference energies (e_ref) for the checkpoint's molecules, which it stores
+/// as geometries: from the run's recorded molecules where they still resolve and are the same
+/// molecule (nuclei, charge, spin). A molecule file moved away gives none.
+void attach_references(Checkpoint& c) {
+  std::vector<System> recorded;
+  try {
+    const log::Quiet quiet;  // (the run resolves its molecules again, with their messages)
+    recorded = resolve_molecules(parse_config(c.config_yaml, {}, "checkpoint:config").system);
+  } catch (const std::exception&) {
+    return;
+  }
+  for (auto& m : c.molecules)
+    for (const System& s : recorded)
+      if (s.e_ref && s.charge == m.system.charge && s.spin == m.system.spin && same_geometry(s, m.system)) {
+        m.system.e_ref = s.e_ref;
+        m.system.e_ref_source = s.e_ref_source;
+        break;
+      }
+}
+
 void run_eval(const EvalArgs& a) {
   // Ctrl-C stops at the next step with a message and exit code 1 (it killed the process, 130)
   Trainer::install_signal_handlers();
@@ -111,7 +131,8 @@ void run_eval(const EvalArgs& a) {
   std::erase_if(ra.overrides, [](const std::string& o) {
     return override_sets(o, "optim") || override_sets(o, "pretrain") || override_sets(o, "model.init_from");
   });
-  const Checkpoint c = read ? std::move(*read) : load_checkpoint(ra.file);
+  Checkpoint c = read ? std::move(*read) : load_checkpoint(ra.file);
+  attach_references(c);
   // The chains start with the step sizes training adapted (the user's overrides still win);
   // evaluate() adapts them during burn-in only and measures with them frozen.
   bool step_size_given = false, molecules_given = false;

@@ -224,7 +224,13 @@ std::string inline_molecule_entry(const System& s, const std::string& name) {
     out += strfmt("%s[%s, %.17g, %.17g, %.17g]", i ? ", " : "", element_symbol(a.Z).c_str(), a.position[0],
                   a.position[1], a.position[2]);
   }
-  return out + "]}";
+  out += "]";
+  if (s.e_ref) {  // (the reference travels with its molecule: an evaluation states it)
+    YAML::Emitter source;
+    source << YAML::DoubleQuoted << s.e_ref_source;
+    out += strfmt(", e_ref: %.17g", *s.e_ref) + (s.e_ref_source.empty() ? "" : ", e_ref_source: " + std::string(source.c_str()));
+  }
+  return out + "}";
 }
 
 std::vector<System> resolve_molecules(const SystemConfig& config) {

@@ -33,8 +33,8 @@ extern const std::vector<std::string> kReservedMoleculeNames;
 std::vector<System> resolve_molecules(const SystemConfig& config);
 
 /// `s` as an inline entry of system.molecules named `name`: {name, units: bohr, charge, spin,
-/// atoms} with full-precision coordinates, so that a run's config holds the geometry itself, not
-/// a file that may change or move.
+/// atoms, and e_ref, e_ref_source when it has them} with full-precision coordinates, so that a
+/// run's config holds the geometry itself, not a file that may change or move.
 std::string inline_molecule_entry(const System& s, const std::string& name);
 
 /// One entry of system.molecules, in any of the forms above (not yet validated, no overrides

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -139,6 +140,10 @@ struct EvalResult {
   std::string laplacian;
   std::int64_t excluded = 0;   ///< samples left out for a non-finite local energy
   std::vector<double> series;  ///< walker-averaged energy per iteration
+  /// the molecule file's best known energy (e_ref) and where it comes from, when it has one at
+  /// this geometry, charge and spin
+  std::optional<double> e_ref;
+  std::string e_ref_source;
 };
 
 /// Progress callback: (iteration done, total).

@@ -40,7 +40,10 @@ nlohmann::json eval_json(const EvalResult& r) {
           {"step_size", r.step_size},
           {"excluded_samples", r.excluded},
           {"steps", r.steps},
-          {"walkers", r.walkers}};
+          {"walkers", r.walkers},
+          {"e_ref", r.e_ref ? nlohmann::json(*r.e_ref) : nlohmann::json()},
+          {"e_ref_source", r.e_ref ? nlohmann::json(r.e_ref_source) : nlohmann::json()},
+          {"error_vs_ref", r.e_ref ? nlohmann::json(r.stats.mean - *r.e_ref) : nlohmann::json()}};
 }
 
 namespace {
@@ -53,14 +56,22 @@ std::string steps_and_walkers(int steps, int walkers) {
 std::string eval_text(const EvalResult& r) {
   const bool reblocked = r.error_method == "reblocking";
   const bool one_sample = static_cast<long long>(r.steps) * r.walkers - r.excluded <= 1;  // (no error bar, variance or τ)
+  // (a user audit: train and eval never showed the reference the molecule file carries)
+  const std::string reference =
+      r.e_ref ? strfmt("reference %.6f Eh%s: E − E_ref = %+.2f%s mEh\n", *r.e_ref,
+                       r.e_ref_source.empty() ? "" : (" (" + r.e_ref_source + ")").c_str(),
+                       1e3 * (r.stats.mean - *r.e_ref),
+                       one_sample || !std::isfinite(r.stats.error) ? "" : strfmt(" ± %.2f", 1e3 * r.stats.error).c_str())
+              : std::string();
   if (one_sample)
-    return strfmt("energy   %.6f Eh  (one sample: no error bar)\n"
-                  "acceptance %.2f at step size %.4f bohr\n%s\n"
+    return strfmt("energy   %.6f Eh  (one sample: no error bar)\n", r.stats.mean) + reference +
+           strfmt("acceptance %.2f at step size %.4f bohr\n%s\n"
                   "note: one sample has no error bar or variance: evaluate with more steps or walkers\n",
-                  r.stats.mean, r.acceptance, r.step_size, steps_and_walkers(r.steps, r.walkers).c_str());
+                  r.acceptance, r.step_size, steps_and_walkers(r.steps, r.walkers).c_str());
   std::string s = strfmt("energy   %.6f ± %.6f Eh%s%s\n", r.stats.mean, r.stats.error,
                          reblocked ? "" : "  (from the walkers' averages)",
                          r.error_reliable() ? "" : "  (UNRELIABLE: see below)");
+  s += reference;
   const auto value = [](double x) { return std::isfinite(x) ? strfmt("%.6f", x) : std::string("n/a (too short)"); };
   // (the walkers' averages need two walkers, not a longer series)
   const std::string first_check = reblocked && r.walkers < 2 ? std::string("n/a (one walker)")

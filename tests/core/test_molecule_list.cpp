@@ -292,3 +292,21 @@ TEST(MoleculeList, RenamedEntriesAreSaid) {
   EXPECT_TRUE(contains(log, "system.molecules: 2 entries are named 'dup': they are called dup, dup_2")) << log;
   EXPECT_TRUE(contains(log, "system.molecules: the molecule name 'he@1' is called 'he_1'")) << log;
 }
+
+// A molecule written as an inline entry (a checkpoint's, a comparison cell's) reads back as itself,
+// its reference energy and that reference's source included (an evaluation states them).
+TEST(MoleculeList, AnInlineEntryReadsBackWithItsReferenceEnergy) {
+  const System lih = molecules_of("system: {molecule: lih}").front();
+  ASSERT_TRUE(lih.e_ref.has_value());
+  const std::string entry = inline_molecule_entry(lih, "lih_tight");
+  const System back = molecules_of("system: {molecules: [" + entry + "]}").front();
+  EXPECT_EQ(back.name, "lih_tight");
+  EXPECT_TRUE(same_geometry(back, lih));
+  ASSERT_TRUE(back.e_ref.has_value()) << entry;
+  EXPECT_EQ(*back.e_ref, *lih.e_ref);
+  EXPECT_EQ(back.e_ref_source, lih.e_ref_source);
+  System bare = lih;  // none: none written
+  bare.e_ref.reset();
+  EXPECT_FALSE(contains(inline_molecule_entry(bare, "x"), "e_ref"));
+  EXPECT_FALSE(molecules_of("system: {molecules: [" + inline_molecule_entry(bare, "x") + "]}").front().e_ref);
+}

@@ -252,6 +252,12 @@ TEST(Cli, TrainThenEvalPrintsJsonWithEnergyAndErrorBar) {
             std::string::npos) << stochastic.out;
   EXPECT_EQ(e.out.find("Hutchinson"), std::string::npos) << e.out;
   EXPECT_EQ(j["laplacian"], "forward");  // (the default)
+  // the molecule file's reference and the distance from it (a user audit: never shown by train or eval)
+  EXPECT_DOUBLE_EQ(j["e_ref"].get<double>(), -2.903724377);
+  EXPECT_DOUBLE_EQ(j["error_vs_ref"].get<double>(), j["energy"].get<double>() + 2.903724377);
+  EXPECT_NE(stochastic.out.find("reference -2.903724 Eh (exact nonrelativistic (Pekeris/Drake)): E − E_ref = "),
+            std::string::npos)
+      << stochastic.out;
   // A budget below one walker's working memory is a clear error.
   expect_input_error("eval " + out + "/checkpoint.h5 --steps 2 run.memory_budget=1KiB", "one walker");
   // The model is the checkpoint's: another one (loadable or not) is refused, not evaluated.

@@ -163,3 +163,15 @@ TEST(EvalText, WarnsWhenAFewLargeLocalEnergiesCarryTheVariance) {
   EXPECT_TRUE(contains(text, "heavy tails; the largest of 12800 samples carries 60 % of it")) << text;
   EXPECT_TRUE(contains(text, "uncertain by about ± 80 %")) << text;
 }
+
+// The molecule file's reference energy is stated with the distance from it in mEh; without one, nothing.
+TEST(EvalText, StatesTheReferenceEnergyAndTheDistanceFromIt) {
+  auto r = evaluation("walker chains", 128, true);
+  EXPECT_FALSE(contains(eval_text(r), "reference")) << eval_text(r);
+  r.e_ref = -2.903724377;
+  r.e_ref_source = "exact";
+  const std::string text = eval_text(r);
+  EXPECT_TRUE(contains(text, "reference -2.903724 Eh (exact): E − E_ref = +2.02 ± 1.40 mEh")) << text;
+  EXPECT_NEAR(eval_json(r)["error_vs_ref"].get<double>(), 0.002024377, 1e-12);
+  EXPECT_TRUE(eval_json(evaluation("walker chains", 128, true))["e_ref"].is_null());
+}
