@@ -79,6 +79,8 @@ EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers
   out.steps = options.steps;
   out.walkers = s.config.sampler.walkers;
   out.laplacian = s.config.hamiltonian.laplacian;
+  out.burn_in = options.burn_in;
+  out.steps_per_iteration = s.config.sampler.steps_per_iteration;
   out.e_ref = m.system.e_ref;
   out.e_ref_source = m.system.e_ref_source;
   const int block = std::max(1, s.config.sampler.steps_per_iteration);

@@ -57,6 +57,12 @@ constexpr double kMaxWalkerSpreadRatio = 3.0;
 /// error bars called reliable were 1.5× too small, 7 of 18 within 1σ of the exact energy).
 constexpr double kMinAutocorrTimesInSeries = 50;
 
+/// The burn-in should be at least this many autocorrelation times of the measured series (in MH
+/// steps): walkers that come from training a wavefunction that has since changed (natural-gradient
+/// steps move it far: a user audit's LiH SR and SPRING runs measured τ of 13-19 iterations, 130-190
+/// MH steps, after a burn-in of 50, and drifted by 0.09 Eh while measured) relax on that time scale.
+constexpr double kMinBurnInAutocorrTimes = 1.0;
+
 /// Burn-in (MH steps) of walkers placed afresh around the nuclei, unless the user gives one: a
 /// shifted He atom needed about 300 (a user audit). Also what repeated copies of checkpoint
 /// walkers get to decorrelate.
@@ -118,6 +124,15 @@ struct EvalResult {
   double drift_z = std::numeric_limits<double>::quiet_NaN();
   bool drifting() const { return std::isfinite(drift_z) && std::fabs(drift_z) > kDriftThreshold; }
   bool hardly_moved() const { return steps > 0 && acceptance < kMinUsefulAcceptance; }
+  /// The burn-in was shorter than kMinBurnInAutocorrTimes autocorrelation times of the measured
+  /// series (stats.autocorr_time iterations of steps_per_iteration MH steps each): walkers that
+  /// did not start in equilibrium may not have reached it. False when τ is not known.
+  bool short_burn_in() const {
+    return std::isfinite(stats.autocorr_time) && steps_per_iteration > 0 &&
+           burn_in < kMinBurnInAutocorrTimes * stats.autocorr_time * steps_per_iteration;
+  }
+  int burn_in = 0;             ///< MH steps run before measuring
+  int steps_per_iteration = 0; ///< MH steps per measurement iteration
   /// √(variance / samples): the error bar were every sample independent, the least a correlated
   /// run can have; stats.error is raised to it when both estimates fall below (error_floored).
   /// NaN below 2 samples, where stats.error, variance and the autocorrelation time are NaN too.

@@ -36,6 +36,7 @@ nlohmann::json eval_json(const EvalResult& r) {
           {"drift_first", r.drift_first},
           {"drift_last", r.drift_last},
           {"walkers_apart", r.walkers_apart()},
+          {"burn_in_short", r.short_burn_in()},
           {"acceptance", r.acceptance},
           {"step_size", r.step_size},
           {"excluded_samples", r.excluded},
@@ -131,6 +132,13 @@ std::string eval_text(const EvalResult& r) {
                 "and a longer run that meets more such values may find both larger; evaluate with more steps\n",
                 static_cast<long long>(r.steps) * r.walkers - r.excluded, 100 * r.largest_share,
                 100 * r.variance_rel_error);
+  if (r.short_burn_in() && !r.drifting())  // (a drift is the measured symptom, with its own advice)
+    s += strfmt("warning: the burn-in (%d MH steps) was shorter than the autocorrelation time (%.0f MH steps): "
+                "walkers that were not in equilibrium with this wavefunction (from training that has since moved "
+                "it) may not have reached it, and the energy may be biased high; evaluate with eval.burn_in=%.0f or "
+                "more\n",
+                r.burn_in, r.stats.autocorr_time * r.steps_per_iteration,
+                std::ceil(5 * r.stats.autocorr_time * r.steps_per_iteration));
   if (r.hardly_moved())
     s += strfmt("warning: acceptance %.3f at step size %.4f: the walkers hardly moved while measuring, and the energy "
                 "still reflects where they started; give eval.burn_in steps to adapt the step size\n",
