@@ -50,7 +50,10 @@ void run_config_command(const ConfigArgs& a) {
     return;
   }
   const RunArgs ra = split_run_args(a.args);
-  const Config config = ra.file.empty() ? parse_config("", ra.overrides, "defaults") : load_config(ra.file, ra.overrides);
+  // (without a file, as `nnvmc train key=value ...` resolves it, run.name included)
+  const Config config = !ra.file.empty()       ? load_config(ra.file, ra.overrides)
+                        : ra.overrides.empty() ? parse_config("", {}, "defaults")
+                                               : config_from_overrides(ra.overrides);
   const std::vector<System> molecules = resolve_molecules(config.system);  // (an impossible one is refused here)
   for (const System& m : molecules) log::info(m.electron_summary());
   check_model_type(config, ra);  // an unknown ansatz, named as a run names it

@@ -101,7 +101,7 @@ void attach_references(Checkpoint& c) {
   try {
     const log::Quiet quiet;  // (the run resolves its molecules again, with their messages)
     recorded = resolve_molecules(parse_config(c.config_yaml, {}, "checkpoint:config").system);
-  } catch (const std::exception&) {
+  } catch (const InputError&) {  // (a molecule file moved away: no reference)
     return;
   }
   for (auto& m : c.molecules)

@@ -212,24 +212,58 @@ std::vector<SettingBlock> setting_blocks(const Config& config) {
   };
 }
 
+/// The block of `config` the setting `key` (a full key path) lies in; nullptr when none.
+const SettingBlock* block_of(const std::vector<SettingBlock>& blocks, const std::string& key) {
+  for (const auto& b : blocks)
+    if (key == b.key || key.rfind(std::string(b.key) + ".", 0) == 0) return &b;  // (the first match decides)
+  return nullptr;
+}
+
 /// Whether the setting `key` (a full key path) lies in a block `config` does not use.
 bool unused_setting(const Config& config, const std::string& key) {
-  for (const auto& b : setting_blocks(config))
-    if (key == b.key || key.rfind(std::string(b.key) + ".", 0) == 0) return !b.used;  // (the first match decides)
-  return false;
+  const auto blocks = setting_blocks(config);
+  const SettingBlock* b = block_of(blocks, key);
+  return b != nullptr && !b->used;
+}
+
+/// The full key paths of the values `node` holds below `prefix` (a mapping's leaves).
+void leaf_keys(const YAML::Node& node, const std::string& prefix, std::vector<std::string>& out) {
+  if (!node.IsMap()) {
+    out.push_back(prefix);
+    return;
+  }
+  for (const auto& kv : node) leaf_keys(kv.second, prefix + (prefix.empty() ? "" : ".") + kv.first.Scalar(), out);
 }
 
 /// Command-line overrides of a block the run does not use (another optimizer's, Laplacian's or
 /// ansatz's settings) are named in a warning: `optim.sr.damping=1` without `optim.type=sr` trained
-/// with Adam without a word (a user audit), also on resume. (A config file may hold every block,
-/// as `nnvmc config` prints them: only overrides, which the user just typed, are checked.)
+/// with Adam without a word (a user audit), also on resume. A mapping is judged by each setting it
+/// gives: only those without effect are named (`optim.sr={norm: fisher, norm_constraint: 0}` was
+/// said to have no effect as a whole, a review). (A config file may hold every block, as `nnvmc
+/// config` prints them: only overrides, which the user just typed, are checked.)
 void warn_of_unused_overrides(const Config& config, const std::vector<std::string>& overrides) {
-  for (const auto& o : overrides)
-    for (const auto& b : setting_blocks(config))
-      if (override_sets(o, b.key)) {  // (the first, most specific, entry that matches decides)
-        if (!b.used) log::warn("'" + o + "' has no effect with " + b.why);
-        break;
-      }
+  const auto blocks = setting_blocks(config);
+  for (const auto& o : overrides) {
+    YAML::Node alone(YAML::NodeType::Map);
+    try {
+      config_yaml::apply_override(alone, o);
+    } catch (const ConfigError&) {
+      continue;  // (parse_config named it)
+    }
+    std::vector<std::string> keys;
+    leaf_keys(alone, "", keys);
+    std::vector<std::pair<std::string, const SettingBlock*>> unused;
+    for (const auto& k : keys)
+      if (const SettingBlock* b = block_of(blocks, k); b != nullptr && !b->used) unused.emplace_back(k, b);
+    if (unused.empty()) continue;
+    const bool all_in_one = unused.size() == keys.size() &&
+                            std::all_of(unused.begin(), unused.end(), [&](const auto& u) { return u.second == unused[0].second; });
+    if (all_in_one) {
+      log::warn("'" + o + "' has no effect with " + unused[0].second->why);
+    } else {
+      for (const auto& [k, b] : unused) log::warn("'" + o + "': " + k + " has no effect with " + b->why);
+    }
+  }
 }
 
 /// A run's config.yaml edited by hand since its checkpoint is named in a warning: a resume takes
@@ -308,7 +342,7 @@ std::optional<Checkpoint> replace_damaged_checkpoint(const std::string& resume, 
 }  // namespace
 
 void add_train_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("train", "Train a wavefunction (VMC) from a YAML config");
+  auto* cmd = app.add_subcommand("train", "Train a wavefunction (VMC) from a YAML config or key=value settings");
   auto args = std::make_shared<std::vector<std::string>>();
   auto resume = std::make_shared<std::string>();
   auto force = std::make_shared<bool>(false);

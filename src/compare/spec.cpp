@@ -21,6 +21,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// A cell's molecule as an inline entry, without the molecule file's reference energy: the
+/// comparison scores every cell against its own references (the file's, or CCSD(T) under
+/// `references: ccsd_t`, which a cell's own e_ref would contradict), and a cell written before
+/// inline entries carried e_ref must stay the same cell (a review: such cells were refused as
+/// changed).
+std::string cell_molecule_entry(System s, const std::string& name) {
+  s.e_ref.reset();
+  s.e_ref_source.clear();
+  return inline_molecule_entry(s, name);
+}
+
 /// Iterations of a cell whose budget is minutes only (training ends on the clock).
 constexpr int kUnboundedIterations = 100000000;
 
@@ -308,7 +319,7 @@ std::vector<std::pair<MoleculeEntry, YAML::Node>> parse_molecules(const YAML::No
       // and a comparison copied elsewhere with its files was refused as changed.
       // (an inline molecule without a name is "inline" in its cell, as a cell's system.molecule
       // named it before: "inline1" made those cells differ; the label stays inline1, inline2, ...)
-      system["molecules"].push_back(YAML::Load(inline_molecule_entry(m.system, unnamed_inline ? "inline" : m.system.name)));
+      system["molecules"].push_back(YAML::Load(cell_molecule_entry(m.system, unnamed_inline ? "inline" : m.system.name)));
     } catch (const ConfigError&) {
       throw;
     } catch (const InputError& err) {
@@ -444,7 +455,7 @@ Config identity_settings(const Config& config) {
   try {
     const std::vector<System> systems = resolve_molecules(config.system);
     std::string list;
-    for (const auto& m : systems) list += (list.empty() ? "[" : ", ") + inline_molecule_entry(m, m.name);
+    for (const auto& m : systems) list += (list.empty() ? "[" : ", ") + cell_molecule_entry(m, m.name);
     c.system = SystemConfig{};
     c.system.molecules = InlineYaml{list + "]"};
   } catch (const InputError&) {  // (a file no longer there: compared as written)

@@ -553,9 +553,19 @@ Config config_from_overrides(const std::vector<std::string>& overrides) {
     throw ConfigError("no settings: give a run config, or key=value settings (e.g. system.molecule=h2)");
   Config c = parse_config("", overrides, "the command line");
   if (c.run.name.empty()) {
-    const std::string molecule = c.system.molecule ? c.system.molecule->yaml : "";
-    const bool plain_name = !molecule.empty() && molecule.find_first_of("/.{}[]:, \n") == std::string::npos;
-    c.run.name = (plain_name ? molecule + "_" : std::string()) + c.model.type;
+    // the molecule: the default's name, a file's stem, a name; none for inline atoms or a list
+    std::string molecule = c.system.molecules || c.system.dataset ? "" : "lih";
+    if (c.system.molecule) {
+      molecule = c.system.molecule->yaml;
+      if (molecule.find('/') != std::string::npos || is_xyz_path(molecule) || molecule.ends_with(".yaml") ||
+          molecule.ends_with(".yml"))
+        molecule = std::filesystem::path(molecule).stem().string();
+    }
+    if (molecule.find_first_of("/.{}[]:, \n\t\"'") != std::string::npos) molecule.clear();
+    if (!molecule.empty() && c.system.charge && *c.system.charge != 0)
+      molecule += "_charge" + std::string(*c.system.charge > 0 ? "+" : "") +
+                  std::to_string(*c.system.charge);  // (h2 and its cation are two runs)
+    c.run.name = (molecule.empty() ? std::string() : molecule + "_") + c.model.type;
   }
   check_run_name(c.run.name);
   return c;

@@ -423,8 +423,9 @@ Config parse_config(const std::string& yaml_text, const std::vector<std::string>
 Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
 
 /// A config from `key.path=value` overrides alone (`nnvmc train system.molecule=h2`): the
-/// defaults plus the overrides. Sets run.name, when not given, to MOLECULE_MODEL (h2_ferminet)
-/// for a molecule given by name, else to the model type.
+/// defaults plus the overrides. Sets run.name, when not given, to MOLECULE_MODEL (h2_ferminet;
+/// lih_ferminet without a molecule, the file's stem for a file, h2_charge+1_ferminet with
+/// system.charge), or to the model type for inline atoms or a list of molecules.
 /// @throws ConfigError when `overrides` is empty (the default LiH was never asked for)
 Config config_from_overrides(const std::vector<std::string>& overrides);
 

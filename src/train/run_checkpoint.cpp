@@ -6,6 +6,7 @@
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "io/directory_lock.hpp"
+#include "io/output_kind.hpp"
 #include "train/checkpoint.hpp"
 
 namespace nnvmc {
@@ -40,10 +41,12 @@ std::string run_checkpoint(const std::string& what, const std::string& path) {
                           "stopped before its first checkpoint; start it again with --force)");
   // (a run killed before its first checkpoint, by a second Ctrl-C: "no checkpoint.h5 here" alone
   // did not say that it can start over, a user audit)
-  if (fs::exists(fs::path(path) / "config.yaml", ec))
+  // (only a run's own config.yaml, of a run that did not finish: a finished run whose checkpoint
+  // was deleted would be replaced by a start over, a review)
+  if (const std::string config = (fs::path(path) / "config.yaml").string();
+      io::is_run_config(config) && !fs::exists(fs::path(path) / "summary.json", ec))
     throw CheckpointError(where + ": no checkpoint.h5 here: the run in it ended before its first checkpoint; start "
-                          "it over with 'nnvmc train " + (fs::path(path) / "config.yaml").string() + " run.output=" +
-                          path + " --force'");
+                          "it over with 'nnvmc train " + config + " run.output=" + path + "'");
   throw CheckpointError(where + ": no checkpoint.h5 here");
 }
 

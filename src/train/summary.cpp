@@ -37,6 +37,7 @@ nlohmann::json eval_json(const EvalResult& r) {
           {"drift_last", r.drift_last},
           {"walkers_apart", r.walkers_apart()},
           {"burn_in_short", r.short_burn_in()},
+          {"burn_in", r.burn_in},
           {"acceptance", r.acceptance},
           {"step_size", r.step_size},
           {"excluded_samples", r.excluded},
@@ -83,7 +84,9 @@ std::string eval_text(const EvalResult& r) {
               value(r.autocorr.error).c_str());
   // (a user audit read the Hutchinson estimator's variance, 8.5 against 0.13, as the local energy's)
   s += strfmt("variance %.5g Eh²%s%s\n", r.variance,
-              std::isfinite(r.variance_rel_error) ? strfmt(" ± %.0f %%", 100 * r.variance_rel_error).c_str() : "",
+              std::isfinite(r.variance_rel_error)  // (two digits below 10 %: Gaussian tails read "± 0 %", a review)
+                  ? strfmt(100 * r.variance_rel_error < 10 ? " ± %.2g %%" : " ± %.0f %%", 100 * r.variance_rel_error).c_str()
+                  : "",
               r.laplacian == "hutchinson" ? "  (of the Hutchinson estimates: the local energy's plus the probes' noise)" : "");
   s += strfmt("autocorrelation time %s iterations (%s), acceptance %.2f at step size %.4f bohr\n",
               std::isfinite(r.stats.autocorr_time) ? strfmt("%.2f", r.stats.autocorr_time).c_str() : "n/a",
@@ -132,13 +135,14 @@ std::string eval_text(const EvalResult& r) {
                 "and a longer run that meets more such values may find both larger; evaluate with more steps\n",
                 static_cast<long long>(r.steps) * r.walkers - r.excluded, 100 * r.largest_share,
                 100 * r.variance_rel_error);
-  if (r.short_burn_in() && !r.drifting())  // (a drift is the measured symptom, with its own advice)
+  // (a drift is the measured symptom, with its own advice; walkers apart inflate the walkers' τ)
+  if (r.short_burn_in() && !r.drifting() && !r.walkers_apart())
     s += strfmt("warning: the burn-in (%d MH steps) was shorter than the autocorrelation time (%.0f MH steps): "
                 "walkers that were not in equilibrium with this wavefunction (from training that has since moved "
                 "it) may not have reached it, and the energy may be biased high; evaluate with eval.burn_in=%.0f or "
                 "more\n",
                 r.burn_in, r.stats.autocorr_time * r.steps_per_iteration,
-                std::ceil(5 * r.stats.autocorr_time * r.steps_per_iteration));
+                std::ceil(kSuggestedBurnInAutocorrTimes * r.stats.autocorr_time * r.steps_per_iteration));
   if (r.hardly_moved())
     s += strfmt("warning: acceptance %.3f at step size %.4f: the walkers hardly moved while measuring, and the energy "
                 "still reflects where they started; give eval.burn_in steps to adapt the step size\n",

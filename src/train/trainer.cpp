@@ -778,22 +778,27 @@ void Trainer::log_progress(std::int64_t t, const std::vector<MoleculeStep>& step
   const double done = static_cast<double>(t + 1 - first_iteration_);
   const double rate = done / std::max(elapsed, 1e-9);
   double left = (setup_.config.optim.iterations - (t + 1)) / std::max(rate, 1e-9);
-  if (setup_.config.optim.minutes > 0)  // whichever of the two budgets ends training first
-    left = std::min(left, std::max(0.0, setup_.config.optim.minutes * 60.0 - trained_seconds()));
+  bool by_minutes = false;  // whichever of the two budgets ends training first (said when it is the
+                            // minutes: "it 50/3000" read as a total that was never reached, a user audit)
+  if (setup_.config.optim.minutes > 0)
+    if (const double m = std::max(0.0, setup_.config.optim.minutes * 60.0 - trained_seconds()); m < left) {
+      left = m;
+      by_minutes = true;
+    }
+  const std::string eta = fmt_duration(left) + (by_minutes ? " (optim.minutes)" : "");
   const auto line = [&](const MoleculeStep& m) {
     return strfmt("E %.6f ± %.6f  var %.4g  acc %.2f  step %.3f", m.energy, m.error, m.variance, m.acceptance,
                   setup_.molecules[m.index].sampler->step_size());
   };
   if (setup_.molecules.size() == 1) {
     log::info(strfmt("it %6ld/%d  %s  %.2f it/s  ETA %s", static_cast<long>(t + 1), setup_.config.optim.iterations,
-                     line(steps.front()).c_str(), rate, fmt_duration(left).c_str()));
+                     line(steps.front()).c_str(), rate, eta.c_str()));
     return;
   }
   double mean = 0;
   for (const auto& m : steps) mean += m.energy / static_cast<double>(steps.size());
   log::info(strfmt("it %6ld/%d  %zu of %zu molecules  mean E %.6f  %.2f it/s  ETA %s", static_cast<long>(t + 1),
-                   setup_.config.optim.iterations, steps.size(), setup_.molecules.size(), mean, rate,
-                   fmt_duration(left).c_str()));
+                   setup_.config.optim.iterations, steps.size(), setup_.molecules.size(), mean, rate, eta.c_str()));
   std::size_t width = 0;
   for (const auto& m : steps) width = std::max(width, setup_.molecules[m.index].name().size());
   for (const auto& m : steps)

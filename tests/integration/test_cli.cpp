@@ -278,7 +278,14 @@ TEST(Cli, TrainThenEvalPrintsJsonWithEnergyAndErrorBar) {
   fs::copy_file(out + "/config.yaml", out + "/empty/config.yaml");
   expect_input_error("train --resume " + out + "/empty",
                      "ended before its first checkpoint; start it over with 'nnvmc train " + out +
-                         "/empty/config.yaml run.output=" + out + "/empty --force'");
+                         "/empty/config.yaml run.output=" + out + "/empty'");
+  // (a config.yaml of the user's own is not a run's: no start-over hint)
+  fs::create_directories(out + "/mine");
+  std::ofstream(out + "/mine/config.yaml") << "system: {molecule: he}\n";
+  const auto mine = run("train --resume " + out + "/mine");
+  EXPECT_EQ(mine.code, 2) << mine.out;
+  EXPECT_NE(mine.out.find("no checkpoint.h5 here"), std::string::npos) << mine.out;
+  EXPECT_EQ(mine.out.find("start it over"), std::string::npos) << mine.out;
   // A CUDA-only setting on the CPU runs, and says it does nothing there.
   const auto graphs = run("eval " + out + " --steps 2 run.cuda_graphs=true");
   ASSERT_EQ(graphs.code, 0) << graphs.out;
@@ -313,6 +320,15 @@ TEST(Cli, SettingsOfAnotherAnsatzOrOptimizerAreNamedAsWithoutEffect) {
   EXPECT_NE(sr.out.find("'optim.sr.norm=fisher' has no effect with optim.sr.norm_constraint = 0"), std::string::npos)
       << sr.out;
   EXPECT_EQ(sr.out.find("'optim.sr.norm_constraint=0' has no effect"), std::string::npos) << sr.out;
+  // a mapping is judged by each setting it gives (it was said to have no effect as a whole, a review)
+  const auto mapping = run("train " + cfg + " eval.steps=0 optim.iterations=1 --force optim.type=sr "
+                           "'optim.sr={norm: fisher, norm_constraint: 0}'");
+  ASSERT_EQ(mapping.code, 0) << mapping.out;
+  EXPECT_NE(mapping.out.find("'optim.sr={norm: fisher, norm_constraint: 0}': optim.sr.norm has no effect with "
+                             "optim.sr.norm_constraint = 0"),
+            std::string::npos)
+      << mapping.out;
+  EXPECT_EQ(mapping.out.find("0}' has no effect"), std::string::npos) << mapping.out;
   EXPECT_NE(sr.out.find("'optim.beta1=0.5' has no effect with optim.type = sr (an Adam setting)"), std::string::npos) << sr.out;
   EXPECT_NE(sr.out.find("'optim.epsilon=1e-6' has no effect with optim.type = sr (an Adam setting)"), std::string::npos) << sr.out;
   // not the default weight every Adam run carries
@@ -2482,8 +2498,36 @@ TEST(Cli, TrainRunsFromSettingsAloneAndNamesTheRunAfterMoleculeAndModel) {
   const auto again = run("train system.molecule=he run.output=" + root + "/'<name>'");
   EXPECT_EQ(again.code, 2) << again.out;
   EXPECT_NE(again.out.find("nnvmc train --resume " + root + "/he_ferminet"), std::string::npos) << again.out;
+  // the name: the default molecule's without one, a file's stem, the charge when given (`nnvmc
+  // config` resolves it as train does)
+  const auto name_of = [](const std::string& settings) {
+    const auto r = run("config " + settings);
+    EXPECT_EQ(r.code, 0) << r.out;
+    const auto at = r.out.find("  name: ");
+    return at == std::string::npos ? std::string() : r.out.substr(at + 8, r.out.find_first_of(" \n", at + 8) - at - 8);
+  };
+  EXPECT_EQ(name_of("optim.iterations=5"), "lih_ferminet");
+  EXPECT_EQ(name_of("system.molecule=h2 system.charge=1 model.type=psiformer"), "h2_charge+1_psiformer");
+  std::ofstream(fs::temp_directory_path() / "nnvmc_named.xyz") << "2\n\nH 0 0 0\nH 0 0 0.74\n";
+  EXPECT_EQ(name_of("system.molecule=" + (fs::temp_directory_path() / "nnvmc_named.xyz").string()), "nnvmc_named_ferminet");
+  EXPECT_EQ(name_of("'system.molecule=[[H, 0, 0, 0], [H, 0, 0, 1.4]]'"), "ferminet");
+  EXPECT_EQ(name_of("system.molecule=h2 run.name=mine"), "mine");
   expect_input_error("train", "give a CONFIG file, key=value settings (e.g. nnvmc train system.molecule=h2");
   expect_input_error("train --force", "give a CONFIG file, key=value settings");
   expect_input_error("train sampler.walkrs=8", "sampler.walkrs");
   fs::remove_all(root);
+}
+
+// Under a minutes budget that ends training before its iterations, the progress line says the ETA
+// is the minutes' ("it 50/3000" read as a total that was never reached, a user audit).
+TEST(Cli, AProgressLineSaysWhenTheMinutesBudgetEndsTrainingFirst) {
+  const auto t = tiny_run("nnvmc_cli_minutes_eta");
+  const auto r = run("train " + t.config + " optim.iterations=1000000 optim.minutes=0.01 optim.log_every=1 eval.steps=0");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("/1000000"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" (optim.minutes)"), std::string::npos) << r.out;
+  const auto plain = run("train " + t.config + " --force optim.log_every=1 eval.steps=0");
+  ASSERT_EQ(plain.code, 0) << plain.out;
+  EXPECT_EQ(plain.out.find("(optim.minutes)"), std::string::npos) << plain.out;
+  fs::remove_all(t.dir);
 }

@@ -96,6 +96,9 @@ TEST(Launcher, APrefixRunsAHintedCommandAsThisRunRan) {
   EXPECT_EQ(launch_prefix(2), "mpirun -np 2 ");
   setenv("SLURM_STEP_NUM_TASKS", "4", 1);
   EXPECT_EQ(launch_prefix(4), "srun -n 4 ");
+  setenv("OMPI_COMM_WORLD_SIZE", "4", 1);  // Open MPI's mpirun inside a Slurm allocation
+  EXPECT_EQ(launch_prefix(4), "mpirun -np 4 ");
+  unsetenv("OMPI_COMM_WORLD_SIZE");
   unsetenv("SLURM_STEP_NUM_TASKS");
 }
 
