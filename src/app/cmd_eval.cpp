@@ -78,10 +78,9 @@ void refuse_model_changes(const std::vector<std::string>& overrides) {
   // (a model={init_from: "", paulinet: {...}} mapping sets more than the training-only
   // init_from: it passed as one, and evaluated another model, a user audit)
   const auto sets_more_than_init_from = [](const std::string& o) {
-    if (!override_sets(o, "model")) return false;
-    YAML::Node alone(YAML::NodeType::Map);
-    config_yaml::apply_override(alone, o);
-    const YAML::Node model = alone["model"];
+    const auto alone = config_yaml::override_tree(o);
+    if (!alone || !override_sets(o, "model")) return false;
+    const YAML::Node model = (*alone)["model"];
     if (!model.IsMap()) return true;
     for (const auto& kv : model)
       if (kv.first.Scalar() != "init_from") return true;

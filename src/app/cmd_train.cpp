@@ -53,13 +53,9 @@ Config resumed_config(const std::string& yaml, const Config& recorded, const std
   // new type may not validate (adam's determinant_balance under kfac; a resume to kfac failed so).
   std::string type = recorded.optim.type;
   for (const auto& o : overrides) {
-    YAML::Node alone(YAML::NodeType::Map);
-    try {
-      config_yaml::apply_override(alone, o);
-    } catch (const ConfigError&) {
-      continue;  // (parse_config names it)
-    }
-    const YAML::Node& given = alone;  // const lookups add no keys
+    const auto alone = config_yaml::override_tree(o);
+    if (!alone) continue;  // (parse_config names it)
+    const YAML::Node& given = *alone;  // const lookups add no keys
     if (given["optim"] && given["optim"].IsMap() && given["optim"]["type"] && given["optim"]["type"].IsScalar())
       type = given["optim"]["type"].Scalar();
   }
@@ -244,14 +240,10 @@ void leaf_keys(const YAML::Node& node, const std::string& prefix, std::vector<st
 void warn_of_unused_overrides(const Config& config, const std::vector<std::string>& overrides) {
   const auto blocks = setting_blocks(config);
   for (const auto& o : overrides) {
-    YAML::Node alone(YAML::NodeType::Map);
-    try {
-      config_yaml::apply_override(alone, o);
-    } catch (const ConfigError&) {
-      continue;  // (parse_config named it)
-    }
+    const auto alone = config_yaml::override_tree(o);
+    if (!alone) continue;  // (parse_config named it)
     std::vector<std::string> keys;
-    leaf_keys(alone, "", keys);
+    leaf_keys(*alone, "", keys);
     std::vector<std::pair<std::string, const SettingBlock*>> unused;
     for (const auto& k : keys)
       if (const SettingBlock* b = block_of(blocks, k); b != nullptr && !b->used) unused.emplace_back(k, b);

@@ -121,6 +121,16 @@ void apply_override(YAML::Node& root, const std::string& assignment) {
   merge_at(root, parts, value, assignment);
 }
 
+std::optional<YAML::Node> override_tree(const std::string& assignment) {
+  YAML::Node alone(YAML::NodeType::Map);
+  try {
+    apply_override(alone, assignment);
+  } catch (const ConfigError&) {
+    return std::nullopt;
+  }
+  return alone;
+}
+
 namespace {
 /// The node at `parts` below `root`, or an undefined node (adds no key).
 YAML::Node node_at(const YAML::Node& root, const std::vector<std::string>& parts) {
@@ -441,16 +451,12 @@ void config_yaml::apply_dependent_defaults(Config& c, const YAML::Node& root) {
 }
 
 bool override_sets(const std::string& assignment, const std::string& key_path) {
-  YAML::Node alone(YAML::NodeType::Map);
-  try {
-    config_yaml::apply_override(alone, assignment);
-  } catch (const ConfigError&) {
-    return false;
-  }
+  const auto alone = config_yaml::override_tree(assignment);
+  if (!alone) return false;
   std::vector<std::string> parts;
   std::stringstream ss(key_path);
   for (std::string p; std::getline(ss, p, '.');) parts.push_back(p);
-  return config_yaml::node_at(alone, parts).IsDefined();
+  return config_yaml::node_at(*alone, parts).IsDefined();
 }
 
 namespace config_yaml {

@@ -214,6 +214,10 @@ class Writer {
 /// for a key that holds a mapping merges into it key by key; any other value replaces.
 void apply_override(YAML::Node& root, const std::string& assignment);
 
+/// The override `assignment` (key.path=value) alone, as the YAML tree it sets (`{a: {b: value}}`);
+/// nullopt for a malformed one (parse_config reports it).
+std::optional<YAML::Node> override_tree(const std::string& assignment);
+
 /// Reads the override `assignment` alone into a default `T`, so that an unknown key or a wrong
 /// type in it is a ConfigError naming the override rather than the file it is applied to.
 template <class T> void check_override(const std::string& assignment) {

@@ -203,6 +203,7 @@ void write_summary(const std::string& path, const VmcSetup& setup, const std::ve
   j["laplacian"] = setup.config.hamiltonian.laplacian;
   j["dtype"] = setup.config.run.dtype;
   j["timings"] = timers_json(timers);
+  j["units"] = kResultUnits;
   for (const auto& [k, v] : extra.items()) j[k] = v;
   io::write_text_atomically(path, json_text(j, 2) + "\n");
 }

@@ -11,6 +11,13 @@
 
 namespace nnvmc {
 
+/// The units of a run's numbers, stated in summary.json (`units`) and as result.h5's `units`
+/// attribute (a user audit found them only in compare's files).
+inline constexpr const char* kResultUnits =
+    "energies (energy, energy_err*, e_ref, error_vs_ref, e_hf*, drift_*) in Eh (hartree), variance in Eh^2, "
+    "step_size in bohr, autocorrelation times in evaluation iterations (steps_per_iteration MH steps each), "
+    "burn_in in MH steps, seconds in s";
+
 /// JSON object of an evaluation: energy, energy_err, error_plateau, the batch-means and
 /// autocorrelation cross-checks, variance, autocorr_time, step_size, excluded samples, steps, walkers.
 nlohmann::json eval_json(const EvalResult& r);

@@ -459,6 +459,7 @@ void Trainer::init_output(bool resume) {
   }
   io::H5File results(path, io::H5File::Mode::truncate);
   results.set_attr("run_id", run_id_);
+  results.set_attr("units", kResultUnits);
 }
 
 Trainer::UnfinishedStart::~UnfinishedStart() {
@@ -554,6 +555,7 @@ io::H5File* Trainer::open_results() {
     pad_train_series(results);  // a damaged file can open and fail only here
     try {
       results.set_attr("run_id", run_id_);  // (result.h5 of a run from before run ids: it has one now)
+      results.set_attr("units", kResultUnits);
     } catch (const WriteError& e) {  // (an attribute a damaged file cannot take: damage, as before)
       throw CheckpointError(e.what());
     }
@@ -571,6 +573,7 @@ io::H5File* Trainer::open_results() {
                      fs::path(aside).filename().c_str(), static_cast<long>(iteration_)));
     io::H5File& results = results_.emplace(path, io::H5File::Mode::truncate);
     results.set_attr("run_id", run_id_);
+    results.set_attr("units", kResultUnits);
     pad_train_series(results);
     results.flush();
   } catch (...) {

@@ -252,6 +252,11 @@ TEST(Cli, TrainThenEvalPrintsJsonWithEnergyAndErrorBar) {
             std::string::npos) << stochastic.out;
   EXPECT_EQ(e.out.find("Hutchinson"), std::string::npos) << e.out;
   EXPECT_EQ(j["laplacian"], "forward");  // (the default)
+  // the units of the run's numbers (a user audit found them only in compare's files)
+  EXPECT_NE(nlohmann::json::parse(std::ifstream(out + "/summary.json"))["units"].get<std::string>().find("in Eh (hartree)"),
+            std::string::npos);
+  EXPECT_NE(nnvmc::io::H5File(out + "/result.h5", nnvmc::io::H5File::Mode::read).attr("units").find("variance in Eh^2"),
+            std::string::npos);
   // the molecule file's reference and the distance from it (a user audit: never shown by train or eval)
   EXPECT_DOUBLE_EQ(j["e_ref"].get<double>(), -2.903724377);
   EXPECT_DOUBLE_EQ(j["error_vs_ref"].get<double>(), j["energy"].get<double>() + 2.903724377);
