@@ -555,7 +555,7 @@ io::H5File* Trainer::open_results() {
     pad_train_series(results);  // a damaged file can open and fail only here
     try {
       results.set_attr("run_id", run_id_);  // (result.h5 of a run from before run ids: it has one now)
-      results.set_attr("units", kResultUnits);
+      if (!results.has_attr("units")) results.set_attr("units", kResultUnits);  // (a run from before units)
     } catch (const WriteError& e) {  // (an attribute a damaged file cannot take: damage, as before)
       throw CheckpointError(e.what());
     }
