@@ -2492,7 +2492,8 @@ TEST(Cli, AnEvaluationOfOneStepHasTheErrorOverItsWalkers) {
 }
 
 // A run from key=value settings alone (no config file): the defaults and the settings, named
-// MOLECULE_MODEL. Nothing at all is refused (the default LiH was never asked for).
+// MOLECULE_MODEL. A bare `nnvmc train`, without any setting, is still refused (the default LiH was
+// never asked for).
 TEST(Cli, TrainRunsFromSettingsAloneAndNamesTheRunAfterMoleculeAndModel) {
   const auto root = (fs::temp_directory_path() / "nnvmc_cli_settings_only").string();
   fs::remove_all(root);
