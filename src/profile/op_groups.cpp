@@ -107,6 +107,39 @@ std::vector<std::vector<std::int64_t>> matrices(const std::vector<OpInput>& in) 
   return m;
 }
 
+/// FLOPs of a linear-algebra operator `n` (base name) on the matrix operands `m`: per n×n
+/// system, 2/3 n³ for LU, n³/3 for Cholesky; per right-hand-side column, n² for a triangular
+/// solve and 2n² for a solve from a factorisation (two triangular solves); a solve that factors
+/// too (linalg_solve) adds the LU. lu_unpack only copies. (Triangular solves were charged 2n²
+/// per column: the forward Laplacian's FLOPs came out ~1.9× too high, a user audit.)
+double linalg_flops(const std::string& n, const std::vector<std::vector<std::int64_t>>& m) {
+  if (m.empty() || n.find("unpack") != std::string::npos) return 0;
+  const auto systems = [](const std::vector<std::int64_t>& a) {  // batch × n³ of square operands
+    const double k = static_cast<double>(a.back());
+    return static_cast<double>(numel(a)) / (k * static_cast<double>(a[a.size() - 2])) * k * k * k;
+  };
+  if (n.find("solve") == std::string::npos)
+    return (n.find("cholesky") != std::string::npos ? 1.0 / 3.0 : 2.0 / 3.0) * systems(m[0]);
+  if (m.size() < 2) return 0;
+  // The right-hand side is the largest operand (torch.triangular_solve takes it first,
+  // linalg_solve_triangular last); the matrix is a square one among the others (pivots of
+  // lu_solve are [..., n], not square).
+  std::size_t rhs = 0;
+  for (std::size_t i = 1; i < m.size(); ++i)
+    if (numel(m[i]) > numel(m[rhs])) rhs = i;
+  std::size_t a = rhs == 0 ? 1 : 0;
+  for (std::size_t i = 0; i < m.size(); ++i)
+    if (i != rhs && m[i][m[i].size() - 1] == m[i][m[i].size() - 2]) {
+      a = i;
+      break;
+    }
+  const double k = static_cast<double>(m[a].back());
+  const double columns_times_n2 = k * static_cast<double>(numel(m[rhs]));  // n² per column of length n
+  if (n.find("triangular") != std::string::npos) return columns_times_n2;
+  const bool factors_too = n == "solve" || n == "linalg_solve" || n == "linalg_solve_ex" || n == "_linalg_solve_ex";
+  return 2.0 * columns_times_n2 + (factors_too ? 2.0 / 3.0 * systems(m[a]) : 0.0);
+}
+
 }  // namespace
 
 const std::vector<OpGroup>& all_groups() {
@@ -223,21 +256,10 @@ OpCost estimate_cost(const std::string& name, OpGroup group, const std::vector<O
       c.flops = in_bytes / es;
       c.bytes = in_bytes;
       break;
-    case OpGroup::linalg: {
-      const auto m = matrices(inputs);
-      if (!m.empty()) {
-        const auto& a = m[0];
-        const double k = static_cast<double>(a.back());
-        const double batch = static_cast<double>(numel(a)) / (k * static_cast<double>(a[a.size() - 2]));
-        const bool cholesky = n.find("cholesky") != std::string::npos && n.find("solve") == std::string::npos;
-        const bool solve = n.find("solve") != std::string::npos;
-        if (solve && m.size() >= 2) c.flops = batch * 2.0 * k * k * static_cast<double>(m[1].back());
-        else if (cholesky) c.flops = batch * k * k * k / 3.0;
-        else c.flops = batch * 2.0 / 3.0 * k * k * k;
-      }
+    case OpGroup::linalg:
+      c.flops = linalg_flops(n, matrices(inputs));
       c.bytes = 2.0 * in_bytes;
       break;
-    }
     case OpGroup::data_movement:
       c.bytes = n == "copy" ? in_bytes : (n == "fill" || n == "zero") ? in_bytes : 2.0 * in_bytes;
       break;

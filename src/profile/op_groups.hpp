@@ -44,8 +44,9 @@ int dtype_bytes(const std::string& dtype);
 
 /// FLOPs and bytes of one call: the profiler's own FLOP count when it reports one
 /// (`reported_flops` > 0), otherwise 2mnk for matrix products, one FLOP per output element for
-/// elementwise operators, one per input element for reductions, 2/3 n³ (LU), n³/3 (Cholesky)
-/// and 2n²k (solves) for linear algebra, none for data movement. Bytes: inputs read plus the
+/// elementwise operators, one per input element for reductions, 2/3 n³ (LU), n³/3 (Cholesky),
+/// n²k (triangular solves with k right-hand sides), 2n²k (solves from a factorisation; + 2/3 n³
+/// where the solve factors too) and none (lu_unpack) for linear algebra, none for data movement. Bytes: inputs read plus the
 /// output written (estimated from the inputs' shapes); views move nothing.
 OpCost estimate_cost(const std::string& name, OpGroup group, const std::vector<OpInput>& inputs,
                      double reported_flops);

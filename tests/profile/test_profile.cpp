@@ -325,6 +325,23 @@ TEST(OpGroups, CostEstimatesFromShapes) {
   EXPECT_DOUBLE_EQ(estimate_cost("aten::mv", OpGroup::gemm, {mat, vec}, 0).flops, 2.0 * 500 * 20);
 }
 
+// A triangular solve costs n² per right-hand-side column (LAPACK's TRSM count), a solve from an
+// LU factorisation twice that, and lu_unpack nothing (a user audit: triangular solves were
+// charged 2n²k, the forward Laplacian's FLOPs came out ~1.9× too high).
+TEST(OpGroups, SolvesAreChargedPerRightHandSideColumn) {
+  const OpInput a{{{8, 28, 28}}, 8}, rhs{{{32, 8, 28, 100}}, 8}, pivots{{{8, 28}}, 4};
+  const double columns = 32.0 * 8 * 100;
+  EXPECT_DOUBLE_EQ(estimate_cost("aten::linalg_solve_triangular", OpGroup::linalg, {a, rhs}, 0).flops,
+                   columns * 28 * 28);
+  EXPECT_DOUBLE_EQ(estimate_cost("aten::triangular_solve", OpGroup::linalg, {rhs, a}, 0).flops, columns * 28 * 28);
+  EXPECT_DOUBLE_EQ(estimate_cost("aten::linalg_lu_solve", OpGroup::linalg, {a, pivots, rhs}, 0).flops,
+                   2 * columns * 28 * 28);
+  EXPECT_DOUBLE_EQ(estimate_cost("aten::linalg_solve", OpGroup::linalg, {a, rhs}, 0).flops,
+                   2 * columns * 28 * 28 + 8 * 2.0 / 3 * 28 * 28 * 28);
+  EXPECT_DOUBLE_EQ(estimate_cost("aten::lu_unpack", OpGroup::linalg, {a, pivots}, 0).flops, 0);
+  EXPECT_DOUBLE_EQ(estimate_cost("aten::cholesky", OpGroup::linalg, {a}, 0).flops, 8 * 28.0 * 28 * 28 / 3);
+}
+
 TEST(RelativeSpread, InterquartileRangeOverTheMedianAndTheFullRangeOfFewTimings) {
   EXPECT_EQ(relative_spread({}), 0.0);
   EXPECT_EQ(relative_spread({0.5}), 0.0);
