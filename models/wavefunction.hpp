@@ -4,10 +4,12 @@
 #include <torch/torch.h>
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "blocks/blocks.hpp"
 #include "blocks/fwdlap.hpp"
+#include "models/hartree_fock_energy.hpp"
 #include "models/system_tensors.hpp"
 
 namespace nnvmc {
@@ -48,6 +50,10 @@ class WaveFunction : public torch::nn::Module {
   /// other cores may rotate degenerate orbitals, to which the backflow is not invariant).
   /// Default: none.
   virtual std::map<std::string, torch::Tensor> frozen_state() const { return {}; }
+  /// The Hartree–Fock energy of a determinant built into the ansatz (PauliNet's baseline), which
+  /// training starts from and should end below; none by default (the trainer then uses
+  /// pretraining's target, when there is one).
+  virtual std::optional<HartreeFockEnergy> built_in_hartree_fock() const { return std::nullopt; }
   /// Copies `state` into the buffers frozen_state() names (converted to their dtype/device).
   /// @throws CheckpointError for a missing name or another shape.
   void load_frozen_state(const std::map<std::string, torch::Tensor>& state);

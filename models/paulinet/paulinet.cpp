@@ -90,6 +90,10 @@ PauliNet::PauliNet(const PaulinetOptions& options, const System& system)
                    static_cast<long>(n[1]), static_cast<long>(n[2]), static_cast<long>(n[3]), static_cast<long>(n[4])));
 }
 
+std::optional<HartreeFockEnergy> PauliNet::built_in_hartree_fock() const {
+  return HartreeFockEnergy{e_hf_, std::string(restricted_ ? "RHF/" : "UHF/") + options_.basis + ", the PauliNet baseline"};
+}
+
 std::array<int64_t, 5> PauliNet::parameter_counts() const {
   std::array<int64_t, 5> n{0, 0, 0, 0, 0};
   if (schnet_) n[0] = count(*schnet_);

@@ -46,6 +46,8 @@ class PauliNet : public WaveFunction {
   GaussianOrbitalSpec baseline(int spin, const SystemTensors& sys, const torch::Tensor& like);
 
   double hf_energy() const { return e_hf_; }       ///< E_HF of the baseline SCF (hartree)
+  /// {hf_energy(), "RHF/<basis>, the PauliNet baseline"} (UHF for a UHF baseline).
+  std::optional<HartreeFockEnergy> built_in_hartree_fock() const override;
   bool restricted() const { return restricted_; }  ///< RHF baseline (one orbital set)
   int64_t n_orbitals() const { return n_orb_; }    ///< O = max(n↑, n↓) orbitals per spin
   /// Trainable parameter counts: {graph network, Jastrow, backflow, cusp shifts, MO coefficients}.

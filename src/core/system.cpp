@@ -31,6 +31,22 @@ int System::n_electrons() const {
 int System::n_up() const { return (n_electrons() + spin) / 2; }
 int System::n_down() const { return (n_electrons() - spin) / 2; }
 
+double System::energy_lower_bound() const {
+  double z = 0;
+  for (const auto& a : atoms) z += a.Z;
+  // the sum of the lowest `electrons` levels of one spin of a hydrogen-like ion of charge z
+  const auto filled = [z](int electrons) {
+    double e = 0;
+    for (int n = 1; electrons > 0; ++n) {
+      const int in_shell = std::min(electrons, n * n);
+      e -= in_shell * z * z / (2.0 * n * n);
+      electrons -= in_shell;
+    }
+    return e;
+  };
+  return filled(n_up()) + filled(n_down()) + nuclear_repulsion();
+}
+
 double System::nuclear_repulsion() const {
   double e = 0;
   for (size_t i = 0; i < atoms.size(); ++i)

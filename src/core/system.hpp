@@ -40,6 +40,14 @@ struct System {
   int n_up() const;         ///< (n_electrons + spin) / 2
   int n_down() const;       ///< (n_electrons − spin) / 2
   double nuclear_repulsion() const;  ///< Σ_{I<J} Z_I Z_J / |R_I − R_J| (hartree)
+  /// A rigorous lower bound on every energy of this molecule's Hamiltonian (hartree): without
+  /// the electron repulsion, and with −½∇² − Σ_A Z_A/|r − R_A| = Σ_A w_A (−½∇² − Z/|r − R_A|),
+  /// w_A = Z_A/Z, Z = Σ_A Z_A, the one-electron levels sum (Ky Fan) to at least those of one
+  /// hydrogen-like ion of charge Z: each spin's electrons fill its shells, n² orbitals at
+  /// −Z²/(2n²). Plus the nuclear repulsion. Exact for one electron on one nucleus (H: −0.5);
+  /// loose otherwise (H2 −3.29, LiH −15.0), so an energy below it is a broken estimate, not a
+  /// good wavefunction (walkers that no longer sample |ψ|²).
+  double energy_lower_bound() const;
 
   /// Checks charge/spin consistency. @throws InputError naming what is wrong.
   void validate() const;

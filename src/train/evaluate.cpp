@@ -83,6 +83,7 @@ EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers
   out.steps_per_iteration = s.config.sampler.steps_per_iteration;
   out.e_ref = m.system.e_ref;
   out.e_ref_source = m.system.e_ref_source;
+  out.lower_bound = m.system.energy_lower_bound();
   const int block = std::max(1, s.config.sampler.steps_per_iteration);
   {
     auto scope = timers.scope("sampling");

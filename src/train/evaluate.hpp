@@ -79,6 +79,13 @@ constexpr int kMinFreshWalkersBurnIn = 500;
 int fresh_walkers_burn_in(const System& s);
 
 /// Result of an evaluation.
+/// An estimate `mean ± error` lies more than 3 error bars (and 1e-6 relative) below `bound`
+/// (System::energy_lower_bound); false for a NaN bound.
+inline bool energy_below_bound(double mean, double error, double bound) {
+  const double margin = 3 * (std::isfinite(error) ? error : 0.0) + 1e-6 * std::fabs(bound);
+  return std::isfinite(bound) && mean + margin < bound;
+}
+
 struct EvalResult {
   BlockingResult stats;        ///< mean energy, error bar, autocorrelation time (in iterations)
   double error_batch_means = 0;  ///< cross-check: batch-means standard error of the mean
@@ -100,7 +107,7 @@ struct EvalResult {
   /// And the walkers were in equilibrium as far as can be seen: no drift, and they moved.
   bool error_reliable() const {
     return (stats.plateau || (error_method == "walker chains" && walkers >= kMinWalkersForChainsError)) &&
-           !series_too_short() && !drifting() && !hardly_moved() && !walkers_apart();
+           !series_too_short() && !drifting() && !hardly_moved() && !walkers_apart() && !below_lower_bound();
   }
   /// With the reblocking: the series is shorter than kMinAutocorrTimesInSeries autocorrelation
   /// times (autocorr_times_in_series).
@@ -162,6 +169,11 @@ struct EvalResult {
   /// this geometry, charge and spin
   std::optional<double> e_ref;
   std::string e_ref_source;
+  /// System::energy_lower_bound of the molecule (NaN: not known)
+  double lower_bound = std::numeric_limits<double>::quiet_NaN();
+  /// The energy lies more than 3 error bars below lower_bound: no wavefunction has it, so the
+  /// walkers did not sample |ψ|² (a user audit: a diverged PauliNet evaluated to −8e25 Eh, exit 0).
+  bool below_lower_bound() const { return energy_below_bound(stats.mean, stats.error, lower_bound); }
 };
 
 /// Progress callback: (iteration done, total).

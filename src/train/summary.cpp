@@ -37,6 +37,8 @@ nlohmann::json eval_json(const EvalResult& r) {
           {"drift_last", r.drift_last},
           {"walkers_apart", r.walkers_apart()},
           {"burn_in_short", r.short_burn_in()},
+          {"lower_bound", r.lower_bound},
+          {"below_lower_bound", r.below_lower_bound()},
           {"burn_in", r.burn_in},
           {"acceptance", r.acceptance},
           {"step_size", r.step_size},
@@ -95,6 +97,12 @@ std::string eval_text(const EvalResult& r) {
                                 : "the Sokal windows': the reblocking found no plateau",
               r.acceptance, r.step_size);
   s += steps_and_walkers(r.steps, r.walkers) + "\n";
+  if (r.below_lower_bound())
+    s += strfmt("warning: the energy is below %.6f Eh, the lowest any wavefunction of this molecule can have (the "
+                "electrons without their repulsion, in a hydrogen-like field of all nuclear charge): the walkers did "
+                "not sample |psi|^2 and the number is meaningless. A training that diverged (a too large optim.lr) "
+                "leaves such a wavefunction; start it again with a smaller learning rate\n",
+                r.lower_bound);
   if (!reblocked && !r.stats.plateau && r.walkers < kMinWalkersForChainsError)
     s += strfmt("note: %ld step(s) are too few for a reblocking plateau; the error bar is the spread of the %d walkers' "
                 "own averages, which with fewer than %d walkers is itself uncertain by about %.0f %%: evaluate with "
@@ -181,7 +189,7 @@ nlohmann::json timers_json(const StageTimers& t) {
 
 void write_summary(const std::string& path, const VmcSetup& setup, const std::vector<EvalResult>& evals,
                    const StageTimers& timers, std::int64_t iterations, const nlohmann::json& extra,
-                   const std::vector<double>& e_hf_pretrain) {
+                   const std::vector<HartreeFockEnergy>& e_hf) {
   nlohmann::json list = nlohmann::json::array();
   for (std::size_t i = 0; i < evals.size() && i < setup.molecules.size(); ++i) {
     nlohmann::json m = {{"molecule", setup.molecules[i].name()}};
@@ -189,10 +197,10 @@ void write_summary(const std::string& path, const VmcSetup& setup, const std::ve
     m["n_electrons"] = setup.molecules[i].system.n_electrons();
     m["charge"] = setup.molecules[i].system.charge;  // (as eval --json gives them: H2+ is not H2)
     m["spin"] = setup.molecules[i].system.spin;
-    // the Hartree-Fock energy of pretraining's target, which the final energy is checked against
-    if (i < e_hf_pretrain.size() && std::isfinite(e_hf_pretrain[i])) {
-      m["e_hf_pretrain"] = e_hf_pretrain[i];
-      m["pretrain_basis"] = setup.config.pretrain.basis;
+    // the Hartree-Fock energy the final energy is checked against, and what it is
+    if (i < e_hf.size() && std::isfinite(e_hf[i].energy)) {
+      m["e_hf"] = e_hf[i].energy;
+      m["e_hf_source"] = e_hf[i].source;
     }
     list.push_back(std::move(m));
   }

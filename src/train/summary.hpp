@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/timer.hpp"
+#include "models/hartree_fock_energy.hpp"
 #include "train/evaluate.hpp"
 
 namespace nnvmc {
@@ -39,11 +40,11 @@ nlohmann::json timers_json(const StageTimers& t);
 /// molecule also has that molecule's keys at the top level (the one-molecule shape of earlier
 /// versions). Then model, iterations, laplacian, dtype, timings; `extra` keys are added.
 /// @param evals one evaluation per molecule of the setup, in order
-/// @param e_hf_pretrain per molecule, the HF energy of pretraining's target (`e_hf_pretrain`; none
-/// when empty or NaN)
+/// @param e_hf per molecule, the Hartree–Fock energy the final energy is checked against
+/// (`e_hf`, `e_hf_source`: pretraining's target or the ansatz's baseline; none when empty or NaN)
 void write_summary(const std::string& path, const VmcSetup& setup, const std::vector<EvalResult>& evals,
                    const StageTimers& timers, std::int64_t iterations,
                    const nlohmann::json& extra = nlohmann::json::object(),
-                   const std::vector<double>& e_hf_pretrain = {});
+                   const std::vector<HartreeFockEnergy>& e_hf = {});
 
 }  // namespace nnvmc

@@ -202,6 +202,13 @@ void Trainer::time_stages_on_device() {
   device_timing_.attach(timers_);
 }
 
+namespace {
+/// E_HF of pretraining's target, with what it is.
+HartreeFockEnergy pretraining_target(double energy, const std::string& basis) {
+  return {energy, "UHF/" + basis + ", pretraining's target"};
+}
+}  // namespace
+
 Trainer::Trainer(VmcSetup setup) : setup_(std::move(setup)) {
   const Config& config = setup_.config;
   time_stages_on_device();
@@ -214,7 +221,7 @@ Trainer::Trainer(VmcSetup setup) : setup_(std::move(setup)) {
   for (auto& m : setup_.molecules) m.local_energy->set_timers(&timers_);
   if (config.pretrain.steps > 0) {
     const auto p = pretrain(setup_, config.pretrain, timers_);
-    for (const auto& m : p.molecules) e_hf_.push_back(m.e_hf);
+    for (const auto& m : p.molecules) e_hf_.push_back(pretraining_target(m.e_hf, config.pretrain.basis));
     if (writes_output()) {
       io::H5File results(output_ + "/result.h5", io::H5File::Mode::append);
       double e_hf = 0;
@@ -313,6 +320,31 @@ Trainer::Trainer(const Config& config, const std::string& checkpoint_path)
   init_output(true);
 }
 
+void Trainer::stop_if_diverged(const VmcMolecule& molecule, double energy, double error, std::int64_t iteration) const {
+  const double bound = molecule.system.energy_lower_bound();
+  if (!energy_below_bound(energy, error, bound)) return;
+  // (every rank measured the same energy of all walkers: all stop here)
+  const std::string dir = output_.empty() ? std::string("the run") : output_;
+  throw NumericalError(strfmt(
+      "training diverged at iteration %ld: the energy of %s, %.6g +- %.2g Eh, is below %.6f Eh, the lowest any "
+      "wavefunction of this molecule can have. The walkers no longer sample |psi|^2: the wavefunction changed faster "
+      "than they follow, as a too large optim.lr (%g) makes it. %s",
+      static_cast<long>(iteration), molecule.name().c_str(), energy, error, bound, setup_.config.optim.lr,
+      last_checkpoint_ >= 0
+          ? strfmt("Its last checkpoint (iteration %ld, in %s) was written before this; evaluate it (nnvmc eval %s) "
+                   "before resuming it with a smaller optim.lr, or start again",
+                   static_cast<long>(last_checkpoint_), dir.c_str(), dir.c_str())
+                .c_str()
+          : "No checkpoint was written: start again with a smaller optim.lr"));
+}
+
+std::vector<HartreeFockEnergy> Trainer::hartree_fock_energies() const {
+  if (!e_hf_.empty() || setup_.molecules.size() != 1) return e_hf_;
+  const auto built_in = setup_.wf->built_in_hartree_fock();
+  if (!built_in) return {};
+  return {*built_in};
+}
+
 void Trainer::read_pretraining_energies() {
   // (rank 0 warns; a result.h5 without them, or unreadable, only leaves the check out)
   const std::string path = output_ + "/result.h5";
@@ -325,7 +357,7 @@ void Trainer::read_pretraining_energies() {
       if (!results.exists(name)) return e_hf_.clear();
       const io::Array a = results.read(name);
       if (a.dtype != io::DType::f64 || a.numel() < 1) return e_hf_.clear();
-      e_hf_.push_back(a.as<double>()[a.numel() - 1]);
+      e_hf_.push_back(pretraining_target(a.as<double>()[a.numel() - 1], setup_.config.pretrain.basis));
     }
   } catch (const Error&) {
     e_hf_.clear();
@@ -1045,6 +1077,7 @@ TrainOutcome Trainer::run(bool final_eval) {
       m.energy = stats.data_ptr<double>()[0];
       m.variance = stats.data_ptr<double>()[1];
       m.error = std::sqrt(m.variance / static_cast<double>(e64.numel()));
+      stop_if_diverged(mols[m.index], m.energy, m.error, t + 1);
       energy += per * m.energy;
       var += per * m.variance;
       acc += per * m.acceptance;
@@ -1136,14 +1169,15 @@ void Trainer::final_evaluation(TrainOutcome& out, const std::function<io::H5File
   }
   // A final energy above the pretraining target's Hartree–Fock energy (already a small basis's,
   // so above the true HF energy) is a wavefunction worse than the Slater determinant it started from.
-  for (std::size_t i = 0; i < mols.size() && i < e_hf_.size(); ++i) {
+  const auto e_hf = hartree_fock_energies();
+  for (std::size_t i = 0; i < mols.size() && i < e_hf.size(); ++i) {
     const auto& st = out.evals[i].stats;
-    if (std::isfinite(e_hf_[i]) && st.mean - e_hf_[i] > 3 * st.error)
-      log::warn(strfmt("%s%sthe final energy %.6f +- %.6f Eh is above the UHF/%s energy %.6f Eh of pretraining's "
-                       "target: the wavefunction is worse than Hartree-Fock. Train longer (optim.iterations), or "
-                       "pretrain longer (pretrain.steps) or with a smaller pretrain.lr",
+    if (std::isfinite(e_hf[i].energy) && st.mean - e_hf[i].energy > 3 * st.error)
+      log::warn(strfmt("%s%sthe final energy %.6f +- %.6f Eh is above the Hartree-Fock energy %.6f Eh (%s): the "
+                       "wavefunction is worse than Hartree-Fock. Train longer (optim.iterations)%s",
                        mols.size() > 1 ? mols[i].name().c_str() : "", mols.size() > 1 ? ": " : "", st.mean, st.error,
-                       cfg.pretrain.basis.c_str(), e_hf_[i]));
+                       e_hf[i].energy, e_hf[i].source.c_str(),
+                       e_hf_.empty() ? "" : ", or pretrain longer (pretrain.steps) or with a smaller pretrain.lr"));
   }
   // Written once every molecule is evaluated: an evaluation interrupted on the way leaves a
   // resume's files (its earlier evaluation and summary.json) as they were.
@@ -1164,7 +1198,7 @@ void Trainer::final_evaluation(TrainOutcome& out, const std::function<io::H5File
                    {"optimizer", cfg.optim.type},
                    {"stopped_by", stopped_by_},
                    {"resumes_with_changes", history_array(history_)}},
-                  e_hf_);
+                  e_hf);
   }
   // The result itself is the caller's to print or log (nnvmc train: on stdout, whatever the
   // log level; a comparison's cell: in its log, log_eval_text).

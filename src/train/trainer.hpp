@@ -160,9 +160,17 @@ class Trainer {
   std::string history_;  ///< Checkpoint::history (JSON array text; "" when no resume changed anything)
   /// E_HF of each molecule from the run's pretraining (its target's basis), empty without:
   /// a final energy above it is warned about (a user audit: energies 4 Eh above E_HF, exit 0)
-  std::vector<double> e_hf_;
+  std::vector<HartreeFockEnergy> e_hf_;
   /// e_hf_ of a resumed run: its pretraining's, from result.h5 (left empty where it has none).
   void read_pretraining_energies();
+  /// The energies the final energy is checked against: e_hf_, or without pretraining the
+  /// ansatz's built-in determinant's (PauliNet's baseline; a user audit: a PauliNet run had none).
+  std::vector<HartreeFockEnergy> hartree_fock_energies() const;
+  /// @throws NumericalError when a training iteration's energy lies below the molecule's
+  /// System::energy_lower_bound (energy_below_bound): the walkers no longer sample |ψ|² and the
+  /// gradient is meaningless (a user audit: PauliNet at optim.lr=0.05 went on to −1e25 Eh, exit 0).
+  /// Nothing is checkpointed: the state is damaged.
+  void stop_if_diverged(const VmcMolecule& molecule, double energy, double error, std::int64_t iteration) const;
   std::string stopped_by_ = "optim.iterations";  ///< what ended the training: optim.iterations or optim.minutes
   bool previous_run_cleared_ = false;  ///< *.previous files of a run replaced by --force are gone
   /// On CUDA: each stage's time as the device sees it (CUDA events, no wait for the device when

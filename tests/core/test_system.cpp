@@ -31,6 +31,22 @@ TEST(System, LiHHasFourElectronsAndKnownNuclearRepulsion) {
   EXPECT_NEAR(s.nuclear_repulsion(), 3.0 / 3.015, 1e-12);
 }
 
+// The lower bound is exact for hydrogen and fills hydrogen-like shells of the total nuclear
+// charge per spin otherwise; every shipped molecule's best known energy lies above it.
+TEST(System, EnergyLowerBoundIsExactForHydrogenAndBelowEveryReference) {
+  EXPECT_DOUBLE_EQ(load_molecule("h", kMolecules).energy_lower_bound(), -0.5);
+  EXPECT_DOUBLE_EQ(load_molecule("he", kMolecules).energy_lower_bound(), -4.0);  // 2 × (−Z²/2), Z = 2
+  // Li: Z = 3, two up electrons in shells n = 1, 2 and one down: −4.5 − 1.125 − 4.5
+  EXPECT_DOUBLE_EQ(load_molecule("li", kMolecules).energy_lower_bound(), -10.125);
+  const System h2 = load_molecule("h2", kMolecules);
+  EXPECT_NEAR(h2.energy_lower_bound(), -4.0 + h2.nuclear_repulsion(), 1e-12);
+  for (const char* name : {"h", "he", "li", "h2", "lih", "n2", "ch4", "c4h4"}) {  // (h2o, c2h6: no e_ref)
+    const System s = load_molecule(name, kMolecules);
+    ASSERT_TRUE(s.e_ref.has_value()) << name;
+    EXPECT_LE(s.energy_lower_bound(), *s.e_ref) << name;
+  }
+}
+
 TEST(System, AngstromFilesAreConvertedToBohr) {
   // Reference e_nuc from ../shared/reference/ccsd.csv (Psi4).
   EXPECT_NEAR(load_molecule("h2o", kMolecules).nuclear_repulsion(), 9.188258413405, 1e-8);

@@ -91,17 +91,42 @@ TEST(Cli, APretrainingThatDoesNotFitAndAnEnergyAboveHartreeFockAreWarnedAbout) {
                      "eval.steps=50 --log-level warn");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("pretraining hardly reduced the orbital loss of he ("), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("Eh of pretraining's target: the wavefunction is worse than Hartree-Fock"), std::string::npos)
+  EXPECT_NE(r.out.find("Eh (UHF/sto-6g, pretraining's target): the wavefunction is worse than Hartree-Fock"),
+            std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("is above the UHF/sto-6g energy -2.8"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("is above the Hartree-Fock energy -2.8"), std::string::npos) << r.out;
   // a resumed run compares with its pretraining's E_HF (from result.h5)
   const auto resumed = run("train --resume " + t.dir + " optim.iterations=1 --log-level warn");
   ASSERT_EQ(resumed.code, 0) << resumed.out;
-  EXPECT_NE(resumed.out.find("is above the UHF/sto-6g energy -2.8"), std::string::npos) << resumed.out;
+  EXPECT_NE(resumed.out.find("is above the Hartree-Fock energy -2.8"), std::string::npos) << resumed.out;
+  EXPECT_NE(resumed.out.find("(UHF/sto-6g, pretraining's target)"), std::string::npos) << resumed.out;
   // summary.json gives the energy the result was checked against (a user audit found it only in the log)
   const auto summary = nlohmann::json::parse(std::ifstream(t.dir + "/summary.json"));
-  EXPECT_NEAR(summary["molecules"][0]["e_hf_pretrain"].get<double>(), -2.85, 0.05);
-  EXPECT_EQ(summary["molecules"][0]["pretrain_basis"], "sto-6g");
+  EXPECT_NEAR(summary["molecules"][0]["e_hf"].get<double>(), -2.85, 0.05);
+  EXPECT_EQ(summary["molecules"][0]["e_hf_source"], "UHF/sto-6g, pretraining's target");
+}
+
+// A training whose energy falls below the lowest the Hamiltonian allows has diverged: it stops
+// with an error instead of going on (a user audit: PauliNet at optim.lr=0.05 trained on to −1e25
+// Eh and evaluated to −8e25 Eh, exit 0). PauliNet without pretraining is checked against its
+// own baseline's E_HF (summary.json had none).
+TEST(Cli, ADivergedTrainingStopsAndPauliNetIsCheckedAgainstItsBaseline) {
+  const auto t = tiny_run("nnvmc_cli_diverged");
+  const auto r = run("train " + t.config + " model.type=paulinet system.molecule=h2 sampler.walkers=64 "
+                     "optim.iterations=20 optim.lr=0.05 --log-level warn");
+  EXPECT_NE(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("training diverged at iteration"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("is below -3.285714 Eh, the lowest any wavefunction of this molecule can have"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("terminate"), std::string::npos) << r.out;
+  const auto ok = run("train " + t.config + " model.type=paulinet system.molecule=h2 sampler.walkers=32 "
+                      "optim.iterations=2 eval.steps=20 --log-level warn");
+  ASSERT_EQ(ok.code, 0) << ok.out;
+  const auto summary = nlohmann::json::parse(std::ifstream(t.dir + "/summary.json"));
+  EXPECT_NEAR(summary["e_hf"].get<double>(), -1.128, 0.001);  // RHF/6-311G
+  EXPECT_EQ(summary["e_hf_source"], "RHF/6-311g, the PauliNet baseline");
+  EXPECT_FALSE(summary["below_lower_bound"].get<bool>());
 }
 
 // model.init_from is a training setting: an evaluation names it and ignores it, also for a

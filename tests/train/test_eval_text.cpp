@@ -179,6 +179,28 @@ TEST(EvalText, StatesTheReferenceEnergyAndTheDistanceFromIt) {
 // A burn-in shorter than the measured autocorrelation time is warned about (a user audit: a
 // SPRING-trained LiH measured τ = 28 iterations of 10 MH steps after a burn-in of 50 steps and came
 // out 27 mEh above the same evaluation after 1500); one of several τ is not.
+// An energy below the lowest any wavefunction can have is meaningless (a user audit: a diverged
+// PauliNet evaluated to −8e25 Eh with exit 0 and no word).
+TEST(EvalText, AnEnergyBelowTheHamiltoniansLowerBoundIsUnreliable) {
+  auto r = evaluation("walker chains", 256, true);
+  r.lower_bound = -4.0;  // He
+  EXPECT_FALSE(r.below_lower_bound());
+  EXPECT_TRUE(r.error_reliable());
+  r.stats.mean = -4.0 - 2.9 * r.stats.error;  // within 3 error bars: could be noise
+  EXPECT_FALSE(r.below_lower_bound());
+  r.stats.mean = -1422.08;
+  r.stats.error = 329.6;
+  ASSERT_TRUE(r.below_lower_bound());
+  EXPECT_FALSE(r.error_reliable());
+  const std::string text = eval_text(r);
+  EXPECT_TRUE(contains(text, "(UNRELIABLE: see below)")) << text;
+  EXPECT_TRUE(contains(text, "warning: the energy is below -4.000000 Eh, the lowest any wavefunction")) << text;
+  EXPECT_TRUE(eval_json(r)["below_lower_bound"].get<bool>());
+  EXPECT_DOUBLE_EQ(eval_json(r)["lower_bound"].get<double>(), -4.0);
+  r.lower_bound = std::numeric_limits<double>::quiet_NaN();  // not known: nothing said
+  EXPECT_FALSE(r.below_lower_bound());
+}
+
 TEST(EvalText, ABurnInShorterThanTheAutocorrelationTimeIsWarnedAbout) {
   auto r = evaluation("walker chains", 256, true);
   r.steps_per_iteration = 10;
