@@ -135,9 +135,10 @@ void run_compare(const CompareArgs& a) {
   world.barrier();
   compare::RunSummary summary = compare::run_cells(spec, o);
   if (world.size() > 1) {  // the counts of all ranks' cells
-    double counts[4] = {double(summary.done), double(summary.failed), double(summary.ran), summary.interrupted ? 1.0 : 0.0};
-    world.allreduce_sum(counts, 4);
-    summary = {int(counts[0]), int(counts[1]), int(counts[2]), counts[3] > 0};
+    double counts[5] = {double(summary.done), double(summary.failed), double(summary.ran),
+                        summary.interrupted ? 1.0 : 0.0, double(summary.killed)};
+    world.allreduce_sum(counts, 5);
+    summary = {int(counts[0]), int(counts[1]), int(counts[2]), counts[3] > 0, int(counts[4])};
     if (!root) return;  // rank 0 writes the table and reports the outcome (its exit code is the job's)
   }
   compare::ReportInfo info;
@@ -154,6 +155,12 @@ void run_compare(const CompareArgs& a) {
   if (summary.interrupted)
     throw Error(strfmt("interrupted with %d of %d cells done; re-run the same command to continue",
                        summary.done + summary.failed, total));
+  if (summary.killed > 0)
+    throw Error(strfmt("%d cell%s stopped from outside (killed: the out-of-memory killer, a scheduler or a user), "
+                       "%d of %d done; re-run the same command to continue %s from %s checkpoint%s",
+                       summary.killed, summary.killed == 1 ? "'s process was" : "s' processes were", summary.done,
+                       total, summary.killed == 1 ? "it" : "them", summary.killed == 1 ? "its" : "their",
+                       summary.killed == 1 ? "" : "s"));
   if (summary.failed > 0) {  // (it said "the others completed" when none had, or some were not run)
     const int not_run = total - summary.done - summary.failed;
     throw Error(strfmt("%d of %d cell%s failed (reasons in %s/report.md), %d done%s; once the cause is fixed, "

@@ -307,8 +307,21 @@ RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
         continue;
       }
       const std::string why = "the cell's process ended with " + st.describe() + " (see " + dir_of(*cell) + "/log.txt)";
+      const bool stopped_from_outside =
+          st.signal == SIGKILL || st.signal == SIGTERM || st.signal == SIGINT || st.signal == SIGHUP;
       if (j.value("status", "") == "done") {  // a done cell's continuation (more minutes): it keeps its result
         j["continuation_failed"] = why;
+      } else if (stopped_from_outside) {  // not the cell's failure: a re-run continues it
+        std::error_code ec;
+        const bool checkpoint = fs::exists(dir_of(*cell) + "/checkpoint.h5", ec);
+        j["status"] = "interrupted";
+        j["reason"] = why;
+        io::write_text_atomically(dir_of(*cell) + "/cell.json", json_text(j, 2) + "\n");
+        ++summary.killed;
+        log::warn(strfmt("[%d/%d] %s: %s; it %s when the comparison runs again", number.at(cell), total,
+                         cell->id.c_str(), why.c_str(),
+                         checkpoint ? "continues from its checkpoint" : "starts again (no checkpoint yet)"));
+        continue;
       } else {
         j["status"] = "failed";
         j["reason"] = why;

@@ -42,6 +42,11 @@ struct RunSummary {
   int failed = 0;        ///< cells failed (now or before)
   int ran = 0;           ///< cells started in this invocation
   bool interrupted = false;  ///< stopped by a signal (or the testing hook); re-run to continue
+  /// cells whose own process was stopped from outside (SIGKILL, e.g. the OOM killer or a
+  /// scheduler; SIGTERM, SIGINT, SIGHUP past their handler): marked interrupted, so that a re-run
+  /// continues them from their checkpoint (they were failed, and --retry-failed trained them
+  /// from the start again: a user audit)
+  int killed = 0;
 };
 
 /// State of a cell on disk: "new", "started" (has a checkpoint), "done", "failed", "interrupted".

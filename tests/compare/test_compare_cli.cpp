@@ -505,6 +505,41 @@ TEST(CompareCli, CtrlCToTheProcessGroupCheckpointsTheCellAndTheRerunContinuesIt)
   EXPECT_GE(train_rows(dir, "tiny__h"), rows_before);  // the rows trained before the signal are kept
 }
 
+// A cell whose own process is killed from outside (kill -9: the out-of-memory killer, a
+// scheduler) is interrupted, not failed: the re-run continues it from its checkpoint (a user
+// audit: it was failed, and --retry-failed trained it from iteration 0 again).
+TEST(CompareCli, ACellKilledFromOutsideContinuesFromItsCheckpoint) {
+  const std::string body =
+      "ansatze: [{label: tiny, type: ferminet, ferminet: {hidden_dims: [[8, 4]], determinants: 1}}]\n"
+      "molecules: [h]\n"
+      "walkers: 8\neval_steps: 4\n"
+      "overrides: [sampler.burn_in=2, sampler.steps_per_iteration=2, eval.burn_in=2, pretrain.steps=0,\n"
+      "            run.threads=1, run.checkpoint_every=5]\n";
+  const auto [file, dir] = setup("nnvmc_compare_kill9", body + "minutes: 5\n");
+  const std::string script =
+      std::string(NNVMC_EXE) + " compare " + file + " --no-plots > " + dir + ".log 2>&1 & pid=$!; "
+      "for i in $(seq 600); do [ -s " + dir + "/cells/tiny__h/checkpoint.h5 ] && break; sleep 0.1; done; sleep 1; "
+      "pkill -KILL -P $pid; wait $pid; echo rc=$?";
+  const auto first = run_shell("bash -c '" + script + "'");
+  std::ifstream log_in(dir + ".log");
+  const std::string log((std::istreambuf_iterator<char>(log_in)), {});
+  EXPECT_NE(first.out.find("rc=1"), std::string::npos) << first.out << log;
+  EXPECT_NE(log.find("tiny__h: the cell's process ended with killed by signal 9"), std::string::npos) << log;
+  EXPECT_NE(log.find("it continues from its checkpoint when the comparison runs again"), std::string::npos) << log;
+  EXPECT_NE(log.find("re-run the same command to continue it from its checkpoint"), std::string::npos) << log;
+  EXPECT_EQ(cell_json(dir, "tiny__h")["status"], "interrupted") << log;
+  const auto rows_before = train_rows(dir, "tiny__h");
+  EXPECT_GT(rows_before, 0);
+
+  std::ofstream(file) << body << "minutes: 0.0001\noutput: " << dir << "\n";
+  const auto second = run("compare " + file + " --no-plots");
+  ASSERT_EQ(second.code, 0) << second.out;
+  EXPECT_NE(second.out.find("tiny__h: continuing from its checkpoint"), std::string::npos) << second.out;
+  EXPECT_EQ(cell_json(dir, "tiny__h")["status"], "done");
+  // the rows up to the checkpoint (every 5 iterations) before the kill are kept
+  EXPECT_GE(train_rows(dir, "tiny__h"), rows_before - 5);
+}
+
 // A Ctrl-C in a cell's pretraining, before its first checkpoint, is not said to leave one (found
 // by a user audit: "interrupted at its checkpoint" with no checkpoint.h5).
 TEST(CompareCli, CtrlCBeforeACellsFirstCheckpointSaysItStartsAgain) {
