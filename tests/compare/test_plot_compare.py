@@ -91,6 +91,27 @@ class PlotCompare(unittest.TestCase):
         self.assertIn("h2: E_ref -1.1745 Eh\nexact at R=1.4 bohr", titles)
         self.assertIn("lih: E_ref -8.0000 Eh\nCCSD(T)/cc-pvdz (nnvmc ccsd)", titles)
 
+    def test_a_training_curve_is_not_drawn_below_its_noise(self):
+        # energies scattered ± 0.05 Eh about the reference: the running mean crosses it, and its
+        # |E - E_ref| dipped to 1e-6 Eh on the log axis (a user audit)
+        rng = np.random.default_rng(0)
+        ref = -1.1745
+        curve = ref + 0.05 * rng.standard_normal(400)
+        with tempfile.TemporaryDirectory() as out:
+            write_comparison(out, [dict(ansatz="fn", molecule="h2", error=0.002, energy_err=0.004, reference=ref,
+                                        curve=list(curve))])
+            time_fig, _ = plot_compare.figures(plot_compare.read(out))
+        lines = [l for l in time_fig.axes[0].get_lines() if len(l.get_ydata()) == 400]
+        self.assertEqual(len(lines), 1)
+        _, se = plot_compare.running_mean(curve, 40)
+        self.assertTrue(np.all(np.asarray(lines[0].get_ydata()) >= se - 1e-15))
+        self.assertGreater(np.min(lines[0].get_ydata()), 1e-3)  # 0.05 / sqrt(40) = 8 mEh at most points
+
+    def test_running_mean_and_its_standard_error(self):
+        mean, se = plot_compare.running_mean([1.0, 3.0, 5.0, 7.0], 2)
+        np.testing.assert_allclose(mean, [1.0, 2.0, 4.0, 6.0])
+        np.testing.assert_allclose(se, [0.0, 1.0, 1.0, 1.0])  # std of two values 2 apart: sqrt(2), / sqrt(2)
+
     def test_a_comparison_where_no_cell_finished_says_so(self):
         with tempfile.TemporaryDirectory() as out:
             write_comparison(out, [dict(ansatz="broken", molecule="he", status="failed", reference=-2.9037)])
