@@ -51,6 +51,9 @@ void profiler_stop(OpProfiler& profiler, StageRecorder& recorder, std::vector<st
 /// A scratch run directory's marker file: a run directory under <output>/runs/ without it is
 /// a user's run, which profile never replaces.
 constexpr const char* kScratchMarker = io::kProfileScratchMarker;
+/// What a profile writes into --output (write_profile_outputs; the plots by plot_profile.py).
+constexpr const char* kProfileFiles[] = {"profile.json", "profile.h5",   "report.md",   "stage_bars.png",
+                                         "op_mix.png",   "roofline.png", "scaling.png", "plot.log"};
 
 /// Name of a run directory under <output>/runs/: the molecule's name (a frame's STEM@K as
 /// STEM_K; `batch` for several molecules), with characters other than letters, digits, - and _
@@ -215,14 +218,18 @@ MoleculeProfile profile_molecule(const std::string& config_path, std::vector<std
                    m.n_electrons, m.walkers, warmup, o.iterations, o.profiled));
   if (warmup > o.warmup)
     log::info(strfmt("  (%d warm-up iterations, not %d: until each molecule has been trained once)", warmup, o.warmup));
-  const TrainOutcome outcome = trainer.run(/*final_eval=*/false);
-  trainer.timers().set_observer(nullptr);
-  if (outcome.interrupted) throw Interrupted("profile: interrupted (nothing written; its scratch runs, checkpoint included, are removed)");
-  {  // (after the run: its first checkpoint drops any mark, as a user's run started there does)
+  const auto mark_scratch = [&] {
     std::ofstream marker(dir + "/" + kScratchMarker);
     marker << "A scratch run of 'nnvmc profile': a profile into the same --output replaces this directory.\n";
     if (!marker) throw InputError("profile: --output " + o.output + ": cannot write " + dir + "/" + kScratchMarker);
-  }
+  };
+  mark_scratch();  // (before the run too: one killed outright blocked every later profile, a user audit)
+  const TrainOutcome outcome = trainer.run(/*final_eval=*/false);
+  trainer.timers().set_observer(nullptr);
+  if (outcome.interrupted)
+    throw Interrupted("profile: interrupted (no report written: profile.json and report.md are as they were; the "
+                      "scratch runs it made, which replace an earlier profile's of the same molecules, are removed)");
+  mark_scratch();  // again: its checkpoint dropped the mark, as a user's run started there does
   report.stage_clock = recorder.event_clock() ? "cuda events" : cuda >= 0 ? "host clock, device synchronised" : "host clock";
 
   m.iteration_seconds = median(iteration);
@@ -325,6 +332,8 @@ ProfileReport run_profile(const std::string& config_path, const std::vector<std:
   r.config = config_path;
   r.options = options;
   const std::vector<std::string> molecules = options.molecules.empty() ? std::vector<std::string>{""} : options.molecules;
+  // (first: a missing config was reported as a problem of the --output its name makes, a user audit)
+  const std::vector<std::string> labels = check_molecules(config_path, overrides, molecules);
   std::error_code ec;
   if (std::filesystem::exists(options.output, ec) && !std::filesystem::is_directory(options.output, ec))
     throw InputError("profile: --output " + options.output + " exists and is not a directory");
@@ -339,19 +348,14 @@ ProfileReport run_profile(const std::string& config_path, const std::vector<std:
                      "); choose another directory");
   if (const std::string outer = io::enclosing_output(options.output); !outer.empty())  // (e.g. a comparison's cells/)
     throw InputError("profile: --output " + options.output + " lies in a " + outer + "; choose another directory");
-  const std::vector<std::string> labels = check_molecules(config_path, overrides, molecules);
-  // A profile replaces its own scratch runs: a directory of that name under <output>/runs/
-  // without the scratch marker is anything else (e.g. --output . where runs/ holds the
-  // user's training runs), which it would replace.
-  for (size_t i = 0; i < molecules.size(); ++i) {
-    const std::string dir = options.output + "/runs/" + labels[i];
-    if (!std::filesystem::exists(dir, ec) || std::filesystem::exists(dir + "/" + kScratchMarker, ec)) continue;
-    throw InputError("profile: --output " + options.output + ": " + dir + " is not a profile's scratch run (" +
-                     kScratchMarker + "), and the profile of '" +
-                     (molecules[i].empty() ? "the config's molecules" : molecules[i]) +
-                     "' would replace it; choose another --output (a scratch run of an nnvmc before 0.2.1 has no "
-                     "such file: remove it by hand)");
-  }
+  // The files a profile writes replace an earlier profile's (it has profile.json), nobody else's
+  // (a user audit: a directory's own report.md was replaced and its roofline.png removed).
+  if (!std::filesystem::exists(options.output + "/profile.json", ec))
+    for (const char* f : kProfileFiles)
+      if (std::filesystem::exists(options.output + "/" + f, ec))
+        throw InputError("profile: --output " + options.output + " holds " + f +
+                         ", not an earlier profile's (it has no profile.json), which the profile would replace; "
+                         "choose another directory");
   // A profile that fails or is stopped (Ctrl-C) removes the scratch run directories it wrote,
   // and the directories above them it created while they are empty; nothing else under --output
   // (found by a user audit: an error on a later molecule left runs/<first> behind).
@@ -363,6 +367,19 @@ ProfileReport run_profile(const std::string& config_path, const std::vector<std:
   std::vector<std::string> made;
   try {
     lock = io::DirectoryLock(options.output, "profile: --output");
+    // A profile replaces its own scratch runs: a directory of that name under <output>/runs/
+    // without the scratch marker is anything else (e.g. --output . where runs/ holds the
+    // user's training runs), which it would replace. (Under the lock: a profile running into
+    // this --output was named as a directory to remove by hand, a user audit.)
+    for (size_t i = 0; i < molecules.size(); ++i) {
+      const std::string dir = options.output + "/runs/" + labels[i];
+      if (!std::filesystem::exists(dir, ec) || std::filesystem::exists(dir + "/" + kScratchMarker, ec)) continue;
+      throw InputError("profile: --output " + options.output + ": " + dir + " is not a profile's scratch run (" +
+                       kScratchMarker + "), and the profile of '" +
+                       (molecules[i].empty() ? "the config's molecules" : molecules[i]) +
+                       "' would replace it; choose another --output (a scratch run of an nnvmc before 0.3 killed "
+                       "outright has no such file either: remove it by hand)");
+    }
     for (size_t i = 0; i < molecules.size(); ++i) {
       made.push_back(options.output + "/runs/" + labels[i]);  // (a previous scratch run there goes first)
       r.molecules.push_back(profile_molecule(config_path, overrides, molecules[i], labels[i], options, r));

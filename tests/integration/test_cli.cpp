@@ -2042,17 +2042,39 @@ TEST(Cli, AProfileThatFailsOrIsInterruptedLeavesWhatWasThereAndNothingElse) {
   EXPECT_NE(failed.out.find("profile h:"), std::string::npos) << failed.out;  // the first molecule ran
   EXPECT_FALSE(fs::exists(out)) << failed.out;
   fs::create_directories(out + "/runs/mine");
+  // a directory's own files are not replaced (a user audit: its report.md was, exit 0)
+  std::ofstream(out + "/report.md") << "my notes";
+  expect_input_error("profile " + cfg + " --molecules h" + flags,
+                     "holds report.md, not an earlier profile's (it has no profile.json)");
+  EXPECT_FALSE(fs::exists(out + "/runs/h"));
+  fs::remove(out + "/report.md");
+  std::ofstream(out + "/profile.json") << "{}";  // an earlier profile's
   std::ofstream(out + "/roofline.png") << "an old plot";
   const auto stopped = run_shell("bash -c '" + std::string(NNVMC_EXE) + " profile " + cfg + " --molecules h --iterations "
                                  "1000000 --warmup 1 --profile-iterations 1 --no-roofline --no-plots --output " + out +
                                  " & pid=$!; for i in $(seq 300); do [ -d " + out + "/runs/h ] && break; sleep 0.1; done; "
                                  "sleep 1; kill -INT $pid; wait $pid; echo rc=$?'");
   EXPECT_NE(stopped.out.find("rc=1"), std::string::npos) << stopped.out;
-  EXPECT_NE(stopped.out.find("profile: interrupted (nothing written; its scratch runs, checkpoint included, are removed)"),
+  EXPECT_NE(stopped.out.find("profile: interrupted (no report written: profile.json and report.md are as they were"),
             std::string::npos)
       << stopped.out;
   EXPECT_FALSE(fs::exists(out + "/runs/h")) << stopped.out;
   EXPECT_TRUE(fs::exists(out + "/runs/mine"));
+  // killed outright, its scratch run is still marked as such: the next profile replaces it (it
+  // was refused as "not a profile's scratch run" for good, a user audit) ...
+  const auto killed = run_shell("bash -c '" + std::string(NNVMC_EXE) + " profile " + cfg + " --molecules h --iterations "
+                                "1000000 --warmup 1 --profile-iterations 1 --no-roofline --no-plots --output " + out +
+                                " & pid=$!; for i in $(seq 300); do [ -f " + out + "/runs/h/result.h5 ] && break; sleep 0.1; "
+                                "done; kill -KILL $pid; wait $pid; echo rc=$?'");
+  EXPECT_NE(killed.out.find("rc=137"), std::string::npos) << killed.out;
+  EXPECT_TRUE(fs::exists(out + "/runs/h/profile_scratch.txt")) << killed.out;
+  {  // ... and a profile running into the --output is named as one (not as a run to remove by hand)
+    const nnvmc::io::DirectoryLock running(out, "test");
+    const auto refused = run("profile " + cfg + " --molecules h" + flags);
+    EXPECT_EQ(refused.code, 2) << refused.out;
+    EXPECT_EQ(refused.out.find("not a profile's scratch run"), std::string::npos) << refused.out;
+    EXPECT_TRUE(fs::exists(out + "/runs/h")) << refused.out;
+  }
   const auto again = run("profile " + cfg + " --molecules h" + flags);
   ASSERT_EQ(again.code, 0) << again.out;
   EXPECT_FALSE(fs::exists(out + "/roofline.png")) << "an old plot beside a report without one";
@@ -2449,6 +2471,12 @@ TEST(Cli, ProfileRefusesWhatItCannotTimeBeforeWritingAnything) {
   const auto file = write_config("nnvmc_profile_output_file", "a file");
   expect_input_error("profile " + orb + " --molecules he" + std::string(flags).replace(flags.find(out), out.size(), file),
                      "--output " + file + " exists and is not a directory");
+  // A missing config is named as such, also where its default --output would lie in a profile
+  // (it was "--output runs/profile_nonexist lies in a profile", a user audit)
+  fs::create_directories(out);
+  std::ofstream(out + "/profile.json") << "{}";
+  const auto missing = run_shell("cd " + out + " && " + std::string(NNVMC_EXE) + " profile nonexist.yaml");
+  EXPECT_NE(missing.out.find("nonexist.yaml: cannot open config file"), std::string::npos) << missing.out;
   fs::remove_all(out);
 }
 
