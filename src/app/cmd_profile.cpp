@@ -4,6 +4,7 @@
 #include <iostream>
 #include <filesystem>
 #include <sstream>
+#include <thread>
 
 #include "app/commands.hpp"
 #include "app/run_args.hpp"
@@ -80,12 +81,10 @@ void run_profile_command(ProfileArgs& a) {
                               m.molecule.c_str(), m.n_electrons, m.iteration_seconds, 100.0 * m.stage_share);
     for (const auto& s : stages)
       line += strfmt(" %s %.0f%%", s.c_str(), stage_total > 0 ? 100.0 * m.stages.at(s).seconds / stage_total : 0.0);
-    const double spread = profile::relative_spread(m.iteration_series);
-    if (spread > 0.25)
-      line += strfmt(" (iteration times spread by %.0f%% of their median: a busy machine? more --iterations "
-                     "steady the medians)", 100.0 * spread);
     std::cout << line << "\n";
   }
+  for (const auto& w : profile::timing_warnings(r, profile::load_average_1min(), std::thread::hardware_concurrency()))
+    std::cout << "warning: " << w << "\n";
   if (r.roofline.peak_gflops > 0)
     std::cout << strfmt("roofline: %.1f GFLOP/s GEMM, %.1f GB/s triad (ridge %.2f FLOP/byte)\n", r.roofline.peak_gflops,
                         r.roofline.bandwidth_gbs, r.roofline.ridge());

@@ -95,6 +95,16 @@ double relative_spread(std::vector<double> v);
 /// optimizer, then others), without sub-stages and the outside-stages entry.
 std::vector<std::string> top_level_stages(const MoleculeProfile& m);
 
+/// What makes the report's timings less trustworthy, one sentence each (stdout, report.md and
+/// profile.json `warnings` all give them; a user audit found them on stdout only): a molecule's
+/// iteration times spread by more than 25 % of their median, fewer than 3 timed iterations (no
+/// spread to judge them by), a 1-minute load average (`load_average_1min`, from /proc/loadavg,
+/// NaN when unknown) above the `cores`.
+std::vector<std::string> timing_warnings(const ProfileReport& report, double load_average_1min, unsigned cores);
+
+/// The 1-minute load average from /proc/loadavg (NaN when it cannot be read).
+double load_average_1min();
+
 /// Writes profile.json, profile.h5, report.md (and the plots when python3 can make them).
 void write_profile_outputs(const ProfileReport& report, const std::string& dir, bool plots);
 

@@ -2,8 +2,10 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -66,6 +68,7 @@ nlohmann::json to_json(const ProfileReport& r) {
   j["threads"] = r.threads;
   j["stage_clock"] = r.stage_clock;
   j["load_average"] = load_average();
+  j["warnings"] = timing_warnings(r, load_average_1min(), std::thread::hardware_concurrency());
   j["options"] = {{"warmup", r.options.warmup}, {"iterations", r.options.iterations}, {"profiled", r.options.profiled}};
   const auto& rl = r.roofline;
   if (rl.peak_gflops > 0)
@@ -175,6 +178,8 @@ void write_report(const ProfileReport& r, const std::string& path, const std::st
     << " warm-up (more for a config of several molecules, until each was trained once), " << r.options.iterations << " timed (medians) and " << r.options.profiled
     << " profiled iterations. Stage times: " << r.stage_clock << ". Load average at the end: " << load_average()
     << ".\n\n";
+  for (const auto& w : timing_warnings(r, load_average_1min(), std::thread::hardware_concurrency()))
+    o << "**Warning:** " << w << ".\n\n";
   o << "## Stage times (median s/iteration)\n\nStages are the trainer's own StageTimers scopes; `local_energy` "
        "contains `laplacian` (kinetic terms) and `potential`; `bookkeeping` is the trainer writing results, progress "
        "lines and checkpoints. The last column is the median over iterations of the stages' share of the "
@@ -245,8 +250,8 @@ void write_report(const ProfileReport& r, const std::string& path, const std::st
   const auto& rl = r.roofline;
   o << "\n## Roofline\n\n";
   if (rl.peak_gflops > 0) {
-    o << strfmt("Measured on this machine: %s (n = %d) %.1f GFLOP/s, triad bandwidth %.1f GB/s (%.0f MiB), "
-                "ridge point %.2f FLOP/byte, %d thread(s).",
+    o << strfmt("Measured on this machine (the best of 3 repeats each, so a busy machine lowers them): %s (n = %d) "
+                "%.1f GFLOP/s, triad bandwidth %.1f GB/s (%.0f MiB), ridge point %.2f FLOP/byte, %d thread(s).",
                 rl.dtype == "float32" ? "SGEMM" : "DGEMM", rl.gemm_size, rl.peak_gflops, rl.bandwidth_gbs,
                 rl.triad_mib, rl.ridge(), rl.threads);
     if (rl.theoretical_gflops > 0)
@@ -283,6 +288,31 @@ void write_report(const ProfileReport& r, const std::string& path, const std::st
 }
 
 }  // namespace
+
+double load_average_1min() {
+  std::ifstream in("/proc/loadavg");
+  double a = std::numeric_limits<double>::quiet_NaN();
+  if (!(in >> a)) return std::numeric_limits<double>::quiet_NaN();
+  return a;
+}
+
+std::vector<std::string> timing_warnings(const ProfileReport& r, double load, unsigned cores) {
+  std::vector<std::string> out;
+  if (r.options.iterations < 3)
+    out.push_back(strfmt("only %d timed iteration%s per molecule: the medians have no spread to judge them by; "
+                         "time 10 or more (--iterations)",
+                         r.options.iterations, r.options.iterations == 1 ? "" : "s"));
+  for (const auto& m : r.molecules)
+    if (const double spread = relative_spread(m.iteration_series); spread > 0.25)
+      out.push_back(strfmt("%s: iteration times spread by %.0f%% of their median: a busy machine? more --iterations "
+                           "steady the medians",
+                           m.molecule.c_str(), 100.0 * spread));
+  if (std::isfinite(load) && cores > 0 && load > cores)
+    out.push_back(strfmt("the load average (%.2f) exceeded the %u cores: other processes shared them, so the times "
+                         "are slower and noisier than on an idle machine, and so is the roofline",
+                         load, cores));
+  return out;
+}
 
 void write_profile_outputs(const ProfileReport& report, const std::string& dir, bool plots) {
   fs::create_directories(dir);

@@ -2079,6 +2079,14 @@ TEST(Cli, AProfileThatFailsOrIsInterruptedLeavesWhatWasThereAndNothingElse) {
   ASSERT_EQ(again.code, 0) << again.out;
   EXPECT_FALSE(fs::exists(out + "/roofline.png")) << "an old plot beside a report without one";
   EXPECT_TRUE(fs::exists(out + "/report.md"));
+  {  // one timed iteration is warned about in the report and profile.json, not only on stdout
+    EXPECT_NE(again.out.find("warning: only 1 timed iteration per molecule"), std::string::npos) << again.out;
+    std::ifstream report_in(out + "/report.md");
+    const std::string report((std::istreambuf_iterator<char>(report_in)), {});
+    EXPECT_NE(report.find("**Warning:** only 1 timed iteration per molecule"), std::string::npos) << report;
+    const auto j = nlohmann::json::parse(std::ifstream(out + "/profile.json"));
+    EXPECT_NE(j["warnings"][0].get<std::string>().find("only 1 timed iteration"), std::string::npos);
+  }
   // another molecule's profile removes the scratch run of the last one, and nothing of the user's
   ASSERT_EQ(run("profile " + cfg + " --molecules he" + flags).code, 0);
   EXPECT_TRUE(fs::exists(out + "/runs/he"));

@@ -350,6 +350,31 @@ TEST(RelativeSpread, InterquartileRangeOverTheMedianAndTheFullRangeOfFewTimings)
   EXPECT_NEAR(relative_spread({1, 2, 3, 4, 5, 6, 7, 8, 9, 1000}), (7.75 - 3.25) / 5.5, 1e-12);
 }
 
+// What makes the timings less trustworthy is said in the report and profile.json, not only on
+// stdout (a user audit), including one timed iteration, whose spread reads 0.
+TEST(TimingWarnings, FewIterationsASpreadAndALoadAboveTheCoresAreNamed) {
+  ProfileReport r;
+  r.options.iterations = 10;
+  MoleculeProfile steady, noisy;
+  steady.molecule = "lih";
+  steady.iteration_series = {1.0, 1.01, 0.99, 1.0};
+  noisy.molecule = "ch4";
+  noisy.iteration_series = {1.0, 1.6, 0.7, 1.3, 0.9};
+  r.molecules = {steady};
+  EXPECT_TRUE(timing_warnings(r, 0.5, 2).empty());
+  EXPECT_TRUE(timing_warnings(r, std::numeric_limits<double>::quiet_NaN(), 2).empty());
+  r.molecules.push_back(noisy);
+  const auto w = timing_warnings(r, 4.57, 2);
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_NE(w[0].find("ch4: iteration times spread by"), std::string::npos) << w[0];
+  EXPECT_NE(w[1].find("the load average (4.57) exceeded the 2 cores"), std::string::npos) << w[1];
+  r.options.iterations = 1;
+  r.molecules = {steady};
+  const auto one = timing_warnings(r, 0.5, 2);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_NE(one[0].find("only 1 timed iteration per molecule"), std::string::npos) << one[0];
+}
+
 TEST(PowerLaw, FitRecoversTheExponent) {
   const std::vector<double> n{4, 10, 18, 28};
   std::vector<double> y;
