@@ -80,6 +80,10 @@ struct ProfileReport {
   Roofline roofline;      ///< measured (zeros when not measured)
   CpuPeak cpu;            ///< theoretical CPU peak inputs
   std::map<std::string, PowerLaw> time_scaling, memory_scaling;  ///< by stage
+  /// The process's peak resident memory at the end (peak_resident_bytes: libraries, the
+  /// profiler's event buffers, every molecule's tensors; −1 unknown). The per-stage figures are
+  /// tensor memory only, 2–3× less (a user audit sized jobs from them).
+  std::int64_t process_peak_bytes = -1;
 };
 
 /// Profiles `config_path` (with `overrides`) on each molecule. Writes nothing but the run

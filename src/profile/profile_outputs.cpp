@@ -68,6 +68,7 @@ nlohmann::json to_json(const ProfileReport& r) {
   j["threads"] = r.threads;
   j["stage_clock"] = r.stage_clock;
   j["load_average"] = load_average();
+  j["process_peak_bytes"] = r.process_peak_bytes;
   j["warnings"] = timing_warnings(r, load_average_1min(), std::thread::hardware_concurrency());
   j["options"] = {{"warmup", r.options.warmup}, {"iterations", r.options.iterations}, {"profiled", r.options.profiled}};
   const auto& rl = r.roofline;
@@ -200,7 +201,12 @@ void write_report(const ProfileReport& r, const std::string& path, const std::st
       << strfmt("%.0f%%", 100.0 * m.stage_share) << " |\n";
   o << "\n## Peak working memory per stage\n\nTensor memory allocated within the stage at its peak, and "
        "(+ held) what was already allocated when it began: parameters, walkers, optimizer state and buffers kept "
-       "between iterations, such as SR/minSR/SPRING's per-walker gradients.\n\n| molecule |";
+       "between iterations, such as SR/minSR/SPRING's per-walker gradients.";
+  if (r.process_peak_bytes > 0)
+    o << " Tensors only: the process as a whole peaked at " << fmt_bytes(static_cast<double>(r.process_peak_bytes))
+      << " resident (libraries, the operator profiler's buffers and every molecule profiled included); size "
+         "jobs from that, or from `nnvmc train`'s own.";
+  o << "\n\n| molecule |";
   // the stages of the time table (the potential and bookkeeping were left out)
   const std::vector<std::string> mem_stages{"sampling",  "local_energy", "local_energy.laplacian", "local_energy.potential",
                                             "gradient",  "optimizer",    "bookkeeping"};

@@ -11,6 +11,7 @@
 
 
 #include "core/errors.hpp"
+#include "core/host_memory.hpp"
 #include "core/log.hpp"
 #include "io/created_directories.hpp"
 #include "io/directory_lock.hpp"
@@ -413,6 +414,7 @@ ProfileReport run_profile(const std::string& config_path, const std::vector<std:
     r.time_scaling[s] = fit_power_law(ne, t);
     if (s != "iteration") r.memory_scaling[s] = fit_power_law(ne, mem);
   }
+  r.process_peak_bytes = peak_resident_bytes();
   // (under the lock: another profile into this --output waits for the report too)
   if (options.write_outputs) write_profile_outputs(r, options.output, options.plots);
   // An earlier profile's scratch runs of other molecules go: the directory holds this profile's

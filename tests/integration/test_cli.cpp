@@ -2086,6 +2086,9 @@ TEST(Cli, AProfileThatFailsOrIsInterruptedLeavesWhatWasThereAndNothingElse) {
     EXPECT_NE(report.find("**Warning:** only 1 timed iteration per molecule"), std::string::npos) << report;
     const auto j = nlohmann::json::parse(std::ifstream(out + "/profile.json"));
     EXPECT_NE(j["warnings"][0].get<std::string>().find("only 1 timed iteration"), std::string::npos);
+    // the process's resident peak beside the tensors' (a user audit sized jobs from the tensors)
+    EXPECT_GT(j["process_peak_bytes"].get<std::int64_t>(), 10 << 20);
+    EXPECT_NE(report.find("Tensors only: the process as a whole peaked at "), std::string::npos) << report;
   }
   // another molecule's profile removes the scratch run of the last one, and nothing of the user's
   ASSERT_EQ(run("profile " + cfg + " --molecules he" + flags).code, 0);
