@@ -90,7 +90,9 @@ void run_profile_command(ProfileArgs& a) {
                         r.roofline.bandwidth_gbs, r.roofline.ridge());
   const auto it = r.time_scaling.find("iteration");
   if (it != r.time_scaling.end() && std::isfinite(it->second.exponent))
-    std::cout << strfmt("iteration time ~ N^%.2f over %d molecules%s\n", it->second.exponent, it->second.points,
+    std::cout << strfmt("iteration time ~ N^%.2f%s over %d molecules%s\n", it->second.exponent,
+                        std::isfinite(it->second.exponent_err) ? strfmt(" ± %.2f", it->second.exponent_err).c_str() : "",
+                        it->second.points,
                         it->second.points < 3 ? " (two points: a slope through them, with no uncertainty; the fixed "
                                                 "costs of small molecules flatten it)"
                                               : "");

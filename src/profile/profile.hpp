@@ -62,6 +62,9 @@ struct MoleculeProfile {
 /// time (or memory) ≈ prefactor · N_electrons^exponent, least squares in log-log.
 struct PowerLaw {
   double exponent = std::numeric_limits<double>::quiet_NaN();
+  /// standard error of the exponent from the fit's residuals (NaN below 3 points: a line
+  /// through two has none; a user audit found bare exponents that fixed costs had flattened)
+  double exponent_err = std::numeric_limits<double>::quiet_NaN();
   double prefactor = std::numeric_limits<double>::quiet_NaN();
   int points = 0;
 };

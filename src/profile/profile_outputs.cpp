@@ -103,9 +103,11 @@ nlohmann::json to_json(const ProfileReport& r) {
     j["molecules"].push_back(mj);
   }
   for (const auto& [s, f] : r.time_scaling)
-    j["time_scaling"][s] = {{"exponent", number(f.exponent)}, {"prefactor", number(f.prefactor)}, {"points", f.points}};
+    j["time_scaling"][s] = {{"exponent", number(f.exponent)}, {"exponent_err", number(f.exponent_err)},
+                            {"prefactor", number(f.prefactor)}, {"points", f.points}};
   for (const auto& [s, f] : r.memory_scaling)
-    j["memory_scaling"][s] = {{"exponent", number(f.exponent)}, {"prefactor", number(f.prefactor)}, {"points", f.points}};
+    j["memory_scaling"][s] = {{"exponent", number(f.exponent)}, {"exponent_err", number(f.exponent_err)},
+                              {"prefactor", number(f.prefactor)}, {"points", f.points}};
   return j;
 }
 
@@ -270,19 +272,28 @@ void write_report(const ProfileReport& r, const std::string& path, const std::st
     o << "Not measured.\n\n";
   }
   o << "## Scaling with the number of electrons (time ∝ N^p)\n\n";
-  if (r.molecules.size() == 2)  // (a user audit read N^-0.09 from H2 and LiH as a finding)
-    o << "From 2 molecules: a slope through two points has no uncertainty, and the fixed costs of small molecules "
+  std::set<int> sizes;
+  for (const auto& m : r.molecules) sizes.insert(m.n_electrons);
+  if (sizes.size() < 2)
+    o << "From " << (r.molecules.size() == 1 ? "one molecule" : "molecules of one size")
+      << ": no scaling (profile several sizes, e.g. --molecules lih,ch4,c2h6,c4h4).\n\n";
+  else if (sizes.size() == 2)  // (a user audit read N^-0.09 from H2 and LiH as a finding)
+    o << "From 2 sizes: a slope through two points has no uncertainty, and the fixed costs of small molecules "
          "flatten it; profile three or more sizes (e.g. --molecules lih,ch4,c2h6,c4h4).\n\n";
-  else if (r.molecules.size() < 2)
-    o << "From one molecule: no scaling (profile several sizes, e.g. --molecules lih,ch4,c2h6,c4h4).\n\n";
+  else
+    o << "± is the exponent's standard error from the fit's residuals; a large one, or a curve through the points "
+         "in scaling.png, says the sizes are not yet in one regime (fixed costs of small molecules).\n\n";
   o << "| stage | p (time) | p (peak memory) |\n|---|---|---|\n";
-  const auto exponent = [](double p) {  // (+ 0.0: a fit of −0.001 reads 0.00, not −0.00)
-    return std::isfinite(p) ? strfmt("%.2f", std::round(p * 100) / 100 + 0.0) : std::string("–");
+  const auto exponent = [](const PowerLaw& f) {  // (+ 0.0: a fit of −0.001 reads 0.00, not −0.00)
+    if (!std::isfinite(f.exponent)) return std::string("–");
+    std::string t = strfmt("%.2f", std::round(f.exponent * 100) / 100 + 0.0);
+    if (std::isfinite(f.exponent_err)) t += strfmt(" ± %.2f", f.exponent_err);
+    return t;
   };
   for (const auto& [s, f] : r.time_scaling) {
     const auto mem = r.memory_scaling.find(s);
-    o << "| " << s << " | " << exponent(f.exponent) << " | "
-      << (mem != r.memory_scaling.end() ? exponent(mem->second.exponent) : std::string("–")) << " |\n";
+    o << "| " << s << " | " << exponent(f) << " | "
+      << (mem != r.memory_scaling.end() ? exponent(mem->second) : std::string("–")) << " |\n";
   }
   o << "\n## Plots\n\n";
   if (plot_note.empty())

@@ -280,6 +280,15 @@ PowerLaw fit_power_law(const std::vector<double>& n, const std::vector<double>& 
   if (k < 2 || std::abs(den) < 1e-12) return f;
   f.exponent = (k * sxy - sx * sy) / den;
   f.prefactor = std::exp((sy - f.exponent * sx) / k);
+  if (k >= 3) {  // the slope's standard error: residual variance over the centred Σx²
+    double ssr = 0;
+    for (size_t i = 0; i < n.size() && i < y.size(); ++i) {
+      if (!(n[i] > 0 && y[i] > 0)) continue;
+      const double r = std::log(y[i]) - std::log(f.prefactor) - f.exponent * std::log(n[i]);
+      ssr += r * r;
+    }
+    f.exponent_err = std::sqrt(ssr / (k - 2) / (den / k));
+  }
   return f;
 }
 

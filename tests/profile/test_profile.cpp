@@ -383,7 +383,20 @@ TEST(PowerLaw, FitRecoversTheExponent) {
   EXPECT_NEAR(f.exponent, 2.5, 1e-12);
   EXPECT_NEAR(f.prefactor, 0.003, 1e-12);
   EXPECT_EQ(f.points, 4);
+  EXPECT_NEAR(f.exponent_err, 0.0, 1e-10);  // on the line
   EXPECT_TRUE(std::isnan(fit_power_law({4}, {1.0}).exponent));
+  EXPECT_TRUE(std::isnan(fit_power_law({4, 10}, {1.0, 2.0}).exponent_err));  // two points: none
+  // log y = x + (+-0.1): slope 1 with the textbook standard error sqrt(SSR/(k-2) / Σ(x - x̄)²)
+  const std::vector<double> x{1, 2, 3, 4};
+  const std::vector<double> noise{0.1, -0.1, -0.1, 0.1};
+  std::vector<double> nn, yy;
+  for (size_t i = 0; i < x.size(); ++i) {
+    nn.push_back(std::exp(x[i]));
+    yy.push_back(std::exp(x[i] + noise[i]));
+  }
+  const PowerLaw g = fit_power_law(nn, yy);
+  EXPECT_NEAR(g.exponent, 1.0, 1e-12);  // the noise is symmetric about the centre
+  EXPECT_NEAR(g.exponent_err, std::sqrt(0.04 / 2 / 5.0), 1e-12);
 }
 
 // A profiler left running by an exception (or Ctrl-C) between start and stop is disabled when it
