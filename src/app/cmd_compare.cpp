@@ -152,6 +152,7 @@ void run_compare(const CompareArgs& a) {
   const int total = static_cast<int>(spec.cells.size());
   log::info(strfmt("%d of %d cells done, %d failed; table and report in %s (%.1f s)", summary.done, total,
                    summary.failed, spec.output.c_str(), info.wall_seconds));
+  if (const std::string note = compare::cells_not_in_spec_note(spec); !note.empty()) log::warn(note);
   if (summary.interrupted)
     throw Error(strfmt("interrupted with %d of %d cells done; re-run the same command to continue",
                        summary.done + summary.failed, total));

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
+#include <set>
 
 #include "compare/runner.hpp"
 #include "core/log.hpp"
@@ -67,7 +69,29 @@ std::string list_comparison(const CompareSpec& spec, const std::vector<Reference
     out += strfmt("  %-*s  %-16s  %s\n", static_cast<int>(name_width), spec.molecules[i].label.c_str(),
                   std::isfinite(r.energy) ? strfmt("%.6f Eh", r.energy).c_str() : "-", r.label.c_str());
   }
+  if (const std::string note = cells_not_in_spec_note(spec); !note.empty()) out += "\n" + note + "\n";
   return out;
+}
+
+std::vector<std::string> cells_not_in_spec(const CompareSpec& spec) {
+  std::set<std::string> ids;
+  for (const auto& c : spec.cells) ids.insert(c.id);
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(spec.output + "/cells", ec))
+    if (e.is_directory(ec) && !ids.count(e.path().filename().string())) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string cells_not_in_spec_note(const CompareSpec& spec) {
+  const auto extra = cells_not_in_spec(spec);
+  if (extra.empty()) return "";
+  std::string names;
+  for (const auto& n : extra) names += (names.empty() ? "" : ", ") + n;
+  return strfmt("%s/cells holds %zu cell%s not in %s (%s): left as %s, and not in the table", spec.output.c_str(),
+                extra.size(), extra.size() == 1 ? "" : "s", spec.source.c_str(), names.c_str(),
+                extra.size() == 1 ? "it was" : "they were");
 }
 
 }  // namespace nnvmc::compare

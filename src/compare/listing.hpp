@@ -18,4 +18,12 @@ namespace nnvmc::compare {
 /// output is said above the table.
 std::string list_comparison(const CompareSpec& spec, const std::vector<Reference>& references);
 
+/// Directories under the output's cells/ that are no cell of `spec` (left by an earlier version
+/// of the file: a molecule or ansatz removed since), sorted; they are left as they were and are
+/// not in the table. Empty when there are none or no cells/ (a user audit: never mentioned).
+std::vector<std::string> cells_not_in_spec(const CompareSpec& spec);
+
+/// One sentence naming cells_not_in_spec, or "" when there are none.
+std::string cells_not_in_spec_note(const CompareSpec& spec);
+
 }  // namespace nnvmc::compare

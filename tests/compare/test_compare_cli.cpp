@@ -149,6 +149,14 @@ TEST(CompareCli, InterruptedComparisonResumesOnlyTheMissingCellsAndGivesOneRowPe
                            "done, E = ", "interrupted, ", "  he    -2.903724 Eh  "})
     EXPECT_NE(listed.out.find(line), std::string::npos) << line << "\n" << listed.out;
   EXPECT_TRUE(files() == before);
+  {  // a cell of an earlier version of the file (a molecule removed since) is named, not silently kept
+    fs::create_directories(dir + "/cells/gone__li");
+    const auto extra = run("compare " + file + " --list --log-level warn");
+    EXPECT_NE(extra.out.find("/cells holds 1 cell not in " + file + " (gone__li): left as it was, and not in the table"),
+              std::string::npos)
+        << extra.out;
+    fs::remove_all(dir + "/cells/gone__li");
+  }
   {  // a cell (and an output) that a process is working in is "running", and its pid is named
     const nnvmc::io::DirectoryLock cell_lock(dir + "/cells/small__he", "run.output"), lock(dir, "output");
     const auto busy = run("compare " + file + " --list --log-level warn");
