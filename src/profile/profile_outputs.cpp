@@ -316,8 +316,8 @@ double load_average_1min() {
 std::vector<std::string> timing_warnings(const ProfileReport& r, double load, unsigned cores) {
   std::vector<std::string> out;
   if (r.options.iterations < 3)
-    out.push_back(strfmt("only %d timed iteration%s per molecule: the medians have no spread to judge them by; "
-                         "time 10 or more (--iterations)",
+    out.push_back(strfmt("only %d timed iteration%s per molecule: too few to judge a median by its spread; time 10 "
+                         "or more (--iterations)",
                          r.options.iterations, r.options.iterations == 1 ? "" : "s"));
   for (const auto& m : r.molecules)
     if (const double spread = relative_spread(m.iteration_series); spread > 0.25)

@@ -161,7 +161,11 @@ MoleculeProfile profile_molecule(const std::string& config_path, std::vector<std
   const std::size_t per_step = config.optim.molecules_per_step > 0
                                    ? std::min<std::size_t>(n_mol, config.optim.molecules_per_step)
                                    : n_mol;
-  m.molecule = molecule.empty() ? batch_label(setup) : molecule;
+  // (a molecule file is its scratch run's label, its molecule's name: the full path filled every
+  // table row, a user audit)
+  const bool path = molecule.find('/') != std::string::npos || molecule.find(".yaml") != std::string::npos ||
+                    molecule.find(".xyz") != std::string::npos;
+  m.molecule = molecule.empty() ? batch_label(setup) : path ? label : molecule;
   for (const auto& mol : setup.molecules) m.n_electrons = std::max(m.n_electrons, mol.system.n_electrons());
   m.walkers = config.sampler.walkers * static_cast<int>(per_step);
   m.molecules_per_iteration = static_cast<int>(per_step);
@@ -213,10 +217,10 @@ MoleculeProfile profile_molecule(const std::string& config_path, std::vector<std
     previous_time = Clock::now();
     return StopAction::none;
   });
-  log::info(strfmt("profile %s: %s%d electrons, %d walkers, %d warm-up + %d timed + %d profiled iterations",
+  log::info(strfmt("profile %s: %s%d electron%s, %d walkers, %d warm-up + %d timed + %d profiled iterations",
                    m.molecule.c_str(),
                    n_mol > 1 ? strfmt("%zu of %zu molecules per iteration, up to ", per_step, n_mol).c_str() : "",
-                   m.n_electrons, m.walkers, warmup, o.iterations, o.profiled));
+                   m.n_electrons, m.n_electrons == 1 ? "" : "s", m.walkers, warmup, o.iterations, o.profiled));
   if (warmup > o.warmup)
     log::info(strfmt("  (%d warm-up iterations, not %d: until each molecule has been trained once)", warmup, o.warmup));
   const auto mark_scratch = [&] {
