@@ -284,17 +284,23 @@ void write_report(const std::string& path, const CompareSpec& spec, const std::v
 /// One line per cell: what `nnvmc compare` prints on stdout (report.md has the whole table); in
 /// ASCII, so that printf's byte widths align the columns.
 std::string short_table(const std::vector<Row>& rows) {
-  std::size_t width = 4;
-  for (const auto& r : rows) width = std::max(width, r.cell->id.size());
-  std::string t = strfmt("%-*s  %-11s  %-26s  %s\n", static_cast<int>(width), "cell", "status", "energy (Eh)",
-                         "error vs reference (mEh)");
+  std::size_t width = 4, energy_width = 26;  // (sized to the widest entry: "(unreliable)" shifted the next column)
+  std::vector<std::string> energies;
   for (const auto& r : rows) {
     const auto& n = r.num;
-    const bool measured = std::isfinite(n.at("energy"));
-    t += strfmt("%-*s  %-11s  %-26s  %s\n", static_cast<int>(width), r.cell->id.c_str(), r.status.c_str(),
-                measured ? strfmt("%.5f +- %.5f%s", n.at("energy"), n.at("energy_err"),
-                                  n.at("error_bar_reliable") == 0.0 ? " (unreliable)" : "").c_str()
-                         : "-",
+    width = std::max(width, r.cell->id.size());
+    energies.push_back(std::isfinite(n.at("energy"))
+                           ? strfmt("%.5f +- %.5f%s", n.at("energy"), n.at("energy_err"),
+                                    n.at("error_bar_reliable") == 0.0 ? " (unreliable)" : "")
+                           : "-");
+    energy_width = std::max(energy_width, energies.back().size());
+  }
+  std::string t = strfmt("%-*s  %-11s  %-*s  %s\n", static_cast<int>(width), "cell", "status",
+                         static_cast<int>(energy_width), "energy (Eh)", "error vs reference (mEh)");
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& n = rows[i].num;
+    t += strfmt("%-*s  %-11s  %-*s  %s\n", static_cast<int>(width), rows[i].cell->id.c_str(), rows[i].status.c_str(),
+                static_cast<int>(energy_width), energies[i].c_str(),
                 std::isfinite(n.at("error")) ? strfmt("%+.1f +- %.1f", 1e3 * n.at("error"), 1e3 * n.at("energy_err")).c_str()
                                              : "-");
   }

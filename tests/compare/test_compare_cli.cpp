@@ -546,6 +546,19 @@ TEST(CompareCli, ACellKilledFromOutsideContinuesFromItsCheckpoint) {
   EXPECT_EQ(cell_json(dir, "tiny__h")["status"], "done");
   // the rows up to the checkpoint (every 5 iterations) before the kill are kept
   EXPECT_GE(train_rows(dir, "tiny__h"), rows_before - 5);
+  // the stdout table's columns line up, also past an "(unreliable)" energy (8 walkers; it
+  // shifted the error column, a user audit)
+  const auto header = second.out.find("cell ");
+  const auto row = second.out.find("tiny__h  ", header);
+  ASSERT_NE(header, std::string::npos) << second.out;
+  ASSERT_NE(row, std::string::npos) << second.out;
+  const std::string head_line = second.out.substr(header, second.out.find('\n', header) - header);
+  const std::string row_line = second.out.substr(row, second.out.find('\n', row) - row);
+  EXPECT_NE(row_line.find("(unreliable)"), std::string::npos) << row_line;
+  const auto column = head_line.find("error vs reference (mEh)");
+  ASSERT_NE(column, std::string::npos) << head_line;
+  ASSERT_GT(row_line.size(), column) << row_line;
+  EXPECT_TRUE(row_line[column] == '+' || row_line[column] == '-') << head_line << "\n" << row_line;
 }
 
 // A Ctrl-C in a cell's pretraining, before its first checkpoint, is not said to leave one (found
