@@ -42,7 +42,12 @@ std::string list_comparison(const CompareSpec& spec, const std::vector<Reference
       state = kept ? "differs" : "replaced";
     } else if (needs_more_training(cell)) {
       state = "continues";
-      outcome = "stopped on its clock; with the minutes now given it trains on from its checkpoint (" + outcome + ")";
+      outcome = strfmt("trained %lld iterations; with the budget now given it trains on from its checkpoint (%s)",
+                       static_cast<long long>(trained_iterations(cell)), outcome.c_str());
+    } else if (const std::int64_t trained = trained_iterations(cell); trained > cell.config.optim.iterations) {
+      state = "differs";
+      outcome = strfmt("trained %lld iterations, more than the %d given: compare refuses to run", static_cast<long long>(trained),
+                       cell.config.optim.iterations);
     }
     ++counts[state];
     std::string row = strfmt("%-*s  %-11s  %-*s  %7d  %s", static_cast<int>(width), cell.id.c_str(), state.c_str(),

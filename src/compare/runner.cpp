@@ -96,11 +96,22 @@ std::string cell_state(const Cell& cell) {
   return "new";
 }
 
+std::int64_t trained_iterations(const Cell& cell) {
+  const auto j = read_status(dir_of(cell));
+  return j.value("status", "") == "done" && j.contains("iterations") && j["iterations"].is_number_integer()
+             ? j["iterations"].get<std::int64_t>()
+             : -1;
+}
+
 bool needs_more_training(const Cell& cell) {
   const auto j = read_status(dir_of(cell));
-  if (j.value("status", "") != "done" || j.value("reached_iterations", true) || !j.contains("minutes") ||
-      !j["minutes"].is_number())
-    return false;
+  if (j.value("status", "") != "done") return false;
+  // More iterations than it trained: a cell that ended on its iterations trains on (a user audit:
+  // a larger `iterations` was refused, the cells had to be trained again from the start)
+  const std::int64_t trained = trained_iterations(cell);
+  if (trained >= 0 && cell.config.optim.iterations <= trained) return false;
+  if (trained >= 0 && j.value("reached_iterations", false)) return true;
+  if (j.value("reached_iterations", true) || !j.contains("minutes") || !j["minutes"].is_number()) return false;
   // (more minutes than the clock already shows: the last iteration may have run past the old budget)
   const double now = cell.config.optim.minutes;
   return now == 0 || (now > j["minutes"].get<double>() && 60 * now > j.value("train_seconds", 0.0));
@@ -145,11 +156,18 @@ std::string configuration_change(const Cell& cell) {
 }
 
 void check_cells(const CompareSpec& spec) {
-  for (const auto& cell : spec.cells)
+  for (const auto& cell : spec.cells) {
     if (!same_configuration(cell) && has_progress(cell))
       throw InputError("output '" + spec.output + "' already holds cell " + cell.id +
                        " run with a different configuration (" + configuration_change(cell) + "); delete " +
                        dir_of(cell) + " to redo it, or choose another output");
+    if (const std::int64_t trained = trained_iterations(cell); trained > cell.config.optim.iterations)
+      throw InputError(strfmt("output '%s' holds cell %s trained %lld iterations, more than the %d now given (a "
+                              "trained cell cannot be untrained); give iterations %lld or more, or delete %s to redo "
+                              "it, or choose another output",
+                              spec.output.c_str(), cell.id.c_str(), static_cast<long long>(trained),
+                              cell.config.optim.iterations, static_cast<long long>(trained), dir_of(cell).c_str()));
+  }
 }
 
 std::set<std::string> prepare_cells(const CompareSpec& spec, const RunnerOptions& o) {

@@ -52,12 +52,18 @@ struct RunSummary {
 /// State of a cell on disk: "new", "started" (has a checkpoint), "done", "failed", "interrupted".
 std::string cell_state(const Cell& cell);
 
-/// Whether a done cell stopped on the clock (optim.minutes) before its iterations, and the cell
-/// now has more minutes than its clock shows (or none, i.e. no limit): a comparison re-run with
-/// more minutes continues it from its checkpoint. A continuation that fails leaves the cell done
+/// Whether a done cell now has more iterations than it trained and either ended on its
+/// iterations, or stopped on the clock (optim.minutes) and now has more minutes than its clock
+/// shows (or none, i.e. no limit): a comparison re-run with the larger budget continues it from
+/// its checkpoint. A continuation that fails leaves the cell done
 /// with its earlier result (cell.json: continuation_failed). (A cell.json from before
 /// 2026-12-05 records no minutes: false.)
 bool needs_more_training(const Cell& cell);
+
+/// The iterations a done cell trained (cell.json `iterations`), −1 for any other cell. A done
+/// cell given more iterations than that continues from its checkpoint (needs_more_training);
+/// fewer are refused (check_cells).
+std::int64_t trained_iterations(const Cell& cell);
 
 /// Whether the cell holds progress that a changed configuration must not replace: done, or a
 /// checkpoint (started, or interrupted after its first); one interrupted before it starts again.

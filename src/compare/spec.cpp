@@ -462,6 +462,9 @@ Config identity_settings(const Config& config) {
   }
   c.run.threads = 0;
   c.optim.minutes = 0;  // a comparison given more (or fewer) minutes continues its cells
+  // ... and so does one given more iterations (needs_more_training; fewer than a cell trained are
+  // refused, check_cells); 0 (an evaluation-only cell) stays a setting of its own
+  if (c.optim.iterations > 0) c.optim.iterations = 1;
   // An ansatz without parameters ('hf') is not trained: its optimizer and pretraining settings
   // change nothing (a user audit: a done baseline cell was refused after an optim override went)
   if (!ansatz_is_trainable(c.model.type)) c.optim = OptimOptions{}, c.pretrain = PretrainOptions{};

@@ -238,15 +238,27 @@ TEST(CompareCli, InterruptedComparisonResumesOnlyTheMissingCellsAndGivesOneRowPe
   const auto third = run("compare " + file + " --no-plots");
   ASSERT_EQ(third.code, 0) << third.out;
   EXPECT_EQ(cell_json(dir, "large__he")["segments"], 1);
-  // The same output with another budget would mix two comparisons: refused, nothing touched.
-  const auto changed = run("compare " + file + " --no-plots iterations=6");
-  EXPECT_EQ(changed.code, 2) << changed.out;
-  EXPECT_NE(changed.out.find("different configuration (optim.iterations 5 -> 6)"), std::string::npos) << changed.out;
+  // More iterations continue the cells from their checkpoints (--list says so; a user audit: a
+  // larger budget was refused and the cells had to be trained again) ...
+  const auto more = run("compare " + file + " --list iterations=6");
+  ASSERT_EQ(more.code, 0) << more.out;
+  EXPECT_NE(more.out.find("(4 continues)"), std::string::npos) << more.out;
+  EXPECT_NE(more.out.find("trained 5 iterations; with the budget now given it trains on from its checkpoint"),
+            std::string::npos)
+      << more.out;
+  // ... fewer than the cells trained cannot be had: refused, nothing touched
+  const auto fewer = run("compare " + file + " --no-plots iterations=4");
+  EXPECT_EQ(fewer.code, 2) << fewer.out;
+  EXPECT_NE(fewer.out.find("trained 5 iterations, more than the 4 now given"), std::string::npos) << fewer.out;
   EXPECT_EQ(train_rows(dir, "small__h"), 5);
-  const auto differs = run("compare " + file + " --list iterations=6");  // ... and --list says why
+  const auto differs = run("compare " + file + " --list iterations=4");  // ... and --list says why
   ASSERT_EQ(differs.code, 0) << differs.out;
   EXPECT_NE(differs.out.find("(4 differs)"), std::string::npos) << differs.out;
   EXPECT_NE(differs.out.find("compare refuses to run"), std::string::npos) << differs.out;
+  // another setting still makes another comparison: refused
+  const auto changed = run("compare " + file + " --no-plots walkers=16");
+  EXPECT_EQ(changed.code, 2) << changed.out;
+  EXPECT_NE(changed.out.find("different configuration (sampler.walkers 8 -> 16)"), std::string::npos) << changed.out;
 
   // The copy continues in its own output (each cell's recorded run.output named the original,
   // so every cell "differed"): its interrupted cell trains on there, the original stays done.
@@ -511,6 +523,28 @@ TEST(CompareCli, CtrlCToTheProcessGroupCheckpointsTheCellAndTheRerunContinuesIt)
   EXPECT_EQ(cell_json(dir, "tiny__h")["status"], "done");
   EXPECT_EQ(cell_json(dir, "tiny__h")["segments"], 2);
   EXPECT_GE(train_rows(dir, "tiny__h"), rows_before);  // the rows trained before the signal are kept
+}
+
+// A done comparison given more iterations trains its cells on from their checkpoints to the new
+// budget and evaluates them again (it was refused: a user audit).
+TEST(CompareCli, MoreIterationsContinueADoneCellFromItsCheckpoint) {
+  const std::string body =
+      "ansatze: [{label: tiny, type: ferminet, ferminet: {hidden_dims: [[8, 4]], determinants: 1}}]\n"
+      "molecules: [h]\n"
+      "walkers: 8\neval_steps: 4\n"
+      "overrides: [sampler.burn_in=2, sampler.steps_per_iteration=2, eval.burn_in=2, pretrain.steps=0, run.threads=1]\n";
+  const auto [file, dir] = setup("nnvmc_compare_more_iterations", body + "iterations: 3\n");
+  ASSERT_EQ(run("compare " + file + " --no-plots").code, 0);
+  EXPECT_EQ(train_rows(dir, "tiny__h"), 3);
+  const auto more = run("compare " + file + " --no-plots iterations=5");
+  ASSERT_EQ(more.code, 0) << more.out;
+  EXPECT_NE(more.out.find("tiny__h: continuing from its checkpoint"), std::string::npos) << more.out;
+  const auto j = cell_json(dir, "tiny__h");
+  EXPECT_EQ(j["status"], "done");
+  EXPECT_EQ(j["iterations"], 5);
+  EXPECT_EQ(j["segments"], 2);
+  EXPECT_EQ(train_rows(dir, "tiny__h"), 5);
+  EXPECT_TRUE(j.contains("energy")) << j.dump();
 }
 
 // A cell whose own process is killed from outside (kill -9: the out-of-memory killer, a
