@@ -51,6 +51,7 @@ Row make_row(const Cell& cell, const Reference& ref, const System& system) {
   r.cell = &cell;
   r.num["charge"] = system.charge;  // (the ion of a molecule has the same atoms: a user audit)
   r.num["spin"] = system.spin;
+  const double n_electrons = system.n_electrons();  // (known for a failed or pending cell too: a user audit)
   const std::string dir = cell.config.run.output;
   nlohmann::json j = nlohmann::json::object();
   if (std::ifstream in(dir + "/cell.json"); in) {
@@ -66,6 +67,7 @@ Row make_row(const Cell& cell, const Reference& ref, const System& system) {
   for (const char* k : {"n_electrons", "parameters", "iterations", "energy", "energy_err", "variance",
                         "autocorr_time", "peak_tensor_bytes", "max_rss_bytes", "train_seconds", "wall_seconds"})
     r.num[k] = num(j, k);
+  if (!std::isfinite(r.num["n_electrons"])) r.num["n_electrons"] = n_electrons;
   // 1: the evaluation's error_reliable; 0: not (no reblocking plateau and too few walkers, the
   // walkers drifting while measured, or hardly moving)
   r.num["error_bar_reliable"] =
@@ -121,10 +123,13 @@ std::string human_bytes(double b) {
   return strfmt(u ? "%.1f %s" : "%.0f %s", b, units[u]);
 }
 
-std::string md_escape(std::string s) {
-  for (auto& c : s)
-    if (c == '|' || c == '\n') c = ' ';
-  return s;
+std::string md_escape(const std::string& s) {
+  std::string out;  // (a '|' ends a table cell: escaped, not dropped, which left "log psi  after", a user audit)
+  for (char c : s) {
+    if (c == '|') out += "\\|";
+    else out += c == '\n' ? ' ' : c;
+  }
+  return out;
 }
 
 void write_csv(const std::string& path, const std::vector<Row>& rows, const std::vector<std::string>& stages) {

@@ -302,6 +302,7 @@ TEST(CompareCli, FailingCellIsReportedAndTheOthersComplete) {
   EXPECT_NE(stdout_only.out.find("starved__he  failed       -    "), std::string::npos) << stdout_only.out;
   EXPECT_NE(stdout_only.out.find("ok__he       done         -"), std::string::npos) << stdout_only.out;
   EXPECT_NE(rows[1].at("reason").find("one walker"), std::string::npos) << rows[1].at("reason");
+  EXPECT_EQ(rows[1].at("n_electrons"), "2");  // known without a run (it was empty, a user audit)
   // Two cells at once: 'auto' is each cell's share of the memory, not 60 % of it for both.
   std::ifstream log(dir + "/cells/ok__he/log.txt");
   const std::string text((std::istreambuf_iterator<char>(log)), {});
