@@ -445,7 +445,11 @@ std::string sanitize_label(const std::string& label) {
   std::string out = label;
   for (auto& c : out)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '+' || c == '.' || c == '_')) c = '_';
-  return out.empty() ? "_" : out;
+  if (out.empty()) out = "_";
+  if (out != label)  // (said: a user audit found "hf, baseline | x" silently as hf__baseline___x)
+    log::warn("label '" + label + "' is '" + out + "' in cell names, directories and tables (letters, digits and "
+              "- + . _ only)");
+  return out;
 }
 
 Config identity_settings(const Config& config) {

@@ -70,7 +70,7 @@ Config identity_settings(const Config& config);
 /// identity_settings(config) as YAML.
 std::string cell_identity(const Config& config);
 
-/// Replaces characters unsafe in directory names by '_'.
+/// Replaces characters unsafe in directory names by '_' (a warning names a label it changes).
 std::string sanitize_label(const std::string& label);
 
 }  // namespace nnvmc::compare

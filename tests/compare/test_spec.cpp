@@ -57,6 +57,20 @@ TEST(CompareSpec, OptimizerSettingsDoNotChangeTheIdentityOfAnUntrainedBaselineCe
   EXPECT_NE(cell_identity(plain.cells.at(1).config), cell_identity(changed.cells.at(1).config));  // ferminet
 }
 
+// A label with characters a directory name cannot hold is rewritten, and the rewrite is said (a
+// user audit found "hf, baseline | x" silently as hf__baseline___x).
+TEST(CompareSpec, ARewrittenLabelIsWarnedAbout) {
+  testing::internal::CaptureStdout();  // (the log's sink: stdout in tests)
+  testing::internal::CaptureStderr();
+  const auto spec = parse_compare_spec(
+      "ansatze: [{label: 'hf, baseline | x', type: hf}]\nmolecules: [h]\neval_steps: 2\noutput: /tmp/nnvmc_spec_label\n",
+      {}, "cmp.yaml");
+  const std::string err = testing::internal::GetCapturedStderr() + testing::internal::GetCapturedStdout();
+  ASSERT_EQ(spec.cells.size(), 1u);
+  EXPECT_EQ(spec.cells[0].ansatz, "hf__baseline___x");
+  EXPECT_NE(err.find("label 'hf, baseline | x' is 'hf__baseline___x' in cell names"), std::string::npos) << err;
+}
+
 TEST(CompareSpec, ExpandsAnsatzeTimesMoleculesTimesAxesWithTheCommonBudget) {
   const auto spec = parse_compare_spec(kTwoSizes + "laplacian: [forward, reverse]\n", {}, "cmp.yaml");
   ASSERT_EQ(spec.cells.size(), 8u);  // 2 ansätze × 2 molecules × 2 Laplacians
