@@ -229,10 +229,9 @@ class NaturalGradientOptimizer final : public Optimizer {
     torch::Tensor penalty;  // w·∇θP averaged over molecules [P], or undefined
     {
       auto scope = timers.scope("gradient");
+      const std::int64_t reserved = kept_for_the_step(batches);
       for (size_t i = 0; i < batches.size(); ++i) {
         const auto& b = batches[i];
-        // Jacobian, kernel and its factor (float64) stay outside the chunks.
-        const std::int64_t reserved = (b.r.size(0) * parameters_ + 3 * b.r.size(0) * b.r.size(0)) * 8;
         const auto chunk = chunk_(wf, *b.sys, b.r, options_.sr.chunk_walkers, budget_, reserved);
         per_sample_log_gradients_into(wf, *b.sys, b.r, chunk, jacobians_[i]);
         // all ranks' walkers (one rank: its own)
@@ -358,6 +357,28 @@ class NaturalGradientOptimizer final : public Optimizer {
   double penalty_weight_;    ///< determinant-balance weight (0: off)
   /// optim.sr.chunk_walkers (0: all), reduced if the measured memory per walker says it does not fit.
   PerSampleChunk chunk_;
+
+  /// Bytes the step keeps outside the per-sample passes (float64): the Jacobians of all the
+  /// step's molecules (W × P for this rank's W walkers, and all ranks' gathered again with several
+  /// ranks) and the kernel with its factor over all the walkers (3 W_all²). It was counted for
+  /// one molecule's walkers: 32 molecules at once peaked at 4× run.memory_budget, a user audit.
+  /// @throws BudgetError naming optim.molecules_per_step and sampler.walkers when that alone
+  /// exceeds the budget (it ran on, or failed allocating 1.3 GB with no word of the molecules)
+  std::int64_t kept_for_the_step(const std::vector<WalkerBatch>& batches) const {
+    std::int64_t local = 0;
+    for (const auto& b : batches) local += b.r.size(0);
+    const std::int64_t ranks = parallel::world().size(), all = local * ranks;
+    const std::int64_t bytes = (local * parameters_ + (ranks > 1 ? all * parameters_ : 0) + 3 * all * all) * 8;
+    if (!budget_.is_unlimited() && bytes > budget_.bytes())
+      throw BudgetError(strfmt(
+          "run.memory_budget = %s is too small for the %s step: it keeps the Jacobian (%lld walkers x %lld parameters) "
+          "and the kernel over all %lld walkers of the %zu molecule(s) it trains at once, %s; train fewer molecules per "
+          "step (optim.molecules_per_step), use fewer sampler.walkers, or raise run.memory_budget",
+          batching::format_bytes(double(budget_.bytes())).c_str(), options_.type.c_str(), static_cast<long long>(all),
+          static_cast<long long>(parameters_), static_cast<long long>(all), batches.size(),
+          batching::format_bytes(double(bytes)).c_str()));
+    return bytes;
+  }
   torch::Tensor previous_;  ///< SPRING's δ_{t−1} [P] float64 (undefined before the first step)
   torch::Tensor applied_step_;  ///< the last step's length min(lr, √(c/|δ|²)), a host scalar (float64)
   std::vector<torch::Tensor> jacobians_;  ///< per molecule [B, P], reused (read, never centred)

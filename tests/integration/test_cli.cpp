@@ -129,6 +129,30 @@ TEST(Cli, ADivergedTrainingStopsAndPauliNetIsCheckedAgainstItsBaseline) {
   EXPECT_FALSE(summary["below_lower_bound"].get<bool>());
 }
 
+// A natural-gradient step keeps the Jacobian and kernel of all the molecules it trains at once:
+// over the budget it is refused naming optim.molecules_per_step, which fits it (a user audit:
+// 32 molecules peaked at 4x run.memory_budget, exit 0).
+TEST(Cli, ANaturalGradientStepOverSeveralMoleculesIsBudgetedForAllOfThem) {
+  const auto cfg = write_config("nnvmc_ng_molecules.yaml",
+                                "model: {type: orbformer, orbformer: {elements: H-He, heads: 2, head_dim: 4, layers: 1, "
+                                "featurization_heads: 2, determinants: 1, envelopes_per_nucleus: 1, nuclear_feature_dim: 4, "
+                                "nuclear_layers: 1, nuclear_heads: 1, orbital_layers: 1, orbital_heads: 1, orbital_head_dim: 4}}\n"
+                                "system: {molecules: [h2, {molecule: h2, geometry: [[0, 0, 0], [0, 0, 1.5]]},\n"
+                                "  {molecule: h2, geometry: [[0, 0, 0], [0, 0, 1.6]]}, {molecule: h2, geometry: [[0, 0, 0], [0, 0, 1.7]]}]}\n"
+                                "optim: {type: spring, iterations: 2}\npretrain: {steps: 0}\neval: {steps: 0}\n"
+                                "sampler: {walkers: 256}\nrun: {threads: 1}\n");
+  const auto out = (fs::temp_directory_path() / "nnvmc_ng_molecules").string();
+  fs::remove_all(out);
+  expect_input_error("train " + cfg + " run.memory_budget=2MiB run.output=" + out,
+                     "keeps the Jacobian (1024 walkers x");
+  expect_input_error("train " + cfg + " run.memory_budget=2MiB run.output=" + out,
+                     "train fewer molecules per step (optim.molecules_per_step)");
+  EXPECT_FALSE(fs::exists(out));
+  const auto fits = run("train " + cfg + " run.memory_budget=16MiB optim.molecules_per_step=1 run.output=" + out);
+  EXPECT_EQ(fits.code, 0) << fits.out;
+  fs::remove_all(out);
+}
+
 // model.init_from is a training setting: an evaluation names it and ignores it, also for a
 // pretrained run (it failed there on the checkpoint's pretrain.steps, a user audit).
 TEST(Cli, EvalIgnoresModelInitFromOfAPretrainedRunWithAWarning) {
