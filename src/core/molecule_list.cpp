@@ -103,9 +103,10 @@ System molecule_with_geometry(const YAML::Node& e, const std::string& key, const
       s.spin = std::abs(s.n_electrons() % 2);
       s.spin_given = false;
     }
-    if (e["name"])
+    if (e["name"]) {
       s.name = e["name"].as<std::string>();
-    else
+      s.name_explicit = true;
+    } else
       s.name += ion_suffix(s, file);
   } catch (const YAML::Exception&) {
     throw ConfigError("'" + key + "': geometry must hold numbers, name a string, charge and spin integers");
@@ -190,19 +191,25 @@ std::string usable_molecule_name(std::string n) {
   return n;
 }
 
-std::vector<std::string> unique_molecule_names(const std::vector<std::string>& names) {
+std::vector<std::string> unique_molecule_names(const std::vector<std::string>& names, const std::vector<bool>& explicit_names) {
   std::vector<std::string> usable;
   for (const auto& n : names) usable.push_back(usable_molecule_name(n));
   const auto reserved = [](const std::string& n) {
     return std::find(kReservedMoleculeNames.begin(), kReservedMoleculeNames.end(), n) != kReservedMoleculeNames.end();
   };
-  // First every name as given (usable unchanged, not reserved) goes to its first entry; then the
-  // rest are numbered past every name that was given, so a repeat never takes a given name: in
-  // [he, he, he_2] the given he_2 stays he_2 (the second he becomes he_3).
+  // First every name as given (usable unchanged, not reserved) goes to its first entry, an
+  // explicit one (a `name:`) before a default one; then the rest are numbered past every name
+  // that was given, so a repeat never takes a given name: in [he, he, he_2] the given he_2 stays
+  // he_2 (the second he becomes he_3).
   std::vector<std::string> out(names.size());
   std::set<std::string> assigned, given(usable.begin(), usable.end());
-  for (std::size_t i = 0; i < names.size(); ++i)
-    if (names[i] == usable[i] && !reserved(usable[i]) && assigned.insert(usable[i]).second) out[i] = usable[i];
+  for (const bool first_explicit : {true, false})
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const bool is_explicit = i < explicit_names.size() && explicit_names[i];
+      if (is_explicit == first_explicit && out[i].empty() && names[i] == usable[i] && !reserved(usable[i]) &&
+          assigned.insert(usable[i]).second)
+        out[i] = usable[i];
+    }
   for (std::size_t i = 0; i < names.size(); ++i) {
     if (!out[i].empty()) continue;
     std::string u = usable[i];
@@ -269,8 +276,9 @@ std::vector<System> resolve_molecules(const SystemConfig& config) {
     out = {single_molecule(config.molecule ? config.molecule->yaml : "lih")};
   }
   std::vector<std::string> names;
-  for (const auto& s : out) names.push_back(s.name);
-  names = unique_molecule_names(names);
+  std::vector<bool> explicit_names;
+  for (const auto& s : out) names.push_back(s.name), explicit_names.push_back(s.name_explicit);
+  names = unique_molecule_names(names, explicit_names);
   // Renamed entries are said, once per name: two entries named x became x and x_2, and x@1 became
   // x_1, without a word (a user audit); the names are what result.h5, summary.json and eval
   // --molecule use.

@@ -49,7 +49,9 @@ System parse_molecule_entry(const YAML::Node& entry, const std::string& key, con
 /// _ . + - become '_' (a frame's traj@3: traj_3); an empty name, "." or ".." becomes "molecule".
 std::string usable_molecule_name(std::string name);
 
-/// usable_molecule_name of each; repeated or reserved names get _2, _3, ...
-std::vector<std::string> unique_molecule_names(const std::vector<std::string>& names);
+/// usable_molecule_name of each; repeated or reserved names get _2, _3, ...; an entry that gave
+/// its name (`explicit_names[i]`; none when empty) keeps it before an unnamed entry of that name.
+std::vector<std::string> unique_molecule_names(const std::vector<std::string>& names,
+                                               const std::vector<bool>& explicit_names = {});
 
 }  // namespace nnvmc

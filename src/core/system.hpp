@@ -24,6 +24,9 @@ struct System {
   /// ("traj@3", which the run calls traj_3, or traj_3_2 where an entry was named traj_3);
   /// "" for a molecule not resolved from a list
   std::string given_name;
+  /// the list entry gave this name (`name:`): it keeps it over an unnamed entry whose default
+  /// name is the same (a user audit: {molecule: h2, name: h2} became h2_2 after an unnamed h2)
+  bool name_explicit = false;
   std::vector<Atom> atoms;  ///< nuclei
   int charge = 0;           ///< total charge; electrons = ΣZ − charge
   int spin = 0;             ///< n_up − n_down

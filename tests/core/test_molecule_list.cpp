@@ -79,6 +79,19 @@ TEST(MoleculeList, ANameGivenOnceIsNeverTakenByARepeatOfAnother) {
   EXPECT_EQ(unique_molecule_names({"energy", "x y"}), (std::vector<std::string>{"energy_2", "x_y"}));
 }
 
+// An entry's own `name:` wins over an unnamed entry whose default name is the same, whatever
+// their order (a user audit: a PES point named h2 at R = 1.4 came out as h2_2, labelled with the
+// reference of the other point).
+TEST(MoleculeList, AnExplicitNameIsKeptOverAnUnnamedEntryOfThatName) {
+  const auto m = molecules_of(
+      "system: {molecules: [{molecule: h2, geometry: [[0, 0, 0], [0, 0, 3.0]]}, {molecule: h2, name: h2}]}\n");
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_EQ(m[0].name, "h2_2");
+  EXPECT_EQ(m[1].name, "h2");
+  EXPECT_NEAR(m[1].atoms[1].position[2], 1.4, 1e-12);  // the named entry is the file's geometry
+  EXPECT_EQ(unique_molecule_names({"h2", "h2"}, {false, true}), (std::vector<std::string>{"h2_2", "h2"}));
+}
+
 TEST(MoleculeList, ADatasetFileListsMoleculesWithPathsRelativeToIt) {
   const auto dir = fs::temp_directory_path() / "nnvmc_dataset_test";
   fs::remove_all(dir);
