@@ -125,6 +125,16 @@ void put_system(Datasets& d, const std::string& group, const System& s) {
   d[group + "/atomic_numbers"] = to_array(z);
   d[group + "/positions"] = to_array(pos);
   d[group + "/charge_spin"] = to_array(torch::tensor({int64_t(s.charge), int64_t(s.spin)}, torch::kInt64));
+  // The molecule file's reference goes with its molecule: a run resumed or evaluated where that
+  // file cannot be read states it still (a user audit: a moved run's summary lost every e_ref).
+  if (s.e_ref) {
+    d[group + "/e_ref"] = to_array(torch::tensor({*s.e_ref}, torch::kFloat64));
+    if (!s.e_ref_source.empty()) {
+      auto text = torch::empty({static_cast<int64_t>(s.e_ref_source.size())}, torch::kUInt8);
+      std::memcpy(text.data_ptr(), s.e_ref_source.data(), s.e_ref_source.size());
+      d[group + "/e_ref_source"] = to_array(text);
+    }
+  }
 }
 
 System take_system(const Datasets& d, const std::string& group, const std::string& name, const std::string& path) {
@@ -143,6 +153,15 @@ System take_system(const Datasets& d, const std::string& group, const std::strin
                        {pos[i][0].item<double>(), pos[i][1].item<double>(), pos[i][2].item<double>()}});
   s.charge = static_cast<int>(cs[0].item<int64_t>());
   s.spin = static_cast<int>(cs[1].item<int64_t>());
+  if (d.count(g + "e_ref")) {  // (optional: a checkpoint before 2026-12-07, or a molecule without one, has none)
+    const auto e = from_array(require(d, g + "e_ref", io::DType::f64, 1, path));
+    if (e.numel() != 1) throw CheckpointError(path + ": malformed " + g + "e_ref");
+    s.e_ref = e[0].item<double>();
+    if (d.count(g + "e_ref_source")) {
+      const auto text = from_array(require(d, g + "e_ref_source", io::DType::u8, 1, path));
+      s.e_ref_source.assign(static_cast<const char*>(text.data_ptr()), static_cast<std::size_t>(text.numel()));
+    }
+  }
   try {
     s.validate();
   } catch (const InputError& e) {

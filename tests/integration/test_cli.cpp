@@ -1896,7 +1896,7 @@ TEST(Cli, AResumeRefusedInItsFirstIterationLeavesTheRunsFilesAsTheyWere) {
   const auto contents = [&] { return nnvmc::test::file_bytes(out); };
   const auto before = contents();
   ASSERT_EQ(before.count("summary.json"), 1u);
-  expect_input_error("train --resume " + out + " optim.iterations=4 optim.type=sr run.memory_budget=8KiB", "one walker");
+  expect_input_error("train --resume " + out + " optim.iterations=4 optim.type=sr run.memory_budget=8KiB", "is too small for the sr step");
   EXPECT_TRUE(contents() == before);
   const auto r = run("train --resume " + out + " optim.iterations=4 optim.type=sr --log-level warn");
   ASSERT_EQ(r.code, 0) << r.out;

@@ -73,6 +73,12 @@ TEST(Checkpoint, RoundTripIsBitIdentical) {
     }
     EXPECT_EQ(b.system.charge, a.system.charge);
     EXPECT_EQ(b.system.spin, a.system.spin);
+    // the molecule file's reference travels with its molecule (a moved run lost it, a user audit)
+    ASSERT_TRUE(a.system.e_ref.has_value());
+    ASSERT_TRUE(b.system.e_ref.has_value());
+    EXPECT_EQ(*b.system.e_ref, *a.system.e_ref);
+    EXPECT_EQ(b.system.e_ref_source, a.system.e_ref_source);
+    EXPECT_FALSE(b.system.e_ref_source.empty());
   }
   EXPECT_TRUE(torch::equal(d.molecules[1].laplacian_rng, c.molecules[1].laplacian_rng));
   EXPECT_TRUE(d.history.empty());
