@@ -93,10 +93,11 @@ System molecule_with_geometry(const YAML::Node& e, const std::string& key, const
         }
       }
     }
-    if (e["charge"]) s.charge = e["charge"].as<int>();
+    if (e["charge"]) s.charge = e["charge"].as<int>(), s.entry_charge = true;
     if (e["spin"]) {
       s.spin = e["spin"].as<int>();
       s.spin_given = true;
+      s.entry_spin = true;
     } else if (!s.spin_given || s.charge != file.charge) {
       // the lowest, after the entry's charge (as resolve_molecules and --charge do): the file's
       // spin is its own charge's ({molecule: h, charge: -1} was refused for H's spin 1: a user audit)
@@ -311,6 +312,16 @@ std::vector<System> resolve_molecules(const SystemConfig& config) {
     s.given_name = s.name;
     s.name = names[i];
     const int charge = s.charge, spin = s.spin;
+    // (said: a user audit found {molecule: li, charge: 1} trained neutral under system.charge=0,
+    // still called li_cation, without a word)
+    static std::set<std::string> replaced;  // (molecules are resolved more than once per command)
+    if (config.charge && s.entry_charge && *config.charge != charge &&
+        replaced.insert(key + "/charge/" + s.name).second)
+      log::warn(strfmt("%s: system.charge=%d replaces the charge %d that the entry '%s' gives (its name stays)",
+                       key.c_str(), *config.charge, charge, s.name.c_str()));
+    if (config.spin && s.entry_spin && *config.spin != spin && replaced.insert(key + "/spin/" + s.name).second)
+      log::warn(strfmt("%s: system.spin=%d replaces the spin %d that the entry '%s' gives (its name stays)",
+                       key.c_str(), *config.spin, spin, s.name.c_str()));
     if (config.charge) s.charge = *config.charge;
     if (config.spin) {
       s.spin = *config.spin;

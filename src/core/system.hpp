@@ -27,6 +27,8 @@ struct System {
   /// the list entry gave this name (`name:`): it keeps it over an unnamed entry whose default
   /// name is the same (a user audit: {molecule: h2, name: h2} became h2_2 after an unnamed h2)
   bool name_explicit = false;
+  /// the list entry gave `charge:` / `spin:` (system.charge / system.spin replacing one is said)
+  bool entry_charge = false, entry_spin = false;
   std::vector<Atom> atoms;  ///< nuclei
   int charge = 0;           ///< total charge; electrons = ΣZ − charge
   int spin = 0;             ///< n_up − n_down

@@ -277,6 +277,22 @@ TEST(MoleculeList, AnEntryThatChangesChargeOrSpinIsNamedForIt) {
   EXPECT_EQ(o[0].name, "nnvmc_o_triplet");
 }
 
+// system.charge / system.spin replacing what an entry gives is said (a user audit: a neutral Li
+// trained as li_cation without a word).
+TEST(MoleculeList, SystemChargeReplacingAnEntrysOwnIsWarnedAbout) {
+  testing::internal::CaptureStdout();  // (the log's sink: stdout in tests)
+  testing::internal::CaptureStderr();
+  const auto m = molecules_of(
+      "system: {molecules: [{molecule: li, charge: 1}, {molecule: li, spin: 3}, li], charge: 0, spin: 1}\n");
+  const std::string log = testing::internal::GetCapturedStderr() + testing::internal::GetCapturedStdout();
+  ASSERT_EQ(m.size(), 3u);
+  EXPECT_EQ(m[0].charge, 0);
+  EXPECT_EQ(m[1].spin, 1);
+  EXPECT_NE(log.find("system.charge=0 replaces the charge 1 that the entry 'li_cation' gives"), std::string::npos) << log;
+  EXPECT_NE(log.find("system.spin=1 replaces the spin 3 that the entry 'li_spin3' gives"), std::string::npos) << log;
+  EXPECT_EQ(log.find("entry 'li' gives"), std::string::npos) << log;  // (the plain entry gave none)
+}
+
 // An inline entry's error names its key once (it was "'K': K:1: ..."), and a dataset file's the
 // entry's line in that file.
 TEST(MoleculeList, AnInlineEntrysErrorNamesItsKeyOnceAndADatasetsItsLine) {
