@@ -14,6 +14,7 @@
 
 #include "core/elements.hpp"
 #include "core/errors.hpp"
+#include "core/log.hpp"
 
 namespace nnvmc::scf {
 namespace {
@@ -105,7 +106,8 @@ BasisLibrary parse_nwchem_basis(const std::string& text, const std::string& wher
   lib.source = where;
   std::istringstream in(text);
   Block block;
-  bool in_basis = false;
+  bool in_basis = false, kind_given = false;
+  lib.spherical = false;  // NWChem's default, for a file whose BASIS line says neither
   int line_no = 0;
   // each element's shells are one run of blocks; an element that comes back after another's (or
   // in a second BASIS section) would add its shells twice — a concatenation of two basis sets
@@ -122,8 +124,8 @@ BasisLibrary parse_nwchem_basis(const std::string& text, const std::string& wher
       in_basis = true;
       current_Z = 0;
       for (const auto& w : words) {
-        if (upper(w) == "CARTESIAN") lib.spherical = false;
-        if (upper(w) == "SPHERICAL") lib.spherical = true;
+        if (upper(w) == "CARTESIAN") lib.spherical = false, kind_given = true;
+        if (upper(w) == "SPHERICAL") lib.spherical = true, kind_given = true;
       }
       continue;
     }
@@ -185,6 +187,14 @@ BasisLibrary parse_nwchem_basis(const std::string& text, const std::string& wher
   }
   flush(block, lib, where);
   if (lib.elements.empty()) throw InputError(where + ": no basis functions found");
+  // (a user audit: such a file was read as pure d, 24 functions for H2O/cc-pVDZ where NWChem and
+  // Psi4 with puream false take 25, an energy 0.34 mEh off with no word)
+  bool has_d = false;
+  for (const auto& [z, shells] : lib.elements)
+    for (const auto& sh : shells) has_d = has_d || sh.l >= 2;
+  if (!kind_given && has_d)
+    log::warn(where + ": its BASIS line says neither SPHERICAL nor CARTESIAN: d and higher shells are read as "
+              "Cartesian, NWChem's default (6 d functions); add SPHERICAL to it for pure ones (5)");
   return lib;
 }
 

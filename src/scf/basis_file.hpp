@@ -19,7 +19,7 @@ struct ShellTemplate {
 /// The contents of one basis set file.
 struct BasisLibrary {
   std::string source;                                  ///< file path (for messages)
-  bool spherical = true;                               ///< pure d/f/... shells (SPHERICAL) or Cartesian
+  bool spherical = true;  ///< pure d/f/... shells (SPHERICAL) or Cartesian (CARTESIAN, or neither: NWChem's default)
   std::map<int, std::vector<ShellTemplate>> elements;  ///< shells per atomic number, in file order
 };
 

@@ -43,6 +43,23 @@ END
   EXPECT_DOUBLE_EQ(h[1].exponents[0], 0.122);
 }
 
+// A BASIS line that says neither SPHERICAL nor CARTESIAN means Cartesian, as in NWChem, with a
+// warning where it matters (d shells) (a user audit: read as pure, 0.34 mEh off for H2O/cc-pVDZ).
+TEST(BasisFile, NeitherSphericalNorCartesianIsNWChemsCartesianWithAWarning) {
+  const std::string d_shell = "O D\n 1.0 1.0\nEND\n";
+  testing::internal::CaptureStdout();  // (the log's sink: stdout in tests)
+  testing::internal::CaptureStderr();
+  const auto plain = parse_nwchem_basis("BASIS \"ao basis\" PRINT\n" + d_shell, "plain.nw");
+  const auto s_only = parse_nwchem_basis("BASIS\nH S\n 1.0 1.0\nEND\n", "s_only.nw");
+  const auto pure = parse_nwchem_basis("BASIS \"ao basis\" SPHERICAL\n" + d_shell, "pure.nw");
+  const std::string log = testing::internal::GetCapturedStderr() + testing::internal::GetCapturedStdout();
+  EXPECT_FALSE(plain.spherical);
+  EXPECT_TRUE(pure.spherical);
+  EXPECT_NE(log.find("plain.nw: its BASIS line says neither SPHERICAL nor CARTESIAN"), std::string::npos) << log;
+  EXPECT_EQ(log.find("s_only.nw"), std::string::npos) << log;  // (no d shells: nothing to say)
+  EXPECT_EQ(log.find("pure.nw"), std::string::npos) << log;
+}
+
 TEST(BasisFile, MalformedLinesNameTheLine) {
   try {
     parse_nwchem_basis("BASIS \"ao basis\" SPHERICAL\nH S\n 1.0 abc\nEND\n", "bad.nw");
