@@ -39,13 +39,15 @@ def running_mean(e, width):
     """The mean of the last `width` values at each point, and its standard error (as if the
     values were independent: a floor on the true one)."""
     e = np.asarray(e, dtype=float)
+    shift = e[0] if len(e) else 0.0  # (sums of e - e[0]: E[x²] - mean² keeps its digits for -150 Eh energies)
+    e = e - shift
     c = np.cumsum(np.insert(e, 0, 0.0))
     c2 = np.cumsum(np.insert(e * e, 0, 0.0))
     lo = np.maximum(0, np.arange(1, len(e) + 1) - width)
     k = np.arange(1, len(e) + 1) - lo
     mean = (c[1:] - c[lo]) / k
     var = np.maximum((c2[1:] - c2[lo]) / k - mean * mean, 0.0) * k / np.maximum(k - 1, 1)
-    return mean, np.sqrt(var / k)
+    return mean + shift, np.sqrt(var / k)
 
 
 def read(out):

@@ -239,7 +239,8 @@ void write_report(const std::string& path, const CompareSpec& spec, const std::v
        "allocator; peak RSS: its process (none for a cell whose process was killed). Wall: the cell's processes from start to exit. An energy marked "
        "(unreliable) has error_bar_reliable = 0 in compare.csv: its error bar came from neither a reblocking "
        "plateau in a series of 50 autocorrelation times or more nor enough walkers (evaluate it longer), or its walkers were not in equilibrium (drifting while "
-       "measured, or hardly moving: its cell's log says which; give it a longer eval.burn_in). In compare.csv and compare.h5: " << kUnits << ".\n\n";
+       "measured, or hardly moving: its cell's log says which; give it a longer eval.burn_in), or its energy lies below "
+       "a rigorous lower bound on any wavefunction's (walkers that did not sample the wavefunction). In compare.csv and compare.h5: " << kUnits << ".\n\n";
   o << "| ansatz | molecule | laplacian | optim | dtype | status | energy (Eh) | error (mEh) | variance (Eh²) | "
        "τ_corr (iterations) | parameters | s/iteration | peak tensor memory | peak RSS | wall (s) |\n";
   o << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";

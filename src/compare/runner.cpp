@@ -98,7 +98,8 @@ std::string cell_state(const Cell& cell) {
 
 std::int64_t trained_iterations(const Cell& cell) {
   const auto j = read_status(dir_of(cell));
-  return j.value("status", "") == "done" && j.contains("iterations") && j["iterations"].is_number_integer()
+  const std::string status = j.value("status", "");
+  return (status == "done" || status == "interrupted") && j.contains("iterations") && j["iterations"].is_number_integer()
              ? j["iterations"].get<std::int64_t>()
              : -1;
 }
@@ -324,7 +325,11 @@ RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
         summary.interrupted = true;
         continue;
       }
-      const std::string why = "the cell's process ended with " + st.describe() + " (see " + dir_of(*cell) + "/log.txt)";
+      const std::string why = "the cell's process ended with " + st.describe() + " (see " + dir_of(*cell) + "/log.txt" +
+                              (st.signal == SIGKILL ? "; SIGKILL is often the out-of-memory killer: if it comes again, "
+                                                      "run fewer --jobs or give the cells a smaller run.memory_budget"
+                                                    : "") +
+                              ")";
       const bool stopped_from_outside =
           st.signal == SIGKILL || st.signal == SIGTERM || st.signal == SIGINT || st.signal == SIGHUP;
       if (j.value("status", "") == "done") {  // a done cell's continuation (more minutes): it keeps its result

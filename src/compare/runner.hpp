@@ -60,9 +60,10 @@ std::string cell_state(const Cell& cell);
 /// 2026-12-05 records no minutes: false.)
 bool needs_more_training(const Cell& cell);
 
-/// The iterations a done cell trained (cell.json `iterations`), −1 for any other cell. A done
+/// The iterations a done or interrupted cell trained (cell.json `iterations`; an interrupted
+/// one's may pass its checkpoint by up to run.checkpoint_every), −1 for any other cell. A done
 /// cell given more iterations than that continues from its checkpoint (needs_more_training);
-/// fewer are refused (check_cells).
+/// fewer are refused (check_cells; a review: an interrupted cell past them was evaluated there).
 std::int64_t trained_iterations(const Cell& cell);
 
 /// Whether the cell holds progress that a changed configuration must not replace: done, or a

@@ -93,7 +93,10 @@ System molecule_with_geometry(const YAML::Node& e, const std::string& key, const
         }
       }
     }
-    if (e["charge"]) s.charge = e["charge"].as<int>(), s.entry_charge = true;
+    if (e["charge"]) {
+      s.charge = e["charge"].as<int>();
+      s.entry_charge = true;
+    }
     if (e["spin"]) {
       s.spin = e["spin"].as<int>();
       s.spin_given = true;
@@ -278,7 +281,10 @@ std::vector<System> resolve_molecules(const SystemConfig& config) {
   }
   std::vector<std::string> names;
   std::vector<bool> explicit_names;
-  for (const auto& s : out) names.push_back(s.name), explicit_names.push_back(s.name_explicit);
+  for (const auto& s : out) {
+    names.push_back(s.name);
+    explicit_names.push_back(s.name_explicit);
+  }
   names = unique_molecule_names(names, explicit_names);
   // Renamed entries are said, once per name: two entries named x became x and x_2, and x@1 became
   // x_1, without a word (a user audit); the names are what result.h5, summary.json and eval

@@ -50,7 +50,7 @@ struct System {
   /// w_A = Z_A/Z, Z = Σ_A Z_A, the one-electron levels sum (Ky Fan) to at least those of one
   /// hydrogen-like ion of charge Z: each spin's electrons fill its shells, n² orbitals at
   /// −Z²/(2n²). Plus the nuclear repulsion. Exact for one electron on one nucleus (H: −0.5);
-  /// loose otherwise (H2 −3.29, LiH −15.0), so an energy below it is a broken estimate, not a
+  /// loose otherwise (H2 −3.29, LiH −19.0), so an energy below it is a broken estimate, not a
   /// good wavefunction (walkers that no longer sample |ψ|²).
   double energy_lower_bound() const;
 

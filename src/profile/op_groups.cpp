@@ -121,18 +121,12 @@ double linalg_flops(const std::string& n, const std::vector<std::vector<std::int
   if (n.find("solve") == std::string::npos)
     return (n.find("cholesky") != std::string::npos ? 1.0 / 3.0 : 2.0 / 3.0) * systems(m[0]);
   if (m.size() < 2) return 0;
-  // The right-hand side is the largest operand (torch.triangular_solve takes it first,
-  // linalg_solve_triangular last); the matrix is a square one among the others (pivots of
-  // lu_solve are [..., n], not square).
-  std::size_t rhs = 0;
-  for (std::size_t i = 1; i < m.size(); ++i)
-    if (numel(m[i]) > numel(m[rhs])) rhs = i;
-  std::size_t a = rhs == 0 ? 1 : 0;
-  for (std::size_t i = 0; i < m.size(); ++i)
-    if (i != rhs && m[i][m[i].size() - 1] == m[i][m[i].size() - 2]) {
-      a = i;
-      break;
-    }
+  // Operand order per operator: torch.triangular_solve(B, A) and cholesky_solve(B, L) take the
+  // right-hand side first; linalg_solve_triangular(A, B), linalg_solve(A, B) and
+  // lu_solve(LU, pivots, B) take the matrix first and the right-hand side last (a review: the
+  // largest operand, taken as the right-hand side, was the matrix for a one-column B).
+  const bool rhs_first = n == "triangular_solve" || n.find("cholesky_solve") != std::string::npos;
+  const std::size_t rhs = rhs_first ? 0 : m.size() - 1, a = rhs_first ? 1 : 0;
   const double k = static_cast<double>(m[a].back());
   const double columns_times_n2 = k * static_cast<double>(numel(m[rhs]));  // n² per column of length n
   if (n.find("triangular") != std::string::npos) return columns_times_n2;

@@ -258,7 +258,7 @@ void write_report(const ProfileReport& r, const std::string& path, const std::st
   const auto& rl = r.roofline;
   o << "\n## Roofline\n\n";
   if (rl.peak_gflops > 0) {
-    o << strfmt("Measured on this machine (the best of 3 repeats each, so a busy machine lowers them): %s (n = %d) "
+    o << strfmt("Measured on this machine (the best of a few repeats each, so a busy machine lowers them): %s (n = %d) "
                 "%.1f GFLOP/s, triad bandwidth %.1f GB/s (%.0f MiB), ridge point %.2f FLOP/byte, %d thread(s).",
                 rl.dtype == "float32" ? "SGEMM" : "DGEMM", rl.gemm_size, rl.peak_gflops, rl.bandwidth_gbs,
                 rl.triad_mib, rl.ridge(), rl.threads);
@@ -278,8 +278,8 @@ void write_report(const ProfileReport& r, const std::string& path, const std::st
     o << "From " << (r.molecules.size() == 1 ? "one molecule" : "molecules of one size")
       << ": no scaling (profile several sizes, e.g. --molecules lih,ch4,c2h6,c4h4).\n\n";
   else if (sizes.size() == 2)  // (a user audit read N^-0.09 from H2 and LiH as a finding)
-    o << "From 2 sizes: a slope through two points has no uncertainty, and the fixed costs of small molecules "
-         "flatten it; profile three or more sizes (e.g. --molecules lih,ch4,c2h6,c4h4).\n\n";
+    o << "From 2 sizes: a slope between two sizes says nothing of its curvature, and the fixed costs of small "
+         "molecules flatten it; profile three or more sizes (e.g. --molecules lih,ch4,c2h6,c4h4).\n\n";
   else
     o << "± is the exponent's standard error from the fit's residuals; a large one, or a curve through the points "
          "in scaling.png, says the sizes are not yet in one regime (fixed costs of small molecules).\n\n";
@@ -324,7 +324,8 @@ std::vector<std::string> timing_warnings(const ProfileReport& r, double load, un
       out.push_back(strfmt("%s: iteration times spread by %.0f%% of their median: a busy machine? more --iterations "
                            "steady the medians",
                            m.molecule.c_str(), 100.0 * spread));
-  if (std::isfinite(load) && cores > 0 && load > cores)
+  // (the load counts this profile's own threads too: others must have added at least one)
+  if (std::isfinite(load) && cores > 0 && load > cores && load - r.threads >= 1.0)
     out.push_back(strfmt("the load average (%.2f) exceeded the %u cores: other processes shared them, so the times "
                          "are slower and noisier than on an idle machine, and so is the roofline",
                          load, cores));

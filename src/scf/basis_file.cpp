@@ -124,8 +124,10 @@ BasisLibrary parse_nwchem_basis(const std::string& text, const std::string& wher
       in_basis = true;
       current_Z = 0;
       for (const auto& w : words) {
-        if (upper(w) == "CARTESIAN") lib.spherical = false, kind_given = true;
-        if (upper(w) == "SPHERICAL") lib.spherical = true, kind_given = true;
+        const std::string kind = upper(w);
+        if (kind != "CARTESIAN" && kind != "SPHERICAL") continue;
+        lib.spherical = kind == "SPHERICAL";
+        kind_given = true;
       }
       continue;
     }

@@ -1,5 +1,6 @@
 #include "train/natural_gradient.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/errors.hpp"
@@ -360,23 +361,28 @@ class NaturalGradientOptimizer final : public Optimizer {
 
   /// Bytes the step keeps outside the per-sample passes (float64): the Jacobians of all the
   /// step's molecules (W × P for this rank's W walkers, and all ranks' gathered again with several
-  /// ranks) and the kernel with its factor over all the walkers (3 W_all²). It was counted for
+  /// ranks) and the kernel with its factor over all the walkers (3 W_all²; sr: 3 min(W_all, P)²). It was counted for
   /// one molecule's walkers: 32 molecules at once peaked at 4× run.memory_budget, a user audit.
   /// @throws BudgetError naming optim.molecules_per_step and sampler.walkers when that alone
   /// exceeds the budget (it ran on, or failed allocating 1.3 GB with no word of the molecules)
   std::int64_t kept_for_the_step(const std::vector<WalkerBatch>& batches) const {
     std::int64_t local = 0;
     for (const auto& b : batches) local += b.r.size(0);
-    const std::int64_t ranks = parallel::world().size(), all = local * ranks;
-    const std::int64_t bytes = (local * parameters_ + (ranks > 1 ? all * parameters_ : 0) + 3 * all * all) * 8;
+    // all ranks' walkers (their shares differ: 10 on 3 ranks are 4/3/3), the same on every rank,
+    // so every rank takes the same branch below (a review)
+    const int ranks = parallel::world().size();
+    const auto all = ranks > 1 ? static_cast<std::int64_t>(std::llround(sum_over_ranks(double(local)))) : local;
+    // sr solves in the smaller of parameter and walker space (a P×P Fisher matrix when P ≤ W)
+    const std::int64_t side = options_.type == "sr" ? std::min<std::int64_t>(all, parameters_) : all;
+    const std::int64_t bytes = (local * parameters_ + (ranks > 1 ? all * parameters_ : 0) + 3 * side * side) * 8;
     if (!budget_.is_unlimited() && bytes > budget_.bytes())
       throw BudgetError(strfmt(
           "run.memory_budget = %s is too small for the %s step: it keeps the Jacobian (%lld walkers x %lld parameters) "
-          "and the kernel over all %lld walkers of the %zu molecule(s) it trains at once, %s; train fewer molecules per "
-          "step (optim.molecules_per_step), use fewer sampler.walkers, or raise run.memory_budget",
+          "and a %lld x %lld kernel for the %zu molecule(s) it trains at once, %s; train fewer molecules per step "
+          "(optim.molecules_per_step), use fewer sampler.walkers, or raise run.memory_budget",
           batching::format_bytes(double(budget_.bytes())).c_str(), options_.type.c_str(), static_cast<long long>(all),
-          static_cast<long long>(parameters_), static_cast<long long>(all), batches.size(),
-          batching::format_bytes(double(bytes)).c_str()));
+          static_cast<long long>(parameters_), static_cast<long long>(side), static_cast<long long>(side),
+          batches.size(), batching::format_bytes(double(bytes)).c_str()));
     return bytes;
   }
   torch::Tensor previous_;  ///< SPRING's δ_{t−1} [P] float64 (undefined before the first step)

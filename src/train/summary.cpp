@@ -98,9 +98,9 @@ std::string eval_text(const EvalResult& r) {
               r.acceptance, r.step_size);
   s += steps_and_walkers(r.steps, r.walkers) + "\n";
   if (r.below_lower_bound())
-    s += strfmt("warning: the energy is below %.6f Eh, the lowest any wavefunction of this molecule can have (the "
-                "electrons without their repulsion, in a hydrogen-like field of all nuclear charge): the walkers did "
-                "not sample |psi|^2 and the number is meaningless. A training that diverged (a too large optim.lr) "
+    s += strfmt("warning: the energy is below %.6f Eh, a rigorous lower bound on the energy of any wavefunction of "
+                "this molecule (the electrons without their repulsion, in a hydrogen-like field of all nuclear charge): "
+                "the walkers did not sample |psi|^2 and the number is meaningless. A training that diverged (a too large optim.lr) "
                 "leaves such a wavefunction; start it again with a smaller learning rate\n",
                 r.lower_bound);
   if (!reblocked && !r.stats.plateau && r.walkers < kMinWalkersForChainsError)

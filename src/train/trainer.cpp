@@ -326,8 +326,8 @@ void Trainer::stop_if_diverged(const VmcMolecule& molecule, double energy, doubl
   // (every rank measured the same energy of all walkers: all stop here)
   const std::string dir = output_.empty() ? std::string("the run") : output_;
   throw NumericalError(strfmt(
-      "training diverged at iteration %ld: the energy of %s, %.6g +- %.2g Eh, is below %.6f Eh, the lowest any "
-      "wavefunction of this molecule can have. The walkers no longer sample |psi|^2: the wavefunction changed faster "
+      "training diverged at iteration %ld: the energy of %s, %.6g +- %.2g Eh, is below %.6f Eh, a rigorous lower "
+      "bound on the energy of any wavefunction of this molecule. The walkers no longer sample |psi|^2: the wavefunction changed faster "
       "than they follow, as a too large optim.lr (%g) makes it. %s",
       static_cast<long>(iteration), molecule.name().c_str(), energy, error, bound, setup_.config.optim.lr,
       last_checkpoint_ >= 0

@@ -110,6 +110,15 @@ nlohmann::json cell_json(const std::string& dir, const std::string& cell) {
   return nlohmann::json::parse(in);
 }
 
+/// A comparison of one tiny FermiNet cell on H (no budget: append `iterations:` or `minutes:`),
+/// checkpointed every 5 iterations.
+const std::string kOneTinyCell =
+    "ansatze: [{label: tiny, type: ferminet, ferminet: {hidden_dims: [[8, 4]], determinants: 1}}]\n"
+    "molecules: [h]\n"
+    "walkers: 8\neval_steps: 4\n"
+    "overrides: [sampler.burn_in=2, sampler.steps_per_iteration=2, eval.burn_in=2, pretrain.steps=0,\n"
+    "            run.threads=1, run.checkpoint_every=5]\n";
+
 std::int64_t train_rows(const std::string& dir, const std::string& cell) {
   nnvmc::io::H5File f(dir + "/cells/" + cell + "/result.h5", nnvmc::io::H5File::Mode::read);
   return f.read("train/energy").numel();
@@ -492,12 +501,7 @@ TEST(CompareCli, BaseThatDoesNotApplyToARunConfigEntryIsSaid) {
 // checkpoint written; running the same command again continues that cell from its checkpoint
 // (here with a shorter minutes budget, which cell_identity ignores, so it ends at once).
 TEST(CompareCli, CtrlCToTheProcessGroupCheckpointsTheCellAndTheRerunContinuesIt) {
-  const std::string body =
-      "ansatze: [{label: tiny, type: ferminet, ferminet: {hidden_dims: [[8, 4]], determinants: 1}}]\n"
-      "molecules: [h]\n"
-      "walkers: 8\neval_steps: 4\n"
-      "overrides: [sampler.burn_in=2, sampler.steps_per_iteration=2, eval.burn_in=2, pretrain.steps=0,\n"
-      "            run.threads=1, run.checkpoint_every=5]\n";
+  const std::string body = kOneTinyCell;
   const auto [file, dir] = setup("nnvmc_compare_sigint", body + "minutes: 5\n");
   // setsid: the comparison leads its own group, as a shell job does; the signal goes to the group
   // once the cell has trained a few iterations (its result file has rows)
@@ -529,11 +533,7 @@ TEST(CompareCli, CtrlCToTheProcessGroupCheckpointsTheCellAndTheRerunContinuesIt)
 // A done comparison given more iterations trains its cells on from their checkpoints to the new
 // budget and evaluates them again (it was refused: a user audit).
 TEST(CompareCli, MoreIterationsContinueADoneCellFromItsCheckpoint) {
-  const std::string body =
-      "ansatze: [{label: tiny, type: ferminet, ferminet: {hidden_dims: [[8, 4]], determinants: 1}}]\n"
-      "molecules: [h]\n"
-      "walkers: 8\neval_steps: 4\n"
-      "overrides: [sampler.burn_in=2, sampler.steps_per_iteration=2, eval.burn_in=2, pretrain.steps=0, run.threads=1]\n";
+  const std::string body = kOneTinyCell;
   const auto [file, dir] = setup("nnvmc_compare_more_iterations", body + "iterations: 3\n");
   ASSERT_EQ(run("compare " + file + " --no-plots").code, 0);
   EXPECT_EQ(train_rows(dir, "tiny__h"), 3);
@@ -552,12 +552,7 @@ TEST(CompareCli, MoreIterationsContinueADoneCellFromItsCheckpoint) {
 // scheduler) is interrupted, not failed: the re-run continues it from its checkpoint (a user
 // audit: it was failed, and --retry-failed trained it from iteration 0 again).
 TEST(CompareCli, ACellKilledFromOutsideContinuesFromItsCheckpoint) {
-  const std::string body =
-      "ansatze: [{label: tiny, type: ferminet, ferminet: {hidden_dims: [[8, 4]], determinants: 1}}]\n"
-      "molecules: [h]\n"
-      "walkers: 8\neval_steps: 4\n"
-      "overrides: [sampler.burn_in=2, sampler.steps_per_iteration=2, eval.burn_in=2, pretrain.steps=0,\n"
-      "            run.threads=1, run.checkpoint_every=5]\n";
+  const std::string body = kOneTinyCell;
   const auto [file, dir] = setup("nnvmc_compare_kill9", body + "minutes: 5\n");
   const std::string script =
       std::string(NNVMC_EXE) + " compare " + file + " --no-plots > " + dir + ".log 2>&1 & pid=$!; "

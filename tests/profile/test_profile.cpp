@@ -339,6 +339,11 @@ TEST(OpGroups, SolvesAreChargedPerRightHandSideColumn) {
   EXPECT_DOUBLE_EQ(estimate_cost("aten::linalg_solve", OpGroup::linalg, {a, rhs}, 0).flops,
                    2 * columns * 28 * 28 + 8 * 2.0 / 3 * 28 * 28 * 28);
   EXPECT_DOUBLE_EQ(estimate_cost("aten::lu_unpack", OpGroup::linalg, {a, pivots}, 0).flops, 0);
+  // a one-column right-hand side, smaller than the matrix, is still the right-hand side
+  const OpInput one_column{{{8, 28, 1}}, 8};
+  EXPECT_DOUBLE_EQ(estimate_cost("aten::linalg_lu_solve", OpGroup::linalg, {a, pivots, one_column}, 0).flops,
+                   2.0 * 8 * 28 * 28);
+  EXPECT_DOUBLE_EQ(estimate_cost("aten::cholesky_solve", OpGroup::linalg, {one_column, a}, 0).flops, 2.0 * 8 * 28 * 28);
   EXPECT_DOUBLE_EQ(estimate_cost("aten::cholesky", OpGroup::linalg, {a}, 0).flops, 8 * 28.0 * 28 * 28 / 3);
 }
 
@@ -364,6 +369,9 @@ TEST(TimingWarnings, FewIterationsASpreadAndALoadAboveTheCoresAreNamed) {
   EXPECT_TRUE(timing_warnings(r, 0.5, 2).empty());
   EXPECT_TRUE(timing_warnings(r, std::numeric_limits<double>::quiet_NaN(), 2).empty());
   r.molecules.push_back(noisy);
+  r.threads = 2;
+  EXPECT_EQ(timing_warnings(r, 2.5, 2).size(), 1u);  // the spread only: 2.5 is this profile's 2 threads and a bit
+  r.threads = 1;
   const auto w = timing_warnings(r, 4.57, 2);
   ASSERT_EQ(w.size(), 2u);
   EXPECT_NE(w[0].find("ch4: iteration times spread by"), std::string::npos) << w[0];
