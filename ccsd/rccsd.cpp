@@ -213,7 +213,9 @@ CcsdResult run_rccsd(const MoIntegrals& mo_in, const CcsdOptions& options) {
     res.bytes_h2d_per_iteration.push_back(c.bytes_h2d() - h2d0);
     res.bytes_d2h_per_iteration.push_back(c.bytes_d2h() - d2h0);
     if (options.verbose)
-      log::info(strfmt("ccsd iter %3d  E_corr %.12f  dE %.2e  |dt| %.2e  %.3f s", it, e, e - e_old, dnorm,
+      // (%.12g past 1e6: a diverging run printed a 240-digit E_corr before its error, a user audit)
+      log::info(strfmt("ccsd iter %3d  E_corr %s  dE %.2e  |dt| %.2e  %.3f s", it,
+                       strfmt(std::fabs(e) < 1e6 ? "%.12f" : "%.12g", e).c_str(), e - e_old, dnorm,
                        res.seconds_iterations.back()));
     // Every rank stops together: their replicated amplitudes come from contraction plans that may
     // differ by rank (budgets and rates are measured per rank), so e and dnorm may differ in

@@ -69,7 +69,9 @@ void run_scf_command(ScfArgs& a) {
                      {"n_alpha", r.n_alpha}, {"n_beta", r.n_beta}, {"converged", r.converged},
                      {"iterations", r.iterations}, {"homo", r.homo()}, {"seconds", seconds},
                      {"cholesky_tau", a.options.jk.cholesky_tau},
-                     {"eps_alpha", to_json(r.eps_alpha)}};
+                     {"eps_alpha", to_json(r.eps_alpha)},
+                     // (as ccsd --json gives them: an ion is not its neutral, a user audit)
+                     {"charge", system.charge}, {"spin", system.spin}, {"energy_units", "hartree"}};
     if (std::isfinite(r.lumo())) j["lumo"] = r.lumo();
     if (r.unrestricted) j["s_squared"] = r.s_squared + 0.0;
     if (std::isfinite(r.stability_eigenvalue)) {  // (NaN: no analysis; +inf: no virtual orbitals to rotate into)

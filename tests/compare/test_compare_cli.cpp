@@ -119,6 +119,22 @@ const std::string kOneTinyCell =
     "overrides: [sampler.burn_in=2, sampler.steps_per_iteration=2, eval.burn_in=2, pretrain.steps=0,\n"
     "            run.threads=1, run.checkpoint_every=5]\n";
 
+/// Runs `compare FILE` of kOneTinyCell in the background (`prefix` before the command, e.g.
+/// "setsid "), waits until its cell tiny__h has written `file_in_cell` and a second more, runs
+/// `stop` (a shell command that may use $pid) and waits for the comparison. @return the shell's
+/// output (ending "rc=N") and the comparison's log.
+std::pair<Result, std::string> stop_tiny_cell(const std::string& file, const std::string& dir,
+                                              const std::string& prefix, const std::string& file_in_cell,
+                                              const std::string& stop) {
+  const std::string script =
+      prefix + std::string(NNVMC_EXE) + " compare " + file + " --no-plots > " + dir + ".log 2>&1 & pid=$!; "
+      "for i in $(seq 600); do [ -s " + dir + "/cells/tiny__h/" + file_in_cell + " ] && break; sleep 0.1; done; "
+      "sleep 1; " + stop + "; wait $pid; echo rc=$?";
+  const auto out = run_shell("bash -c '" + script + "'");
+  std::ifstream log_in(dir + ".log");
+  return {out, std::string((std::istreambuf_iterator<char>(log_in)), {})};
+}
+
 std::int64_t train_rows(const std::string& dir, const std::string& cell) {
   nnvmc::io::H5File f(dir + "/cells/" + cell + "/result.h5", nnvmc::io::H5File::Mode::read);
   return f.read("train/energy").numel();
@@ -505,13 +521,7 @@ TEST(CompareCli, CtrlCToTheProcessGroupCheckpointsTheCellAndTheRerunContinuesIt)
   const auto [file, dir] = setup("nnvmc_compare_sigint", body + "minutes: 5\n");
   // setsid: the comparison leads its own group, as a shell job does; the signal goes to the group
   // once the cell has trained a few iterations (its result file has rows)
-  const std::string script =
-      "setsid " + std::string(NNVMC_EXE) + " compare " + file + " --no-plots > " + dir + ".log 2>&1 & pid=$!; "
-      "for i in $(seq 600); do [ -s " + dir + "/cells/tiny__h/result.h5 ] && break; sleep 0.1; done; sleep 1; "
-      "kill -INT -- -$pid; wait $pid; echo rc=$?";
-  const auto first = run_shell("bash -c '" + script + "'");
-  std::ifstream log_in(dir + ".log");
-  const std::string log((std::istreambuf_iterator<char>(log_in)), {});
+  const auto [first, log] = stop_tiny_cell(file, dir, "setsid ", "result.h5", "kill -INT -- -$pid");
   EXPECT_NE(first.out.find("rc=1"), std::string::npos) << first.out << log;
   EXPECT_NE(log.find("re-run the same command"), std::string::npos) << log;
   EXPECT_NE(log.find("tiny__h: interrupted at its checkpoint"), std::string::npos) << log;
@@ -554,13 +564,7 @@ TEST(CompareCli, MoreIterationsContinueADoneCellFromItsCheckpoint) {
 TEST(CompareCli, ACellKilledFromOutsideContinuesFromItsCheckpoint) {
   const std::string body = kOneTinyCell;
   const auto [file, dir] = setup("nnvmc_compare_kill9", body + "minutes: 5\n");
-  const std::string script =
-      std::string(NNVMC_EXE) + " compare " + file + " --no-plots > " + dir + ".log 2>&1 & pid=$!; "
-      "for i in $(seq 600); do [ -s " + dir + "/cells/tiny__h/checkpoint.h5 ] && break; sleep 0.1; done; sleep 1; "
-      "pkill -KILL -P $pid; wait $pid; echo rc=$?";
-  const auto first = run_shell("bash -c '" + script + "'");
-  std::ifstream log_in(dir + ".log");
-  const std::string log((std::istreambuf_iterator<char>(log_in)), {});
+  const auto [first, log] = stop_tiny_cell(file, dir, "", "checkpoint.h5", "pkill -KILL -P $pid");
   EXPECT_NE(first.out.find("rc=1"), std::string::npos) << first.out << log;
   EXPECT_NE(log.find("tiny__h: the cell's process ended with killed by signal 9"), std::string::npos) << log;
   EXPECT_NE(log.find("it continues from its checkpoint when the comparison runs again"), std::string::npos) << log;

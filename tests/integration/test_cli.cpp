@@ -972,6 +972,10 @@ TEST(Cli, ScfConvergenceSettingsChangeThePathNotTheEnergy) {
   const auto plain = run("scf h2o --basis sto-3g --json --threads 1");
   ASSERT_EQ(plain.code, 0) << plain.out;
   const double e = json_of(plain.out)["e_hf"].get<double>();
+  // (the JSON states the molecule's charge, spin and units, as ccsd --json does: a user audit)
+  EXPECT_EQ(json_of(plain.out)["charge"], 0);
+  EXPECT_EQ(json_of(plain.out)["spin"], 0);
+  EXPECT_EQ(json_of(plain.out)["energy_units"], "hartree");
   for (const char* settings : {"--guess core", "--schwarz 0",
                                "--guess core --damping 0.3 --diis-start 4 --level-shift 0.2 --max-iter 300"}) {
     const auto r = run(std::string("scf h2o --basis sto-3g --json --threads 1 ") + settings);
