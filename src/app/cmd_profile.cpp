@@ -4,7 +4,6 @@
 #include <iostream>
 #include <filesystem>
 #include <sstream>
-#include <thread>
 
 #include "app/commands.hpp"
 #include "app/run_args.hpp"
@@ -83,8 +82,7 @@ void run_profile_command(ProfileArgs& a) {
       line += strfmt(" %s %.0f%%", s.c_str(), stage_total > 0 ? 100.0 * m.stages.at(s).seconds / stage_total : 0.0);
     std::cout << line << "\n";
   }
-  for (const auto& w : profile::timing_warnings(r, profile::load_average_1min(), std::thread::hardware_concurrency()))
-    std::cout << "warning: " << w << "\n";
+  for (const auto& w : r.warnings) std::cout << "warning: " << w << "\n";
   if (r.roofline.peak_gflops > 0)
     std::cout << strfmt("roofline: %.1f GFLOP/s GEMM, %.1f GB/s triad (ridge %.2f FLOP/byte)\n", r.roofline.peak_gflops,
                         r.roofline.bandwidth_gbs, r.roofline.ridge());

@@ -96,20 +96,24 @@ std::string cell_state(const Cell& cell) {
   return "new";
 }
 
-std::int64_t trained_iterations(const Cell& cell) {
-  const auto j = read_status(dir_of(cell));
+namespace {
+/// trained_iterations of a cell.json already read.
+std::int64_t trained_iterations(const nlohmann::json& j) {
   const std::string status = j.value("status", "");
   return (status == "done" || status == "interrupted") && j.contains("iterations") && j["iterations"].is_number_integer()
              ? j["iterations"].get<std::int64_t>()
              : -1;
 }
+}  // namespace
+
+std::int64_t trained_iterations(const Cell& cell) { return trained_iterations(read_status(dir_of(cell))); }
 
 bool needs_more_training(const Cell& cell) {
   const auto j = read_status(dir_of(cell));
   if (j.value("status", "") != "done") return false;
   // More iterations than it trained: a cell that ended on its iterations trains on (a user audit:
   // a larger `iterations` was refused, the cells had to be trained again from the start)
-  const std::int64_t trained = trained_iterations(cell);
+  const std::int64_t trained = trained_iterations(j);
   if (trained >= 0 && cell.config.optim.iterations <= trained) return false;
   if (trained >= 0 && j.value("reached_iterations", false)) return true;
   if (j.value("reached_iterations", true) || !j.contains("minutes") || !j["minutes"].is_number()) return false;

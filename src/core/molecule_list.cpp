@@ -24,9 +24,9 @@ const std::vector<std::string> kReservedMoleculeNames = {
     "energy", "variance", "acceptance", "step_size", "learning_rate", "excluded_walkers", "seconds",
     "initial_loss", "final_loss", "e_hf"};
 
-namespace {
-
 bool looks_like_path(const std::string& s) { return s.find('/') != std::string::npos || fs::path(s).has_extension(); }
+
+namespace {
 
 /// A molecule name or path; relative paths are taken relative to `base_dir` (empty: as given).
 System load_entry_file(const std::string& spec, const std::string& base_dir) {

@@ -45,6 +45,9 @@ std::string inline_molecule_entry(const System& s, const std::string& name);
 System parse_molecule_entry(const YAML::Node& entry, const std::string& key, const std::string& base_dir,
                             std::size_t index);
 
+/// Whether a molecule given by text is a file (it has a '/' or an extension) rather than a name.
+bool looks_like_path(const std::string& s);
+
 /// A molecule name as a result-file group name: characters other than letters, digits and
 /// _ . + - become '_' (a frame's traj@3: traj_3); an empty name, "." or ".." becomes "molecule".
 std::string usable_molecule_name(std::string name);

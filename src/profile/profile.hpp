@@ -87,6 +87,9 @@ struct ProfileReport {
   /// profiler's event buffers, every molecule's tensors; −1 unknown). The per-stage figures are
   /// tensor memory only, 2–3× less (a user audit sized jobs from them).
   std::int64_t process_peak_bytes = -1;
+  /// timing_warnings, taken once at the end of run_profile (stdout, report.md and profile.json
+  /// give the same: the load they read apart could differ)
+  std::vector<std::string> warnings;
 };
 
 /// Profiles `config_path` (with `overrides`) on each molecule. Writes nothing but the run
@@ -111,6 +114,12 @@ std::vector<std::string> timing_warnings(const ProfileReport& report, double loa
 
 /// The 1-minute load average from /proc/loadavg (NaN when it cannot be read).
 double load_average_1min();
+
+/// What a profile writes into its --output: its report files (write_profile_outputs) and its
+/// plots with their log (plot_profile.py; an earlier profile's are removed first).
+inline constexpr const char* kProfileReportFiles[] = {"profile.json", "profile.h5", "report.md"};
+inline constexpr const char* kProfilePlotFiles[] = {"stage_bars.png", "op_mix.png", "roofline.png", "scaling.png",
+                                                    "plot.log"};
 
 /// Writes profile.json, profile.h5, report.md (and the plots when python3 can make them).
 void write_profile_outputs(const ProfileReport& report, const std::string& dir, bool plots);

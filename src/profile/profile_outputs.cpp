@@ -5,7 +5,6 @@
 #include <limits>
 #include <set>
 #include <sstream>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -69,7 +68,7 @@ nlohmann::json to_json(const ProfileReport& r) {
   j["stage_clock"] = r.stage_clock;
   j["load_average"] = load_average();
   j["process_peak_bytes"] = r.process_peak_bytes;
-  j["warnings"] = timing_warnings(r, load_average_1min(), std::thread::hardware_concurrency());
+  j["warnings"] = r.warnings;
   j["options"] = {{"warmup", r.options.warmup}, {"iterations", r.options.iterations}, {"profiled", r.options.profiled}};
   const auto& rl = r.roofline;
   if (rl.peak_gflops > 0)
@@ -181,8 +180,7 @@ void write_report(const ProfileReport& r, const std::string& path, const std::st
     << " warm-up (more for a config of several molecules, until each was trained once), " << r.options.iterations << " timed (medians) and " << r.options.profiled
     << " profiled iterations. Stage times: " << r.stage_clock << ". Load average at the end: " << load_average()
     << ".\n\n";
-  for (const auto& w : timing_warnings(r, load_average_1min(), std::thread::hardware_concurrency()))
-    o << "**Warning:** " << w << ".\n\n";
+  for (const auto& w : r.warnings) o << "**Warning:** " << w << ".\n\n";
   o << "## Stage times (median s/iteration)\n\nStages are the trainer's own StageTimers scopes; `local_energy` "
        "contains `laplacian` (kinetic terms) and `potential`; `bookkeeping` is the trainer writing results, progress "
        "lines and checkpoints. The last column is the median over iterations of the stages' share of the "
@@ -337,8 +335,7 @@ void write_profile_outputs(const ProfileReport& report, const std::string& dir, 
   // A previous profile's plots would stand beside a report that no longer shows them (a new
   // report says which it has); only the names this command writes are removed.
   std::error_code ec;
-  for (const char* plot : {"stage_bars.png", "op_mix.png", "roofline.png", "scaling.png", "plot.log"})
-    fs::remove(fs::path(dir) / plot, ec);
+  for (const char* plot : kProfilePlotFiles) fs::remove(fs::path(dir) / plot, ec);
   const nlohmann::json j = to_json(report);
   io::write_text_atomically(dir + "/profile.json", json_text(j, 2) + "\n");
   write_h5(report, dir + "/profile.h5", j);

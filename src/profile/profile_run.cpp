@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
 
 
 #include "core/errors.hpp"
@@ -52,9 +53,7 @@ void profiler_stop(OpProfiler& profiler, StageRecorder& recorder, std::vector<st
 /// A scratch run directory's marker file: a run directory under <output>/runs/ without it is
 /// a user's run, which profile never replaces.
 constexpr const char* kScratchMarker = io::kProfileScratchMarker;
-/// What a profile writes into --output (write_profile_outputs; the plots by plot_profile.py).
-constexpr const char* kProfileFiles[] = {"profile.json", "profile.h5",   "report.md",   "stage_bars.png",
-                                         "op_mix.png",   "roofline.png", "scaling.png", "plot.log"};
+
 
 /// Name of a run directory under <output>/runs/: the molecule's name (a frame's STEM@K as
 /// STEM_K; `batch` for several molecules), with characters other than letters, digits, - and _
@@ -163,9 +162,7 @@ MoleculeProfile profile_molecule(const std::string& config_path, std::vector<std
                                    : n_mol;
   // (a molecule file is its scratch run's label, its molecule's name: the full path filled every
   // table row, a user audit)
-  const bool path = molecule.find('/') != std::string::npos || molecule.find(".yaml") != std::string::npos ||
-                    molecule.find(".xyz") != std::string::npos;
-  m.molecule = molecule.empty() ? batch_label(setup) : path ? label : molecule;
+  m.molecule = molecule.empty() ? batch_label(setup) : looks_like_path(molecule) ? label : molecule;
   for (const auto& mol : setup.molecules) m.n_electrons = std::max(m.n_electrons, mol.system.n_electrons());
   m.walkers = config.sampler.walkers * static_cast<int>(per_step);
   m.molecules_per_iteration = static_cast<int>(per_step);
@@ -364,12 +361,16 @@ ProfileReport run_profile(const std::string& config_path, const std::vector<std:
     throw InputError("profile: --output " + options.output + " lies in a " + outer + "; choose another directory");
   // The files a profile writes replace an earlier profile's (it has profile.json), nobody else's
   // (a user audit: a directory's own report.md was replaced and its roofline.png removed).
-  if (!std::filesystem::exists(options.output + "/profile.json", ec))
-    for (const char* f : kProfileFiles)
-      if (std::filesystem::exists(options.output + "/" + f, ec))
-        throw InputError("profile: --output " + options.output + " holds " + f +
-                         ", not an earlier profile's (it has no profile.json), which the profile would replace; "
-                         "choose another directory");
+  const auto refuse_if_there = [&](const char* f) {
+    if (std::filesystem::exists(options.output + "/" + f, ec))
+      throw InputError("profile: --output " + options.output + " holds " + f +
+                       ", not an earlier profile's (it has no profile.json), which the profile would replace; "
+                       "choose another directory");
+  };
+  if (!std::filesystem::exists(options.output + "/profile.json", ec)) {
+    for (const char* f : kProfileReportFiles) refuse_if_there(f);
+    for (const char* f : kProfilePlotFiles) refuse_if_there(f);
+  }
   // A profile that fails or is stopped (Ctrl-C) removes the scratch run directories it wrote,
   // and the directories above them it created while they are empty; nothing else under --output
   // (found by a user audit: an error on a later molecule left runs/<first> behind).
@@ -391,7 +392,7 @@ ProfileReport run_profile(const std::string& config_path, const std::vector<std:
       throw InputError("profile: --output " + options.output + ": " + dir + " is not a profile's scratch run (" +
                        kScratchMarker + "), and the profile of '" +
                        (molecules[i].empty() ? "the config's molecules" : molecules[i]) +
-                       "' would replace it; choose another --output (a scratch run of an nnvmc before 0.3 killed "
+                       "' would replace it; choose another --output (a scratch run an earlier nnvmc left when killed "
                        "outright has no such file either: remove it by hand)");
     }
     for (size_t i = 0; i < molecules.size(); ++i) {
@@ -429,6 +430,7 @@ ProfileReport run_profile(const std::string& config_path, const std::vector<std:
     r.time_scaling[s] = fit_power_law(ne, t);
     if (s != "iteration") r.memory_scaling[s] = fit_power_law(ne, mem);
   }
+  r.warnings = timing_warnings(r, load_average_1min(), std::thread::hardware_concurrency());
   // (under the lock: another profile into this --output waits for the report too)
   if (options.write_outputs) write_profile_outputs(r, options.output, options.plots);
   // An earlier profile's scratch runs of other molecules go: the directory holds this profile's

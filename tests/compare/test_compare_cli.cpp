@@ -135,6 +135,17 @@ std::pair<Result, std::string> stop_tiny_cell(const std::string& file, const std
   return {out, std::string((std::istreambuf_iterator<char>(log_in)), {})};
 }
 
+/// Runs kOneTinyCell's comparison again with a budget that ends at once (minutes: 0.0001): its
+/// cell continues from its checkpoint and is done. @return that run's output
+Result continue_tiny_cell(const std::string& file, const std::string& dir) {
+  std::ofstream(file) << kOneTinyCell << "minutes: 0.0001\noutput: " << dir << "\n";
+  const auto second = run("compare " + file + " --no-plots");
+  EXPECT_EQ(second.code, 0) << second.out;
+  EXPECT_NE(second.out.find("tiny__h: continuing from its checkpoint"), std::string::npos) << second.out;
+  EXPECT_EQ(cell_json(dir, "tiny__h")["status"], "done");
+  return second;
+}
+
 std::int64_t train_rows(const std::string& dir, const std::string& cell) {
   nnvmc::io::H5File f(dir + "/cells/" + cell + "/result.h5", nnvmc::io::H5File::Mode::read);
   return f.read("train/energy").numel();
@@ -531,11 +542,7 @@ TEST(CompareCli, CtrlCToTheProcessGroupCheckpointsTheCellAndTheRerunContinuesIt)
   const auto rows_before = train_rows(dir, "tiny__h");
   EXPECT_GT(rows_before, 0);
 
-  std::ofstream(file) << body << "minutes: 0.0001\noutput: " << dir << "\n";
-  const auto second = run("compare " + file + " --no-plots");
-  ASSERT_EQ(second.code, 0) << second.out;
-  EXPECT_NE(second.out.find("tiny__h: continuing from its checkpoint"), std::string::npos) << second.out;
-  EXPECT_EQ(cell_json(dir, "tiny__h")["status"], "done");
+  continue_tiny_cell(file, dir);
   EXPECT_EQ(cell_json(dir, "tiny__h")["segments"], 2);
   EXPECT_GE(train_rows(dir, "tiny__h"), rows_before);  // the rows trained before the signal are kept
 }
@@ -573,11 +580,7 @@ TEST(CompareCli, ACellKilledFromOutsideContinuesFromItsCheckpoint) {
   const auto rows_before = train_rows(dir, "tiny__h");
   EXPECT_GT(rows_before, 0);
 
-  std::ofstream(file) << body << "minutes: 0.0001\noutput: " << dir << "\n";
-  const auto second = run("compare " + file + " --no-plots");
-  ASSERT_EQ(second.code, 0) << second.out;
-  EXPECT_NE(second.out.find("tiny__h: continuing from its checkpoint"), std::string::npos) << second.out;
-  EXPECT_EQ(cell_json(dir, "tiny__h")["status"], "done");
+  const auto second = continue_tiny_cell(file, dir);
   // the rows up to the checkpoint (every 5 iterations) before the kill are kept
   EXPECT_GE(train_rows(dir, "tiny__h"), rows_before - 5);
   // the stdout table's columns line up, also past an "(unreliable)" energy (8 walkers; it
