@@ -116,7 +116,10 @@ void add_profile_command(CLI::App& app) {
   cmd->add_option("--profile-iterations", a->options.profiled, "iterations under the operator profiler")
       ->capture_default_str()
       ->check(integer_in(0, 1000000));
-  cmd->add_option("--output", a->options.output, "output directory (default runs/profile_<config>)");
+  cmd->add_option("--output", a->options.output, "output directory (default runs/profile_<config>)")
+      ->check([](const std::string& v) {  // (an empty value used to fall back to the default directory)
+        return v.empty() ? "is empty (give a directory, or leave --output out for runs/profile_<config>)" : "";
+      });
   cmd->add_flag("--no-roofline", a->no_roofline, "skip the GEMM / triad measurement");
   cmd->add_flag("--no-plots", a->no_plots, "do not run the plotting script");
   cmd->callback([a] { run_profile_command(*a); });

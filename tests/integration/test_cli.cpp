@@ -1980,6 +1980,7 @@ TEST(Cli, CommandLineErrorsCarryTheErrorPrefixAndReadableBounds) {
   const auto profile_cfg = write_config("nnvmc_profile_mols.yaml", kTiny);
   expect_input_error("profile " + profile_cfg + " --molecules ,", "names no molecule");
   expect_input_error("profile " + profile_cfg + " --molecules ''", "names no molecule");
+  expect_input_error("profile " + profile_cfg + " --output ''", "--output: is empty");
   expect_input_error("profile " + profile_cfg + " --molecules he,,h2", "has an empty entry between commas");
   expect_input_error("profile " + profile_cfg + " --molecules h,nosuchmol --no-roofline --no-plots", "nosuchmol");
 }
