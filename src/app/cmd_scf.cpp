@@ -65,7 +65,7 @@ void run_scf_command(ScfArgs& a) {
   const std::string method = r.unrestricted ? "UHF" : "RHF";
   if (a.json) {
     nlohmann::json j{{"molecule", a.molecule}, {"basis", a.basis}, {"method", method},
-                     {"e_hf", r.energy}, {"e_nuc", r.e_nuc}, {"n_basis", r.n_basis},
+                     {"e_hf", r.energy}, {"e_nuc", r.e_nuc}, {"n_basis", r.n_basis}, {"n_mo", r.n_mo},
                      {"n_alpha", r.n_alpha}, {"n_beta", r.n_beta}, {"converged", r.converged},
                      {"iterations", r.iterations}, {"homo", r.homo()}, {"seconds", seconds},
                      {"cholesky_tau", a.options.jk.cholesky_tau},
@@ -86,8 +86,11 @@ void run_scf_command(ScfArgs& a) {
   }
   // (the integrals are said: a Cholesky J/K is an approximation, 17 mEh at tau 1e-2 for H2O)
   const double tau = a.options.jk.cholesky_tau;
-  std::cout << strfmt("%s %s, basis %s: %d basis functions, %d α + %d β electrons, %s\n", method.c_str(),
+  std::cout << strfmt("%s %s, basis %s: %d basis functions%s, %d α + %d β electrons, %s\n", method.c_str(),
                       a.molecule.c_str(), a.basis.c_str(), static_cast<int>(r.n_basis),
+                      r.n_mo < r.n_basis ? strfmt(" (%d orbitals: %d linearly dependent combination%s dropped)", r.n_mo,
+                                                  r.n_basis - r.n_mo, r.n_basis - r.n_mo == 1 ? "" : "s").c_str()
+                                         : "",
                       static_cast<int>(r.n_alpha), static_cast<int>(r.n_beta),
                       tau > 0 ? strfmt("J/K from Cholesky vectors (tau %g)", tau).c_str() : "exact integrals")
             << strfmt("E_HF       %.10f Eh\n", r.energy)

@@ -1038,6 +1038,26 @@ TEST(Cli, ScfConvergenceSettingsChangeThePathNotTheEnergy) {
   EXPECT_NEAR(json_of(damped.out)["e_hf"].get<double>(), scf["e_hf"].get<double>(), 1e-8);
 }
 
+// A nearly linearly dependent basis (aug-cc-pVTZ on two protons 0.2 bohr apart) loses one
+// combination to canonical orthogonalisation: said in the text, the log and the JSON (n_mo), not
+// silently (a user audit: CCSD orbital counts differed from Psi4's without a word).
+TEST(Cli, ScfSaysHowManyLinearlyDependentCombinationsItDrops) {
+  const std::string mol = ::testing::TempDir() + "/nnvmc_h2_close.yaml";
+  std::ofstream(mol) << "units: bohr\natoms: [[H, 0, 0, 0], [H, 0, 0, 0.2]]\n";
+  const auto text = run("scf " + mol + " --basis aug-cc-pvtz --threads 1");
+  ASSERT_EQ(text.code, 0) << text.out;
+  EXPECT_NE(text.out.find("46 basis functions (45 orbitals: 1 linearly dependent combination dropped)"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("1 combination of its 46 functions, with overlap eigenvalues below 1e-08, dropped"),
+            std::string::npos) << text.out;
+  const auto j = json_of(run("scf " + mol + " --basis aug-cc-pvtz --threads 1 --json").out);
+  EXPECT_EQ(j["n_basis"].get<int>(), 46);
+  EXPECT_EQ(j["n_mo"].get<int>(), 45);
+  const auto usual = run("scf h2 --basis aug-cc-pvtz --threads 1");
+  EXPECT_EQ(usual.out.find("linearly dependent"), std::string::npos) << usual.out;
+  EXPECT_EQ(json_of(run("scf h2 --basis aug-cc-pvtz --threads 1 --json").out)["n_mo"].get<int>(), 46);
+}
+
 // A stretched bond: UHF follows the instability of the RHF-like solution to the broken-symmetry
 // one (Psi4 1.3.2, stability_analysis follow: −0.9990589141 Eh, <S²> 0.985), reported in the
 // text and the JSON; --stability off keeps the saddle point, RHF's check warns, and RHF's follow
