@@ -562,6 +562,19 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
   // (named here, not as the first model-block ansatz, whose cells it would reach first)
   refuse_system_keys(base, root["base"].IsScalar() ? "base (" + root["base"].Scalar() + ")" : "base");
   const auto ansatze = parse_ansatze(root, base, where, file_dir);
+  // A base's model.type never reaches a model block, which names its own (a base of
+  // configs/runs/lih_psiformer.yaml under a ferminet block trained FermiNet without a word).
+  if (base.IsMap() && base["model"] && base["model"].IsMap() && base["model"]["type"] &&
+      base["model"]["type"].IsScalar()) {
+    const std::string base_type = base["model"]["type"].Scalar();
+    std::string others;
+    for (const auto& a : ansatze)
+      if (a.model.IsDefined() && a.model["type"] && a.model["type"].as<std::string>() != base_type)
+        others += (others.empty() ? "" : ", ") + a.label + ": " + a.model["type"].as<std::string>();
+    if (!others.empty())
+      log::warn("'base': its model.type " + base_type + " is replaced by the type each model block names (" + others +
+                "); the base's model settings reach only the blocks of their own type");
+  }
   // The file's own run-setting blocks are read on their own first, while their nodes still know
   // their lines: a cell's config is built from copies, which do not, and its errors named line 1.
   if (root["base"] && root["base"].IsMap()) {

@@ -521,6 +521,14 @@ TEST(CompareCli, BaseThatDoesNotApplyToARunConfigEntryIsSaid) {
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("is a run config: 'base:' does not apply to it"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("'ansatze[1]'"), std::string::npos) << r.out;  // the model block takes it
+  EXPECT_EQ(r.out.find("its model.type"), std::string::npos) << r.out;
+  // A base's model.type never reaches a model block of another type (it trained FermiNet without a word)
+  std::ofstream(file) << "ansatze: [{type: ferminet}]\nmolecules: [he]\niterations: 2\n"
+                      << "base: {model: {type: psiformer}}\noutput: " << dir << "\n";
+  const auto typed = run("compare " + file + " --list");
+  ASSERT_EQ(typed.code, 0) << typed.out;
+  EXPECT_NE(typed.out.find("its model.type psiformer is replaced by the type each model block names (ferminet: ferminet)"),
+            std::string::npos) << typed.out;
 }
 
 // A real Ctrl-C (SIGINT to the terminal's process group: nnvmc and the cell it runs) in the
