@@ -262,9 +262,7 @@ void run_eval(const EvalArgs& a) {
     }, i);
     nlohmann::json j = {{"molecule", m.name()}};
     j.update(eval_json(r));
-    j["n_electrons"] = m.system.n_electrons();
-    j["charge"] = m.system.charge;
-    j["spin"] = m.system.spin;
+    j.update(molecule_json(m.system));
     j["checkpoint"] = ra.file;
     j["burn_in"] = eval.burn_in;  // (the steps run before measuring, after the rules above)
     j["seed"] = config.run.seed;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "core/elements.hpp"
 #include "core/log.hpp"
 #include "io/hdf5_file.hpp"
 #include "core/json_text.hpp"
@@ -48,6 +49,13 @@ nlohmann::json eval_json(const EvalResult& r) {
           {"e_ref", r.e_ref ? nlohmann::json(*r.e_ref) : nlohmann::json()},
           {"e_ref_source", r.e_ref ? nlohmann::json(r.e_ref_source) : nlohmann::json()},
           {"error_vs_ref", r.e_ref ? nlohmann::json(r.stats.mean - *r.e_ref) : nlohmann::json()}};
+}
+
+nlohmann::json molecule_json(const System& s) {
+  nlohmann::json atoms = nlohmann::json::array();
+  for (const auto& a : s.atoms) atoms.push_back({element_symbol(a.Z), a.position[0], a.position[1], a.position[2]});
+  // (charge and spin: H2+ is not H2; the geometry: the points of a scan share one name stem)
+  return {{"n_electrons", s.n_electrons()}, {"charge", s.charge}, {"spin", s.spin}, {"atoms_bohr", atoms}};
 }
 
 namespace {
@@ -194,9 +202,7 @@ void write_summary(const std::string& path, const VmcSetup& setup, const std::ve
   for (std::size_t i = 0; i < evals.size() && i < setup.molecules.size(); ++i) {
     nlohmann::json m = {{"molecule", setup.molecules[i].name()}};
     m.update(eval_json(evals[i]));
-    m["n_electrons"] = setup.molecules[i].system.n_electrons();
-    m["charge"] = setup.molecules[i].system.charge;  // (as eval --json gives them: H2+ is not H2)
-    m["spin"] = setup.molecules[i].system.spin;
+    m.update(molecule_json(setup.molecules[i].system));
     // the Hartree-Fock energy the final energy is checked against, and what it is
     if (i < e_hf.size() && std::isfinite(e_hf[i].energy)) {
       m["e_hf"] = e_hf[i].energy;

@@ -32,6 +32,10 @@ std::string eval_text(const EvalResult& r);
 /// whose result is read in a log, e.g. a comparison's cell; `nnvmc train` prints it on stdout).
 void log_eval_text(const EvalResult& r);
 
+/// The molecule a result belongs to: n_electrons, charge, spin and `atoms_bohr`, its nuclei as
+/// [symbol, x, y, z] in bohr (so a result of a scan or dataset states its geometry).
+nlohmann::json molecule_json(const System& s);
+
 /// Per-stage seconds and call counts.
 nlohmann::json timers_json(const StageTimers& t);
 

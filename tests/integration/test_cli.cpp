@@ -637,6 +637,12 @@ TEST(Cli, ARunOfTwoMoleculesEvaluatesEachAndPrintsAJsonList) {
     const auto summary = nlohmann::json::parse(std::ifstream(out + "/summary.json"));
     EXPECT_EQ(summary["molecules"][1]["charge"], 0);
     EXPECT_EQ(summary["molecules"][1]["spin"], 0);
+    // ... and its geometry, which tells the two H2 apart (the points of a scan)
+    const auto atoms = summary["molecules"][1]["atoms_bohr"];
+    ASSERT_EQ(atoms.size(), 2u) << summary.dump();
+    EXPECT_EQ(atoms[1][0], "H");
+    EXPECT_DOUBLE_EQ(atoms[1][3].get<double>(), 2.0);
+    EXPECT_DOUBLE_EQ(summary["molecules"][0]["atoms_bohr"][1][3].get<double>(), 1.4);
   }
   const auto e = run("eval " + out + "/checkpoint.h5 --steps 3 --json --log-level warn");
   ASSERT_EQ(e.code, 0) << e.out;
@@ -645,6 +651,7 @@ TEST(Cli, ARunOfTwoMoleculesEvaluatesEachAndPrintsAJsonList) {
   ASSERT_EQ(list.size(), 2u);
   EXPECT_EQ(list[0]["molecule"], "h2");
   EXPECT_EQ(list[1]["molecule"], "h2_long");
+  EXPECT_DOUBLE_EQ(list[1]["atoms_bohr"][1][3].get<double>(), 2.0);
   for (const auto& j : list) {
     EXPECT_EQ(j["steps"], 3);
     EXPECT_TRUE(std::isfinite(j["energy"].get<double>()));
