@@ -94,7 +94,7 @@ void refuse_model_changes(const std::vector<std::string>& overrides) {
 
 /// The molecule files' reference energies (e_ref) for the checkpoint's molecules, which it stores
 /// as geometries: from the run's recorded molecules where they still resolve and are the same
-/// molecule (nuclei, charge, spin). A molecule file moved away gives none.
+/// molecule (nuclei up to a rigid motion, charge, spin). A molecule file moved away gives none.
 void attach_references(Checkpoint& c) {
   std::vector<System> recorded;
   try {
@@ -105,7 +105,7 @@ void attach_references(Checkpoint& c) {
   }
   for (auto& m : c.molecules)
     for (const System& s : recorded)
-      if (s.e_ref && s.charge == m.system.charge && s.spin == m.system.spin && same_geometry(s, m.system)) {
+      if (s.e_ref && s.charge == m.system.charge && s.spin == m.system.spin && congruent(s, m.system)) {
         m.system.e_ref = s.e_ref;
         m.system.e_ref_source = s.e_ref_source;
         break;

@@ -116,8 +116,9 @@ System molecule_with_geometry(const YAML::Node& e, const std::string& key, const
     throw ConfigError("'" + key + "': geometry must hold numbers, name a string, charge and spin integers");
   }
   // The file's reference energy belongs to its own molecule: kept for an entry that only names it
-  // (it was dropped, and a comparison computed a CCSD(T) reference in place of an exact one).
-  if (!same_geometry(s, file)) {
+  // (it was dropped, and a comparison computed a CCSD(T) reference in place of an exact one),
+  // also where the entry moves or turns it as a whole (centred coordinates lost it, a user audit).
+  if (!congruent(s, file)) {
     s.e_ref.reset();
     s.e_ref_source.clear();
   }

@@ -342,6 +342,21 @@ bool same_geometry(const System& a, const System& b) {
   return true;
 }
 
+bool congruent(const System& a, const System& b, double tolerance) {
+  if (a.atoms.size() != b.atoms.size() || a.n_up() != b.n_up() || a.n_down() != b.n_down()) return false;
+  const auto distance = [](const Atom& p, const Atom& q) {
+    double d2 = 0;
+    for (int k = 0; k < 3; ++k) d2 += (p.position[k] - q.position[k]) * (p.position[k] - q.position[k]);
+    return std::sqrt(d2);
+  };
+  for (size_t i = 0; i < a.atoms.size(); ++i) {
+    if (a.atoms[i].Z != b.atoms[i].Z) return false;
+    for (size_t j = 0; j < i; ++j)
+      if (std::abs(distance(a.atoms[i], a.atoms[j]) - distance(b.atoms[i], b.atoms[j])) > tolerance) return false;
+  }
+  return true;
+}
+
 std::string default_molecules_dir() {
   return molecules_data_dir();
 }

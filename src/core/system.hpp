@@ -69,6 +69,11 @@ struct System {
 /// Whether two molecules have the same atoms (Z in order), electron counts and nuclei (to 1e-12 bohr).
 bool same_geometry(const System& a, const System& b);
 
+/// Whether two molecules are the same up to a rigid motion (translation, rotation, reflection):
+/// the same atoms (Z in order), electron counts, and distances between each pair of nuclei to
+/// `tolerance` bohr. Their energies are then the same: a reference energy carries over.
+bool congruent(const System& a, const System& b, double tolerance = 1e-6);
+
 /// The scale from `units` ("bohr" or "angstrom", any case) to bohr. @throws InputError naming
 /// `where` otherwise.
 double bohr_per_unit(const std::string& units, const std::string& where);

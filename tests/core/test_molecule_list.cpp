@@ -39,6 +39,31 @@ TEST(MoleculeList, OneMoleculeIsTheListOfLengthOneAndLihIsTheDefault) {
   EXPECT_EQ(inline_atoms[0].name, "inline");
 }
 
+// The file's reference energy belongs to its molecule wherever it lies: an entry that only moves
+// or turns it (centred coordinates, another axis) keeps it; another bond length does not.
+TEST(MoleculeList, AReferenceEnergyCarriesOverToAMovedOrTurnedMoleculeOnly) {
+  const auto m = molecules_of(
+      "system:\n"
+      "  molecules:\n"
+      "    - {molecule: h2, geometry: [[0, 0, -0.7], [0, 0, 0.7]], name: centred}\n"
+      "    - {molecule: h2, geometry: [[1, 2, 3], [2.4, 2, 3]], name: turned}\n"
+      "    - {molecule: h2, geometry: [[0, 0, -0.7], [0, 0, 0.7000001]], name: rounded}\n"
+      "    - {molecule: h2, geometry: [[0, 0, 0], [0, 0, 1.41]], name: stretched}\n");
+  ASSERT_EQ(m.size(), 4u);
+  for (int i : {0, 1, 2}) {
+    ASSERT_TRUE(m[i].e_ref.has_value()) << m[i].name;
+    EXPECT_DOUBLE_EQ(*m[i].e_ref, -1.174475714);
+  }
+  EXPECT_FALSE(m[3].e_ref.has_value());
+  EXPECT_TRUE(congruent(m[0], m[1]));
+  EXPECT_FALSE(same_geometry(m[0], m[1]));
+  EXPECT_FALSE(congruent(m[0], m[3]));
+  // the same nuclei in another order are not the same entry (the atoms' order is the model's input order)
+  System lih = molecules_of("system: {molecule: lih}")[0], hli = lih;
+  std::swap(hli.atoms[0], hli.atoms[1]);
+  EXPECT_FALSE(congruent(lih, hli));
+}
+
 TEST(MoleculeList, EntriesAreNamesFilesAtomsOrMoleculesAtNewGeometriesWithUniqueNames) {
   const auto m = molecules_of(
       "system:\n"
