@@ -215,6 +215,8 @@ void run_eval(const EvalArgs& a) {
     // at the default 50 steps a shifted He atom measured 5 mEh high (a user audit), which the
     // error bar cannot include. An eval.burn_in the user gives is kept.
     EvalOptions eval = config.eval;
+    std::int64_t copied_from = 0;  // (the walkers' origin, for the result's checks)
+    bool fresh = false;
     const bool burn_in_given =
         std::any_of(given.begin(), given.end(), [](const std::string& o) { return override_sets(o, "eval.burn_in"); });
     if (const MoleculeCheckpoint* trained = trained_walkers(c, m.system)) {
@@ -227,6 +229,7 @@ void run_eval(const EvalArgs& a) {
       // audit; 1.0 after 500 steps). They get the burn-in of fresh walkers unless one is given.
       const std::int64_t held = trained->sampler.r.size(0);
       if (config.sampler.walkers > held) {
+        copied_from = held;
         if (!burn_in_given) eval.burn_in = std::max(eval.burn_in, kMinFreshWalkersBurnIn);
         // (a given burn-in below the default is the user's, and warned about above: "so the copies
         // decorrelate" after "0 steps" read as a contradiction, a user audit)
@@ -246,6 +249,7 @@ void run_eval(const EvalArgs& a) {
         m.sampler->set_state(st);
       }
     } else {
+      fresh = true;
       if (!burn_in_given) eval.burn_in = std::max({eval.burn_in, config.sampler.burn_in, fresh_walkers_burn_in(m.system)});
       log::info(strfmt("%s: %s; walkers start around its nuclei, with a burn-in of %d steps%s", m.name().c_str(),
                        why_fresh_walkers(c, m.system).c_str(), eval.burn_in,
@@ -257,9 +261,11 @@ void run_eval(const EvalArgs& a) {
     StageTimers timers;
     device_timing.attach(timers);
     const int every = std::max(1, config.eval.steps / 10);
-    const EvalResult r = evaluate(setup, eval, timers, [&](int done, int total) {
+    EvalResult r = evaluate(setup, eval, timers, [&](int done, int total) {
       if (!a.json && done % every == 0) log::info(strfmt("eval %s %d/%d", m.name().c_str(), done, total));
     }, i);
+    r.walkers_copied_from = copied_from;
+    r.fresh_walkers = fresh;
     nlohmann::json j = {{"molecule", m.name()}};
     j.update(eval_json(r));
     j.update(molecule_json(m.system));

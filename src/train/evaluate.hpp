@@ -117,7 +117,17 @@ struct EvalResult {
   /// And the walkers were in equilibrium as far as can be seen: no drift, and they moved.
   bool error_reliable() const {
     return (stats.plateau || (error_method == "walker chains" && walkers >= kMinWalkersForChainsError)) &&
-           !series_too_short() && !drifting() && !hardly_moved() && !walkers_apart() && !below_lower_bound();
+           !series_too_short() && !drifting() && !hardly_moved() && !walkers_apart() && !below_lower_bound() &&
+           !copies_not_apart();
+  }
+  /// The walkers started as repeated copies of fewer (walkers_copied_from) and the burn-in was
+  /// shorter than kMinFreshWalkersBurnIn: a copy and its original are not yet independent
+  /// chains, and the walkers' spread understates the error (a user audit: 4096 copies of 256
+  /// after 0 steps gave a bar 4x too small, marked reliable). The reblocking of the mean series
+  /// is not fooled, and is not flagged.
+  bool copies_not_apart() const {
+    return walkers_copied_from > 0 && walkers > walkers_copied_from && burn_in < kMinFreshWalkersBurnIn &&
+           error_method == "walker chains";
   }
   /// With the reblocking: the series is shorter than kMinAutocorrTimesInSeries autocorrelation
   /// times (autocorr_times_in_series).
@@ -151,7 +161,14 @@ struct EvalResult {
     return std::isfinite(stats.autocorr_time) && steps_per_iteration > 0 &&
            burn_in < kMinBurnInAutocorrTimes * stats.autocorr_time * steps_per_iteration;
   }
-  int burn_in = 0;             ///< MH steps run before measuring
+  /// MH steps the walkers ran under this wavefunction before measuring (the evaluation's own
+  /// burn-in, and the training's where no iteration changed the wavefunction since)
+  int burn_in = 0;
+  /// the walkers started as repeated copies of this many (more walkers than a checkpoint holds); 0: not
+  std::int64_t walkers_copied_from = 0;
+  /// the walkers were placed around the nuclei (a new geometry, or a run that trained nothing),
+  /// not taken from training
+  bool fresh_walkers = false;
   int steps_per_iteration = 0; ///< MH steps per measurement iteration
   /// √(variance / samples): the error bar were every sample independent, the least a correlated
   /// run can have; stats.error is raised to it when both estimates fall below (error_floored).

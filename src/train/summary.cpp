@@ -38,6 +38,9 @@ nlohmann::json eval_json(const EvalResult& r) {
           {"drift_last", r.drift_last},
           {"walkers_apart", r.walkers_apart()},
           {"burn_in_short", r.short_burn_in()},
+          {"fresh_walkers", r.fresh_walkers},
+          {"walkers_copied_from", r.walkers_copied_from > 0 ? nlohmann::json(r.walkers_copied_from) : nlohmann::json()},
+          {"copies_not_apart", r.copies_not_apart()},
           {"lower_bound", r.lower_bound},
           {"below_lower_bound", r.below_lower_bound()},
           {"burn_in", r.burn_in},
@@ -151,13 +154,20 @@ std::string eval_text(const EvalResult& r) {
                 "and a longer run that meets more such values may find both larger; evaluate with more steps\n",
                 static_cast<long long>(r.steps) * r.walkers - r.excluded, 100 * r.largest_share,
                 100 * r.variance_rel_error);
+  if (r.copies_not_apart())
+    s += strfmt("warning: the %d walkers started as repeated copies of the checkpoint's %lld, and after a burn-in of "
+                "%d MH steps (%d by default for copies) a copy and its original are not yet independent chains: the "
+                "spread of the walkers' averages, which counts each as one, makes the error bar too small; evaluate "
+                "with eval.burn_in=%d or more, or with --walkers %lld or fewer\n",
+                r.walkers, static_cast<long long>(r.walkers_copied_from), r.burn_in, kMinFreshWalkersBurnIn,
+                kMinFreshWalkersBurnIn, static_cast<long long>(r.walkers_copied_from));
   // (a drift is the measured symptom, with its own advice; walkers apart inflate the walkers' τ)
   if (r.short_burn_in() && !r.drifting() && !r.walkers_apart())
     s += strfmt("warning: the burn-in (%d MH steps) was shorter than the autocorrelation time (%.0f MH steps): "
-                "walkers that were not in equilibrium with this wavefunction (from training that has since moved "
-                "it) may not have reached it, and the energy may be biased high; evaluate with eval.burn_in=%.0f or "
-                "more\n",
+                "walkers that were not in equilibrium with this wavefunction (%s) may not have reached it, and the "
+                "energy may be biased high; evaluate with eval.burn_in=%.0f or more\n",
                 r.burn_in, r.stats.autocorr_time * r.steps_per_iteration,
+                r.fresh_walkers ? "placed around the nuclei" : "from training that has since moved it",
                 std::ceil(kSuggestedBurnInAutocorrTimes * r.stats.autocorr_time * r.steps_per_iteration));
   if (r.hardly_moved())
     s += strfmt("warning: acceptance %.3f at step size %.4f: the walkers hardly moved while measuring, and the energy "

@@ -844,6 +844,7 @@ void Trainer::burn_in(int burn_in_steps) {
   // In blocks of steps_per_iteration, adapting each molecule's step size after each block.
   const int block = std::max(1, setup_.config.sampler.steps_per_iteration);
   auto scope = timers_.scope("sampling");
+  start_burn_in_.assign(setup_.molecules.size(), 0);
   for (size_t i = 0; i < setup_.molecules.size(); ++i) {
     int steps = burn_in_steps;
     // A run that trains nothing (optim.iterations = 0: a baseline, a pretrained state) measures,
@@ -862,6 +863,7 @@ void Trainer::burn_in(int burn_in_steps) {
       throw_if_stop_requested_on_any_rank("the burn-in (before its first checkpoint: nothing of this start to resume)");
       sampler.adapt(sampler.run(logabs, std::min(block, steps - done), key));
     }
+    start_burn_in_[i] = steps;
   }
 }
 
@@ -1163,6 +1165,10 @@ void Trainer::final_evaluation(TrainOutcome& out, const std::function<io::H5File
     log::info(strfmt("evaluating%s%s: %d steps x %d walkers", mols.size() > 1 ? " " : "",
                      mols.size() > 1 ? mols[i].name().c_str() : "", cfg.eval.steps, cfg.sampler.walkers));
     out.evals.push_back(evaluate(setup_, cfg.eval, timers_, {}, i));
+    if (iteration_ == 0 && i < start_burn_in_.size()) {  // (nothing trained: the start's walkers, burnt in)
+      out.evals.back().burn_in += start_burn_in_[i];      // (a false "short burn-in" said 0 steps, a user audit)
+      out.evals.back().fresh_walkers = true;
+    }
     const auto& series = out.evals.back().series;
     for (std::size_t k = 0; k < series.size() && k < mean_series.size(); ++k)
       mean_series[k] += series[k] / static_cast<double>(mols.size());

@@ -156,6 +156,9 @@ class Trainer {
   Config checkpoint_config_;            ///< a resume's checkpoint's settings, at this run's output and molecules
   std::int64_t iteration_ = 0;
   bool resumed_ = false;
+  /// per molecule, the MH steps of the start's burn-in (burn_in; empty before it): with no
+  /// iteration since, the final evaluation's walkers ran them under the wavefunction it measures
+  std::vector<int> start_burn_in_;
   std::string run_id_;  ///< Checkpoint::run_id: drawn by a new run, the checkpoint's on resume (rank 0's is written)
   std::string history_;  ///< Checkpoint::history (JSON array text; "" when no resume changed anything)
   /// E_HF of each molecule from the run's pretraining (its target's basis), empty without:

@@ -523,6 +523,12 @@ TEST(Cli, EvalFindsAFrameOfTheRunByTheNameItsListGaveIt) {
                                 "sampler: {walkers: 8, burn_in: 2}\noptim: {iterations: 0}\npretrain: {steps: 0}\n"
                                 "eval: {steps: 2, burn_in: 2}\nrun: {threads: 1, output: " + out + "}\n");
   ASSERT_EQ(run("train " + cfg + " --log-level warn").code, 0);
+  {  // nothing trained: the evaluation's walkers ran the start's burn-in (500 for fresh walkers) too
+    const auto summary = nlohmann::json::parse(std::ifstream(out + "/summary.json"));
+    EXPECT_EQ(summary["burn_in"].get<int>(), 502) << summary.dump();
+    EXPECT_TRUE(summary["fresh_walkers"].get<bool>());
+    EXPECT_FALSE(summary["burn_in_short"].get<bool>());
+  }
   const auto by_frame = run("eval " + out + " --molecule nnvmc_cli_frames@1 --steps 2 --json --log-level error");
   ASSERT_EQ(by_frame.code, 0) << by_frame.out;
   EXPECT_EQ(json_of(by_frame.out)["molecule"], "nnvmc_cli_frames_1");
@@ -1741,6 +1747,21 @@ TEST(Cli, EvalWithMoreOrFewerWalkersThanTheRunStartsFromItsWalkers) {
             std::string::npos)
       << given_run.out;
   EXPECT_EQ(given["seed"].get<int>(), 0);
+  // ... and the result is not counted reliable: the walkers' spread counts every copy as one
+  // chain (4096 copies of 256 after 0 steps gave a bar 4x too small, marked reliable: a user audit)
+  EXPECT_FALSE(given["error_reliable"].get<bool>()) << given_run.out;
+  EXPECT_TRUE(given["copies_not_apart"].get<bool>());
+  EXPECT_EQ(given["walkers_copied_from"].get<int>(), 8);
+  const auto text = run("eval " + out + "/checkpoint.h5 --steps 3 --walkers 20 eval.burn_in=7");
+  EXPECT_NE(text.out.find("(UNRELIABLE: see below)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("the 20 walkers started as repeated copies of the checkpoint's 8, and after a burn-in of 7 "
+                          "MH steps (500 by default for copies)"),
+            std::string::npos) << text.out;
+  const auto apart = json_of(run("eval " + out + "/checkpoint.h5 --steps 3 --walkers 20 --json --log-level warn").out);
+  EXPECT_FALSE(apart["copies_not_apart"].get<bool>());
+  EXPECT_EQ(apart["walkers_copied_from"].get<int>(), 8);
+  EXPECT_TRUE(apart["walkers_copied_from"].is_number());
+  EXPECT_TRUE(json_of(run("eval " + out + "/checkpoint.h5 --steps 3 --json --log-level warn").out)["walkers_copied_from"].is_null());
 }
 
 // Values that used to fail late (in libtorch, after the output was prepared) are refused before

@@ -217,6 +217,9 @@ TEST(EvalText, ABurnInShorterThanTheAutocorrelationTimeIsWarnedAbout) {
   EXPECT_TRUE(contains(text, "the burn-in (50 MH steps) was shorter than the autocorrelation time (278 MH steps)")) << text;
   EXPECT_TRUE(contains(text, "eval.burn_in=1388 or more")) << text;
   EXPECT_TRUE(eval_json(r)["burn_in_short"].get<bool>());
+  EXPECT_TRUE(contains(text, "(from training that has since moved it)")) << text;
+  r.fresh_walkers = true;  // (walkers placed around the nuclei were said to come from training, a user audit)
+  EXPECT_TRUE(contains(eval_text(r), "(placed around the nuclei)")) << eval_text(r);
   r.stats.autocorr_time = 1.95;
   EXPECT_FALSE(r.short_burn_in());
   EXPECT_FALSE(contains(eval_text(r), "burn-in")) << eval_text(r);
