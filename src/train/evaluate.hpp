@@ -176,8 +176,9 @@ struct EvalResult {
   double error_independent = std::numeric_limits<double>::quiet_NaN();
   bool error_floored = false;  ///< stats.error is error_independent (the estimates were below it)
   double variance = 0;         ///< variance of the local energy over all samples
-  /// relative standard error of `variance` from the samples' fourth moment (SampleMoments), as
-  /// if they were independent; NaN below 2 samples
+  /// relative standard error of `variance` from the samples' fourth moment (SampleMoments),
+  /// widened by √τ (stats.autocorr_time, where known) for their correlation along the chains;
+  /// NaN below kMinValuesForVarianceError samples
   double variance_rel_error = std::numeric_limits<double>::quiet_NaN();
   /// the share of the samples' summed squared deviations that the largest one carries
   double largest_share = std::numeric_limits<double>::quiet_NaN();

@@ -37,7 +37,7 @@ double SampleMoments::variance() const {
 
 double SampleMoments::variance_rel_error() const {
   const double m2 = variance();
-  if (!(m2 > 0)) return std::numeric_limits<double>::quiet_NaN();
+  if (!(m2 > 0) || n_ < kMinValuesForVarianceError) return std::numeric_limits<double>::quiet_NaN();
   const double n = static_cast<double>(n_), c = s1_ / n;
   // the fourth central moment from the power sums about the shift
   const double m4 = s4_ / n - 4 * c * s3_ / n + 6 * c * c * s2_ / n - 3 * c * c * c * c;

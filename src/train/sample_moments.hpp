@@ -17,6 +17,10 @@ namespace nnvmc {
 /// tenth to a third of the variance: routine, and printed with the variance, not a warning.
 constexpr double kMaxVarianceRelError = 0.5;
 
+/// Below this many values the fourth moment says nothing of the variance's error (two values
+/// give m₄ = m₂² exactly: "± 0 %", a user audit): variance_rel_error is NaN.
+constexpr std::int64_t kMinValuesForVarianceError = 10;
+
 /// Power sums about a fixed shift (the first batch's mean), so the central moments keep their
 /// digits where the mean is large against the spread (−100 Eh ± 0.1).
 class SampleMoments {
@@ -29,8 +33,8 @@ class SampleMoments {
   /// population variance Σ(x − x̄)² / n; NaN below 2 values
   double variance() const;
   /// Relative standard error of variance(): √((m₄ − m₂²) / n) / m₂ from the central moments m₂,
-  /// m₄, as if the values were independent (correlation only raises it); NaN below 2 values or
-  /// with zero variance.
+  /// m₄, as if the values were independent (correlation only raises it); NaN below
+  /// kMinValuesForVarianceError values or with zero variance.
   double variance_rel_error() const;
   /// The share of n·variance() that the value farthest from the mean carries (heavy tails: one
   /// value can carry most of it; Gaussian samples: about 2 ln n / n); NaN below 2 values.

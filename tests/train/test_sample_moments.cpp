@@ -81,4 +81,11 @@ TEST(SampleMoments, UndefinedBelowTwoValuesOrWithoutSpread) {
   EXPECT_EQ(flat.variance(), 0.0);
   EXPECT_TRUE(std::isnan(flat.variance_rel_error()));
   EXPECT_TRUE(std::isnan(flat.largest_share()));
+  // two values give m4 = m2^2 exactly: no error of the variance is known ("± 0 %" was printed)
+  const std::vector<double> two = {-1.0, -1.2};
+  EXPECT_GT(moments_of(two, 2).variance(), 0.0);
+  EXPECT_TRUE(std::isnan(moments_of(two, 2).variance_rel_error()));
+  std::vector<double> ten;
+  for (int i = 0; i < kMinValuesForVarianceError; ++i) ten.push_back(-1.0 - 0.01 * i * i);
+  EXPECT_TRUE(std::isfinite(moments_of(ten, 5).variance_rel_error()));
 }
