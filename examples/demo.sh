@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The quick-start demo: train a small FermiNet on He for a few minutes, then evaluate it.
+# The quick-start demo: train a small FermiNet on He (under a minute), then evaluate it.
 # usage: examples/demo.sh [BUILD_DIR]
 set -euo pipefail
 BUILD=${1:-build}

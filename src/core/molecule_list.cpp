@@ -173,9 +173,19 @@ YAML::Node load_yaml(const std::string& text, const std::string& where) {
   return load_yaml_document(text, where);
 }
 
-/// system.molecule: a name, path or inline atoms (the one-molecule list).
+/// system.molecule: a name, path, inline atoms, or an entry of a list ({molecule: h, charge: -1}):
+/// the one-molecule list.
 System single_molecule(const std::string& spec) {
   try {
+    // (an entry was read as a molecule name, "unknown molecule '{molecule: h, charge: -1}'", a user audit)
+    if (spec.find("molecule") != std::string::npos) {
+      YAML::Node n;
+      try {
+        n = load_yaml(spec, "system.molecule");
+      } catch (const InputError&) {  // (not YAML: a name or path, read below)
+      }
+      if (n.IsMap() && n["molecule"]) return parse_molecule_entry(n, "system.molecule", "", 0);
+    }
     const bool inline_atoms = spec.find('[') != std::string::npos || spec.find('\n') != std::string::npos;
     System s = inline_atoms ? parse_molecule_yaml(spec, "system.molecule") : load_molecule(spec, default_molecules_dir());
     if (inline_atoms && s.name.empty()) s.name = "inline";

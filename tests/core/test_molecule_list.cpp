@@ -64,6 +64,20 @@ TEST(MoleculeList, AReferenceEnergyCarriesOverToAMovedOrTurnedMoleculeOnly) {
   EXPECT_FALSE(congruent(lih, hli));
 }
 
+// system.molecule is the list of length one: it takes an entry of a list too (it was read as a
+// molecule name: "unknown molecule '{molecule: h, charge: -1}'", a user audit).
+TEST(MoleculeList, SystemMoleculeTakesAnEntryAsSystemMoleculesDoes) {
+  for (const auto& m : {molecules_of("system: {molecule: {molecule: h, charge: -1}}"),
+                        molecules_of("", {"system.molecule={molecule: h, charge: -1}"})}) {
+    ASSERT_EQ(m.size(), 1u);
+    EXPECT_EQ(m[0].n_electrons(), 2);
+    EXPECT_EQ(m[0].spin, 0);
+    EXPECT_EQ(m[0].name, molecules_of("system: {molecules: [{molecule: h, charge: -1}]}")[0].name);
+  }
+  // a name or path holding the word is still a name or path
+  EXPECT_THROW(molecules_of("system: {molecule: no_such_molecule}"), InputError);
+}
+
 TEST(MoleculeList, EntriesAreNamesFilesAtomsOrMoleculesAtNewGeometriesWithUniqueNames) {
   const auto m = molecules_of(
       "system:\n"
