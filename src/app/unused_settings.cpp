@@ -24,7 +24,13 @@ struct SettingBlock {
 std::vector<SettingBlock> setting_blocks(const Config& config) {
   const std::string& optim = config.optim.type;
   const bool natural = optim == "sr" || optim == "minsr" || optim == "spring";
-  return {
+  // With nothing to train every optimizer setting but the budgets is without effect (checked first)
+  std::vector<SettingBlock> blocks;
+  if (config.optim.iterations == 0)
+    blocks = {{"optim.iterations", true, ""},
+              {"optim.minutes", true, ""},
+              {"optim", false, "optim.iterations = 0 (nothing is trained)"}};
+  std::vector<SettingBlock> by_choice = {
       {"optim.sr.chunk_walkers", natural || optim == "kfac", "optim.type = " + optim},
       // (the measure of a step under no constraint: bit-identical runs, a user audit)
       {"optim.sr.norm", natural && config.optim.sr.norm_constraint > 0,
@@ -42,7 +48,15 @@ std::vector<SettingBlock> setting_blocks(const Config& config) {
       {"model.paulinet", config.model.type == "paulinet", "model.type = " + config.model.type},
       {"model.orbformer", config.model.type == "orbformer", "model.type = " + config.model.type},
       {"model.hf", config.model.type == "hf", "model.type = " + config.model.type},
+      // (pretrain.basis with paulinet, or optim.lr with nothing to train, had no effect without a word, a user audit)
+      {"pretrain.steps", true, ""},
+      {"pretrain", config.pretrain.steps > 0,
+       "pretrain.steps = 0" + std::string(config.model.type == "paulinet" ? " (paulinet's Hartree-Fock baseline is built in)"
+                                          : !config.model.init_from.empty() ? " (model.init_from starts from trained weights)"
+                                                                            : "")},
   };
+  blocks.insert(blocks.end(), by_choice.begin(), by_choice.end());
+  return blocks;
 }
 
 /// The block of `config` the setting `key` (a full key path) lies in; nullptr when none.

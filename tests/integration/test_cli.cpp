@@ -389,6 +389,23 @@ TEST(Cli, SettingsOfAnotherAnsatzOrOptimizerAreNamedAsWithoutEffect) {
   const auto plain = run("train " + cfg + " eval.steps=0 optim.iterations=1 --force");
   ASSERT_EQ(plain.code, 0) << plain.out;
   EXPECT_EQ(plain.out.find("determinant_balance"), std::string::npos) << plain.out;
+  // pretraining settings without pretraining, and optimizer settings without training (they had no
+  // word, a user audit); the steps and budgets themselves are not named
+  const auto none = run("train " + cfg + " eval.steps=0 optim.iterations=0 --force pretrain.steps=0 pretrain.lr=0.1 "
+                        "optim.lr=0.2 optim.type=spring optim.sr.damping=0.1");
+  ASSERT_EQ(none.code, 0) << none.out;
+  EXPECT_NE(none.out.find("'pretrain.lr=0.1' has no effect with pretrain.steps = 0"), std::string::npos) << none.out;
+  EXPECT_NE(none.out.find("'optim.lr=0.2' has no effect with optim.iterations = 0 (nothing is trained)"),
+            std::string::npos) << none.out;
+  EXPECT_NE(none.out.find("'optim.sr.damping=0.1' has no effect with optim.iterations = 0"), std::string::npos) << none.out;
+  EXPECT_EQ(none.out.find("'pretrain.steps=0' has no effect"), std::string::npos) << none.out;
+  EXPECT_EQ(none.out.find("'optim.iterations=0' has no effect"), std::string::npos) << none.out;
+  const auto paulinet = run("train " + cfg + " eval.steps=0 optim.iterations=1 --force model.type=paulinet "
+                            "pretrain.basis=cc-pvdz");
+  ASSERT_EQ(paulinet.code, 0) << paulinet.out;
+  EXPECT_NE(paulinet.out.find("'pretrain.basis=cc-pvdz' has no effect with pretrain.steps = 0 (paulinet's Hartree-Fock "
+                              "baseline is built in)"),
+            std::string::npos) << paulinet.out;
   fs::remove_all(out);
 }
 
