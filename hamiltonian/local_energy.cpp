@@ -18,10 +18,31 @@ namespace {
 constexpr std::int64_t kCalibrationWalkers = 8;
 }  // namespace
 
+namespace {
+/// Logs `line` at info, or at debug when it repeats the last such line (one per molecule of a run
+/// of many alike: a resume of 50 geometries printed it 50 times, a user audit).
+void info_unless_repeated(const std::string& line) {
+  static std::mutex last_mutex;
+  static std::string last;
+  const std::lock_guard<std::mutex> lock(last_mutex);
+  if (line == last) {
+    log::debug(line);
+  } else {
+    log::info(line);
+    last = line;
+  }
+}
+}  // namespace
+
 LocalEnergy::LocalEnergy(const System& system, std::unique_ptr<LaplacianMethod> method,
                          torch::TensorOptions options, ChunkPolicy policy)
     : method_(std::move(method)), sys_(system_tensors(system, options)), e_nn_(system.nuclear_repulsion()),
-      policy_(std::move(policy)), chunk_(policy_.walkers) {}
+      policy_(std::move(policy)), chunk_(policy_.walkers) {
+  // (a fixed chunk had no line at all: nothing said the setting took effect, a user audit)
+  if (policy_.walkers > 0)
+    info_unless_repeated(strfmt("local energy: %lld walkers per chunk (hamiltonian.chunk_walkers)",
+                                static_cast<long long>(policy_.walkers)));
+}
 
 LocalEnergyTerms LocalEnergy::evaluate(WaveFunction& wf, const torch::Tensor& r, std::int64_t chunk, bool timed) {
   const int64_t b = r.size(0);
@@ -86,17 +107,7 @@ void LocalEnergy::calibrate(WaveFunction& wf, const torch::Tensor& r, bool graph
              batching::format_bytes(double(fit.fixed_bytes)).c_str(), static_cast<long long>(fit.chunk),
              policy_.budget_key.c_str(), batching::format_bytes(double(policy_.budget.bytes())).c_str(),
              context.c_str());
-  // The same line again (one per molecule of a run of many alike: a resume of 50 geometries
-  // printed it 50 times, a user audit) goes to the debug level
-  static std::mutex last_mutex;
-  static std::string last;
-  const std::lock_guard<std::mutex> lock(last_mutex);
-  if (line == last) {
-    log::debug(line);
-  } else {
-    log::info(line);
-    last = line;
-  }
+  info_unless_repeated(line);
 }
 
 LocalEnergyTerms LocalEnergy::operator()(WaveFunction& wf, const torch::Tensor& r, const parallel::GraphKey& key) {

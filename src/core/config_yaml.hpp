@@ -136,11 +136,12 @@ void read_value(const YAML::Node& node, T& out, const std::string& path, const s
       }
     } catch (const YAML::Exception&) {
       if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-        // A number that does not fit: say so rather than "must be an integer".
+        // A number that does not fit: say so rather than "must be an integer". (Here it did not
+        // parse, so a value that rounds to a limit in double lies past it: 2^64 was "not an integer".)
         double v = 0;
         if (node.IsScalar() && YAML::convert<double>::decode(node, v) && std::isfinite(v) && v == std::floor(v) &&
-            (v < static_cast<double>(std::numeric_limits<T>::min()) ||
-             v > static_cast<double>(std::numeric_limits<T>::max())))
+            (v <= static_cast<double>(std::numeric_limits<T>::min()) ||
+             v >= static_cast<double>(std::numeric_limits<T>::max())))
           throw ConfigError(location(node, where) + ": '" + path + "' = " + node.Scalar() +
                             " is out of range (" + std::to_string(std::numeric_limits<T>::min()) + " to " +
                             std::to_string(std::numeric_limits<T>::max()) + ")");

@@ -386,9 +386,11 @@ TEST(Cli, SettingsOfAnotherAnsatzOrOptimizerAreNamedAsWithoutEffect) {
   EXPECT_NE(sr.out.find("'optim.beta1=0.5' has no effect with optim.type = sr (an Adam setting)"), std::string::npos) << sr.out;
   EXPECT_NE(sr.out.find("'optim.epsilon=1e-6' has no effect with optim.type = sr (an Adam setting)"), std::string::npos) << sr.out;
   // not the default weight every Adam run carries
-  const auto plain = run("train " + cfg + " eval.steps=0 optim.iterations=1 --force");
+  const auto plain = run("train " + cfg + " eval.steps=0 optim.iterations=1 --force hamiltonian.chunk_walkers=4");
   ASSERT_EQ(plain.code, 0) << plain.out;
   EXPECT_EQ(plain.out.find("determinant_balance"), std::string::npos) << plain.out;
+  // a fixed chunk is said to take effect (the measured chunk's line just disappeared, a user audit)
+  EXPECT_NE(plain.out.find("local energy: 4 walkers per chunk (hamiltonian.chunk_walkers)"), std::string::npos) << plain.out;
   // pretraining settings without pretraining, and optimizer settings without training (they had no
   // word, a user audit); the steps and budgets themselves are not named
   const auto none = run("train " + cfg + " eval.steps=0 optim.iterations=0 --force pretrain.steps=0 pretrain.lr=0.1 "
