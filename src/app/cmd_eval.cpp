@@ -167,7 +167,8 @@ void run_eval(const EvalArgs& a) {
   const bool short_burn_in_given =
       config.eval.burn_in < kMinFreshWalkersBurnIn &&
       std::any_of(given.begin(), given.end(), [](const std::string& o) { return override_sets(o, "eval.burn_in"); });
-  if (config.sampler.walkers > c.molecules.front().sampler.r.size(0) && short_burn_in_given)
+  // (the text result says it again, as UNRELIABLE: said here for --json, whose flag is copies_not_apart)
+  if (config.sampler.walkers > c.molecules.front().sampler.r.size(0) && short_burn_in_given && a.json)
     log::warn(strfmt("eval: more walkers than the checkpoint holds start from repeated positions, and after "
                      "eval.burn_in = %d steps (%d by default for them) those copies may not yet be independent chains: "
                      "a short evaluation's error bar then comes out too small",
@@ -228,6 +229,7 @@ void run_eval(const EvalArgs& a) {
       // walker as independent, came out 1.4-1.6x too small at the default burn-in (a user
       // audit; 1.0 after 500 steps). They get the burn-in of fresh walkers unless one is given.
       const std::int64_t held = trained->sampler.r.size(0);
+      fresh = c.iteration == 0;  // (nothing trained: the start's walkers, not training's)
       if (config.sampler.walkers > held) {
         copied_from = held;
         if (!burn_in_given) eval.burn_in = std::max(eval.burn_in, kMinFreshWalkersBurnIn);

@@ -29,7 +29,9 @@ std::vector<SettingBlock> setting_blocks(const Config& config) {
   if (config.optim.iterations == 0)
     blocks = {{"optim.iterations", true, ""},
               {"optim.minutes", true, ""},
-              {"optim", false, "optim.iterations = 0 (nothing is trained)"}};
+              {"optim", false,
+               "optim.iterations = 0 (nothing is trained now; config.yaml keeps it for a resume with more "
+               "optim.iterations)"}};
   std::vector<SettingBlock> by_choice = {
       {"optim.sr.chunk_walkers", natural || optim == "kfac", "optim.type = " + optim},
       // (the measure of a step under no constraint: bit-identical runs, a user audit)

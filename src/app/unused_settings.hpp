@@ -1,7 +1,8 @@
 #pragma once
 /// @file unused_settings.hpp
-/// Settings of a block the run does not use (another optimizer's, Laplacian's or ansatz's):
-/// named when given as overrides, and left out of the changes a resume records.
+/// Settings of a block the run does not use (another optimizer's, Laplacian's or ansatz's;
+/// pretraining's without pretraining; the optimizer's when nothing is trained): named when given
+/// as overrides, and left out of the changes a resume records.
 #include <string>
 #include <vector>
 
@@ -10,7 +11,7 @@
 namespace nnvmc::app {
 
 /// Whether the setting `key` (a full key path, e.g. "optim.sr.damping") lies in a block `config`
-/// does not use (here: optim.type is not sr, minsr or spring).
+/// does not use (e.g. here: optim.type is not sr, minsr or spring).
 bool unused_setting(const Config& config, const std::string& key);
 
 /// Names in a warning each command-line override (`key.path=value`) that sets only settings of

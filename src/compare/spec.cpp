@@ -573,7 +573,7 @@ CompareSpec parse_compare_spec(const std::string& yaml_text, const std::vector<s
         others += (others.empty() ? "" : ", ") + a.label + ": " + a.model["type"].as<std::string>();
     if (!others.empty())
       log::warn("'base': its model.type " + base_type + " is replaced by the type each model block names (" + others +
-                "); the base's model settings reach only the blocks of their own type");
+                "); the base's model." + base_type + " settings reach only " + base_type + " blocks");
   }
   // The file's own run-setting blocks are read on their own first, while their nodes still know
   // their lines: a cell's config is built from copies, which do not, and its errors named line 1.

@@ -26,7 +26,7 @@ struct SystemConfig {
   std::optional<int> charge;   ///< overrides the molecule files' charge (every molecule)
   std::optional<int> spin;     ///< overrides the molecule files' spin (n_up − n_down, every molecule)
   template <class V> void visit(V& v) {
-    v("molecule", molecule, "name in configs/molecules/, path to .yaml/.xyz, or inline atoms (default: lih)");
+    v("molecule", molecule, "name in configs/molecules/, path to .yaml/.xyz, inline atoms, or an entry as in system.molecules, e.g. {molecule: h, charge: -1} (default: lih)");
     v("molecules", molecules,
       "several molecules: [name | path | {molecule: name-or-path, geometry: [[x, y, z], ...], units, name, "
       "charge, spin} | {atoms: [...], units, name, charge, spin}, ...]");

@@ -136,12 +136,14 @@ void read_value(const YAML::Node& node, T& out, const std::string& path, const s
       }
     } catch (const YAML::Exception&) {
       if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-        // A number that does not fit: say so rather than "must be an integer". (Here it did not
-        // parse, so a value that rounds to a limit in double lies past it: 2^64 was "not an integer".)
+        // A number that does not fit: say so rather than "must be an integer". The limits as
+        // powers of two, exact in double (the 64-bit maximum rounds up to 2^64, which was "not an
+        // integer"; a review: 2147483647.0 must not read as out of range).
         double v = 0;
+        const double past_max = std::ldexp(1.0, std::numeric_limits<T>::digits);
+        const double below_min = std::is_signed_v<T> ? -past_max : 0.0;
         if (node.IsScalar() && YAML::convert<double>::decode(node, v) && std::isfinite(v) && v == std::floor(v) &&
-            (v <= static_cast<double>(std::numeric_limits<T>::min()) ||
-             v >= static_cast<double>(std::numeric_limits<T>::max())))
+            (v < below_min || v >= past_max))
           throw ConfigError(location(node, where) + ": '" + path + "' = " + node.Scalar() +
                             " is out of range (" + std::to_string(std::numeric_limits<T>::min()) + " to " +
                             std::to_string(std::numeric_limits<T>::max()) + ")");

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <sstream>
 
 #include "core/errors.hpp"
@@ -248,10 +249,17 @@ ScfResult solve(const System& system, const BasisSet& basis, const ScfOptions& o
   r.d_beta = r.c_beta.leftCols(n_beta) * r.c_beta.leftCols(n_beta).transpose();
   r.s_squared = unrestricted ? uhf_s_squared(r.c_alpha.leftCols(n_alpha), r.c_beta.leftCols(n_beta), r.overlap) : 0.0;
   share_from_root(r);
-  if (r.n_mo < r.n_basis && parallel::world().is_root())  // (Psi4 drops below 1e-7: its counts may differ)
-    log::info(strfmt("scf: the basis is nearly linearly dependent: %d combination%s of its %d functions, with overlap "
+  if (r.n_mo < r.n_basis && parallel::world().is_root()) {  // (Psi4 drops below 1e-7: its counts may differ)
+    // (once per distinct line: the molecules of a scan pretrained one after another repeat it)
+    static std::mutex said_mutex;
+    static std::string said;
+    const std::string line = strfmt("scf: the basis is nearly linearly dependent: %d combination%s of its %d functions, with overlap "
                      "eigenvalues below %g, dropped (%d molecular orbitals)",
-                     r.n_basis - r.n_mo, r.n_basis - r.n_mo == 1 ? "" : "s", r.n_basis, o.lindep_threshold, r.n_mo));
+                     r.n_basis - r.n_mo, r.n_basis - r.n_mo == 1 ? "" : "s", r.n_basis, o.lindep_threshold, r.n_mo);
+    const std::lock_guard<std::mutex> lock(said_mutex);
+    if (line != said) log::info(line);
+    said = line;
+  }
   spdlog::debug("scf: E = {:.12f} after {} iterations (ΔE {:.1e}, [F,D] {:.1e}), {:.3f} s", r.energy,
                 r.iterations, r.delta_energy, r.commutator, since(t0));
   if (!r.converged && o.throw_on_failure) {

@@ -163,7 +163,7 @@ EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers
   if (chains_whole) out.autocorr_walkers = pooled_autocorrelation_estimate(walker_series);
   out.acceptance = options.steps > 0 ? acc / options.steps : 0.0;
   out.variance = moments.variance();
-  out.variance_rel_error = moments.variance_rel_error();
+  out.variance_rel_error = out.variance_rel_error_independent = moments.variance_rel_error();
   out.largest_share = moments.largest_share();
   if (walker_sum.defined()) {
     const torch::Tensor seen = walker_count > 0;
@@ -216,7 +216,10 @@ EvalResult evaluate(VmcSetup& s, const EvalOptions& options, StageTimers& timers
   // The variance's own error from the fourth moment counts every sample as independent: along a
   // chain they are not, and it is widened by the energy's autocorrelation time (as the mean's
   // error is; a user audit measured seed-to-seed spreads 6-12x the unwidened one at τ ≈ 8).
-  if (std::isfinite(out.stats.autocorr_time)) out.variance_rel_error *= std::sqrt(std::max(out.stats.autocorr_time, 1.0));
+  if (std::isfinite(out.stats.autocorr_time)) {
+    out.variance_rel_error *= std::sqrt(std::max(out.stats.autocorr_time, 1.0));
+    out.variance_error_widened = true;
+  }
   if (count < 2) {
     out.stats.error = out.variance = out.stats.autocorr_time = out.stats.naive_error = nan;
   } else {

@@ -113,7 +113,7 @@ struct EvalResult {
   /// step), else "reblocking"
   std::string error_method = "reblocking";
   /// Whether the error bar can be trusted: a reblocking plateau, or the walkers' averages of at
-  /// least kMinWalkersForChainsError walkers.
+  /// least kMinWalkersForChainsError walkers that are not copies of fewer (copies_not_apart).
   /// And the walkers were in equilibrium as far as can be seen: no drift, and they moved.
   bool error_reliable() const {
     return (stats.plateau || (error_method == "walker chains" && walkers >= kMinWalkersForChainsError)) &&
@@ -166,8 +166,8 @@ struct EvalResult {
   int burn_in = 0;
   /// the walkers started as repeated copies of this many (more walkers than a checkpoint holds); 0: not
   std::int64_t walkers_copied_from = 0;
-  /// the walkers were placed around the nuclei (a new geometry, or a run that trained nothing),
-  /// not taken from training
+  /// the walkers were not taken from training: placed around the nuclei (a new geometry), or
+  /// the start's (placed, or pretraining's) of a run that trained nothing
   bool fresh_walkers = false;
   int steps_per_iteration = 0; ///< MH steps per measurement iteration
   /// √(variance / samples): the error bar were every sample independent, the least a correlated
@@ -177,14 +177,20 @@ struct EvalResult {
   bool error_floored = false;  ///< stats.error is error_independent (the estimates were below it)
   double variance = 0;         ///< variance of the local energy over all samples
   /// relative standard error of `variance` from the samples' fourth moment (SampleMoments),
-  /// widened by √τ (stats.autocorr_time, where known) for their correlation along the chains;
-  /// NaN below kMinValuesForVarianceError samples
+  /// widened by √τ (stats.autocorr_time) for their correlation along the chains where τ is known
+  /// (variance_error_widened); NaN below kMinValuesForVarianceError samples
   double variance_rel_error = std::numeric_limits<double>::quiet_NaN();
+  /// the same counting every sample as independent: what heavy_tails() judges (its threshold
+  /// was calibrated on it; correlation is not a tail)
+  double variance_rel_error_independent = std::numeric_limits<double>::quiet_NaN();
+  bool variance_error_widened = false;  ///< variance_rel_error includes the √τ widening
   /// the share of the samples' summed squared deviations that the largest one carries
   double largest_share = std::numeric_limits<double>::quiet_NaN();
   /// A few large local energies carry the variance (kMaxVarianceRelError): its estimate, and the
   /// error bar with it, are uncertain, and a longer run that meets more of them may find both larger.
-  bool heavy_tails() const { return std::isfinite(variance_rel_error) && variance_rel_error > kMaxVarianceRelError; }
+  bool heavy_tails() const {
+    return std::isfinite(variance_rel_error_independent) && variance_rel_error_independent > kMaxVarianceRelError;
+  }
   double acceptance = 0;       ///< mean MH acceptance while measuring
   double step_size = 0;        ///< MH step size while measuring (adapted during burn-in only)
   int steps = 0;               ///< measurement iterations
@@ -194,7 +200,7 @@ struct EvalResult {
   std::int64_t excluded = 0;   ///< samples left out for a non-finite local energy
   std::vector<double> series;  ///< walker-averaged energy per iteration
   /// the molecule file's best known energy (e_ref) and where it comes from, when it has one at
-  /// this geometry, charge and spin
+  /// this geometry (up to a rigid motion: congruent), charge and spin
   std::optional<double> e_ref;
   std::string e_ref_source;
   /// System::energy_lower_bound of the molecule (NaN: not known)

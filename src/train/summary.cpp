@@ -30,6 +30,8 @@ nlohmann::json eval_json(const EvalResult& r) {
           {"energy_err_autocorr_walkers", r.autocorr_walkers.error},
           {"variance", r.variance},
           {"variance_rel_error", r.variance_rel_error},
+          {"variance_rel_error_independent", r.variance_rel_error_independent},
+          {"variance_error_widened", r.variance_error_widened},
           {"variance_largest_share", r.largest_share},
           {"heavy_tails", r.heavy_tails()},
           {"laplacian", r.laplacian},
@@ -98,7 +100,8 @@ std::string eval_text(const EvalResult& r) {
   // (a user audit read the Hutchinson estimator's variance, 8.5 against 0.13, as the local energy's)
   s += strfmt("variance %.5g Eh²%s%s\n", r.variance,
               std::isfinite(r.variance_rel_error)  // (two digits below 10 %: Gaussian tails read "± 0 %", a review)
-                  ? strfmt(100 * r.variance_rel_error < 10 ? " ± %.2g %%" : " ± %.0f %%", 100 * r.variance_rel_error).c_str()
+                  ? (strfmt(100 * r.variance_rel_error < 10 ? " ± %.2g %%" : " ± %.0f %%", 100 * r.variance_rel_error) +
+                     (r.variance_error_widened ? "" : " (samples counted as independent: τ not known)")).c_str()
                   : "",
               r.laplacian == "hutchinson" ? "  (of the Hutchinson estimates: the local energy's plus the probes' noise)" : "");
   s += strfmt("autocorrelation time %s iterations (%s), acceptance %.2f at step size %.4f bohr\n",
@@ -167,7 +170,8 @@ std::string eval_text(const EvalResult& r) {
                 "walkers that were not in equilibrium with this wavefunction (%s) may not have reached it, and the "
                 "energy may be biased high; evaluate with eval.burn_in=%.0f or more\n",
                 r.burn_in, r.stats.autocorr_time * r.steps_per_iteration,
-                r.fresh_walkers ? "placed around the nuclei" : "from training that has since moved it",
+                r.fresh_walkers ? "not from training: placed around the nuclei, or by pretraining"
+                                : "from training that has since moved it",
                 std::ceil(kSuggestedBurnInAutocorrTimes * r.stats.autocorr_time * r.steps_per_iteration));
   if (r.hardly_moved())
     s += strfmt("warning: acceptance %.3f at step size %.4f: the walkers hardly moved while measuring, and the energy "

@@ -527,7 +527,8 @@ TEST(CompareCli, BaseThatDoesNotApplyToARunConfigEntryIsSaid) {
                       << "base: {model: {type: psiformer}}\noutput: " << dir << "\n";
   const auto typed = run("compare " + file + " --list");
   ASSERT_EQ(typed.code, 0) << typed.out;
-  EXPECT_NE(typed.out.find("its model.type psiformer is replaced by the type each model block names (ferminet: ferminet)"),
+  EXPECT_NE(typed.out.find("its model.type psiformer is replaced by the type each model block names (ferminet: ferminet); "
+                           "the base's model.psiformer settings reach only psiformer blocks"),
             std::string::npos) << typed.out;
 }
 

@@ -530,6 +530,9 @@ TEST(Hostile, HugeValuesAreRejectedNamingTheKey) {
   // a value that rounds to the limit in double (2^64 for the seed) is past it, not "not an integer"
   EXPECT_TRUE(contains(error_of("run: {seed: 18446744073709551616}"), "'run.seed' = 18446744073709551616 is out of range"));
   EXPECT_TRUE(contains(error_of("sampler: {walkers: 2147483648}"), "'sampler.walkers' = 2147483648 is out of range"));
+  // a value in range written as a float is not called out of range (a review)
+  EXPECT_TRUE(contains(error_of("run: {seed: 0.0}"), "'run.seed' must be an integer"));
+  EXPECT_TRUE(contains(error_of("sampler: {walkers: 2147483647.0}"), "'sampler.walkers' must be an integer"));
   EXPECT_TRUE(contains(error_of("model: {ferminet: {determinants: 100000}}"), "model.ferminet.determinants"));
   EXPECT_TRUE(contains(error_of("model: {ferminet: {hidden_dims: [[10000000, 8]]}}"), "model.ferminet.hidden_dims"));
   EXPECT_TRUE(contains(error_of("run: {memory_budget: 1e30GiB}"), "'run.memory_budget' = '1e30GiB' is too large"));

@@ -76,6 +76,11 @@ TEST(MoleculeList, SystemMoleculeTakesAnEntryAsSystemMoleculesDoes) {
   }
   // a name or path holding the word is still a name or path
   EXPECT_THROW(molecules_of("system: {molecule: no_such_molecule}"), InputError);
+  const std::string path = ::testing::TempDir() + "/nnvmc_my_molecule.yaml";
+  std::ofstream(path) << "atoms: [[H, 0, 0, 0], [H, 0, 0, 1.4]]\n";
+  const auto by_path = molecules_of("system: {molecule: " + path + "}");
+  ASSERT_EQ(by_path.size(), 1u);
+  EXPECT_EQ(by_path[0].n_electrons(), 2);
 }
 
 TEST(MoleculeList, EntriesAreNamesFilesAtomsOrMoleculesAtNewGeometriesWithUniqueNames) {

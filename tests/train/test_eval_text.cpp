@@ -150,13 +150,21 @@ TEST(EvalText, WalkersThatDoNotMixMakeTheEvaluationUnreliable) {
 TEST(EvalText, WarnsWhenAFewLargeLocalEnergiesCarryTheVariance) {
   auto r = evaluation("walker chains", 128, true);
   r.variance = 0.4;
-  r.variance_rel_error = 0.12;
+  r.variance_rel_error = r.variance_rel_error_independent = 0.12;
+  r.variance_error_widened = true;
   r.largest_share = 0.05;
   ASSERT_FALSE(r.heavy_tails());
   std::string text = eval_text(r);
   EXPECT_TRUE(contains(text, "variance 0.4 Eh² ± 12 %")) << text;
   EXPECT_FALSE(contains(text, "warning")) << text;
-  r.variance_rel_error = 0.8;
+  EXPECT_FALSE(contains(text, "counted as independent")) << text;
+  // correlation widens the variance's error, but is no tail: judged on the independent figure
+  r.variance_rel_error = 0.6;
+  EXPECT_FALSE(r.heavy_tails());
+  r.variance_error_widened = false;  // (τ not known: said)
+  EXPECT_TRUE(contains(eval_text(r), "± 60 % (samples counted as independent: τ not known)")) << eval_text(r);
+  r.variance_rel_error = r.variance_rel_error_independent = 0.8;
+  r.variance_error_widened = true;
   r.largest_share = 0.6;
   ASSERT_TRUE(r.heavy_tails());
   text = eval_text(r);
@@ -219,7 +227,7 @@ TEST(EvalText, ABurnInShorterThanTheAutocorrelationTimeIsWarnedAbout) {
   EXPECT_TRUE(eval_json(r)["burn_in_short"].get<bool>());
   EXPECT_TRUE(contains(text, "(from training that has since moved it)")) << text;
   r.fresh_walkers = true;  // (walkers placed around the nuclei were said to come from training, a user audit)
-  EXPECT_TRUE(contains(eval_text(r), "(placed around the nuclei)")) << eval_text(r);
+  EXPECT_TRUE(contains(eval_text(r), "(not from training: placed around the nuclei, or by pretraining)")) << eval_text(r);
   r.stats.autocorr_time = 1.95;
   EXPECT_FALSE(r.short_burn_in());
   EXPECT_FALSE(contains(eval_text(r), "burn-in")) << eval_text(r);
