@@ -97,6 +97,15 @@ void check_pretraining(const VmcSetup& s) {
       throw ConfigError(strfmt("pretrain.basis: '%s' has %zu functions for %s, too few for its %d electrons of one "
                                "spin; choose a larger pretrain.basis (e.g. cc-pvdz) or set pretrain.steps=0",
                                s.config.pretrain.basis.c_str(), functions, m.name().c_str(), most));
+    // An anion's extra electron needs diffuse functions: without them its UHF target is far from it
+    // (a user audit: H- in STO-6G, E_HF -0.167 Eh against -0.528 exact; a Psiformer pretrained on
+    // it was not bound after 300 iterations, -0.511 Eh)
+    const std::string& basis = s.config.pretrain.basis;
+    const bool diffuse = basis.rfind("aug-", 0) == 0 || basis.find('+') != std::string::npos;
+    if (m.system.charge < 0 && !diffuse && !scf::is_basis_path(basis))
+      log::warn(strfmt("%s is an anion, and pretrain.basis '%s' has no diffuse functions for its extra electron: "
+                       "the pretraining target is poor; give pretrain.basis=aug-cc-pvdz",
+                       m.name().c_str(), basis.c_str()));
   }
   const auto& m = s.molecules.front();
   try {

@@ -106,6 +106,19 @@ TEST(Cli, APretrainingThatDoesNotFitAndAnEnergyAboveHartreeFockAreWarnedAbout) {
   EXPECT_EQ(summary["molecules"][0]["e_hf_source"], "UHF/sto-6g, pretraining's target");
 }
 
+// An anion pretrained on a basis without diffuse functions is warned about (a user audit: H- in
+// STO-6G, E_HF -0.167 Eh; a Psiformer pretrained on it was not bound after 300 iterations).
+TEST(Cli, AnAnionPretrainedWithoutDiffuseFunctionsIsWarnedAbout) {
+  const auto t = tiny_run("nnvmc_cli_anion_pretraining");
+  const std::string anion = " 'system.molecule={molecule: h, charge: -1}' pretrain.steps=1 optim.iterations=0 eval.steps=2";
+  const auto r = run("train " + t.config + anion + " --log-level warn");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("is an anion, and pretrain.basis 'sto-6g' has no diffuse functions"), std::string::npos) << r.out;
+  const auto aug = run("train " + t.config + anion + " pretrain.basis=aug-cc-pvdz --force --log-level warn");
+  ASSERT_EQ(aug.code, 0) << aug.out;
+  EXPECT_EQ(aug.out.find("is an anion"), std::string::npos) << aug.out;
+}
+
 // A training whose energy falls below the lowest the Hamiltonian allows has diverged: it stops
 // with an error instead of going on (a user audit: PauliNet at optim.lr=0.05 trained on to −1e25
 // Eh and evaluated to −8e25 Eh, exit 0). PauliNet without pretraining is checked against its

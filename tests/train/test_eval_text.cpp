@@ -221,7 +221,9 @@ TEST(EvalText, ABurnInShorterThanTheAutocorrelationTimeIsWarnedAbout) {
   r.burn_in = 50;
   r.stats.autocorr_time = 27.76;
   ASSERT_TRUE(r.short_burn_in());
+  EXPECT_FALSE(r.error_reliable());  // the walkers may not be in equilibrium: the bar does not hold the bias
   const std::string text = eval_text(r);
+  EXPECT_TRUE(contains(text, "(UNRELIABLE: see below)")) << text;
   EXPECT_TRUE(contains(text, "the burn-in (50 MH steps) was shorter than the autocorrelation time (278 MH steps)")) << text;
   EXPECT_TRUE(contains(text, "eval.burn_in=1388 or more")) << text;
   EXPECT_TRUE(eval_json(r)["burn_in_short"].get<bool>());
@@ -230,6 +232,7 @@ TEST(EvalText, ABurnInShorterThanTheAutocorrelationTimeIsWarnedAbout) {
   EXPECT_TRUE(contains(eval_text(r), "(not from training: placed around the nuclei, or by pretraining)")) << eval_text(r);
   r.stats.autocorr_time = 1.95;
   EXPECT_FALSE(r.short_burn_in());
+  EXPECT_TRUE(r.error_reliable());
   EXPECT_FALSE(contains(eval_text(r), "burn-in")) << eval_text(r);
   r.stats.autocorr_time = std::numeric_limits<double>::quiet_NaN();  // (not known: nothing said)
   EXPECT_FALSE(r.short_burn_in());
