@@ -325,7 +325,11 @@ void add_ccsd_command(CLI::App& app) {
   cmd->add_option("--memory", a->memory,
                   "working-memory budget, e.g. 2GiB, or auto (default); with --backend cublas the GPU memory the "
                   "staged backend may hold");
-  cmd->add_option("--split", a->split, "split of over-budget contractions: c | x | auto | none")
+  cmd->add_option("--split", a->split,
+                  "how a contraction over the --memory budget is split into batches: x (every output axis by one "
+                  "common factor) | c (output axes in uneven blocks that fill the budget, never the Cholesky axis) | "
+                  "auto (the cheapest of the plans that fit, by the cost model; default) | none (refused: a budget "
+                  "error)")
       ->check(CLI::IsMember({"c", "x", "auto", "none"}));
   cmd->add_option("--backend", a->backend, "GEMM backend: torch | cublas")->check(CLI::IsMember({"torch", "cublas"}));
   cmd->add_option("--device", a->device, "execution device: cpu | cuda | cuda:N")->check(device_name());
@@ -345,7 +349,9 @@ void add_ccsd_command(CLI::App& app) {
       ->check(integer_in(0, 64));
   cmd->add_flag("--allow-unconverged", a->allow_unconverged,
                 "report the last iterate instead of failing when not converged (timing runs)");
-  cmd->add_flag("--frozen-core", a->frozen_core, "freeze core orbitals");
+  cmd->add_flag("--frozen-core", a->frozen_core,
+                "freeze the core orbitals: 1 per Li-Ne atom, 5 per Na-Ar, 9 per K-Kr, none for H and He (as Psi4's "
+                "freeze_core true on neutral atoms)");
   cmd->add_flag("--triples", a->triples, "add the (T) correction");
   cmd->add_flag("--json", a->json, "print a JSON summary");
   cmd->add_flag("--no-cached-integrals", a->no_cache,
