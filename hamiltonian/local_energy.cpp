@@ -1,7 +1,6 @@
 #include "hamiltonian/local_energy.hpp"
 
 #include <algorithm>
-#include <mutex>
 #include <optional>
 #include <string>
 
@@ -18,29 +17,13 @@ namespace {
 constexpr std::int64_t kCalibrationWalkers = 8;
 }  // namespace
 
-namespace {
-/// Logs `line` at info, or at debug when it repeats the last such line (one per molecule of a run
-/// of many alike: a resume of 50 geometries printed it 50 times, a user audit).
-void info_unless_repeated(const std::string& line) {
-  static std::mutex last_mutex;
-  static std::string last;
-  const std::lock_guard<std::mutex> lock(last_mutex);
-  if (line == last) {
-    log::debug(line);
-  } else {
-    log::info(line);
-    last = line;
-  }
-}
-}  // namespace
-
 LocalEnergy::LocalEnergy(const System& system, std::unique_ptr<LaplacianMethod> method,
                          torch::TensorOptions options, ChunkPolicy policy)
     : method_(std::move(method)), sys_(system_tensors(system, options)), e_nn_(system.nuclear_repulsion()),
       policy_(std::move(policy)), chunk_(policy_.walkers) {
   // (a fixed chunk had no line at all: nothing said the setting took effect, a user audit)
   if (policy_.walkers > 0)
-    info_unless_repeated(strfmt("local energy: %lld walkers per chunk (hamiltonian.chunk_walkers)",
+    log::info_unless_repeated("local energy chunk", strfmt("local energy: %lld walkers per chunk (hamiltonian.chunk_walkers)",
                                 static_cast<long long>(policy_.walkers)));
 }
 
@@ -107,7 +90,7 @@ void LocalEnergy::calibrate(WaveFunction& wf, const torch::Tensor& r, bool graph
              batching::format_bytes(double(fit.fixed_bytes)).c_str(), static_cast<long long>(fit.chunk),
              policy_.budget_key.c_str(), batching::format_bytes(double(policy_.budget.bytes())).c_str(),
              context.c_str());
-  info_unless_repeated(line);
+  log::info_unless_repeated("local energy chunk", line);
 }
 
 LocalEnergyTerms LocalEnergy::operator()(WaveFunction& wf, const torch::Tensor& r, const parallel::GraphKey& key) {

@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdarg>
+#include <map>
+#include <mutex>
 #include <cstdio>
 
 namespace nnvmc {
@@ -23,6 +25,18 @@ void debug(const std::string& m) { spdlog::debug(m); }
 void info(const std::string& m) { spdlog::info(m); }
 void warn(const std::string& m) { spdlog::warn(m); }
 void error(const std::string& m) { spdlog::error(m); }
+void info_unless_repeated(const std::string& topic, const std::string& m) {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> last;  // per topic
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto& said = last[topic];
+  if (said == m) {
+    spdlog::debug(m);
+  } else {
+    spdlog::info(m);
+    said = m;
+  }
+}
 Quiet::Quiet() : previous_(static_cast<int>(spdlog::get_level())) {
   if (spdlog::get_level() < spdlog::level::err) spdlog::set_level(spdlog::level::err);
 }

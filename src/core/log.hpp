@@ -15,6 +15,10 @@ void debug(const std::string& message);
 void info(const std::string& message);
 void warn(const std::string& message);
 void error(const std::string& message);
+/// Logs `message` at info, or at debug when it repeats the last message of the same `topic`
+/// (one line per molecule of a run of many alike: a resume of 50 geometries printed the same
+/// local-energy line 50 times, a user audit). Thread-safe.
+void info_unless_repeated(const std::string& topic, const std::string& message);
 /// While it lives, only errors are logged (a check that repeats work done again later, whose
 /// warnings would then be printed twice).
 class Quiet {

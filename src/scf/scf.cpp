@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
-#include <mutex>
 #include <sstream>
 
 #include "core/errors.hpp"
@@ -251,14 +250,11 @@ ScfResult solve(const System& system, const BasisSet& basis, const ScfOptions& o
   share_from_root(r);
   if (r.n_mo < r.n_basis && parallel::world().is_root()) {  // (Psi4 drops below 1e-7: its counts may differ)
     // (once per distinct line: the molecules of a scan pretrained one after another repeat it)
-    static std::mutex said_mutex;
-    static std::string said;
-    const std::string line = strfmt("scf: the basis is nearly linearly dependent: %d combination%s of its %d functions, with overlap "
-                     "eigenvalues below %g, dropped (%d molecular orbitals)",
-                     r.n_basis - r.n_mo, r.n_basis - r.n_mo == 1 ? "" : "s", r.n_basis, o.lindep_threshold, r.n_mo);
-    const std::lock_guard<std::mutex> lock(said_mutex);
-    if (line != said) log::info(line);
-    said = line;
+    log::info_unless_repeated(
+        "scf lindep", strfmt("scf: the basis is nearly linearly dependent: %d combination%s of its %d functions, with "
+                             "overlap eigenvalues below %g, dropped (%d molecular orbitals)",
+                             r.n_basis - r.n_mo, r.n_basis - r.n_mo == 1 ? "" : "s", r.n_basis, o.lindep_threshold,
+                             r.n_mo));
   }
   spdlog::debug("scf: E = {:.12f} after {} iterations (ΔE {:.1e}, [F,D] {:.1e}), {:.3f} s", r.energy,
                 r.iterations, r.delta_energy, r.commutator, since(t0));
