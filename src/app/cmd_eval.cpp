@@ -131,6 +131,7 @@ void run_eval(const EvalArgs& a) {
     return override_sets(o, "optim") || override_sets(o, "pretrain") || override_sets(o, "model.init_from");
   });
   Checkpoint c = read ? std::move(*read) : load_checkpoint(ra.file);
+  require_same_checkpoint_on_all_ranks(c, "eval " + ra.file);
   attach_references(c);
   // The chains start with the step sizes training adapted (the user's overrides still win);
   // evaluate() adapts them during burn-in only and measures with them frozen.

@@ -124,12 +124,19 @@ void ensure_groups(hid_t file, const std::string& name) {
   }
 }
 
-bool link_exists(hid_t file, const std::string& name) {
-  // H5Lexists needs every intermediate group to exist.
+/// Whether `name` exists; H5Lexists needs every intermediate group to exist. A lookup that fails
+/// (a group header HDF5 cannot read: a damaged file) throws CheckpointError: taken for "absent",
+/// a resume read a truncated result.h5 as holding no series and wrote on into it (a user audit).
+bool link_exists(hid_t file, const std::string& path, const std::string& name) {
+  const auto exists = [&](const std::string& n) {
+    const htri_t e = H5Lexists(file, n.c_str(), H5P_DEFAULT);
+    if (e < 0) fail(path, "cannot look up '" + n + "' (damaged file?)");
+    return e > 0;
+  };
   size_t pos = 0;
   while ((pos = name.find('/', pos + 1)) != std::string::npos)
-    if (H5Lexists(file, name.substr(0, pos).c_str(), H5P_DEFAULT) <= 0) return false;
-  return H5Lexists(file, name.c_str(), H5P_DEFAULT) > 0;
+    if (!exists(name.substr(0, pos))) return false;
+  return exists(name);
 }
 }  // namespace
 
@@ -224,7 +231,7 @@ H5File::~H5File() {
 
 void H5File::write(const std::string& name, const Array& a) {
   ensure_groups(id_, name);
-  if (link_exists(id_, name)) H5Ldelete(id_, name.c_str(), H5P_DEFAULT);
+  if (link_exists(id_, path_, name)) H5Ldelete(id_, name.c_str(), H5P_DEFAULT);
   std::vector<hsize_t> dims(a.shape.begin(), a.shape.end());
   Handle space{a.shape.empty() ? H5Screate(H5S_SCALAR)
                                : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
@@ -239,7 +246,7 @@ void H5File::write(const std::string& name, const Array& a) {
 }
 
 Array H5File::read(const std::string& name) const {
-  if (!link_exists(id_, name)) fail(path_, "missing dataset '" + name + "'");
+  if (!link_exists(id_, path_, name)) fail(path_, "missing dataset '" + name + "'");
   Handle ds{H5Dopen2(id_, name.c_str(), H5P_DEFAULT), H5Dclose};
   if (ds.id < 0) fail(path_, "cannot open dataset '" + name + "'");
   Handle space{H5Dget_space(ds.id), H5Sclose};
@@ -267,11 +274,11 @@ Array H5File::read(const std::string& name) const {
   return a;
 }
 
-bool H5File::exists(const std::string& name) const { return link_exists(id_, name); }
+bool H5File::exists(const std::string& name) const { return link_exists(id_, path_, name); }
 
 std::vector<std::string> H5File::list(const std::string& group) const {
   std::vector<std::string> names;
-  if (group != "/" && !link_exists(id_, group)) return names;
+  if (group != "/" && !link_exists(id_, path_, group)) return names;
   struct Ctx {
     std::vector<std::string>* out;
   } ctx{&names};
@@ -280,8 +287,30 @@ std::vector<std::string> H5File::list(const std::string& group) const {
     return 0;
   };
   Handle g{H5Gopen2(id_, group.c_str(), H5P_DEFAULT), H5Gclose};
-  H5Ovisit(g.id, H5_INDEX_NAME, H5_ITER_INC, cb, &ctx);
+  // (a visit that fails part-way listed only part of the group: damage, not fewer datasets)
+  if (g.id < 0 || H5Ovisit(g.id, H5_INDEX_NAME, H5_ITER_INC, cb, &ctx) < 0)
+    fail(path_, "cannot list the datasets of '" + group + "' (damaged file?)");
   return names;
+}
+
+void H5File::verify_readable() const {
+  for (const auto& name : list("/")) {
+    Handle ds{H5Dopen2(id_, name.c_str(), H5P_DEFAULT), H5Dclose};
+    if (ds.id < 0) fail(path_, "cannot open dataset '" + name + "'");
+    Handle space{H5Dget_space(ds.id), H5Sclose};
+    Handle type{H5Dget_type(ds.id), H5Tclose};
+    const hssize_t n = space.id < 0 ? -1 : H5Sget_simple_extent_npoints(space.id);
+    const size_t size = type.id < 0 ? 0 : H5Tget_size(type.id);
+    if (n < 0 || size == 0) fail(path_, "corrupt dataset '" + name + "'");
+    // (unlike read(): a growable column's last chunk may be unwritten after a failed append, and
+    // reads as zeros; a header claiming far more than the file stores is damage)
+    const double bytes = static_cast<double>(n) * static_cast<double>(size);
+    if (bytes > static_cast<double>(H5Dget_storage_size(ds.id)) + double(1 << 20))
+      fail(path_, "dataset '" + name + "' claims more data than the file holds (corrupt file?)");
+    std::vector<unsigned char> buffer(static_cast<std::size_t>(bytes));
+    if (n > 0 && H5Dread(ds.id, type.id, H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()) < 0)
+      fail(path_, "cannot read dataset '" + name + "' (corrupt file?)");
+  }
 }
 
 void H5File::set_attr(const std::string& key, const std::string& value) {
@@ -323,7 +352,7 @@ void H5File::fail_sticky(const std::string& what) {
 void H5File::append(const std::string& column, const std::vector<double>& values) {
   if (!write_failure_.empty()) throw WriteError(write_failure_);
   errno = 0;
-  if (!link_exists(id_, column)) {
+  if (!link_exists(id_, path_, column)) {
     ensure_groups(id_, column);
     hsize_t dims = 0, maxdims = H5S_UNLIMITED, chunk = 256;
     Handle space{H5Screate_simple(1, &dims, &maxdims), H5Sclose};
@@ -361,7 +390,7 @@ void H5File::append(const std::string& column, const std::vector<double>& values
 }
 
 std::int64_t H5File::rows(const std::string& column) const {
-  if (!link_exists(id_, column)) return 0;
+  if (!link_exists(id_, path_, column)) return 0;
   Handle ds{H5Dopen2(id_, column.c_str(), H5P_DEFAULT), H5Dclose};
   Handle space{H5Dget_space(ds.id), H5Sclose};
   hsize_t n = 0;
@@ -372,7 +401,7 @@ std::int64_t H5File::rows(const std::string& column) const {
 }
 
 void H5File::truncate(const std::string& column, std::int64_t n) {
-  if (!link_exists(id_, column)) return;
+  if (!link_exists(id_, path_, column)) return;
   Handle ds{H5Dopen2(id_, column.c_str(), H5P_DEFAULT), H5Dclose};
   hsize_t cur = 0;
   {
@@ -385,7 +414,7 @@ void H5File::truncate(const std::string& column, std::int64_t n) {
 }
 
 void H5File::remove(const std::string& name) {
-  if (link_exists(id_, name) && H5Ldelete(id_, name.c_str(), H5P_DEFAULT) < 0)
+  if (link_exists(id_, path_, name) && H5Ldelete(id_, name.c_str(), H5P_DEFAULT) < 0)
     fail(path_, "cannot remove '" + name + "'");
 }
 

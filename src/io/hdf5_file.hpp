@@ -45,6 +45,9 @@ class H5File {
   bool exists(const std::string& name) const;
   /// Names of all datasets below `group` (recursive, relative to the group).
   std::vector<std::string> list(const std::string& group) const;
+  /// Reads every dataset of the file once. @throws CheckpointError naming the first that cannot
+  /// be listed or read (a damaged file HDF5 still opens: its metadata checksums fail on access)
+  void verify_readable() const;
 
   void set_attr(const std::string& key, const std::string& value);  ///< root string attribute
   std::string attr(const std::string& key) const;                   ///< @throws if missing

@@ -315,6 +315,7 @@ Checkpoint load_checkpoint(const std::string& path) {
   if (!v2 && !f.has_attr("checksum")) throw CheckpointError(path + ": no checksum attribute: the file is damaged");
   if (f.has_attr("checksum") && f.attr("checksum") != checksum(d, v2 ? c.config_yaml : checksummed_text(c, names_attr)))
     throw CheckpointError(path + ": checksum mismatch: the file is damaged");
+  c.checksum = f.has_attr("checksum") ? f.attr("checksum") : checksum(d, c.config_yaml);
   c.iteration = from_array(require(d, "iteration", io::DType::i64, 0, path)).item<int64_t>();
   // (optim.iterations is an int: a larger count is an altered file, which padded result.h5 with
   // that many NaN rows or failed in std::vector)

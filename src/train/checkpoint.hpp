@@ -51,6 +51,9 @@ struct Checkpoint {
   /// orbitals); empty in checkpoints of nnvmc before 2026-12-03.
   TensorMap frozen;
   TensorMap optimizer;          ///< optimizer state by name
+  /// The file's checksum as read (load_checkpoint fills it; not written: the file's own is
+  /// computed): ranks that read the run's checkpoint compare it (one file, not per-node copies).
+  std::string checksum;
 };
 
 /// Writes `ckpt` to `path` atomically. @throws NumericalError if any tensor is non-finite

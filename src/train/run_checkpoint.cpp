@@ -7,6 +7,7 @@
 #include "core/log.hpp"
 #include "io/directory_lock.hpp"
 #include "io/output_kind.hpp"
+#include "parallel/communicator.hpp"
 #include "train/checkpoint.hpp"
 
 namespace nnvmc {
@@ -75,6 +76,16 @@ std::string readable_checkpoint(const std::string& what, const std::string& chec
     if (loaded) *loaded = std::move(c);
     return older.string();
   }
+}
+
+void require_same_checkpoint_on_all_ranks(const Checkpoint& c, const std::string& what) {
+  if (parallel::world().size() == 1) return;
+  const std::string text = strfmt("iteration %lld, checksum %s", static_cast<long long>(c.iteration), c.checksum.c_str());
+  const std::string difference = parallel::first_difference_across_ranks(parallel::world(), text);
+  if (!difference.empty())
+    throw InputError(what + ": the ranks of this run read different checkpoints: " + difference +
+                     " (every rank must read the same file: copies of a run's directory on each node must be the same "
+                     "copy)");
 }
 
 }  // namespace nnvmc

@@ -25,4 +25,11 @@ inline constexpr const char* kOlderCheckpointName = "checkpoint.h5.1";
 /// not read it again). @throws CheckpointError of `checkpoint` when neither can be read.
 std::string readable_checkpoint(const std::string& what, const std::string& checkpoint, Checkpoint* loaded = nullptr);
 
+/// Collective: throws InputError on every rank when the ranks of an MPI run read different
+/// checkpoints (`c`, as load_checkpoint read it), e.g. per-node copies of a run's directory
+/// from different iterations: a resume then hung at the first collective past the shorter
+/// run's end, and copies of one iteration with other parameters trained (or evaluated) a mix
+/// of two wavefunctions to exit 0 (a user audit). `what` starts the message ("--resume DIR").
+void require_same_checkpoint_on_all_ranks(const Checkpoint& c, const std::string& what);
+
 }  // namespace nnvmc

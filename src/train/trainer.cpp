@@ -160,6 +160,7 @@ void init_from_checkpoint(VmcSetup& s) {
     const std::string what = e.what();
     throw ConfigError(what.rfind("'model.init_from'", 0) == 0 ? what : "'model.init_from': " + what);
   }
+  require_same_checkpoint_on_all_ranks(c, "'model.init_from': " + path);
   const Config trained = parse_config(c.config_yaml, {}, path + ":config");
   if (trained.model.type != s.config.model.type)
     throw ConfigError("'model.init_from': " + path + " holds a model of type '" + trained.model.type +
@@ -266,6 +267,7 @@ Trainer::Trainer(const Config& config, const std::string& checkpoint_path)
     throw ConfigError("optim.iterations: the '" + config.model.type + "' ansatz has no parameters to train; "
                       "evaluate the run with 'nnvmc eval' instead of resuming it");
   const Checkpoint c = load_checkpoint(checkpoint_path);
+  require_same_checkpoint_on_all_ranks(c, "--resume " + checkpoint_path);
   checkpoint_config_ = parse_config(c.config_yaml, {}, checkpoint_path + ":config");
   checkpoint_config_.run.output = config.run.output;  // (a copied run continues where it is)
   checkpoint_config_.system = config.system;          // (the checkpoint's molecules where their files are out of reach)
@@ -594,6 +596,11 @@ io::H5File* Trainer::open_results() {
     else
       results.remove("pretrain");
     pad_train_series(results);  // a damaged file can open and fail only here
+    // Every dataset is read once, after the series are cut back to the checkpoint (a failed
+    // append leaves rows beyond the written ones): a file cut short (and extended back to its
+    // recorded end above) can open and list nothing, and the resume wrote into it a file no
+    // reader could open (a user audit); one that cannot be read is set aside below.
+    results.verify_readable();
     try {
       results.set_attr("run_id", run_id_);  // (result.h5 of a run from before run ids: it has one now)
       if (!results.has_attr("units")) results.set_attr("units", kResultUnits);  // (a run from before units)

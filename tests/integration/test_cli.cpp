@@ -1513,6 +1513,39 @@ TEST(Cli, AWriteRefusedByAFileSizeLimitKeepsResultH5sHistory) {
   fs::remove_all(dir);
 }
 
+// A result.h5 cut short (a copy that stopped part-way, a crash of the file system) is set aside as
+// result.h5.damaged on resume, and the run goes on in a new file every reader can open. Cut to a
+// third, HDF5 opened it after the extension to its recorded end and listed no series; the resume
+// wrote on into it, exit 0, and left a file that no reader (h5py, nnvmc) could open (a user audit).
+// Cut near its end, the resume trained and then failed removing the old evaluation, exit 2, on
+// every later resume too.
+TEST(Cli, AResumeSetsATruncatedResultFileAsideAndWritesAReadableOne) {
+  for (const double kept : {1.0 / 3, 0.97}) {
+    const auto [dir, cfg] = tiny_run("nnvmc_cli_truncated_results");
+    ASSERT_EQ(run("train " + cfg + " optim.iterations=40 --log-level warn").code, 0);
+    const auto path = dir + "/result.h5";
+    fs::resize_file(path, static_cast<std::uintmax_t>(static_cast<double>(fs::file_size(path)) * kept));
+    const auto resumed = run("train --resume " + dir + " optim.iterations=42 --log-level warn");
+    ASSERT_EQ(resumed.code, 0) << kept << ": " << resumed.out;
+    // (cut near its end, the file may lose only what the resume rewrites: then it is read again)
+    if (kept < 0.5) {
+      EXPECT_TRUE(fs::exists(path + ".damaged")) << kept << ": " << resumed.out;
+    }
+    EXPECT_TRUE(fs::exists(dir + "/summary.json")) << kept;
+    {
+      const nnvmc::io::H5File results(path, nnvmc::io::H5File::Mode::read);
+      EXPECT_NO_THROW(results.verify_readable()) << kept;
+      EXPECT_EQ(results.rows("train/energy"), 42) << kept;  // (40 NaN rows where set aside) and the resume's two
+      EXPECT_TRUE(results.exists("eval/energy")) << kept;
+    }
+    // and the next resume reads it
+    const auto again = run("train --resume " + dir + " optim.iterations=43 --log-level warn");
+    EXPECT_EQ(again.code, 0) << kept << ": " << again.out;
+    EXPECT_FALSE(fs::exists(path + ".damaged.2")) << kept << ": " << again.out;
+    fs::remove_all(dir);
+  }
+}
+
 // A resume whose optim.minutes are spent trains nothing, as one whose iterations are done: it says
 // so, and its changed settings are not recorded as part of the chain (a review: they were, and
 // config.yaml was said to hold them)

@@ -59,6 +59,24 @@ done
 timeout 120 "$@" -np 1 -wdir "$dir/a" "$nnvmc" ccsd ./mol.yaml --basis sto-3g : \
   -np 1 -wdir "$dir/b" "$nnvmc" ccsd ./mol.yaml --basis sto-3g > "$dir/log7" 2>&1
 check ccsd_geometry "different molecules or basis files: rank 1 has '  atom Z=1 at 0 0 1.5'" "$dir/log7" $?
+# Each rank reading its own copy of a run's directory: copies at different iterations hung a
+# resume (past the shorter run's end), copies of one iteration with other parameters resumed or
+# fine-tuned a mix of two wavefunctions to exit 0 (a user audit). Each command stops, exit 2.
+(cd "$dir/a" && timeout 120 "$nnvmc" train "$dir/run.yaml" run.output=runs/x system.molecule=h2 > "$dir/log8" 2>&1) ||
+  { cat "$dir/log8"; fail "copies: the first run failed"; }
+mkdir -p "$dir/b/runs" && cp -a "$dir/a/runs/x" "$dir/b/runs/" && rm -f "$dir/b/runs/x/.nnvmc.lock"
+(cd "$dir/a" && timeout 120 "$nnvmc" train --resume runs/x optim.iterations=3 > "$dir/log9" 2>&1) ||
+  { cat "$dir/log9"; fail "copies: the resume of one copy failed"; }
+timeout 120 "$@" -np 1 -wdir "$dir/a" "$nnvmc" train --resume runs/x optim.iterations=4 : \
+  -np 1 -wdir "$dir/b" "$nnvmc" train --resume runs/x optim.iterations=4 > "$dir/log10" 2>&1
+check resume_copies "read different checkpoints: rank 1 has 'iteration 2, checksum" "$dir/log10" $?
+timeout 120 "$@" -np 1 -wdir "$dir/a" "$nnvmc" train "$dir/run.yaml" run.output="$dir/init" system.molecule=h2 model.init_from=runs/x : \
+  -np 1 -wdir "$dir/b" "$nnvmc" train "$dir/run.yaml" run.output="$dir/init" system.molecule=h2 model.init_from=runs/x > "$dir/log11" 2>&1
+check init "'model.init_from': runs/x/checkpoint.h5: the ranks of this run read different checkpoints" "$dir/log11" $?
+timeout 120 "$@" -np 1 -wdir "$dir/a" "$nnvmc" eval runs/x eval.steps=2 : \
+  -np 1 -wdir "$dir/b" "$nnvmc" eval runs/x eval.steps=2 > "$dir/log12" 2>&1
+[ $? = 2 ] && grep -q "read different checkpoints\|rank 1 has" "$dir/log12" || { cat "$dir/log12"; fail "eval of copies"; }
+echo "eval_copies: exit 2, $(grep -o "error.*" "$dir/log12" | head -1)"
 # profile characterises one process: under mpirun it stops at once (it used to time each rank's
 # share of the walkers and report the total, every rank writing the same files).
 timeout 120 "$@" -np 2 -wdir "$dir/a" "$nnvmc" profile "$dir/run.yaml" --output "$dir/prof" > "$dir/log4" 2>&1
