@@ -1,4 +1,4 @@
-/// nnvmc scf MOLECULE [--basis B] [--uhf] [--json] [--guess core|sad] [--max-iter N]
+/// nnvmc scf MOLECULE [--basis B] [--uhf] [--json] [--guess auto|core|sad] [--max-iter N]
 ///                    [--level-shift MU] [--damping D] [--cholesky TAU] [--threads T]
 #include <chrono>
 #include <cmath>
@@ -81,6 +81,8 @@ void run_scf_command(ScfArgs& a) {
       if (r.stability_follows > 0) j["e_before_follow"] = r.energy_before_follow;
     }
     if (r.unrestricted) j["eps_beta"] = to_json(r.eps_beta);
+    j["guess"] = r.guess;
+    if (std::isfinite(r.other_guess_energy)) j["e_other_guess"] = r.other_guess_energy;
     std::cout << json_text(j) << std::endl;
     return;
   }
@@ -116,6 +118,12 @@ void run_scf_command(ScfArgs& a) {
                             ? strfmt(", RHF -> RHF %.6f Eh", printable_zero(r.singlet_stability_eigenvalue)).c_str()
                             : "",
                         r.stability_eigenvalue >= -a.options.stability_threshold ? "a minimum: stable" : "unstable");
+  // (two guesses that ended apart: which one gave the result, and where the other ended)
+  if (std::isfinite(r.other_guess_energy) && std::abs(r.other_guess_energy - r.energy) >= 1e-6)
+    std::cout << strfmt("guess      %s (the %s guess converged to %.10f Eh, %.2f mEh %s)\n",
+                        r.guess == "core" ? "core Hamiltonian" : "SAD", r.guess == "core" ? "SAD" : "core-Hamiltonian",
+                        r.other_guess_energy, 1e3 * std::abs(r.other_guess_energy - r.energy),
+                        r.other_guess_energy >= r.energy ? "higher" : "lower");
   print_orbitals(r.unrestricted ? "ε_α (Eh):" : "ε (Eh):", r.eps_alpha, r.n_alpha);
   if (r.unrestricted) print_orbitals("ε_β (Eh):", r.eps_beta, r.n_beta);
 }

@@ -11,7 +11,10 @@ namespace nnvmc::app {
 
 void add_scf_convergence_flags(CLI::App* cmd, scf::ScfOptions& options, ScfFlagText& text,
                                const std::string& max_iter_flag, bool can_follow) {
-  cmd->add_option("--guess", text.guess, "initial SCF guess: sad | core")->capture_default_str();
+  cmd->add_option("--guess", text.guess,
+                  "initial SCF guess: sad | core | auto (sad; for UHF with stored or Cholesky integrals also core, "
+                  "the lower solution kept: open shells have several UHF minima)")
+      ->capture_default_str();
   cmd->add_option(max_iter_flag, options.max_iterations, "maximum SCF iterations")
       ->capture_default_str()
       ->check(integer_in(1, INT_MAX));
@@ -66,9 +69,11 @@ System load_molecule_with_state(const std::string& name, const MoleculeStateFlag
 }
 
 void apply_scf_flags(const ScfFlagText& text, scf::ScfOptions& options, const std::string& command) {
-  const std::map<std::string, scf::ScfGuess> guesses{{"sad", scf::ScfGuess::sad}, {"core", scf::ScfGuess::core}};
+  const std::map<std::string, scf::ScfGuess> guesses{
+      {"sad", scf::ScfGuess::sad}, {"core", scf::ScfGuess::core}, {"auto", scf::ScfGuess::automatic}};
   const auto g = guesses.find(text.guess);
-  if (g == guesses.end()) throw InputError(command + ": --guess must be 'sad' or 'core', got '" + text.guess + "'");
+  if (g == guesses.end())
+    throw InputError(command + ": --guess must be 'auto', 'sad' or 'core', got '" + text.guess + "'");
   options.guess = g->second;
   const std::map<std::string, scf::StabilityMode> modes{{"auto", scf::StabilityMode::automatic},
                                                         {"off", scf::StabilityMode::off},

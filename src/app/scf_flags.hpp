@@ -14,7 +14,7 @@ namespace nnvmc::app {
 
 /// The flags that are read as text and checked after parsing (apply_scf_flags).
 struct ScfFlagText {
-  std::string guess = "sad";       ///< --guess
+  std::string guess = "auto";      ///< --guess
   std::string stability = "auto";  ///< --stability
 };
 

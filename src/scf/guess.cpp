@@ -3,6 +3,7 @@
 #include "scf/guess.hpp"
 
 #include <map>
+#include <memory>
 
 #include "scf/integrals.hpp"
 #include "scf/scf_loop.hpp"
@@ -18,7 +19,8 @@ Eigen::MatrixXd core_density(const Eigen::MatrixXd& H, const Eigen::MatrixXd& S,
   return C * occ.asDiagonal() * C.transpose();
 }
 
-Eigen::MatrixXd sad_density(const System& system, const BasisSet& basis, const ScfOptions& options) {
+Eigen::MatrixXd sad_density(const System& system, const BasisSet& basis, const ScfOptions& options,
+                            const JKBuilder* molecule_jk) {
   const std::size_t n = basis.n_functions();
   Eigen::MatrixXd D = Eigen::MatrixXd::Zero(n, n);
   const auto& shells = basis.shells();
@@ -44,9 +46,13 @@ Eigen::MatrixXd sad_density(const System& system, const BasisSet& basis, const S
       const BasisSet ab(basis.name(), own, std::vector<int>(own.size(), 0));
       const Eigen::MatrixXd S = overlap_matrix(ab, options.jk.integrals);
       const Eigen::MatrixXd H = core_hamiltonian(ab, atom, options.jk.integrals);
-      JKOptions atom_jk = options.jk;
-      atom_jk.cholesky_pairs = nullptr;  // vectors given for the molecule are not the atom's
-      const JKBuilder jk(ab, atom_jk);
+      std::unique_ptr<JKBuilder> own;  // (the molecule's, when it is this atom)
+      if (molecule_jk == nullptr || system.atoms.size() != 1) {
+        JKOptions atom_jk = options.jk;
+        atom_jk.cholesky_pairs = nullptr;  // vectors given for the molecule are not the atom's
+        own = std::make_unique<JKBuilder>(ab, atom_jk);
+      }
+      const JKBuilder& jk = own ? *own : *molecule_jk;
       ScfOptions ao = options;
       ao.max_iterations = 40;
       ao.energy_tolerance = 1e-7;

@@ -13,8 +13,11 @@ namespace nnvmc::scf {
 /// fractional (spherically averaged) occupations in the atom's own functions of `basis`;
 /// the molecular guess is the block-diagonal sum, total electron count ΣZ. [n, n].
 /// Atomic calculations that do not converge within a few dozen iterations still
-/// contribute their last density (it is only a guess).
-Eigen::MatrixXd sad_density(const System& system, const BasisSet& basis, const ScfOptions& options);
+/// contribute their last density (it is only a guess). `molecule_jk`, when given, builds J/K of
+/// the molecule in `basis`: a molecule of one atom uses it (its ERIs are the atom's) instead of
+/// computing them again (half of an Fe atom's UHF time in cc-pVDZ).
+Eigen::MatrixXd sad_density(const System& system, const BasisSet& basis, const ScfOptions& options,
+                            const JKBuilder* molecule_jk = nullptr);
 
 /// Total density of the core-Hamiltonian guess: lowest eigenvectors of H in the
 /// orthonormalised basis, filled with `electrons` electrons (≤ 2 per orbital). [n, n].

@@ -56,16 +56,17 @@ void check_options(const ScfOptions& o) {
 void share_from_root(ScfResult& r) {
   parallel::Communicator& comm = parallel::world();
   if (comm.size() == 1) return;
-  double scalars[11] = {r.converged ? 1.0 : 0.0, static_cast<double>(r.iterations), r.energy, r.delta_energy,
+  double scalars[13] = {r.converged ? 1.0 : 0.0, static_cast<double>(r.iterations), r.energy, r.delta_energy,
                         r.commutator, r.s_squared, r.stability_eigenvalue, static_cast<double>(r.stability_follows),
                         r.energy_before_follow, static_cast<double>(r.iterations_following),
-                        r.singlet_stability_eigenvalue};
+                        r.singlet_stability_eigenvalue, r.guess == "core" ? 1.0 : 0.0, r.other_guess_energy};
   comm.broadcast(scalars, sizeof scalars, 0);
   r.converged = scalars[0] != 0, r.iterations = static_cast<int>(scalars[1]);
   r.energy = scalars[2], r.delta_energy = scalars[3], r.commutator = scalars[4], r.s_squared = scalars[5];
   r.stability_eigenvalue = scalars[6], r.stability_follows = static_cast<int>(scalars[7]);
   r.energy_before_follow = scalars[8], r.iterations_following = static_cast<int>(scalars[9]);
   r.singlet_stability_eigenvalue = scalars[10];
+  r.guess = scalars[11] != 0 ? "core" : "sad", r.other_guess_energy = scalars[12];
   for (Eigen::VectorXd* v : {&r.eps_alpha, &r.eps_beta}) comm.broadcast(v->data(), v->size() * sizeof(double), 0);
   for (Eigen::MatrixXd* m : {&r.c_alpha, &r.c_beta, &r.f_alpha, &r.f_beta, &r.d_alpha, &r.d_beta})
     comm.broadcast(m->data(), m->size() * sizeof(double), 0);
@@ -209,28 +210,53 @@ ScfResult solve(const System& system, const BasisSet& basis, const ScfOptions& o
                   jk.in_core() ? "in-core ERIs" : "direct ERIs", since(t0));
   t0 = clock::now();
 
-  const Eigen::MatrixXd d_guess =
-      o.guess == ScfGuess::sad ? sad_density(system, basis, o)
-                               : core_density(r.h_core, r.overlap, system.n_electrons(), o.lindep_threshold);
-  spdlog::debug("scf: initial guess {:.3f} s", since(t0));
-  t0 = clock::now();
   detail::ScfProblem pb{r.overlap, r.h_core, jk, r.e_nuc, {}, false};
-  std::vector<Eigen::MatrixXd> d0;
-  if (unrestricted) {
-    pb.electrons = {static_cast<double>(n_alpha), static_cast<double>(n_beta)};
-    // Split the guess by spin fraction so each channel starts with its own electron count.
+  pb.electrons = unrestricted ? std::vector<double>{static_cast<double>(n_alpha), static_cast<double>(n_beta)}
+                              : std::vector<double>{static_cast<double>(n_alpha + n_beta)};
+  // The SCF from one initial guess, and (rank 0's only: share_from_root gives every rank its
+  // orbitals, and no collective is inside) its stability analysis, recorded in `into`.
+  const auto converge_from = [&](ScfGuess guess, ScfResult& into) {
+    t0 = clock::now();
+    const Eigen::MatrixXd d_guess =
+        guess == ScfGuess::sad ? sad_density(system, basis, o, &jk)
+                               : core_density(r.h_core, r.overlap, system.n_electrons(), o.lindep_threshold);
+    spdlog::debug("scf: initial guess ({}) {:.3f} s", guess == ScfGuess::sad ? "sad" : "core", since(t0));
+    t0 = clock::now();
+    // Each spin channel starts with its own electron count (the guess split by spin fraction).
+    // (RHF: scaled by N / guess_e, UHF by N_σ · (1 / guess_e): bit for bit the scaling of before)
     const double guess_e = d_guess.cwiseProduct(r.overlap).sum();
-    const double scale = guess_e > 0 ? 1.0 / guess_e : 0.0;
-    d0 = {d_guess * (n_alpha * scale), d_guess * (n_beta * scale)};
-  } else {
-    pb.electrons = {static_cast<double>(n_alpha + n_beta)};
-    const double guess_e = d_guess.cwiseProduct(r.overlap).sum();
-    d0 = {guess_e > 0 ? Eigen::MatrixXd(d_guess * ((n_alpha + n_beta) / guess_e)) : d_guess};
+    std::vector<Eigen::MatrixXd> d0;
+    for (const double electrons : pb.electrons)
+      d0.push_back(guess_e <= 0                 ? d_guess
+                   : pb.electrons.size() == 1 ? Eigen::MatrixXd(d_guess * (electrons / guess_e))
+                                              : Eigen::MatrixXd(d_guess * (electrons * (1.0 / guess_e))));
+    detail::ScfState st = detail::solve_scf(pb, std::move(d0), o);
+    if (st.converged && parallel::world().is_root()) analyse_stability(pb, o, unrestricted, n_alpha, n_beta, st, into);
+    into.guess = guess == ScfGuess::sad ? "sad" : "core";
+    return st;
+  };
+  detail::ScfState st = converge_from(o.guess == ScfGuess::core ? ScfGuess::core : ScfGuess::sad, r);
+  // Open shells have several UHF minima: with cheap Fock builds, the core guess too, and the lower
+  // solution is kept (every rank chooses alike up to share_from_root, which settles it)
+  if (o.guess == ScfGuess::automatic && unrestricted && (jk.in_core() || jk.cholesky_vectors() > 0)) {
+    ScfResult other = r;
+    detail::ScfState from_core = converge_from(ScfGuess::core, other);
+    if (from_core.converged && (!st.converged || from_core.energy < st.energy - 1e-8)) {
+      const double sad_energy = st.converged ? st.energy : std::numeric_limits<double>::quiet_NaN();
+      if (st.converged && parallel::world().is_root())
+        spdlog::info("scf: the core-Hamiltonian guess reached a lower UHF solution than the SAD guess: E {:.10f} "
+                     "Eh, {:.2f} mEh below SAD's {:.10f} Eh (kept)",
+                     from_core.energy, 1e3 * (sad_energy - from_core.energy), sad_energy);
+      if (!st.converged && parallel::world().is_root())
+        spdlog::info("scf: the SAD guess did not converge; the core-Hamiltonian guess did (E {:.10f} Eh)",
+                     from_core.energy);
+      st = std::move(from_core);
+      r = std::move(other);
+      r.other_guess_energy = sad_energy;
+    } else if (from_core.converged) {
+      r.other_guess_energy = from_core.energy;
+    }
   }
-
-  detail::ScfState st = detail::solve_scf(pb, std::move(d0), o);
-  // (rank 0's analysis only: share_from_root gives every rank its orbitals, and no collective is inside)
-  if (st.converged && parallel::world().is_root()) analyse_stability(pb, o, unrestricted, n_alpha, n_beta, st, r);
   r.converged = st.converged;
   r.iterations = st.iterations;
   r.energy = st.energy;

@@ -22,6 +22,11 @@ namespace nnvmc::scf {
 enum class ScfGuess {
   core,  ///< diagonalise the core Hamiltonian (bare nuclei)
   sad,   ///< superposition of spherically averaged atomic densities (atomic HF in the same basis)
+  /// sad; for UHF with stored or Cholesky ERIs (cheap Fock builds) also core, and the lower of the
+  /// two converged solutions is kept: open shells have several UHF minima, and one guess alone
+  /// lands in a higher one for many transition-metal atoms (Fe in cc-pVDZ from SAD: 67 mEh above
+  /// the solution from the core guess, stable by the stability analysis, as Psi4's)
+  automatic,
 };
 
 /// Internal-stability analysis after the SCF has converged (scf/stability.hpp).
@@ -35,7 +40,7 @@ enum class StabilityMode {
 /// SCF settings; the defaults converge the molecules of the test set to 1e-10 Eh.
 struct ScfOptions {
   bool unrestricted = false;            ///< UHF (separate α/β orbitals) instead of RHF
-  ScfGuess guess = ScfGuess::sad;       ///< initial density
+  ScfGuess guess = ScfGuess::automatic; ///< initial density
   int max_iterations = 100;             ///< give up (NumericalError) after this many Fock builds
   double energy_tolerance = 1e-10;      ///< converged when |ΔE| < this (hartree) ...
   double commutator_tolerance = 1e-8;   ///< ... and max|X^T(FDS − SDF)X| < this
@@ -82,6 +87,10 @@ struct ScfResult {
   int stability_follows = 0;     ///< rotations along instabilities that lowered the energy (follow)
   int iterations_following = 0;  ///< of `iterations`, those of the SCF solves after such rotations
   double energy_before_follow = std::numeric_limits<double>::quiet_NaN();  ///< E of the first, unstable solution
+  std::string guess = "sad";     ///< the initial guess of the solution returned ("sad" or "core")
+  /// ScfGuess::automatic with two guesses: the energy the other one converged to (NaN: one guess,
+  /// or the other did not converge)
+  double other_guess_energy = std::numeric_limits<double>::quiet_NaN();
   Eigen::VectorXd eps_alpha;     ///< α orbital energies [m], ascending
   Eigen::VectorXd eps_beta;      ///< β orbital energies [m]
   Eigen::MatrixXd c_alpha;       ///< α MO coefficients [n, m]
