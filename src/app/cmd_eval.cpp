@@ -185,7 +185,9 @@ void run_eval(const EvalArgs& a) {
   warn_of_training_only(given);
   VmcSetup setup = [&] {
     try {
-      return make_setup(config, SetupPurpose::evaluation);
+      std::vector<System> trained;  // (a molecule given turned or moved is evaluated as trained)
+      for (const auto& m : c.molecules) trained.push_back(m.system);
+      return make_setup(config, SetupPurpose::evaluation, trained);
     } catch (const ConfigError& e) {  // the walkers came from --walkers, not from a key the user wrote
       if (a.walkers >= 0 && std::string(e.what()).find("'sampler.walkers'") != std::string::npos)
         throw ConfigError("--walkers " + std::to_string(a.walkers) + ": " + e.what());

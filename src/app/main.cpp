@@ -71,10 +71,12 @@ int main(int argc, char** argv) {
   // Ranks share a machine's memory as they share its cores: 'auto' is each rank's share of its
   // node's free memory (the ranks on the node: MPI_COMM_TYPE_SHARED).
   // (Under ulimit -v each rank's limit is its own: nothing to divide.)
-  if (const int ranks = nnvmc::parallel::world().local_size(); ranks > 1)
+  if (const int ranks = nnvmc::parallel::world().local_size(); ranks > 1) {
+    nnvmc::batching::MemoryBudget::set_cpu_sharers(ranks);  // (an explicit budget is each rank's)
     if (const auto host = nnvmc::batching::host_memory(); host.available > 0 && !host.available_per_process)
       nnvmc::batching::MemoryBudget::set_cpu_auto_bytes(
           static_cast<std::int64_t>(nnvmc::batching::MemoryBudget::kAutoFraction * double(host.share(ranks))));
+  }
   CLI::App app{"nnvmc: neural-network variational Monte Carlo for molecules"};
   app.require_subcommand(1);
   app.fallthrough();  // global options (--log-level) may follow the subcommand

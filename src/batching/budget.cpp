@@ -10,6 +10,7 @@
 #include "batching/cuda_runtime.hpp"
 #include "core/config.hpp"
 #include "core/errors.hpp"
+#include "core/log.hpp"
 
 namespace nnvmc::batching {
 
@@ -47,7 +48,10 @@ namespace {
 std::atomic<std::int64_t> g_cpu_auto_bytes{0};
 std::atomic<std::int64_t> g_resident_at_share{0};  ///< resident_bytes() when the share was set
 std::atomic<int> g_cuda_auto_sharers{1};
+std::atomic<int> g_cpu_sharers{1};
 }  // namespace
+
+void MemoryBudget::set_cpu_sharers(int sharers) { g_cpu_sharers = std::max(sharers, 1); }
 
 void MemoryBudget::set_cpu_auto_bytes(std::int64_t bytes) {
   g_resident_at_share = std::max<std::int64_t>(resident_bytes(), 0);
@@ -85,6 +89,14 @@ MemoryBudget MemoryBudget::parse(const std::string& text, const std::string& dev
     if (host.limit > 0 && b > static_cast<std::uint64_t>(host.limit))
       throw ConfigError("'" + key + "' = " + text + " is more than " + host.limit_source + " (" +
                         format_bytes(double(host.limit)) + ")");
+    const int sharers = g_cpu_sharers.load();  // (ranks of this node, each with this budget)
+    if (host.limit > 0 && sharers > 1 && !host.available_per_process &&
+        static_cast<double>(b) * sharers > static_cast<double>(host.limit))
+      throw ConfigError(strfmt("'%s' = %s for each of the %d ranks on this node is %s in all, more than %s (%s): give "
+                               "each rank at most %s, or 'auto' (each rank's share)",
+                               key.c_str(), text.c_str(), sharers, format_bytes(double(b) * sharers).c_str(),
+                               host.limit_source.c_str(), format_bytes(double(host.limit)).c_str(),
+                               format_bytes(double(host.limit) / sharers).c_str()));
   }
   if (b > static_cast<std::uint64_t>(kUnlimited)) return unlimited();
   return MemoryBudget(static_cast<std::int64_t>(b));

@@ -45,6 +45,11 @@ class MemoryBudget {
   /// (CCSD's ranks, more VMC ranks than GPUs) and for a comparison's cells running at once.
   static void set_cuda_auto_sharers(int sharers);
 
+  /// How many processes share the host's memory from now on (≥ 1, default 1; the ranks of a node):
+  /// an explicit CPU budget is then refused when that many of it exceed the host's memory (two
+  /// ranks of 15 GiB each on a 23.5 GiB machine were accepted, one of 30 GiB refused: a user audit).
+  static void set_cpu_sharers(int sharers);
+
   /// The memory this process may use on `device`, which "auto" takes kAutoFraction of: its share
   /// when set_cpu_auto_bytes or set_cuda_auto_sharers divide the device between processes (on the
   /// CPU less what the process's anonymous resident memory grew by since the share was set: the

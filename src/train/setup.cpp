@@ -347,9 +347,27 @@ std::shared_ptr<WaveFunction> build_model(const ModelConfig& model, const System
   }
 }
 
-VmcSetup make_setup(const Config& config, SetupPurpose purpose) {
+namespace {
+/// `systems` placed as the congruent molecules of `trained` (make_setup's `trained`).
+void place_as_trained(std::vector<System>& systems, const std::vector<System>& trained) {
+  for (System& m : systems) {
+    if (std::any_of(trained.begin(), trained.end(), [&](const System& t) { return same_geometry(t, m); })) continue;
+    for (const System& t : trained)
+      if (t.charge == m.charge && t.spin == m.spin && congruent(t, m)) {
+        for (std::size_t a = 0; a < m.atoms.size(); ++a) m.atoms[a].position = t.atoms[a].position;
+        log::info(strfmt("%s is trained molecule '%s' turned or moved: evaluated where it was trained (the same "
+                         "energy; the ansatz is not rotation invariant)",
+                         m.name.c_str(), t.name.c_str()));
+        break;
+      }
+  }
+}
+}  // namespace
+
+VmcSetup make_setup(const Config& config, SetupPurpose purpose, const std::vector<System>& trained) {
   VmcSetup s;
-  const std::vector<System> systems = resolve_molecules(config.system);
+  std::vector<System> systems = resolve_molecules(config.system);
+  place_as_trained(systems, trained);
   require_same_run_on_all_ranks(config, systems);
   warn_of_settings_without_effect(config, systems);
   // The default molecule and sizes left to it are written into the config (config.yaml, checkpoints).

@@ -97,6 +97,12 @@ enum class SetupPurpose { training, evaluation };
 /// config gives more than one molecule; InputError naming the molecule it cannot describe;
 /// BudgetError naming model.<type> when the model (build_model) or, for a training, its
 /// optimizer state (check_training_memory) does not fit the memory the device has free
-VmcSetup make_setup(const Config& config, SetupPurpose purpose = SetupPurpose::training);
+/// `trained`: the molecules a checkpoint was trained on; a molecule of `config` congruent to one of
+/// them (same nuclei up to a rigid motion, same charge and spin) but placed otherwise takes its
+/// placement, with a log line: no ansatz here is rotation invariant (electron-nucleus vectors,
+/// p orbitals), so the same molecule turned 90 degrees was evaluated as another (H2 along y with
+/// an orbformer trained along z: 183 mEh high, exit 0, a user audit), while its energy is the same.
+VmcSetup make_setup(const Config& config, SetupPurpose purpose = SetupPurpose::training,
+                    const std::vector<System>& trained = {});
 
 }  // namespace nnvmc

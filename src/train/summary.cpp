@@ -6,6 +6,7 @@
 #include "core/elements.hpp"
 #include "core/log.hpp"
 #include "io/hdf5_file.hpp"
+#include "parallel/communicator.hpp"
 #include "core/json_text.hpp"
 
 namespace nnvmc {
@@ -230,7 +231,13 @@ void write_summary(const std::string& path, const VmcSetup& setup, const std::ve
   j["iterations"] = iterations;
   j["laplacian"] = setup.config.hamiltonian.laplacian;
   j["dtype"] = setup.config.run.dtype;
-  j["timings"] = timers_json(timers);
+  j["timings"] = timers_json(timers);  // (rank 0's, waits for other ranks in collectives included)
+  // (the processes it ran on, and of rank 0's time the part spent in collectives, waiting included:
+  // the timings alone could not be read later, a user audit)
+  j["ranks"] = parallel::world().size();
+  if (parallel::world().size() > 1) j["seconds_in_collectives"] = parallel::world().seconds_in_collectives();
+  // (the checkpoint a fine-tuning started from: config.yaml alone had it)
+  if (!setup.config.model.init_from.empty()) j["init_from"] = setup.config.model.init_from;
   j["units"] = kResultUnits;
   for (const auto& [k, v] : extra.items()) j[k] = v;
   io::write_text_atomically(path, json_text(j, 2) + "\n");

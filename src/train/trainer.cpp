@@ -152,8 +152,8 @@ void init_from_checkpoint(VmcSetup& s) {
   std::string path;
   Checkpoint c;
   try {
-    path = run_checkpoint("'model.init_from':", s.config.model.init_from);
-    c = load_checkpoint(path);
+    // (a damaged latest checkpoint falls back to the one before it, as for eval and --resume)
+    path = readable_checkpoint("'model.init_from'", run_checkpoint("'model.init_from':", s.config.model.init_from), &c);
   } catch (const ConfigError&) {
     throw;
   } catch (const InputError& e) {  // a missing or damaged file: name the key that gave it

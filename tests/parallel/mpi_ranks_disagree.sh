@@ -94,3 +94,9 @@ budget_kib=$(grep -o 'run.memory_budget = [0-9.]* [KMGT]iB' "$dir/log5" | head -
 awk -v b="$budget_kib" -v a="$avail_kib" 'BEGIN {exit !(b < 0.4 * a && b > 0.2 * a)}' ||
   fail "budget: a rank's auto budget is $budget_kib KiB of $avail_kib KiB free (expected about 30 %)"
 echo "budget: a rank's auto budget is $budget_kib KiB of $avail_kib KiB free"
+# An explicit budget is each rank's: two ranks of 60 % of the machine's memory each are refused,
+# as one of 120 % is (they were accepted).
+each_mib=$(awk '/^MemTotal:/ {printf "%d", $2 * 0.6 / 1024}' /proc/meminfo)
+timeout 120 "$@" -np 2 -wdir "$dir/a" "$nnvmc" train "$dir/run.yaml" run.output="$dir/explicit" \
+  run.memory_budget="${each_mib}MiB" > "$dir/log13" 2>&1
+check explicit "'run.memory_budget' = ${each_mib}MiB for each of the 2 ranks on this node is" "$dir/log13" $?
