@@ -97,7 +97,7 @@ enum class SetupPurpose { training, evaluation };
 /// config gives more than one molecule; InputError naming the molecule it cannot describe;
 /// BudgetError naming model.<type> when the model (build_model) or, for a training, its
 /// optimizer state (check_training_memory) does not fit the memory the device has free
-/// `trained`: the molecules a checkpoint was trained on; a molecule of `config` congruent to one of
+/// `trained`: the molecules a checkpoint was trained on (eval's, model.init_from's); a molecule of `config` congruent to one of
 /// them (same nuclei up to a rigid motion, same charge and spin) but placed otherwise takes its
 /// placement, with a log line: no ansatz here is rotation invariant (electron-nucleus vectors,
 /// p orbitals), so the same molecule turned 90 degrees was evaluated as another (H2 along y with

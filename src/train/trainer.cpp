@@ -202,7 +202,26 @@ void init_from_checkpoint(VmcSetup& s) {
                    static_cast<long>(c.iteration), names.c_str()));
 }
 
-Trainer::Trainer(const Config& config) : Trainer(make_setup(config)) {}
+namespace {
+/// The molecules model.init_from's checkpoint was trained on (none without one, or when it cannot
+/// be read: init_from_checkpoint then says why): a fine-tuning on one of them turned or moved
+/// trains it where it was trained (make_setup), as eval evaluates it.
+std::vector<System> init_from_molecules(const Config& config) {
+  std::vector<System> trained;
+  if (config.model.init_from.empty()) return trained;
+  try {
+    const log::Quiet quiet;  // (init_from_checkpoint reads it again, with its messages)
+    Checkpoint c;
+    readable_checkpoint("'model.init_from'", run_checkpoint("'model.init_from':", config.model.init_from), &c);
+    for (const auto& m : c.molecules) trained.push_back(m.system);
+  } catch (const Error&) {
+  }
+  return trained;
+}
+}  // namespace
+
+Trainer::Trainer(const Config& config)
+    : Trainer(make_setup(config, SetupPurpose::training, init_from_molecules(config))) {}
 
 void Trainer::time_stages_on_device() {
   // NNVMC_STAGE_SYNC=1: a device wait at every stage boundary instead of events, as the trainer
