@@ -8,7 +8,9 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <set>
 
+#include "core/elements.hpp"
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "io/hdf5_file.hpp"
@@ -398,6 +400,29 @@ bool load_trained_state(WaveFunction& wf, const Checkpoint& c, const std::vector
       same_geometries = check_checkpoint_system(c.molecules.front().system, *t, wf) && same_geometries;
   load_module_state(wf, c.parameters);
   if (same_geometries) load_frozen_state(wf, c);
+  if (wf.transferable()) {
+    // Elements no trained molecule had: their parameters (an orbformer's element embeddings and
+    // envelopes) are as initialised (He from an H2/LiH checkpoint fine-tuned to 0.8 Eh above a new
+    // run's start without a word, a user audit)
+    std::set<int> seen;
+    std::string trained_on;
+    for (const auto& m : c.molecules) {
+      for (const auto& a : m.system.atoms) seen.insert(a.Z);
+      trained_on += (trained_on.empty() ? "" : ", ") + m.system.name;
+    }
+    for (const System* t : targets) {
+      std::set<int> unseen;
+      for (const auto& a : t->atoms)
+        if (!seen.count(a.Z)) unseen.insert(a.Z);
+      std::string names;
+      for (const int Z : unseen) names += (names.empty() ? "" : ", ") + element_symbol(Z);
+      if (!names.empty())
+        log::warn(strfmt("%s: element%s %s in no molecule the checkpoint was trained on (%s): the parameters for %s are "
+                         "untrained, as a new model's",
+                         t->name.c_str(), unseen.size() == 1 ? "" : "s", names.c_str(), trained_on.c_str(),
+                         unseen.size() == 1 ? "it" : "them"));
+    }
+  }
   return same_geometries;
 }
 

@@ -295,14 +295,25 @@ Trainer::Trainer(const Config& config, const std::string& checkpoint_path)
     throw InputError(strfmt("--resume: the checkpoint holds %zu molecule(s), the config %zu; the run continues the "
                             "same Markov chains, so the molecules must be the ones trained on",
                             c.molecules.size(), mols.size()));
-  for (size_t i = 0; i < mols.size(); ++i)
-    if (!check_checkpoint_system(c.molecules[i].system, mols[i].system, *setup_.wf))
-      throw InputError("--resume: the run continues the same Markov chain, so the molecule must be the one "
+  for (size_t i = 0; i < mols.size(); ++i) {
+    if (check_checkpoint_system(c.molecules[i].system, mols[i].system, *setup_.wf)) continue;
+    // (a list given in another order was blamed on changed nuclei: a user audit)
+    for (size_t j = 0; j < c.molecules.size(); ++j)
+      if (j != i && check_checkpoint_system(c.molecules[j].system, mols[i].system, *setup_.wf)) {
+        std::string order;
+        for (const auto& m : c.molecules) order += (order.empty() ? "" : ", ") + m.system.name;
+        throw InputError(strfmt("--resume: the config lists the molecules in another order: its molecule %zu ('%s') "
+                                "is the checkpoint's molecule %zu; each molecule continues its own Markov chain, so "
+                                "list them in the order they were trained in (%s)",
+                                i, mols[i].system.name.c_str(), j, order.c_str()));
+      }
+    throw InputError("--resume: the run continues the same Markov chain, so the molecule must be the one "
                        "trained on ('" + c.molecules[i].system.name + "'), but the config's molecule " +
                        std::to_string(i) + " ('" + mols[i].system.name +
                        "') now has other nuclei or electrons (an override, or a molecule file changed since); to "
                        "start from these parameters at another geometry, evaluate it or start a new run "
                        "(model.init_from)");
+  }
   // The result series, summary and checkpoint keep each molecule by name: a renamed one split
   // its series in two (a user audit: train/lih_2.6 stopped, train/A began with NaN rows)
   // (a run begun before entries that change the charge or spin were named for it, "lih" or

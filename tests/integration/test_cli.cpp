@@ -729,10 +729,15 @@ TEST(Cli, ARunOfTwoMoleculesEvaluatesEachAndPrintsAJsonList) {
   ASSERT_EQ(one.code, 0) << one.out;
   EXPECT_EQ(json_of(one.out)["molecule"], "h2_long");
   expect_input_error("eval " + out + "/checkpoint.h5 --molecule nosuch --steps 2", "h2_long");
-  // The Orbformer evaluates molecules it was not trained on (other electrons and nuclei).
+  // The Orbformer evaluates molecules it was not trained on (other electrons and nuclei), and
+  // says which of their elements it never trained on.
   const auto other = run("eval " + out + "/checkpoint.h5 system.molecule=lih --steps 2 --json --log-level warn");
   ASSERT_EQ(other.code, 0) << other.out;
   EXPECT_EQ(json_of(other.out)["molecule"], "lih");
+  EXPECT_NE(other.out.find("lih: element Li in no molecule the checkpoint was trained on (h2, h2_long): the parameters "
+                           "for it are untrained, as a new model's"),
+            std::string::npos)
+      << other.out;
   // Another spin at a trained geometry is said to be one (it was "not a geometry the checkpoint
   // was trained on"), and the JSON tells the state apart
   const auto triplet = run("eval " + out + "/checkpoint.h5 --molecule h2 system.spin=2 --steps 2 --json");
@@ -750,6 +755,12 @@ TEST(Cli, ARunOfTwoMoleculesEvaluatesEachAndPrintsAJsonList) {
                      " eval.steps=0");
   ASSERT_EQ(f.code, 0) << f.out;
   EXPECT_NE(f.out.find("parameters from " + out + "/checkpoint.h5"), std::string::npos) << f.out;
+  // A resume with the list in another order says so (it blamed changed nuclei, a user audit)
+  expect_input_error("train --resume " + out +
+                         " 'system.molecules=[{molecule: h2, geometry: [[0, 0, 0], [0, 0, 2.0]], name: h2_long}, h2]'",
+                     "the config lists the molecules in another order: its molecule 0 ('h2_long') is the checkpoint's "
+                     "molecule 1; each molecule continues its own Markov chain, so list them in the order they were "
+                     "trained in (h2, h2_long)");
 }
 
 // A CONFIG or run directory whose name holds '=' (a sweep's "lr=0.1") is the positional argument,
