@@ -170,8 +170,10 @@ void analyse_stability(const detail::ScfProblem& pb, const ScfOptions& o, bool u
     }
     if (!failures.empty())
       spdlog::info("scf: the longer rotations along the instability reached no lower solution ({})", failures);
-    spdlog::info("scf: followed {} instability (eigenvalue {:.4e} Eh): E {:.10f} -> {:.10f} Eh",
-                 unrestricted ? "a UHF" : "an RHF -> RHF", singlet.lowest, st.energy, next.energy);
+    // (once: UHF's second guess following the same instability to the same solution repeated it)
+    log::info_unless_repeated("scf follow", fmt::format("scf: followed {} instability (eigenvalue {:.4e} Eh): E {:.10f} -> {:.10f} Eh",
+                                                        unrestricted ? "a UHF" : "an RHF -> RHF", singlet.lowest,
+                                                        st.energy, next.energy));
     if (round == 0) r.energy_before_follow = st.energy;
     r.iterations_following += iterations_tried;
     next.iterations = st.iterations + iterations_tried;
