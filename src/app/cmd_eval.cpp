@@ -289,6 +289,11 @@ void run_eval(const EvalArgs& a) {
     std::cout << json_text(list.size() == 1 ? list[0] : list) << std::endl;
   } else {
     std::cout << text;
+    // (the checkpoint before a damaged latest one: on stdout too, which --log-level error leaves
+    // alone; a user audit)
+    if (std::filesystem::path(ra.file).filename() == kOlderCheckpointName)
+      std::cout << strfmt("checkpoint %s (iteration %lld): the latest, checkpoint.h5, could not be read\n",
+                          ra.file.c_str(), static_cast<long long>(c.iteration));
   }
 }
 }  // namespace

@@ -1985,6 +1985,12 @@ TEST(Cli, ADamagedLatestCheckpointResumesFromTheOneBeforeIt) {
   EXPECT_NE(e.out.find("the checkpoint before it, " + dir + "/checkpoint.h5.1 of iteration 3, is used"),
             std::string::npos)
       << e.out;
+  // (on stdout too: with --log-level error the warning is not there)
+  const auto quiet = run("eval " + dir + " --steps 2 --log-level error");
+  EXPECT_NE(quiet.out.find("checkpoint " + dir + "/checkpoint.h5.1 (iteration 3): the latest, checkpoint.h5, could not "
+                           "be read"),
+            std::string::npos)
+      << quiet.out;
   // and a fine-tuning from the run (it was refused, exit 2, a user audit)
   const auto [tuned, cfg3] = tiny_run("nnvmc_cli_damaged_latest_tuned");
   const auto f = run("train " + cfg3 + " model.init_from=" + dir + " optim.iterations=1");
