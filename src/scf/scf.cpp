@@ -239,8 +239,10 @@ ScfResult solve(const System& system, const BasisSet& basis, const ScfOptions& o
   };
   detail::ScfState st = converge_from(o.guess == ScfGuess::core ? ScfGuess::core : ScfGuess::sad, r);
   // Open shells have several UHF minima: with cheap Fock builds, the core guess too, and the lower
-  // solution is kept (every rank chooses alike up to share_from_root, which settles it)
-  if (o.guess == ScfGuess::automatic && unrestricted && (jk.in_core() || jk.cholesky_vectors() > 0)) {
+  // solution is kept (every rank chooses alike up to share_from_root, which settles it).
+  // (closed shells, e.g. PauliNet's UHF baselines, take SAD alone: C4H4 in cc-pVDZ reached the same
+  // solution from both, at 1.6x the time; stability following finds their broken-symmetry solutions)
+  if (o.guess == ScfGuess::automatic && unrestricted && n_alpha != n_beta && (jk.in_core() || jk.cholesky_vectors() > 0)) {
     ScfResult other = r;
     detail::ScfState from_core = converge_from(ScfGuess::core, other);
     if (from_core.converged && (!st.converged || from_core.energy < st.energy - 1e-8)) {
