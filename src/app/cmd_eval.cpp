@@ -118,9 +118,12 @@ void run_eval(const EvalArgs& a) {
   RunArgs ra = split_run_args(a.args);
   if (ra.file.empty()) throw InputError("eval: give a CHECKPOINT file (or a run's output directory)");
   std::optional<Checkpoint> read;  // (a run's directory: its checkpoint, read once)
+  bool fell_back = false;          // (the older checkpoint in place of a damaged latest one)
   if (std::error_code ec; std::filesystem::is_directory(ra.file, ec)) {
     read.emplace();
-    ra.file = readable_checkpoint("eval " + ra.file, run_checkpoint("eval", ra.file), &*read);
+    const std::string latest = run_checkpoint("eval", ra.file);
+    ra.file = readable_checkpoint("eval " + ra.file, latest, &*read);
+    fell_back = ra.file != latest;
   }
   const std::vector<std::string> given = ra.overrides;  // the user's, before the ones added below
   // Training and pretraining settings have no effect here (warned below). Applied, they were
@@ -291,7 +294,7 @@ void run_eval(const EvalArgs& a) {
     std::cout << text;
     // (the checkpoint before a damaged latest one: on stdout too, which --log-level error leaves
     // alone; a user audit)
-    if (std::filesystem::path(ra.file).filename() == kOlderCheckpointName)
+    if (fell_back)
       std::cout << strfmt("checkpoint %s (iteration %lld): the latest, checkpoint.h5, could not be read\n",
                           ra.file.c_str(), static_cast<long long>(c.iteration));
   }

@@ -90,7 +90,7 @@ MemoryBudget MemoryBudget::parse(const std::string& text, const std::string& dev
       throw ConfigError("'" + key + "' = " + text + " is more than " + host.limit_source + " (" +
                         format_bytes(double(host.limit)) + ")");
     const int sharers = g_cpu_sharers.load();  // (ranks of this node, each with this budget)
-    if (host.limit > 0 && sharers > 1 && !host.available_per_process &&
+    if (host.limit > 0 && sharers > 1 && !host.limit_per_process &&
         static_cast<double>(b) * sharers > static_cast<double>(host.limit))
       throw ConfigError(strfmt("'%s' = %s for each of the %d ranks on this node is %s in all, more than %s (%s): give "
                                "each rank at most %s, or 'auto' (each rank's share)",

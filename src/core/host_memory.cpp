@@ -107,7 +107,7 @@ HostMemory host_memory() {
     available = std::clamp<std::int64_t>(available, 0, limit);
     if (m.available < 0 || available < m.available)
       m.available = available, m.available_source = source, m.available_per_process = per_process;
-    if (m.limit < 0 || limit < m.limit) m.limit = limit, m.limit_source = source;
+    if (m.limit < 0 || limit < m.limit) m.limit = limit, m.limit_source = source, m.limit_per_process = per_process;
   };
   bool v2 = false;
   for (const auto& dir : memory_cgroups(v2)) {

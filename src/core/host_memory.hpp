@@ -15,6 +15,7 @@ struct HostMemory {
   std::string limit_source;      ///< which limit that is, in words ("this machine's memory", ...)
   std::string available_source;  ///< which limit `available` comes from (may differ from limit_source)
   bool available_per_process = false;  ///< `available` is this process's own (ulimit -v), not shared with others
+  bool limit_per_process = false;      ///< `limit` is this process's own (ulimit -v), not shared with others
 
   /// This process's part of `available` when `local_ranks` processes of the node share it: all
   /// of it when the limit is the process's own (ulimit -v), else 1/local_ranks; −1 when unknown.

@@ -352,7 +352,13 @@ void H5File::fail_sticky(const std::string& what) {
 void H5File::append(const std::string& column, const std::vector<double>& values) {
   if (!write_failure_.empty()) throw WriteError(write_failure_);
   errno = 0;
-  if (!link_exists(id_, path_, column)) {
+  bool exists = false;
+  try {
+    exists = link_exists(id_, path_, column);
+  } catch (const CheckpointError&) {  // (a lookup the system refused while writing, disk full: sticky, exit 1)
+    fail_sticky("cannot look up column '" + column + "'");
+  }
+  if (!exists) {
     ensure_groups(id_, column);
     hsize_t dims = 0, maxdims = H5S_UNLIMITED, chunk = 256;
     Handle space{H5Screate_simple(1, &dims, &maxdims), H5Sclose};

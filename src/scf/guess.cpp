@@ -46,13 +46,13 @@ Eigen::MatrixXd sad_density(const System& system, const BasisSet& basis, const S
       const BasisSet ab(basis.name(), own, std::vector<int>(own.size(), 0));
       const Eigen::MatrixXd S = overlap_matrix(ab, options.jk.integrals);
       const Eigen::MatrixXd H = core_hamiltonian(ab, atom, options.jk.integrals);
-      std::unique_ptr<JKBuilder> own;  // (the molecule's, when it is this atom)
+      std::unique_ptr<JKBuilder> atom_jk;  // (null: the molecule's, when it is this atom)
       if (molecule_jk == nullptr || system.atoms.size() != 1) {
-        JKOptions atom_jk = options.jk;
-        atom_jk.cholesky_pairs = nullptr;  // vectors given for the molecule are not the atom's
-        own = std::make_unique<JKBuilder>(ab, atom_jk);
+        JKOptions atom_options = options.jk;
+        atom_options.cholesky_pairs = nullptr;  // vectors given for the molecule are not the atom's
+        atom_jk = std::make_unique<JKBuilder>(ab, atom_options);
       }
-      const JKBuilder& jk = own ? *own : *molecule_jk;
+      const JKBuilder& jk = atom_jk ? *atom_jk : *molecule_jk;
       ScfOptions ao = options;
       ao.max_iterations = 40;
       ao.energy_tolerance = 1e-7;

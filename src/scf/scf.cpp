@@ -217,7 +217,7 @@ ScfResult solve(const System& system, const BasisSet& basis, const ScfOptions& o
                               : std::vector<double>{static_cast<double>(n_alpha + n_beta)};
   // The SCF from one initial guess, and (rank 0's only: share_from_root gives every rank its
   // orbitals, and no collective is inside) its stability analysis, recorded in `into`.
-  const auto converge_from = [&](ScfGuess guess, ScfResult& into) {
+  const auto converge_from = [&](ScfGuess guess, ScfResult& into, const ScfOptions& opts) {
     t0 = clock::now();
     const Eigen::MatrixXd d_guess =
         guess == ScfGuess::sad ? sad_density(system, basis, o, &jk)
@@ -232,19 +232,34 @@ ScfResult solve(const System& system, const BasisSet& basis, const ScfOptions& o
       d0.push_back(guess_e <= 0                 ? d_guess
                    : pb.electrons.size() == 1 ? Eigen::MatrixXd(d_guess * (electrons / guess_e))
                                               : Eigen::MatrixXd(d_guess * (electrons * (1.0 / guess_e))));
-    detail::ScfState st = detail::solve_scf(pb, std::move(d0), o);
-    if (st.converged && parallel::world().is_root()) analyse_stability(pb, o, unrestricted, n_alpha, n_beta, st, into);
+    detail::ScfState st = detail::solve_scf(pb, std::move(d0), opts);
+    if (st.converged && parallel::world().is_root()) analyse_stability(pb, opts, unrestricted, n_alpha, n_beta, st, into);
     into.guess = guess == ScfGuess::sad ? "sad" : "core";
     return st;
   };
-  detail::ScfState st = converge_from(o.guess == ScfGuess::core ? ScfGuess::core : ScfGuess::sad, r);
+  const ScfResult before_solving = r;  // (a second guess starts its record from here, not from the first's)
+  detail::ScfState st = converge_from(o.guess == ScfGuess::core ? ScfGuess::core : ScfGuess::sad, r, o);
   // Open shells have several UHF minima: with cheap Fock builds, the core guess too, and the lower
   // solution is kept (every rank chooses alike up to share_from_root, which settles it).
   // (closed shells, e.g. PauliNet's UHF baselines, take SAD alone: C4H4 in cc-pVDZ reached the same
   // solution from both, at 1.6x the time; stability following finds their broken-symmetry solutions)
   if (o.guess == ScfGuess::automatic && unrestricted && n_alpha != n_beta && (jk.in_core() || jk.cholesky_vectors() > 0)) {
-    ScfResult other = r;
-    detail::ScfState from_core = converge_from(ScfGuess::core, other);
+    ScfResult other = before_solving;
+    detail::ScfState from_core = converge_from(ScfGuess::core, other, o);
+    // A core start that does not converge (open-shell d atoms oscillate) is tried again with
+    // damping, then a level shift: dropped, the higher SAD solution was kept without a word (V in
+    // def2-SVP 12 mEh, in cc-pVDZ 50 mEh above the solution these reach: a user audit)
+    for (int aid = 0; aid < 2 && !from_core.converged; ++aid) {
+      ScfOptions aided = o;
+      if (aid == 0) aided.damping = 0.5, aided.diis_start = std::max(o.diis_start, 5);
+      else aided.level_shift = std::max(o.level_shift, 0.5);
+      other = before_solving;
+      from_core = converge_from(ScfGuess::core, other, aided);
+    }
+    if (!from_core.converged && st.converged && parallel::world().is_root())
+      spdlog::warn("scf: the UHF from the core-Hamiltonian guess did not converge (also with damping 0.5 and a level "
+                   "shift of 0.5 Eh), so only the SAD guess's solution was compared: open shells have several UHF "
+                   "minima, and a lower one may exist (try --guess core with --damping, --diis-start or --level-shift)");
     if (from_core.converged && (!st.converged || from_core.energy < st.energy - 1e-8)) {
       const double sad_energy = st.converged ? st.energy : std::numeric_limits<double>::quiet_NaN();
       if (st.converged && parallel::world().is_root())

@@ -417,10 +417,10 @@ bool load_trained_state(WaveFunction& wf, const Checkpoint& c, const std::vector
       std::string names;
       for (const int Z : unseen) names += (names.empty() ? "" : ", ") + element_symbol(Z);
       if (!names.empty())
-        log::warn(strfmt("%s: element%s %s in no molecule the checkpoint was trained on (%s): the parameters for %s are "
-                         "untrained, as a new model's",
+        log::warn(strfmt("%s: element%s %s in none of the checkpoint's molecules (%s): unless a run it was "
+                         "fine-tuned from had %s, the parameters for %s are untrained, as a new model's",
                          t->name.c_str(), unseen.size() == 1 ? "" : "s", names.c_str(), trained_on.c_str(),
-                         unseen.size() == 1 ? "it" : "them"));
+                         unseen.size() == 1 ? "it" : "them", unseen.size() == 1 ? "it" : "them"));
     }
   }
   return same_geometries;

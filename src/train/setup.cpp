@@ -355,7 +355,7 @@ void place_as_trained(std::vector<System>& systems, const std::vector<System>& t
     for (const System& t : trained)
       if (t.charge == m.charge && t.spin == m.spin && congruent(t, m)) {
         for (std::size_t a = 0; a < m.atoms.size(); ++a) m.atoms[a].position = t.atoms[a].position;
-        log::info(strfmt("%s is trained molecule '%s' turned or moved: placed where it was trained (the same "
+        log::info(strfmt("%s is trained molecule '%s' turned, moved or mirrored: placed where it was trained (the same "
                          "energy; the ansatz is not rotation invariant)",
                          m.name.c_str(), t.name.c_str()));
         break;

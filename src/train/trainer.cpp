@@ -203,16 +203,17 @@ void init_from_checkpoint(VmcSetup& s) {
 }
 
 namespace {
-/// The molecules model.init_from's checkpoint was trained on (none without one, or when it cannot
-/// be read: init_from_checkpoint then says why): a fine-tuning on one of them turned or moved
-/// trains it where it was trained (make_setup), as eval evaluates it.
-std::vector<System> init_from_molecules(const Config& config) {
+/// The molecules of the checkpoint `path` (none when it cannot be read: the caller reads it
+/// again and says why), for make_setup's `trained`: a fine-tuning on one of model.init_from's
+/// molecules turned or moved trains it where it was trained, as eval evaluates it, and its
+/// resume places it there again (config.yaml names the molecule as the user gave it).
+std::vector<System> checkpoint_molecules(const std::string& what, const std::string& path) {
   std::vector<System> trained;
-  if (config.model.init_from.empty()) return trained;
+  if (path.empty()) return trained;
   try {
-    const log::Quiet quiet;  // (init_from_checkpoint reads it again, with its messages)
+    const log::Quiet quiet;  // (read again with its messages)
     Checkpoint c;
-    readable_checkpoint("'model.init_from'", run_checkpoint("'model.init_from':", config.model.init_from), &c);
+    readable_checkpoint(what, run_checkpoint(what + ":", path), &c);
     for (const auto& m : c.molecules) trained.push_back(m.system);
   } catch (const Error&) {
   }
@@ -221,7 +222,7 @@ std::vector<System> init_from_molecules(const Config& config) {
 }  // namespace
 
 Trainer::Trainer(const Config& config)
-    : Trainer(make_setup(config, SetupPurpose::training, init_from_molecules(config))) {}
+    : Trainer(make_setup(config, SetupPurpose::training, checkpoint_molecules("'model.init_from'", config.model.init_from))) {}
 
 void Trainer::time_stages_on_device() {
   // NNVMC_STAGE_SYNC=1: a device wait at every stage boundary instead of events, as the trainer
@@ -278,7 +279,8 @@ Trainer::Trainer(VmcSetup setup) : setup_(std::move(setup)) {
 }
 
 Trainer::Trainer(const Config& config, const std::string& checkpoint_path)
-    : setup_(make_setup(config)), resumed_(true) {
+    : setup_(make_setup(config, SetupPurpose::training, checkpoint_molecules("--resume", checkpoint_path))),
+      resumed_(true) {
   time_stages_on_device();
   // (a run of an ansatz without parameters resumed with more iterations trained "nothing" to
   // exit 0 with SR-type optimizers and failed inside libtorch with Adam)
@@ -297,16 +299,30 @@ Trainer::Trainer(const Config& config, const std::string& checkpoint_path)
                             c.molecules.size(), mols.size()));
   for (size_t i = 0; i < mols.size(); ++i) {
     if (check_checkpoint_system(c.molecules[i].system, mols[i].system, *setup_.wf)) continue;
-    // (a list given in another order was blamed on changed nuclei: a user audit)
-    for (size_t j = 0; j < c.molecules.size(); ++j)
-      if (j != i && check_checkpoint_system(c.molecules[j].system, mols[i].system, *setup_.wf)) {
-        std::string order;
-        for (const auto& m : c.molecules) order += (order.empty() ? "" : ", ") + m.system.name;
-        throw InputError(strfmt("--resume: the config lists the molecules in another order: its molecule %zu ('%s') "
-                                "is the checkpoint's molecule %zu; each molecule continues its own Markov chain, so "
-                                "list them in the order they were trained in (%s)",
-                                i, mols[i].system.name.c_str(), j, order.c_str()));
-      }
+    // (a list given in another order was blamed on changed nuclei: a user audit) The trained
+    // molecules in another order: each of the config's is a different one of the checkpoint's.
+    std::vector<size_t> trained_as(mols.size(), c.molecules.size());
+    {
+      const log::Quiet quiet;  // (the search's "nuclei moved" lines)
+      std::vector<bool> taken(c.molecules.size(), false);
+      for (size_t k = 0; k < mols.size(); ++k)
+        for (size_t j = 0; j < c.molecules.size() && trained_as[k] == c.molecules.size(); ++j) {
+          bool same = false;
+          try {
+            same = !taken[j] && check_checkpoint_system(c.molecules[j].system, mols[k].system, *setup_.wf);
+          } catch (const InputError&) {
+          }
+          if (same) trained_as[k] = j, taken[j] = true;
+        }
+    }
+    if (std::none_of(trained_as.begin(), trained_as.end(), [&](size_t j) { return j == c.molecules.size(); })) {
+      std::string order;
+      for (const auto& m : c.molecules) order += (order.empty() ? "" : ", ") + m.system.name;
+      throw InputError(strfmt("--resume: the config lists the molecules in another order: its molecule %zu ('%s') "
+                              "is the checkpoint's molecule %zu; each molecule continues its own Markov chain, so "
+                              "list them in the order they were trained in (%s)",
+                              i, mols[i].system.name.c_str(), trained_as[i], order.c_str()));
+    }
     throw InputError("--resume: the run continues the same Markov chain, so the molecule must be the one "
                        "trained on ('" + c.molecules[i].system.name + "'), but the config's molecule " +
                        std::to_string(i) + " ('" + mols[i].system.name +
@@ -595,6 +611,7 @@ io::H5File* Trainer::open_results() {
   if (!resume_open_pending_) return &results_.emplace(path, io::H5File::Mode::append);
   resume_open_pending_ = false;
   auto& opened = results_;
+  std::uintmax_t own_size = 0;  // (a file extended to its recorded end: its size before)
   try {
     try {
       opened.emplace(path, io::H5File::Mode::append);
@@ -614,8 +631,13 @@ io::H5File* Trainer::open_results() {
         throw;
       }
       log::warn(path + ": ended before its recorded end (a write that failed); extended to it and read again");
+      own_size = size;
     }
     io::H5File& results = *opened;
+    // Every dataset is read once before anything is written: a file cut short (and extended back
+    // to its recorded end above) can open and list nothing, and the resume wrote into it a file
+    // no reader could open (a user audit); one that cannot be read is set aside below, as it was.
+    results.verify_readable();
     // Every series is made consistent with the checkpoint we resume from: training rows written
     // after it are dropped (the chain repeats them), and pretraining (before iteration 0 of every
     // checkpoint of the run) keeps its one row per series. (The evaluation that followed the end
@@ -626,11 +648,6 @@ io::H5File* Trainer::open_results() {
     else
       results.remove("pretrain");
     pad_train_series(results);  // a damaged file can open and fail only here
-    // Every dataset is read once, after the series are cut back to the checkpoint (a failed
-    // append leaves rows beyond the written ones): a file cut short (and extended back to its
-    // recorded end above) can open and list nothing, and the resume wrote into it a file no
-    // reader could open (a user audit); one that cannot be read is set aside below.
-    results.verify_readable();
     try {
       results.set_attr("run_id", run_id_);  // (result.h5 of a run from before run ids: it has one now)
       if (!results.has_attr("units")) results.set_attr("units", kResultUnits);  // (a run from before units)
@@ -643,6 +660,7 @@ io::H5File* Trainer::open_results() {
     // the chain continues from, so the run goes on with a new file and keeps the old one aside.
     results_.reset();
     std::error_code ec;
+    if (own_size > 0) fs::resize_file(path, own_size, ec);  // (set aside with its own bytes)
     std::string aside = path + ".damaged";  // (an earlier one is not replaced: it may hold the only rows)
     for (int k = 2; fs::exists(aside, ec); ++k) aside = path + ".damaged." + std::to_string(k);
     fs::rename(path, aside, ec);

@@ -96,7 +96,11 @@ awk -v b="$budget_kib" -v a="$avail_kib" 'BEGIN {exit !(b < 0.4 * a && b > 0.2 *
 echo "budget: a rank's auto budget is $budget_kib KiB of $avail_kib KiB free"
 # An explicit budget is each rank's: two ranks of 60 % of the machine's memory each are refused,
 # as one of 120 % is (they were accepted).
-each_mib=$(awk '/^MemTotal:/ {printf "%d", $2 * 0.6 / 1024}' /proc/meminfo)
+# (of the tighter of the machine's memory and a memory cgroup's limit, as nnvmc takes them)
+limit_kib=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)
+cg=$(cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || echo max)
+case $cg in ''|*[!0-9]*) ;; *) [ $((cg / 1024)) -lt "$limit_kib" ] && limit_kib=$((cg / 1024)) ;; esac
+each_mib=$((limit_kib * 6 / 10 / 1024))
 timeout 120 "$@" -np 2 -wdir "$dir/a" "$nnvmc" train "$dir/run.yaml" run.output="$dir/explicit" \
   run.memory_budget="${each_mib}MiB" > "$dir/log13" 2>&1
 check explicit "'run.memory_budget' = ${each_mib}MiB for each of the 2 ranks on this node is" "$dir/log13" $?
