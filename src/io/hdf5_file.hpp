@@ -80,6 +80,8 @@ class H5File {
 
  private:
   long long id_ = -1;
+  /// read() allowing the dataset `unstored_bytes` more than the file stores for it (unwritten chunks).
+  Array read(const std::string& name, double unstored_bytes) const;
   std::string path_;
   /// The first failed write (HDF5 may report a failed flush of its caches once and later
   /// succeed with data it dropped: a full disk stored rows as zeros, exit 0); every later

@@ -203,26 +203,32 @@ void init_from_checkpoint(VmcSetup& s) {
 }
 
 namespace {
-/// The molecules of the checkpoint `path` (none when it cannot be read: the caller reads it
-/// again and says why), for make_setup's `trained`: a fine-tuning on one of model.init_from's
-/// molecules turned or moved trains it where it was trained, as eval evaluates it, and its
-/// resume places it there again (config.yaml names the molecule as the user gave it).
-std::vector<System> checkpoint_molecules(const std::string& what, const std::string& path) {
+/// The molecules of a checkpoint, for make_setup's `trained`: a fine-tuning on one of
+/// model.init_from's molecules turned or moved trains it where it was trained, as eval evaluates
+/// it, and its resume places it there again (config.yaml names the molecule as the user gave it).
+std::vector<System> molecules_of(const Checkpoint& c) {
   std::vector<System> trained;
-  if (path.empty()) return trained;
+  for (const auto& m : c.molecules) trained.push_back(m.system);
+  return trained;
+}
+
+/// model.init_from's molecules (none without it, or when it cannot be read: init_from_checkpoint
+/// reads it again and says why).
+std::vector<System> init_from_molecules(const Config& config) {
+  if (config.model.init_from.empty()) return {};
   try {
     const log::Quiet quiet;  // (read again with its messages)
     Checkpoint c;
-    readable_checkpoint(what, run_checkpoint(what + ":", path), &c);
-    for (const auto& m : c.molecules) trained.push_back(m.system);
+    readable_checkpoint("'model.init_from'", run_checkpoint("'model.init_from':", config.model.init_from), &c);
+    return molecules_of(c);
   } catch (const Error&) {
+    return {};
   }
-  return trained;
 }
 }  // namespace
 
 Trainer::Trainer(const Config& config)
-    : Trainer(make_setup(config, SetupPurpose::training, checkpoint_molecules("'model.init_from'", config.model.init_from))) {}
+    : Trainer(make_setup(config, SetupPurpose::training, init_from_molecules(config))) {}
 
 void Trainer::time_stages_on_device() {
   // NNVMC_STAGE_SYNC=1: a device wait at every stage boundary instead of events, as the trainer
@@ -279,15 +285,16 @@ Trainer::Trainer(VmcSetup setup) : setup_(std::move(setup)) {
 }
 
 Trainer::Trainer(const Config& config, const std::string& checkpoint_path)
-    : setup_(make_setup(config, SetupPurpose::training, checkpoint_molecules("--resume", checkpoint_path))),
-      resumed_(true) {
+    : Trainer(config, checkpoint_path, load_checkpoint(checkpoint_path)) {}
+
+Trainer::Trainer(const Config& config, const std::string& checkpoint_path, Checkpoint c)
+    : setup_(make_setup(config, SetupPurpose::training, molecules_of(c))), resumed_(true) {
   time_stages_on_device();
   // (a run of an ansatz without parameters resumed with more iterations trained "nothing" to
   // exit 0 with SR-type optimizers and failed inside libtorch with Adam)
   if (setup_.wf->parameters().empty() && config.optim.iterations > 0)
     throw ConfigError("optim.iterations: the '" + config.model.type + "' ansatz has no parameters to train; "
                       "evaluate the run with 'nnvmc eval' instead of resuming it");
-  const Checkpoint c = load_checkpoint(checkpoint_path);
   require_same_checkpoint_on_all_ranks(c, "--resume " + checkpoint_path);
   checkpoint_config_ = parse_config(c.config_yaml, {}, checkpoint_path + ":config");
   checkpoint_config_.run.output = config.run.output;  // (a copied run continues where it is)

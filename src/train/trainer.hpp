@@ -93,6 +93,8 @@ class Trainer {
   void set_energy_hook(EnergyHook hook) { energy_hook_ = std::move(hook); }
 
  private:
+  /// The resume constructor with its checkpoint, read once (make_setup places the molecules as it has them).
+  Trainer(const Config& config, const std::string& checkpoint_path, Checkpoint c);
   void prepare_new_output() const;
   void init_output(bool resume);
   /// Opens result.h5 for appending (rank 0; once): on resume, its training rows are first cut

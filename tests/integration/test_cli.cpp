@@ -1069,7 +1069,7 @@ TEST(Cli, ScfConvergenceSettingsChangeThePathNotTheEnergy) {
   EXPECT_EQ(json_of(plain.out)["charge"], 0);
   EXPECT_EQ(json_of(plain.out)["spin"], 0);
   EXPECT_EQ(json_of(plain.out)["energy_units"], "hartree");
-  for (const char* settings : {"--guess core", "--schwarz 0",
+  for (const char* settings : {"--guess core", "--guess sad", "--guess auto", "--schwarz 0",
                                "--guess core --damping 0.3 --diis-start 4 --level-shift 0.2 --max-iter 300"}) {
     const auto r = run(std::string("scf h2o --basis sto-3g --json --threads 1 ") + settings);
     ASSERT_EQ(r.code, 0) << settings << "\n" << r.out;
@@ -1080,6 +1080,20 @@ TEST(Cli, ScfConvergenceSettingsChangeThePathNotTheEnergy) {
   const auto slow = json_of(run("scf h2o --basis sto-3g --json --threads 1 --damping 0.3 --diis-start 4").out);
   EXPECT_GT(slow["iterations"].get<int>(), json_of(plain.out)["iterations"].get<int>());
   expect_input_error("scf h2o --guess huckel", "--guess");
+  // An open shell's UHF from both guesses: which one gave the result, and where the other ended
+  // (Fe, quintet, STO-3G: the core guess's solution 156 mEh below SAD's)
+  const std::string fe = ::testing::TempDir() + "/nnvmc_fe_atom.yaml";
+  std::ofstream(fe) << "units: bohr\nspin: 4\natoms: [[Fe, 0, 0, 0]]\n";
+  const auto both = run("scf " + fe + " --uhf --basis sto-3g --threads 1");
+  ASSERT_EQ(both.code, 0) << both.out;
+  EXPECT_NE(both.out.find("guess      core Hamiltonian (the SAD guess converged to -1248.8857799"), std::string::npos)
+      << both.out;
+  const auto fe_json = json_of(run("scf " + fe + " --uhf --basis sto-3g --threads 1 --json --log-level error").out);
+  EXPECT_EQ(fe_json["guess"], "core");
+  EXPECT_NEAR(fe_json["e_other_guess"].get<double>() - fe_json["e_hf"].get<double>(), 0.1556, 1e-3);
+  const auto sad_only = json_of(run("scf " + fe + " --uhf --basis sto-3g --threads 1 --json --guess sad").out);
+  EXPECT_EQ(sad_only["guess"], "sad");
+  EXPECT_FALSE(sad_only.contains("e_other_guess"));
   // settings that contradict each other, or a run that does not converge, name the flags to change
   // (they used to name scf.* keys that no config file has)
   expect_input_error("scf h2o --basis sto-3g --damping 1.5", "SCF: --damping must be in [0, 1)");
