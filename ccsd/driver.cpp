@@ -134,7 +134,7 @@ CcsdRun run_ccsd(const System& system, const CcsdRunOptions& options) {
   if (options.cholesky_tau > 0 && !options.exact_scf) {
     // one decomposition for the RHF's J/K and the CCSD's integrals
     const auto t_chol = clock::now();
-    auto pairs = std::make_shared<const Eigen::MatrixXd>(cholesky_ao_pairs(basis, options.cholesky_tau));
+    auto pairs = std::make_shared<const Eigen::MatrixXd>(cholesky_ao_pairs(basis, options.cholesky_tau, options.scf.jk.integrals));
     const double seconds_cholesky = seconds(t_chol);
     scf::ScfOptions scf_options = options.scf;
     scf_options.jk.cholesky_tau = options.cholesky_tau;
@@ -153,8 +153,8 @@ CcsdRun run_ccsd(const System& system, const CcsdRunOptions& options) {
     run.rhf = scf::run_rhf(system, basis, options.scf);
     run.seconds_scf = seconds(t0);
     t0 = clock::now();
-    mo = options.cholesky_tau > 0 ? cholesky_integrals(run.rhf, basis, run.n_frozen, options.cholesky_tau)
-                                  : conventional_integrals(run.rhf, basis, run.n_frozen);
+    mo = options.cholesky_tau > 0 ? cholesky_integrals(run.rhf, basis, run.n_frozen, options.cholesky_tau, options.scf.jk.integrals)
+                                  : conventional_integrals(run.rhf, basis, run.n_frozen, options.scf.jk.integrals);
     run.seconds_integrals = seconds(t0);
   }
   run.n_cholesky = mo.cholesky() ? int(mo.chol.size(0)) : 0;

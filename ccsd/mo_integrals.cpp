@@ -66,16 +66,18 @@ torch::Tensor transform_ao_eri(std::vector<double>&& ao, const torch::Tensor& c)
   return ct.mm(half.view({n, m * m * m})).view({m, m, m, m});         // [P, Q, R, S]
 }
 
-MoIntegrals conventional_integrals(const scf::ScfResult& rhf, const scf::BasisSet& basis, int n_frozen) {
+MoIntegrals conventional_integrals(const scf::ScfResult& rhf, const scf::BasisSet& basis, int n_frozen,
+                                  const scf::IntegralOptions& integrals) {
   MoIntegrals mo = common(rhf, n_frozen);
   // no fixed cap: run_ccsd has checked the transform's peak against the host's memory
   // (conventional_integrals_peak_bytes)
-  mo.eri = transform_ao_eri(scf::eri_full(basis, {}, std::numeric_limits<std::size_t>::max()), to_torch(rhf.c_alpha));
+  mo.eri = transform_ao_eri(scf::eri_full(basis, integrals, std::numeric_limits<std::size_t>::max()), to_torch(rhf.c_alpha));
   return mo;
 }
 
-MoIntegrals cholesky_integrals(const scf::ScfResult& rhf, const scf::BasisSet& basis, int n_frozen, double tau) {
-  return cholesky_integrals(rhf, n_frozen, cholesky_ao_eri(basis, tau));
+MoIntegrals cholesky_integrals(const scf::ScfResult& rhf, const scf::BasisSet& basis, int n_frozen, double tau,
+                               const scf::IntegralOptions& integrals) {
+  return cholesky_integrals(rhf, n_frozen, cholesky_ao_eri(basis, tau, integrals));
 }
 
 MoIntegrals cholesky_integrals(const scf::ScfResult& rhf, int n_frozen, const torch::Tensor& ao_vectors) {

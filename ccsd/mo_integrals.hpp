@@ -43,7 +43,8 @@ int frozen_core_orbitals(const System& system);
 
 /// Conventional MO integrals from the full AO ERI tensor (n_basis ≤ ~150). Its peak memory is
 /// about three times the AO tensor's 8·n⁴ bytes (conventional_integrals_peak_bytes).
-MoIntegrals conventional_integrals(const scf::ScfResult& rhf, const scf::BasisSet& basis, int n_frozen);
+MoIntegrals conventional_integrals(const scf::ScfResult& rhf, const scf::BasisSet& basis, int n_frozen,
+                                  const scf::IntegralOptions& integrals = {});
 
 /// The MO integrals (PQ|RS) = Σ C_pP C_qQ C_rR C_sS (pq|rs) of the AO integrals `ao` (n⁴ doubles,
 /// chemists' order, row-major [p,q,r,s]; released before the last quarter-transformation) with
@@ -67,7 +68,7 @@ constexpr double conventional_integrals_peak_bytes(std::int64_t n_basis, bool ca
 /// Cholesky MO integrals: pivoted Cholesky of the AO ERIs with threshold `tau`
 /// (see cholesky.hpp), transformed to MO vectors L[x, p, q].
 MoIntegrals cholesky_integrals(const scf::ScfResult& rhf, const scf::BasisSet& basis, int n_frozen,
-                               double tau);
+                               double tau, const scf::IntegralOptions& integrals = {});
 
 /// Cholesky MO integrals from given AO vectors L [n_vec, n, n] (cholesky_ao_eri, or
 /// expand_pairs of the vectors the SCF used).

@@ -1,7 +1,8 @@
 /// nnvmc ccsd MOLECULE [--basis B] [--cholesky TAU] [--memory BYTES] [--split c|x|auto]
 ///                     [--backend torch|cublas] [--device cpu|cuda] [--frozen-core] [--triples]
 ///                     [--max-iterations N] [--allow-unconverged] [--json] [--explain]
-///                     [--no-cached-integrals] [--resident auto|on|off]
+///                     [--no-cached-integrals] [--resident auto|on|off] [--threads T]
+#include <ATen/Parallel.h>
 #include <c10/core/Device.h>
 
 #include <cmath>
@@ -44,6 +45,7 @@ struct CcsdArgs {
   bool no_cache = false;
   bool exact_scf = false;
   std::string resident = "auto";
+  int threads = 0;  ///< --threads: integral and tensor threads (0: the defaults, see the flag's help)
   ScfFlagText scf_text;  ///< --guess, --stability
   MoleculeStateFlags state;  ///< --charge, --spin
   scf::ScfOptions scf;  ///< the RHF's convergence settings
@@ -168,6 +170,10 @@ void run_ccsd_command(const CcsdArgs& a) {
   o.cholesky_tau = a.cholesky;
   o.exact_scf = a.exact_scf;
   o.scf = a.scf;
+  if (a.threads > 0) {  // (0: the integrals take every core, the tensors libtorch's default)
+    o.scf.jk.integrals.threads = a.threads;
+    at::set_num_threads(a.threads);
+  }
   apply_scf_flags(a.scf_text, o.scf, "ccsd");
   o.frozen_core = a.frozen_core;
   o.ccsd.triples = a.triples;
@@ -281,6 +287,7 @@ void run_ccsd_command(const CcsdArgs& a) {
   j["seconds_iterations"] = run.cc.seconds_iterations;
   j["cached_integrals"] = run.cc.cached_integrals;
   j["device"] = a.device;
+  j["threads"] = at::get_num_threads();  // (the contractions' and (T)'s; the integrals' with --threads)
   j["backend"] = a.backend;
   j["resident"] = run.cc.resident;
   j["resident_bytes"] = run.cc.resident_bytes;
@@ -361,6 +368,9 @@ void add_ccsd_command(CLI::App& app) {
                   "fit half of --memory (auto: on a GPU with the torch backend; off: each contraction uploads "
                   "its operands)");
   add_scf_convergence_flags(cmd, a->scf, a->scf_text, "--scf-max-iter", false);
+  add_threads_flag(cmd, a->threads,
+                   "threads of the integrals, the Cholesky decomposition, the contractions and (T) (0: the "
+                   "integrals on every core, the rest on libtorch's default, OMP_NUM_THREADS or every core)");
   cmd->add_flag("--explain", a->explain, "print the contraction plans of every term (each distinct one, up to eight per term)");
   cmd->callback([a] { run_ccsd_command(*a); });
 }

@@ -5,7 +5,6 @@
 #include <iostream>
 #include <map>
 #include <memory>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -45,10 +44,6 @@ void print_orbitals(const char* label, const Eigen::VectorXd& eps, int n_occ) {
   if (shown < eps.size()) std::cout << " ...";
   std::cout << "\n";
 }
-
-/// Each integral thread holds its own libint engines (tens of MB for cc-pVTZ): more threads than
-/// the machine has only cost memory (4096 of them were killed for it).
-int max_integral_threads() { return std::max(1, 4 * static_cast<int>(std::thread::hardware_concurrency())); }
 
 void run_scf_command(ScfArgs& a) {
   const System system = load_molecule_with_state(a.molecule, a.state);  // charge and spin before the closed-shell check
@@ -149,9 +144,7 @@ void add_scf_command(CLI::App& app) {
                   "J/K from Cholesky vectors of the ERIs to this threshold (e.g. 1e-6; 0 = exact ERIs)")
       ->capture_default_str()
       ->check(finite_in(0, 1e-2));
-  cmd->add_option("--threads", a->options.jk.integrals.threads, "integral threads (0 = all cores)")
-      ->capture_default_str()
-      ->check(integer_in(0, max_integral_threads()));
+  add_threads_flag(cmd, a->options.jk.integrals.threads, "integral threads (0 = all cores)");
   cmd->callback([a] { run_scf_command(*a); });
 }
 

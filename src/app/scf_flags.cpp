@@ -1,8 +1,10 @@
 #include "app/scf_flags.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <map>
+#include <thread>
 
 #include "app/commands.hpp"
 #include "core/errors.hpp"
@@ -37,6 +39,11 @@ void add_scf_convergence_flags(CLI::App* cmd, scf::ScfOptions& options, ScfFlagT
                                "to a lower RHF solution where one exists), or off; auto: off")
       ->capture_default_str();
   options.convergence_advice = "raise " + max_iter_flag + ", or try --level-shift, or --damping with --diis-start 3 or later";
+}
+
+void add_threads_flag(CLI::App* cmd, int& threads, const std::string& help) {
+  const int most = std::max(1, 4 * static_cast<int>(std::thread::hardware_concurrency()));
+  cmd->add_option("--threads", threads, help)->capture_default_str()->check(integer_in(0, most));
 }
 
 void add_molecule_state_flags(CLI::App* cmd, MoleculeStateFlags& flags) {

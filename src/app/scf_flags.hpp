@@ -28,6 +28,10 @@ void add_scf_convergence_flags(CLI::App* cmd, scf::ScfOptions& options, ScfFlagT
 /// of a closed shell) as 0, not -0.000000.
 inline double printable_zero(double x, double below = 5e-7) { return x > -below && x < below ? 0.0 : x; }
 
+/// Adds `--threads` (0 = all cores, at most four per hardware thread: each integral thread holds
+/// its own libint engines, tens of MB for cc-pVTZ, and 4096 of them were killed for it).
+void add_threads_flag(CLI::App* cmd, int& threads, const std::string& help);
+
 /// --charge and --spin of `nnvmc scf` and `nnvmc ccsd` (an .xyz file holds neither).
 struct MoleculeStateFlags {
   std::optional<int> charge;  ///< --charge: total charge (default: the molecule file's, 0 for .xyz)

@@ -1126,6 +1126,14 @@ TEST(Cli, ScfConvergenceSettingsChangeThePathNotTheEnergy) {
   EXPECT_NEAR(loose["e_ccsd"].get<double>(), standard["e_ccsd"].get<double>(), 1e-5);
   EXPECT_GT(jacobi["iterations"].get<int>(), standard["iterations"].get<int>());
   EXPECT_NEAR(jacobi["e_ccsd"].get<double>(), standard["e_ccsd"].get<double>(), 1e-9);
+  // --threads sets the integrals' and the tensors' threads (ccsd had none: it took every core)
+  const auto one_thread = json_of(run("ccsd h2o --basis sto-3g --json --log-level error --threads 1").out);
+  EXPECT_EQ(one_thread["threads"], 1);
+  EXPECT_NEAR(one_thread["e_ccsd"].get<double>(), standard["e_ccsd"].get<double>(), 1e-10);
+  const auto one_thread_cd =
+      json_of(run("ccsd h2o --basis sto-3g --json --log-level error --threads 1 --cholesky 1e-5").out);
+  EXPECT_NEAR(one_thread_cd["e_ccsd"].get<double>(), standard["e_ccsd"].get<double>(), 1e-5);
+  expect_input_error("ccsd h2o --basis sto-3g --threads -1", "--threads");
   expect_input_error("ccsd h2o --basis sto-3g --energy-tolerance 0", "--energy-tolerance");
   expect_input_error("ccsd h2o --basis sto-3g --diis-size -1", "--diis-size");
   expect_input_error("ccsd h2o --basis sto-3g --basis cc-pvdz", "--basis is given 2 times; it takes one value");
