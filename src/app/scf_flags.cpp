@@ -28,6 +28,12 @@ void add_scf_convergence_flags(CLI::App* cmd, scf::ScfOptions& options, ScfFlagT
   cmd->add_option("--diis-start", options.diis_start, "first SCF DIIS iteration")
       ->capture_default_str()
       ->check(integer_in(0, 100000));
+  cmd->add_option("--lindep", options.lindep_threshold,
+                  "drop the combinations of basis functions whose overlap-matrix eigenvalue is below this (canonical "
+                  "orthogonalisation, as Psi4's s_tolerance); larger values help diffuse basis sets on close atoms "
+                  "converge")
+      ->capture_default_str()
+      ->check(finite_in(1e-14, 1e-2));
   cmd->add_option("--stability", text.stability,
                   can_follow ? "stability analysis of the converged SCF: check (warn when the solution is a saddle "
                                "point, not a minimum of the energy), follow (rotate the orbitals along each "

@@ -40,6 +40,8 @@ void check_options(const ScfOptions& o) {
   if (!(o.damping >= 0 && o.damping < 1)) throw InputError("SCF: --damping must be in [0, 1)");
   if (o.level_shift < 0) throw InputError("SCF: --level-shift must be ≥ 0");
   if (o.diis_size < 0) throw InputError("SCF: the DIIS subspace size must be ≥ 0");
+  if (!(o.lindep_threshold > 0 && o.lindep_threshold <= 1e-2))  // (1e-2 drops chemically needed functions)
+    throw InputError("SCF: --lindep must be in (0, 0.01]");
   if (o.stability_follow_angles.empty()) throw InputError("SCF: stability following needs at least one rotation angle");
   for (const double a : o.stability_follow_angles)
     if (!(a > 0 && std::isfinite(a))) throw InputError("SCF: a stability-following rotation angle must be > 0");
@@ -47,6 +49,17 @@ void check_options(const ScfOptions& o) {
   // from iteration 1 or 2 it would silently do nothing
   if (o.damping > 0 && o.diis_size > 0 && o.diis_start < 3)
     throw InputError("SCF: --damping acts only before DIIS starts, from iteration 2: set --diis-start to 3 or more");
+}
+
+/// Below this smallest kept overlap eigenvalue, a non-converging SCF is said to be ill-conditioned.
+constexpr double kIllConditionedOverlap = 1e-5;
+
+/// The smallest eigenvalue of the overlap S [n, n] at or above `threshold` (the orthogonaliser keeps those).
+double smallest_kept_overlap_eigenvalue(const Eigen::MatrixXd& S, double threshold) {
+  const Eigen::VectorXd s = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(S, Eigen::EigenvaluesOnly).eigenvalues();
+  for (int i = 0; i < s.size(); ++i)
+    if (s(i) >= threshold) return s(i);
+  return s.size() ? s(s.size() - 1) : 1.0;
 }
 
 /// Under MPI every rank solves the same SCF, but the J/K builds' thread count (hence their
@@ -293,7 +306,7 @@ ScfResult solve(const System& system, const BasisSet& basis, const ScfOptions& o
   r.d_beta = r.c_beta.leftCols(n_beta) * r.c_beta.leftCols(n_beta).transpose();
   r.s_squared = unrestricted ? uhf_s_squared(r.c_alpha.leftCols(n_alpha), r.c_beta.leftCols(n_beta), r.overlap) : 0.0;
   share_from_root(r);
-  if (r.n_mo < r.n_basis && parallel::world().is_root()) {  // (Psi4 drops below 1e-7: its counts may differ)
+  if (r.n_mo < r.n_basis && parallel::world().is_root()) {
     // (once per distinct line: the molecules of a scan pretrained one after another repeat it)
     log::info_unless_repeated(
         "scf lindep", strfmt("scf: the basis is nearly linearly dependent: %d combination%s of its %d functions, with "
@@ -314,9 +327,18 @@ ScfResult solve(const System& system, const BasisSet& basis, const ScfOptions& o
           << "); try the other initial guess (--guess core or sad)"
           << (o.level_shift > 0 ? ", or no level shift (a shifted SCF converges to such states)" : "");
     else
+    {
       msg << (unrestricted ? "UHF" : "RHF") << " did not converge in " << o.max_iterations
           << " iterations (last |ΔE| = " << std::scientific << r.delta_energy << " Eh, max|[F,D]| = " << r.commutator
           << "); " << o.convergence_advice;
+      // A near-dependent combination kept amplifies round-off in the orthogonal basis, and the
+      // commutator stalls above its tolerance: say so, and what drops it.
+      const double kept = smallest_kept_overlap_eigenvalue(r.overlap, o.lindep_threshold);
+      if (kept < kIllConditionedOverlap)
+        msg << strfmt("; the basis is nearly linearly dependent (the smallest overlap eigenvalue kept is %.1e): "
+                      "--lindep %g drops that combination",
+                      kept, std::pow(10.0, std::ceil(std::log10(kept) + 1e-9)));
+    }
     throw NumericalError(msg.str());
   }
   return r;

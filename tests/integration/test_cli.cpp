@@ -1099,6 +1099,8 @@ TEST(Cli, ScfConvergenceSettingsChangeThePathNotTheEnergy) {
   expect_input_error("scf h2o --basis sto-3g --damping 1.5", "SCF: --damping must be in [0, 1)");
   expect_input_error("ccsd h2o --basis sto-3g --damping 1.5", "SCF: --damping must be in [0, 1)");  // (not "scf:" in ccsd)
   expect_input_error("scf h2o --basis sto-3g --damping 0.3", "set --diis-start to 3 or more");
+  expect_input_error("scf h2o --basis sto-3g --lindep 0.1", "--lindep");
+  expect_input_error("ccsd h2o --basis sto-3g --lindep 0", "--lindep");
   const auto stuck = run("scf h2o --basis sto-3g --max-iter 2");
   EXPECT_EQ(stuck.code, 1) << stuck.out;
   EXPECT_NE(stuck.out.find("raise --max-iter, or try --level-shift"), std::string::npos) << stuck.out;

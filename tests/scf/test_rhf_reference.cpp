@@ -4,6 +4,7 @@
 #include <filesystem>
 
 
+#include "core/errors.hpp"
 #include "core/system.hpp"
 #include "scf/basis.hpp"
 #include "scf/scf.hpp"
@@ -150,4 +151,39 @@ TEST(Rhf, CholeskyEnergiesApproachTheExactEnergy) {
   const System li = load_molecule("li", scftest::kMolecules);  // doublet: UHF
   const BasisSet bl = make_basis("cc-pvdz", li);
   EXPECT_NEAR(run_uhf(li, bl, o).energy, run_uhf(li, bl).energy, 1e-7);
+}
+
+// A diffuse basis on close atoms: an H8 chain at 0.5 Å in aug-cc-pVDZ has overlap eigenvalues
+// down to 7e-12. The combinations below Psi4's threshold (1e-7, the default; it was 1e-8) are
+// dropped, four as in Psi4, and the energy is Psi4's (scf_type pk, the shipped basis's
+// contraction given to Psi4: −3.0745354152; with s_tolerance 1e-6, seven dropped, −3.0738489280).
+// The orbitals' AO coefficients reach ~800 on the kept combination at 1.8e-7, and the iterations
+// then hover at a rounding floor near the tolerances (|ΔE| ~1e-10, max|[F,D]| ~1e-8): whether
+// one lands below both depends on the thread count, so convergence is asserted at 1e-6 only.
+// With 1e-8 a combination at 5.1e-8 stays, the iterations never converge, and the error says
+// which --lindep drops it.
+TEST(Rhf, NearlyDependentDiffuseBasisDropsWhatPsi4Drops) {
+  System chain;
+  for (int i = 0; i < 8; ++i) chain.atoms.push_back({1, {0.0, 0.0, 0.5 * i * kBohrPerAngstrom}});
+  const BasisSet basis = make_basis("aug-cc-pvdz", chain);
+  ScfOptions standard;
+  standard.throw_on_failure = false;
+  const ScfResult r = run_rhf(chain, basis, standard);
+  EXPECT_EQ(r.n_basis - r.n_mo, 4);
+  EXPECT_NEAR(r.energy, -3.0745354152, 1e-8);
+  ScfOptions fewer;
+  fewer.lindep_threshold = 1e-6;
+  const ScfResult f = run_rhf(chain, basis, fewer);
+  EXPECT_EQ(f.n_basis - f.n_mo, 7);
+  EXPECT_NEAR(f.energy, -3.0738489280, 1e-9);
+  ScfOptions loose;
+  loose.lindep_threshold = 1e-8;
+  loose.max_iterations = 40;
+  try {
+    run_rhf(chain, basis, loose);
+    ADD_FAILURE() << "kept a combination at 5e-8 and converged";
+  } catch (const NumericalError& e) {
+    EXPECT_NE(std::string(e.what()).find("the smallest overlap eigenvalue kept is 5.1e-08): --lindep 1e-07 drops"),
+              std::string::npos) << e.what();
+  }
 }
