@@ -278,6 +278,7 @@ void run_eval(const EvalArgs& a) {
     j.update(eval_json(r));
     j.update(molecule_json(m.system));
     j["checkpoint"] = ra.file;
+    j["checkpoint_iteration"] = c.iteration;  // (the training iteration the wavefunction is from)
     j["burn_in"] = eval.burn_in;  // (the steps run before measuring, after the rules above)
     j["seed"] = config.run.seed;
     j["laplacian"] = config.hamiltonian.laplacian;
@@ -292,11 +293,10 @@ void run_eval(const EvalArgs& a) {
     std::cout << json_text(list.size() == 1 ? list[0] : list) << std::endl;
   } else {
     std::cout << text;
-    // (the checkpoint before a damaged latest one: on stdout too, which --log-level error leaves
-    // alone; a user audit)
-    if (fell_back)
-      std::cout << strfmt("checkpoint %s (iteration %lld): the latest, checkpoint.h5, could not be read\n",
-                          ra.file.c_str(), static_cast<long long>(c.iteration));
+    // which wavefunction this is (a user audit: neither said the training iteration), and the
+    // checkpoint before a damaged latest one on stdout too, which --log-level error leaves alone
+    std::cout << strfmt("checkpoint %s (iteration %lld)%s\n", ra.file.c_str(), static_cast<long long>(c.iteration),
+                        fell_back ? ": the latest, checkpoint.h5, could not be read" : "");
   }
 }
 }  // namespace

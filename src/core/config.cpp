@@ -292,7 +292,7 @@ void validate(const Config& c) {
   require(c.optim.lr_delay > 0, "optim.lr_delay", "must be > 0");
   require(c.optim.iterations >= 0, "optim.iterations", "must be >= 0");
   require(c.optim.minutes >= 0 && std::isfinite(c.optim.minutes), "optim.minutes", "must be >= 0 (0: no limit)");
-  require(c.optim.clip_width > 0, "optim.clip_width", "must be > 0");
+  require(c.optim.clip_width >= 0 && std::isfinite(c.optim.clip_width), "optim.clip_width", "must be >= 0 (0: no clipping)");
   require(c.optim.log_every > 0, "optim.log_every", "must be > 0");
   require(c.optim.max_consecutive_failures > 0, "optim.max_consecutive_failures", "must be > 0");
   require(c.optim.molecules_per_step >= 0, "optim.molecules_per_step", "must be >= 0 (0: all molecules)");

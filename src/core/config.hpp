@@ -270,7 +270,7 @@ struct OptimOptions {
   double lr_delay = 1000;     ///< iterations until the learning rate has halved; unset: 1000, kKfacLrDelay (kfac)
   int iterations = 1000;      ///< optimisation iterations
   double minutes = 0;         ///< training wall time, summed over resumes (0: no limit); training ends at whichever of iterations and minutes comes first
-  double clip_width = 5.0;    ///< E_L clipped to median ± clip_width·MAD for the gradient
+  double clip_width = 5.0;    ///< E_L clipped to median ± clip_width·MAD for the gradient (0: not clipped)
   double beta1 = 0.9;         ///< Adam first-moment decay
   double beta2 = 0.999;       ///< Adam second-moment decay
   double epsilon = 1e-8;      ///< Adam denominator offset
@@ -292,7 +292,9 @@ struct OptimOptions {
     v("minutes", minutes,
       "training wall time in minutes, summed over resumes (0: no limit); training ends at whichever of "
       "iterations and minutes comes first");
-    v("clip_width", clip_width, "local-energy clipping width (in mean absolute deviations)");
+    v("clip_width", clip_width,
+      "local energies enter the gradient clipped to the median +- this many mean absolute deviations from it "
+      "(0: not clipped, as FermiNet's clip_local_energy 0)");
     v("beta1", beta1, "Adam beta1");
     v("beta2", beta2, "Adam beta2");
     v("epsilon", epsilon, "Adam epsilon");

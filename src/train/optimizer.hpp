@@ -14,8 +14,8 @@
 
 namespace nnvmc {
 
-/// Local energies clipped to median ± width·(mean absolute deviation from the median).
-/// @param e [B] @return [B]
+/// Local energies clipped to median ± width·(mean absolute deviation from the median); width 0:
+/// not clipped. @param e [B] @return [B]
 torch::Tensor clip_local_energies(const torch::Tensor& e, double width);
 
 /// True when every entry of every tensor is finite: one fused reduction and one host read

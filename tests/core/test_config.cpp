@@ -246,6 +246,8 @@ TEST(Config, OutOfRangeValuesNameTheirLineOrOverride) {
             "c.yaml:4: 'sampler.steps_per_iteration' must be > 0");
   EXPECT_EQ(error_of("sampler: {walkers: 8}\n", {"optim.lr=0.1", "optim.lr=0"}), "override 'optim.lr=0': 'optim.lr' must be > 0");
   EXPECT_EQ(error_of("", {"sampler={walkers: -1}"}), "override 'sampler={walkers: -1}': 'sampler.walkers' must be > 0");
+  EXPECT_EQ(error_of("", {"optim.clip_width=-1"}), "override 'optim.clip_width=-1': 'optim.clip_width' must be >= 0 (0: no clipping)");
+  EXPECT_EQ(error_of("", {"optim.clip_width=0"}), "");  // (0: not clipped)
   // an override inside the key the message is about is not blamed for it
   const auto both = error_of("system:\n  molecule: h2\n  molecules: [h2]\n", {"system.charge=0"});
   EXPECT_TRUE(contains(both, "'system' has system.molecule and system.molecules")) << both;

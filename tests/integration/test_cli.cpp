@@ -1165,7 +1165,7 @@ TEST(Cli, ScfSaysHowManyLinearlyDependentCombinationsItDrops) {
   ASSERT_EQ(text.code, 0) << text.out;
   EXPECT_NE(text.out.find("46 basis functions (45 orbitals: 1 linearly dependent combination dropped)"), std::string::npos)
       << text.out;
-  EXPECT_NE(text.out.find("1 combination of its 46 functions, with overlap eigenvalues below 1e-08, dropped"),
+  EXPECT_NE(text.out.find("1 combination of its 46 functions, with overlap eigenvalues below 1e-07, dropped"),
             std::string::npos) << text.out;
   const auto j = json_of(run("scf " + mol + " --basis aug-cc-pvtz --threads 1 --json").out);
   EXPECT_EQ(j["n_basis"].get<int>(), 46);
@@ -2011,6 +2011,9 @@ TEST(Cli, ADamagedLatestCheckpointResumesFromTheOneBeforeIt) {
   ASSERT_EQ(run("train " + cfg2 + " optim.iterations=4 run.checkpoint_every=1").code, 0);
   ASSERT_TRUE(fs::exists(dir + "/checkpoint.h5.1"));
   fs::resize_file(dir + "/checkpoint.h5", 3000);
+  const auto healthy = run("eval " + straight + " --steps 2 --log-level error");  // (says which wavefunction)
+  EXPECT_NE(healthy.out.find("checkpoint " + straight + "/checkpoint.h5 (iteration 6)\n"), std::string::npos) << healthy.out;
+  EXPECT_EQ(json_of(run("eval " + straight + " --steps 2 --json --log-level error").out)["checkpoint_iteration"], 6);
   const auto e = run("eval " + dir + " --steps 2");
   EXPECT_EQ(e.code, 0) << e.out;
   EXPECT_NE(e.out.find("the checkpoint before it, " + dir + "/checkpoint.h5.1 of iteration 3, is used"),

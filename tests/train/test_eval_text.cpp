@@ -145,6 +145,21 @@ TEST(EvalText, WalkersThatDoNotMixMakeTheEvaluationUnreliable) {
   EXPECT_FALSE(no_plateau.walkers_apart());
 }
 
+// A reblocking cross-check well below the stated walkers' spread is said to run low, not left to
+// read as a confirmation (a user audit: 1.7 times below, the spread of eight seeds' means matching
+// the stated error); one close to it is printed without comment.
+TEST(EvalText, AReblockingCrossCheckWellBelowTheStatedErrorIsSaidToRunLow) {
+  auto low = evaluation("walker chains", 128, true);
+  low.stats.error = 0.034;
+  low.error_walkers = 0.034;
+  low.error_reblocking = 0.020;
+  ASSERT_FALSE(low.walkers_apart());
+  EXPECT_TRUE(contains(eval_text(low), "(the reblocking is 1.7 times below the stated error")) << eval_text(low);
+  auto close = low;
+  close.error_reblocking = 0.030;
+  EXPECT_FALSE(contains(eval_text(close), "times below the stated error")) << eval_text(close);
+}
+
 // A few large local energies carrying the variance (heavy tails) are warned about, with the
 // variance's own uncertainty; a routine one is printed with the variance, without a warning.
 TEST(EvalText, WarnsWhenAFewLargeLocalEnergiesCarryTheVariance) {

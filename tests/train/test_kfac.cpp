@@ -317,3 +317,15 @@ TEST(Kfac, HypernetworkLayersKeepDiagonalBlocksAndElectronLayersGetKroneckerBloc
   EXPECT_GT(generator, 10);
   EXPECT_EQ(state.count("kfac/A/electrons.query0.weight"), 1u);
 }
+
+// The local energies of every optimizer's gradient are clipped to median ± width·MAD (the median
+// of an even count the mean of the two middle values); width 0 leaves them as they are (a user
+// audit: clipping could not be switched off).
+TEST(LocalEnergyClipping, ClipsToMedianPlusMinusWidthMadAndZeroWidthIsOff) {
+  const auto e = torch::tensor({-1.0, 0.0, 1.0, 2.0, 100.0}, torch::kFloat64);
+  // median 1, MAD (2 + 1 + 0 + 1 + 99) / 5 = 20.6
+  const auto clipped = clip_local_energies(e, 2.0);
+  EXPECT_DOUBLE_EQ(clipped[4].item<double>(), 1.0 + 2.0 * 20.6);
+  EXPECT_DOUBLE_EQ(clipped[0].item<double>(), -1.0);
+  EXPECT_TRUE(torch::equal(clip_local_energies(e, 0.0), e));
+}
