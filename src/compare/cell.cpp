@@ -80,6 +80,15 @@ int run_cell(const std::string& dir, const CellRunOptions& options) {
   const nlohmann::json before = read_json(status_path);
   nlohmann::json j = nlohmann::json::object();
   j["segments"] = before.value("segments", 0) + 1;
+  {  // counted when it starts: a segment killed outright (SIGKILL) writes nothing at its end (an audit)
+    nlohmann::json started = before.is_object() ? before : nlohmann::json::object();
+    started["segments"] = j["segments"];
+    try {
+      write_json(status_path, started);
+    } catch (const std::exception& e) {
+      log::warn(strfmt("cannot write %s: %s", status_path.c_str(), e.what()));
+    }
+  }
   double wall_before = before.value("wall_seconds", 0.0);
   std::map<std::string, double> stages_before;
   if (before.contains("stage_seconds"))

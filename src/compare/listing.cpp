@@ -15,6 +15,8 @@ namespace {
 /// The training budget of a cell as given: iterations and/or minutes, or none (a baseline).
 std::string budget(const Config& c) {
   if (c.optim.iterations == 0) return "evaluation only";
+  // (a minutes-only budget: its iteration count is a placeholder, which --list printed)
+  if (c.optim.iterations >= kUnboundedIterations && c.optim.minutes > 0) return strfmt("%g min", c.optim.minutes);
   std::string s = strfmt("%d iterations", c.optim.iterations);
   if (c.optim.minutes > 0) s += strfmt(" or %g min", c.optim.minutes);
   return s;

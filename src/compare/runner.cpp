@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -251,6 +252,13 @@ RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
                    o.jobs, ranks > 1 ? strfmt(" on each of %d ranks (this rank's cells are logged here)", ranks).c_str() : "",
                    spec.threads ? spec.threads : o.threads_per_cell));
   if (queue.empty()) return summary;
+  // (a user audit: on a busy machine the cells trained 8x slower per iteration, which a minutes
+  // budget turns into fewer iterations, and every timing column into the other load's)
+  if (const double load = load_average_1min(); load > std::thread::hardware_concurrency())
+    log::warn(strfmt("compare: the machine is busy (load average %.1f on %u cores): the cells' timings%s depend on "
+                     "the other load",
+                     load, std::thread::hardware_concurrency(),
+                     spec.minutes > 0 ? ", and with a minutes budget how far they train," : ""));
   // Cells that will run at once here; each takes its share of the memory 'auto' stands for.
   std::int64_t at_once = std::min<std::int64_t>(o.jobs, static_cast<std::int64_t>(queue.size()));
   if (o.max_cells > 0) at_once = std::min<std::int64_t>(at_once, o.max_cells);

@@ -32,9 +32,6 @@ std::string cell_molecule_entry(System s, const std::string& name) {
   return inline_molecule_entry(s, name);
 }
 
-/// Iterations of a cell whose budget is minutes only (training ends on the clock).
-constexpr int kUnboundedIterations = 100000000;
-
 /// Top-level keys of a comparison file (read with the run-config reader: unknown keys and
 /// wrong types are ConfigErrors naming the key). The polymorphic entries are read from the
 /// YAML nodes directly.
@@ -313,6 +310,9 @@ std::vector<std::pair<MoleculeEntry, YAML::Node>> parse_molecules(const YAML::No
         unnamed_inline = !(e.IsMap() && e["name"]);
       }
       m.label = m.system.name;
+      // (an unnamed entry that gives its molecule another geometry: "h2" for H2 at 1.6 bohr beside
+      // the file's H2, which became "h2-2", a user audit; the cell keeps the molecule's name)
+      if (m.system.entry_geometry && !m.system.name_explicit) m.label += "_geom";
       m.system.validate();
       // The cell's config holds the geometry itself: with a file's path, a done cell was reused
       // after the file changed and scored against the new geometry's reference (a user audit),

@@ -37,6 +37,9 @@ struct Cell {
   Config config;           ///< the validated run config (run.output = <output>/cells/<id>)
 };
 
+/// Iterations of a cell whose budget is minutes only (training ends on the clock).
+constexpr int kUnboundedIterations = 100000000;
+
 /// A parsed comparison file.
 struct CompareSpec {
   std::string source;                   ///< the file (for messages)

@@ -121,6 +121,7 @@ System molecule_with_geometry(const YAML::Node& e, const std::string& key, const
   if (!congruent(s, file)) {
     s.e_ref.reset();
     s.e_ref_source.clear();
+    s.entry_geometry = true;
   }
   return s;
 }

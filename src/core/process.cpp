@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 
 #include "core/errors.hpp"
@@ -109,6 +110,13 @@ bool run_python_script(const std::string& script, const std::vector<std::string>
   why = "python3 " + script + " failed (" + st.describe() + "; see " + log_path +
         "; it needs python3-matplotlib and python3-h5py)";
   return false;
+}
+
+double load_average_1min() {
+  std::ifstream in("/proc/loadavg");
+  double a = std::numeric_limits<double>::quiet_NaN();
+  if (!(in >> a)) return std::numeric_limits<double>::quiet_NaN();
+  return a;
 }
 
 }  // namespace nnvmc

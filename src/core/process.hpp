@@ -30,6 +30,9 @@ pid_t spawn_process(const std::vector<std::string>& argv, const std::string& log
 /// signal before any child ended), filling `status`.
 pid_t wait_process(pid_t pid, ExitStatus& status);
 
+/// The 1-minute load average from /proc/loadavg (NaN when it cannot be read).
+double load_average_1min();
+
 /// This executable's path (/proc/self/exe).
 std::string self_executable();
 

@@ -29,6 +29,8 @@ struct System {
   bool name_explicit = false;
   /// the list entry gave `charge:` / `spin:` (system.charge / system.spin replacing one is said)
   bool entry_charge = false, entry_spin = false;
+  /// the list entry's `geometry:` is another molecule than its file's (not a rigid motion of it)
+  bool entry_geometry = false;
   std::vector<Atom> atoms;  ///< nuclei
   int charge = 0;           ///< total charge; electrons = ΣZ − charge
   int spin = 0;             ///< n_up − n_down

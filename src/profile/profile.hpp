@@ -112,9 +112,6 @@ std::vector<std::string> top_level_stages(const MoleculeProfile& m);
 /// NaN when unknown) above the `cores`.
 std::vector<std::string> timing_warnings(const ProfileReport& report, double load_average_1min, unsigned cores);
 
-/// The 1-minute load average from /proc/loadavg (NaN when it cannot be read).
-double load_average_1min();
-
 /// What a profile writes into its --output: its report files (write_profile_outputs) and its
 /// plots with their log (plot_profile.py; an earlier profile's are removed first).
 inline constexpr const char* kProfileReportFiles[] = {"profile.json", "profile.h5", "report.md"};

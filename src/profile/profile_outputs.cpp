@@ -183,7 +183,9 @@ void write_report(const ProfileReport& r, const std::string& path, const std::st
   for (const auto& w : r.warnings) o << "**Warning:** " << w << ".\n\n";
   o << "## Stage times (median s/iteration)\n\nStages are the trainer's own StageTimers scopes; `local_energy` "
        "contains `laplacian` (kinetic terms) and `potential`; `bookkeeping` is the trainer writing results, progress "
-       "lines and checkpoints. The last column is the median over iterations of the stages' share of the "
+       "lines and checkpoints. The timed iterations are the config's training steps without pretraining, "
+       "checkpoints or progress lines (written at their end, outside the timing): a training run adds one "
+       "checkpoint every run.checkpoint_every iterations. The last column is the median over iterations of the stages' share of the "
        "iteration's wall time. Each stage's median is taken on its own, so the stages' percentages need not add up "
        "to it.\n\n";
   o << "| molecule | N_e | walkers | iteration | sampling | local energy | ↳ laplacian | ↳ potential | gradient | "
@@ -303,13 +305,6 @@ void write_report(const ProfileReport& r, const std::string& path, const std::st
 }
 
 }  // namespace
-
-double load_average_1min() {
-  std::ifstream in("/proc/loadavg");
-  double a = std::numeric_limits<double>::quiet_NaN();
-  if (!(in >> a)) return std::numeric_limits<double>::quiet_NaN();
-  return a;
-}
 
 std::vector<std::string> timing_warnings(const ProfileReport& r, double load, unsigned cores) {
   std::vector<std::string> out;

@@ -14,6 +14,7 @@
 #include "core/errors.hpp"
 #include "core/host_memory.hpp"
 #include "core/log.hpp"
+#include "core/process.hpp"
 #include "io/created_directories.hpp"
 #include "io/directory_lock.hpp"
 #include "io/output_kind.hpp"

@@ -478,6 +478,9 @@ TEST(CompareCli, MinutesBudgetEndsTrainingOnTheClockThenEvaluates) {
   const auto listed = run("compare " + file + " --list minutes=0.01");
   ASSERT_EQ(listed.code, 0) << listed.out;
   EXPECT_NE(listed.out.find("(1 continues)"), std::string::npos) << listed.out;
+  // (its budget as given: it read "100000000 iterations or 0.01 min", a user audit)
+  EXPECT_NE(listed.out.find("  0.01 min"), std::string::npos) << listed.out;
+  EXPECT_EQ(listed.out.find("100000000"), std::string::npos) << listed.out;
   const auto more = run("compare " + file + " --no-plots minutes=0.01");
   ASSERT_EQ(more.code, 0) << more.out;
   EXPECT_NE(more.out.find("tiny__he: continuing from its checkpoint"), std::string::npos) << more.out;
@@ -586,10 +589,12 @@ TEST(CompareCli, ACellKilledFromOutsideContinuesFromItsCheckpoint) {
   EXPECT_NE(log.find("it continues from its checkpoint when the comparison runs again"), std::string::npos) << log;
   EXPECT_NE(log.find("re-run the same command to continue it from its checkpoint"), std::string::npos) << log;
   EXPECT_EQ(cell_json(dir, "tiny__h")["status"], "interrupted") << log;
+  EXPECT_EQ(cell_json(dir, "tiny__h")["segments"], 1) << log;  // (counted when it started)
   const auto rows_before = train_rows(dir, "tiny__h");
   EXPECT_GT(rows_before, 0);
 
   const auto second = continue_tiny_cell(file, dir);
+  EXPECT_EQ(cell_json(dir, "tiny__h")["segments"], 2);  // (it said 1 after a killed segment, a user audit)
   // the rows up to the checkpoint (every 5 iterations) before the kill are kept
   EXPECT_GE(train_rows(dir, "tiny__h"), rows_before - 5);
   // the stdout table's columns line up, also past an "(unreliable)" energy (8 walkers; it

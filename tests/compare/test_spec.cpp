@@ -360,6 +360,18 @@ TEST(CompareSpec, AMoleculeEntryWithAGeometryTrainsAndScoresThatGeometry) {
   EXPECT_GT(refs[1].energy, -1.14);   // exact at 2.0 bohr: -1.1381 Eh
   EXPECT_LT(refs[1].energy, -1.12);
   EXPECT_NE(error_of(text + "references: exact\n").find("h2_stretched"), std::string::npos);
+  // Unnamed, another geometry is labelled so, and the file's own molecule keeps its name (it
+  // was "h2" at 1.6 bohr beside "h2-2" at 1.4 with the exact reference, a user audit); a rigid
+  // motion of the file's molecule is that molecule.
+  const auto unnamed = parse_compare_spec(
+      "ansatze: [{type: ferminet}]\n"
+      "molecules: [{molecule: h2, geometry: [[0, 0, 0], [0, 0, 1.6]]}, h2,\n"
+      "            {molecule: h2, geometry: [[1, 0, 0], [1, 0, 1.4]]}]\noutput: " + out + "\n",
+      {}, "cmp.yaml");
+  ASSERT_EQ(unnamed.molecules.size(), 3u);
+  EXPECT_EQ(unnamed.molecules[0].label, "h2_geom");
+  EXPECT_EQ(unnamed.molecules[1].label, "h2");
+  EXPECT_EQ(unnamed.molecules[2].label, "h2-2");
   EXPECT_NE(error_of("ansatze: [{type: ferminet}]\nmolecules: [{molecule: h2, geometry: [[0, 0, 0]]}]\n")
                 .find("molecules[0].geometry"),
             std::string::npos);
