@@ -19,6 +19,7 @@
 #include "batching/cuda_runtime.hpp"
 #include "ccsd/driver.hpp"
 #include "scf/basis.hpp"
+#include "scf/parallel.hpp"
 #include "parallel/communicator.hpp"
 #include "parallel/gpu_sharing.hpp"
 #include "core/errors.hpp"
@@ -287,7 +288,8 @@ void run_ccsd_command(const CcsdArgs& a) {
   j["seconds_iterations"] = run.cc.seconds_iterations;
   j["cached_integrals"] = run.cc.cached_integrals;
   j["device"] = a.device;
-  j["threads"] = at::get_num_threads();  // (the contractions' and (T)'s; the integrals' with --threads)
+  j["tensor_threads"] = at::get_num_threads();  // the contractions' and (T)'s
+  j["integral_threads"] = scf::resolve_threads(a.threads);  // the integrals' and the RHF's J/K builds
   j["backend"] = a.backend;
   j["resident"] = run.cc.resident;
   j["resident_bytes"] = run.cc.resident_bytes;

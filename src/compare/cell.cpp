@@ -180,7 +180,9 @@ int run_cell(const std::string& dir, const CellRunOptions& options) {
     exit_code = cell_interrupted;
   } catch (const std::exception& e) {
     if (before.value("status", "") == "done") {  // more minutes for a done cell: it keeps its result
+      const auto segments = j["segments"];
       j = before;
+      j["segments"] = segments;  // (this segment counts, as a killed one does)
       j["continuation_failed"] = e.what();
       log::error(strfmt("the cell's continuation failed (it keeps its earlier result): %s", e.what()));
       exit_code = cell_done;

@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -87,6 +86,14 @@ std::string finished_line(const Cell& cell, const nlohmann::json& j) {
 }
 
 }  // namespace
+
+std::string busy_machine_warning(int other_tasks, int cpus, bool minutes_budget) {
+  if (cpus < 1 || other_tasks < cpus) return "";
+  return strfmt("compare: the machine is busy (%d other runnable task%s on the %d CPU%s this process may use): the "
+                "cells' timings%s may depend on that load",
+                other_tasks, other_tasks == 1 ? "" : "s", cpus, cpus == 1 ? "" : "s",
+                minutes_budget ? ", and with a minutes budget how far they train," : "");
+}
 
 std::string cell_state(const Cell& cell) {
   const std::string dir = dir_of(cell);
@@ -252,13 +259,9 @@ RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
                    o.jobs, ranks > 1 ? strfmt(" on each of %d ranks (this rank's cells are logged here)", ranks).c_str() : "",
                    spec.threads ? spec.threads : o.threads_per_cell));
   if (queue.empty()) return summary;
-  // (a user audit: on a busy machine the cells trained 8x slower per iteration, which a minutes
-  // budget turns into fewer iterations, and every timing column into the other load's)
-  if (const double load = load_average_1min(); load > std::thread::hardware_concurrency())
-    log::warn(strfmt("compare: the machine is busy (load average %.1f on %u cores): the cells' timings%s depend on "
-                     "the other load",
-                     load, std::thread::hardware_concurrency(),
-                     spec.minutes > 0 ? ", and with a minutes budget how far they train," : ""));
+  if (o.rank == 0)  // (one warning, not one per rank; this process is single-threaded here)
+    if (const std::string w = busy_machine_warning(runnable_tasks() - 1, available_cpus(), spec.minutes > 0); !w.empty())
+      log::warn(w);
   // Cells that will run at once here; each takes its share of the memory 'auto' stands for.
   std::int64_t at_once = std::min<std::int64_t>(o.jobs, static_cast<std::int64_t>(queue.size()));
   if (o.max_cells > 0) at_once = std::min<std::int64_t>(at_once, o.max_cells);

@@ -13,6 +13,11 @@
 
 namespace nnvmc::compare {
 
+/// The warning a comparison gives when `other_tasks` runnable tasks besides itself (at its
+/// start) fill its `cpus`: the cells' timings, and with a minutes budget how far they train,
+/// would depend on that load (a user audit: 8x slower per iteration on a busy machine). "" else.
+std::string busy_machine_warning(int other_tasks, int cpus, bool minutes_budget);
+
 /// How to run the cells.
 struct RunnerOptions {
   int jobs = 1;                   ///< cells run at once

@@ -310,9 +310,6 @@ std::vector<std::pair<MoleculeEntry, YAML::Node>> parse_molecules(const YAML::No
         unnamed_inline = !(e.IsMap() && e["name"]);
       }
       m.label = m.system.name;
-      // (an unnamed entry that gives its molecule another geometry: "h2" for H2 at 1.6 bohr beside
-      // the file's H2, which became "h2-2", a user audit; the cell keeps the molecule's name)
-      if (m.system.entry_geometry && !m.system.name_explicit) m.label += "_geom";
       m.system.validate();
       // The cell's config holds the geometry itself: with a file's path, a done cell was reused
       // after the file changed and scored against the new geometry's reference (a user audit),
@@ -327,6 +324,18 @@ std::vector<std::pair<MoleculeEntry, YAML::Node>> parse_molecules(const YAML::No
     }
     m.label = sanitize_label(m.label);
     out.emplace_back(std::move(m), system);
+  }
+  // An unnamed entry giving a molecule another geometry, beside an entry of that molecule as its
+  // file has it, is NAME_geom: it took "h2" (H2 at 1.6 bohr) and the file's H2 became "h2-2",
+  // scored against the exact reference (a user audit). Alone it keeps the name (its cells keep
+  // their directories from earlier versions); the cell's molecule keeps its name either way.
+  for (auto& [m, node] : out) {
+    if (!m.system.entry_geometry || m.system.name_explicit) continue;
+    for (const auto& [other, other_node] : out)
+      if (!other.system.entry_geometry && other.label == m.label) {
+        m.label += "_geom";
+        break;
+      }
   }
   std::vector<std::string*> labels;
   std::vector<std::string> contents;

@@ -121,8 +121,11 @@ System molecule_with_geometry(const YAML::Node& e, const std::string& key, const
   if (!congruent(s, file)) {
     s.e_ref.reset();
     s.e_ref_source.clear();
-    s.entry_geometry = true;
   }
+  // (the nuclei alone: another charge or spin is said by the name's ion suffix)
+  System nuclei = file;
+  nuclei.atoms = s.atoms;
+  s.entry_geometry = !congruent(nuclei, file);
   return s;
 }
 

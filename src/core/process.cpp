@@ -3,6 +3,7 @@
 #include "core/data_paths.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,7 +13,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
 #include <limits>
+#include <thread>
 #include <map>
 
 #include "core/errors.hpp"
@@ -110,6 +113,22 @@ bool run_python_script(const std::string& script, const std::vector<std::string>
   why = "python3 " + script + " failed (" + st.describe() + "; see " + log_path +
         "; it needs python3-matplotlib and python3-h5py)";
   return false;
+}
+
+int runnable_tasks() {
+  std::ifstream in("/proc/loadavg");
+  double a1 = 0, a5 = 0, a15 = 0;
+  int running = -1;
+  char slash = 0;
+  if (!(in >> a1 >> a5 >> a15 >> running >> slash) || slash != '/') return -1;
+  return running;
+}
+
+int available_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return std::max(1u, std::thread::hardware_concurrency());
 }
 
 double load_average_1min() {

@@ -33,6 +33,14 @@ pid_t wait_process(pid_t pid, ExitStatus& status);
 /// The 1-minute load average from /proc/loadavg (NaN when it cannot be read).
 double load_average_1min();
 
+/// Tasks runnable now, this process's running threads included (/proc/loadavg's fourth field;
+/// -1 when it cannot be read).
+int runnable_tasks();
+
+/// The CPUs this process may run on (its affinity mask: a batch job's or a taskset's share; the
+/// hardware's count when the mask cannot be read; at least 1).
+int available_cpus();
+
 /// This executable's path (/proc/self/exe).
 std::string self_executable();
 

@@ -182,10 +182,11 @@ void write_report(const ProfileReport& r, const std::string& path, const std::st
     << ".\n\n";
   for (const auto& w : r.warnings) o << "**Warning:** " << w << ".\n\n";
   o << "## Stage times (median s/iteration)\n\nStages are the trainer's own StageTimers scopes; `local_energy` "
-       "contains `laplacian` (kinetic terms) and `potential`; `bookkeeping` is the trainer writing results, progress "
-       "lines and checkpoints. The timed iterations are the config's training steps without pretraining, "
-       "checkpoints or progress lines (written at their end, outside the timing): a training run adds one "
-       "checkpoint every run.checkpoint_every iterations. The last column is the median over iterations of the stages' share of the "
+       "contains `laplacian` (kinetic terms) and `potential`; `bookkeeping` is the trainer writing results (and, in "
+       "a training run, progress lines and checkpoints). The timed iterations are the config's training steps "
+       "without pretraining, checkpoints or progress lines but the last iteration's (the scratch run writes its one "
+       "checkpoint after them): a training run adds one checkpoint every run.checkpoint_every iterations. The last "
+       "column is the median over iterations of the stages' share of the "
        "iteration's wall time. Each stage's median is taken on its own, so the stages' percentages need not add up "
        "to it.\n\n";
   o << "| molecule | N_e | walkers | iteration | sampling | local energy | ↳ laplacian | ↳ potential | gradient | "

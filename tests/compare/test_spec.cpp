@@ -11,6 +11,7 @@
 
 #include "scf/basis.hpp"
 #include "compare/reference.hpp"
+#include "compare/runner.hpp"
 #include "compare/spec.hpp"
 #include "core/errors.hpp"
 #include "core/molecule_list.hpp"
@@ -360,9 +361,10 @@ TEST(CompareSpec, AMoleculeEntryWithAGeometryTrainsAndScoresThatGeometry) {
   EXPECT_GT(refs[1].energy, -1.14);   // exact at 2.0 bohr: -1.1381 Eh
   EXPECT_LT(refs[1].energy, -1.12);
   EXPECT_NE(error_of(text + "references: exact\n").find("h2_stretched"), std::string::npos);
-  // Unnamed, another geometry is labelled so, and the file's own molecule keeps its name (it
-  // was "h2" at 1.6 bohr beside "h2-2" at 1.4 with the exact reference, a user audit); a rigid
-  // motion of the file's molecule is that molecule.
+  // Unnamed, another geometry beside the file's own molecule is labelled so, and the file's
+  // molecule keeps its name (it was "h2" at 1.6 bohr beside "h2-2" at 1.4 with the exact
+  // reference, a user audit); a rigid motion of the file's molecule is that molecule; alone, or
+  // with another charge only, an entry keeps its name (earlier comparisons' cells keep theirs).
   const auto unnamed = parse_compare_spec(
       "ansatze: [{type: ferminet}]\n"
       "molecules: [{molecule: h2, geometry: [[0, 0, 0], [0, 0, 1.6]]}, h2,\n"
@@ -372,6 +374,12 @@ TEST(CompareSpec, AMoleculeEntryWithAGeometryTrainsAndScoresThatGeometry) {
   EXPECT_EQ(unnamed.molecules[0].label, "h2_geom");
   EXPECT_EQ(unnamed.molecules[1].label, "h2");
   EXPECT_EQ(unnamed.molecules[2].label, "h2-2");
+  const auto alone = parse_compare_spec(
+      "ansatze: [{type: ferminet}]\nmolecules: [{molecule: h2, geometry: [[0, 0, 0], [0, 0, 1.6]]}, "
+      "{molecule: h2, charge: 1}]\noutput: " + out + "\n",
+      {}, "cmp.yaml");
+  EXPECT_EQ(alone.molecules[0].label, "h2");
+  EXPECT_EQ(alone.molecules[1].label, "h2_cation");
   EXPECT_NE(error_of("ansatze: [{type: ferminet}]\nmolecules: [{molecule: h2, geometry: [[0, 0, 0]]}]\n")
                 .find("molecules[0].geometry"),
             std::string::npos);
@@ -735,4 +743,16 @@ TEST(CompareSpec, ACellIsTheSameCellWithOrWithoutTheMoleculeFilesReferenceEnergy
   named.system = SystemConfig{};
   named.system.molecule = InlineYaml{"h2"};
   EXPECT_EQ(cell_identity(named), cell_identity(now));
+}
+
+// A comparison on a machine whose other runnable tasks fill the CPUs it may use says its timings
+// may depend on that load (a user audit: cells trained 8x slower per iteration on a busy machine,
+// unsaid); on one with a CPU to spare, nothing.
+TEST(CompareRunner, ABusyMachineIsWarnedOfOnlyWhenOtherTasksFillItsCpus) {
+  EXPECT_EQ(nnvmc::compare::busy_machine_warning(1, 2, false), "");
+  EXPECT_EQ(nnvmc::compare::busy_machine_warning(5, 0, false), "");  // (CPUs unknown)
+  const std::string w = nnvmc::compare::busy_machine_warning(2, 2, true);
+  EXPECT_NE(w.find("2 other runnable tasks on the 2 CPUs this process may use"), std::string::npos) << w;
+  EXPECT_NE(w.find("with a minutes budget how far they train"), std::string::npos) << w;
+  EXPECT_EQ(nnvmc::compare::busy_machine_warning(3, 2, false).find("minutes"), std::string::npos);
 }

@@ -1130,7 +1130,8 @@ TEST(Cli, ScfConvergenceSettingsChangeThePathNotTheEnergy) {
   EXPECT_NEAR(jacobi["e_ccsd"].get<double>(), standard["e_ccsd"].get<double>(), 1e-9);
   // --threads sets the integrals' and the tensors' threads (ccsd had none: it took every core)
   const auto one_thread = json_of(run("ccsd h2o --basis sto-3g --json --log-level error --threads 1").out);
-  EXPECT_EQ(one_thread["threads"], 1);
+  EXPECT_EQ(one_thread["tensor_threads"], 1);
+  EXPECT_EQ(one_thread["integral_threads"], 1);
   EXPECT_NEAR(one_thread["e_ccsd"].get<double>(), standard["e_ccsd"].get<double>(), 1e-10);
   const auto one_thread_cd =
       json_of(run("ccsd h2o --basis sto-3g --json --log-level error --threads 1 --cholesky 1e-5").out);

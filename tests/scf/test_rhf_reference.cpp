@@ -183,7 +183,16 @@ TEST(Rhf, NearlyDependentDiffuseBasisDropsWhatPsi4Drops) {
     run_rhf(chain, basis, loose);
     ADD_FAILURE() << "kept a combination at 5e-8 and converged";
   } catch (const NumericalError& e) {
-    EXPECT_NE(std::string(e.what()).find("the smallest overlap eigenvalue kept is 5.1e-08): --lindep 1e-07 drops"),
+    EXPECT_NE(std::string(e.what()).find("RHF did not converge in 40 iterations"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("the smallest overlap eigenvalue kept is 5.1e-08): --lindep 1e-07 (nnvmc scf, "
+                                         "ccsd) drops 1 more combination, which changes the energy"),
               std::string::npos) << e.what();
+  }
+  loose.max_iterations = 2;  // far from converged: not a rounding floor, and not said to be one
+  try {
+    run_rhf(chain, basis, loose);
+    ADD_FAILURE() << "converged in 2 iterations";
+  } catch (const NumericalError& e) {
+    EXPECT_EQ(std::string(e.what()).find("rounding floor"), std::string::npos) << e.what();
   }
 }
