@@ -100,7 +100,8 @@ std::string eval_text(const EvalResult& r) {
               value(r.autocorr.error).c_str());
   // (a user audit took a reblocking 1.7x below the walkers' spread, which matched the spread of
   // eight seeds, as a confirmation: reblocking runs low on short or strongly correlated series)
-  if (!reblocked && std::isfinite(r.error_reblocking) && r.error_reblocking < r.stats.error / 1.5 && !r.walkers_apart())
+  if (!reblocked && std::isfinite(r.error_reblocking) && r.error_reblocking > 0 &&
+      r.error_reblocking < r.stats.error / 1.5 && !r.walkers_apart())
     s += strfmt("         (the reblocking is %.1f times below the stated error: it runs low on series this short or "
                 "correlated; the walkers' spread is the estimate to use)\n",
                 r.stats.error / r.error_reblocking);
