@@ -51,27 +51,6 @@ void check_options(const ScfOptions& o) {
     throw InputError("SCF: --damping acts only before DIIS starts, from iteration 2: set --diis-start to 3 or more");
 }
 
-/// Below this smallest kept overlap eigenvalue, an SCF that stalls near convergence is said to
-/// stall on the basis's ill-conditioning (aug-cc-pVDZ on ordinary molecules keeps ~1e-6 and more).
-constexpr double kIllConditionedOverlap = 1e-6;
-
-/// What a stalled SCF (near convergence, not converging) can do about a nearly dependent basis:
-/// the smallest overlap eigenvalue of S [n, n] that `threshold` keeps, the next power of ten above
-/// it, and how many more combinations that drops; "" when the basis is not that ill-conditioned.
-std::string lindep_hint(const Eigen::MatrixXd& S, double threshold) {
-  const Eigen::VectorXd s = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(S, Eigen::EigenvaluesOnly).eigenvalues();
-  int first = 0;
-  while (first < s.size() && s(first) < threshold) ++first;
-  if (first == s.size() || s(first) >= kIllConditionedOverlap) return "";
-  const double larger = std::pow(10.0, std::ceil(std::log10(s(first)) + 1e-9));
-  int more = 0;
-  while (first + more < s.size() && s(first + more) < larger) ++more;
-  return strfmt("; the iterations stall at the rounding floor of a nearly linearly dependent basis (the smallest "
-                "overlap eigenvalue kept is %.1e): --lindep %g (nnvmc scf, ccsd) drops %d more combination%s, "
-                "which changes the energy (an H8 chain at 0.5 A in aug-cc-pVDZ: 0.7 mEh higher with 1e-6)",
-                s(first), larger, more, more == 1 ? "" : "s");
-}
-
 /// Under MPI every rank solves the same SCF, but the J/K builds' thread count (hence their
 /// rounding) may differ between nodes, and degenerate orbitals then come out rotated differently
 /// on each rank; CCSD terms split over ranks, PauliNet's and the HF model's orbitals must all be
@@ -336,15 +315,10 @@ ScfResult solve(const System& system, const BasisSet& basis, const ScfOptions& o
           << (st.aufbau_escapes < detail::kMaxAufbauEscapes ? " within --max-iter" : "")
           << "); try the other initial guess (--guess core or sad)"
           << (o.level_shift > 0 ? ", or no level shift (a shifted SCF converges to such states)" : "");
-    else {
+    else
       msg << (unrestricted ? "UHF" : "RHF") << " did not converge in " << o.max_iterations
           << " iterations (last |ΔE| = " << std::scientific << r.delta_energy << " Eh, max|[F,D]| = " << r.commutator
           << "); " << o.convergence_advice;
-      // A nearly dependent combination kept gives orbitals large AO coefficients, which amplify
-      // the J/K builds' rounding: near convergence the iterations then hover at the tolerances.
-      if (r.delta_energy < 1e-8 && r.commutator < 100 * o.commutator_tolerance)
-        msg << lindep_hint(r.overlap, o.lindep_threshold);
-    }
     throw NumericalError(msg.str());
   }
   return r;

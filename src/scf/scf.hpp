@@ -49,10 +49,8 @@ struct ScfOptions {
   double damping = 0.0;                 ///< in [0, 1): F ← (1−d)F + d·F_previous before DIIS starts
   double level_shift = 0.0;             ///< hartree added to virtual orbital energies (0 = off)
   /// Drop overlap eigenvalues below this (canonical orthogonalisation), as Psi4's S_TOLERANCE
-  /// (1e-7). An H8 chain at 0.5 Å in aug-cc-pVDZ then drops Psi4's four combinations; with 1e-8
-  /// it kept one at 5e-8, whose AO coefficients amplify rounding, and never converged. With 1e-7
-  /// it keeps one at 1.8e-7 and hovers at the tolerances (|ΔE| ~1e-10): converged in 18–87
-  /// iterations with 1, 3, 4 or 8 integral threads, not within 100 with 2.
+  /// (1e-7; it was 1e-8). An H8 chain at 0.5 Å in aug-cc-pVDZ drops Psi4's four combinations
+  /// and has Psi4's energy; with 1e-8 three, 0.5 mEh lower.
   double lindep_threshold = 1e-7;
   StabilityMode stability = StabilityMode::automatic;  ///< stability analysis after convergence
   double stability_threshold = 1e-5;    ///< an orbital-Hessian eigenvalue below −this (Eh) is an instability
