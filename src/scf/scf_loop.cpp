@@ -127,6 +127,9 @@ ScfState solve_scf(const ScfProblem& pb, std::vector<Eigen::MatrixXd> density, c
   // with a full build kept an SCF on a nearly dependent basis hovering at its tolerances (an H8
   // chain in aug-cc-pVDZ: not converged in 100 iterations with 2 threads; 12 now). Only near
   // convergence: the path there, which decides the solution an open shell reaches, is unchanged.
+  // Exact ERIs only: a Cholesky K costs in proportion to the density's rank, n_occ for D but n
+  // for its change, and its GEMMs' rounding did not stall (the H8 chain: 13 iterations).
+  const bool incremental = pb.jk.cholesky_vectors() == 0;
   Eigen::MatrixXd j_built, d_built;
   std::vector<Eigen::MatrixXd> k_built, dc_built;
   int since_full = 0;
@@ -136,7 +139,8 @@ ScfState solve_scf(const ScfProblem& pb, std::vector<Eigen::MatrixXd> density, c
     st.iterations = it;
     Eigen::MatrixXd d_total = st.D[0];
     for (std::size_t c = 1; c < nch; ++c) d_total += st.D[c];
-    if (!d_built.size() || comm_before >= kIncrementalBuildsBelow || ++since_full >= kFullFockBuildEvery) {
+    if (!incremental || !d_built.size() || comm_before >= kIncrementalBuildsBelow ||
+        ++since_full >= kFullFockBuildEvery) {
       pb.jk.build(d_total, st.D, J, K);
       since_full = 0;
     } else {
@@ -146,10 +150,12 @@ ScfState solve_scf(const ScfProblem& pb, std::vector<Eigen::MatrixXd> density, c
       J += j_built;
       for (std::size_t c = 0; c < nch; ++c) K[c] += k_built[c];
     }
-    j_built = J;
-    k_built = K;
-    d_built = d_total;
-    dc_built = st.D;
+    if (incremental) {
+      j_built = J;
+      k_built = K;
+      d_built = d_total;
+      dc_built = st.D;
+    }
     std::vector<Eigen::MatrixXd> err(nch);
     double energy = pb.e_nuc, comm = 0;
     for (std::size_t c = 0; c < nch; ++c) {
