@@ -2,7 +2,11 @@
 """RHF with Psi4 (Debian `psi4`, system BLAS) on one molecule, as its users run it: --scf-type pk
 (exact integrals), cd (Cholesky, --cholesky TAU) or df (its default, cc-pVDZ-JKFIT fitting).
 Prints one JSON line: energy, iterations, wall seconds of the psi4 process, its BLAS.
-usage: bench/psi4_hf.py MOLECULE.xyz [--basis cc-pvdz] [--scf-type pk|cd|df] [--cholesky 1e-5] [--threads 1]"""
+--df-basis names the auxiliary basis of df (def2-qzvpp-jkfit is Psi4's name for def2-universal-JKFIT,
+nnvmc scf --df's default); --reference uhf with --multiplicity M for open shells; --e-conv/--d-conv
+tighten the convergence for comparisons below 1e-8 Eh.
+usage: bench/psi4_hf.py MOLECULE.xyz [--basis cc-pvdz] [--scf-type pk|cd|df] [--cholesky 1e-5] [--threads 1]
+       [--df-basis NAME] [--reference rhf|uhf] [--charge 0] [--multiplicity 1] [--e-conv 1e-8] [--d-conv 1e-6]"""
 import argparse, json, os, re, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -16,12 +20,21 @@ ap.add_argument("--scf-type", default="pk")
 ap.add_argument("--cholesky", type=float, default=1e-5)
 ap.add_argument("--threads", type=int, default=1)
 ap.add_argument("--memory-gb", type=int, default=8)
+ap.add_argument("--df-basis", default="")
+ap.add_argument("--reference", default="rhf")
+ap.add_argument("--charge", type=int, default=0)
+ap.add_argument("--multiplicity", type=int, default=1)
+ap.add_argument("--e-conv", type=float, default=1e-8)
+ap.add_argument("--d-conv", type=float, default=1e-6)
 a = ap.parse_args()
 lines = open(a.xyz).read().splitlines()
 atoms = "\n".join(lines[2:2 + int(lines[0])])
 extra = f"  cholesky_tolerance {a.cholesky}\n" if a.scf_type == "cd" else ""
-inp = (f"memory {a.memory_gb} gb\nmolecule {{\n{atoms}\nunits angstrom\nsymmetry c1\nno_reorient\nno_com\n}}\n"
-       f"set {{\n  basis {a.basis}\n  scf_type {a.scf_type}\n  e_convergence 1e-8\n  d_convergence 1e-6\n{extra}}}\n"
+if a.df_basis:
+    extra += f"  df_basis_scf {a.df_basis}\n"
+inp = (f"memory {a.memory_gb} gb\nmolecule {{\n{a.charge} {a.multiplicity}\n{atoms}\nunits angstrom\nsymmetry c1\nno_reorient\nno_com\n}}\n"
+       f"set {{\n  basis {a.basis}\n  scf_type {a.scf_type}\n  reference {a.reference}\n"
+       f"  e_convergence {a.e_conv}\n  d_convergence {a.d_conv}\n{extra}}}\n"
        "energy('scf')\n")
 with tempfile.TemporaryDirectory() as d:
     open(os.path.join(d, "in.dat"), "w").write(inp)
@@ -35,7 +48,7 @@ with tempfile.TemporaryDirectory() as d:
 m = re.search(r"Total Energy =\s+(-?\d+\.\d+)", out)
 if not m:
     sys.exit("psi4 failed:\n" + out[-2000:])
-iters = re.findall(r"@RHF iter\s+(\d+):", out)
-print(json.dumps({"program": "psi4", "scf_type": a.scf_type, "cholesky": a.cholesky if a.scf_type == "cd" else None,
+iters = re.findall(r"@[RU]HF iter\s+(\d+):", out)
+print(json.dumps({"program": "psi4", "scf_type": a.scf_type, "df_basis": a.df_basis or None, "cholesky": a.cholesky if a.scf_type == "cd" else None,
                   "e_hf": float(m.group(1)), "iterations": int(iters[-1]) if iters else None,
                   "seconds": round(dt, 2), "blas": system_blas(), "openblas_core": core}))

@@ -103,12 +103,12 @@ std::string available_bases_list(const std::string& directory) {
 namespace {
 
 /// Parsed basis files, cached by path (reading cc-pVTZ once per process is enough).
-const BasisLibrary& cached_library(const std::string& path) {
+const BasisLibrary& cached_library(const std::string& path, int max_l) {
   static std::mutex mutex;
-  static std::map<std::string, BasisLibrary> cache;
+  static std::map<std::pair<std::string, int>, BasisLibrary> cache;
   std::lock_guard lock(mutex);
-  auto it = cache.find(path);
-  if (it == cache.end()) it = cache.emplace(path, read_nwchem_basis(path)).first;
+  auto it = cache.find({path, max_l});
+  if (it == cache.end()) it = cache.emplace(std::pair{path, max_l}, read_nwchem_basis(path, max_l)).first;
   return it->second;
 }
 
@@ -150,7 +150,7 @@ void require_same_molecule_and_basis_on_all_ranks(const System& system, const st
 
 BasisSet make_basis(const std::string& basis_name, const System& system,
                     const BasisOptions& options) {
-  const BasisLibrary& lib = cached_library(basis_file_path(basis_name, options));
+  const BasisLibrary& lib = cached_library(basis_file_path(basis_name, options), options.max_l);
   const bool pure = options.spherical.value_or(lib.spherical);
 
   std::vector<libint2::Shell> shells;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/system.hpp"
+#include "scf/basis_file.hpp"
 
 namespace nnvmc::scf {
 
@@ -17,6 +18,7 @@ namespace nnvmc::scf {
 struct BasisOptions {
   std::string directory;            ///< folder of basis files; empty = default_basis_dir()
   std::optional<bool> spherical;    ///< force pure (true) or Cartesian (false) shells; unset = as the file says
+  int max_l = kOrbitalMaxL;         ///< highest shell l accepted (auxiliary bases: kFittingMaxL)
 };
 
 /// Shells on atoms, in atom order and, per atom, in basis-file order. Functions are numbered

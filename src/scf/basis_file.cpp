@@ -31,11 +31,10 @@ std::vector<std::string> split_words(const std::string& line) {
   return words;
 }
 
-/// Highest angular momentum libint2's electron-repulsion integrals were generated for here.
-constexpr int kMaxShellL = LIBINT2_MAX_AM_eri;
 /// Shell labels by angular momentum.
 constexpr const char* kShellLetters = "SPDFGHIK";
-static_assert(kMaxShellL < 8, "shell labels go up to K (l = 7)");
+static_assert(kOrbitalMaxL == LIBINT2_MAX_AM_eri, "libint2's four-centre ERI limit");
+static_assert(kFittingMaxL <= LIBINT2_MAX_AM_3eri && kFittingMaxL < 8, "libint2's three-centre ERI limit; labels to K");
 
 /// Angular momentum of a shell label letter ("S", "P", ...); -1 if not one.
 int l_of_label(const std::string& label) {
@@ -101,7 +100,8 @@ void flush(Block& b, BasisLibrary& lib, const std::string& where) {
 
 }  // namespace
 
-BasisLibrary parse_nwchem_basis(const std::string& text, const std::string& where) {
+BasisLibrary parse_nwchem_basis(const std::string& text, const std::string& where, int max_l) {
+  if (max_l < 0 || max_l > kFittingMaxL) throw Error("parse_nwchem_basis: max_l " + std::to_string(max_l) + " out of range");
   BasisLibrary lib;
   lib.source = where;
   std::istringstream in(text);
@@ -160,10 +160,10 @@ BasisLibrary parse_nwchem_basis(const std::string& text, const std::string& wher
       if (label == "SP" || label == "L") {
         block.column_l = {0, 1};
       } else if (const int l = l_of_label(label); l >= 0) {
-        if (l > kMaxShellL)
+        if (l > max_l)
           throw InputError(here + "shell type '" + words[1] + "' (l = " + std::to_string(l) +
-                           ") is beyond the integral library's limit, l = " + std::to_string(kMaxShellL) + " (" +
-                           kShellLetters[kMaxShellL] + ")");
+                           ") is beyond the integral library's limit, l = " + std::to_string(max_l) + " (" +
+                           kShellLetters[max_l] + ")");
         block.column_l = {l};
       } else {
         throw InputError(here + "unknown shell type '" + words[1] + "'");
@@ -200,12 +200,12 @@ BasisLibrary parse_nwchem_basis(const std::string& text, const std::string& wher
   return lib;
 }
 
-BasisLibrary read_nwchem_basis(const std::string& path) {
+BasisLibrary read_nwchem_basis(const std::string& path, int max_l) {
   std::ifstream f(path);
   if (!f) throw InputError(path + ": cannot read basis file");
   std::ostringstream text;
   text << f.rdbuf();
-  return parse_nwchem_basis(text.str(), path);
+  return parse_nwchem_basis(text.str(), path, max_l);
 }
 
 }  // namespace nnvmc::scf

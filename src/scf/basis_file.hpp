@@ -8,6 +8,12 @@
 
 namespace nnvmc::scf {
 
+/// Highest shell angular momentum of an orbital basis: libint2's four-centre ERIs (l = 5, H here).
+constexpr int kOrbitalMaxL = 5;
+/// Highest of an auxiliary (fitting) basis: the single centre of libint2's three-centre ERIs
+/// (l = 7, K here; def2-universal-JKFIT has I functions on Sc–Zn).
+constexpr int kFittingMaxL = 7;
+
 /// One segmented contracted shell as written in a basis file: φ(r) = Σ_k c_k r^l e^{-α_k r²}
 /// (coefficients refer to normalised primitives, as in the file).
 struct ShellTemplate {
@@ -28,9 +34,11 @@ struct BasisLibrary {
 /// coefficient; "SP"/"L" shells become an s and a p shell. `where` names the source in
 /// messages. @throws InputError naming the line for malformed input, a contraction whose
 /// coefficients are all zero, or a shell type beyond the integral library's angular momentum.
-BasisLibrary parse_nwchem_basis(const std::string& text, const std::string& where);
+/// `max_l`: the highest angular momentum accepted (kOrbitalMaxL: libint2's four-centre ERIs;
+/// auxiliary bases for density fitting go to kFittingMaxL, its three-centre ERIs' single centre).
+BasisLibrary parse_nwchem_basis(const std::string& text, const std::string& where, int max_l = kOrbitalMaxL);
 
 /// Reads and parses an NWChem-format basis file. @throws InputError if it cannot be read.
-BasisLibrary read_nwchem_basis(const std::string& path);
+BasisLibrary read_nwchem_basis(const std::string& path, int max_l = kOrbitalMaxL);
 
 }  // namespace nnvmc::scf

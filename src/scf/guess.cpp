@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 
+#include "scf/density_fitting.hpp"
 #include "scf/integrals.hpp"
 #include "scf/scf_loop.hpp"
 
@@ -50,6 +51,8 @@ Eigen::MatrixXd sad_density(const System& system, const BasisSet& basis, const S
       if (molecule_jk == nullptr || system.atoms.size() != 1) {
         JKOptions atom_options = options.jk;
         atom_options.cholesky_pairs = nullptr;  // vectors given for the molecule are not the atom's
+        if (options.jk.df_basis)  // (the atom's own auxiliary functions)
+          atom_options.df_basis = std::make_shared<const BasisSet>(atom_subset(*options.jk.df_basis, int(a)));
         atom_jk = std::make_unique<JKBuilder>(ab, atom_options);
       }
       const JKBuilder& jk = atom_jk ? *atom_jk : *molecule_jk;

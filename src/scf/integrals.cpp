@@ -97,7 +97,7 @@ Eigen::MatrixXd core_hamiltonian(const BasisSet& basis, const System& system,
   return kinetic_matrix(basis, options) + nuclear_attraction_matrix(basis, system, options);
 }
 
-Eigen::MatrixXd schwarz_bounds(const BasisSet& basis, const IntegralOptions& options) {
+Eigen::MatrixXd schwarz_bounds(const BasisSet& basis, const IntegralOptions& options, bool same_atom_unbounded) {
   const int threads = resolve_threads(options.threads);
   // No primitive screening here: (ab|ab) ~ S_ab² may be below the engine precision while
   // (ab|cd) ~ S_ab is not, and a bound screened to zero would drop real integrals.
@@ -108,6 +108,10 @@ Eigen::MatrixXd schwarz_bounds(const BasisSet& basis, const IntegralOptions& opt
   parallel_for(ns, threads, [&](std::size_t s1, int t) {
     const auto& buf = pool[t].results();
     for (std::size_t s2 = 0; s2 <= s1; ++s2) {
+      if (same_atom_unbounded && basis.shell_atoms()[s1] == basis.shell_atoms()[s2]) {
+        Q(s1, s2) = Q(s2, s1) = HUGE_VAL;
+        continue;
+      }
       pool[t].compute(shells[s1], shells[s2], shells[s1], shells[s2]);
       const std::size_t n1 = shells[s1].size(), n2 = shells[s2].size(), n12 = n1 * n2;
       double m = 0;

@@ -14,6 +14,7 @@
 #include "core/log.hpp"
 #include "parallel/communicator.hpp"
 #include "scf/cholesky_eri.hpp"
+#include "scf/density_fitting.hpp"
 #include "scf/parallel.hpp"
 
 namespace nnvmc::scf {
@@ -154,11 +155,14 @@ JKBuilder::JKBuilder(const BasisSet& basis, const JKOptions& options) : impl_(ne
   libint2::Engine proto(libint2::Operator::coulomb, basis.max_nprim(), basis.max_l(), 0,
                         options.integrals.engine_precision);
   m.engines.assign(m.threads, proto);
-  if (options.cholesky_tau > 0) {
+  if (options.df_basis && options.cholesky_tau > 0)
+    throw InputError("scf: density fitting and Cholesky ERIs exclude each other (give one)");
+  if (options.cholesky_tau > 0 || options.df_basis) {
     const Eigen::Index n = Eigen::Index(basis.n_functions());
     Eigen::MatrixXd own;
-    if (!options.cholesky_pairs) own = cholesky_eri_pairs(basis, options.cholesky_tau, options.integrals);
-    const Eigen::MatrixXd& L = options.cholesky_pairs ? *options.cholesky_pairs : own;
+    if (options.df_basis) own = density_fitted_pairs(basis, *options.df_basis, options.integrals);
+    else if (!options.cholesky_pairs) own = cholesky_eri_pairs(basis, options.cholesky_tau, options.integrals);
+    const Eigen::MatrixXd& L = options.cholesky_pairs && !options.df_basis ? *options.cholesky_pairs : own;
     if (L.rows() != n * (n + 1) / 2)
       throw Error("JKBuilder: given Cholesky vectors have " + std::to_string(L.rows()) + " pair rows, the basis " +
                   std::to_string(n * (n + 1) / 2));

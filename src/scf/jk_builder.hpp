@@ -6,7 +6,9 @@
 /// recomputed on every build (direct). Both paths run multithreaded. With cholesky_tau > 0 the
 /// ERIs are replaced by pivoted Cholesky vectors (scf/cholesky_eri.hpp, error per ERI below
 /// tau): J = Σ_x L_x (L_x·D), K = Σ_x (L_x W)(L_x W)ᵀ with D = W S Wᵀ its eigen-factorisation
-/// (S = ±1), i.e. GEMMs over n²·M values instead of the shell quartets.
+/// (S = ±1), i.e. GEMMs over n²·M values instead of the shell quartets. With an auxiliary
+/// basis (df_basis) the same three-index build runs on density-fitted vectors
+/// (scf/density_fitting.hpp) instead.
 #include <Eigen/Dense>
 
 #include <cstddef>
@@ -28,6 +30,9 @@ struct JKOptions {
   /// With cholesky_tau > 0: vectors already decomposed to that threshold, in cholesky_eri_pairs'
   /// layout [n(n+1)/2, n_vec], shared with a later user (Cholesky CCSD); null: decomposed here.
   std::shared_ptr<const Eigen::MatrixXd> cholesky_pairs;
+  /// Non-null: J/K density-fitted with this auxiliary basis (on the molecule's atoms, in its atom
+  /// order); excludes cholesky_tau > 0
+  std::shared_ptr<const BasisSet> df_basis;
 };
 
 /// Builds J_pq = Σ_rs (pq|rs) D_rs and K_pq = Σ_rs (pr|qs) D_rs for symmetric densities.
@@ -47,7 +52,9 @@ class JKBuilder {
              Eigen::MatrixXd& J, std::vector<Eigen::MatrixXd>& K) const;
 
   bool in_core() const;                 ///< true when ERIs are stored
-  std::size_t cholesky_vectors() const; ///< Cholesky vectors used (0: exact ERIs)
+  /// Three-index vectors the J/K build runs on: Cholesky vectors, or with df_basis the
+  /// density-fitted ones (0: exact ERIs)
+  std::size_t cholesky_vectors() const;
   std::size_t n_quartets() const;       ///< unique shell quartets kept after screening
   std::size_t stored_doubles() const;   ///< ERIs held in memory (0 when direct)
 

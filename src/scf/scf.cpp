@@ -206,7 +206,10 @@ ScfResult solve(const System& system, const BasisSet& basis, const ScfOptions& o
   r.overlap = overlap_matrix(basis, o.jk.integrals);
   r.h_core = core_hamiltonian(basis, system, o.jk.integrals);
   const JKBuilder jk(basis, o.jk);
-  if (jk.cholesky_vectors() > 0)
+  if (o.jk.df_basis)
+    spdlog::debug("scf: {} functions, density fitting with {} ({} auxiliary functions, {} kept); integrals {:.3f} s", n,
+                  o.jk.df_basis->name(), o.jk.df_basis->n_functions(), jk.cholesky_vectors(), since(t0));
+  else if (jk.cholesky_vectors() > 0)
     spdlog::debug("scf: {} functions, {} Cholesky vectors (tau {:.0e}); integrals {:.3f} s", n, jk.cholesky_vectors(),
                   o.jk.cholesky_tau, since(t0));
   else

@@ -1248,6 +1248,26 @@ TEST(Cli, ScfWithCholeskyJKAgreesWithExactIntegrals) {
   expect_input_error("scf h2o --cholesky -1", "cholesky");
 }
 
+// `nnvmc scf --df`: density-fitted J/K with def2-universal-JKFIT (Psi4's df energy with the same
+// functions, 32 µEh above the exact one for H2O/cc-pVDZ), said in the text and the JSON;
+// --df-basis needs --df, and --df excludes --cholesky.
+TEST(Cli, ScfWithDensityFittingStatesItsAuxiliaryBasis) {
+  const auto df = run("scf h2o --basis cc-pvdz --json --threads 1 --df");
+  ASSERT_EQ(df.code, 0) << df.out;
+  const auto j = json_of(df.out);
+  EXPECT_EQ(j["integrals"].get<std::string>(), "density_fitted");
+  EXPECT_EQ(j["df_basis"].get<std::string>(), "def2-universal-jkfit");
+  EXPECT_EQ(j["n_aux"].get<int>(), 113);
+  EXPECT_NEAR(j["e_hf"].get<double>(), -76.02673318684172, 1e-8);
+  EXPECT_NE(run("scf h2o --basis cc-pvdz --threads 1 --df").out.find(
+                "J/K density-fitted (def2-universal-jkfit, 113 auxiliary functions)"),
+            std::string::npos);
+  EXPECT_EQ(json_of(run("scf h2o --basis sto-3g --json --threads 1").out)["integrals"].get<std::string>(), "exact");
+  expect_input_error("scf h2o --df --cholesky 1e-6", "--cholesky excludes --df");
+  expect_input_error("scf h2o --df-basis def2-universal-jkfit", "--df-basis requires --df");
+  expect_input_error("scf h2o --df --df-basis nope", "unknown basis 'nope'");
+}
+
 // `nnvmc ccsd --cholesky TAU` runs the RHF on the CCSD's Cholesky vectors and says so;
 // `--exact-scf` keeps the exact-ERI RHF (the scf command's exact energy) and needs --cholesky.
 TEST(Cli, CholeskyCcsdSharesItsVectorsWithTheRhfUnlessExactScfIsAsked) {

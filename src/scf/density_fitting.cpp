@@ -1,0 +1,161 @@
+/// @file density_fitting.cpp
+/// Three-centre integrals (pq|P), the Coulomb metric (P|Q) and B = (pq|P) V^{-1/2}.
+#include "scf/density_fitting.hpp"
+
+#include <libint2.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <vector>
+
+#include "core/errors.hpp"
+#include "core/log.hpp"
+#include "scf/basis_file.hpp"
+#include "scf/parallel.hpp"
+
+namespace nnvmc::scf {
+
+std::string fitting_basis_dir() { return default_basis_dir() + "/fitting"; }
+
+BasisSet make_fitting_basis(const std::string& name, const System& system) {
+  BasisOptions o;
+  o.directory = fitting_basis_dir();
+  o.max_l = kFittingMaxL;
+  return make_basis(name, system, o);
+}
+
+BasisSet atom_subset(const BasisSet& aux, int atom) {
+  std::vector<libint2::Shell> shells;
+  for (std::size_t s = 0; s < aux.n_shells(); ++s)
+    if (aux.shell_atoms()[s] == atom) shells.push_back(aux.shells()[s]);
+  const std::size_t n = shells.size();
+  return BasisSet(aux.name(), std::move(shells), std::vector<int>(n, 0));
+}
+
+namespace {
+
+/// A Coulomb engine for two- or three-centre integrals up to max_l. (Made for l = 0 and turned
+/// into that kind before its l is raised: libint2 checks l against the kind's own limit, and the
+/// four-centre limit, 5, is below the auxiliary bases' 6.)
+libint2::Engine fitting_engine(libint2::BraKet kind, std::size_t max_nprim, int max_l, const IntegralOptions& o) {
+  libint2::Engine e(libint2::Operator::coulomb, max_nprim, 0, 0, o.engine_precision);
+  e.set(kind);
+  e.set_max_l(static_cast<std::size_t>(max_l));
+  return e;
+}
+
+/// V_PQ = (P|Q) over the auxiliary functions, [n_aux, n_aux].
+Eigen::MatrixXd coulomb_metric(const BasisSet& aux, const IntegralOptions& o, int threads) {
+  std::vector<libint2::Engine> pool(threads, fitting_engine(libint2::BraKet::xs_xs, aux.max_nprim(), aux.max_l(), o));
+  const auto& sh = aux.shells();
+  const auto& off = aux.shell_offsets();
+  const std::size_t ns = sh.size();
+  Eigen::MatrixXd V = Eigen::MatrixXd::Zero(aux.n_functions(), aux.n_functions());
+  parallel_for(ns, threads, [&](std::size_t P, int t) {
+    const auto& buf = pool[t].results();
+    for (std::size_t Q = 0; Q <= P; ++Q) {
+      pool[t].compute(sh[P], libint2::Shell::unit(), sh[Q], libint2::Shell::unit());
+      if (!buf[0]) continue;
+      const std::size_t nP = sh[P].size(), nQ = sh[Q].size();
+      for (std::size_t a = 0; a < nP; ++a)
+        for (std::size_t b = 0; b < nQ; ++b) V(off[P] + a, off[Q] + b) = V(off[Q] + b, off[P] + a) = buf[0][a * nQ + b];
+    }
+  });
+  return V;
+}
+
+}  // namespace
+
+Eigen::MatrixXd density_fitted_pairs(const BasisSet& basis, const BasisSet& aux, const IntegralOptions& o) {
+  if (aux.n_functions() == 0) throw InputError("density fitting: the auxiliary basis '" + aux.name() + "' is empty");
+  ensure_libint_initialized();
+  const int threads = resolve_threads(o.threads);
+  const Eigen::Index n = Eigen::Index(basis.n_functions()), n_aux = Eigen::Index(aux.n_functions());
+
+  using clock = std::chrono::steady_clock;
+  const auto since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
+  auto t0 = clock::now();
+  const Eigen::MatrixXd V = coulomb_metric(aux, o, threads);
+  // V = L Lᵀ, and B = (pq|P) L⁻ᵀ: B Bᵀ = (pq|P) V⁻¹ (P|rs) as with V^{-1/2}, at a third of the
+  // cost (a triangular solve in place, no eigendecomposition). A metric with a pivot below
+  // kMinPivot of its largest diagonal (nearly dependent auxiliary functions) takes V^{-1/2} from
+  // its eigenvectors instead, the directions below kFittingCondition dropped.
+  constexpr double kMinPivot = 1e-8;
+  const Eigen::LLT<Eigen::MatrixXd> llt(V);
+  const bool use_cholesky = llt.info() == Eigen::Success &&
+                            llt.matrixLLT().diagonal().cwiseAbs2().minCoeff() > kMinPivot * V.diagonal().maxCoeff();
+  Eigen::MatrixXd v_inv_half;  // eigenvector route: [n_aux, kept]
+  if (!use_cholesky) {
+    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(V);
+    const Eigen::VectorXd& lambda = es.eigenvalues();  // ascending
+    const double cut = kFittingCondition * lambda(n_aux - 1);
+    Eigen::Index first = 0;
+    while (first < n_aux && lambda(first) <= cut) ++first;
+    const Eigen::Index kept = n_aux - first;
+    v_inv_half = es.eigenvectors().rightCols(kept) * lambda.tail(kept).cwiseSqrt().cwiseInverse().asDiagonal();
+    if (first > 0)
+      log::info(strfmt("density fitting: %ld of the %ld auxiliary functions' metric directions dropped (eigenvalue "
+                       "below %g of the largest)", static_cast<long>(first), static_cast<long>(n_aux),
+                       kFittingCondition));
+  }
+  const double t_metric = since(t0);
+  t0 = clock::now();
+  // (pq|P) over the unique shell pairs that pass the Schwarz bound with the largest (P|P).
+  const Eigen::MatrixXd Q = schwarz_bounds(basis, o, true);
+  const double t_schwarz = since(t0);
+  t0 = clock::now();
+  const auto& sh = basis.shells();
+  const auto& off = basis.shell_offsets();
+  const auto& ash = aux.shells();
+  const auto& aoff = aux.shell_offsets();
+  std::vector<double> q_shell(ash.size(), 0.0);  // sqrt(max (P|P)) over each auxiliary shell's functions
+  for (std::size_t P = 0; P < ash.size(); ++P)
+    for (std::size_t a = aoff[P]; a < aoff[P + 1]; ++a) q_shell[P] = std::max(q_shell[P], std::sqrt(std::max(0.0, V(a, a))));
+  const double q_aux = *std::max_element(q_shell.begin(), q_shell.end());
+  std::vector<std::pair<std::size_t, std::size_t>> pairs;
+  for (std::size_t s1 = 0; s1 < sh.size(); ++s1)
+    for (std::size_t s2 = 0; s2 <= s1; ++s2)
+      if (Q(s1, s2) * q_aux >= o.schwarz_threshold) pairs.push_back({s1, s2});
+  std::vector<libint2::Engine> pool(threads, fitting_engine(libint2::BraKet::xs_xx,
+                                                            std::max(basis.max_nprim(), aux.max_nprim()),
+                                                            std::max(basis.max_l(), aux.max_l()), o));
+  const Eigen::Index rows = n * (n + 1) / 2;
+  Eigen::MatrixXd T = Eigen::MatrixXd::Zero(rows, n_aux);  // (pq|P)
+  parallel_for(pairs.size(), threads, [&](std::size_t task, int t) {
+    const auto [s1, s2] = pairs[task];
+    const auto& buf = pool[t].results();
+    const std::size_t n1 = sh[s1].size(), n2 = sh[s2].size();
+    for (std::size_t P = 0; P < ash.size(); ++P) {
+      if (Q(s1, s2) * q_shell[P] < o.schwarz_threshold) continue;
+      pool[t].compute(ash[P], libint2::Shell::unit(), sh[s1], sh[s2]);
+      if (!buf[0]) continue;
+      const std::size_t nP = ash[P].size();
+      for (std::size_t a = 0; a < nP; ++a)
+        for (std::size_t i = 0; i < n1; ++i) {
+          const std::size_t p = off[s1] + i;
+          for (std::size_t j = 0; j < n2; ++j) {
+            const std::size_t q = off[s2] + j;
+            if (q > p) continue;  // (the diagonal block's upper half)
+            T(Eigen::Index(p * (p + 1) / 2 + q), Eigen::Index(aoff[P] + a)) = buf[0][(a * n1 + i) * n2 + j];
+          }
+        }
+    }
+  });
+  const double t_three = since(t0);
+  t0 = clock::now();
+  if (use_cholesky) {
+    llt.matrixU().solveInPlace<Eigen::OnTheRight>(T);  // T ← T U⁻¹, U = Lᵀ
+  } else {
+    Eigen::MatrixXd B(rows, v_inv_half.cols());
+    B.noalias() = T * v_inv_half;
+    T = std::move(B);
+  }
+  spdlog::debug("density fitting: metric ({}) {:.3f} s, Schwarz bounds {:.3f} s, (pq|P) over {} shell pairs {:.3f} s, "
+                "B = (pq|P) {} {:.3f} s", use_cholesky ? "Cholesky" : "eigenvectors", t_metric, t_schwarz,
+                pairs.size(), t_three, use_cholesky ? "L^-T" : "V^-1/2", since(t0));
+  return T;
+}
+
+}  // namespace nnvmc::scf
