@@ -102,8 +102,11 @@ void run_compare(const CompareArgs& a) {
     o.interrupt_cell = a.test_interrupt.substr(0, colon);
     o.interrupt_at = std::stoll(a.test_interrupt.substr(colon + 1));
   }
-  if (spec.threads && spec.threads * a.jobs > static_cast<int>(std::thread::hardware_concurrency()))
-    log::warn(strfmt("%d jobs x %d threads exceed the %u cores: cells will slow each other down", a.jobs,
+  // (this node's ranks each run --jobs cells: a user audit saw 2 ranks x 2 threads on 2 cores pass unwarned)
+  if (spec.threads && root &&
+      spec.threads * a.jobs * o.local_ranks > static_cast<int>(std::thread::hardware_concurrency()))
+    log::warn(strfmt("%s%d jobs x %d threads exceed the %u cores: cells will slow each other down",
+                     o.local_ranks > 1 ? strfmt("%d ranks on this node x ", o.local_ranks).c_str() : "", a.jobs,
                      spec.threads, std::thread::hardware_concurrency()));
   io::DirectoryLock lock;  // one comparison at a time writes this output (rank 0 writes it)
   // A comparison refused before its cells are prepared leaves the output as it was: the lock
@@ -163,6 +166,7 @@ void run_compare(const CompareArgs& a) {
                        total, summary.killed == 1 ? "it" : "them", summary.killed == 1 ? "its" : "their",
                        summary.killed == 1 ? "" : "s"));
   if (summary.failed > 0) {  // (it said "the others completed" when none had, or some were not run)
+    for (const auto& line : compare::other_ranks_failures(spec)) log::error("FAILED " + line);
     const int not_run = total - summary.done - summary.failed;
     throw Error(strfmt("%d of %d cell%s failed (reasons in %s/report.md), %d done%s; once the cause is fixed, "
                        "the same command with --retry-failed runs the failed cells again",

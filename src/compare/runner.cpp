@@ -95,6 +95,17 @@ std::string busy_machine_warning(int other_tasks, int cpus, bool minutes_budget)
                 minutes_budget ? ", and with a minutes budget how far they train," : "");
 }
 
+std::vector<std::string> other_ranks_failures(const CompareSpec& spec) {
+  std::vector<std::string> lines;
+  for (const auto& cell : spec.cells) {
+    const auto j = read_status(dir_of(cell));
+    if (j.value("status", "") != "failed" || j.value("runner_rank", 0) == 0) continue;
+    lines.push_back(strfmt("%s (rank %d): %s", cell.id.c_str(), j.value("runner_rank", 0),
+                           j.value("reason", std::string("?")).c_str()));
+  }
+  return lines;
+}
+
 std::string cell_state(const Cell& cell) {
   const std::string dir = dir_of(cell);
   const auto j = read_status(dir);
@@ -301,6 +312,12 @@ RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
                              ? "continuing from its checkpoint"
                              : "starting again (it stopped before its first checkpoint)";
       log::info(strfmt("[%d/%d] %s: %s", number.at(cell), total, cell->id.c_str(), what));
+      // (rank 0 makes the cell directories; another rank that cannot see them runs on another
+      // filesystem, and its cells' files would never reach rank 0's table)
+      if (std::error_code dir_ec; !fs::is_directory(dir_of(*cell), dir_ec))
+        throw InputError(strfmt("compare: rank %d of %d cannot see the cell directory %s that rank 0 made: under "
+                                "mpirun every rank must run in the same working directory on a filesystem all ranks "
+                                "share", o.rank, ranks, dir_of(*cell).c_str()));
       // The child is a process of its own even when this one is an mpirun rank.
       const pid_t pid = spawn_process(argv, dir_of(*cell) + "/log.txt",
                                       {"OMP_NUM_THREADS=" + std::to_string(threads)},

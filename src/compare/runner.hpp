@@ -57,6 +57,10 @@ struct RunSummary {
 /// State of a cell on disk: "new", "started" (has a checkpoint), "done", "failed", "interrupted".
 std::string cell_state(const Cell& cell);
 
+/// One line per failed cell that a rank other than 0 ran ("ID (rank R): REASON"), read from the
+/// cells' files: under mpirun only rank 0's cells' failures reach the console as they happen.
+std::vector<std::string> other_ranks_failures(const CompareSpec& spec);
+
 /// Whether a done cell now has more iterations than it trained and either ended on its
 /// iterations, or stopped on the clock (optim.minutes) and now has more minutes than its clock
 /// shows (or none, i.e. no limit): a comparison re-run with the larger budget continues it from

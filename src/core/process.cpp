@@ -51,6 +51,13 @@ pid_t spawn_process(const std::vector<std::string>& argv, const std::string& log
   for (auto& s : argv_copy) args.push_back(s.data());
   args.push_back(nullptr);
 
+  // The log file is opened here first: posix_spawn reports the child's failed open as its own
+  // ENOENT, which read as "cannot start 'nnvmc'" (a user audit: a cell directory missing on one rank)
+  if (!log_path.empty()) {
+    const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd < 0) throw Error("cannot open the log file '" + log_path + "' of '" + argv[0] + "': " + std::strerror(errno));
+    ::close(fd);
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   if (!log_path.empty()) {

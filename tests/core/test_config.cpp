@@ -559,7 +559,7 @@ TEST(Config, TheSettingsReferenceInDocsIsUpToDate) {
   EXPECT_EQ(rows.at("optim.kfac.damping").default_value, "0.001");
   EXPECT_EQ(rows.at("sampler.walkers").default_value, "1024");
   EXPECT_EQ(rows.at("system.molecule").default_value, "(unset)");
-  EXPECT_EQ(rows.at("pretrain.steps").default_value, "300");  // (ferminet's)
+  EXPECT_EQ(rows.at("pretrain.steps").default_value, "1000");  // (ferminet's)
   EXPECT_GE(rows.size(), 80u);
 }
 

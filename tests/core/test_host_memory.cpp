@@ -1,5 +1,6 @@
 /// The memory a process reports as its own: its peak resident memory is that of its own address
 /// space, not the parent's it was started from.
+/// And how a child process is started (spawn_process).
 #include <gtest/gtest.h>
 
 #include <sys/resource.h>
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <vector>
 
+#include "core/errors.hpp"
 #include "core/host_memory.hpp"
 #include "core/process.hpp"
 
@@ -47,4 +49,19 @@ TEST(HostMemory, PeakResidentBytesIsThisProcesssOwnNotItsParents) {
   EXPECT_GT(child_peak, 0);
   EXPECT_LT(child_peak, std::int64_t(kBig) / 2);  // the child's own: its libraries and gtest
   EXPECT_GT(big[kBig / 2], 0);
+}
+
+// A log file that cannot be opened (its directory missing, as a compare cell's on a rank that does
+// not share rank 0's filesystem) is named as such: posix_spawn reported the child's failed open
+// as "cannot start 'nnvmc': No such file or directory" (a user audit).
+TEST(Process, ALogFileThatCannotBeOpenedIsNamedNotTheExecutable) {
+  const std::string log = ::testing::TempDir() + "/nnvmc_no_such_dir/log.txt";
+  std::filesystem::remove_all(::testing::TempDir() + "/nnvmc_no_such_dir");
+  try {
+    spawn_process({"/bin/true"}, log);
+    ADD_FAILURE() << "spawned with an unopenable log file";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot open the log file '" + log + "'"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("cannot start"), std::string::npos) << e.what();
+  }
 }

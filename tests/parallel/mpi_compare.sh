@@ -45,3 +45,15 @@ assert abs(refs["lih"]["energy"] - one) < 1e-10, (refs["lih"], one)  # CCSD(T) o
 assert os.path.exists(os.path.join(out, "report.md"))
 print("ok")
 PY
+# Cells that fail on rank 1 are named with their reason on rank 0's console, not only in
+# report.md; two ranks' cells on this node's cores are counted against them (the warning counted
+# one rank's)
+sed -e "s|output: $dir/out|output: $dir/failing|" -e "s|^threads: 1|threads: $(getconf _NPROCESSORS_ONLN)|" \
+    -e "s|pretrain.steps=0\]|pretrain.steps=0, run.memory_budget=1KB]|" "$dir/spec.yaml" > "$dir/failing.yaml"
+if "$@" -np 2 "$nnvmc" compare "$dir/failing.yaml" --no-plots > "$dir/failing.txt" 2>&1; then
+  echo "a comparison whose cells all fail exited 0"; cat "$dir/failing.txt"; exit 1
+fi
+grep -q "FAILED .* (rank 1): " "$dir/failing.txt" || { echo "rank 1's failures not named"; cat "$dir/failing.txt"; exit 1; }
+grep -q "2 ranks on this node x 1 jobs x $(getconf _NPROCESSORS_ONLN) threads exceed the $(getconf _NPROCESSORS_ONLN) cores" "$dir/failing.txt" ||
+  { echo "no oversubscription warning for 2 ranks"; cat "$dir/failing.txt"; exit 1; }
+echo "ok: rank 1's failures named"
