@@ -14,8 +14,8 @@ namespace nnvmc::app {
 void add_scf_convergence_flags(CLI::App* cmd, scf::ScfOptions& options, ScfFlagText& text,
                                const std::string& max_iter_flag, bool can_follow) {
   cmd->add_option("--guess", text.guess,
-                  "initial SCF guess: sad | core | auto (sad; for open-shell UHF with stored or Cholesky integrals also "
-                  "core, the lower solution kept: open shells have several UHF minima)")
+                  "initial SCF guess: sad | core | auto (sad; for open-shell UHF with stored, Cholesky or density-fitted "
+                  "integrals also core, the lower solution kept: open shells have several UHF minima)")
       ->capture_default_str();
   cmd->add_option(max_iter_flag, options.max_iterations, "maximum SCF iterations")
       ->capture_default_str()

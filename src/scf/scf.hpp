@@ -22,7 +22,7 @@ namespace nnvmc::scf {
 enum class ScfGuess {
   core,  ///< diagonalise the core Hamiltonian (bare nuclei)
   sad,   ///< superposition of spherically averaged atomic densities (atomic HF in the same basis)
-  /// sad; for open-shell UHF with stored or Cholesky ERIs (cheap Fock builds) also core, and the lower of the
+  /// sad; for open-shell UHF with stored, Cholesky or density-fitted ERIs (cheap Fock builds) also core, and the lower of the
   /// two converged solutions is kept: open shells have several UHF minima, and one guess alone
   /// lands in a higher one for many transition-metal atoms (Fe in cc-pVDZ from SAD: 67 mEh above
   /// the solution from the core guess, stable by the stability analysis, as Psi4's)
