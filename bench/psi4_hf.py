@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""RHF with Psi4 (Debian `psi4`, system BLAS) on one molecule, as its users run it: --scf-type pk
+"""RHF or UHF with Psi4 (Debian `psi4`, system BLAS) on one molecule, as its users run it: --scf-type pk
 (exact integrals), cd (Cholesky, --cholesky TAU) or df (its default, cc-pVDZ-JKFIT fitting).
 Prints one JSON line: energy, iterations, wall seconds of the psi4 process, its BLAS.
 --df-basis names the auxiliary basis of df (def2-qzvpp-jkfit is Psi4's name for def2-universal-JKFIT,
@@ -48,7 +48,7 @@ with tempfile.TemporaryDirectory() as d:
 m = re.search(r"Total Energy =\s+(-?\d+\.\d+)", out)
 if not m:
     sys.exit("psi4 failed:\n" + out[-2000:])
-iters = re.findall(r"@[RU]HF iter\s+(\d+):", out)
+iters = re.findall(r"@(?:DF-)?[RU]HF iter\s+(\d+):", out)
 print(json.dumps({"program": "psi4", "scf_type": a.scf_type, "df_basis": a.df_basis or None, "cholesky": a.cholesky if a.scf_type == "cd" else None,
                   "e_hf": float(m.group(1)), "iterations": int(iters[-1]) if iters else None,
                   "seconds": round(dt, 2), "blas": system_blas(), "openblas_core": core}))

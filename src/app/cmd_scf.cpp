@@ -56,6 +56,8 @@ void run_scf_command(ScfArgs& a) {
   a.options.unrestricted = a.uhf;
   const auto t0 = std::chrono::steady_clock::now();
   const scf::BasisSet basis = scf::make_basis(a.basis, system);
+  if (a.df && a.options.jk.cholesky_tau > 0)  // (--cholesky 0, exact ERIs, is no conflict)
+    throw InputError("scf: --df and --cholesky TAU > 0 exclude each other: density-fitted or Cholesky J/K, not both");
   if (a.df) a.options.jk.df_basis = std::make_shared<const scf::BasisSet>(scf::make_fitting_basis(a.df_basis, system));
   const scf::ScfResult r = scf::run_scf(system, basis, a.options);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -150,18 +152,19 @@ void add_scf_command(CLI::App& app) {
   add_scf_convergence_flags(cmd, a->options, a->scf_text, "--max-iter", true);
   a->options.convergence_advice += " (nnvmc scf)";
   cmd->add_option("--schwarz", a->options.jk.integrals.schwarz_threshold,
-                  "skip ERI shell quartets with Schwarz bound below this (Eh)")
+                  "skip ERI shell quartets (with --df: shell pair and auxiliary shell triples) whose Schwarz bound "
+                  "is below this (Eh)")
       ->capture_default_str()
       ->check(finite_in(0, 1e-4));  // larger thresholds drop integrals that matter
-  CLI::Option* cholesky = cmd->add_option("--cholesky", a->options.jk.cholesky_tau,
-                                          "J/K from Cholesky vectors of the ERIs to this threshold (e.g. 1e-6; 0 = exact ERIs)")
-                              ->capture_default_str()
-                              ->check(finite_in(0, 1e-2));
+  cmd->add_option("--cholesky", a->options.jk.cholesky_tau,
+                  "J/K from Cholesky vectors of the ERIs to this threshold (e.g. 1e-6; 0 = exact ERIs)")
+      ->capture_default_str()
+      ->check(finite_in(0, 1e-2));
   CLI::Option* df = cmd->add_flag("--df", a->df,
-                                  "density-fitted J/K with an auxiliary basis (--df-basis), as Psi4's default scf_type df: "
-                                  "much faster for large or heavy-atom bases, with a fitting error of order 1e-5 Eh in "
-                                  "the total energy")
-                        ->excludes(cholesky);
+                                  "density-fitted J/K with an auxiliary basis (--df-basis), as Psi4's default scf_type df "
+                                  "(whose own default fitting basis for cc-pVXZ is cc-pVXZ-JKFIT; it calls "
+                                  "def2-universal-JKFIT def2-qzvpp-jkfit): much faster for large or heavy-atom bases, "
+                                  "with a fitting error of order 1e-5 Eh in the total energy");
   cmd->add_option("--df-basis", a->df_basis,
                   "auxiliary basis of --df: " + scf::available_bases_list(scf::fitting_basis_dir()) +
                       ", or an NWChem-format file")

@@ -29,7 +29,8 @@ namespace {
 /// command that ran (the settings each command has).
 std::string out_of_memory_advice(const CLI::App& app) {
   static const std::map<std::string, std::string> advice = {
-      {"scf", "a smaller molecule or basis, or --cholesky TAU (J and K from Cholesky vectors)"},
+      {"scf", "a smaller molecule or basis, or --cholesky TAU (J and K from Cholesky vectors; with --df, a looser "
+              "TAU instead, e.g. 1e-4, or a smaller --df-basis)"},
       {"ccsd", "a smaller molecule or basis, --cholesky TAU, --frozen-core, or a --memory below what this machine has"},
   };
   const auto commands = app.get_subcommands();

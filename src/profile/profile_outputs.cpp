@@ -256,6 +256,17 @@ void write_report(const ProfileReport& r, const std::string& path, const std::st
         << (st.seconds > 0 ? strfmt("%.2f", st.ops.flops() / st.seconds * 1e-9) : "–") << " |\n";
     }
   }
+  // Operators between the stages (finiteness checks, walker bookkeeping): in profile.json, and said here
+  // (the table above has no row for them: they are in no stage's wall time)
+  for (const auto& m : r.molecules) {
+    const auto it = m.stages.find(kOutsideStages);
+    if (r.options.profiled == 0 || it == m.stages.end() || !(it->second.ops.seconds() > 0)) continue;
+    double calls = 0;
+    for (const auto& [g, gs] : it->second.ops.groups) calls += gs.calls;
+    o << strfmt("\n%s: operators outside the timed stages (between them, e.g. finiteness checks) took %.3f ms per "
+                "iteration in %.0f calls, in no row above (profile.json: stage \"%s\").\n",
+                m.molecule.c_str(), 1e3 * it->second.ops.seconds(), calls, kOutsideStages.c_str());
+  }
   const auto& rl = r.roofline;
   o << "\n## Roofline\n\n";
   if (rl.peak_gflops > 0) {

@@ -23,7 +23,11 @@ BasisSet make_fitting_basis(const std::string& name, const System& system) {
   BasisOptions o;
   o.directory = fitting_basis_dir();
   o.max_l = kFittingMaxL;
-  return make_basis(name, system, o);
+  try {
+    return make_basis(name, system, o);
+  } catch (const InputError& e) {  // (it read as the orbital basis's error)
+    throw InputError(std::string("auxiliary (fitting) basis, --df-basis: ") + e.what());
+  }
 }
 
 BasisSet atom_subset(const BasisSet& aux, int atom) {
@@ -36,11 +40,15 @@ BasisSet atom_subset(const BasisSet& aux, int atom) {
 
 namespace {
 
-/// A Coulomb engine for two- or three-centre integrals up to max_l. (Made for l = 0 and turned
-/// into that kind before its l is raised: libint2 checks l against the kind's own limit, and the
-/// four-centre limit, 5, is below the auxiliary bases' 6.)
+/// A Coulomb engine for two- or three-centre integrals up to max_l. Made as a four-centre one up
+/// to that kind's limit, 5, and turned into the kind before its l is raised further: libint2
+/// checks l against the kind's own limit at construction. Its Boys-function evaluator is sized at
+/// construction only (set_max_l does not resize it), for m up to 4·min(max_l, 5), which covers
+/// the l_P + l_p + l_q ≤ 7 + 5 + 5 of any fitting integral here. (Made for l = 0 first, the
+/// metric came out with 30 of H2O's 113 directions near zero when no other engine had sized the
+/// shared evaluator before.)
 libint2::Engine fitting_engine(libint2::BraKet kind, std::size_t max_nprim, int max_l, const IntegralOptions& o) {
-  libint2::Engine e(libint2::Operator::coulomb, max_nprim, 0, 0, o.engine_precision);
+  libint2::Engine e(libint2::Operator::coulomb, max_nprim, std::min(max_l, kOrbitalMaxL), 0, o.engine_precision);
   e.set(kind);
   e.set_max_l(static_cast<std::size_t>(max_l));
   return e;
@@ -80,12 +88,11 @@ Eigen::MatrixXd density_fitted_pairs(const BasisSet& basis, const BasisSet& aux,
   const Eigen::MatrixXd V = coulomb_metric(aux, o, threads);
   // V = L Lᵀ, and B = (pq|P) L⁻ᵀ: B Bᵀ = (pq|P) V⁻¹ (P|rs) as with V^{-1/2}, at a third of the
   // cost (a triangular solve in place, no eigendecomposition). A metric with a pivot below
-  // kMinPivot of its largest diagonal (nearly dependent auxiliary functions) takes V^{-1/2} from
+  // kMinFittingPivot of its largest diagonal (nearly dependent auxiliary functions) takes V^{-1/2} from
   // its eigenvectors instead, the directions below kFittingCondition dropped.
-  constexpr double kMinPivot = 1e-8;
   const Eigen::LLT<Eigen::MatrixXd> llt(V);
   const bool use_cholesky = llt.info() == Eigen::Success &&
-                            llt.matrixLLT().diagonal().cwiseAbs2().minCoeff() > kMinPivot * V.diagonal().maxCoeff();
+                            llt.matrixLLT().diagonal().cwiseAbs2().minCoeff() > kMinFittingPivot * V.diagonal().maxCoeff();
   Eigen::MatrixXd v_inv_half;  // eigenvector route: [n_aux, kept]
   if (!use_cholesky) {
     Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(V);

@@ -2,7 +2,8 @@
 /// @file density_fitting.hpp
 /// Density fitting (resolution of the identity) of the AO ERIs with an auxiliary basis:
 /// (pq|rs) ≈ Σ_PQ (pq|P) [V⁻¹]_PQ (Q|rs), V_PQ = (P|Q) the Coulomb metric of the auxiliary
-/// functions. Written as Σ_x B(pq, x) B(rs, x) with B = (pq|P) V^{-1/2}, the same three-index
+/// functions. Written as Σ_x B(pq, x) B(rs, x) with B = (pq|P) L⁻ᵀ, V = L Lᵀ (or, for a nearly
+/// singular metric, B = (pq|P) V^{-1/2} on its kept eigenvectors), the same three-index
 /// form as the pivoted Cholesky vectors (scf/cholesky_eri.hpp), so the SCF's J/K build takes
 /// either. Cost: n²·n_aux three-centre integrals once, and J/K GEMMs over n²·n_aux values per
 /// build (Psi4's default, scf_type df, is this with its own auxiliary basis).
@@ -25,11 +26,17 @@ inline const std::string kDefaultFittingBasis = "def2-universal-jkfit";
 std::string fitting_basis_dir();
 
 /// Builds the auxiliary basis `name` (a shipped fitting basis, or an NWChem file path) on the
-/// atoms of `system`. @throws InputError as make_basis (unknown basis, element it lacks)
+/// atoms of `system`. @throws InputError as make_basis (unknown basis, element it lacks), saying
+/// it is the auxiliary basis
 BasisSet make_fitting_basis(const std::string& name, const System& system);
 
-/// Auxiliary functions whose metric eigenvalue falls below this fraction of the largest are
-/// dropped from V^{-1/2} (a nearly dependent auxiliary basis; Psi4's fitting condition is 1e-10).
+/// A metric whose Cholesky pivot falls below kMinFittingPivot of its largest diagonal (a nearly
+/// dependent auxiliary basis) is fitted through V^{-1/2} instead, with the eigenvector directions
+/// below kFittingCondition of the largest eigenvalue dropped (Psi4's fitting condition, 1e-10).
+/// (A pivot only bounds the lowest eigenvalue from above: a metric may pass the pivot test with
+/// an eigenvalue ratio below 1e-10 and be solved by Cholesky with nothing dropped, which is
+/// exact arithmetic's fit, only less well conditioned.)
+constexpr double kMinFittingPivot = 1e-8;
 constexpr double kFittingCondition = 1e-10;
 
 /// B over the unique orbital-function pairs p ≥ q (row p(p+1)/2 + q, as cholesky_eri_pairs):

@@ -5,6 +5,8 @@
 #include <libint2.hpp>
 
 #include <algorithm>
+#include <array>
+#include <map>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -33,6 +35,21 @@ struct Quartet {
 
 constexpr std::size_t kChunk = 128;  // quartets per parallel task
 
+/// Every auxiliary shell must sit on an atom of the orbital basis, at that atom's centre (fitting
+/// functions made for another geometry or another molecule would fit silently wrong densities).
+void check_fitting_centres(const BasisSet& basis, const BasisSet& aux) {
+  std::map<int, std::array<double, 3>> centre;
+  for (std::size_t s = 0; s < basis.n_shells(); ++s) centre[basis.shell_atoms()[s]] = basis.shells()[s].O;
+  for (std::size_t s = 0; s < aux.n_shells(); ++s) {
+    const auto it = centre.find(aux.shell_atoms()[s]);
+    const auto& o = aux.shells()[s].O;
+    if (it == centre.end() || std::abs(o[0] - it->second[0]) + std::abs(o[1] - it->second[1]) +
+                                      std::abs(o[2] - it->second[2]) > 1e-10)
+      throw Error("JKBuilder: auxiliary basis '" + aux.name() + "' shell " + std::to_string(s) + " is not on atom " +
+                  std::to_string(aux.shell_atoms()[s]) + " of the orbital basis (another geometry or molecule?)");
+  }
+}
+
 }  // namespace
 
 struct JKBuilder::Impl {
@@ -44,14 +61,24 @@ struct JKBuilder::Impl {
   std::vector<double> eri;   // in-core blocks (empty when direct)
   bool in_core = false;
   std::vector<libint2::Engine> engines;
-  Eigen::MatrixXd chol;  ///< Cholesky mode: [n·n, M], column x = vec(L_x) (symmetric n × n)
+  /// Three-index mode (Cholesky or density fitting): L [n(n+1)/2, M] over the pairs p ≥ q (row
+  /// p(p+1)/2 + q), shared with whoever gave them (Cholesky CCSD) rather than copied or expanded
+  std::shared_ptr<const Eigen::MatrixXd> pairs;
 
-  /// J and K from the Cholesky vectors.
+  /// J and K from the three-index vectors.
   void build_cholesky(const Eigen::MatrixXd& d_coulomb, const std::vector<Eigen::MatrixXd>& d_exchange,
                       Eigen::MatrixXd& J, std::vector<Eigen::MatrixXd>& K) const {
-    const Eigen::Index n = Eigen::Index(basis.n_functions()), M = chol.cols();
-    const Eigen::VectorXd c = chol.transpose() * Eigen::Map<const Eigen::VectorXd>(d_coulomb.data(), n * n);
-    J = Eigen::Map<const Eigen::MatrixXd>(Eigen::VectorXd(chol * c).data(), n, n);
+    const Eigen::MatrixXd& L = *pairs;
+    const Eigen::Index n = Eigen::Index(basis.n_functions()), M = L.cols();
+    // J: c_x = Σ_pq L_x(pq) D_pq = Σ_{p≥q} L(pq, x) D_pq (2 off the diagonal), J_pq = Σ_x L(pq, x) c_x
+    Eigen::VectorXd d_packed(L.rows());
+    for (Eigen::Index p = 0; p < n; ++p)
+      for (Eigen::Index q = 0; q <= p; ++q) d_packed(p * (p + 1) / 2 + q) = (p == q ? 1.0 : 2.0) * d_coulomb(p, q);
+    const Eigen::VectorXd c = L.transpose() * d_packed;
+    const Eigen::VectorXd j_packed = L * c;
+    J.resize(n, n);
+    for (Eigen::Index p = 0; p < n; ++p)
+      for (Eigen::Index q = 0; q <= p; ++q) J(p, q) = J(q, p) = j_packed(p * (p + 1) / 2 + q);
     K.assign(d_exchange.size(), Eigen::MatrixXd());
     for (std::size_t k = 0; k < d_exchange.size(); ++k) {
       // D = W₊W₊ᵀ − W₋W₋ᵀ (eigenvectors scaled by sqrt|λ|, negligible λ dropped)
@@ -70,9 +97,13 @@ struct JKBuilder::Impl {
         Eigen::MatrixXd W(n, r);
         for (Eigen::Index j = 0; j < r; ++j) W.col(j) = es.eigenvectors().col((*cols)[j]) * std::sqrt(std::abs(lambda((*cols)[j])));
         Eigen::MatrixXd B(n, M * r);  // block x: L_x W
-        parallel_for(std::size_t(M), threads, [&](std::size_t x, int) {
-          B.middleCols(Eigen::Index(x) * r, r).noalias() =
-              Eigen::Map<const Eigen::MatrixXd>(chol.col(Eigen::Index(x)).data(), n, n) * W;
+        std::vector<Eigen::MatrixXd> lx(threads, Eigen::MatrixXd(n, n));  // L_x unpacked, one per thread
+        parallel_for(std::size_t(M), threads, [&](std::size_t x, int t) {
+          Eigen::MatrixXd& Lx = lx[std::size_t(t)];
+          const double* col = L.col(Eigen::Index(x)).data();
+          for (Eigen::Index q = 0; q < n; ++q)
+            for (Eigen::Index p = q; p < n; ++p) Lx(p, q) = Lx(q, p) = col[p * (p + 1) / 2 + q];
+          B.middleCols(Eigen::Index(x) * r, r).noalias() = Lx * W;
         });
         K[k].selfadjointView<Eigen::Lower>().rankUpdate(B, cols == &pos ? 1.0 : -1.0);
       }
@@ -159,17 +190,28 @@ JKBuilder::JKBuilder(const BasisSet& basis, const JKOptions& options) : impl_(ne
     throw InputError("scf: density fitting and Cholesky ERIs exclude each other (give one)");
   if (options.cholesky_tau > 0 || options.df_basis) {
     const Eigen::Index n = Eigen::Index(basis.n_functions());
-    Eigen::MatrixXd own;
-    if (options.df_basis) own = density_fitted_pairs(basis, *options.df_basis, options.integrals);
-    else if (!options.cholesky_pairs) own = cholesky_eri_pairs(basis, options.cholesky_tau, options.integrals);
-    const Eigen::MatrixXd& L = options.cholesky_pairs && !options.df_basis ? *options.cholesky_pairs : own;
-    if (L.rows() != n * (n + 1) / 2)
-      throw Error("JKBuilder: given Cholesky vectors have " + std::to_string(L.rows()) + " pair rows, the basis " +
+    if (options.df_basis) {
+      check_fitting_centres(basis, *options.df_basis);
+      // (pq|P) over the pairs, turned into the vectors in place: n(n+1)/2 · n_aux doubles
+      const HostMemory host = host_memory();
+      const std::int64_t share = host.share(parallel::world().local_size());
+      const double bytes = 8.0 * double(n * (n + 1) / 2) * double(options.df_basis->n_functions());
+      if (share >= 0 && bytes > 0.8 * double(share))
+        throw BudgetError(strfmt("scf: the density-fitted integrals of this molecule take %.2f GB (%ld pairs x %zu "
+                                 "auxiliary functions), more than 80 %% of the %.2f GB this process can still allocate "
+                                 "(%s); use a smaller auxiliary basis (--df-basis) or Cholesky vectors with a looser "
+                                 "threshold (--cholesky 1e-4)",
+                                 bytes / 1e9, static_cast<long>(n * (n + 1) / 2), options.df_basis->n_functions(),
+                                 double(share) / 1e9, host.available_source.c_str()));
+      m.pairs = std::make_shared<const Eigen::MatrixXd>(density_fitted_pairs(basis, *options.df_basis, options.integrals));
+    } else {
+      m.pairs = options.cholesky_pairs ? options.cholesky_pairs
+                                       : std::make_shared<const Eigen::MatrixXd>(
+                                             cholesky_eri_pairs(basis, options.cholesky_tau, options.integrals));
+    }
+    if (m.pairs->rows() != n * (n + 1) / 2)
+      throw Error("JKBuilder: given Cholesky vectors have " + std::to_string(m.pairs->rows()) + " pair rows, the basis " +
                   std::to_string(n * (n + 1) / 2));
-    m.chol.resize(n * n, L.cols());
-    for (Eigen::Index x = 0; x < L.cols(); ++x)
-      for (Eigen::Index q = 0; q < n; ++q)
-        for (Eigen::Index p = 0; p < n; ++p) m.chol(p + q * n, x) = L(p >= q ? p * (p + 1) / 2 + q : q * (q + 1) / 2 + p, x);
     return;
   }
 
@@ -200,8 +242,8 @@ JKBuilder::JKBuilder(const BasisSet& basis, const JKOptions& options) : impl_(ne
   if (list_bytes > 0.6 * available)
     throw BudgetError(strfmt("scf: %zu ERI shell quartets of this molecule and basis pass the Schwarz screening "
                              "(threshold %g); their list alone takes %.2f GB, more than 60 %% of the %.2f GB this "
-                             "process can still allocate (%s). Use Cholesky-decomposed ERIs (scf --cholesky 1e-6, "
-                             "ccsd --cholesky 1e-5), or a looser --schwarz",
+                             "process can still allocate (%s). Use density-fitted (scf --df) or Cholesky-decomposed "
+                             "ERIs (scf --cholesky 1e-6, ccsd --cholesky 1e-5), or a looser --schwarz",
                              n_quartets, thr, list_bytes / 1e9, available / 1e9, host.available_source.c_str()));
   m.quartets.reserve(n_quartets);
   std::size_t offset = 0;
@@ -239,14 +281,16 @@ JKBuilder::JKBuilder(const BasisSet& basis, const JKOptions& options) : impl_(ne
 JKBuilder::~JKBuilder() = default;
 
 bool JKBuilder::in_core() const { return impl_->in_core; }
-std::size_t JKBuilder::cholesky_vectors() const { return std::size_t(impl_->chol.cols()); }
+std::size_t JKBuilder::cholesky_vectors() const { return impl_->pairs ? std::size_t(impl_->pairs->cols()) : 0; }
 std::size_t JKBuilder::n_quartets() const { return impl_->quartets.size(); }
-std::size_t JKBuilder::stored_doubles() const { return impl_->eri.size() + std::size_t(impl_->chol.size()); }
+std::size_t JKBuilder::stored_doubles() const {
+  return impl_->eri.size() + (impl_->pairs ? std::size_t(impl_->pairs->size()) : 0);
+}
 
 void JKBuilder::build(const Eigen::MatrixXd& d_coulomb, const std::vector<Eigen::MatrixXd>& d_exchange,
                       Eigen::MatrixXd& J, std::vector<Eigen::MatrixXd>& K) const {
   auto& m = *impl_;
-  if (m.chol.size() > 0) return m.build_cholesky(d_coulomb, d_exchange, J, K);
+  if (m.pairs) return m.build_cholesky(d_coulomb, d_exchange, J, K);
   const std::size_t n = m.basis.n_functions(), nx = d_exchange.size();
   // Per-thread accumulators: A for J, B[k] for K[k].
   std::vector<Eigen::MatrixXd> A(m.threads, Eigen::MatrixXd::Zero(n, n));

@@ -1263,9 +1263,10 @@ TEST(Cli, ScfWithDensityFittingStatesItsAuxiliaryBasis) {
                 "J/K density-fitted (def2-universal-jkfit, 113 auxiliary functions)"),
             std::string::npos);
   EXPECT_EQ(json_of(run("scf h2o --basis sto-3g --json --threads 1").out)["integrals"].get<std::string>(), "exact");
-  expect_input_error("scf h2o --df --cholesky 1e-6", "--cholesky excludes --df");
+  expect_input_error("scf h2o --df --cholesky 1e-6", "--df and --cholesky TAU > 0 exclude each other");
+  EXPECT_EQ(run("scf h2o --basis sto-3g --threads 1 --df --cholesky 0").code, 0);  // (0: exact ERIs, no conflict)
   expect_input_error("scf h2o --df-basis def2-universal-jkfit", "--df-basis requires --df");
-  expect_input_error("scf h2o --df --df-basis nope", "unknown basis 'nope'");
+  expect_input_error("scf h2o --df --df-basis nope", "auxiliary (fitting) basis, --df-basis: unknown basis 'nope'");
 }
 
 // `nnvmc ccsd --cholesky TAU` runs the RHF on the CCSD's Cholesky vectors and says so;
@@ -2468,6 +2469,13 @@ TEST(Cli, AnScfWhoseIntegralListCannotFitIsRefusedAdvisingCholesky) {
   EXPECT_NE(r.out.find("ERI shell quartets of this molecule and basis pass the Schwarz screening"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("scf --cholesky 1e-6"), std::string::npos) << r.out;
+  // density-fitted: n(n+1)/2 pairs x 7200 auxiliary functions, 4.6 GB, refused before any is computed
+  const auto df = run_shell("sh -c 'ulimit -v 1800000 && exec " + std::string(NNVMC_EXE) + " scf " + file +
+                            " --basis sto-3g --max-iter 1 --threads 2 --df'");
+  ASSERT_TRUE(df.exited) << df.out;
+  EXPECT_EQ(df.code, 2) << df.out;
+  EXPECT_NE(df.out.find("the density-fitted integrals of this molecule take 4.62 GB (80200 pairs x 7200 auxiliary"),
+            std::string::npos) << df.out;
 }
 
 // A model too large for the memory this process may use is refused before it is trained, with

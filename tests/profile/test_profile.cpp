@@ -89,6 +89,12 @@ TEST_F(ProfileRun, StageTimesSumToWithinTenPercentOfTheIterationTime) {
   const std::string report((std::istreambuf_iterator<char>(md)), std::istreambuf_iterator<char>());
   // (what the timed iterations leave out, said: a user audit read the bookkeeping as a training run's)
   EXPECT_NE(report.find("training steps without pretraining, checkpoints or progress lines but the last"), std::string::npos);
+  // operators between the stages are said, not dropped (they were in profile.json only)
+  for (const auto& m : report_->molecules) {
+    if (m.stages.count(kOutsideStages) && m.stages.at(kOutsideStages).ops.seconds() > 0) {
+      EXPECT_NE(report.find(m.molecule + ": operators outside the timed stages"), std::string::npos) << report;
+    }
+  }
   const auto memory = report.find("## Peak working memory per stage");
   ASSERT_NE(memory, std::string::npos) << report;
   const std::string header = report.substr(report.find("| molecule |", memory), 200);

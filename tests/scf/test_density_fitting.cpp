@@ -12,6 +12,7 @@
 #include "scf/basis.hpp"
 #include "scf/basis_file.hpp"
 #include "scf/density_fitting.hpp"
+#include "scf/guess.hpp"
 #include "scf/scf.hpp"
 #include "test_helpers.hpp"
 
@@ -95,4 +96,42 @@ TEST(DensityFitting, CholeskyAndDensityFittingExcludeEachOther) {
   auto o = fitted(h2o);
   o.jk.cholesky_tau = 1e-6;
   EXPECT_THROW(run_rhf(h2o, make_basis("sto-3g", h2o), o), InputError);
+}
+
+// The three-centre integrals are written by one task per shell pair: the vectors are the same
+// with one thread or two.
+TEST(DensityFitting, FittedVectorsAreTheSameWithOneOrTwoThreads) {
+  const System h2o = load_molecule("h2o", scftest::kMolecules);
+  const BasisSet basis = make_basis("cc-pvdz", h2o);
+  const BasisSet aux = make_fitting_basis(kDefaultFittingBasis, h2o);
+  IntegralOptions one, two;
+  one.threads = 1;
+  two.threads = 2;
+  const Eigen::MatrixXd b1 = density_fitted_pairs(basis, aux, one), b2 = density_fitted_pairs(basis, aux, two);
+  ASSERT_EQ(b1.rows(), 24 * 25 / 2);
+  ASSERT_EQ(b1.cols(), 113);
+  EXPECT_LT((b1 - b2).cwiseAbs().maxCoeff(), 1e-13);
+}
+
+// The SAD guess's atoms are fitted with their own auxiliary shells (O's for O, H's for H): the
+// fitted guess is the exact one to the fit's accuracy (another atom's shells would not be).
+TEST(DensityFitting, TheSadGuessFitsEachAtomWithItsOwnAuxiliaryFunctions) {
+  const System h2o = load_molecule("h2o", scftest::kMolecules);
+  const BasisSet basis = make_basis("cc-pvdz", h2o);
+  ScfOptions exact;
+  exact.jk.integrals.threads = 1;
+  const Eigen::MatrixXd d_exact = sad_density(h2o, basis, exact, nullptr);
+  const Eigen::MatrixXd d_fitted = sad_density(h2o, basis, fitted(h2o), nullptr);
+  EXPECT_LT((d_exact - d_fitted).cwiseAbs().maxCoeff(), 1e-3);
+  EXPECT_GT((d_exact - d_fitted).cwiseAbs().maxCoeff(), 0.0);  // (fitted, not the exact ERIs)
+}
+
+// A fitting basis built on other centres (another geometry) is refused, not used.
+TEST(DensityFitting, AnAuxiliaryBasisOnOtherCentresIsRefused) {
+  System h2, moved;
+  h2.atoms = {Atom{1, {0, 0, 0}}, Atom{1, {0, 0, 1.4}}};
+  moved.atoms = {Atom{1, {0, 0, 0}}, Atom{1, {0, 0, 1.5}}};
+  ScfOptions o;
+  o.jk.df_basis = std::make_shared<const BasisSet>(make_fitting_basis(kDefaultFittingBasis, moved));
+  EXPECT_THROW(run_rhf(h2, make_basis("cc-pvdz", h2), o), Error);
 }
