@@ -1,5 +1,5 @@
 /// @file density_fitting.cpp
-/// Three-centre integrals (pq|P), the Coulomb metric (P|Q) and B = (pq|P) V^{-1/2}.
+/// Three-centre integrals (pq|P), the Coulomb metric (P|Q) and B = (pq|P) L⁻ᵀ (or V^{-1/2}).
 #include "scf/density_fitting.hpp"
 
 #include <libint2.hpp>
