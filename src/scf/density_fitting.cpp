@@ -152,11 +152,22 @@ Eigen::MatrixXd density_fitted_pairs(const BasisSet& basis, const BasisSet& aux,
   });
   const double t_three = since(t0);
   t0 = clock::now();
+  // Row by row independent: slices of rows on the threads.
+  constexpr Eigen::Index kRows = 512;
+  const std::size_t n_slices = std::size_t((rows + kRows - 1) / kRows);
   if (use_cholesky) {
-    llt.matrixU().solveInPlace<Eigen::OnTheRight>(T);  // T ← T U⁻¹, U = Lᵀ
+    const auto U = llt.matrixU();
+    parallel_for(n_slices, threads, [&](std::size_t b, int) {
+      const Eigen::Index r0 = Eigen::Index(b) * kRows;
+      auto slice = T.middleRows(r0, std::min(kRows, rows - r0));
+      U.solveInPlace<Eigen::OnTheRight>(slice);  // T ← T U⁻¹, U = Lᵀ
+    });
   } else {
     Eigen::MatrixXd B(rows, v_inv_half.cols());
-    B.noalias() = T * v_inv_half;
+    parallel_for(n_slices, threads, [&](std::size_t b, int) {
+      const Eigen::Index r0 = Eigen::Index(b) * kRows, nr = std::min(kRows, rows - r0);
+      B.middleRows(r0, nr).noalias() = T.middleRows(r0, nr) * v_inv_half;
+    });
     T = std::move(B);
   }
   spdlog::debug("density fitting: metric ({}) {:.3f} s, Schwarz bounds {:.3f} s, (pq|P) over {} shell pairs {:.3f} s, "

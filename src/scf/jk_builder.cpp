@@ -74,8 +74,18 @@ struct JKBuilder::Impl {
     Eigen::VectorXd d_packed(L.rows());
     for (Eigen::Index p = 0; p < n; ++p)
       for (Eigen::Index q = 0; q <= p; ++q) d_packed(p * (p + 1) / 2 + q) = (p == q ? 1.0 : 2.0) * d_coulomb(p, q);
-    const Eigen::VectorXd c = L.transpose() * d_packed;
-    const Eigen::VectorXd j_packed = L * c;
+    // (both products over slices of L on the threads: the vectors are read once per build)
+    const Eigen::Index rows = L.rows();
+    Eigen::VectorXd c(M), j_packed(rows);
+    constexpr Eigen::Index kColumns = 64, kRows = 4096;
+    parallel_for(std::size_t((M + kColumns - 1) / kColumns), threads, [&](std::size_t b, int) {
+      const Eigen::Index x0 = Eigen::Index(b) * kColumns, nx = std::min(kColumns, M - x0);
+      c.segment(x0, nx).noalias() = L.middleCols(x0, nx).transpose() * d_packed;
+    });
+    parallel_for(std::size_t((rows + kRows - 1) / kRows), threads, [&](std::size_t b, int) {
+      const Eigen::Index r0 = Eigen::Index(b) * kRows, nr = std::min(kRows, rows - r0);
+      j_packed.segment(r0, nr).noalias() = L.middleRows(r0, nr) * c;
+    });
     J.resize(n, n);
     for (Eigen::Index p = 0; p < n; ++p)
       for (Eigen::Index q = 0; q <= p; ++q) J(p, q) = J(q, p) = j_packed(p * (p + 1) / 2 + q);
@@ -96,16 +106,23 @@ struct JKBuilder::Impl {
         if (r == 0) continue;
         Eigen::MatrixXd W(n, r);
         for (Eigen::Index j = 0; j < r; ++j) W.col(j) = es.eigenvectors().col((*cols)[j]) * std::sqrt(std::abs(lambda((*cols)[j])));
-        Eigen::MatrixXd B(n, M * r);  // block x: L_x W
-        std::vector<Eigen::MatrixXd> lx(threads, Eigen::MatrixXd(n, n));  // L_x unpacked, one per thread
-        parallel_for(std::size_t(M), threads, [&](std::size_t x, int t) {
-          Eigen::MatrixXd& Lx = lx[std::size_t(t)];
-          const double* col = L.col(Eigen::Index(x)).data();
-          for (Eigen::Index q = 0; q < n; ++q)
-            for (Eigen::Index p = q; p < n; ++p) Lx(p, q) = Lx(q, p) = col[p * (p + 1) / 2 + q];
-          B.middleCols(Eigen::Index(x) * r, r).noalias() = Lx * W;
+        // Thread t takes the vectors x0..x1 (fixed ranges: the same sums on every build): B_t with
+        // blocks L_x W (L_x unpacked from its pairs), and its own rank update of K.
+        const int nt = static_cast<int>(std::max<Eigen::Index>(1, std::min<Eigen::Index>(threads, M)));
+        std::vector<Eigen::MatrixXd> partial(static_cast<std::size_t>(nt));
+        parallel_for(std::size_t(nt), nt, [&](std::size_t t, int) {
+          const Eigen::Index x0 = M * Eigen::Index(t) / nt, x1 = M * (Eigen::Index(t) + 1) / nt;
+          Eigen::MatrixXd Lx(n, n), B(n, (x1 - x0) * r);
+          for (Eigen::Index x = x0; x < x1; ++x) {
+            const double* col = L.col(x).data();
+            for (Eigen::Index q = 0; q < n; ++q)
+              for (Eigen::Index p = q; p < n; ++p) Lx(p, q) = Lx(q, p) = col[p * (p + 1) / 2 + q];
+            B.middleCols((x - x0) * r, r).noalias() = Lx * W;
+          }
+          partial[t] = Eigen::MatrixXd::Zero(n, n);
+          partial[t].selfadjointView<Eigen::Lower>().rankUpdate(B, cols == &pos ? 1.0 : -1.0);
         });
-        K[k].selfadjointView<Eigen::Lower>().rankUpdate(B, cols == &pos ? 1.0 : -1.0);
+        for (const auto& part : partial) K[k].triangularView<Eigen::Lower>() += part;
       }
       K[k] = Eigen::MatrixXd(K[k].selfadjointView<Eigen::Lower>());
     }
