@@ -200,9 +200,6 @@ JKBuilder::JKBuilder(const BasisSet& basis, const JKOptions& options) : impl_(ne
   m.options = options;
   m.threads = resolve_threads(options.integrals.threads);
   ensure_libint_initialized();
-  libint2::Engine proto(libint2::Operator::coulomb, basis.max_nprim(), basis.max_l(), 0,
-                        options.integrals.engine_precision);
-  m.engines.assign(m.threads, proto);
   if (options.df_basis && options.cholesky_tau > 0)
     throw InputError("scf: density fitting and Cholesky ERIs exclude each other (give one)");
   if (options.cholesky_tau > 0 || options.df_basis) {
@@ -232,6 +229,10 @@ JKBuilder::JKBuilder(const BasisSet& basis, const JKOptions& options) : impl_(ne
     return;
   }
 
+  // (engines for the shell quartets: the three-index modes above need none)
+  libint2::Engine proto(libint2::Operator::coulomb, basis.max_nprim(), basis.max_l(), 0,
+                        options.integrals.engine_precision);
+  m.engines.assign(m.threads, proto);
   // Shell pairs that can contribute at all, then unique pair-of-pairs quartets.
   const Eigen::MatrixXd Q = schwarz_bounds(basis, options.integrals);
   const double q_max = Q.size() ? Q.maxCoeff() : 0.0;

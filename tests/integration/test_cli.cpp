@@ -1265,6 +1265,11 @@ TEST(Cli, ScfWithDensityFittingStatesItsAuxiliaryBasis) {
   EXPECT_EQ(json_of(run("scf h2o --basis sto-3g --json --threads 1").out)["integrals"].get<std::string>(), "exact");
   expect_input_error("scf h2o --df --cholesky 1e-6", "--df and --cholesky TAU > 0 exclude each other");
   EXPECT_EQ(run("scf h2o --basis sto-3g --threads 1 --df --cholesky 0").code, 0);  // (0: exact ERIs, no conflict)
+  // an auxiliary basis given as a file: the shipped one's path gives the shipped one's energy
+  const auto file = run("scf h2o --basis cc-pvdz --json --threads 1 --df --df-basis " + std::string(NNVMC_SOURCE_DIR) +
+                        "/data/basis/fitting/def2-universal-jkfit.nw");
+  ASSERT_EQ(file.code, 0) << file.out;
+  EXPECT_NEAR(json_of(file.out)["e_hf"].get<double>(), j["e_hf"].get<double>(), 1e-12);
   expect_input_error("scf h2o --df-basis def2-universal-jkfit", "--df-basis requires --df");
   expect_input_error("scf h2o --df --df-basis nope", "auxiliary (fitting) basis, --df-basis: unknown basis 'nope'");
 }

@@ -111,6 +111,29 @@ TEST(DensityFitting, FittedVectorsAreTheSameWithOneOrTwoThreads) {
   ASSERT_EQ(b1.rows(), 24 * 25 / 2);
   ASSERT_EQ(b1.cols(), 113);
   EXPECT_LT((b1 - b2).cwiseAbs().maxCoeff(), 1e-13);
+  // and K's per-thread rank updates sum to the one-thread K: the same SCF energy
+  auto o1 = fitted(h2o), o2 = fitted(h2o);
+  o2.jk.integrals.threads = 2;
+  EXPECT_NEAR(run_rhf(h2o, basis, o1).energy, run_rhf(h2o, basis, o2).energy, 1e-10);
+}
+
+// The stability analysis runs on the fitted J/K too: stretched H2's UHF from the symmetric
+// start follows its instability to the broken-symmetry solution, within the fit's error of the
+// exact-ERI one.
+TEST(DensityFitting, StretchedH2UhfFollowsItsInstabilityWithFittedIntegrals) {
+  System h2;
+  h2.atoms = {Atom{1, {0, 0, 0}}, Atom{1, {0, 0, 4.0}}};
+  const BasisSet basis = make_basis("cc-pvdz", h2);
+  auto df = fitted(h2);
+  df.stability = StabilityMode::follow;
+  ScfOptions exact;
+  exact.jk.integrals.threads = 1;
+  exact.stability = StabilityMode::follow;
+  const auto r_df = run_uhf(h2, basis, df), r_exact = run_uhf(h2, basis, exact);
+  EXPECT_GT(r_exact.s_squared, 0.5);  // broken symmetry (RHF-like: 0)
+  EXPECT_GT(r_df.s_squared, 0.5);
+  EXPECT_NEAR(r_df.energy, r_exact.energy, 1e-4);
+  EXPECT_GE(r_df.stability_eigenvalue, -df.stability_threshold);
 }
 
 // The SAD guess's atoms are fitted with their own auxiliary shells (O's for O, H's for H): the
