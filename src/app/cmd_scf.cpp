@@ -15,6 +15,7 @@
 #include "core/system.hpp"
 #include "parallel/communicator.hpp"
 #include "scf/basis.hpp"
+#include "scf/dense_kernels_torch.hpp"
 #include "scf/density_fitting.hpp"
 #include "scf/scf.hpp"
 #include "core/json_text.hpp"
@@ -49,6 +50,8 @@ void print_orbitals(const char* label, const Eigen::VectorXd& eps, int n_occ) {
 }
 
 void run_scf_command(ScfArgs& a) {
+  // (the dense kernels' threads: the integrals' count; 0 leaves libtorch's default, all cores)
+  scf::install_torch_dense_kernels(a.options.jk.integrals.threads);
   const System system = load_molecule_with_state(a.molecule, a.state);  // charge and spin before the closed-shell check
   scf::require_same_molecule_and_basis_on_all_ranks(system, a.basis);
   if (const std::string w = system.short_distance_warning(); !w.empty()) log::warn(w);

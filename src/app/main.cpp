@@ -22,6 +22,7 @@
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "parallel/communicator.hpp"
+#include "scf/dense_kernels_torch.hpp"
 
 namespace {
 
@@ -46,6 +47,7 @@ std::string out_of_memory_advice(const CLI::App& app) {
 
 int main(int argc, char** argv) {
   nnvmc::app::tune_allocator();  // before the first large allocation
+  nnvmc::scf::install_torch_dense_kernels();  // the SCF's GEMMs and triangular solves on MKL
   // A file-size limit (ulimit -f) then fails the write (EFBIG), which is a WriteError naming the
   // file, instead of killing the process half-way through it.
   std::signal(SIGXFSZ, SIG_IGN);

@@ -7,11 +7,12 @@
 #include <vector>
 
 #include "core/errors.hpp"
+#include "scf/dense_kernels.hpp"
+#include "scf/parallel.hpp"
 
 namespace nnvmc::scf {
 
-Eigen::MatrixXd cholesky_eri_pairs(const BasisSet& basis, double tau, const IntegralOptions& options,
-                                   const CholeskyBlockUpdate& update) {
+Eigen::MatrixXd cholesky_eri_pairs(const BasisSet& basis, double tau, const IntegralOptions& options) {
   if (!(tau > 0)) throw InputError("Cholesky threshold must be positive");
   const EriPairColumns eri(basis, options);
   const std::int64_t n = std::int64_t(basis.n_functions()), rows = std::int64_t(eri.n_rows());
@@ -20,6 +21,7 @@ Eigen::MatrixXd cholesky_eri_pairs(const BasisSet& basis, double tau, const Inte
   Eigen::MatrixXd L(rows, std::min<std::int64_t>(rows, 8 * n));
   std::int64_t n_vec = 0;
   std::vector<double> block_buf;
+  const int threads = resolve_threads(options.threads);
   while (n_vec < rows) {
     const std::int64_t piv = std::max_element(d.begin(), d.end()) - d.begin();
     const double dmax = d[std::size_t(piv)];
@@ -48,10 +50,7 @@ Eigen::MatrixXd cholesky_eri_pairs(const BasisSet& basis, double tau, const Inte
     if (n_vec > 0) {
       Eigen::MatrixXd Lc(nc, n_vec);
       for (std::int64_t k = 0; k < nc; ++k) Lc.row(k) = L.row(cand_row[std::size_t(k)]).head(n_vec);
-      if (update)
-        update(Bc.data(), L.data(), Lc.data(), rows, nc, n_vec);
-      else
-        Bc.noalias() -= L.leftCols(n_vec) * Lc.transpose();
+      gemm(false, true, rows, nc, n_vec, -1.0, L.data(), L.rows(), Lc.data(), nc, 1.0, Bc.data(), rows, threads);
     }
     const std::int64_t first = n_vec;
     while (n_vec < rows) {

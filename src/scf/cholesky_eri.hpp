@@ -5,9 +5,6 @@
 /// SCF and, through ccsd::cholesky_ao_eri, by Cholesky CCSD.
 #include <Eigen/Dense>
 
-#include <cstdint>
-#include <functional>
-
 #include "scf/basis.hpp"
 #include "scf/integrals.hpp"
 
@@ -18,15 +15,9 @@ namespace nnvmc::scf {
 /// The largest residual diagonal picks the next shell pair; its ERI columns are computed, the
 /// earlier vectors are subtracted from them in one GEMM, and pivots are taken inside the block
 /// while their diagonal stays above max(tau, 1e-2 × the largest diagonal).
-/// The decomposition's one large GEMM, per block of candidate columns:
-/// Bc [rows, nc] −= L [rows, n_vec] · Lcᵀ with Lc [nc, n_vec]; all column-major, L with leading
-/// dimension `rows`. The default is Eigen's; ccsd passes libtorch's (MKL) for its larger systems.
-using CholeskyBlockUpdate = std::function<void(double* bc, const double* l, const double* lc, std::int64_t rows,
-                                               std::int64_t nc, std::int64_t n_vec)>;
-
+/// The block updates run on the installed GEMM (scf/dense_kernels.hpp).
 /// @return L [n(n+1)/2, n_vec], column-major (vector x is column x)
 /// @throws InputError if tau <= 0.
-Eigen::MatrixXd cholesky_eri_pairs(const BasisSet& basis, double tau, const IntegralOptions& options = {},
-                                   const CholeskyBlockUpdate& update = {});
+Eigen::MatrixXd cholesky_eri_pairs(const BasisSet& basis, double tau, const IntegralOptions& options = {});
 
 }  // namespace nnvmc::scf

@@ -13,6 +13,7 @@
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "scf/basis_file.hpp"
+#include "scf/dense_kernels.hpp"
 #include "scf/parallel.hpp"
 
 namespace nnvmc::scf {
@@ -152,22 +153,13 @@ Eigen::MatrixXd density_fitted_pairs(const BasisSet& basis, const BasisSet& aux,
   });
   const double t_three = since(t0);
   t0 = clock::now();
-  // Row by row independent: slices of rows on the threads.
-  constexpr Eigen::Index kRows = 512;
-  const std::size_t n_slices = std::size_t((rows + kRows - 1) / kRows);
   if (use_cholesky) {
-    const auto U = llt.matrixU();
-    parallel_for(n_slices, threads, [&](std::size_t b, int) {
-      const Eigen::Index r0 = Eigen::Index(b) * kRows;
-      auto slice = T.middleRows(r0, std::min(kRows, rows - r0));
-      U.solveInPlace<Eigen::OnTheRight>(slice);  // T ← T U⁻¹, U = Lᵀ
-    });
+    const Eigen::MatrixXd U = llt.matrixU();
+    trsm_upper_right(T.data(), rows, T.cols(), rows, U.data(), U.rows(), threads);  // T ← T U⁻¹, U = Lᵀ
   } else {
     Eigen::MatrixXd B(rows, v_inv_half.cols());
-    parallel_for(n_slices, threads, [&](std::size_t b, int) {
-      const Eigen::Index r0 = Eigen::Index(b) * kRows, nr = std::min(kRows, rows - r0);
-      B.middleRows(r0, nr).noalias() = T.middleRows(r0, nr) * v_inv_half;
-    });
+    gemm(false, false, rows, B.cols(), T.cols(), 1.0, T.data(), rows, v_inv_half.data(), v_inv_half.rows(), 0.0,
+         B.data(), rows, threads);
     T = std::move(B);
   }
   spdlog::debug("density fitting: metric ({}) {:.3f} s, Schwarz bounds {:.3f} s, (pq|P) over {} shell pairs {:.3f} s, "

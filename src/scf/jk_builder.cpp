@@ -16,6 +16,7 @@
 #include "core/log.hpp"
 #include "parallel/communicator.hpp"
 #include "scf/cholesky_eri.hpp"
+#include "scf/dense_kernels.hpp"
 #include "scf/density_fitting.hpp"
 #include "scf/parallel.hpp"
 
@@ -74,58 +75,71 @@ struct JKBuilder::Impl {
     Eigen::VectorXd d_packed(L.rows());
     for (Eigen::Index p = 0; p < n; ++p)
       for (Eigen::Index q = 0; q <= p; ++q) d_packed(p * (p + 1) / 2 + q) = (p == q ? 1.0 : 2.0) * d_coulomb(p, q);
-    // (both products over slices of L on the threads: the vectors are read once per build)
-    const Eigen::Index rows = L.rows();
-    Eigen::VectorXd c(M), j_packed(rows);
-    constexpr Eigen::Index kColumns = 64, kRows = 4096;
-    parallel_for(std::size_t((M + kColumns - 1) / kColumns), threads, [&](std::size_t b, int) {
-      const Eigen::Index x0 = Eigen::Index(b) * kColumns, nx = std::min(kColumns, M - x0);
-      c.segment(x0, nx).noalias() = L.middleCols(x0, nx).transpose() * d_packed;
-    });
-    parallel_for(std::size_t((rows + kRows - 1) / kRows), threads, [&](std::size_t b, int) {
-      const Eigen::Index r0 = Eigen::Index(b) * kRows, nr = std::min(kRows, rows - r0);
-      j_packed.segment(r0, nr).noalias() = L.middleRows(r0, nr) * c;
-    });
-    J.resize(n, n);
-    for (Eigen::Index p = 0; p < n; ++p)
-      for (Eigen::Index q = 0; q <= p; ++q) J(p, q) = J(q, p) = j_packed(p * (p + 1) / 2 + q);
-    K.assign(d_exchange.size(), Eigen::MatrixXd());
+    // K = Σ_x (L_x W)(L_x W)ᵀ for each density D = W₊W₊ᵀ − W₋W₋ᵀ (eigenvectors scaled by sqrt|λ|,
+    // negligible λ dropped).
+    struct Factor {
+      std::size_t k;
+      double sign;
+      Eigen::MatrixXd W;  // [n, r]
+    };
+    std::vector<Factor> factors;
+    Eigen::Index r_max = 0;
     for (std::size_t k = 0; k < d_exchange.size(); ++k) {
-      // D = W₊W₊ᵀ − W₋W₋ᵀ (eigenvectors scaled by sqrt|λ|, negligible λ dropped)
       Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(d_exchange[k]);
       const Eigen::VectorXd& lambda = es.eigenvalues();
       const double keep = 1e-12 * std::max(1e-300, lambda.cwiseAbs().maxCoeff());
-      std::vector<Eigen::Index> pos, neg;
-      for (Eigen::Index i = 0; i < n; ++i) {
-        if (lambda(i) > keep) pos.push_back(i);
-        else if (lambda(i) < -keep) neg.push_back(i);
+      for (const double sign : {1.0, -1.0}) {
+        std::vector<Eigen::Index> cols;
+        for (Eigen::Index i = 0; i < n; ++i)
+          if (sign * lambda(i) > keep) cols.push_back(i);
+        if (cols.empty()) continue;
+        Eigen::MatrixXd W(n, Eigen::Index(cols.size()));
+        for (std::size_t j = 0; j < cols.size(); ++j)
+          W.col(Eigen::Index(j)) = es.eigenvectors().col(cols[j]) * std::sqrt(std::abs(lambda(cols[j])));
+        r_max = std::max(r_max, W.cols());
+        factors.push_back({k, sign, std::move(W)});
       }
-      K[k] = Eigen::MatrixXd::Zero(n, n);
-      for (const auto* cols : {&pos, &neg}) {
-        const Eigen::Index r = Eigen::Index(cols->size());
-        if (r == 0) continue;
-        Eigen::MatrixXd W(n, r);
-        for (Eigen::Index j = 0; j < r; ++j) W.col(j) = es.eigenvectors().col((*cols)[j]) * std::sqrt(std::abs(lambda((*cols)[j])));
-        // Thread t takes the vectors x0..x1 (fixed ranges: the same sums on every build): B_t with
-        // blocks L_x W (L_x unpacked from its pairs), and its own rank update of K.
-        const int nt = static_cast<int>(std::max<Eigen::Index>(1, std::min<Eigen::Index>(threads, M)));
-        std::vector<Eigen::MatrixXd> partial(static_cast<std::size_t>(nt));
-        parallel_for(std::size_t(nt), nt, [&](std::size_t t, int) {
-          const Eigen::Index x0 = M * Eigen::Index(t) / nt, x1 = M * (Eigen::Index(t) + 1) / nt;
-          Eigen::MatrixXd Lx(n, n), B(n, (x1 - x0) * r);
-          for (Eigen::Index x = x0; x < x1; ++x) {
-            const double* col = L.col(x).data();
-            for (Eigen::Index q = 0; q < n; ++q)
-              for (Eigen::Index p = q; p < n; ++p) Lx(p, q) = Lx(q, p) = col[p * (p + 1) / 2 + q];
-            B.middleCols((x - x0) * r, r).noalias() = Lx * W;
-          }
-          partial[t] = Eigen::MatrixXd::Zero(n, n);
-          partial[t].selfadjointView<Eigen::Lower>().rankUpdate(B, cols == &pos ? 1.0 : -1.0);
-        });
-        for (const auto& part : partial) K[k].triangularView<Eigen::Lower>() += part;
-      }
-      K[k] = Eigen::MatrixXd(K[k].selfadjointView<Eigen::Lower>());
     }
+    K.assign(d_exchange.size(), Eigen::MatrixXd::Zero(n, n));
+    // J and K in one pass over L by blocks of nb vectors: the vectors are read from memory once per
+    // build, J's two products run on each block while it is in cache. For K, U [n, nb·n] holds the
+    // block's matrices side by side (unpacked from the pairs on the threads, each in its own
+    // cache-sized n² block), Y = Uᵀ W [nb·n, r] the blocks L_x W (rows x·n + p; L_x is
+    // symmetric), and the same memory read as [n, nb·r] (column x + nb·i = column i of L_x W)
+    // gives K ±= Y Yᵀ: two GEMMs per block and factor.
+    constexpr Eigen::Index kBlockDoubles = Eigen::Index(1) << 20;  // U: 8 MB
+    const Eigen::Index nb_max = std::clamp<Eigen::Index>(kBlockDoubles / std::max<Eigen::Index>(1, n * n), 1, M);
+    Eigen::MatrixXd U(n, factors.empty() ? 0 : nb_max * n), Y(nb_max * n, r_max);
+    const Eigen::Index rows = L.rows();
+    Eigen::VectorXd c(M), j_packed = Eigen::VectorXd::Zero(rows);
+    for (Eigen::Index x0 = 0; x0 < M; x0 += nb_max) {
+      const Eigen::Index nb = std::min(nb_max, M - x0);
+      parallel_for(std::size_t(nb), threads, [&](std::size_t x, int) {
+        const double* col = L.col(x0 + Eigen::Index(x)).data();
+        c(x0 + Eigen::Index(x)) = Eigen::Map<const Eigen::VectorXd>(col, rows).dot(d_packed);
+        if (factors.empty()) return;
+        double* u = U.data() + Eigen::Index(x) * n * n;
+        // the upper triangle column by column (U(q ≤ p, p) = L(p, q): packed row p), then the
+        // lower one as its transpose in tiles
+        for (Eigen::Index p = 0; p < n; ++p) std::copy_n(col + p * (p + 1) / 2, p + 1, u + n * p);
+        constexpr Eigen::Index kTile = 16;
+        for (Eigen::Index q0 = 0; q0 < n; q0 += kTile)
+          for (Eigen::Index p0 = q0; p0 < n; p0 += kTile)
+            for (Eigen::Index q = q0; q < std::min(n, q0 + kTile); ++q)
+              for (Eigen::Index p = std::max(p0, q + 1); p < std::min(n, p0 + kTile); ++p) u[p + n * q] = u[q + n * p];
+      });
+      gemm(false, false, rows, 1, nb, 1.0, L.col(x0).data(), rows, c.data() + x0, nb, 1.0, j_packed.data(), rows, threads);
+      for (const Factor& f : factors) {
+        const Eigen::Index r = f.W.cols();
+        gemm(true, false, nb * n, r, n, 1.0, U.data(), n, f.W.data(), n, 0.0, Y.data(), nb * n, threads);
+        gemm(false, true, n, n, nb * r, f.sign, Y.data(), n, Y.data(), n, 1.0, K[f.k].data(), n, threads);
+      }
+    }
+    J.resize(n, n);
+    for (Eigen::Index p = 0; p < n; ++p)
+      for (Eigen::Index q = 0; q <= p; ++q) J(p, q) = J(q, p) = j_packed(p * (p + 1) / 2 + q);
+    // (symmetric up to rounding: made exact)
+    for (auto& Kk : K) Kk = (0.5 * (Kk + Kk.transpose())).eval();
   }
 
   /// Adds the contributions of one quartet block (values v) to per-thread accumulators.
