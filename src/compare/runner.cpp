@@ -141,6 +141,17 @@ bool needs_more_training(const Cell& cell) {
   return now == 0 || (now > j["minutes"].get<double>() && 60 * now > j.value("train_seconds", 0.0));
 }
 
+std::optional<MinutesPastBudget> minutes_past_budget(const Cell& cell) {
+  const auto j = read_status(dir_of(cell));
+  const double now = cell.config.optim.minutes;
+  if (now <= 0 || j.value("status", "") != "done") return std::nullopt;
+  const double held = j.contains("minutes") && j["minutes"].is_number() ? j["minutes"].get<double>() : 0;
+  if (held > 0 && now >= held) return std::nullopt;  // (its own budget or more: its last iteration may run past the clock)
+  const double trained = j.value("train_seconds", 0.0) / 60;
+  if (trained <= now) return std::nullopt;
+  return MinutesPastBudget{trained, held > 0 ? held : std::ceil(trained * 1000) / 1000};
+}
+
 bool holds_other_configuration(const Cell& cell) {
   const std::string path = dir_of(cell) + "/cell.yaml";
   if (!fs::exists(path)) return false;
@@ -191,16 +202,33 @@ void check_cells(const CompareSpec& spec) {
                               "it, or choose another output",
                               spec.output.c_str(), cell.id.c_str(), static_cast<long long>(trained),
                               cell.config.optim.iterations, static_cast<long long>(trained), dir_of(cell).c_str()));
+    // (the report would state the smaller budget for cells trained longer: a user audit)
+    if (const auto past = minutes_past_budget(cell))
+      throw InputError(strfmt("output '%s' holds cell %s done after %.3g minutes of training, more than the %g now "
+                              "given (a trained cell cannot be untrained); give minutes %g or more, or delete %s to "
+                              "redo it, or choose another output",
+                              spec.output.c_str(), cell.id.c_str(), past->trained, cell.config.optim.minutes,
+                              past->least_budget, dir_of(cell).c_str()));
   }
 }
 
 std::set<std::string> prepare_cells(const CompareSpec& spec, const RunnerOptions& o) {
   check_cells(spec);
   std::set<std::string> retried;
+  int to_run = 0;  // (numbered as run_cells numbers them: only the first --max-cells run now)
   for (const auto& cell : spec.cells) {
-    const bool retry = same_configuration(cell) && o.retry_failed && cell_state(cell) == "failed";
+    const bool other = !same_configuration(cell);
+    const std::string state = cell_state(cell);
+    // (run_cells' kind_run: a done cell with more budget and its checkpoint, a failed one retried, any other)
+    std::error_code ec;
+    const bool runs = other || (state == "done" ? needs_more_training(cell) && fs::exists(dir_of(cell) + "/checkpoint.h5", ec)
+                                                : state != "failed" || o.retry_failed);
+    const bool now = runs && (o.max_cells == 0 || to_run < o.max_cells);
+    to_run += runs;
+    // a failed cell's record stays until it runs again (--max-cells left some for later: a user audit)
+    const bool retry = !other && o.retry_failed && state == "failed" && now;
     if (retry) retried.insert(cell.id);
-    if (!same_configuration(cell) || retry) fs::remove_all(dir_of(cell));
+    if (other || retry) fs::remove_all(dir_of(cell));
   }
   for (const auto& cell : spec.cells) {
     const std::string dir = dir_of(cell);
@@ -255,6 +283,7 @@ RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
       ++failed_all;
       if (mine) ++summary.failed;
     } else {
+      if (o.retry_failed && cell_state(cell) == "failed") ++failed_all;  // (retried later: --max-cells)
       const int k = pending++;
       if (o.max_cells > 0 && k >= o.max_cells) continue;  // not now
       if (k % ranks != o.rank) continue;                   // another rank's

@@ -6,6 +6,7 @@
 /// it. SIGINT/SIGTERM are passed on to running cells, which checkpoint; nothing new starts.
 /// Torch-free.
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -74,6 +75,14 @@ bool needs_more_training(const Cell& cell);
 /// cell given more iterations than that continues from its checkpoint (needs_more_training);
 /// fewer are refused (check_cells; a review: an interrupted cell past them was evaluated there).
 std::int64_t trained_iterations(const Cell& cell);
+
+/// A done cell that trained longer than the minutes budget now given (with a smaller one than it
+/// ran under): its minutes, and the least budget a comparison may give it.
+struct MinutesPastBudget {
+  double trained = 0;       ///< minutes of training
+  double least_budget = 0;  ///< its budget then, or its minutes rounded up
+};
+std::optional<MinutesPastBudget> minutes_past_budget(const Cell& cell);
 
 /// Whether the cell holds progress that a changed configuration must not replace: done, or a
 /// checkpoint (started, or interrupted after its first); one interrupted before it starts again.

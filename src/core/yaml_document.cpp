@@ -13,10 +13,18 @@ std::string at_line(const std::string& where, const YAML::Mark& mark) {
 }
 }  // namespace
 
-void check_unique_keys(const YAML::Node& node, const std::string& where) {
+namespace {
+/// check_unique_keys over nodes not seen yet: an alias (*a) is the node its anchor (&a) names,
+/// walked once (walked at each use, ten lines of nested aliases took minutes: a user audit).
+void check_unique_keys(const YAML::Node& node, const std::string& where, std::multimap<int, YAML::Node>& seen_nodes) {
+  if (!node.IsSequence() && !node.IsMap()) return;
+  const auto [first, last] = seen_nodes.equal_range(node.Mark().pos);
+  for (auto it = first; it != last; ++it)
+    if (it->second.is(node)) return;
+  seen_nodes.emplace(node.Mark().pos, node);
   if (node.IsSequence()) {
-    for (const auto& item : node) check_unique_keys(item, where);
-  } else if (node.IsMap()) {
+    for (const auto& item : node) check_unique_keys(item, where, seen_nodes);
+  } else {
     std::map<std::string, YAML::Mark> seen;
     for (const auto& kv : node) {
       if (kv.first.IsScalar()) {
@@ -25,9 +33,15 @@ void check_unique_keys(const YAML::Node& node, const std::string& where) {
           throw ConfigError(at_line(where, kv.first.Mark()) + ": key '" + kv.first.Scalar() + "' given twice" +
                             (it->second.is_null() ? "" : " (first on line " + std::to_string(it->second.line + 1) + ")"));
       }
-      check_unique_keys(kv.second, where);
+      check_unique_keys(kv.second, where, seen_nodes);
     }
   }
+}
+}  // namespace
+
+void check_unique_keys(const YAML::Node& node, const std::string& where) {
+  std::multimap<int, YAML::Node> seen_nodes;
+  check_unique_keys(node, where, seen_nodes);
 }
 
 YAML::Node load_yaml_document(const std::string& text, const std::string& where) {

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/elements.hpp"
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "scf/basis_file.hpp"
@@ -24,11 +25,24 @@ BasisSet make_fitting_basis(const std::string& name, const System& system) {
   BasisOptions o;
   o.directory = fitting_basis_dir();
   o.max_l = kFittingMaxL;
+  BasisSet aux;
   try {
-    return make_basis(name, system, o);
+    aux = make_basis(name, system, o);
   } catch (const InputError& e) {  // (it read as the orbital basis's error)
     throw InputError(std::string("auxiliary (fitting) basis, --df-basis: ") + e.what());
   }
+  // Only s functions carry charge: without them an atom's density is fitted with none, and the
+  // SCF converges to a wrong energy (LiH fitted with h functions alone: −10.27 Eh, a user audit).
+  std::vector<bool> has_s(system.atoms.size(), false);
+  for (std::size_t sh = 0; sh < aux.n_shells(); ++sh)
+    for (const auto& c : aux.shells()[sh].contr)
+      if (c.l == 0) has_s[std::size_t(aux.shell_atoms()[sh])] = true;
+  for (std::size_t a = 0; a < system.atoms.size(); ++a)
+    if (!has_s[a])
+      throw InputError("auxiliary (fitting) basis, --df-basis: '" + name + "' has no s functions for atom " +
+                       std::to_string(a + 1) + " (" + element_symbol(system.atoms[a].Z) +
+                       "), so it cannot fit that atom's charge; use a JK-fitting basis such as " + kDefaultFittingBasis);
+  return aux;
 }
 
 BasisSet atom_subset(const BasisSet& aux, int atom) {

@@ -512,6 +512,47 @@ TEST(CompareCli, MinutesBudgetEndsTrainingOnTheClockThenEvaluates) {
   EXPECT_EQ(cell_json(dir, "tiny__he")["energy"], k["energy"]);
 }
 
+// --retry-failed with --max-cells resets only the failed cells it runs now: the others keep their
+// failure records (all were deleted, and the next plain run trained them as new cells: a user audit).
+TEST(CompareCli, RetryFailedWithMaxCellsKeepsTheRecordsOfCellsNotRunYet) {
+  const auto [file, dir] = setup("nnvmc_compare_retry_max",
+                                 "ansatze: [{label: starved, type: ferminet, ferminet: {hidden_dims: [[8, 4]], "
+                                 "determinants: 1}, overrides: [run.memory_budget=1KiB]}]\n"
+                                 "molecules: [he, h]\niterations: 2\nwalkers: 8\neval_steps: 4\nthreads: 1\n");
+  EXPECT_EQ(run("compare " + file + " --no-plots").code, 1);
+  const auto first = run("compare " + file + " --no-plots --retry-failed --max-cells 1");
+  EXPECT_EQ(first.code, 1) << first.out;
+  EXPECT_NE(first.out.find("2 of 2 cells to run, 1 of them now (--max-cells) (0 done, 2 failed before: 1 retried)"),
+            std::string::npos)
+      << first.out;
+  EXPECT_EQ(cell_json(dir, "starved__he")["segments"], 1);  // (reset, then run once more)
+  const auto kept = cell_json(dir, "starved__h");
+  EXPECT_EQ(kept["status"], "failed");
+  EXPECT_TRUE(kept.contains("reason"));
+  EXPECT_TRUE(fs::exists(dir + "/cells/starved__h/log.txt"));
+  const auto plain = run("compare " + file + " --no-plots");  // both stay failed, neither runs
+  EXPECT_EQ(plain.code, 1);
+  EXPECT_EQ(plain.out.find("cells to run"), std::string::npos) << plain.out;
+}
+
+// A done cell cannot be given a smaller minutes budget than it trained under: the report would
+// state that budget for cells trained longer (it exited 0, a user audit).
+TEST(CompareCli, ASmallerMinutesBudgetThanADoneCellTrainedIsRefused) {
+  const auto [file, dir] = setup(
+      "nnvmc_compare_fewer_minutes",
+      "ansatze: [{label: tiny, type: ferminet, ferminet: {hidden_dims: [[8, 4]], determinants: 1}}]\n"
+      "molecules: [he]\nminutes: 0.004\nwalkers: 8\neval_steps: 4\n"
+      "overrides: [sampler.burn_in=2, sampler.steps_per_iteration=2, eval.burn_in=2, pretrain.steps=2, run.threads=1]\n");
+  ASSERT_EQ(run("compare " + file + " --no-plots").code, 0);
+  const auto fewer = run("compare " + file + " --no-plots minutes=0.001");
+  EXPECT_EQ(fewer.code, 2) << fewer.out;
+  EXPECT_NE(fewer.out.find("holds cell tiny__he done after"), std::string::npos) << fewer.out;
+  EXPECT_NE(fewer.out.find("more than the 0.001 now given (a trained cell cannot be untrained); give minutes 0.004 or more"),
+            std::string::npos)
+      << fewer.out;
+  EXPECT_EQ(run("compare " + file + " --no-plots minutes=0.004").code, 0);  // its own budget: nothing to do
+}
+
 // A run-config entry (a configs/models/ file, say) is a whole run config: `base:` does not apply
 // to it, and the comparison says so rather than comparing it under other settings silently.
 TEST(CompareCli, BaseThatDoesNotApplyToARunConfigEntryIsSaid) {

@@ -254,6 +254,22 @@ TEST(Config, OutOfRangeValuesNameTheirLineOrOverride) {
   EXPECT_FALSE(contains(both, "override")) << both;
 }
 
+// Nested aliases (a "billion laughs" file: each line nine uses of the one before) are checked
+// once per anchored node, not once per use: 9^12 uses took hours, the check walked every one (a
+// user audit). A duplicate key inside an anchored mapping is still found.
+TEST(Config, NestedYamlAliasesAreCheckedOnceNotExpanded) {
+  std::string text = "a0: &a0 [x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i <= 12; ++i) {
+    const std::string n = std::to_string(i);
+    text.append("a").append(n).append(": &a").append(n).append(" [");
+    for (int k = 0; k < 9; ++k) text.append(k ? ", *a" : "*a").append(std::to_string(i - 1));
+    text += "]\n";
+  }
+  EXPECT_TRUE(contains(error_of(text), "unknown key 'a0'")) << error_of(text);
+  const auto dup = error_of("base: &b {lr: 0.1, lr: 0.2}\noptim: *b\n");
+  EXPECT_TRUE(contains(dup, "'lr' given twice")) << dup;
+}
+
 TEST(Config, DuplicateKeysAndSecondDocumentsAreErrorsNamingTheLine) {
   // yaml-cpp keeps both entries and lookups see the first: `lr` given twice trained with the first.
   const auto dup = error_of("optim:\n  lr: 0.1\n  iterations: 5\n  lr: 0.01\n");

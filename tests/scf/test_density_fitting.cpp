@@ -90,6 +90,23 @@ TEST(DensityFitting, FittingBasisFilesTakeShellsBeyondTheOrbitalLimit) {
   EXPECT_THROW(parse_nwchem_basis(text, "aux.nw"), InputError);
 }
 
+// A fitting basis without s functions on an atom cannot fit its charge (LiH with H fitted by h
+// functions alone converged to −10.27 Eh against HF's −7.98, exit 0): refused, naming the atom.
+TEST(DensityFitting, AFittingBasisWithoutSFunctionsOnAnAtomIsRefused) {
+  const auto dir = std::filesystem::temp_directory_path() / "nnvmc_df_no_s_test";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "aux.nw") << "BASIS \"ao basis\" SPHERICAL\nH P\n 1.0 1.0\nH H\n 2.0 1.0\n"
+                                   "Li S\n 1.0 1.0\nEND\n";
+  const System lih = load_molecule("lih", scftest::kMolecules);
+  try {
+    make_fitting_basis((dir / "aux.nw").string(), lih);
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("has no s functions for atom 2 (H)"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // Cholesky vectors and density fitting are two ways to the three-index J/K: asked together, an error.
 TEST(DensityFitting, CholeskyAndDensityFittingExcludeEachOther) {
   const System h2o = load_molecule("h2o", scftest::kMolecules);
