@@ -105,6 +105,8 @@ struct EvalResult {
   AutocorrEstimate autocorr_walkers{std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::quiet_NaN(), 0};
   /// the reblocking's error bar was raised to a Sokal-window estimate (autocorr or autocorr_walkers)
   bool error_from_window = false;
+  /// the reblocking found no plateau and its error bar was raised to the walkers' spread (error_walkers)
+  bool error_from_walker_spread = false;
   /// cross-check: the spread of each walker's time average (walker_chains_error); NaN below 2 walkers
   double error_walkers = std::numeric_limits<double>::quiet_NaN();
   /// cross-check: the reblocking error of the walker-averaged series (its plateau: stats.plateau)

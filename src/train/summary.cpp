@@ -142,6 +142,10 @@ std::string eval_text(const EvalResult& r) {
                 "own averages give the error bar at any length)\n",
                 r.stats.n, r.autocorr_times_in_series, double(r.stats.n) / r.autocorr_times_in_series,
                 kMinAutocorrTimesInSeries, kMinWalkersForChainsError);
+  if (reblocked && r.error_from_walker_spread && !r.error_floored)
+    s += strfmt("note: the error bar is the spread of the %d walkers' own averages, larger than the reblocking's "
+                "± %s\n",
+                r.walkers, value(r.error_reblocking).c_str());
   if (reblocked && r.error_from_window && !r.error_floored)
     s += strfmt("note: the error bar is the autocorrelation-time estimate (Sokal's window%s), larger than the "
                 "reblocking's ± %s\n",

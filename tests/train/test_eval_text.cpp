@@ -56,6 +56,18 @@ TEST(EvalText, WarnsWhenTheStatedWalkerSpreadComesFromTooFewWalkers) {
   EXPECT_TRUE(contains(text, "too few for a reblocking plateau")) << text;
 }
 
+// Without a plateau, an error bar raised to the walkers' spread says so beside the warning.
+TEST(EvalText, AnErrorBarRaisedToTheWalkersSpreadSaysSo) {
+  auto r = evaluation("reblocking", 4, false);
+  r.error_reblocking = 0.0009;
+  r.error_walkers = r.stats.error;
+  r.error_from_walker_spread = true;
+  const std::string text = eval_text(r);
+  EXPECT_TRUE(contains(text, "no block size passed the reblocking plateau test")) << text;
+  EXPECT_TRUE(contains(text, "note: the error bar is the spread of the 4 walkers' own averages, larger than the "
+                             "reblocking's ± 0.000900")) << text;
+}
+
 // A reblocking plateau in a series shorter than kMinAutocorrTimesInSeries autocorrelation times is
 // not trusted (a user audit: such error bars were 1.5× too small), and an error bar raised to the
 // Sokal-window estimate pooled over the walkers says so.

@@ -131,6 +131,27 @@ TEST(Evaluate, WithSixteenWalkersOrMoreTheErrorBarIsTheWalkersSpreadAndTheRebloc
   EXPECT_TRUE(few.error_reliable());
 }
 
+// Without a reblocking plateau (few walkers, a series of a few autocorrelation times) the error
+// bar is at least the spread of the walkers' own averages (a user audit: 8 walkers x 50 steps at
+// τ ≈ 10 covered the exact energy 44 % of the time within 1σ; taking the spread: 58 %).
+TEST(Evaluate, WithoutAPlateauTheErrorBarIsAtLeastTheWalkersSpread) {
+  int no_plateau = 0, raised = 0;
+  for (int seed = 1; seed <= 6; ++seed) {
+    const auto [r, hf] = evaluate_he_hf(seed, 4, EvalOptions{.steps = 24, .burn_in = 50});
+    (void)hf;
+    ASSERT_EQ(r.error_method, "reblocking");
+    if (r.stats.plateau) continue;
+    ++no_plateau;
+    ASSERT_TRUE(std::isfinite(r.error_walkers));
+    EXPECT_GE(r.stats.error, r.error_walkers) << "seed " << seed;
+    raised += r.error_from_walker_spread;
+    EXPECT_EQ(r.error_from_walker_spread, r.stats.error == r.error_walkers && r.error_walkers > r.error_reblocking);
+    EXPECT_FALSE(r.error_reliable());
+  }
+  EXPECT_GT(no_plateau, 0);  // (the case this checks happened)
+  EXPECT_GT(raised, 0);
+}
+
 // With fewer than 16 walkers and a series only ~50 autocorrelation times long, the plateau test
 // passes mostly where the noisy block errors came out low: such error bars, called reliable,
 // were 1.5× too small (a user audit: 8 walkers, 200 steps, 7 of 18 within 1σ). The error bar is
