@@ -367,6 +367,13 @@ RunSummary run_cells(const CompareSpec& spec, const RunnerOptions& o) {
     const double wall_before = it->second.wall_before;
     running.erase(it);
     nlohmann::json j = read_status(dir_of(*cell));
+    // A cell that ended on its own without a status (its cell.json not written: a full disk) failed,
+    // and says where its reason is (it was listed as "unknown" and counted failed: a user audit).
+    if ((st.code == cell_done || st.code == cell_failed) && j.value("status", "").empty()) {
+      j["status"] = "failed";
+      j["reason"] = "the cell ended (" + st.describe() + ") without writing its cell.json (a full disk?); see " +
+                    dir_of(*cell) + "/log.txt";
+    }
     // The cell's wall time as the comparison sees it: its processes from start to exit.
     j["wall_seconds"] = wall_before + elapsed;
     j["runner_rank"] = o.rank;
