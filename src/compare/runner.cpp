@@ -144,7 +144,10 @@ bool needs_more_training(const Cell& cell) {
 std::optional<MinutesPastBudget> minutes_past_budget(const Cell& cell) {
   const auto j = read_status(dir_of(cell));
   const double now = cell.config.optim.minutes;
-  if (now <= 0 || j.value("status", "") != "done") return std::nullopt;
+  const std::string status = j.value("status", "");
+  // (an interrupted cell too: continued under a smaller budget it ends at once, done, and holds
+  // that budget from then on)
+  if (now <= 0 || (status != "done" && status != "interrupted")) return std::nullopt;
   const double held = j.contains("minutes") && j["minutes"].is_number() ? j["minutes"].get<double>() : 0;
   if (held > 0 && now >= held) return std::nullopt;  // (its own budget or more: its last iteration may run past the clock)
   const double trained = j.value("train_seconds", 0.0) / 60;
@@ -204,10 +207,11 @@ void check_cells(const CompareSpec& spec) {
                               cell.config.optim.iterations, static_cast<long long>(trained), dir_of(cell).c_str()));
     // (the report would state the smaller budget for cells trained longer: a user audit)
     if (const auto past = minutes_past_budget(cell))
-      throw InputError(strfmt("output '%s' holds cell %s done after %.3g minutes of training, more than the %g now "
+      throw InputError(strfmt("output '%s' holds cell %s %s after %.3g minutes of training, more than the %g now "
                               "given (a trained cell cannot be untrained); give minutes %g or more, or delete %s to "
                               "redo it, or choose another output",
-                              spec.output.c_str(), cell.id.c_str(), past->trained, cell.config.optim.minutes,
+                              spec.output.c_str(), cell.id.c_str(), cell_state(cell).c_str(), past->trained,
+                              cell.config.optim.minutes,
                               past->least_budget, dir_of(cell).c_str()));
   }
 }

@@ -76,8 +76,8 @@ bool needs_more_training(const Cell& cell);
 /// fewer are refused (check_cells; a review: an interrupted cell past them was evaluated there).
 std::int64_t trained_iterations(const Cell& cell);
 
-/// A done cell that trained longer than the minutes budget now given (with a smaller one than it
-/// ran under): its minutes, and the least budget a comparison may give it.
+/// A done or interrupted cell that trained longer than the minutes budget now given (with a
+/// smaller one than it ran under): its minutes, and the least budget a comparison may give it.
 struct MinutesPastBudget {
   double trained = 0;       ///< minutes of training
   double least_budget = 0;  ///< its budget then, or its minutes rounded up

@@ -101,4 +101,11 @@ void trsm_upper_right(double* x, std::int64_t m, std::int64_t k, std::int64_t ld
   kernel(x, m, k, ldx, u, ldu, threads);
 }
 
+void parallel_loop(std::size_t n, int threads, const std::function<void(std::size_t)>& fn) {
+  if (installed().parallel)
+    installed().parallel(n, threads, fn);
+  else
+    parallel_for(n, resolve_threads(threads), [&](std::size_t i, int) { fn(i); });
+}
+
 }  // namespace nnvmc::scf

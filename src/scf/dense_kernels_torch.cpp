@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 
 #include "scf/dense_kernels.hpp"
 
@@ -43,11 +44,17 @@ void torch_trsm_upper_right(double* x, std::int64_t m, std::int64_t k, std::int6
   }
 }
 
+void torch_parallel_loop(std::size_t n, int /*threads*/, const std::function<void(std::size_t)>& fn) {
+  at::parallel_for(0, static_cast<std::int64_t>(n), 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) fn(static_cast<std::size_t>(i));
+  });
+}
+
 }  // namespace
 
 void install_torch_dense_kernels(int threads) {
   if (threads > 0) at::set_num_threads(threads);
-  set_dense_kernels({&torch_gemm, &torch_trsm_upper_right, "libtorch"});
+  set_dense_kernels({&torch_gemm, &torch_trsm_upper_right, &torch_parallel_loop, "libtorch"});
 }
 
 }  // namespace nnvmc::scf

@@ -107,14 +107,14 @@ struct JKBuilder::Impl {
     // cache-sized n² block), Y = Uᵀ W [nb·n, r] the blocks L_x W (rows x·n + p; L_x is
     // symmetric), and the same memory read as [n, nb·r] (column x + nb·i = column i of L_x W)
     // gives K ±= Y Yᵀ: two GEMMs per block and factor.
-    constexpr Eigen::Index kBlockDoubles = Eigen::Index(1) << 20;  // U: 8 MB
-    const Eigen::Index nb_max = std::clamp<Eigen::Index>(kBlockDoubles / std::max<Eigen::Index>(1, n * n), 1, M);
+    constexpr Eigen::Index kBlockDoubles = Eigen::Index(1) << 20;  // U: 8 MB (one matrix where n² is more)
+    const Eigen::Index nb_max = std::max<Eigen::Index>(1, std::min(M, kBlockDoubles / std::max<Eigen::Index>(1, n * n)));
     Eigen::MatrixXd U(n, factors.empty() ? 0 : nb_max * n), Y(nb_max * n, r_max);
     const Eigen::Index rows = L.rows();
     Eigen::VectorXd c(M), j_packed = Eigen::VectorXd::Zero(rows);
     for (Eigen::Index x0 = 0; x0 < M; x0 += nb_max) {
       const Eigen::Index nb = std::min(nb_max, M - x0);
-      parallel_for(std::size_t(nb), threads, [&](std::size_t x, int) {
+      parallel_loop(std::size_t(nb), threads, [&](std::size_t x) {
         const double* col = L.col(x0 + Eigen::Index(x)).data();
         c(x0 + Eigen::Index(x)) = Eigen::Map<const Eigen::VectorXd>(col, rows).dot(d_packed);
         if (factors.empty()) return;

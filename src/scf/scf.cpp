@@ -12,6 +12,7 @@
 
 #include "core/log.hpp"
 #include "parallel/communicator.hpp"
+#include "scf/dense_kernels.hpp"
 #include "scf/guess.hpp"
 #include "scf/integrals.hpp"
 #include "scf/scf_loop.hpp"
@@ -207,11 +208,12 @@ ScfResult solve(const System& system, const BasisSet& basis, const ScfOptions& o
   r.h_core = core_hamiltonian(basis, system, o.jk.integrals);
   const JKBuilder jk(basis, o.jk);
   if (o.jk.df_basis)
-    spdlog::debug("scf: {} functions, density fitting with {} ({} auxiliary functions, {} kept); integrals {:.3f} s", n,
-                  o.jk.df_basis->name(), o.jk.df_basis->n_functions(), jk.cholesky_vectors(), since(t0));
+    spdlog::debug("scf: {} functions, density fitting with {} ({} auxiliary functions, {} kept); integrals {:.3f} s; "
+                  "{} dense kernels", n, o.jk.df_basis->name(), o.jk.df_basis->n_functions(), jk.cholesky_vectors(),
+                  since(t0), dense_kernels().name);
   else if (jk.cholesky_vectors() > 0)
-    spdlog::debug("scf: {} functions, {} Cholesky vectors (tau {:.0e}); integrals {:.3f} s", n, jk.cholesky_vectors(),
-                  o.jk.cholesky_tau, since(t0));
+    spdlog::debug("scf: {} functions, {} Cholesky vectors (tau {:.0e}); integrals {:.3f} s; {} dense kernels", n,
+                  jk.cholesky_vectors(), o.jk.cholesky_tau, since(t0), dense_kernels().name);
   else
     spdlog::debug("scf: {} functions, {} shell quartets, {}; integrals {:.3f} s", n, jk.n_quartets(),
                   jk.in_core() ? "in-core ERIs" : "direct ERIs", since(t0));

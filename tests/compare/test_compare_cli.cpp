@@ -5,7 +5,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -135,10 +137,13 @@ std::pair<Result, std::string> stop_tiny_cell(const std::string& file, const std
   return {out, std::string((std::istreambuf_iterator<char>(log_in)), {})};
 }
 
-/// Runs kOneTinyCell's comparison again with a budget that ends at once (minutes: 0.0001): its
-/// cell continues from its checkpoint and is done. @return that run's output
+/// Runs kOneTinyCell's comparison again with a budget that ends at once (the minutes its cell
+/// trained, rounded up): it continues from its checkpoint and is done. @return that run's output
 Result continue_tiny_cell(const std::string& file, const std::string& dir) {
-  std::ofstream(file) << kOneTinyCell << "minutes: 0.0001\noutput: " << dir << "\n";
+  // (the least budget it may be given: what it trained, rounded up; a smaller one is refused)
+  const double trained = cell_json(dir, "tiny__h").value("train_seconds", 0.0) / 60;
+  std::ofstream(file) << kOneTinyCell << "minutes: " << std::max(0.0001, std::ceil(trained * 1000) / 1000)
+                      << "\noutput: " << dir << "\n";
   const auto second = run("compare " + file + " --no-plots");
   EXPECT_EQ(second.code, 0) << second.out;
   EXPECT_NE(second.out.find("tiny__h: continuing from its checkpoint"), std::string::npos) << second.out;
@@ -595,6 +600,14 @@ TEST(CompareCli, CtrlCToTheProcessGroupCheckpointsTheCellAndTheRerunContinuesIt)
   const auto rows_before = train_rows(dir, "tiny__h");
   EXPECT_GT(rows_before, 0);
 
+  // (a budget below what it trained is refused: continued, it ended at once and then held that
+  // budget, which the report stated: a review)
+  if (const double trained = j.value("train_seconds", 0.0) / 60; trained > 1e-6) {
+    std::ofstream(file) << kOneTinyCell << "minutes: " << trained / 2 << "\noutput: " << dir << "\n";
+    const auto fewer = run("compare " + file + " --no-plots");
+    EXPECT_EQ(fewer.code, 2) << fewer.out;
+    EXPECT_NE(fewer.out.find("holds cell tiny__h interrupted after"), std::string::npos) << fewer.out;
+  }
   continue_tiny_cell(file, dir);
   EXPECT_EQ(cell_json(dir, "tiny__h")["segments"], 2);
   EXPECT_GE(train_rows(dir, "tiny__h"), rows_before);  // the rows trained before the signal are kept

@@ -16,6 +16,7 @@
 #include "scf/dense_kernels.hpp"
 #include "scf/dense_kernels_torch.hpp"
 #include "scf/density_fitting.hpp"
+#include "scf/jk_builder.hpp"
 #include "scf/scf.hpp"
 #include "test_helpers.hpp"
 
@@ -63,7 +64,8 @@ void check_gemm_kernel(GemmKernel kernel) {
   for (const bool ta : {false, true})
     for (const bool tb : {false, true}) {
       check_gemm(kernel, ta, tb, 37, 29, 41, 1.0, 0.0, 1);
-      check_gemm(kernel, ta, tb, 300, 250, 120, -0.5, 1.0, 2);  // large enough to split over the threads
+      check_gemm(kernel, ta, tb, 300, 250, 120, -0.5, 1.0, 2);  // large enough to split over the threads (rows)
+      check_gemm(kernel, ta, tb, 120, 400, 150, 1.0, 0.0, 3);   // (columns)
       check_gemm(kernel, ta, tb, 1000, 1, 300, 2.0, 1.5, 2);    // a matrix-vector product
       check_gemm(kernel, ta, tb, 20, 30, 0, 1.0, 2.0, 1);       // no inner dimension: C = beta·C
     }
@@ -73,13 +75,14 @@ void check_gemm_kernel(GemmKernel kernel) {
 void check_trsm(TrsmKernel kernel, std::int64_t m, std::int64_t k, int threads) {
   Eigen::MatrixXd u = random_matrix(k, k, 4);
   u.diagonal().array() += 4.0;  // well conditioned
-  Eigen::MatrixXd u_buf = u;
-  u_buf.triangularView<Eigen::StrictlyLower>().setConstant(1e300);  // must not be read
+  Eigen::MatrixXd u_buf = Eigen::MatrixXd::Constant(k + 2, k, 1e300);  // leading dimension k + 2
+  u_buf.topRows(k) = u;
+  u_buf.topRows(k).triangularView<Eigen::StrictlyLower>().setConstant(1e300);  // must not be read
   const Eigen::MatrixXd x0 = random_matrix(m, k, 5);
   const std::int64_t ldx = m + 5;
   Eigen::MatrixXd xbuf = Eigen::MatrixXd::Constant(ldx, k, 9.0);
   xbuf.topRows(m) = x0;
-  kernel(xbuf.data(), m, k, ldx, u_buf.data(), k, threads);
+  kernel(xbuf.data(), m, k, ldx, u_buf.data(), k + 2, threads);
   const Eigen::MatrixXd back = xbuf.topRows(m) * Eigen::MatrixXd(u.triangularView<Eigen::Upper>());
   EXPECT_LT((back - x0).cwiseAbs().maxCoeff(), 1e-12) << m << "x" << k;
   EXPECT_TRUE((xbuf.bottomRows(5).array() == 9.0).all());
@@ -100,6 +103,45 @@ TEST(DenseKernels, BothTriangularSolvesInvertTheUpperFactorOnTheRight) {
   TorchKernels torch_kernels;
   check_trsm(dense_kernels().trsm, 9000, 40, 2);  // several of its 4096-row slices
   check_trsm(dense_kernels().trsm, 7, 3, 1);
+}
+
+// The three-index J/K over several blocks of vectors (C4H4/cc-pVDZ fitted: 76 functions, 372
+// vectors, blocks of 181, 181 and 10) equals the direct sums J = Σ_x L_x tr(L_x D),
+// K = Σ_x L_x D L_x, for an indefinite D and its negative, on both kernels.
+TEST(DenseKernels, ThreeIndexJKOverSeveralBlocksEqualsTheDirectSums) {
+  const System c4h4 = load_molecule("c4h4", scftest::kMolecules);
+  const BasisSet basis = make_basis("cc-pvdz", c4h4);
+  JKOptions o;
+  o.integrals.threads = 2;
+  o.df_basis = std::make_shared<const BasisSet>(make_fitting_basis(kDefaultFittingBasis, c4h4));
+  const Eigen::MatrixXd pairs = density_fitted_pairs(basis, *o.df_basis, o.integrals);
+  const Eigen::Index n = Eigen::Index(basis.n_functions()), M = pairs.cols();
+  ASSERT_GT(M, 2 * ((Eigen::Index(1) << 20) / (n * n)));  // (at least three blocks)
+  const Eigen::MatrixXd D = [&] {
+    const Eigen::MatrixXd r = random_matrix(n, n, 6);
+    return Eigen::MatrixXd(r + r.transpose());
+  }();
+  Eigen::MatrixXd J_ref = Eigen::MatrixXd::Zero(n, n), K_ref = Eigen::MatrixXd::Zero(n, n), Lx(n, n);
+  for (Eigen::Index x = 0; x < M; ++x) {
+    for (Eigen::Index p = 0; p < n; ++p)
+      for (Eigen::Index q = 0; q <= p; ++q) Lx(p, q) = Lx(q, p) = pairs(p * (p + 1) / 2 + q, x);
+    J_ref += Lx * (Lx.cwiseProduct(D)).sum();
+    K_ref += Lx * D * Lx;
+  }
+  const double scale = K_ref.cwiseAbs().maxCoeff() + J_ref.cwiseAbs().maxCoeff();
+  const auto check = [&](const char* kernels) {
+    const JKBuilder jk(basis, o);
+    ASSERT_EQ(Eigen::Index(jk.cholesky_vectors()), M);
+    Eigen::MatrixXd J;
+    std::vector<Eigen::MatrixXd> K;
+    jk.build(D, {D, -D}, J, K);
+    EXPECT_LT((J - J_ref).cwiseAbs().maxCoeff(), 1e-12 * scale) << kernels;
+    EXPECT_LT((K[0] - K_ref).cwiseAbs().maxCoeff(), 1e-12 * scale) << kernels;
+    EXPECT_LT((K[1] + K_ref).cwiseAbs().maxCoeff(), 1e-12 * scale) << kernels;
+  };
+  check("eigen");
+  TorchKernels torch_kernels;
+  check("libtorch");
 }
 
 // The three-index J/K (Cholesky and density-fitted RHF, fitted UHF) gives the same SCF energies
