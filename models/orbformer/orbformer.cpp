@@ -1,4 +1,5 @@
 #include "models/orbformer/orbformer.hpp"
+#include "models/orbformer/limits.hpp"
 
 #include <cmath>
 #include <numeric>
@@ -84,20 +85,7 @@ int64_t Orbformer::parameter_count() const {
 }
 
 void Orbformer::check_system(const SystemTensors& sys) const {
-  int total = 0;
-  for (int z : sys.atomic_numbers) {
-    if (z < 1 || z > max_z_)
-      throw InputError("orbformer supports elements H-" + element_symbol(static_cast<int>(max_z_)) +
-                       " (model.orbformer.elements); the molecule contains " +
-                       (z >= 1 && z <= kMaxAtomicNumber ? element_symbol(z) + " (Z = " + std::to_string(z) + ")" : "Z = " + std::to_string(z)) +
-                       ": give model.orbformer.elements up to it for a new model");
-    total += z;
-  }
-  if (sys.n_electrons() < 1 || sys.n_electrons() > total)
-    throw InputError("orbformer needs 1 <= electrons <= sum of Z (its orbitals are the atoms' slots); "
-                     "the molecule has " +
-                     std::to_string(sys.n_electrons()) + " electrons and sum Z = " + std::to_string(total) +
-                     ": an anion (a negative system.charge, or charge: in its entry) needs another model.type");
+  check_orbformer_molecule(static_cast<int>(max_z_), sys.atomic_numbers, sys.n_electrons());
 }
 
 OrbformerMolecule Orbformer::molecule(const SystemTensors& sys) {

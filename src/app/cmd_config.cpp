@@ -1,8 +1,8 @@
 /// nnvmc config [CONFIG] [key=value ...] [--markdown]
 /// The complete configuration a run config resolves to (every setting, with a comment each), as
 /// `nnvmc train` would record it in config.yaml, without running anything: keys, values and
-/// molecules and the basis sets the run builds are checked; what needs the model or the machine (memory budget, model.init_from,
-/// an ansatz's limits) only when a run starts. Without CONFIG, the defaults. --markdown: the
+/// molecules, the basis sets the run builds and Orbformer's element range are checked; what needs
+/// the model or the machine (memory budget, model.init_from) only when a run starts. Without CONFIG, the defaults. --markdown: the
 /// settings reference (docs/settings.md).
 #include <iostream>
 #include <memory>
@@ -16,6 +16,7 @@
 #include "core/log.hpp"
 #include "core/molecule_list.hpp"
 #include "core/system.hpp"
+#include "models/orbformer/limits.hpp"
 #include "models/registry.hpp"
 #include "scf/basis.hpp"
 
@@ -43,6 +44,23 @@ void check_bases(const Config& recorded, const std::vector<System>& molecules) {
       }
 }
 
+/// The molecules the ansatz can describe, where that needs no model (Orbformer's element range and
+/// its anions): `train` refused them while `config` passed them (a user audit).
+/// @throws InputError naming the molecule
+void check_ansatz_limits(const Config& recorded, const std::vector<System>& molecules) {
+  if (recorded.model.type != "orbformer") return;
+  const int max_z = recorded.model.orbformer.max_atomic_number();
+  for (const System& m : molecules) {
+    std::vector<int> z;
+    for (const Atom& atom : m.atoms) z.push_back(atom.Z);
+    try {
+      check_orbformer_molecule(max_z, z, m.n_electrons());
+    } catch (const InputError& e) {
+      throw InputError("molecule '" + m.name + "': " + e.what());
+    }
+  }
+}
+
 void run_config_command(const ConfigArgs& a) {
   if (a.markdown) {
     if (!a.args.empty()) throw InputError("config: --markdown prints the settings reference; it takes no CONFIG");
@@ -59,6 +77,7 @@ void run_config_command(const ConfigArgs& a) {
   check_model_type(config, ra);  // an unknown ansatz, named as a run names it
   const Config recorded = as_recorded(config, molecules.front().n_electrons());
   check_bases(recorded, molecules);
+  check_ansatz_limits(recorded, molecules);
   if (parallel::world().is_root()) std::cout << to_yaml(recorded);  // every rank checks; rank 0 prints
 }
 }  // namespace

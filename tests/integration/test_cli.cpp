@@ -211,6 +211,12 @@ TEST(Cli, ConfigPrintsTheResolvedSettingsAndRefusesBadOnesWithoutRunning) {
   expect_input_error("config " + cfg + " model.type=paulinet 'system.molecule=[[Sc, 0, 0, 0]]' system.spin=1",
                      "'model.paulinet.basis': basis '6-311g' has no functions for element Sc");
   EXPECT_EQ(run("config " + cfg + " pretrain.basis=nosuch").code, 0);  // (pretrain.steps: 0, not used)
+  // Orbformer's element range and anions, as the run refuses them (they passed here: a user audit)
+  expect_input_error("config " + cfg + " model.type=orbformer system.molecule=n2 model.orbformer.elements=H-Li",
+                     "molecule 'n2': orbformer supports elements H-Li (model.orbformer.elements); the molecule "
+                     "contains N (Z = 7)");
+  expect_input_error("config " + cfg + " model.type=orbformer system.molecule=h2 system.charge=-1 system.spin=1",
+                     "an anion (a negative system.charge");
   // As a run records it: the default molecule named, FermiNet sizes left to the molecule filled in.
   const auto d = run("config");
   ASSERT_EQ(d.code, 0) << d.out;
