@@ -1,7 +1,10 @@
 #include "train/run_checkpoint.hpp"
 
+#include <algorithm>
 #include <filesystem>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "core/errors.hpp"
 #include "core/log.hpp"
@@ -26,6 +29,20 @@ std::string run_checkpoint(const std::string& what, const std::string& path) {
       below += (below.empty() ? "" : ", ") + entry.path().string();
   if (!below.empty())
     throw CheckpointError(where + ": no checkpoint.h5 here; runs below it: " + below + " (name the one you mean)");
+  // a comparison's directory: its cells are runs (it said "no checkpoint.h5 here" alone: a user audit)
+  if (const fs::path cells = fs::path(path) / "cells"; fs::is_directory(cells, ec)) {
+    std::vector<std::string> runs;
+    for (const auto& entry : fs::directory_iterator(cells, ec))
+      if (fs::exists(entry.path() / "checkpoint.h5", ec)) runs.push_back(entry.path().string());
+    std::sort(runs.begin(), runs.end());
+    if (!runs.empty()) {
+      std::string listed;
+      for (std::size_t i = 0; i < runs.size() && i < 8; ++i) listed += (i ? ", " : "") + runs[i];
+      if (runs.size() > 8) listed += ", and " + std::to_string(runs.size() - 8) + " more";
+      throw CheckpointError(where + ": a comparison (nnvmc compare), not a run; its cells are runs: " + listed +
+                            " (name the one you mean)");
+    }
+  }
   if (fs::exists(fs::path(path) / kOlderCheckpointName, ec))
     throw CheckpointError(where + ": no checkpoint.h5, but the one before it, " + kOlderCheckpointName +
                           ", is there: rename it to checkpoint.h5 to continue from it");

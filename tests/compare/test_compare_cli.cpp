@@ -556,6 +556,12 @@ TEST(CompareCli, ASmallerMinutesBudgetThanADoneCellTrainedIsRefused) {
             std::string::npos)
       << fewer.out;
   EXPECT_EQ(run("compare " + file + " --no-plots minutes=0.004").code, 0);  // its own budget: nothing to do
+  // eval of the comparison's directory names its cells' runs (it said "no checkpoint.h5 here")
+  const auto eval = run("eval " + dir + " --steps 2");
+  EXPECT_NE(eval.code, 0);
+  EXPECT_NE(eval.out.find("a comparison (nnvmc compare), not a run; its cells are runs: " + dir + "/cells/tiny__he"),
+            std::string::npos)
+      << eval.out;
 }
 
 // A run-config entry (a configs/models/ file, say) is a whole run config: `base:` does not apply
