@@ -2,8 +2,8 @@
 /// The complete configuration a run config resolves to (every setting, with a comment each), as
 /// `nnvmc train` would record it in config.yaml, without running anything: keys, values and
 /// molecules, the basis sets the run builds and Orbformer's element range are checked; what needs
-/// the model or the machine (memory budget, model.init_from) only when a run starts. Without CONFIG, the defaults. --markdown: the
-/// settings reference (docs/settings.md).
+/// the model or the machine (memory budget, model.init_from) only when a run starts. Without
+/// CONFIG, the defaults. --markdown: the settings reference (docs/settings.md).
 #include <iostream>
 #include <memory>
 
