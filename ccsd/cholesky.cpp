@@ -12,10 +12,6 @@
 
 namespace nnvmc::ccsd {
 
-Eigen::MatrixXd cholesky_ao_pairs(const scf::BasisSet& basis, double tau, const scf::IntegralOptions& options) {
-  return scf::cholesky_eri_pairs(basis, tau, options);  // (block updates on the installed GEMM)
-}
-
 torch::Tensor expand_pairs(const Eigen::MatrixXd& pairs, std::int64_t n) {
   const std::int64_t rows = pairs.rows(), n_vec = pairs.cols();
   if (rows != n * (n + 1) / 2)
@@ -29,7 +25,7 @@ torch::Tensor expand_pairs(const Eigen::MatrixXd& pairs, std::int64_t n) {
 }
 
 torch::Tensor cholesky_ao_eri(const scf::BasisSet& basis, double tau, const scf::IntegralOptions& options) {
-  return expand_pairs(cholesky_ao_pairs(basis, tau, options), std::int64_t(basis.n_functions()));
+  return expand_pairs(scf::cholesky_eri_pairs(basis, tau, options), std::int64_t(basis.n_functions()));
 }
 
 }  // namespace nnvmc::ccsd

@@ -19,12 +19,8 @@ namespace nnvmc::ccsd {
 /// @throws InputError if tau <= 0.
 torch::Tensor cholesky_ao_eri(const scf::BasisSet& basis, double tau, const scf::IntegralOptions& options = {});
 
-/// The same decomposition in scf::cholesky_eri_pairs' layout, L [n(n+1)/2, n_vec] (row
-/// p(p+1)/2 + q for p ≥ q), as the SCF's Cholesky J/K build takes it (scf::JKOptions::cholesky_pairs);
-/// its block update runs on libtorch's GEMM.
-Eigen::MatrixXd cholesky_ao_pairs(const scf::BasisSet& basis, double tau, const scf::IntegralOptions& options = {});
-
-/// Pair vectors [n(n+1)/2, n_vec] of cholesky_ao_pairs expanded to L [n_vec, n, n].
+/// Pair vectors [n(n+1)/2, n_vec] (scf::cholesky_eri_pairs' layout, row p(p+1)/2 + q for p ≥ q,
+/// as the SCF's Cholesky J/K build takes them) expanded to L [n_vec, n, n].
 torch::Tensor expand_pairs(const Eigen::MatrixXd& pairs, std::int64_t n);
 
 }  // namespace nnvmc::ccsd

@@ -15,6 +15,7 @@
 #include "core/errors.hpp"
 #include "core/log.hpp"
 #include "parallel/communicator.hpp"
+#include "scf/cholesky_eri.hpp"
 #include "scf/integrals.hpp"
 
 namespace nnvmc::ccsd {
@@ -134,7 +135,7 @@ CcsdRun run_ccsd(const System& system, const CcsdRunOptions& options) {
   if (options.cholesky_tau > 0 && !options.exact_scf) {
     // one decomposition for the RHF's J/K and the CCSD's integrals
     const auto t_chol = clock::now();
-    auto pairs = std::make_shared<const Eigen::MatrixXd>(cholesky_ao_pairs(basis, options.cholesky_tau, options.scf.jk.integrals));
+    auto pairs = std::make_shared<const Eigen::MatrixXd>(scf::cholesky_eri_pairs(basis, options.cholesky_tau, options.scf.jk.integrals));
     const double seconds_cholesky = seconds(t_chol);
     scf::ScfOptions scf_options = options.scf;
     scf_options.jk.cholesky_tau = options.cholesky_tau;

@@ -31,8 +31,9 @@ BasisSet make_fitting_basis(const std::string& name, const System& system) {
   } catch (const InputError& e) {  // (it read as the orbital basis's error)
     throw InputError(std::string("auxiliary (fitting) basis, --df-basis: ") + e.what());
   }
-  // Only s functions carry charge: without them an atom's density is fitted with none, and the
-  // SCF converges to a wrong energy (LiH fitted with h functions alone: −10.27 Eh, a user audit).
+  // A fitting basis carries charge in its s functions (spherical shells of l > 0 integrate to
+  // zero): without them an atom's density is fitted with no charge, and the SCF converges to a
+  // wrong energy (LiH fitted with h functions alone: −10.27 Eh, a user audit).
   std::vector<bool> has_s(system.atoms.size(), false);
   for (std::size_t sh = 0; sh < aux.n_shells(); ++sh)
     for (const auto& c : aux.shells()[sh].contr)

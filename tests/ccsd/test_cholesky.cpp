@@ -13,6 +13,7 @@
 #include "common/ccsd_fixtures.hpp"
 #include "core/errors.hpp"
 #include "scf/jk_builder.hpp"
+#include "scf/cholesky_eri.hpp"
 #include "scf/integrals.hpp"
 
 namespace {
@@ -177,7 +178,7 @@ TEST(Cholesky, JKBuilderRefusesVectorsOfAnotherBasis) {
   nnvmc::scf::JKOptions jk;
   jk.cholesky_tau = 1e-5;
   jk.cholesky_pairs = std::make_shared<const Eigen::MatrixXd>(
-      nnvmc::ccsd::cholesky_ao_pairs(nnvmc::scf::make_basis("sto-3g", w.system), 1e-5));
+      nnvmc::scf::cholesky_eri_pairs(nnvmc::scf::make_basis("sto-3g", w.system), 1e-5));
   EXPECT_THROW({ const nnvmc::scf::JKBuilder builder(w.basis, jk); }, nnvmc::Error);
 }
 
