@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "core/errors.hpp"
+#include "scf/eri_units.hpp"
 #include "scf/parallel.hpp"
 
 namespace nnvmc::scf {
@@ -98,6 +99,11 @@ Eigen::MatrixXd core_hamiltonian(const BasisSet& basis, const System& system,
 }
 
 Eigen::MatrixXd schwarz_bounds(const BasisSet& basis, const IntegralOptions& options, bool same_atom_unbounded) {
+  if (!same_atom_unbounded) {  // (generally contracted shells from their shared primitives)
+    Eigen::MatrixXd Q;
+    unit_schwarz_bounds(basis, eri_units(basis), options.threads, &Q);
+    return Q;
+  }
   const int threads = resolve_threads(options.threads);
   // No primitive screening here: (ab|ab) ~ S_ab² may be below the engine precision while
   // (ab|cd) ~ S_ab is not, and a bound screened to zero would drop real integrals.
@@ -125,20 +131,22 @@ Eigen::MatrixXd schwarz_bounds(const BasisSet& basis, const IntegralOptions& opt
 
 std::vector<double> eri_diagonal(const BasisSet& basis, const IntegralOptions& options) {
   const int threads = resolve_threads(options.threads);
-  auto pool = engines(eri_engine(basis, options.engine_precision), threads);  // as eri_columns
-  const auto& shells = basis.shells();
-  const auto& off = basis.shell_offsets();
-  const std::size_t ns = shells.size(), n = basis.n_functions();
+  const std::vector<EriUnit> units = eri_units(basis);
+  std::vector<EriUnitEngine> pool;  // (the precision of eri_columns)
+  for (int t = 0; t < threads; ++t) pool.emplace_back(basis, options.engine_precision);
+  const std::size_t n = basis.n_functions();
   std::vector<double> diag(n * n, 0.0);
-  parallel_for(ns, threads, [&](std::size_t s1, int t) {
-    const auto& buf = pool[t].results();
-    for (std::size_t s2 = 0; s2 < ns; ++s2) {
-      pool[t].compute(shells[s1], shells[s2], shells[s1], shells[s2]);
-      if (!buf[0]) continue;
-      const std::size_t n1 = shells[s1].size(), n2 = shells[s2].size(), n12 = n1 * n2;
-      for (std::size_t a = 0; a < n1; ++a)
-        for (std::size_t b = 0; b < n2; ++b)
-          diag[(off[s1] + a) * n + off[s2] + b] = buf[0][(a * n2 + b) * n12 + a * n2 + b];
+  parallel_for(units.size(), threads, [&](std::size_t i, int t) {
+    for (std::size_t j = 0; j <= i; ++j) {
+      const EriUnit &a = units[i], &b = units[j];
+      const double* v = pool[t].compute(a, b, a, b);
+      if (!v) continue;
+      const std::size_t na = a.n_functions(), nb = b.n_functions(), nab = na * nb;
+      for (std::size_t x = 0; x < na; ++x)
+        for (std::size_t y = 0; y < nb; ++y) {
+          const std::size_t p = a.first_function + x, q = b.first_function + y, xy = x * nb + y;
+          diag[p * n + q] = diag[q * n + p] = v[xy * nab + xy];
+        }
     }
   });
   return diag;
@@ -147,7 +155,6 @@ std::vector<double> eri_diagonal(const BasisSet& basis, const IntegralOptions& o
 Eigen::MatrixXd eri_columns(const BasisSet& basis, const std::vector<std::pair<int, int>>& shell_pairs,
                             const IntegralOptions& options) {
   const auto& shells = basis.shells();
-  const auto& off = basis.shell_offsets();
   const std::size_t ns = shells.size(), n = basis.n_functions();
   std::vector<std::size_t> col0{0};
   for (const auto& [r, s] : shell_pairs) {
@@ -158,21 +165,25 @@ Eigen::MatrixXd eri_columns(const BasisSet& basis, const std::vector<std::pair<i
   }
   Eigen::MatrixXd out = Eigen::MatrixXd::Zero(n * n, col0.back());
   const int threads = resolve_threads(options.threads);
-  auto pool = engines(eri_engine(basis, options.engine_precision), threads);
-  // One task per (pair k, bra shell P); Q runs over P ≥ Q and fills both (pq) and (qp) rows.
-  parallel_for(shell_pairs.size() * ns, threads, [&](std::size_t task, int t) {
-    const std::size_t k = task / ns, P = task % ns;
-    const auto [R, S] = shell_pairs[k];
-    const std::size_t nr = shells[R].size(), ns_ = shells[S].size(), nrs = nr * ns_;
-    const auto& buf = pool[t].results();
-    for (std::size_t Q = 0; Q <= P; ++Q) {
-      pool[t].compute(shells[P], shells[Q], shells[R], shells[S]);
-      if (!buf[0]) continue;
-      const std::size_t np = shells[P].size(), nq = shells[Q].size();
-      for (std::size_t a = 0; a < np; ++a)
-        for (std::size_t b = 0; b < nq; ++b) {
-          const double* row = buf[0] + (a * nq + b) * nrs;
-          const std::size_t p = off[P] + a, q = off[Q] + b;
+  const std::vector<EriUnit> units = eri_units(basis);
+  const std::size_t nu = units.size();
+  std::vector<EriUnitEngine> pool;
+  for (int t = 0; t < threads; ++t) pool.emplace_back(basis, options.engine_precision);
+  // One task per (pair k, bra unit A); B runs over A ≥ B and fills both (pq) and (qp) rows.
+  parallel_for(shell_pairs.size() * nu, threads, [&](std::size_t task, int t) {
+    const std::size_t k = task / nu, A = task % nu;
+    const EriUnit R = single_shell_unit(basis, units, std::size_t(shell_pairs[k].first));
+    const EriUnit S = single_shell_unit(basis, units, std::size_t(shell_pairs[k].second));
+    const std::size_t nrs = R.n_functions() * S.n_functions();
+    for (std::size_t B = 0; B <= A; ++B) {
+      const EriUnit &a = units[A], &b = units[B];
+      const double* v = pool[t].compute(a, b, R, S);
+      if (!v) continue;
+      const std::size_t na = a.n_functions(), nb = b.n_functions();
+      for (std::size_t x = 0; x < na; ++x)
+        for (std::size_t y = 0; y < nb; ++y) {
+          const double* row = v + (x * nb + y) * nrs;
+          const std::size_t p = a.first_function + x, q = b.first_function + y;
           for (std::size_t rs = 0; rs < nrs; ++rs) {
             out(p * n + q, col0[k] + rs) = row[rs];
             out(q * n + p, col0[k] + rs) = row[rs];
@@ -185,42 +196,43 @@ Eigen::MatrixXd eri_columns(const BasisSet& basis, const std::vector<std::pair<i
 
 std::vector<double> eri_full(const BasisSet& basis, const IntegralOptions& options,
                              std::size_t max_bytes) {
-  const std::size_t n = basis.n_functions(), ns = basis.n_shells();
+  const std::size_t n = basis.n_functions();
   const double bytes = 8.0 * static_cast<double>(n) * n * n * n;
   if (bytes > static_cast<double>(max_bytes))
     throw BudgetError("eri_full: n = " + std::to_string(n) + " needs " +
                       std::to_string(bytes / 1e9) + " GB, above the limit of " +
                       std::to_string(max_bytes / 1e9) + " GB; use eri_columns instead");
   std::vector<double> eri(n * n * n * n, 0.0);
-  const auto& shells = basis.shells();
-  const auto& off = basis.shell_offsets();
   const int threads = resolve_threads(options.threads);
-  auto pool = engines(eri_engine(basis, options.engine_precision), threads);
-  const Eigen::MatrixXd Q = schwarz_bounds(basis, options);
-  // Tasks: bra pairs P ≥ Q; ket pairs R ≥ S with (RS) ≤ (PQ); all 8 images written.
-  parallel_for(ns * (ns + 1) / 2, threads, [&](std::size_t task, int t) {
-    std::size_t P = 0;
-    while ((P + 1) * (P + 2) / 2 <= task) ++P;
-    const std::size_t Qs = task - P * (P + 1) / 2;
-    const auto& buf = pool[t].results();
-    for (std::size_t R = 0; R <= P; ++R)
-      for (std::size_t S = 0; S <= (R == P ? Qs : R); ++S) {
-        if (Q(P, Qs) * Q(R, S) < options.schwarz_threshold) continue;
-        pool[t].compute(shells[P], shells[Qs], shells[R], shells[S]);
-        if (!buf[0]) continue;
-        const std::size_t n1 = shells[P].size(), n2 = shells[Qs].size(), n3 = shells[R].size(),
-                          n4 = shells[S].size();
+  const std::vector<EriUnit> units = eri_units(basis);
+  const std::size_t nu = units.size();
+  std::vector<EriUnitEngine> pool;
+  for (int t = 0; t < threads; ++t) pool.emplace_back(basis, options.engine_precision);
+  const Eigen::MatrixXd Q = unit_schwarz_bounds(basis, units, options.threads);
+  // Tasks: bra unit pairs A ≥ B; ket pairs C ≥ D with (CD) ≤ (AB); all 8 images written.
+  parallel_for(nu * (nu + 1) / 2, threads, [&](std::size_t task, int t) {
+    std::size_t A = 0;
+    while ((A + 1) * (A + 2) / 2 <= task) ++A;
+    const std::size_t B = task - A * (A + 1) / 2;
+    for (std::size_t C = 0; C <= A; ++C)
+      for (std::size_t D = 0; D <= (C == A ? B : C); ++D) {
+        if (Q(A, B) * Q(C, D) < options.schwarz_threshold) continue;
+        const EriUnit &ua = units[A], &ub = units[B], &uc = units[C], &ud = units[D];
+        const double* v = pool[t].compute(ua, ub, uc, ud);
+        if (!v) continue;
+        const std::size_t n1 = ua.n_functions(), n2 = ub.n_functions(), n3 = uc.n_functions(), n4 = ud.n_functions();
         for (std::size_t a = 0; a < n1; ++a)
           for (std::size_t b = 0; b < n2; ++b)
             for (std::size_t c = 0; c < n3; ++c)
               for (std::size_t d = 0; d < n4; ++d) {
-                const double v = buf[0][((a * n2 + b) * n3 + c) * n4 + d];
-                const std::size_t p = off[P] + a, q = off[Qs] + b, r = off[R] + c, s = off[S] + d;
+                const double x = v[((a * n2 + b) * n3 + c) * n4 + d];
+                const std::size_t p = ua.first_function + a, q = ub.first_function + b, r = uc.first_function + c,
+                                  s = ud.first_function + d;
                 for (const auto& [i, j, k, l] : {std::array{p, q, r, s}, std::array{q, p, r, s},
                                                  std::array{p, q, s, r}, std::array{q, p, s, r},
                                                  std::array{r, s, p, q}, std::array{s, r, p, q},
                                                  std::array{r, s, q, p}, std::array{s, r, q, p}})
-                  eri[((i * n + j) * n + k) * n + l] = v;
+                  eri[((i * n + j) * n + k) * n + l] = x;
               }
       }
   });
@@ -231,16 +243,18 @@ struct EriPairColumns::Impl {
   BasisSet basis;
   IntegralOptions options;
   int threads = 1;
-  mutable std::vector<Engine> pool;
-  Eigen::MatrixXd Q;  // Schwarz bounds per shell pair
+  std::vector<EriUnit> units;
+  mutable std::vector<EriUnitEngine> pool;
+  Eigen::MatrixXd Q_units, Q_shells;  // Schwarz bounds per unit pair and per shell pair
 };
 
 EriPairColumns::EriPairColumns(const BasisSet& basis, const IntegralOptions& options) : impl_(new Impl) {
   impl_->basis = basis;
   impl_->options = options;
   impl_->threads = resolve_threads(options.threads);
-  impl_->pool = engines(eri_engine(basis, options.engine_precision), impl_->threads);
-  impl_->Q = schwarz_bounds(basis, options);
+  impl_->units = eri_units(basis);
+  for (int t = 0; t < impl_->threads; ++t) impl_->pool.emplace_back(basis, options.engine_precision);
+  impl_->Q_units = unit_schwarz_bounds(basis, impl_->units, impl_->threads, &impl_->Q_shells);
 }
 
 EriPairColumns::~EriPairColumns() = default;
@@ -251,20 +265,18 @@ std::size_t EriPairColumns::n_rows() const {
 }
 
 std::vector<double> EriPairColumns::diagonal() const {
-  const auto& shells = impl_->basis.shells();
-  const auto& off = impl_->basis.shell_offsets();
-  const std::size_t ns = shells.size();
+  const auto& units = impl_->units;
   std::vector<double> diag(n_rows(), 0.0);
-  parallel_for(ns, impl_->threads, [&](std::size_t P, int t) {
-    const auto& buf = impl_->pool[t].results();
-    for (std::size_t Qs = 0; Qs <= P; ++Qs) {
-      impl_->pool[t].compute(shells[P], shells[Qs], shells[P], shells[Qs]);
-      if (!buf[0]) continue;
-      const std::size_t n1 = shells[P].size(), n2 = shells[Qs].size(), n12 = n1 * n2;
-      for (std::size_t a = 0; a < n1; ++a)
-        for (std::size_t b = 0; b < n2; ++b) {
-          const std::size_t p = off[P] + a, q = off[Qs] + b;
-          if (p >= q) diag[p * (p + 1) / 2 + q] = buf[0][(a * n2 + b) * n12 + a * n2 + b];
+  parallel_for(units.size(), impl_->threads, [&](std::size_t i, int t) {
+    for (std::size_t j = 0; j <= i; ++j) {
+      const EriUnit &a = units[i], &b = units[j];
+      const double* v = impl_->pool[t].compute(a, b, a, b);
+      if (!v) continue;
+      const std::size_t na = a.n_functions(), nb = b.n_functions(), nab = na * nb;
+      for (std::size_t x = 0; x < na; ++x)
+        for (std::size_t y = 0; y < nb; ++y) {
+          const std::size_t p = a.first_function + x, q = b.first_function + y, xy = x * nb + y;
+          if (p >= q) diag[p * (p + 1) / 2 + q] = v[xy * nab + xy];
         }
     }
   });
@@ -272,28 +284,29 @@ std::vector<double> EriPairColumns::diagonal() const {
 }
 
 void EriPairColumns::columns(int R, int S, double* out) const {
-  const auto& shells = impl_->basis.shells();
-  const auto& off = impl_->basis.shell_offsets();
-  const std::size_t ns = shells.size(), rows = n_rows();
+  const auto& units = impl_->units;
+  const std::size_t ns = impl_->basis.n_shells(), rows = n_rows();
   if (R < 0 || S < 0 || std::size_t(R) >= ns || std::size_t(S) >= ns)
     throw InputError("EriPairColumns: shell pair (" + std::to_string(R) + ", " + std::to_string(S) + ") out of range");
-  const std::size_t nr = shells[R].size(), nsz = shells[S].size(), nrs = nr * nsz;
+  const EriUnit r_unit = single_shell_unit(impl_->basis, units, std::size_t(R));
+  const EriUnit s_unit = single_shell_unit(impl_->basis, units, std::size_t(S));
+  const std::size_t nrs = r_unit.n_functions() * s_unit.n_functions();
   std::fill(out, out + nrs * rows, 0.0);
-  const double thr = impl_->options.schwarz_threshold, q_rs = impl_->Q(R, S);
-  parallel_for(ns, impl_->threads, [&](std::size_t P, int t) {
-    const auto& buf = impl_->pool[t].results();
-    for (std::size_t Qs = 0; Qs <= P; ++Qs) {
-      if (impl_->Q(P, Qs) * q_rs < thr) continue;
-      impl_->pool[t].compute(shells[P], shells[Qs], shells[R], shells[S]);
-      if (!buf[0]) continue;
-      const std::size_t np = shells[P].size(), nq = shells[Qs].size();
-      for (std::size_t a = 0; a < np; ++a)
-        for (std::size_t b = 0; b < nq; ++b) {
-          const std::size_t p = off[P] + a, q = off[Qs] + b;
-          if (p < q) continue;  // diagonal shell pair: (q, p) is the same row
-          const double* v = buf[0] + (a * nq + b) * nrs;
+  const double thr = impl_->options.schwarz_threshold, q_rs = impl_->Q_shells(R, S);
+  parallel_for(units.size(), impl_->threads, [&](std::size_t i, int t) {
+    for (std::size_t j = 0; j <= i; ++j) {
+      if (impl_->Q_units(i, j) * q_rs < thr) continue;
+      const EriUnit &a = units[i], &b = units[j];
+      const double* v = impl_->pool[t].compute(a, b, r_unit, s_unit);
+      if (!v) continue;
+      const std::size_t na = a.n_functions(), nb = b.n_functions();
+      for (std::size_t x = 0; x < na; ++x)
+        for (std::size_t y = 0; y < nb; ++y) {
+          const std::size_t p = a.first_function + x, q = b.first_function + y;
+          if (p < q) continue;  // diagonal unit pair: (q, p) is the same row
+          const double* w = v + (x * nb + y) * nrs;
           double* o = out + p * (p + 1) / 2 + q;
-          for (std::size_t c = 0; c < nrs; ++c) o[c * rows] = v[c];
+          for (std::size_t c = 0; c < nrs; ++c) o[c * rows] = w[c];
         }
     }
   });

@@ -17,6 +17,7 @@
 #include "parallel/communicator.hpp"
 #include "scf/cholesky_eri.hpp"
 #include "scf/dense_kernels.hpp"
+#include "scf/eri_units.hpp"
 #include "scf/density_fitting.hpp"
 #include "scf/parallel.hpp"
 
@@ -24,13 +25,14 @@ namespace nnvmc::scf {
 
 namespace {
 
-/// One unique shell quartet (P ≥ Q, R ≥ S, (PQ) ≥ (RS)) with its degeneracy.
+/// One unique quartet of ERI units (scf/eri_units.hpp: a shell, or the generally contracted
+/// shells that share primitives) (P ≥ Q, R ≥ S, (PQ) ≥ (RS)) with its degeneracy.
 struct Quartet {
-  std::uint32_t s[4];
-  std::uint32_t bra, ket;  // indices of (s0 s1) and (s2 s3) in the shell-pair list
-  std::uint32_t size[4];   // functions per shell
-  std::uint32_t first[4];  // first function of each shell
-  double degeneracy;      // number of distinct shell-level images under 8-fold symmetry
+  std::uint32_t s[4];      // unit indices
+  std::uint32_t bra, ket;  // indices of (s0 s1) and (s2 s3) in the unit-pair list
+  std::uint32_t size[4];   // functions per unit
+  std::uint32_t first[4];  // first function of each unit
+  double degeneracy;      // number of distinct unit-level images under 8-fold symmetry
   std::size_t offset;     // start of its block in the in-core buffer
 };
 
@@ -57,11 +59,13 @@ struct JKBuilder::Impl {
   BasisSet basis;
   JKOptions options;
   int threads = 1;
+  std::vector<EriUnit> units;
+  std::size_t max_unit_functions = 0;
   std::vector<Quartet> quartets;
-  std::vector<libint2::ShellPair> pair_data;  // primitive-pair data of each kept shell pair
+  std::vector<libint2::ShellPair> pair_data;  // primitive-pair data of each kept unit pair (empty: from primitives)
   std::vector<double> eri;   // in-core blocks (empty when direct)
   bool in_core = false;
-  std::vector<libint2::Engine> engines;
+  std::vector<EriUnitEngine> engines;
   /// Three-index mode (Cholesky or density fitting): L [n(n+1)/2, M] over the pairs p ≥ q (row
   /// p(p+1)/2 + q), shared with whoever gave them (Cholesky CCSD) rather than copied or expanded
   std::shared_ptr<const Eigen::MatrixXd> pairs;
@@ -146,14 +150,14 @@ struct JKBuilder::Impl {
   /// Since J = (A + Aᵀ)/4 and K = (B + Bᵀ)/8, each contribution may go to (i, j) or (j, i):
   /// the innermost loop over s uses the orientation that makes memory access contiguous
   /// (columns of the column-major matrices; D is symmetric).
+  /// w: scratch of max_unit_functions doubles.
   void digest(const Quartet& qt, const double* v, const double* dc,
-              const std::vector<const double*>& dx, double* A, const std::vector<double*>& B) const {
+              const std::vector<const double*>& dx, double* A, const std::vector<double*>& B, double* w) const {
     const std::size_t n = basis.n_functions();
     const std::size_t n1 = qt.size[0], n2 = qt.size[1], n3 = qt.size[2], n4 = qt.size[3];
     const std::size_t o1 = qt.first[0], o2 = qt.first[1], o3 = qt.first[2], o4 = qt.first[3];
     const std::size_t nx = dx.size();
     const double deg = qt.degeneracy;
-    double w[32];  // one row of the block (n4 ≤ 2l+1 or (l+1)(l+2)/2 ≤ 21 for l ≤ 5)
     for (std::size_t a = 0; a < n1; ++a) {
       const std::size_t p = o1 + a;
       for (std::size_t b = 0; b < n2; ++b) {
@@ -197,10 +201,9 @@ struct JKBuilder::Impl {
   }
 
   /// Computes one quartet on `engine`; returns its block or nullptr if libint2 screened it out.
-  const double* compute(libint2::Engine& engine, const Quartet& q) const {
-    const auto& sh = basis.shells();
-    return engine.compute2<libint2::Operator::coulomb, libint2::BraKet::xx_xx, 0>(
-        sh[q.s[0]], sh[q.s[1]], sh[q.s[2]], sh[q.s[3]], &pair_data[q.bra], &pair_data[q.ket])[0];
+  const double* compute(EriUnitEngine& engine, const Quartet& q) const {
+    return engine.compute(units[q.s[0]], units[q.s[1]], units[q.s[2]], units[q.s[3]], &pair_data[q.bra],
+                          &pair_data[q.ket]);
   }
 
   static std::size_t block_size(const Quartet& q) {
@@ -243,20 +246,26 @@ JKBuilder::JKBuilder(const BasisSet& basis, const JKOptions& options) : impl_(ne
     return;
   }
 
-  // (engines for the shell quartets: the three-index modes above need none)
-  libint2::Engine proto(libint2::Operator::coulomb, basis.max_nprim(), basis.max_l(), 0,
-                        options.integrals.engine_precision);
-  m.engines.assign(m.threads, proto);
-  // Shell pairs that can contribute at all, then unique pair-of-pairs quartets.
-  const Eigen::MatrixXd Q = schwarz_bounds(basis, options.integrals);
+  // (engines for the unit quartets: the three-index modes above need none)
+  for (int t = 0; t < m.threads; ++t) m.engines.emplace_back(basis, options.integrals.engine_precision);
+  m.units = eri_units(basis);
+  for (const EriUnit& u : m.units) m.max_unit_functions = std::max(m.max_unit_functions, u.n_functions());
+  // Unit pairs that can contribute at all, then unique pair-of-pairs quartets.
+  const Eigen::MatrixXd Q = unit_schwarz_bounds(basis, m.units, m.threads);
   const double q_max = Q.size() ? Q.maxCoeff() : 0.0;
   const double thr = options.integrals.schwarz_threshold;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;
-  for (std::uint32_t P = 0; P < basis.n_shells(); ++P)
+  for (std::uint32_t P = 0; P < m.units.size(); ++P)
     for (std::uint32_t R = 0; R <= P; ++R)
       if (Q(P, R) * q_max >= thr) pairs.push_back({P, R});
   const double ln_prec = std::log(options.integrals.engine_precision);
-  for (const auto& [P, R] : pairs) m.pair_data.emplace_back(basis.shells()[P], basis.shells()[R], ln_prec);
+  for (const auto& [P, R] : pairs) {
+    const EriUnit &a = m.units[P], &b = m.units[R];
+    if (a.from_primitives || b.from_primitives)
+      m.pair_data.emplace_back();  // (pairs of primitives: libint2 makes their data per call)
+    else
+      m.pair_data.emplace_back(a.parts[0], b.parts[0], ln_prec);
+  }
   // Counted first: the list is allocated once (it used to double while growing: 22.5 M quartets
   // of an H600 chain, 1.6 GB, peaked at 3.2 GB), and a list the host cannot hold is refused with
   // advice instead of failing in the allocator or in the kernel's OOM killer.
@@ -287,8 +296,8 @@ JKBuilder::JKBuilder(const BasisSet& basis, const JKOptions& options) : impl_(ne
       const double deg = (P == R ? 1.0 : 2.0) * (S == T ? 1.0 : 2.0) * (i == j ? 1.0 : 2.0);
       Quartet q{{P, R, S, T}, static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j), {}, {}, deg, offset};
       for (int k = 0; k < 4; ++k) {
-        q.size[k] = static_cast<std::uint32_t>(basis.shells()[q.s[k]].size());
-        q.first[k] = static_cast<std::uint32_t>(basis.shell_offsets()[q.s[k]]);
+        q.size[k] = static_cast<std::uint32_t>(m.units[q.s[k]].n_functions());
+        q.first[k] = static_cast<std::uint32_t>(m.units[q.s[k]].first_function);
       }
       m.quartets.push_back(q);
       offset += m.block_size(m.quartets.back());
@@ -334,6 +343,7 @@ void JKBuilder::build(const Eigen::MatrixXd& d_coulomb, const std::vector<Eigen:
   // Static chunk-to-thread assignment: each accumulator sums a fixed set of quartets in a fixed
   // order, so J and K are bit-reproducible (dynamic hand-out made them differ in the last bit).
   parallel_for_static(n_chunks, m.threads, [&](std::size_t chunk, int t) {
+    std::vector<double> w(m.max_unit_functions);  // one row of a block
     std::vector<double*> b;
     for (auto& Bk : B[t]) b.push_back(Bk.data());
     const std::size_t end = std::min(m.quartets.size(), (chunk + 1) * kChunk);
@@ -346,7 +356,7 @@ void JKBuilder::build(const Eigen::MatrixXd& d_coulomb, const std::vector<Eigen:
         v = m.compute(m.engines[t], q);
         if (!v) continue;
       }
-      m.digest(q, v, d_coulomb.data(), dx, A[t].data(), b);
+      m.digest(q, v, d_coulomb.data(), dx, A[t].data(), b, w.data());
     }
   });
   Eigen::MatrixXd a_sum = Eigen::MatrixXd::Zero(n, n);
