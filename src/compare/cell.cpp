@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -167,6 +168,11 @@ int run_cell(const std::string& dir, const CellRunOptions& options) {
       j["minutes"] = config.optim.minutes;  // the clock it stopped on (more minutes continue it)
       if (config.eval.steps > 0) {
         j.update(eval_json(out.final_eval));
+        // the Hartree–Fock energy the trainer checks the final energy against (compare marks a cell above it)
+        if (const auto e_hf = trainer->hartree_fock_energies(); !e_hf.empty() && std::isfinite(e_hf.front().energy)) {
+          j["e_hf"] = e_hf.front().energy;
+          j["e_hf_source"] = e_hf.front().source;
+        }
         log_eval_text(out.final_eval);  // (the cell's log shows its result, as train's stdout does)
       } else {
         j["reason"] = "no evaluation (eval_steps 0)";

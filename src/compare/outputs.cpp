@@ -25,7 +25,7 @@ constexpr double kChemicalAccuracy = 1.6e-3;  ///< hartree (1 kcal/mol)
 /// The units of compare.csv's and compare.h5's numbers (the report's error column is in mEh; a
 /// user audit found nothing saying which the files use).
 constexpr const char* kUnits =
-    "energy, energy_err, reference and error (E - E_ref) in Eh (hartree; compare.h5's chemical_accuracy attribute "
+    "energy, energy_err, reference, error (E - E_ref) and e_hf in Eh (hartree; compare.h5's chemical_accuracy attribute "
     "too), variance in Eh^2, autocorr_time in evaluation iterations (steps_per_iteration MH steps each, as nnvmc "
     "eval states it), s_per_iteration and the other *_seconds in seconds, *_bytes in bytes";
 
@@ -40,7 +40,7 @@ struct Row {
 
 const std::vector<std::string> kNumeric = {
     "n_electrons", "charge", "spin", "parameters", "iterations", "energy", "energy_err", "error_bar_reliable", "reference", "error",
-    "variance", "autocorr_time", "s_per_iteration", "peak_tensor_bytes", "max_rss_bytes", "train_seconds", "wall_seconds"};
+    "e_hf", "above_hf", "variance", "autocorr_time", "s_per_iteration", "peak_tensor_bytes", "max_rss_bytes", "train_seconds", "wall_seconds"};
 
 double num(const nlohmann::json& j, const char* key) {
   return j.contains(key) && j[key].is_number() ? j[key].get<double>() : kNaN;
@@ -77,6 +77,13 @@ Row make_row(const Cell& cell, const Reference& ref, const System& system) {
   if (r.status != "done") r.num["energy"] = r.num["energy_err"] = r.num["error_bar_reliable"] = kNaN;
   r.num["reference"] = ref.energy;
   r.num["error"] = r.num["energy"] - ref.energy;
+  // 1: the final energy more than 3 error bars above the Hartree–Fock energy the cell's pretraining
+  // targeted (a wavefunction worse than the determinant it started from; a user audit found one
+  // 13 Eh above, listed as done and reliable); NaN where either is unknown
+  r.num["e_hf"] = num(j, "e_hf");
+  r.num["above_hf"] = std::isfinite(r.num["energy"]) && std::isfinite(r.num["e_hf"])
+                          ? (r.num["energy"] - r.num["e_hf"] > 3 * r.num["energy_err"] ? 1.0 : 0.0)
+                          : kNaN;
   const double iters = num(j, "stage_iterations");
   double total = 0;
   if (j.contains("stage_seconds") && iters > 0)
@@ -104,6 +111,14 @@ Row make_row(const Cell& cell, const Reference& ref, const System& system) {
     }
   }
   return r;
+}
+
+/// What follows a cell's energy: "(unreliable)", "(above HF)", both or nothing.
+std::string energy_marks(const std::map<std::string, double>& n) {
+  std::string m;
+  if (n.at("error_bar_reliable") == 0.0) m += " (unreliable)";
+  if (n.at("above_hf") == 1.0) m += " (above HF)";
+  return m;
 }
 
 std::string csv_field(const std::string& s) {
@@ -240,7 +255,10 @@ void write_report(const std::string& path, const CompareSpec& spec, const std::v
        "(unreliable) has error_bar_reliable = 0 in compare.csv: its error bar came from neither a reblocking "
        "plateau in a series of 50 autocorrelation times or more nor enough walkers (evaluate it longer), or its walkers were not in equilibrium (drifting while "
        "measured, or hardly moving: its cell's log says which; give it a longer eval.burn_in), or its energy lies below "
-       "a rigorous lower bound on any wavefunction's (walkers that did not sample the wavefunction). In compare.csv and compare.h5: " << kUnits << ".\n\n";
+       "a rigorous lower bound on any wavefunction's (walkers that did not sample the wavefunction). An energy marked (above HF) "
+       "lies more than three error bars above the Hartree–Fock energy the cell's pretraining targeted (e_hf in "
+       "compare.csv; above_hf = 1): a wavefunction worse than the Slater determinant it started from, so train it "
+       "longer, or pretrain it longer or with a smaller pretrain.lr. In compare.csv and compare.h5: " << kUnits << ".\n\n";
   o << "| ansatz | molecule | laplacian | optim | dtype | status | energy (Eh) | error (mEh) | variance (Eh²) | "
        "τ_corr (iterations) | parameters | s/iteration | peak tensor memory | peak RSS | wall (s) |\n";
   o << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
@@ -253,7 +271,7 @@ void write_report(const std::string& path, const CompareSpec& spec, const std::v
     o << "| " << c.ansatz << " | " << c.molecule << " | " << c.laplacian << " | " << c.optim << " | " << c.dtype << " | "
       << r.status << " | "
       << (std::isfinite(n.at("energy")) ? strfmt("%.5f ± %.5f", n.at("energy"), n.at("energy_err")) : "–")
-      << (n.at("error_bar_reliable") == 0.0 ? " (unreliable)" : "") << " | "
+      << energy_marks(n) << " | "
       << (std::isfinite(n.at("error")) ? strfmt("%+.1f ± %.1f", 1e3 * n.at("error"), 1e3 * n.at("energy_err")) : "–")
       << " | " << f(n.at("variance"), "%.4f") << " | " << f(n.at("autocorr_time"), "%.1f") << " | "
       << f(n.at("parameters"), "%.0f") << " | " << f(n.at("s_per_iteration"), "%.4f") << " | "
@@ -296,8 +314,7 @@ std::string short_table(const std::vector<Row>& rows) {
     const auto& n = r.num;
     width = std::max(width, r.cell->id.size());
     energies.push_back(std::isfinite(n.at("energy"))
-                           ? strfmt("%.5f +- %.5f%s", n.at("energy"), n.at("energy_err"),
-                                    n.at("error_bar_reliable") == 0.0 ? " (unreliable)" : "")
+                           ? strfmt("%.5f +- %.5f%s", n.at("energy"), n.at("energy_err"), energy_marks(n).c_str())
                            : "-");
     energy_width = std::max(energy_width, energies.back().size());
   }

@@ -72,6 +72,9 @@ class Trainer {
   void record_resume_changes(const std::string& changes);
   VmcSetup& setup() { return setup_; }
   const StageTimers& timers() const { return timers_; }
+  /// The energies the final energy is checked against: e_hf_, or without pretraining the
+  /// ansatz's built-in determinant's (PauliNet's baseline; a user audit: a PauliNet run had none).
+  std::vector<HartreeFockEnergy> hartree_fock_energies() const;
   /// The stage timers (e.g. to attach a StageObserver).
   StageTimers& timers() { return timers_; }
   /// Installs a hook consulted at every iteration boundary (wall-time budgets, profiling).
@@ -168,9 +171,6 @@ class Trainer {
   std::vector<HartreeFockEnergy> e_hf_;
   /// e_hf_ of a resumed run: its pretraining's, from result.h5 (left empty where it has none).
   void read_pretraining_energies();
-  /// The energies the final energy is checked against: e_hf_, or without pretraining the
-  /// ansatz's built-in determinant's (PauliNet's baseline; a user audit: a PauliNet run had none).
-  std::vector<HartreeFockEnergy> hartree_fock_energies() const;
   /// @throws NumericalError when a training iteration's energy lies below the molecule's
   /// System::energy_lower_bound (energy_below_bound): the walkers no longer sample |ψ|² and the
   /// gradient is meaningless (a user audit: PauliNet at optim.lr=0.05 went on to −1e25 Eh, exit 0).

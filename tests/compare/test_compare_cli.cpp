@@ -564,6 +564,37 @@ TEST(CompareCli, ASmallerMinutesBudgetThanADoneCellTrainedIsRefused) {
       << eval.out;
 }
 
+// A cell whose final energy lies above the Hartree–Fock energy its pretraining targeted is marked
+// in report.md, on stdout and in compare.csv (a user audit: a CH4 cell 13 Eh above HF was listed as
+// done and reliable). The cell's record is edited to put its e_hf below, then above its energy.
+TEST(CompareCli, ACellAboveItsHartreeFockEnergyIsMarked) {
+  const auto [file, dir] = setup(
+      "nnvmc_compare_above_hf",
+      "ansatze: [{label: tiny, type: ferminet, ferminet: {hidden_dims: [[8, 4]], determinants: 1}}]\n"
+      "molecules: [h]\niterations: 2\nwalkers: 8\neval_steps: 4\n"
+      "overrides: [sampler.burn_in=2, sampler.steps_per_iteration=2, eval.burn_in=2, pretrain.steps=2, run.threads=1]\n");
+  ASSERT_EQ(run("compare " + file + " --no-plots").code, 0);
+  auto j = cell_json(dir, "tiny__h");
+  ASSERT_TRUE(j.contains("e_hf")) << j.dump();
+  EXPECT_NEAR(j["e_hf"].get<double>(), -0.471039, 1e-6);  // H's UHF energy in STO-6G, pretraining's default basis
+  EXPECT_NE(j.value("e_hf_source", std::string()).find("pretrain"), std::string::npos) << j.dump();
+  const double e = j["energy"].get<double>(), err = j["energy_err"].get<double>();
+  for (const bool above : {true, false}) {
+    j["e_hf"] = above ? e - 3.5 * err - 0.01 : e + 0.01;
+    std::ofstream(dir + "/cells/tiny__h/cell.json") << j.dump();
+    const auto again = run("compare " + file + " --no-plots");
+    ASSERT_EQ(again.code, 0) << again.out;
+    const auto rows = read_csv(dir + "/compare.csv");
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(std::stod(rows[0].at("above_hf")), above ? 1.0 : 0.0);
+    EXPECT_NEAR(std::stod(rows[0].at("e_hf")), j["e_hf"].get<double>(), 1e-9);
+    std::ifstream in(dir + "/report.md");
+    const std::string report((std::istreambuf_iterator<char>(in)), {});
+    EXPECT_EQ(report.find(" (above HF) |") != std::string::npos, above) << report;
+    EXPECT_EQ(again.out.find("(above HF)") != std::string::npos, above) << again.out;
+  }
+}
+
 // A run-config entry (a configs/models/ file, say) is a whole run config: `base:` does not apply
 // to it, and the comparison says so rather than comparing it under other settings silently.
 TEST(CompareCli, BaseThatDoesNotApplyToARunConfigEntryIsSaid) {
