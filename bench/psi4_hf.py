@@ -5,12 +5,12 @@ Prints one JSON line: energy, iterations, wall seconds of the psi4 process, its 
 --df-basis names the auxiliary basis of df (def2-qzvpp-jkfit is Psi4's name for def2-universal-JKFIT,
 nnvmc scf --df's default); --reference uhf with --multiplicity M for open shells; --e-conv/--d-conv
 tighten the convergence for comparisons below 1e-8 Eh.
-usage: bench/psi4_hf.py MOLECULE.xyz [--basis cc-pvdz] [--scf-type pk|cd|df] [--cholesky 1e-5] [--threads 1]
+usage: bench/psi4_hf.py MOLECULE.xyz|.yaml [--basis cc-pvdz] [--scf-type pk|cd|df] [--cholesky 1e-5] [--threads 1]
        [--df-basis NAME] [--reference rhf|uhf] [--charge 0] [--multiplicity 1] [--e-conv 1e-8] [--d-conv 1e-6]"""
 import argparse, json, os, re, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from psi4_common import system_blas  # noqa: E402
+from psi4_common import read_molecule, system_blas  # noqa: E402
 from psi4_ccsd_periter import openblas_env  # noqa: E402  (OpenBLAS threads and core type)
 
 ap = argparse.ArgumentParser()
@@ -27,12 +27,12 @@ ap.add_argument("--multiplicity", type=int, default=1)
 ap.add_argument("--e-conv", type=float, default=1e-8)
 ap.add_argument("--d-conv", type=float, default=1e-6)
 a = ap.parse_args()
-lines = open(a.xyz).read().splitlines()
-atoms = "\n".join(lines[2:2 + int(lines[0])])
+units, _, _, rows = read_molecule(a.xyz)
+atoms = "\n".join("%s %.10f %.10f %.10f" % (sym, x, y, z) for sym, x, y, z in rows)
 extra = f"  cholesky_tolerance {a.cholesky}\n" if a.scf_type == "cd" else ""
 if a.df_basis:
     extra += f"  df_basis_scf {a.df_basis}\n"
-inp = (f"memory {a.memory_gb} gb\nmolecule {{\n{a.charge} {a.multiplicity}\n{atoms}\nunits angstrom\nsymmetry c1\nno_reorient\nno_com\n}}\n"
+inp = (f"memory {a.memory_gb} gb\nmolecule {{\n{a.charge} {a.multiplicity}\n{atoms}\nunits {units}\nsymmetry c1\nno_reorient\nno_com\n}}\n"
        f"set {{\n  basis {a.basis}\n  scf_type {a.scf_type}\n  reference {a.reference}\n"
        f"  e_convergence {a.e_conv}\n  d_convergence {a.d_conv}\n{extra}}}\n"
        "energy('scf')\n")

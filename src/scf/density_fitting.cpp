@@ -15,6 +15,7 @@
 #include "core/log.hpp"
 #include "scf/basis_file.hpp"
 #include "scf/dense_kernels.hpp"
+#include "scf/eri_units.hpp"
 #include "scf/parallel.hpp"
 
 namespace nnvmc::scf {
@@ -125,43 +126,47 @@ Eigen::MatrixXd density_fitted_pairs(const BasisSet& basis, const BasisSet& aux,
   }
   const double t_metric = since(t0);
   t0 = clock::now();
-  // (pq|P) over the unique shell pairs that pass the Schwarz bound with the largest (P|P).
-  const Eigen::MatrixXd Q = schwarz_bounds(basis, o, true);
+  // (pq|P) over the unique ERI-unit pairs (scf/eri_units.hpp: generally contracted shells from
+  // their shared primitives) that pass the Schwarz bound with the largest (P|P).
+  const std::vector<EriUnit> units = eri_units(basis);
+  const Eigen::MatrixXd Q = unit_schwarz_bounds(basis, units, threads, nullptr, /*same_atom_unbounded=*/true);
   const double t_schwarz = since(t0);
   t0 = clock::now();
-  const auto& sh = basis.shells();
-  const auto& off = basis.shell_offsets();
   const auto& ash = aux.shells();
   const auto& aoff = aux.shell_offsets();
+  std::vector<EriUnit> aux_units;
+  for (std::size_t P = 0; P < ash.size(); ++P) aux_units.push_back(lone_shell_unit(ash[P], aoff[P]));
+  const EriUnit unit_shell = lone_shell_unit(libint2::Shell::unit(), 0);
   std::vector<double> q_shell(ash.size(), 0.0);  // sqrt(max (P|P)) over each auxiliary shell's functions
   for (std::size_t P = 0; P < ash.size(); ++P)
     for (std::size_t a = aoff[P]; a < aoff[P + 1]; ++a) q_shell[P] = std::max(q_shell[P], std::sqrt(std::max(0.0, V(a, a))));
   const double q_aux = *std::max_element(q_shell.begin(), q_shell.end());
   std::vector<std::pair<std::size_t, std::size_t>> pairs;
-  for (std::size_t s1 = 0; s1 < sh.size(); ++s1)
-    for (std::size_t s2 = 0; s2 <= s1; ++s2)
-      if (Q(s1, s2) * q_aux >= o.schwarz_threshold) pairs.push_back({s1, s2});
-  std::vector<libint2::Engine> pool(threads, fitting_engine(libint2::BraKet::xs_xx,
-                                                            std::max(basis.max_nprim(), aux.max_nprim()),
-                                                            std::max(basis.max_l(), aux.max_l()), o));
+  for (std::size_t u1 = 0; u1 < units.size(); ++u1)
+    for (std::size_t u2 = 0; u2 <= u1; ++u2)
+      if (Q(u1, u2) * q_aux >= o.schwarz_threshold) pairs.push_back({u1, u2});
+  std::vector<EriUnitEngine> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.push_back(EriUnitEngine::three_center(std::max(basis.max_nprim(), aux.max_nprim()),
+                                               std::max(basis.max_l(), aux.max_l()), o.engine_precision));
   const Eigen::Index rows = n * (n + 1) / 2;
   Eigen::MatrixXd T = Eigen::MatrixXd::Zero(rows, n_aux);  // (pq|P)
   parallel_for(pairs.size(), threads, [&](std::size_t task, int t) {
-    const auto [s1, s2] = pairs[task];
-    const auto& buf = pool[t].results();
-    const std::size_t n1 = sh[s1].size(), n2 = sh[s2].size();
+    const auto [u1, u2] = pairs[task];
+    const EriUnit &A = units[u1], &B = units[u2];
+    const std::size_t n1 = A.n_functions(), n2 = B.n_functions();
     for (std::size_t P = 0; P < ash.size(); ++P) {
-      if (Q(s1, s2) * q_shell[P] < o.schwarz_threshold) continue;
-      pool[t].compute(ash[P], libint2::Shell::unit(), sh[s1], sh[s2]);
-      if (!buf[0]) continue;
+      if (Q(u1, u2) * q_shell[P] < o.schwarz_threshold) continue;
+      const double* v = pool[t].compute(aux_units[P], unit_shell, A, B);
+      if (!v) continue;
       const std::size_t nP = ash[P].size();
       for (std::size_t a = 0; a < nP; ++a)
         for (std::size_t i = 0; i < n1; ++i) {
-          const std::size_t p = off[s1] + i;
+          const std::size_t p = A.first_function + i;
           for (std::size_t j = 0; j < n2; ++j) {
-            const std::size_t q = off[s2] + j;
+            const std::size_t q = B.first_function + j;
             if (q > p) continue;  // (the diagonal block's upper half)
-            T(Eigen::Index(p * (p + 1) / 2 + q), Eigen::Index(aoff[P] + a)) = buf[0][(a * n1 + i) * n2 + j];
+            T(Eigen::Index(p * (p + 1) / 2 + q), Eigen::Index(aoff[P] + a)) = v[(a * n1 + i) * n2 + j];
           }
         }
     }
@@ -177,7 +182,7 @@ Eigen::MatrixXd density_fitted_pairs(const BasisSet& basis, const BasisSet& aux,
          B.data(), rows, threads);
     T = std::move(B);
   }
-  spdlog::debug("density fitting: metric ({}) {:.3f} s, Schwarz bounds {:.3f} s, (pq|P) over {} shell pairs {:.3f} s, "
+  spdlog::debug("density fitting: metric ({}) {:.3f} s, Schwarz bounds {:.3f} s, (pq|P) over {} unit pairs {:.3f} s, "
                 "B = (pq|P) {} {:.3f} s", use_cholesky ? "Cholesky" : "eigenvectors", t_metric, t_schwarz,
                 pairs.size(), t_three, use_cholesky ? "L^-T" : "V^-1/2", since(t0));
   return T;

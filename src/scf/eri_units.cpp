@@ -111,15 +111,40 @@ EriUnit single_shell_unit(const BasisSet& basis, const std::vector<EriUnit>& uni
               std::to_string(units.size()) + " units (units of another basis?)");
 }
 
+EriUnit lone_shell_unit(const libint2::Shell& shell, std::size_t first_function) {
+  EriUnit u;
+  u.first_function = first_function;
+  u.shell_size = shell.size();
+  u.parts = {shell};
+  u.coeff = Eigen::MatrixXd::Ones(1, 1);
+  return u;
+}
+
 struct EriUnitEngine::Impl {
   libint2::Engine engine;
+  bool three_center = false;  // BraKet::xs_xx (else xx_xx)
   std::vector<double> t4, t3, t2, out;
 };
+
+EriUnitEngine::EriUnitEngine() : impl_(new Impl) {}
 
 EriUnitEngine::EriUnitEngine(const BasisSet& basis, double precision) : impl_(new Impl) {
   ensure_libint_initialized();
   impl_->engine = libint2::Engine(libint2::Operator::coulomb, std::max<std::size_t>(1, basis.max_nprim()),
                                   basis.max_l(), 0, precision);
+}
+
+EriUnitEngine EriUnitEngine::three_center(std::size_t max_nprim, int max_l, double precision) {
+  ensure_libint_initialized();
+  EriUnitEngine e;
+  // (constructed at most at the orbital l libint2 was built for, then raised: the fitting
+  // functions' l may go past it where libint2's three-centre code does)
+  e.impl_->engine = libint2::Engine(libint2::Operator::coulomb, std::max<std::size_t>(1, max_nprim),
+                                    std::min(max_l, kOrbitalMaxL), 0, precision);
+  e.impl_->engine.set(libint2::BraKet::xs_xx);
+  e.impl_->engine.set_max_l(static_cast<std::size_t>(max_l));
+  e.impl_->three_center = true;
+  return e;
 }
 
 EriUnitEngine::~EriUnitEngine() = default;
@@ -130,8 +155,14 @@ const double* EriUnitEngine::compute(const EriUnit& a, const EriUnit& b, const E
   auto& e = impl_->engine;
   using libint2::BraKet;
   using libint2::Operator;
+  const bool xs = impl_->three_center;
+  const auto one = [&](const libint2::Shell& s1, const libint2::Shell& s2, const libint2::Shell& s3,
+                       const libint2::Shell& s4, const libint2::ShellPair* p12, const libint2::ShellPair* p34) {
+    return xs ? e.compute2<Operator::coulomb, BraKet::xs_xx, 0>(s1, s2, s3, s4, nullptr, p34)[0]
+              : e.compute2<Operator::coulomb, BraKet::xx_xx, 0>(s1, s2, s3, s4, p12, p34)[0];
+  };
   if (!a.from_primitives && !b.from_primitives && !c.from_primitives && !d.from_primitives)
-    return e.compute2<Operator::coulomb, BraKet::xx_xx, 0>(a.parts[0], b.parts[0], c.parts[0], d.parts[0], bra, ket)[0];
+    return one(a.parts[0], b.parts[0], c.parts[0], d.parts[0], bra, ket);
   const libint2::ShellPair* pb = a.from_primitives || b.from_primitives ? nullptr : bra;
   const libint2::ShellPair* pk = c.from_primitives || d.from_primitives ? nullptr : ket;
   // Contract one index per loop level, innermost (d) first:
@@ -170,8 +201,7 @@ const double* EriUnitEngine::compute(const EriUnit& a, const EriUnit& b, const E
         std::fill(t4.begin(), t4.end(), 0.0);
         bool any_c = false;
         for (std::size_t id = 0; id < d.parts.size(); ++id) {
-          const double* v = e.compute2<Operator::coulomb, BraKet::xx_xx, 0>(a.parts[ia], b.parts[ib], c.parts[ic],
-                                                                           d.parts[id], pb, pk)[0];
+          const double* v = one(a.parts[ia], b.parts[ib], c.parts[ic], d.parts[id], pb, pk);
           if (!v) continue;
           any_c = true;
           for (std::size_t s = 0; s < d.n_shells; ++s)
@@ -200,7 +230,7 @@ const double* EriUnitEngine::compute(const EriUnit& a, const EriUnit& b, const E
 }
 
 Eigen::MatrixXd unit_schwarz_bounds(const BasisSet& basis, const std::vector<EriUnit>& units, int threads,
-                                    Eigen::MatrixXd* per_shell) {
+                                    Eigen::MatrixXd* per_shell, bool same_atom_unbounded) {
   const std::size_t nu = units.size();
   Eigen::MatrixXd Q = Eigen::MatrixXd::Zero(Eigen::Index(nu), Eigen::Index(nu));
   if (per_shell) *per_shell = Eigen::MatrixXd::Zero(Eigen::Index(basis.n_shells()), Eigen::Index(basis.n_shells()));
@@ -210,7 +240,8 @@ Eigen::MatrixXd unit_schwarz_bounds(const BasisSet& basis, const std::vector<Eri
   parallel_for(nu, threads, [&](std::size_t i, int t) {
     for (std::size_t j = 0; j <= i; ++j) {
       const EriUnit &a = units[i], &b = units[j];
-      const double* v = pool[t].compute(a, b, a, b);
+      const bool unbounded = same_atom_unbounded && basis.shell_atoms()[a.first_shell] == basis.shell_atoms()[b.first_shell];
+      const double* v = unbounded ? nullptr : pool[t].compute(a, b, a, b);
       const std::size_t na = a.n_functions(), nb = b.n_functions(), nab = na * nb;
       double unit_max = 0;
       for (std::size_t sa = 0; sa < a.n_shells; ++sa)
@@ -222,6 +253,7 @@ Eigen::MatrixXd unit_schwarz_bounds(const BasisSet& basis, const std::vector<Eri
                 const std::size_t ab = (sa * a.shell_size + mu) * nb + sb * b.shell_size + nu_;
                 m = std::max(m, std::abs(v[ab * nab + ab]));
               }
+          if (unbounded) m = HUGE_VAL;
           unit_max = std::max(unit_max, m);
           if (per_shell) {
             const auto P = Eigen::Index(a.first_shell + sa), R = Eigen::Index(b.first_shell + sb);

@@ -53,11 +53,17 @@ std::vector<EriUnit> eri_units(const BasisSet& basis);
 /// unit when that unit is general: the integrals then agree to rounding with the unit's).
 EriUnit single_shell_unit(const BasisSet& basis, const std::vector<EriUnit>& units, std::size_t shell);
 
+/// A unit of one shell of any basis (e.g. an auxiliary one) whose first function is first_function.
+EriUnit lone_shell_unit(const libint2::Shell& shell, std::size_t first_function);
+
 /// Unit-quartet ERIs on one thread (one per thread: it owns a libint2 engine and buffers).
 class EriUnitEngine {
  public:
   /// @param precision libint2's primitive screening precision (0: none)
   EriUnitEngine(const BasisSet& basis, double precision);
+  /// Three-centre integrals (P|ab) for density fitting: compute(P, lone_shell_unit(Shell::unit(), 0),
+  /// a, b) with P an auxiliary shell's unit (libint2's xs_xx); max_nprim and max_l over both bases.
+  static EriUnitEngine three_center(std::size_t max_nprim, int max_l, double precision);
   ~EriUnitEngine();
   EriUnitEngine(EriUnitEngine&&) noexcept;
   EriUnitEngine(const EriUnitEngine&) = delete;
@@ -71,6 +77,7 @@ class EriUnitEngine {
                         const libint2::ShellPair* bra = nullptr, const libint2::ShellPair* ket = nullptr);
 
  private:
+  EriUnitEngine();
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
@@ -78,7 +85,11 @@ class EriUnitEngine {
 /// Schwarz bounds per unit pair, max over the pair's functions of sqrt|(pq|pq)|, [units, units],
 /// computed without primitive screening (as schwarz_bounds). per_shell, when given, receives
 /// the same bounds per shell pair [n_shells, n_shells] (what schwarz_bounds returns).
+/// With same_atom_unbounded, pairs of units on one atom are not computed but set to +inf (such
+/// pairs are never negligible, and on a heavy atom they are most of the bounds' cost: Fe
+/// cc-pVDZ's (ss|ss) unit is 20⁴ primitive quartets); for callers that only compare a bound
+/// against a threshold (density fitting).
 Eigen::MatrixXd unit_schwarz_bounds(const BasisSet& basis, const std::vector<EriUnit>& units, int threads,
-                                    Eigen::MatrixXd* per_shell = nullptr);
+                                    Eigen::MatrixXd* per_shell = nullptr, bool same_atom_unbounded = false);
 
 }  // namespace nnvmc::scf

@@ -54,11 +54,6 @@ Eigen::MatrixXd one_body(const BasisSet& basis, Engine prototype, const Integral
   return M;
 }
 
-Engine eri_engine(const BasisSet& basis, double precision) {
-  ensure_libint_initialized();
-  return Engine(Operator::coulomb, basis.max_nprim(), basis.max_l(), 0, precision);
-}
-
 }  // namespace
 
 Eigen::MatrixXd overlap_matrix(const BasisSet& basis, const IntegralOptions& options) {
@@ -98,34 +93,9 @@ Eigen::MatrixXd core_hamiltonian(const BasisSet& basis, const System& system,
   return kinetic_matrix(basis, options) + nuclear_attraction_matrix(basis, system, options);
 }
 
-Eigen::MatrixXd schwarz_bounds(const BasisSet& basis, const IntegralOptions& options, bool same_atom_unbounded) {
-  if (!same_atom_unbounded) {  // (generally contracted shells from their shared primitives)
-    Eigen::MatrixXd Q;
-    unit_schwarz_bounds(basis, eri_units(basis), options.threads, &Q);
-    return Q;
-  }
-  const int threads = resolve_threads(options.threads);
-  // No primitive screening here: (ab|ab) ~ S_ab² may be below the engine precision while
-  // (ab|cd) ~ S_ab is not, and a bound screened to zero would drop real integrals.
-  auto pool = engines(eri_engine(basis, 0.0), threads);
-  const auto& shells = basis.shells();
-  const std::size_t ns = shells.size();
-  Eigen::MatrixXd Q = Eigen::MatrixXd::Zero(ns, ns);
-  parallel_for(ns, threads, [&](std::size_t s1, int t) {
-    const auto& buf = pool[t].results();
-    for (std::size_t s2 = 0; s2 <= s1; ++s2) {
-      if (same_atom_unbounded && basis.shell_atoms()[s1] == basis.shell_atoms()[s2]) {
-        Q(s1, s2) = Q(s2, s1) = HUGE_VAL;
-        continue;
-      }
-      pool[t].compute(shells[s1], shells[s2], shells[s1], shells[s2]);
-      const std::size_t n1 = shells[s1].size(), n2 = shells[s2].size(), n12 = n1 * n2;
-      double m = 0;
-      if (buf[0])
-        for (std::size_t ab = 0; ab < n12; ++ab) m = std::max(m, std::abs(buf[0][ab * n12 + ab]));
-      Q(s1, s2) = Q(s2, s1) = std::sqrt(m);
-    }
-  });
+Eigen::MatrixXd schwarz_bounds(const BasisSet& basis, const IntegralOptions& options) {
+  Eigen::MatrixXd Q;  // (generally contracted shells from their shared primitives)
+  unit_schwarz_bounds(basis, eri_units(basis), options.threads, &Q);
   return Q;
 }
 

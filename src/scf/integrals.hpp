@@ -56,13 +56,9 @@ Eigen::MatrixXd core_hamiltonian(const BasisSet& basis, const System& system,
 
 /// Schwarz bounds per shell pair: Q_PQ = max_{p∈P,q∈Q} sqrt|(pq|pq)|, [n_shells, n_shells];
 /// |(pq|rs)| ≤ Q_PQ·Q_RS. Computed without primitive screening (engine_precision is not
-/// used): (pq|pq) ~ S_pq² can be far below it while (pq|rs) ~ S_pq is not.
-/// With same_atom_unbounded, the pairs of shells on one atom are not computed but set to +inf
-/// (such pairs are never negligible, and on a heavy atom with generally contracted shells, e.g.
-/// Fe cc-pVDZ's 20-primitive s shells, they are most of the bounds' cost); for callers that only
-/// compare a bound against a threshold.
-Eigen::MatrixXd schwarz_bounds(const BasisSet& basis, const IntegralOptions& options = {},
-                               bool same_atom_unbounded = false);
+/// used): (pq|pq) ~ S_pq² can be far below it while (pq|rs) ~ S_pq is not. Generally contracted
+/// shells are computed together from their shared primitives (scf/eri_units.hpp).
+Eigen::MatrixXd schwarz_bounds(const BasisSet& basis, const IntegralOptions& options = {});
 
 /// The most eri_full holds by default (4 GiB: n ≈ 152 basis functions).
 constexpr std::size_t kMaxFullEriBytes = std::size_t{4} << 30;
