@@ -102,8 +102,14 @@ EriUnit single_shell_unit(const BasisSet& basis, const std::vector<EriUnit>& uni
     one.n_shells = 1;
     one.first_function = u.first_function + s * u.shell_size;
     one.shell_size = u.shell_size;
-    one.parts = u.parts;
-    one.coeff = u.coeff.col(Eigen::Index(s));
+    // only its own primitives (the unit's uncontracted diffuse shell is one of them, not all)
+    std::vector<double> c;
+    for (Eigen::Index i = 0; i < u.coeff.rows(); ++i)
+      if (const double w = u.coeff(i, Eigen::Index(s)); w != 0) {
+        one.parts.push_back(u.parts[std::size_t(i)]);
+        c.push_back(w);
+      }
+    one.coeff = Eigen::Map<const Eigen::MatrixXd>(c.data(), Eigen::Index(c.size()), 1);
     one.from_primitives = true;
     return one;
   }
