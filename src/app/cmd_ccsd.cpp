@@ -69,7 +69,7 @@ void print_summary(const ccsd::CcsdRun& run, const System& system, const CcsdArg
   // (what a reader of the output needs to repeat or trust it: the electrons, the integrals, the
   // convergence thresholds; energies in hartree)
   std::printf("molecule %s  charge %d  spin %d  %d electron%s (%d occupied, %d frozen)  basis %s  n_basis %d  %s\n",
-              a.molecule.c_str(), system.charge, system.spin, system.n_electrons(),
+              molecule_spec_label(a.molecule, system).c_str(), system.charge, system.spin, system.n_electrons(),
               system.n_electrons() == 1 ? "" : "s", system.n_electrons() / 2, run.n_frozen, a.basis.c_str(),
               run.rhf.n_basis,
               run.n_cholesky ? strfmt("Cholesky tau %g (%d vectors%s)", a.cholesky, run.n_cholesky,
@@ -247,6 +247,7 @@ void run_ccsd_command(const CcsdArgs& a) {
   if (!a.json) return print_summary(run, system, a);
   nlohmann::json j;
   j["molecule"] = a.molecule;
+  if (int frame = -1; molecule_spec_label(a.molecule, system, &frame), frame >= 0) j["frame"] = frame;
   j["energy_units"] = "hartree";
   j["charge"] = system.charge;
   j["spin"] = system.spin;

@@ -68,6 +68,8 @@ void run_scf_command(ScfArgs& a) {
   if (!parallel::world().is_root()) return;  // every rank holds the same result (share_from_root); rank 0 prints
   const std::string method = r.unrestricted ? "UHF" : "RHF";
   if (a.json) {
+    int frame = -1;
+    molecule_spec_label(a.molecule, system, &frame);
     nlohmann::json j{{"molecule", a.molecule}, {"basis", a.basis}, {"method", method},
                      {"e_hf", r.energy}, {"e_nuc", r.e_nuc}, {"n_basis", r.n_basis}, {"n_mo", r.n_mo},
                      {"n_alpha", r.n_alpha}, {"n_beta", r.n_beta}, {"converged", r.converged},
@@ -78,6 +80,7 @@ void run_scf_command(ScfArgs& a) {
                      // (as ccsd --json gives them: an ion is not its neutral, a user audit)
                      {"charge", system.charge}, {"spin", system.spin}, {"energy_units", "hartree"}};
     if (std::isfinite(r.lumo())) j["lumo"] = r.lumo();
+    if (frame >= 0) j["frame"] = frame;  // (the frame "FILE.xyz@K" read, counted from 0: @-1 of ten is 9)
     if (a.df) {
       j["df_basis"] = a.df_basis;
       j["n_aux"] = a.options.jk.df_basis->n_functions();
@@ -102,7 +105,7 @@ void run_scf_command(ScfArgs& a) {
                     static_cast<int>(a.options.jk.df_basis->n_functions()))
            : tau > 0 ? strfmt("J/K from Cholesky vectors (tau %g)", tau) : std::string("exact integrals");
   std::cout << strfmt("%s %s, basis %s: %d basis functions%s, %d α + %d β electrons, %s\n", method.c_str(),
-                      a.molecule.c_str(), a.basis.c_str(), static_cast<int>(r.n_basis),
+                      molecule_spec_label(a.molecule, system).c_str(), a.basis.c_str(), static_cast<int>(r.n_basis),
                       r.n_mo < r.n_basis ? strfmt(" (%d orbitals: %d linearly dependent combination%s dropped)", r.n_mo,
                                                   r.n_basis - r.n_mo, r.n_basis - r.n_mo == 1 ? "" : "s").c_str()
                                          : "",

@@ -399,6 +399,16 @@ std::pair<std::string, std::optional<int>> split_xyz_frame(const std::string& sp
   return {file, frame};
 }
 
+std::string molecule_spec_label(const std::string& spec, const System& system, int* frame) {
+  if (frame) *frame = -1;
+  const auto [path, picked] = split_xyz_frame(spec);
+  const auto at = system.name.rfind('@');
+  if (!picked || at == std::string::npos) return spec;
+  const int index = std::stoi(system.name.substr(at + 1));
+  if (frame) *frame = index;
+  return *picked < 0 ? spec + " (frame " + std::to_string(index) + ")" : spec;
+}
+
 System load_molecule(const std::string& name_or_path, const std::string& molecules_dir) {
   const auto [spec, frame] = split_xyz_frame(name_or_path);
   fs::path p(spec);

@@ -87,6 +87,11 @@ double bohr_per_unit(const std::string& units, const std::string& where);
 /// @throws InputError.
 System load_molecule(const std::string& name_or_path, const std::string& molecules_dir);
 
+/// How a command names the molecule it loaded from `spec` (load_molecule): the spec, and the
+/// frame read where the spec picks one by a negative index ("traj.xyz@-1 (frame 9)"); -1 where
+/// no frame was picked, else the frame in `frame`.
+std::string molecule_spec_label(const std::string& spec, const System& system, int* frame = nullptr);
+
 /// Parses a molecule from YAML text in the project format (mapping with units, charge,
 /// spin, atoms) or a bare list of atoms [[symbol, x, y, z], ...] in bohr.
 /// `where` prefixes error messages (file name or config key). @throws InputError.

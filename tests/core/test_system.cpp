@@ -202,6 +202,15 @@ TEST(System, AnyFrameOfAMultiFrameXyzIsChosenByItsIndex) {
   // named by the frame's own number: @-1 of two frames is traj@1, as @1 is
   EXPECT_EQ(load_molecule((dir / "traj.XYZ").string() + "@-1", "unused").name, "traj@1") << "(case of .XYZ)";
   EXPECT_EQ(load_molecule((dir / "traj.xyz").string() + "@-2", "unused").name, "traj@0");
+  // how scf and ccsd name it: the frame a negative index picked is said (the header said "@-1" alone)
+  const std::string last = (dir / "traj.xyz").string() + "@-1", first = (dir / "traj.xyz").string() + "@0";
+  int frame = 7;
+  EXPECT_EQ(molecule_spec_label(last, load_molecule(last, "unused"), &frame), last + " (frame 1)");
+  EXPECT_EQ(frame, 1);
+  EXPECT_EQ(molecule_spec_label(first, load_molecule(first, "unused"), &frame), first);
+  EXPECT_EQ(frame, 0);
+  EXPECT_EQ(molecule_spec_label((dir / "traj.xyz").string(), water, &frame), (dir / "traj.xyz").string());
+  EXPECT_EQ(frame, -1);
   for (const char* bad : {"@x", "@", "@1.5"})
     EXPECT_THROW(load_molecule((dir / "traj.xyz").string() + bad, "unused"), InputError) << bad;
   EXPECT_THROW(load_molecule((dir / "traj.xyz").string() + "@7", "unused"), InputError);
