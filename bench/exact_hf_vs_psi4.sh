@@ -19,7 +19,7 @@ TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
 python3 bench/xyz_frame.py bench/molecules/water_clusters.xyz 3 "$TMP/w3.xyz"
 printf "units: angstrom\ncharge: 0\nspin: 4\natoms:\n  - [Fe, 0.0, 0.0, 0.0]\n" > "$TMP/fe.yaml"
 echo "# $(date -u +%FT%TZ) $(nproc --all) cores, load $(cut -d' ' -f1-3 /proc/loadavg); nnvmc $(git rev-parse --short HEAD 2>/dev/null); $THREADS thread(s); REPS $REPS"
-case_args() {  # case -> "molecule basis nnvmc-extra psi4-extra"
+case_args() {  # case -> "molecule basis"
   case $1 in
     c4h4_dz) echo "configs/molecules/c4h4.yaml cc-pvdz" ;;
     c4h4_tz) echo "configs/molecules/c4h4.yaml cc-pvtz" ;;
@@ -28,7 +28,7 @@ case_args() {  # case -> "molecule basis nnvmc-extra psi4-extra"
   esac
 }
 run_nnvmc() {  # program binary case
-  local args; read -r mol basis <<< "$(case_args "$3")"
+  local mol basis; read -r mol basis <<< "$(case_args "$3")"
   local extra=(); [ "$3" = fe ] && extra=(--uhf --guess sad --stability off --max-iter 300)
   local t0; t0=$(date +%s.%N)
   LD_LIBRARY_PATH=$(dirname "$2") "$2" scf "$mol" --basis "$basis" --threads "$THREADS" --json "${extra[@]}" > "$TMP/out.json" 2> "$TMP/err" || { echo "{\"case\": \"$3\", \"program\": \"$1\", \"failed\": \"$(tail -c 200 "$TMP/err" | tr -d '"\n')\"}"; return; }

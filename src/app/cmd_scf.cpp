@@ -158,7 +158,7 @@ void add_scf_command(CLI::App& app) {
   add_scf_convergence_flags(cmd, a->options, a->scf_text, "--max-iter", true);
   a->options.convergence_advice += " (nnvmc scf)";
   cmd->add_option("--schwarz", a->options.jk.integrals.schwarz_threshold,
-                  "skip ERI shell quartets (with --df: shell pair and auxiliary shell triples) whose Schwarz bound "
+                  "skip ERI quartets of shells (with --df: shell pair and auxiliary shell triples) whose Schwarz bound "
                   "is below this (Eh)")
       ->capture_default_str()
       ->check(finite_in(0, 1e-4));  // larger thresholds drop integrals that matter

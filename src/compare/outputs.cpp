@@ -81,7 +81,7 @@ Row make_row(const Cell& cell, const Reference& ref, const System& system) {
   // targeted (a wavefunction worse than the determinant it started from; a user audit found one
   // 13 Eh above, listed as done and reliable); NaN where either is unknown
   r.num["e_hf"] = num(j, "e_hf");
-  r.num["above_hf"] = std::isfinite(r.num["energy"]) && std::isfinite(r.num["e_hf"])
+  r.num["above_hf"] = std::isfinite(r.num["energy"]) && std::isfinite(r.num["energy_err"]) && std::isfinite(r.num["e_hf"])
                           ? (r.num["energy"] - r.num["e_hf"] > 3 * r.num["energy_err"] ? 1.0 : 0.0)
                           : kNaN;
   const double iters = num(j, "stage_iterations");

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -404,7 +405,10 @@ std::string molecule_spec_label(const std::string& spec, const System& system, i
   const auto [path, picked] = split_xyz_frame(spec);
   const auto at = system.name.rfind('@');
   if (!picked || at == std::string::npos) return spec;
-  const int index = std::stoi(system.name.substr(at + 1));
+  int index = 0;  // (a System named otherwise than load_molecule names a frame: the spec alone)
+  const char* first = system.name.data() + at + 1;
+  const char* last = system.name.data() + system.name.size();
+  if (const auto [end, ec] = std::from_chars(first, last, index); ec != std::errc() || end != last) return spec;
   if (frame) *frame = index;
   return *picked < 0 ? spec + " (frame " + std::to_string(index) + ")" : spec;
 }

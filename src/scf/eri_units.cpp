@@ -134,10 +134,13 @@ struct EriUnitEngine::Impl {
 
 EriUnitEngine::EriUnitEngine() : impl_(new Impl) {}
 
-EriUnitEngine::EriUnitEngine(const BasisSet& basis, double precision) : impl_(new Impl) {
+EriUnitEngine::EriUnitEngine(const BasisSet& basis, const std::vector<EriUnit>& units, double precision)
+    : impl_(new Impl) {
   ensure_libint_initialized();
-  impl_->engine = libint2::Engine(libint2::Operator::coulomb, std::max<std::size_t>(1, basis.max_nprim()),
-                                  basis.max_l(), 0, precision);
+  std::size_t max_nprim = 1;
+  for (const EriUnit& u : units)
+    for (const auto& part : u.parts) max_nprim = std::max(max_nprim, part.nprim());
+  impl_->engine = libint2::Engine(libint2::Operator::coulomb, max_nprim, basis.max_l(), 0, precision);
 }
 
 EriUnitEngine EriUnitEngine::three_center(std::size_t max_nprim, int max_l, double precision) {
@@ -242,9 +245,11 @@ Eigen::MatrixXd unit_schwarz_bounds(const BasisSet& basis, const std::vector<Eri
   if (per_shell) *per_shell = Eigen::MatrixXd::Zero(Eigen::Index(basis.n_shells()), Eigen::Index(basis.n_shells()));
   threads = resolve_threads(threads);
   std::vector<EriUnitEngine> pool;
-  for (int t = 0; t < threads; ++t) pool.emplace_back(basis, 0.0);  // no primitive screening: see schwarz_bounds
-  parallel_for(nu, threads, [&](std::size_t i, int t) {
-    for (std::size_t j = 0; j <= i; ++j) {
+  for (int t = 0; t < threads; ++t) pool.emplace_back(basis, units, 0.0);  // no primitive screening: see schwarz_bounds
+  // one task per unit pair (i ≥ j): a heavy atom's few units are few rows of very unequal cost
+  parallel_for(nu * (nu + 1) / 2, threads, [&](std::size_t task, int t) {
+    const auto [i, j] = packed_pair(task);
+    {
       const EriUnit &a = units[i], &b = units[j];
       const bool unbounded = same_atom_unbounded && basis.shell_atoms()[a.first_shell] == basis.shell_atoms()[b.first_shell];
       const double* v = unbounded ? nullptr : pool[t].compute(a, b, a, b);

@@ -44,7 +44,7 @@ struct EriUnit {
 };
 
 /// The basis's shells grouped into units, in shell order (every shell in exactly one unit).
-/// Shells are grouped when they share primitives and the group has fewer than half as many
+/// Shells are grouped when they share primitives and the group has at most half as many
 /// distinct primitives as its shells have together (below that, libint2's own contraction loop
 /// is cheaper than one call per primitive quartet).
 std::vector<EriUnit> eri_units(const BasisSet& basis);
@@ -59,8 +59,11 @@ EriUnit lone_shell_unit(const libint2::Shell& shell, std::size_t first_function)
 /// Unit-quartet ERIs on one thread (one per thread: it owns a libint2 engine and buffers).
 class EriUnitEngine {
  public:
+  /// For the quartets of `units` (eri_units(basis), or single_shell_unit's of them): libint2's
+  /// engine is sized for their parts' primitives (1 for units from primitives; a per-thread
+  /// engine sized for Fe's 20-primitive shells held 20⁴ primitive-quartet records).
   /// @param precision libint2's primitive screening precision (0: none)
-  EriUnitEngine(const BasisSet& basis, double precision);
+  EriUnitEngine(const BasisSet& basis, const std::vector<EriUnit>& units, double precision);
   /// Three-centre integrals (P|ab) for density fitting: compute(P, lone_shell_unit(Shell::unit(), 0),
   /// a, b) with P an auxiliary shell's unit (libint2's xs_xx); max_nprim and max_l over both bases.
   static EriUnitEngine three_center(std::size_t max_nprim, int max_l, double precision);

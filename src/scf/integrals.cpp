@@ -36,11 +36,7 @@ Eigen::MatrixXd one_body(const BasisSet& basis, Engine prototype, const Integral
   const std::size_t ns = shells.size();
   Eigen::MatrixXd M(basis.n_functions(), basis.n_functions());
   parallel_for(ns * (ns + 1) / 2, threads, [&](std::size_t task, int t) {
-    // task → (s1 ≥ s2) in packed lower-triangular order
-    std::size_t s1 = static_cast<std::size_t>((std::sqrt(8.0 * task + 1) - 1) / 2);
-    while (s1 * (s1 + 1) / 2 > task) --s1;
-    while ((s1 + 1) * (s1 + 2) / 2 <= task) ++s1;
-    const std::size_t s2 = task - s1 * (s1 + 1) / 2;
+    const auto [s1, s2] = packed_pair(task);  // (s1 ≥ s2)
     const auto& buf = pool[t].results();
     pool[t].compute(shells[s1], shells[s2]);
     const std::size_t n1 = shells[s1].size(), n2 = shells[s2].size();
@@ -103,7 +99,7 @@ std::vector<double> eri_diagonal(const BasisSet& basis, const IntegralOptions& o
   const int threads = resolve_threads(options.threads);
   const std::vector<EriUnit> units = eri_units(basis);
   std::vector<EriUnitEngine> pool;  // (the precision of eri_columns)
-  for (int t = 0; t < threads; ++t) pool.emplace_back(basis, options.engine_precision);
+  for (int t = 0; t < threads; ++t) pool.emplace_back(basis, units, options.engine_precision);
   const std::size_t n = basis.n_functions();
   std::vector<double> diag(n * n, 0.0);
   parallel_for(units.size(), threads, [&](std::size_t i, int t) {
@@ -138,12 +134,15 @@ Eigen::MatrixXd eri_columns(const BasisSet& basis, const std::vector<std::pair<i
   const std::vector<EriUnit> units = eri_units(basis);
   const std::size_t nu = units.size();
   std::vector<EriUnitEngine> pool;
-  for (int t = 0; t < threads; ++t) pool.emplace_back(basis, options.engine_precision);
+  for (int t = 0; t < threads; ++t) pool.emplace_back(basis, units, options.engine_precision);
+  std::vector<std::pair<EriUnit, EriUnit>> kets;  // each column pair's shells as units
+  for (const auto& [r, s] : shell_pairs)
+    kets.emplace_back(single_shell_unit(basis, units, std::size_t(r)), single_shell_unit(basis, units, std::size_t(s)));
   // One task per (pair k, bra unit A); B runs over A ≥ B and fills both (pq) and (qp) rows.
   parallel_for(shell_pairs.size() * nu, threads, [&](std::size_t task, int t) {
     const std::size_t k = task / nu, A = task % nu;
-    const EriUnit R = single_shell_unit(basis, units, std::size_t(shell_pairs[k].first));
-    const EriUnit S = single_shell_unit(basis, units, std::size_t(shell_pairs[k].second));
+    const EriUnit& R = kets[k].first;
+    const EriUnit& S = kets[k].second;
     const std::size_t nrs = R.n_functions() * S.n_functions();
     for (std::size_t B = 0; B <= A; ++B) {
       const EriUnit &a = units[A], &b = units[B];
@@ -177,13 +176,11 @@ std::vector<double> eri_full(const BasisSet& basis, const IntegralOptions& optio
   const std::vector<EriUnit> units = eri_units(basis);
   const std::size_t nu = units.size();
   std::vector<EriUnitEngine> pool;
-  for (int t = 0; t < threads; ++t) pool.emplace_back(basis, options.engine_precision);
+  for (int t = 0; t < threads; ++t) pool.emplace_back(basis, units, options.engine_precision);
   const Eigen::MatrixXd Q = unit_schwarz_bounds(basis, units, options.threads);
   // Tasks: bra unit pairs A ≥ B; ket pairs C ≥ D with (CD) ≤ (AB); all 8 images written.
   parallel_for(nu * (nu + 1) / 2, threads, [&](std::size_t task, int t) {
-    std::size_t A = 0;
-    while ((A + 1) * (A + 2) / 2 <= task) ++A;
-    const std::size_t B = task - A * (A + 1) / 2;
+    const auto [A, B] = packed_pair(task);
     for (std::size_t C = 0; C <= A; ++C)
       for (std::size_t D = 0; D <= (C == A ? B : C); ++D) {
         if (Q(A, B) * Q(C, D) < options.schwarz_threshold) continue;
@@ -223,7 +220,7 @@ EriPairColumns::EriPairColumns(const BasisSet& basis, const IntegralOptions& opt
   impl_->options = options;
   impl_->threads = resolve_threads(options.threads);
   impl_->units = eri_units(basis);
-  for (int t = 0; t < impl_->threads; ++t) impl_->pool.emplace_back(basis, options.engine_precision);
+  for (int t = 0; t < impl_->threads; ++t) impl_->pool.emplace_back(basis, impl_->units, options.engine_precision);
   impl_->Q_units = unit_schwarz_bounds(basis, impl_->units, impl_->threads, &impl_->Q_shells);
 }
 

@@ -27,7 +27,7 @@ namespace nnvmc::scf {
 /// Accuracy and parallelism of integral evaluation.
 struct IntegralOptions {
   int threads = 0;                   ///< worker threads; ≤ 0 = all hardware threads
-  double schwarz_threshold = 1e-12;  ///< skip ERI shell quartets with Q_PQ·Q_RS below this (hartree)
+  double schwarz_threshold = 1e-12;  ///< skip ERI quartets (of shells or ERI units) with Q_PQ·Q_RS below this (hartree)
   double engine_precision = 1e-15;   ///< libint2 primitive-level screening precision
 };
 

@@ -1,5 +1,5 @@
 /// @file jk_builder.cpp
-/// In-core / direct J and K builds over unique, Schwarz-screened shell quartets.
+/// In-core / direct J and K builds over unique, Schwarz-screened ERI-unit quartets.
 #include "scf/jk_builder.hpp"
 
 #include <libint2.hpp>
@@ -36,7 +36,7 @@ struct Quartet {
   std::size_t offset;     // start of its block in the in-core buffer
 };
 
-constexpr std::size_t kChunk = 128;  // quartets per parallel task
+constexpr std::size_t kChunk = 128;  // quartets per parallel task of a J/K build
 
 /// Every auxiliary shell must sit on an atom of the orbital basis, at that atom's centre (fitting
 /// functions made for another geometry or another molecule would fit silently wrong densities).
@@ -247,8 +247,8 @@ JKBuilder::JKBuilder(const BasisSet& basis, const JKOptions& options) : impl_(ne
   }
 
   // (engines for the unit quartets: the three-index modes above need none)
-  for (int t = 0; t < m.threads; ++t) m.engines.emplace_back(basis, options.integrals.engine_precision);
   m.units = eri_units(basis);
+  for (int t = 0; t < m.threads; ++t) m.engines.emplace_back(basis, m.units, options.integrals.engine_precision);
   for (const EriUnit& u : m.units) m.max_unit_functions = std::max(m.max_unit_functions, u.n_functions());
   // Unit pairs that can contribute at all, then unique pair-of-pairs quartets.
   const Eigen::MatrixXd Q = unit_schwarz_bounds(basis, m.units, m.threads);
@@ -281,7 +281,7 @@ JKBuilder::JKBuilder(const BasisSet& basis, const JKOptions& options) : impl_(ne
   const double available = share >= 0 ? static_cast<double>(share) : HUGE_VAL;
   const double list_bytes = static_cast<double>(n_quartets) * sizeof(Quartet);
   if (list_bytes > 0.6 * available)
-    throw BudgetError(strfmt("scf: %zu ERI shell quartets of this molecule and basis pass the Schwarz screening "
+    throw BudgetError(strfmt("scf: %zu ERI quartets (of shells, or of generally contracted shells together) of this molecule and basis pass the Schwarz screening "
                              "(threshold %g); their list alone takes %.2f GB, more than 60 %% of the %.2f GB this "
                              "process can still allocate (%s). Use density-fitted (scf --df) or Cholesky-decomposed "
                              "ERIs (scf --cholesky 1e-6, ccsd --cholesky 1e-5), or a looser --schwarz",
@@ -309,10 +309,15 @@ JKBuilder::JKBuilder(const BasisSet& basis, const JKOptions& options) : impl_(ne
   m.in_core = static_cast<double>(offset) * sizeof(double) <= incore_limit;
   if (!m.in_core) return;
   m.eri.assign(offset, 0.0);
-  const std::size_t n_chunks = (m.quartets.size() + kChunk - 1) / kChunk;
+  // (each quartet into its own place, so any hand-out gives the same values: tasks of fewer
+  // quartets where kChunk would leave under 8 per thread; a heavy atom has few, unequal unit
+  // quartets, Fe cc-pVDZ's 55 were one task on one thread. The builds keep kChunk, statically:
+  // their sums' order, hence their rounding, is the same as before units.)
+  const std::size_t fill_chunk = std::clamp<std::size_t>(m.quartets.size() / (8 * std::size_t(m.threads)), 1, kChunk);
+  const std::size_t n_chunks = (m.quartets.size() + fill_chunk - 1) / fill_chunk;
   parallel_for(n_chunks, m.threads, [&](std::size_t chunk, int t) {
-    const std::size_t end = std::min(m.quartets.size(), (chunk + 1) * kChunk);
-    for (std::size_t i = chunk * kChunk; i < end; ++i) {
+    const std::size_t end = std::min(m.quartets.size(), (chunk + 1) * fill_chunk);
+    for (std::size_t i = chunk * fill_chunk; i < end; ++i) {
       const Quartet& q = m.quartets[i];
       if (const double* v = m.compute(m.engines[t], q)) std::copy_n(v, m.block_size(q), m.eri.begin() + q.offset);
     }

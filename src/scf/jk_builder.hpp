@@ -1,7 +1,8 @@
 #pragma once
 /// @file jk_builder.hpp
 /// Coulomb and exchange matrices J[D], K[D] from ERIs, for the SCF Fock build.
-/// Unique shell quartets (8-fold symmetry) that survive Schwarz screening are computed
+/// Unique quartets of ERI units (8-fold symmetry; scf/eri_units.hpp: a shell, or the generally
+/// contracted shells sharing primitives) that survive Schwarz screening are computed
 /// once and kept in memory when they fit in the budget (in-core); otherwise they are
 /// recomputed on every build (direct). Both paths run multithreaded. With cholesky_tau > 0 the
 /// ERIs are replaced by pivoted Cholesky vectors (scf/cholesky_eri.hpp, error per ERI below
@@ -39,7 +40,7 @@ struct JKOptions {
 class JKBuilder {
  public:
   /// Screens shell pairs and, when they fit in memory, computes and stores the ERIs.
-  /// @throws BudgetError (advising Cholesky ERIs) when the list of screened shell quartets
+  /// @throws BudgetError (advising Cholesky ERIs) when the list of screened unit quartets
   /// alone would take more than 60 % of what the host leaves this process
   JKBuilder(const BasisSet& basis, const JKOptions& options = {});
   ~JKBuilder();
@@ -55,7 +56,7 @@ class JKBuilder {
   /// Three-index vectors the J/K build runs on: Cholesky vectors, or with df_basis the
   /// density-fitted ones (0: exact ERIs)
   std::size_t cholesky_vectors() const;
-  std::size_t n_quartets() const;       ///< unique shell quartets kept after screening
+  std::size_t n_quartets() const;       ///< unique ERI-unit quartets kept after screening
   std::size_t stored_doubles() const;   ///< ERIs held in memory (0 when direct)
 
  private:

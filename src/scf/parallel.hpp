@@ -3,13 +3,23 @@
 /// A minimal thread pool-free parallel loop (std::thread) used by the integral code.
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstddef>
 #include <exception>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace nnvmc::scf {
+
+/// Task t of a loop over the pairs i ≥ j in packed lower-triangular order → (i, j).
+inline std::pair<std::size_t, std::size_t> packed_pair(std::size_t t) {
+  std::size_t i = static_cast<std::size_t>((std::sqrt(8.0 * static_cast<double>(t) + 1) - 1) / 2);
+  while (i * (i + 1) / 2 > t) --i;
+  while ((i + 1) * (i + 2) / 2 <= t) ++i;
+  return {i, t - i * (i + 1) / 2};
+}
 
 /// Number of threads to use: `requested` if positive, else the hardware concurrency (≥ 1).
 inline int resolve_threads(int requested) {

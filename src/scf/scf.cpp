@@ -215,7 +215,7 @@ ScfResult solve(const System& system, const BasisSet& basis, const ScfOptions& o
     spdlog::debug("scf: {} functions, {} Cholesky vectors (tau {:.0e}); integrals {:.3f} s; {} dense kernels", n,
                   jk.cholesky_vectors(), o.jk.cholesky_tau, since(t0), dense_kernels().name);
   else
-    spdlog::debug("scf: {} functions, {} shell quartets, {}; integrals {:.3f} s", n, jk.n_quartets(),
+    spdlog::debug("scf: {} functions, {} ERI-unit quartets, {}; integrals {:.3f} s", n, jk.n_quartets(),
                   jk.in_core() ? "in-core ERIs" : "direct ERIs", since(t0));
   t0 = clock::now();
 
