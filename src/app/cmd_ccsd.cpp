@@ -247,7 +247,9 @@ void run_ccsd_command(const CcsdArgs& a) {
   if (!a.json) return print_summary(run, system, a);
   nlohmann::json j;
   j["molecule"] = a.molecule;
-  if (int frame = -1; molecule_spec_label(a.molecule, system, &frame), frame >= 0) j["frame"] = frame;
+  int frame = -1;  // (the frame "FILE.xyz@K" read, counted from 0)
+  molecule_spec_label(a.molecule, system, &frame);
+  if (frame >= 0) j["frame"] = frame;
   j["energy_units"] = "hartree";
   j["charge"] = system.charge;
   j["spin"] = system.spin;

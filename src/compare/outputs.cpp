@@ -256,7 +256,8 @@ void write_report(const std::string& path, const CompareSpec& spec, const std::v
        "plateau in a series of 50 autocorrelation times or more nor enough walkers (evaluate it longer), or its walkers were not in equilibrium (drifting while "
        "measured, or hardly moving: its cell's log says which; give it a longer eval.burn_in), or its energy lies below "
        "a rigorous lower bound on any wavefunction's (walkers that did not sample the wavefunction). An energy marked (above HF) "
-       "lies more than three error bars above the Hartree–Fock energy the cell's pretraining targeted (e_hf in "
+       "lies more than three error bars above the Hartree–Fock energy the cell's pretraining targeted, or PauliNet's own "
+       "determinant's (e_hf in "
        "compare.csv; above_hf = 1): a wavefunction worse than the Slater determinant it started from, so train it "
        "longer, or pretrain it longer or with a smaller pretrain.lr. In compare.csv and compare.h5: " << kUnits << ".\n\n";
   o << "| ansatz | molecule | laplacian | optim | dtype | status | energy (Eh) | error (mEh) | variance (Eh²) | "

@@ -2616,6 +2616,20 @@ TEST(Cli, TriplesOfAnUnconvergedCcsdAreNotComputedRatherThanZero) {
 
 // scf and ccsd take --charge and --spin (an .xyz file holds neither: an ion needed a YAML file),
 // the same as the molecule file's charge: and spin:, and name them where they are impossible.
+// The frame a negative FILE.xyz@K picked is named in scf's and ccsd's output (it said "@-1" alone).
+TEST(Cli, ScfAndCcsdNameTheFrameANegativeIndexPicked) {
+  const std::string traj = ::testing::TempDir() + "/nnvmc_frames.xyz";
+  std::ofstream(traj) << "2\nf0\nH 0 0 0\nH 0 0 0.74\n2\nf1\nH 0 0 0\nH 0 0 0.80\n";
+  for (const std::string cmd : {"scf", "ccsd"}) {
+    const auto text = run(cmd + " " + traj + "@-1 --basis sto-3g --log-level error");
+    ASSERT_EQ(text.code, 0) << text.out;
+    EXPECT_NE(text.out.find(traj + "@-1 (frame 1)"), std::string::npos) << text.out;
+    const auto json = run(cmd + " " + traj + "@-1 --basis sto-3g --json --log-level error");
+    ASSERT_EQ(json.code, 0) << json.out;
+    EXPECT_EQ(json_of(json.out)["frame"].get<int>(), 1) << json.out;
+  }
+}
+
 TEST(Cli, ScfAndCcsdTakeTheChargeAndSpinOnTheCommandLine) {
   const auto xyz = write_config("nnvmc_h3o.xyz", "4\nH3O+\nO 0 0 0.1\nH 0.95 0 -0.2\nH -0.47 0.82 -0.2\nH -0.47 -0.82 -0.2\n");
   const auto yaml = write_config("nnvmc_h3o.yaml", "units: angstrom\ncharge: 1\natoms: [[O, 0, 0, 0.1], [H, 0.95, 0, -0.2], "
