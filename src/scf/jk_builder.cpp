@@ -312,7 +312,8 @@ JKBuilder::JKBuilder(const BasisSet& basis, const JKOptions& options) : impl_(ne
   // (each quartet into its own place, so any hand-out gives the same values: tasks of fewer
   // quartets where kChunk would leave under 8 per thread; a heavy atom has few, unequal unit
   // quartets, Fe cc-pVDZ's 55 were one task on one thread. The builds keep kChunk, statically:
-  // their sums' order, hence their rounding, is the same as before units.)
+  // smaller tasks there reorder the sums, and open-shell SCFs from SAD, which land in a state
+  // rounding picks, moved: Fe/STO-3G UHF stopped converging in 100 iterations.)
   const std::size_t fill_chunk = std::clamp<std::size_t>(m.quartets.size() / (8 * std::size_t(m.threads)), 1, kChunk);
   const std::size_t n_chunks = (m.quartets.size() + fill_chunk - 1) / fill_chunk;
   parallel_for(n_chunks, m.threads, [&](std::size_t chunk, int t) {
