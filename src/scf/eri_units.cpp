@@ -15,21 +15,25 @@
 
 namespace nnvmc::scf {
 
+EriUnit lone_shell_unit(const libint2::Shell& shell, std::size_t first_function) {
+  EriUnit u;
+  u.first_function = first_function;
+  u.shell_size = shell.size();
+  u.parts = {shell};
+  u.coeff = Eigen::MatrixXd::Ones(1, 1);
+  return u;
+}
+
 namespace {
 
 EriUnit make_unit(const BasisSet& basis, std::size_t first, std::size_t count, bool general) {
   const auto& shells = basis.shells();
-  EriUnit u;
+  EriUnit u = lone_shell_unit(shells[first], basis.shell_offsets()[first]);
   u.first_shell = first;
+  if (!general) return u;
   u.n_shells = count;
-  u.first_function = basis.shell_offsets()[first];
-  u.shell_size = shells[first].size();
-  u.from_primitives = general;
-  if (!general) {
-    u.parts = {shells[first]};
-    u.coeff = Eigen::MatrixXd::Ones(1, 1);
-    return u;
-  }
+  u.from_primitives = true;
+  u.parts.clear();
   const auto& c0 = shells[first].contr[0];
   std::vector<double> exponents;
   for (std::size_t s = first; s < first + count; ++s)
@@ -115,15 +119,6 @@ EriUnit single_shell_unit(const BasisSet& basis, const std::vector<EriUnit>& uni
   }
   throw Error("single_shell_unit: shell " + std::to_string(shell) + " is in none of the " +
               std::to_string(units.size()) + " units (units of another basis?)");
-}
-
-EriUnit lone_shell_unit(const libint2::Shell& shell, std::size_t first_function) {
-  EriUnit u;
-  u.first_function = first_function;
-  u.shell_size = shell.size();
-  u.parts = {shell};
-  u.coeff = Eigen::MatrixXd::Ones(1, 1);
-  return u;
 }
 
 struct EriUnitEngine::Impl {

@@ -232,21 +232,12 @@ std::size_t EriPairColumns::n_rows() const {
 }
 
 std::vector<double> EriPairColumns::diagonal() const {
-  const auto& units = impl_->units;
-  std::vector<double> diag(n_rows(), 0.0);
-  parallel_for(units.size(), impl_->threads, [&](std::size_t i, int t) {
-    for (std::size_t j = 0; j <= i; ++j) {
-      const EriUnit &a = units[i], &b = units[j];
-      const double* v = impl_->pool[t].compute(a, b, a, b);
-      if (!v) continue;
-      const std::size_t na = a.n_functions(), nb = b.n_functions(), nab = na * nb;
-      for (std::size_t x = 0; x < na; ++x)
-        for (std::size_t y = 0; y < nb; ++y) {
-          const std::size_t p = a.first_function + x, q = b.first_function + y, xy = x * nb + y;
-          if (p >= q) diag[p * (p + 1) / 2 + q] = v[xy * nab + xy];
-        }
-    }
-  });
+  // (eri_diagonal's unit blocks, at the columns' precision: columns and diagonal round alike)
+  const std::vector<double> full = eri_diagonal(impl_->basis, impl_->options);
+  const std::size_t n = impl_->basis.n_functions();
+  std::vector<double> diag(n_rows());
+  for (std::size_t p = 0; p < n; ++p)
+    for (std::size_t q = 0; q <= p; ++q) diag[p * (p + 1) / 2 + q] = full[p * n + q];
   return diag;
 }
 
